@@ -1,0 +1,34 @@
+# KMDS Desktop — set-up and everyday commands. `make run` and `make test` do all set-up themselves.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: run test lint bench screenshots bundle bundle-test sysdeps clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+## Install everything and start the app on its embedded defaults (the demo KB opens on first run).
+run: $(STAMP)
+	bash scripts/sysdeps.sh runtime
+	$(BIN)/kmds-desktop
+
+## Install everything and run the whole test suite offscreen (no display needed).
+test: $(STAMP)
+	bash scripts/sysdeps.sh test
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m ruff check kmds_desktop tests bench
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -ra -m "not slow"
+
+lint: $(STAMP)
+	$(BIN)/python -m ruff check kmds_desktop tests bench
+
+bench: $(STAMP)
+	for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) build dist .pytest_cache

@@ -1,0 +1,3 @@
+"""KMDS Desktop."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,90 @@
+"""Command-line entry point: ``kmds-desktop`` starts the app; subcommands run the same jobs headless.
+
+Each area registers its own subcommands (``kb``, ``index``, ``ask``, ``literature``) from a small
+``cli`` module that imports nothing heavy at import time, so ``--help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from kmds_desktop import __version__, paths
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kmds-desktop",
+        description=(
+            "KMDS Desktop: browse a KMDS knowledge base, ask it questions, and search a local "
+            "literature database with queries proposed by several LLMs. With no command, the "
+            "desktop application starts."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"kmds-desktop {__version__}")
+    parser.add_argument(
+        "--data-dir",
+        metavar="DIR",
+        help="folder for everything the app writes (default: $KMDS_DESKTOP_HOME or the user data dir)",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages to stderr")
+    parser.add_argument(
+        "--self-test",
+        action="store_true",
+        help="run an offscreen end-to-end check (demo KB, index, offline answer, database) and exit",
+    )
+    parser.add_argument("kb_file", nargs="?", help="knowledge base to open in the app (optional)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    from kmds_desktop.ask.cli import register as register_ask
+    from kmds_desktop.index.cli import register as register_index
+    from kmds_desktop.kb.cli import register as register_kb
+    from kmds_desktop.literature.cli import register as register_literature
+
+    register_kb(sub)
+    register_index(sub)
+    register_ask(sub)
+    register_literature(sub)
+    return parser
+
+
+def _setup_logging(verbose: bool) -> None:
+    """Log to a file in the data folder; to stderr only with --verbose (the GUI shows errors itself)."""
+    handlers: list[logging.Handler] = []
+    try:
+        handlers.append(logging.FileHandler(paths.logs_dir() / "kmds-desktop.log", encoding="utf-8"))
+    except OSError:
+        pass
+    if verbose:
+        handlers.append(logging.StreamHandler(sys.stderr))
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        handlers=handlers or [logging.NullHandler()],
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    # Subcommand names could collide with the optional positional kb_file; argparse resolves
+    # a known command name first, which is what we want.
+    args = parser.parse_args(argv)
+    if args.data_dir:
+        paths.set_data_dir(args.data_dir)
+    _setup_logging(args.verbose)
+
+    if args.self_test:
+        from kmds_desktop.selftest import run_self_test
+
+        return run_self_test()
+    if args.command is None:
+        from kmds_desktop.ui.app import run_app
+
+        return run_app(kb_file=args.kb_file)
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

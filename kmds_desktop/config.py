@@ -1,0 +1,179 @@
+"""One validated settings model for the whole app, stored as JSON in the data folder.
+
+The GUI's Preferences dialog, the CLI and the core read the same :class:`Settings`. Values are
+validated by pydantic when loaded and before being saved, so an invalid file fails at start-up with
+a message naming the key, and the Preferences dialog can show the same message inline.
+Secrets (the Google API key, database passwords) are never stored here: they live in the OS keyring
+or the environment (see :mod:`kmds_desktop.secrets`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from kmds_desktop import paths
+
+DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
+
+
+class SettingsError(ValueError):
+    """Settings that cannot be used; the message names the offending key(s)."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class LLMSettings(_Section):
+    """Which LLM answers questions (the orchestrator's router and synthesis)."""
+
+    backend: Literal["auto", "ollama", "google", "offline"] = "auto"
+    ollama_host: str = DEFAULT_OLLAMA_HOST
+    ollama_model: str = "llama3.1:8b"
+    google_model: str = "gemini-2.5-flash"
+    temperature: float = Field(0.1, ge=0.0, le=2.0)
+    timeout_s: float = Field(120.0, gt=0)
+
+
+class QueryGenerationSettings(_Section):
+    """Multi-model query generation for the literature search (section ``query_generation``)."""
+
+    multi_model_enabled: bool = False
+    models: list[str] = Field(default_factory=lambda: ["builtin:keywords"], min_length=1)
+    queries_per_model: int = Field(1, ge=1, le=3)
+    execution_mode: str = "serial"
+    deduplicate_results: bool = True
+    show_all_queries_to_user: bool = True
+    allow_query_selection: bool = True
+    temperature: float = Field(0.1, ge=0.0, le=2.0)
+    ollama_host: str = DEFAULT_OLLAMA_HOST
+    timeout_s: float = Field(120.0, gt=0)
+
+    @field_validator("execution_mode")
+    @classmethod
+    def _serial_only(cls, value: str) -> str:
+        if value != "serial":
+            raise ValueError(
+                f"execution_mode {value!r} is not supported: only 'serial' is, because local Ollama "
+                "models share one GPU/CPU and running them in parallel only makes each slower"
+            )
+        return value
+
+    @field_validator("models")
+    @classmethod
+    def _clean_models(cls, value: list[str]) -> list[str]:
+        cleaned = [m.strip() for m in value if m and m.strip()]
+        if not cleaned:
+            raise ValueError("at least one model is required")
+        return cleaned
+
+
+class LiteratureSettings(_Section):
+    """The literature database: the embedded server (default) or any PostgreSQL by DSN."""
+
+    mode: Literal["embedded", "external"] = "embedded"
+    host: str = "127.0.0.1"
+    port: int = Field(5432, ge=1, le=65535)
+    dbname: str = "bmlibrarian"
+    user: str = "postgres"
+    statement_timeout_ms: int = Field(30_000, ge=0)
+    fetch_batch_size: int = Field(50, ge=1, le=10_000)
+    max_rows: int = Field(100, ge=1, le=100_000)
+
+
+class IndexSettings(_Section):
+    """The semantic index: local ChromaDB store (default) or a Chroma server."""
+
+    mode: Literal["local", "server"] = "local"
+    chroma_host: str = "127.0.0.1"
+    chroma_port: int = Field(8000, ge=1, le=65535)
+    embedding_model: str = "all-MiniLM-L6-v2"
+    n_results: int = Field(5, ge=1, le=100)
+
+
+class UISettings(_Section):
+    """Window state and history that persist between runs."""
+
+    recent_files: list[str] = Field(default_factory=list)
+    last_kb: str | None = None
+    window_geometry: str | None = None  # base64 of QMainWindow.saveGeometry()
+    window_state: str | None = None  # base64 of QMainWindow.saveState()
+    splitter_sizes: list[int] = Field(default_factory=list)
+    question_history: list[str] = Field(default_factory=list)
+    max_recent: int = Field(10, ge=1, le=50)
+
+    def add_recent(self, path: str) -> None:
+        """Put ``path`` first in the recent list (no duplicates, bounded)."""
+        items = [p for p in self.recent_files if p != path]
+        self.recent_files = [path, *items][: self.max_recent]
+
+
+class Settings(_Section):
+    """All settings of the app."""
+
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    query_generation: QueryGenerationSettings = Field(default_factory=QueryGenerationSettings)
+    literature: LiteratureSettings = Field(default_factory=LiteratureSettings)
+    index: IndexSettings = Field(default_factory=IndexSettings)
+    ui: UISettings = Field(default_factory=UISettings)
+
+
+def describe_validation_error(err: ValidationError, prefix: str = "") -> str:
+    """Turn a pydantic error into lines like ``query_generation.execution_mode: ...``."""
+    lines = []
+    for item in err.errors():
+        key = ".".join(str(p) for p in item["loc"])
+        key = f"{prefix}{key}" if prefix else key
+        lines.append(f"{key}: {item['msg']}")
+    return "; ".join(lines)
+
+
+def validate_settings(data: dict[str, Any]) -> Settings:
+    """Build :class:`Settings` from a dict, raising :class:`SettingsError` naming each bad key."""
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as err:
+        raise SettingsError(f"invalid settings: {describe_validation_error(err)}") from None
+
+
+def load_settings(path: Path | None = None) -> Settings:
+    """Read the settings file (defaults when it does not exist).
+
+    A file that is not JSON or has invalid values raises :class:`SettingsError`; the file itself is
+    left as it is so the user can fix it.
+    """
+    path = path or paths.settings_file()
+    if not path.exists():
+        return Settings()
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise SettingsError(f"cannot read settings file {path}: {err}") from None
+    if not isinstance(data, dict):
+        raise SettingsError(f"settings file {path} must hold a JSON object")
+    try:
+        return validate_settings(data)
+    except SettingsError as err:
+        raise SettingsError(f"{path}: {err}") from None
+
+
+def save_settings(settings: Settings, path: Path | None = None) -> Path:
+    """Validate and write the settings atomically (temporary file, then rename)."""
+    path = path or paths.settings_file()
+    validate_settings(settings.model_dump())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".settings-", suffix=".json", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(settings.model_dump(mode="json"), fh, indent=2)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path

@@ -1,0 +1,9 @@
+"""CLI subcommands for the index area (placeholder until the area lands)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
+    """Add this area's subcommands to the main parser."""
