@@ -30,5 +30,14 @@ lint: $(STAMP)
 bench: $(STAMP)
 	for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
+## Build the one-folder app bundle dist/kmds-desktop/ (PyInstaller, build_app.spec; takes minutes).
+bundle: $(STAMP)
+	PYTHON=$(BIN)/python bash scripts/build_bundle.sh
+
+## Build the bundle and run its --self-test, checking its size budget (slow; not part of `make test`).
+bundle-test: $(STAMP)
+	bash scripts/sysdeps.sh runtime
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -ra -m slow tests/test_packaging.py
+
 clean:
 	rm -rf $(VENV) build dist .pytest_cache

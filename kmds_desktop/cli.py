@@ -35,8 +35,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run an offscreen end-to-end check (demo KB, index, offline answer, database) and exit",
     )
-    parser.add_argument("kb_file", nargs="?", help="knowledge base to open in the app (optional)")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(
+        dest="command",
+        metavar="COMMAND",
+        description=(
+            "With no command, the app starts; `kmds-desktop FILE` starts it with that knowledge base open."
+        ),
+    )
 
     from kmds_desktop.ask.cli import register as register_ask
     from kmds_desktop.index.cli import register as register_index
@@ -66,11 +71,37 @@ def _setup_logging(verbose: bool) -> None:
     )
 
 
+def _split_kb_file(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[list[str], str | None]:
+    """Pull an optional KB file (``kmds-desktop FILE``) out of ``argv`` when no command is given.
+
+    argparse cannot mix an optional positional with subcommands (it would take ``kb`` in
+    ``kmds-desktop kb show`` for the file), so the first bare word decides: a command name goes to
+    the subparsers, anything else is the knowledge base to open.
+    """
+    commands: set[str] = set()
+    for action in parser._actions:  # noqa: SLF001 - the documented way to list subcommands
+        if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+            commands.update(action.choices)
+    takes_value = {"--data-dir"}
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        if token == "--":
+            break
+        if token.startswith("-"):
+            i += 2 if token in takes_value else 1
+            continue
+        if token in commands:
+            return argv, None
+        return argv[:i] + argv[i + 1 :], token
+    return argv, None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    # Subcommand names could collide with the optional positional kb_file; argparse resolves
-    # a known command name first, which is what we want.
-    args = parser.parse_args(argv)
+    argv_list = list(sys.argv[1:] if argv is None else argv)
+    argv_list, kb_file = _split_kb_file(parser, argv_list)
+    args = parser.parse_args(argv_list)
     if args.data_dir:
         paths.set_data_dir(args.data_dir)
     _setup_logging(args.verbose)
@@ -82,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         from kmds_desktop.ui.app import run_app
 
-        return run_app(kb_file=args.kb_file)
+        return run_app(kb_file=kb_file)
     return int(args.func(args) or 0)
 
 

@@ -1,9 +1,99 @@
-"""CLI subcommands for the ask area (placeholder until the area lands)."""
+"""``kmds-desktop ask KB_FILE QUESTION [--backend auto|ollama|google|offline] [--json]``.
+
+Runs the same orchestrator as the GUI's Ask panel. Plain output is the answer, the route and
+the cited records; ``--json`` prints the whole result. Nothing heavy is imported until the
+command runs, so ``kmds-desktop --help`` stays fast. User errors print one line on stderr, exit 1.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
+from typing import Any, TextIO
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
-    """Add this area's subcommands to the main parser."""
+    """Add ``ask`` to the main parser."""
+    p = sub.add_parser(
+        "ask",
+        help="ask a knowledge base a question in plain language",
+        description=(
+            "Answer a question about a KMDS knowledge base: an LLM (or, offline, an embedding-based "
+            "router) picks a search template and filters, the matching observations are ranked by "
+            "meaning, and the answer cites them as [1], [2]. Falls back to semantic search when the "
+            "route is invalid, the LLM fails or the template finds nothing."
+        ),
+    )
+    p.add_argument("kb_file", metavar="KB_FILE", help="KMDS knowledge base (RDF/XML)")
+    p.add_argument("question", metavar="QUESTION", help="the question, in quotes")
+    p.add_argument("--backend", choices=("auto", "ollama", "google", "offline"), default=None,
+                   help="LLM backend (default: setting llm.backend, normally auto)")
+    p.add_argument("--model", metavar="NAME",
+                   help="LLM model (default: setting llm.ollama_model/google_model)")
+    p.add_argument("--ollama-host", metavar="URL", help="Ollama server (default: setting llm.ollama_host)")
+    p.add_argument("-n", "--n-results", type=int, default=None, help="number of records (default: setting)")
+    p.add_argument("--persist-dir", metavar="DIR", help="index folder (default: DATA_DIR/index)")
+    p.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    err = err or sys.stderr
+    from kmds_desktop.config import SettingsError, load_settings
+
+    try:
+        settings = load_settings()
+    except SettingsError as exc:
+        err.write(f"error: {exc}\n")
+        return 1
+    from kmds_desktop.ask import SearchOrchestrator
+    from kmds_desktop.index.errors import SemanticIndexError
+    from kmds_desktop.kb import KnowledgeBaseError
+    from kmds_desktop.tasks import Cancelled
+
+    try:
+        orchestrator = SearchOrchestrator(
+            args.kb_file,
+            persist_dir=args.persist_dir,
+            model=args.model,
+            embedding_model=settings.index.embedding_model,
+            n_results=args.n_results or settings.index.n_results,
+            backend=args.backend or settings.llm.backend,
+            settings=settings,
+            ollama_host=args.ollama_host,
+        )
+        result = orchestrator.ask(args.question)
+    except (KnowledgeBaseError, SemanticIndexError, ValueError) as exc:
+        err.write(f"error: {exc}\n")
+        return 1
+    except (Cancelled, KeyboardInterrupt):
+        err.write("cancelled\n")
+        return 130
+    if args.json:
+        json.dump(result.to_dict(), out, indent=2, ensure_ascii=False, default=str)
+        out.write("\n")
+    else:
+        out.write(format_result(result.to_dict()))
+    return 0
+
+
+def format_result(data: dict[str, Any]) -> str:
+    """Answer, route and numbered records as plain text."""
+    lines = [data["answer"].strip(), ""]
+    route = f"Route: {data['intent_class']} — {data['route_explanation']}"
+    lines.append(route)
+    if data.get("fallback_reason"):
+        lines.append(f"Fallback: {data['fallback_reason']}")
+    lines.append(f"Backend: {data['backend']} (answer: {data['synthesis']})")
+    if data["results"]:
+        lines += ["", "Records:"]
+        for i, r in enumerate(data["results"], start=1):
+            seq = f" #{r['finding_seq']}" if r.get("finding_seq") is not None else ""
+            finding = " ".join(str(r.get("finding", "")).split())
+            finding = finding if len(finding) <= 160 else finding[:159] + "…"
+            lines.append(f"[{i}] {r.get('obs_type', '')}{seq} ({r.get('workflow_name') or 'no workflow'}): "
+                         f"{finding}")
+            lines.append(f"    {r['iri']}")
+    return "\n".join(lines) + "\n"

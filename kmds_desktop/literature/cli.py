@@ -1,9 +1,123 @@
-"""CLI subcommands for the literature area (placeholder until the area lands)."""
+"""``kmds-desktop literature ...``: ``status`` and ``import`` (``search`` comes from ``search_cli``).
+
+Imports of the database layer happen inside the handlers so ``kmds-desktop --help`` stays fast.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
+from typing import Any
+
+_MAX_SKIPPED_SHOWN = 20
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
-    """Add this area's subcommands to the main parser."""
+    """Add ``literature`` with its subcommands to the main parser."""
+    lit = sub.add_parser(
+        "literature",
+        help="the literature database: status, import, search",
+        description="Manage and search the literature database (embedded by default, or --dsn).",
+    )
+    lit_sub = lit.add_subparsers(dest="literature_command", metavar="SUBCOMMAND")
+    lit.set_defaults(func=lambda args: (lit.print_help(), 2)[1])
+
+    dsn_help = ("connect to this PostgreSQL instead of the embedded server, e.g. "
+                "'host=127.0.0.1 port=5432 dbname=bmlibrarian user=postgres' "
+                "(password from KMDS_DESKTOP_DB_PASSWORD / PGPASSWORD or the OS keyring)")
+
+    status = lit_sub.add_parser("status", help="server, schema version and document counts per source")
+    status.add_argument("--dsn", help=dsn_help)
+    status.add_argument("--json", action="store_true", help="print the status as JSON")
+    status.set_defaults(func=_status)
+
+    imp = lit_sub.add_parser(
+        "import",
+        help="import JSONL, MEDLINE/PubMed XML (.xml, .xml.gz) or PubMedQA JSON files",
+        description="Import corpus files. Each file is one transaction: an unreadable file leaves "
+                    "nothing behind, malformed records are skipped and listed, re-importing changes nothing.",
+    )
+    imp.add_argument("files", nargs="+", metavar="FILE")
+    imp.add_argument("--dsn", help=dsn_help)
+    imp.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+    imp.set_defaults(func=_import)
+
+    from kmds_desktop.literature.search_cli import register_search
+
+    register_search(lit_sub)
+
+
+def _open(args: argparse.Namespace) -> Any:
+    from kmds_desktop.literature.database import open_database
+
+    return open_database(dsn=getattr(args, "dsn", None))
+
+
+def _status(args: argparse.Namespace) -> int:
+    from kmds_desktop.literature.errors import LiteratureError
+
+    try:
+        db = _open(args)
+        try:
+            info = db.status()
+        finally:
+            db.close()
+    except LiteratureError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
+    version = info["schema_version"]
+    schema = f"version {version}" if info["schema_owner"] == "app" else "not managed by this app (used as is)"
+    print(f"server:    {info['server']} (PostgreSQL {info['server_version']}, {info['mode']})")
+    print(f"database:  {info['database']}")
+    print(f"schema:    {schema}")
+    print(f"documents: {info['documents']} ({info['withdrawn']} withdrawn)")
+    for name, count in info["sources"].items():
+        print(f"  {name:<20} {count}")
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    from kmds_desktop.literature.errors import LiteratureError
+    from kmds_desktop.tasks import Cancelled
+
+    def progress(done: int, total: int | None, message: str) -> None:
+        if not args.quiet:
+            print(f"\r{message:<78}", end="", file=sys.stderr, flush=True)
+
+    try:
+        db = _open(args)
+    except LiteratureError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    code = 0
+    try:
+        for path in args.files:  # one call per file so earlier files' reports survive a later failure
+            try:
+                result = db.import_files([path], progress=progress)
+            except LiteratureError as err:
+                if not args.quiet:
+                    print(file=sys.stderr)
+                print(f"error: {err}", file=sys.stderr)
+                code = 1
+                continue
+            if not args.quiet:
+                print(file=sys.stderr)
+            for rep in result.files:
+                print(f"{rep.path}: {rep.records} records, {rep.inserted} new, {rep.updated} updated, "
+                      f"{rep.unchanged} unchanged, {len(rep.skipped)} skipped ({rep.seconds:.1f} s)")
+                for note in rep.notes:
+                    print(f"  note: {note}")
+                for skipped in rep.skipped[:_MAX_SKIPPED_SHOWN]:
+                    print(f"  skipped {skipped.position}: {skipped.message}")
+                if len(rep.skipped) > _MAX_SKIPPED_SHOWN:
+                    print(f"  ... and {len(rep.skipped) - _MAX_SKIPPED_SHOWN} more skipped")
+    except (KeyboardInterrupt, Cancelled):
+        print("\nimport interrupted; the file in progress was rolled back", file=sys.stderr)
+        return 130
+    finally:
+        db.close()
+    return code

@@ -28,6 +28,13 @@ class ModelScript:
     status: int = 200
     error: str | None = None
     chunk_size: int = 8  # characters per streamed chunk
+    #: Optional HTTP status per call (used in turn, the last repeating); overrides ``status``.
+    statuses: list[int] | None = None
+
+    def status_for(self, call_index: int) -> int:
+        if self.statuses:
+            return self.statuses[min(call_index, len(self.statuses) - 1)]
+        return self.status
 
     def reply_for(self, call_index: int, prompt: str, body: dict[str, Any]) -> str:
         reply = self.replies[min(call_index, len(self.replies) - 1)]
@@ -183,8 +190,9 @@ class FakeOllama:
                 return
             if script.delay:
                 time.sleep(script.delay)
-            if script.status != 200:
-                handler._json(script.status, {"error": script.error or f"model '{model}' not found"})  # type: ignore[attr-defined]
+            status = script.status_for(index)
+            if status != 200:
+                handler._json(status, {"error": script.error or f"model '{model}' not found"})  # type: ignore[attr-defined]
                 return
             text = script.reply_for(index, prompt, body)
             stream = body.get("stream", True)

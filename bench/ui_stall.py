@@ -1,0 +1,174 @@
+"""GUI responsiveness while the app's own workers build the index, stream a slow answer and fetch documents.
+
+A 10 ms heartbeat timer runs on the GUI thread of a real (offscreen) main window while, at the same
+time and through the window's own ``JobRunner``:
+  * the semantic index of a 400-observation synthetic KB is built from scratch (embedding model
+    loaded cold, on the worker),
+  * a question is answered by a slow model (the fake Ollama server: 0.5 s before each reply, the
+    answer streamed in small chunks and rendered as Markdown as it arrives),
+  * 6,000 literature records are fetched from the embedded PostgreSQL database (imported once into
+    ``bench/.data/``).
+Every gap between heartbeats is recorded. For contrast, the same slow generation is then run once
+directly on the GUI thread (what the workers exist to avoid). Printed: heartbeats, longest gap and
+99th percentile in ms for both ways; the last line is the longest gap with workers over the 50 ms
+target (<= 1.0 passes). Usage: ``.venv/bin/python bench/ui_stall.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "bench" / ".data" / "ui_stall"
+DATA.mkdir(parents=True, exist_ok=True)
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ["KMDS_DESKTOP_HOME"] = str(DATA / "home")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # the fake Ollama server lives with the test support code
+
+TARGET_MS = 50.0
+N_OBSERVATIONS = 400
+FETCH_IDS = 6000
+LITERATURE = ROOT.parent / "shared" / "data" / "literature"
+
+
+class Heartbeat:
+    """Timestamps of a 10 ms GUI-thread timer; gaps show how long the GUI thread was blocked."""
+
+    def __init__(self) -> None:
+        from PySide6.QtCore import Qt, QTimer
+
+        self.ticks: list[float] = []
+        self.timer = QTimer()
+        self.timer.setTimerType(Qt.TimerType.PreciseTimer)
+        self.timer.setInterval(10)
+        self.timer.timeout.connect(lambda: self.ticks.append(time.perf_counter()))
+
+    def start(self) -> None:
+        self.ticks = [time.perf_counter()]
+        self.timer.start()
+
+    def stop(self) -> tuple[int, float, float]:
+        self.timer.stop()
+        self.ticks.append(time.perf_counter())
+        gaps = [(b - a) * 1000 for a, b in zip(self.ticks, self.ticks[1:], strict=False)]
+        gaps.sort()
+        p99 = gaps[min(len(gaps) - 1, int(len(gaps) * 0.99))] if gaps else 0.0
+        return len(gaps), (gaps[-1] if gaps else 0.0), p99
+
+
+def run_until(predicate, timeout_s: float) -> None:
+    """Run the Qt event loop (not a polling loop) until ``predicate()`` or the timeout."""
+    from PySide6.QtCore import QEventLoop, QTimer
+
+    loop = QEventLoop()
+    check = QTimer()
+    check.setInterval(20)
+    deadline = time.monotonic() + timeout_s
+    check.timeout.connect(lambda: loop.quit() if predicate() or time.monotonic() > deadline else None)
+    check.start()
+    loop.exec()
+    check.stop()
+
+
+def literature_database():
+    """The embedded database in bench/.data with the SciFact + PubMed sample corpora imported (once)."""
+    from kmds_desktop.config import LiteratureSettings
+    from kmds_desktop.literature import open_database
+
+    db = open_database(settings=LiteratureSettings())
+    if int(db.status().get("documents") or 0) < FETCH_IDS:
+        print("importing the literature corpora into bench/.data (first run only)…", flush=True)
+        db.import_files([LITERATURE / "scifact" / "corpus.jsonl", LITERATURE / "pubmed_sample" / "corpus.jsonl"])
+    return db
+
+
+def main() -> int:
+    import qasync
+    from PySide6.QtWidgets import QApplication
+    from support.fake_ollama import FakeOllama, ModelScript
+
+    from kmds_desktop.config import Settings
+    from kmds_desktop.index import SemanticIndex
+    from kmds_desktop.kb.synthetic import write_synthetic_kb
+    from kmds_desktop.llm import OllamaBackend
+    from kmds_desktop.ui.main_window import MainWindow
+
+    app = QApplication.instance() or QApplication(sys.argv)
+    loop = qasync.QEventLoop(app)
+    import asyncio
+
+    asyncio.set_event_loop(loop)
+
+    kb_path = DATA / f"synthetic_{N_OBSERVATIONS}.xml"
+    if not kb_path.exists():
+        write_synthetic_kb(kb_path, N_OBSERVATIONS)
+    db = literature_database()
+
+    route = {"intent_class": "semantic_search", "filters": {}, "explanation": "Open question."}
+    answer = " ".join(f"Finding {i} shows a **pattern** in the data [{i % 5 + 1}]." for i in range(60))
+    with FakeOllama({"slow-llm": ModelScript(replies=[json.dumps(route), answer], delay=0.5, chunk_size=4)}) as fake:
+        settings = Settings()
+        settings.llm.backend = "ollama"
+        settings.llm.ollama_host = fake.url
+        settings.llm.ollama_model = "slow-llm"
+        window = MainWindow(settings, settings_path=DATA / "home" / "settings.json",
+                            literature_kwargs={"database": db, "open_on_start": False},
+                            auto_index=False, probe_llm=False, index=SemanticIndex(None))
+        window.show()
+        run_until(lambda: False, 0.3)
+        with_kb = []
+        window.kb_loaded.connect(with_kb.append)
+        window.open_kb(kb_path)
+        run_until(lambda: bool(with_kb), 120)
+        assert with_kb, "the KB did not load"
+
+        beat = Heartbeat()
+        beat.start()
+        started = time.perf_counter()
+        index_job = window.update_index()
+        ask_job = window.ask.ask("Which patterns were found in the data?")
+        fetched: list[int] = []
+        fetch_job = window.jobs.submit(
+            "literature.fetch", db.fetch_documents_by_ids, list(range(1, FETCH_IDS + 1)),
+            label="Fetching documents", on_result=lambda docs: fetched.append(len(docs)),
+        )
+        jobs = [j for j in (index_job, ask_job, fetch_job) if j is not None]
+        assert len(jobs) == 3, "a job was refused"
+        run_until(lambda: all(j.done for j in jobs), 600)
+        elapsed = time.perf_counter() - started
+        n, worst, p99 = beat.stop()
+        states = {j.kind: j.state for j in jobs}
+        assert all(s == "done" for s in states.values()), states
+        result = ask_job.value
+        streamed = len(fake.completion_requests())
+
+        # The contrast: the same slow generation, called on the GUI thread.
+        llm = OllamaBackend(fake.url, "slow-llm")
+        beat.start()
+        llm.chat("Which patterns were found in the data?")
+        n_gui, worst_gui, p99_gui = beat.stop()
+
+        window.jobs.shutdown()
+        window._force_close = True
+        window.close()
+    db.close()
+
+    print(f"KB: {N_OBSERVATIONS} observations indexed from scratch; answer by {result.backend} "
+          f"({len(result.answer)} chars streamed, {streamed} LLM calls); {fetched[0]} documents fetched")
+    print(f"workers:     {elapsed:6.1f} s of work, {n} heartbeats, longest gap {worst:7.1f} ms, p99 {p99:6.1f} ms")
+    print(f"GUI thread:  one generation, {n_gui} heartbeats, longest gap {worst_gui:7.1f} ms, p99 {p99_gui:6.1f} ms")
+    print(f"longest gap with workers / {TARGET_MS:.0f} ms target: {worst / TARGET_MS:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

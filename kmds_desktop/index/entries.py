@@ -1,0 +1,294 @@
+"""What goes into the index: one entry per observation finding and per workflow description.
+
+Entry ids come from the KB's identity and the observation's IRI, never from row positions, so
+several KBs share one store and an edited KB updates in place (KMDS itself keyed entries by row
+number and overwrote them). Each entry carries two hashes: ``content_hash`` (the embedded text and
+the model) decides whether to embed again, ``meta_hash`` whether only the metadata needs updating.
+
+The source is our :class:`~kmds_desktop.kb.KnowledgeBase` (read duck-typed: ``kb_id``,
+``observations``, ``workflows``) or an owlready2 ontology of a KMDS file, read directly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Metadata value of ``category`` for workflow-description entries.
+WORKFLOW_CATEGORY = "workflow"
+#: ``finding_seq`` of workflow-description entries (observations have their own sequence numbers).
+WORKFLOW_SEQ = -1
+#: Prefix of the boolean metadata keys that mark each workflow an observation belongs to.
+WORKFLOW_FLAG_PREFIX = "in_workflow:"
+
+_CLASS_TO_CATEGORY = {
+    "ExploratoryObservation": "exploratory",
+    "DataRepresentationObservation": "data_representation",
+    "ModellingChoiceObservation": "modelling_choice",
+    "ModelSelectionObservation": "model_selection",
+    "ExperimentalObservation": "experimental",
+}
+_WORKFLOW_LINKS = (
+    "has_exploratory_observations",
+    "has_data_representation_observations",
+    "has_modeling_choice_observations",
+    "has_model_selection_observations",
+    "has_experimental_observations",
+)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One vector of the index: its stable id, the text embedded and the metadata stored with it."""
+
+    id: str
+    text: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def content_hash(self) -> str:
+        return str(self.metadata["content_hash"])
+
+    @property
+    def meta_hash(self) -> str:
+        return str(self.metadata["meta_hash"])
+
+
+@dataclass(frozen=True)
+class SourceObservation:
+    """The fields the index needs from an observation (our dataclass or an owlready2 individual)."""
+
+    iri: str
+    name: str
+    category: str
+    obs_type: str
+    finding: str
+    finding_seq: int | None
+    intent: str | None
+    workflows: tuple[str, ...]
+    file_order: int
+
+
+@dataclass(frozen=True)
+class SourceWorkflow:
+    iri: str
+    name: str
+    kind: str
+    description: str | None
+
+
+@dataclass(frozen=True)
+class SourceKB:
+    kb_id: str
+    observations: tuple[SourceObservation, ...]
+    workflows: tuple[SourceWorkflow, ...]
+
+
+def entry_id(kb_id: str, kind: str, iri: str) -> str:
+    """``<kb_id>:<obs|wf>:<IRI>`` — stable across builds and unique across KBs in one store."""
+    return f"{kb_id}:{kind}:{iri}"
+
+
+def clean_intent(value: Any) -> str | None:
+    """The intent as text, or None for missing values (None, "", NaN, the string "nan")."""
+    if value is None:
+        return None
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    text = str(value).strip()
+    if not text or text.lower() in {"nan", "none", "null"}:
+        return None
+    return text
+
+
+def _hash(*parts: Any) -> str:
+    raw = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha1(raw.encode("utf-8")).hexdigest()
+
+
+def make_entries(source: SourceKB, model_name: str) -> list[Entry]:
+    """All entries of a KB, in file order (workflow descriptions first). Empty texts are skipped."""
+    entries: list[Entry] = []
+    for wf in source.workflows:
+        text = (wf.description or "").strip()
+        if not text:
+            continue
+        meta: dict[str, Any] = {
+            "kb_id": source.kb_id,
+            "kind": "workflow",
+            "iri": wf.iri,
+            "name": wf.name,
+            "category": WORKFLOW_CATEGORY,
+            "obs_type": wf.kind or "Workflow",
+            "workflow_name": wf.name,
+            "workflows": wf.name,
+            "finding_seq": WORKFLOW_SEQ,
+            "file_order": -1,
+            WORKFLOW_FLAG_PREFIX + wf.name: True,
+        }
+        entries.append(_finish(entry_id(source.kb_id, "wf", wf.iri), text, meta, model_name))
+    for obs in source.observations:
+        text = (obs.finding or "").strip()
+        if not text:
+            continue
+        meta = {
+            "kb_id": source.kb_id,
+            "kind": "observation",
+            "iri": obs.iri,
+            "name": obs.name,
+            "category": obs.category,
+            "obs_type": obs.obs_type or "",
+            "workflow_name": obs.workflows[0] if obs.workflows else "",
+            "workflows": "; ".join(obs.workflows),
+            "file_order": int(obs.file_order),
+        }
+        if obs.finding_seq is not None:
+            meta["finding_seq"] = int(obs.finding_seq)
+        intent = clean_intent(obs.intent)
+        if intent is not None:
+            meta["intent"] = intent
+        for name in obs.workflows:
+            meta[WORKFLOW_FLAG_PREFIX + name] = True
+        entries.append(_finish(entry_id(source.kb_id, "obs", obs.iri), text, meta, model_name))
+    return entries
+
+
+def _finish(eid: str, text: str, meta: dict[str, Any], model_name: str) -> Entry:
+    meta["content_hash"] = _hash(model_name, text)
+    meta["meta_hash"] = _hash(sorted(meta.items()))
+    return Entry(eid, text, meta)
+
+
+# --------------------------------------------------------------------------------------------
+# Sources
+
+
+def from_knowledge_base(kb: Any) -> SourceKB:
+    """Read our ``KnowledgeBase`` (duck-typed on the documented attributes)."""
+    observations = tuple(
+        SourceObservation(
+            iri=str(o.iri),
+            name=str(getattr(o, "name", "") or ""),
+            category=str(getattr(o, "category", "") or ""),
+            obs_type=str(getattr(o, "obs_type", "") or ""),
+            finding=str(getattr(o, "finding", "") or ""),
+            finding_seq=_int_or_none(getattr(o, "finding_seq", None)),
+            intent=clean_intent(getattr(o, "intent", None)),
+            workflows=tuple(str(w) for w in (getattr(o, "workflows", None) or ())),
+            file_order=int(getattr(o, "file_order", i) if getattr(o, "file_order", None) is not None else i),
+        )
+        for i, o in enumerate(kb.observations)
+    )
+    workflows = tuple(
+        SourceWorkflow(
+            iri=str(w.iri),
+            name=str(getattr(w, "name", "") or ""),
+            kind=str(getattr(w, "kind", "") or ""),
+            description=getattr(w, "description", None),
+        )
+        for w in kb.workflows
+    )
+    return SourceKB(str(kb.kb_id), observations, workflows)
+
+
+def is_owlready_ontology(obj: Any) -> bool:
+    return type(obj).__module__.startswith("owlready2") and hasattr(obj, "individuals")
+
+
+def ontology_kb_id(onto: Any) -> str:
+    """Identity of an ontology given without a file: a short hash of its base IRI."""
+    return "onto-" + hashlib.sha1(str(onto.base_iri).encode("utf-8")).hexdigest()[:12]
+
+
+def from_ontology(onto: Any, kb_id: str | None = None) -> SourceKB:
+    """Read observations and workflows straight from an owlready2 ontology of a KMDS file.
+
+    Observations are collected by class name (not through ``KMObservation``: two observation
+    classes are not under it) and linked to workflows through the ``has_*_observations`` properties.
+    """
+    individuals = list(onto.individuals())
+    obs_workflows: dict[str, list[str]] = {}
+    workflows: list[SourceWorkflow] = []
+    for ind in individuals:
+        classes = _class_names(ind)
+        if not any(c == "Workflow" or c.endswith("Workflow") for c in classes):
+            continue
+        name = str(ind.name)
+        workflows.append(
+            SourceWorkflow(
+                iri=str(ind.iri),
+                name=name,
+                kind=next((c for c in classes if c.endswith("Workflow")), "Workflow"),
+                description=_text(_first(_prop(ind, "description"))),
+            )
+        )
+        for link in _WORKFLOW_LINKS:
+            for target in _values(_prop(ind, link)):
+                obs_workflows.setdefault(str(target.iri), []).append(name)
+    observations: list[SourceObservation] = []
+    for ind in individuals:
+        category = next((_CLASS_TO_CATEGORY[c] for c in _class_names(ind) if c in _CLASS_TO_CATEGORY), None)
+        if category is None:
+            continue
+        obs_type = ""
+        for prop in ind.get_properties():
+            if prop.name.endswith("_observation_type"):
+                obs_type = _text(_first(prop[ind])) or ""
+                break
+        observations.append(
+            SourceObservation(
+                iri=str(ind.iri),
+                name=str(ind.name),
+                category=category,
+                obs_type=obs_type,
+                finding=_text(_first(_prop(ind, "finding"))) or "",
+                finding_seq=_int_or_none(_first(_prop(ind, "finding_sequence"))),
+                intent=clean_intent(_first(_prop(ind, "intent"))),
+                workflows=tuple(obs_workflows.get(str(ind.iri), ())),
+                file_order=len(observations),
+            )
+        )
+    return SourceKB(kb_id or ontology_kb_id(onto), tuple(observations), tuple(workflows))
+
+
+def _class_names(ind: Any) -> list[str]:
+    return [getattr(c, "name", str(c)) for c in getattr(ind, "is_a", [])]
+
+
+def _prop(ind: Any, name: str) -> Any:
+    try:
+        return getattr(ind, name)
+    except AttributeError:
+        return None
+
+
+def _values(value: Any) -> Iterable[Any]:
+    if value is None:
+        return ()
+    if isinstance(value, (list, tuple, set)) or type(value).__name__ == "IndividualValueList":
+        return list(value)
+    return (value,)
+
+
+def _first(value: Any) -> Any:
+    values = list(_values(value))
+    return values[0] if values else None
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _int_or_none(value: Any) -> int | None:
+    if value is None:
+        return None
+    try:
+        if isinstance(value, float) and math.isnan(value):
+            return None
+        return int(value)
+    except (TypeError, ValueError):
+        return None

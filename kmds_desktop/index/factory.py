@@ -1,0 +1,78 @@
+"""Open the index the way the user's settings say, and rebuild a damaged one.
+
+The CLI, the GUI and the orchestrator all open the index through :func:`open_index` so the index
+mode (local folder or Chroma server) and the embedding model come from one place: the settings.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kmds_desktop.index import store
+from kmds_desktop.index.errors import IndexCorruptedError
+from kmds_desktop.index.semantic_index import BuildReport, SemanticIndex
+from kmds_desktop.tasks import CancelToken, ProgressFn, report
+
+
+def open_index(
+    settings: Any | None = None,
+    *,
+    persist_dir: str | Path | None = None,
+    model_name: str | None = None,
+) -> SemanticIndex:
+    """A :class:`SemanticIndex` for ``settings.index`` (loaded from disk when not given).
+
+    Server mode uses ``chroma_host``/``chroma_port``; local mode uses ``persist_dir`` or the data
+    folder's ``index/``.
+    """
+    if settings is None:
+        from kmds_desktop.config import load_settings
+
+        settings = load_settings()
+    idx = settings.index
+    model = model_name or idx.embedding_model
+    if idx.mode == "server":
+        return SemanticIndex(None, model, chroma_host=idx.chroma_host, chroma_port=idx.chroma_port)
+    if persist_dir is None:
+        from kmds_desktop import paths
+
+        persist_dir = paths.index_dir()
+    return SemanticIndex(persist_dir, model)
+
+
+def rebuild_index(
+    kb_path: str | Path,
+    settings: Any | None = None,
+    *,
+    persist_dir: str | Path | None = None,
+    model_name: str | None = None,
+    progress: ProgressFn | None = None,
+    cancel: CancelToken | None = None,
+) -> tuple[BuildReport, Path | None]:
+    """Embed the KB again from scratch; returns the build report and where a damaged store went.
+
+    A store that cannot be opened is moved aside (``<dir>.broken-<time>``, never deleted) and a
+    fresh one is created; other KBs it held are re-indexed the next time they are opened. A healthy
+    store keeps other KBs' entries and only this KB's entries are dropped. The KB file is only read.
+    """
+    moved: Path | None = None
+    try:
+        index = open_index(settings, persist_dir=persist_dir, model_name=model_name)
+    except IndexCorruptedError as err:
+        if not err.persist_dir:
+            raise
+        moved = store.move_aside(err.persist_dir)
+        report(progress, 0, None, f"moved the damaged index to {moved}")
+        index = open_index(settings, persist_dir=persist_dir, model_name=model_name)
+    from kmds_desktop.index.semantic_index import load_kb_file
+
+    kb = load_kb_file(kb_path)
+    try:
+        index.clear(kb_id=str(kb.kb_id))
+    except IndexCorruptedError as err:
+        if not err.persist_dir or index.persist_dir is None:
+            raise
+        moved = store.move_aside(err.persist_dir)
+        index = open_index(settings, persist_dir=persist_dir, model_name=model_name)
+    return index.build_from_onto(kb, progress=progress, cancel=cancel), moved

@@ -1,0 +1,440 @@
+"""The semantic index of KMDS knowledge bases: embeddings of findings in ChromaDB.
+
+It answers what the structured templates cannot and is the orchestrator's fallback, so it must
+work offline, keep many KBs in one store without mixing them, and never embed a text twice:
+entries are keyed by KB identity and observation IRI and carry a content hash, so a build embeds
+only what is new or changed and removes what was deleted.
+
+The interface follows the KMDS search module's ``SemanticIndex`` (``build``, ``build_from_onto``,
+``search``, ``count``, ``clear``), with progress callbacks and cancel tokens for the GUI.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kmds_desktop.index import embeddings, entries, store
+from kmds_desktop.index.embeddings import DEFAULT_MODEL
+from kmds_desktop.index.errors import (
+    InvalidQueryError,
+    KnowledgeBaseReadError,
+    SemanticIndexError,
+)
+from kmds_desktop.tasks import Cancelled, CancelToken, ProgressFn, check, report
+
+log = logging.getLogger(__name__)
+
+#: Texts embedded and written per step; progress and cancel act between steps.
+BUILD_CHUNK = 512
+#: ``kb_id`` value that searches every KB in the store.
+ALL_KBS = "*"
+#: ChromaDB's limit on ids per call is about 5k; stay well below.
+_GET_CHUNK = 2000
+
+
+@dataclass(frozen=True)
+class BuildReport:
+    """What a build did: how many entries it embedded, only re-described, deleted or left alone."""
+
+    kb_id: str
+    total: int
+    embedded: int
+    metadata_updated: int
+    deleted: int
+    unchanged: int
+    seconds: float
+
+    def summary(self) -> str:
+        return (
+            f"{self.total} entries: {self.embedded} embedded, {self.metadata_updated} updated, "
+            f"{self.deleted} removed, {self.unchanged} unchanged ({self.seconds:.1f} s)"
+        )
+
+
+class SemanticIndex:
+    """Embeddings of KMDS findings and workflow descriptions, searchable by meaning.
+
+    ``persist_dir=None`` keeps the index in memory (gone when the process ends); a folder keeps it
+    on disk; ``chroma_host``/``chroma_port`` use a Chroma server instead (``persist_dir`` is then
+    ignored). After :meth:`build` or :meth:`attach`, searches, counts and :meth:`clear` default to
+    that KB, so a caller never sees another KB's entries by accident.
+    """
+
+    def __init__(
+        self,
+        persist_dir: str | Path | None = None,
+        model_name: str = DEFAULT_MODEL,
+        *,
+        chroma_host: str | None = None,
+        chroma_port: int | None = None,
+    ) -> None:
+        self.model_name = (model_name or DEFAULT_MODEL).strip()
+        self.chroma_host = chroma_host
+        self.chroma_port = chroma_port
+        if chroma_host:
+            self.persist_dir: Path | None = None
+            self.location = f"http://{chroma_host}:{chroma_port or 8000}"
+            self._client = store.server_client(chroma_host, int(chroma_port or 8000))
+            self._collection_name = store.collection_name(self.model_name)
+        elif persist_dir is None:
+            self.persist_dir = None
+            self.location = "memory"
+            self._client = store.memory_client()
+            # The in-process client is shared: a private collection keeps instances apart.
+            self._collection_name = f"kmds-mem-{uuid.uuid4().hex}"
+        else:
+            self.persist_dir = Path(persist_dir).expanduser().resolve()
+            self.location = str(self.persist_dir)
+            self._client = store.local_client(self.persist_dir)
+            self._collection_name = store.collection_name(self.model_name)
+        self._collection = store.get_collection(
+            self._client, self._collection_name, self.model_name, self.location
+        )
+        self.kb_id: str | None = None
+        self._obs_types: dict[str, list[str]] = {}
+        self._write_lock = threading.Lock()
+
+    # ------------------------------------------------------------------ building
+
+    def build(
+        self,
+        kb_path: str | Path,
+        progress: ProgressFn | None = None,
+        cancel: CancelToken | None = None,
+    ) -> BuildReport:
+        """Load the KB file and bring its entries up to date (see :meth:`build_from_onto`)."""
+        return self.build_from_onto(load_kb_file(kb_path), progress=progress, cancel=cancel)
+
+    def build_from_onto(
+        self,
+        kb: Any,
+        progress: ProgressFn | None = None,
+        cancel: CancelToken | None = None,
+        *,
+        kb_id: str | None = None,
+    ) -> BuildReport:
+        """Index a loaded ``KnowledgeBase`` (or an owlready2 ontology of a KMDS file).
+
+        Only new or changed texts are embedded; entries whose metadata alone changed are updated
+        in place and entries of deleted observations are removed. Cancelling stops between
+        embedding steps; what was written so far is consistent and the next build continues.
+        Afterwards this instance's searches default to this KB.
+        """
+        started = time.perf_counter()
+        source = _read_source(kb, kb_id)
+        wanted = entries.make_entries(source, self.model_name)
+        report(progress, 0, None, "comparing with the stored index")
+        check(cancel)
+        with self._write_lock:
+            stored = self._stored_hashes(source.kb_id)
+            to_embed = [e for e in wanted if stored.get(e.id, ("", ""))[0] != e.content_hash]
+            to_describe = [
+                e for e in wanted if e.id in stored and stored[e.id][0] == e.content_hash
+                and stored[e.id][1] != e.meta_hash
+            ]
+            wanted_ids = {e.id for e in wanted}
+            to_delete = [eid for eid in stored if eid not in wanted_ids]
+            self.kb_id = source.kb_id
+            self._obs_types.pop(source.kb_id, None)
+            try:
+                if to_delete:
+                    for i in range(0, len(to_delete), _GET_CHUNK):
+                        self._collection.delete(ids=to_delete[i : i + _GET_CHUNK])
+                if to_describe:
+                    for i in range(0, len(to_describe), _GET_CHUNK):
+                        part = to_describe[i : i + _GET_CHUNK]
+                        self._collection.update(
+                            ids=[e.id for e in part], metadatas=[e.metadata for e in part]
+                        )
+                self._embed_and_store(to_embed, progress, cancel)
+            except (SemanticIndexError, Cancelled):
+                raise
+            except Exception as err:  # noqa: BLE001 - ChromaDB raises many kinds
+                raise store.store_error(err, self.location) from None
+        result = BuildReport(
+            kb_id=source.kb_id,
+            total=len(wanted),
+            embedded=len(to_embed),
+            metadata_updated=len(to_describe),
+            deleted=len(to_delete),
+            unchanged=len(wanted) - len(to_embed) - len(to_describe),
+            seconds=time.perf_counter() - started,
+        )
+        report(progress, len(to_embed), len(to_embed), f"index up to date: {result.summary()}")
+        log.info("index %s for KB %s: %s", self.location, source.kb_id, result.summary())
+        return result
+
+    def _embed_and_store(
+        self, pending: list[entries.Entry], progress: ProgressFn | None, cancel: CancelToken | None
+    ) -> None:
+        total = len(pending)
+        if total == 0:
+            return
+        # Similar lengths in one step waste less padding (encode sorts only within its call).
+        pending = sorted(pending, key=lambda e: len(e.text))
+        report(progress, 0, total, f"embedding {total} texts")
+        done = 0
+        for start in range(0, total, BUILD_CHUNK):
+            check(cancel)
+            part = pending[start : start + BUILD_CHUNK]
+            vectors = embeddings.encode([e.text for e in part], self.model_name)
+            self._collection.upsert(
+                ids=[e.id for e in part],
+                embeddings=vectors,
+                documents=[e.text for e in part],
+                metadatas=[e.metadata for e in part],
+            )
+            done += len(part)
+            report(progress, done, total, f"embedded {done} of {total}")
+
+    def _stored_hashes(self, kb_id: str) -> dict[str, tuple[str, str]]:
+        """``{id: (content_hash, meta_hash)}`` of every stored entry of ``kb_id``."""
+        try:
+            got = self._collection.get(where={"kb_id": kb_id}, include=["metadatas"])
+        except Exception as err:  # noqa: BLE001
+            raise store.store_error(err, self.location) from None
+        return {
+            eid: (str(meta.get("content_hash", "")), str(meta.get("meta_hash", "")))
+            for eid, meta in zip(got["ids"], got["metadatas"] or [], strict=False)
+            if meta is not None
+        }
+
+    def attach(self, kb: Any) -> str:
+        """Make later searches default to ``kb`` (a ``KnowledgeBase``, a KB file or a ``kb_id``)."""
+        if isinstance(kb, str) and not Path(kb).exists():
+            self.kb_id = kb
+        elif isinstance(kb, (str, Path)):
+            self.kb_id = str(load_kb_file(kb).kb_id)
+        else:
+            self.kb_id = _read_source(kb, None).kb_id if entries.is_owlready_ontology(kb) else str(kb.kb_id)
+        return self.kb_id
+
+    # ------------------------------------------------------------------ reading
+
+    def count(self, kb_id: str | None = None) -> int:
+        """Entries of the attached KB (or ``kb_id``; ``"*"`` or no KB attached: the whole store)."""
+        scope = self._scope(kb_id)
+        try:
+            if scope is None:
+                return int(self._collection.count())
+            return len(self._collection.get(where={"kb_id": scope}, include=[])["ids"])
+        except Exception as err:  # noqa: BLE001
+            raise store.store_error(err, self.location) from None
+
+    def kb_ids(self) -> list[str]:
+        """Every KB that has entries in this store."""
+        got = self._collection.get(include=["metadatas"])
+        return sorted({str(m.get("kb_id")) for m in got["metadatas"] or [] if m})
+
+    def clear(self, kb_id: str | None = None) -> None:
+        """Remove the attached KB's entries (or ``kb_id``'s); with no KB attached or ``"*"``, all."""
+        scope = self._scope(kb_id)
+        with self._write_lock:
+            try:
+                if scope is None:
+                    self._client.delete_collection(self._collection_name)
+                    self._collection = store.get_collection(
+                        self._client, self._collection_name, self.model_name, self.location
+                    )
+                else:
+                    self._collection.delete(where={"kb_id": scope})
+            except SemanticIndexError:
+                raise
+            except Exception as err:  # noqa: BLE001
+                raise store.store_error(err, self.location) from None
+            self._obs_types.clear()
+
+    def search(
+        self,
+        query: str,
+        n_results: int = 5,
+        *,
+        category: str | None = None,
+        obs_type: str | None = None,
+        workflow: str | None = None,
+        kb_id: str | None = None,
+        progress: ProgressFn | None = None,
+        cancel: CancelToken | None = None,
+    ) -> list[dict[str, Any]]:
+        """The ``n_results`` entries closest in meaning to ``query``, closest first.
+
+        Filters: ``category`` (exact, e.g. ``"exploratory"`` or ``"workflow"``), ``obs_type``
+        (case-insensitive substring), ``workflow`` (name), ``kb_id`` (default: the attached KB;
+        ``"*"`` for every KB). Each result has ``finding``, ``obs_type``, ``workflow_name``,
+        ``finding_seq`` (-1 for a workflow description, None when the observation has none),
+        ``distance`` (cosine, lower is closer), ``iri``, ``category``, ``kb_id``, and ``intent``
+        only when the observation has one.
+        """
+        query = _check_query(query)
+        if isinstance(n_results, bool) or not isinstance(n_results, int) or n_results < 1:
+            raise InvalidQueryError(f"n_results must be a whole number of at least 1, not {n_results!r}")
+        check(cancel)
+        report(progress, 0, 3, "preparing the search")
+        where = self._where(category, obs_type, workflow, kb_id)
+        if where is False:
+            report(progress, 3, 3, "no entries match the filters")
+            return []
+        report(progress, 1, 3, "embedding the question")
+        vector = embeddings.encode([query], self.model_name)[0]
+        check(cancel)
+        report(progress, 2, 3, "searching the index")
+        try:
+            if self._collection.count() == 0:
+                report(progress, 3, 3, "the index is empty")
+                return []
+            got = self._collection.query(
+                query_embeddings=[vector],
+                n_results=n_results,
+                where=where,
+                include=["documents", "metadatas", "distances"],
+            )
+        except Exception as err:  # noqa: BLE001
+            raise store.store_error(err, self.location) from None
+        results = [
+            _result(doc, meta or {}, float(dist))
+            for doc, meta, dist in zip(
+                got["documents"][0], got["metadatas"][0], got["distances"][0], strict=False
+            )
+        ]
+        report(progress, 3, 3, f"{len(results)} results")
+        return results
+
+    def rank(
+        self,
+        query: str,
+        iris: Sequence[str],
+        *,
+        kb_id: str | None = None,
+        texts: Mapping[str, str] | None = None,
+    ) -> list[tuple[str, float]]:
+        """Order observations (by IRI) by similarity to ``query``: ``[(iri, distance)]``, closest first.
+
+        Stored vectors are reused, so ranking template results costs one query embedding. An IRI
+        not in the index is embedded from ``texts[iri]`` when given, else left out.
+        """
+        import numpy as np
+
+        query = _check_query(query)
+        if not iris:
+            return []
+        scope = self._scope(kb_id)
+        if scope is None:
+            raise InvalidQueryError("rank needs a KB: build or attach one, or pass kb_id")
+        ids = [entries.entry_id(scope, "obs", iri) for iri in iris]
+        vectors: dict[str, Any] = {}
+        try:
+            for i in range(0, len(ids), _GET_CHUNK):
+                got = self._collection.get(ids=ids[i : i + _GET_CHUNK], include=["embeddings", "metadatas"])
+                for meta, emb in zip(got["metadatas"] or [], got["embeddings"], strict=False):
+                    if meta is not None:
+                        vectors[str(meta["iri"])] = emb
+        except Exception as err:  # noqa: BLE001
+            raise store.store_error(err, self.location) from None
+        missing = [iri for iri in dict.fromkeys(iris) if iri not in vectors and texts and texts.get(iri)]
+        encoded = embeddings.encode([query] + [texts[iri] for iri in missing], self.model_name)  # type: ignore[index]
+        for iri, vec in zip(missing, encoded[1:], strict=True):
+            vectors[iri] = vec
+        order = [iri for iri in dict.fromkeys(iris) if iri in vectors]
+        if not order:
+            return []
+        distances = embeddings.cosine_distances(encoded[0], np.stack([vectors[i] for i in order]))
+        ranked = sorted(zip(order, (float(d) for d in distances), strict=True), key=lambda p: p[1])
+        return ranked
+
+    # ------------------------------------------------------------------ helpers
+
+    def _scope(self, kb_id: str | None) -> str | None:
+        scope = kb_id if kb_id is not None else self.kb_id
+        return None if scope in (None, ALL_KBS) else scope
+
+    def _where(
+        self, category: str | None, obs_type: str | None, workflow: str | None, kb_id: str | None
+    ) -> dict[str, Any] | None | bool:
+        """ChromaDB ``where`` for the filters; ``False`` when no entry can match."""
+        clauses: list[dict[str, Any]] = []
+        scope = self._scope(kb_id)
+        if scope is not None:
+            clauses.append({"kb_id": scope})
+        if category:
+            clauses.append({"category": category.strip()})
+        if workflow:
+            clauses.append({entries.WORKFLOW_FLAG_PREFIX + workflow.strip(): True})
+        if obs_type and obs_type.strip():
+            needle = obs_type.strip().lower()
+            matching = [t for t in self._known_obs_types(scope) if needle in t.lower()]
+            if not matching:
+                return False
+            clauses.append({"obs_type": {"$in": matching}})
+        if not clauses:
+            return None
+        return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+    def _known_obs_types(self, scope: str | None) -> list[str]:
+        """Distinct ``obs_type`` values in scope (ChromaDB has no substring filter on metadata)."""
+        key = scope or ALL_KBS
+        cached = self._obs_types.get(key)
+        if cached is None:
+            try:
+                got = self._collection.get(where={"kb_id": scope} if scope else None, include=["metadatas"])
+            except Exception as err:  # noqa: BLE001
+                raise store.store_error(err, self.location) from None
+            cached = sorted({str(m.get("obs_type", "")) for m in got["metadatas"] or [] if m})
+            self._obs_types[key] = cached
+        return cached
+
+
+def _check_query(query: Any) -> str:
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidQueryError("the question is empty: type a few words to search for")
+    return query.strip()
+
+
+def _result(document: str | None, meta: Mapping[str, Any], distance: float) -> dict[str, Any]:
+    seq = meta.get("finding_seq")
+    out: dict[str, Any] = {
+        "finding": document or "",
+        "obs_type": str(meta.get("obs_type", "")),
+        "workflow_name": str(meta.get("workflow_name", "")),
+        "finding_seq": int(seq) if seq is not None else None,
+        "distance": distance,
+        "iri": str(meta.get("iri", "")),
+        "category": str(meta.get("category", "")),
+        "kb_id": str(meta.get("kb_id", "")),
+    }
+    intent = entries.clean_intent(meta.get("intent"))
+    if intent is not None:
+        out["intent"] = intent
+    return out
+
+
+def _read_source(kb: Any, kb_id: str | None) -> entries.SourceKB:
+    if entries.is_owlready_ontology(kb):
+        return entries.from_ontology(kb, kb_id)
+    if not hasattr(kb, "observations") or not hasattr(kb, "kb_id"):
+        raise SemanticIndexError(
+            f"cannot index {type(kb).__name__}: expected a KnowledgeBase (load_kb) or an owlready2 ontology"
+        )
+    source = entries.from_knowledge_base(kb)
+    if kb_id:
+        source = entries.SourceKB(kb_id, source.observations, source.workflows)
+    return source
+
+
+def load_kb_file(kb_path: str | Path) -> Any:
+    """``load_kb`` with its failures turned into one clear index error naming the file."""
+    path = Path(kb_path).expanduser()
+    if not path.is_file():
+        raise KnowledgeBaseReadError(f"knowledge base file {path} does not exist")
+    from kmds_desktop.kb import load_kb
+
+    try:
+        return load_kb(path)
+    except Exception as err:  # noqa: BLE001 - the KB core's error already names the problem
+        raise KnowledgeBaseReadError(f"cannot read knowledge base {path}: {err}") from None

@@ -1,0 +1,226 @@
+"""ChromaDB clients: the local store in a folder, an in-memory store, or a Chroma server.
+
+ChromaDB keeps one internal "system" per folder and refuses a second client for the same folder
+with different settings, so every client here is made from one process-wide settings template
+(telemetry off) and clients are shared per folder. Collections are always created *and* fetched
+with ``embedding_function=None``: the index supplies its own vectors, and without that argument
+ChromaDB would try to download its default ONNX model.
+
+Failures become :class:`~kmds_desktop.index.errors.SemanticIndexError` subclasses whose message
+names the folder or server and what to do.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+import shutil
+import socket
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+from kmds_desktop.index.errors import ChromaServerUnreachable, IndexCorruptedError, IndexStoreError
+
+#: Bumped when the layout of entries changes; stored on the collection.
+INDEX_FORMAT = 1
+SERVER_CONNECT_TIMEOUT_S = 3.0
+_SQLITE_FILE = "chroma.sqlite3"
+
+_settings_template: Any = None
+_clients: dict[str, Any] = {}
+_lock = threading.Lock()
+
+
+def _settings() -> Any:
+    """A copy of the one settings template of this process (ChromaDB mutates what it is given)."""
+    global _settings_template
+    from chromadb.config import Settings
+
+    if _settings_template is None:
+        _settings_template = Settings(anonymized_telemetry=False, allow_reset=False)
+    return _settings_template.model_copy(deep=True)
+
+
+def rebuild_hint(persist_dir: str | Path) -> str:
+    return (
+        f"rebuild it with `kmds-desktop index KB_FILE --rebuild` (the damaged folder {persist_dir} "
+        "is moved aside, never deleted; your KB files are not touched)"
+    )
+
+
+def local_client(persist_dir: str | Path) -> Any:
+    """The shared ``PersistentClient`` of ``persist_dir`` (created on first use)."""
+    path = Path(persist_dir).expanduser()
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        path = path.resolve()
+        probe = path / ".kmds-write-test"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as err:
+        raise IndexStoreError(
+            f"cannot use index folder {path}: {err.strerror or err}. Choose a writable folder "
+            "(--data-dir or KMDS_DESKTOP_HOME) or fix its permissions"
+        ) from None
+    key = str(path)
+    with _lock:
+        client = _clients.get(key)
+        if client is not None:
+            return client
+        _check_sqlite(path)
+        import chromadb
+
+        try:
+            client = chromadb.PersistentClient(path=key, settings=_settings())
+            client.heartbeat()
+        except Exception as err:  # noqa: BLE001 - ChromaDB raises many types for a damaged store
+            _forget_system(key)
+            raise IndexCorruptedError(
+                f"the index folder {path} cannot be opened ({type(err).__name__}: {_first_line(err)}); "
+                + rebuild_hint(path),
+                str(path),
+            ) from None
+        _clients[key] = client
+        return client
+
+
+def _check_sqlite(path: Path) -> None:
+    """Fail early and clearly on a damaged ChromaDB database file (ChromaDB's own error is obscure)."""
+    db = path / _SQLITE_FILE
+    if not db.exists():
+        return
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+        try:
+            con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        finally:
+            con.close()
+    except sqlite3.DatabaseError as err:
+        raise IndexCorruptedError(
+            f"the index database {db} is damaged ({err}); " + rebuild_hint(path), str(path)
+        ) from None
+
+
+def memory_client() -> Any:
+    """The in-process ephemeral client (shared; each index uses its own collection in it)."""
+    with _lock:
+        client = _clients.get(":memory:")
+        if client is None:
+            import chromadb
+
+            client = chromadb.EphemeralClient(settings=_settings())
+            _clients[":memory:"] = client
+        return client
+
+
+def server_client(host: str, port: int) -> Any:
+    """An ``HttpClient`` for a Chroma server, after a quick TCP check so a dead server fails fast."""
+    url = f"http://{host}:{port}"
+    try:
+        with socket.create_connection((host, int(port)), timeout=SERVER_CONNECT_TIMEOUT_S):
+            pass
+    except OSError as err:
+        raise ChromaServerUnreachable(
+            f"cannot reach the Chroma server at {url}: {err.strerror or err}. Start it "
+            f"(`chroma run --path DIR --host {host} --port {port}`) or set the index mode to "
+            "'local' (setting index.mode)"
+        ) from None
+    import chromadb
+
+    try:
+        client = chromadb.HttpClient(host=host, port=int(port), settings=_settings())
+        client.heartbeat()
+    except Exception as err:  # noqa: BLE001 - any failure means the server is not usable
+        raise ChromaServerUnreachable(
+            f"the Chroma server at {url} does not answer as a Chroma server ({type(err).__name__}: "
+            f"{_first_line(err)}); check index.chroma_host / index.chroma_port"
+        ) from None
+    return client
+
+
+def collection_name(model_name: str) -> str:
+    """One collection per embedding model, so vectors of different models never mix."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(model_name.strip()).name or model_name).strip("-._")
+    import hashlib
+
+    digest = hashlib.sha1(model_name.strip().lower().encode("utf-8")).hexdigest()[:8]
+    return f"kmds-{slug[:60] or 'model'}-{digest}"
+
+
+def get_collection(client: Any, name: str, model_name: str, location: str) -> Any:
+    """Fetch or create the cosine collection ``name`` (always with ``embedding_function=None``)."""
+    try:
+        return client.get_or_create_collection(
+            name,
+            configuration={"hnsw": {"space": "cosine"}},
+            metadata={"kmds_index_format": INDEX_FORMAT, "embedding_model": model_name},
+            embedding_function=None,
+        )
+    except Exception as err:  # noqa: BLE001
+        raise store_error(err, location) from None
+
+
+def store_error(err: BaseException, location: str) -> Exception:
+    """Wrap a ChromaDB failure met while reading or writing the store."""
+    from kmds_desktop.index.errors import SemanticIndexError
+
+    if isinstance(err, SemanticIndexError):
+        return err
+    text = f"{type(err).__name__}: {_first_line(err)}"
+    if location.startswith("http"):
+        return ChromaServerUnreachable(f"the Chroma server at {location} failed: {text}")
+    if isinstance(err, OSError) or "readonly" in text.lower() or "read-only" in text.lower():
+        return IndexStoreError(f"cannot write the index folder {location}: {text}")
+    return IndexCorruptedError(
+        f"the index in {location} cannot be read ({text}); " + rebuild_hint(location), location
+    )
+
+
+def move_aside(persist_dir: str | Path) -> Path:
+    """Rename a (damaged) store folder to ``<dir>.broken-<timestamp>`` and forget its client."""
+    path = Path(persist_dir).expanduser().resolve()
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    target = path.with_name(f"{path.name}.broken-{stamp}")
+    n = 1
+    while target.exists():
+        target = path.with_name(f"{path.name}.broken-{stamp}-{n}")
+        n += 1
+    close_local(path)
+    if path.exists():
+        shutil.move(str(path), str(target))
+    return target
+
+
+def close_local(persist_dir: str | Path) -> None:
+    """Drop the shared client of a folder (ChromaDB keeps files open until its system stops)."""
+    key = str(Path(persist_dir).expanduser().resolve())
+    with _lock:
+        client = _clients.pop(key, None)
+        if client is not None:
+            try:
+                client.close()
+            except Exception:  # noqa: BLE001 - closing a broken store must not fail the rebuild
+                pass
+        _forget_system(key)
+
+
+def _forget_system(key: str) -> None:
+    try:
+        from chromadb.api.shared_system_client import SharedSystemClient
+
+        system = SharedSystemClient._identifier_to_system.pop(key, None)  # noqa: SLF001
+        SharedSystemClient._identifier_to_refcount.pop(key, None)  # noqa: SLF001
+        if system is not None:
+            try:
+                system.stop()
+            except Exception:  # noqa: BLE001
+                pass
+    except ImportError:  # pragma: no cover
+        pass
+
+
+def _first_line(err: BaseException) -> str:
+    lines = str(err).strip().splitlines()
+    return lines[0][:300] if lines else ""

@@ -1,0 +1,369 @@
+"""The literature query agent: question -> generated queries -> review -> ID-only runs -> merged documents.
+
+Why this shape: BMLibrarian regenerated queries behind the user's back and returned its newest, not
+its best, hits. Here queries are generated **once**; what runs is exactly the list the user reviewed
+(``run_reviewed_queries`` never generates); each query runs as an ID-only query (cheap: no abstracts
+cross the wire), serially, so the database is not flooded; the ID sets are merged and ordered by the
+best rank any query gave a document; the union is fetched **once** in batches.
+
+How the ``query_generation`` settings act here:
+
+- ``multi_model_enabled``: off -> one query from the first model (wrapped as a one-row result); on ->
+  every model in ``models`` x ``queries_per_model``.
+- ``models``, ``queries_per_model``, ``temperature``, ``ollama_host``, ``timeout_s``: passed to the
+  generator.
+- ``deduplicate_results``: off -> every successful query is kept, so equal queries run twice (the
+  statistics then show it); on -> case/spacing-insensitive de-duplication before anything runs.
+- ``show_all_queries_to_user``: the human-in-the-loop modifier is shown every query each model
+  produced (repeats included) when on, only the unique ones when off. Whatever it returns is
+  de-duplicated again (if de-duplication is on) before running.
+- ``allow_query_selection``: off -> the modifier may edit queries but not drop any (returning fewer
+  queries than it was shown raises :class:`QueryAgentError`); on -> it may tick a subset.
+- ``execution_mode``: only "serial" exists (validated in :mod:`kmds_desktop.config`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import date
+from typing import Any
+
+from kmds_desktop.config import QueryGenerationSettings
+from kmds_desktop.literature.errors import LiteratureError
+from kmds_desktop.literature.query_cleaning import deduplicate_queries
+from kmds_desktop.literature.query_generation import (
+    DEFAULT_SYSTEM_PROMPT,
+    ChatBackend,
+    MultiModelQueryGenerator,
+    MultiModelQueryResult,
+    QueryGenerationResult,
+)
+from kmds_desktop.tasks import Cancelled, CancelToken, ProgressFn, check, report
+
+log = logging.getLogger(__name__)
+
+#: ``modifier(queries) -> queries``: the human-in-the-loop review (edit, tick) before anything runs.
+QueryModifier = Callable[[list[str]], Sequence[str]]
+
+
+class QueryAgentError(LiteratureError):
+    """The agent cannot go on: no query was generated, none could run, or the review broke a rule."""
+
+
+@dataclass
+class QueryRunStats:
+    """What one reviewed query did in the database."""
+
+    index: int
+    query: str
+    normalized: str | None = None
+    matches: int | None = None  # documents matching in the whole database (with the same filters)
+    ids_returned: int = 0  # at most max_rows
+    unique_ids: int = 0  # returned by this query and no other one
+    time_s: float = 0.0
+    error: str | None = None
+    ids: list[int] = field(default_factory=list, repr=False)  # best rank first
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def to_dict(self, with_ids: bool = True) -> dict[str, Any]:
+        data = asdict(self)
+        if not with_ids:
+            data.pop("ids")
+        return data
+
+
+@dataclass
+class ReviewedSearchResult:
+    """The outcome of running a reviewed list of queries (the GUI's documents table and search log)."""
+
+    queries: list[QueryRunStats]
+    ids: list[int]  # merged, ordered by the best rank any query gave the document
+    found_by: dict[int, list[int]]  # document id -> indices (into ``queries``) of queries that found it
+    documents: list[dict[str, Any]]
+    total_time_s: float = 0.0
+
+    @property
+    def ok_queries(self) -> list[QueryRunStats]:
+        return [q for q in self.queries if q.ok]
+
+    @property
+    def failed_queries(self) -> list[QueryRunStats]:
+        return [q for q in self.queries if not q.ok]
+
+    def queries_for(self, doc_id: int) -> list[str]:
+        """The query texts that found ``doc_id`` (the documents table's "found by" column)."""
+        return [self.queries[i].query for i in self.found_by.get(doc_id, [])]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "queries": [q.to_dict() for q in self.queries],
+            "ids": list(self.ids),
+            "found_by": {str(k): v for k, v in self.found_by.items()},
+            "documents": [_jsonable(d) for d in self.documents],
+            "total_time_s": self.total_time_s,
+        }
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, date):
+        return value.isoformat()
+    if hasattr(value, "__dataclass_fields__"):
+        return _jsonable(asdict(value))
+    return value
+
+
+def _doc_id(document: Any) -> int | None:
+    if isinstance(document, dict):
+        value = document.get("id")
+    else:
+        value = getattr(document, "id", None)
+    return int(value) if value is not None else None
+
+
+def _as_dict(document: Any) -> dict[str, Any]:
+    if isinstance(document, dict):
+        return dict(document)
+    if hasattr(document, "__dataclass_fields__"):
+        return asdict(document)
+    if hasattr(document, "_asdict"):
+        return dict(document._asdict())
+    return dict(vars(document))
+
+
+class QueryAgent:
+    """Generate, review and run literature queries against one :class:`LiteratureDatabase`.
+
+    ``database`` is needed to run queries (and lets ``builtin:keywords`` stem words); ``settings`` is
+    the ``query_generation`` section (defaults when None); ``backend`` answers the LLM models (an
+    :class:`OllamaBackend` on ``settings.ollama_host`` when None).
+    """
+
+    def __init__(self, database: Any = None, settings: QueryGenerationSettings | None = None, *,
+                 backend: ChatBackend | None = None, system_prompt: str | None = None,
+                 fetch_batch_size: int = 50) -> None:
+        self.database = database
+        self.settings = settings or QueryGenerationSettings()
+        self.system_prompt = system_prompt or DEFAULT_SYSTEM_PROMPT
+        self.fetch_batch_size = fetch_batch_size
+        self.generator = MultiModelQueryGenerator(
+            backend, ollama_host=self.settings.ollama_host, timeout=self.settings.timeout_s,
+            database=database, deduplicate=self.settings.deduplicate_results,
+        )
+        self.last_generation: MultiModelQueryResult | None = None
+        self.last_result: ReviewedSearchResult | None = None
+
+    # --- generation ---------------------------------------------------------------------------------
+    def convert_question(self, question: str, *, cancel: CancelToken | None = None) -> str:
+        """One query from the first configured model; raises :class:`QueryAgentError` when it fails."""
+        result = self._single_model(question, cancel=cancel)
+        row = result.all_queries[0]
+        if not row.ok:
+            raise QueryAgentError(f"model '{row.model}' produced no query for the question: {row.error}")
+        return row.query
+
+    def convert_question_multi_model(self, question: str, *, progress: ProgressFn | None = None,
+                                     cancel: CancelToken | None = None,
+                                     on_result: Callable[[QueryGenerationResult], None] | None = None,
+                                     ) -> MultiModelQueryResult:
+        """Every model x ``queries_per_model`` when multi-model is enabled, else one wrapped query."""
+        s = self.settings
+        if not s.multi_model_enabled:
+            return self._single_model(question, progress=progress, cancel=cancel, on_result=on_result)
+        return self.generator.generate_queries(
+            question, self.system_prompt, s.models, s.queries_per_model, temperature=s.temperature,
+            progress=progress, cancel=cancel, on_result=on_result,
+        )
+
+    def _single_model(self, question: str, *, progress: ProgressFn | None = None,
+                      cancel: CancelToken | None = None,
+                      on_result: Callable[[QueryGenerationResult], None] | None = None,
+                      ) -> MultiModelQueryResult:
+        s = self.settings
+        return self.generator.generate_queries(
+            question, self.system_prompt, s.models[:1], 1, temperature=s.temperature,
+            progress=progress, cancel=cancel, on_result=on_result,
+        )
+
+    # --- the whole flow -----------------------------------------------------------------------------
+    def find_abstracts_multi_query(
+        self, question: str, max_rows: int = 100, use_pubmed: bool = True, use_medrxiv: bool = True,
+        use_others: bool = True, from_date: date | None = None, to_date: date | None = None,
+        human_in_the_loop: bool = False, human_query_modifier: QueryModifier | None = None, *,
+        progress: ProgressFn | None = None, cancel: CancelToken | None = None,
+        on_query: Callable[[QueryRunStats], None] | None = None,
+    ) -> Iterator[dict[str, Any]]:
+        """Generate once, let the modifier edit/select, run the queries, and stream the documents.
+
+        A generator: nothing happens until it is iterated. The last :class:`ReviewedSearchResult` is
+        kept on ``self.last_result`` (statistics, merged IDs, which query found what).
+        """
+        generated = self.convert_question_multi_model(question, progress=progress, cancel=cancel)
+        self.last_generation = generated
+        queries = self._reviewed(generated, human_in_the_loop, human_query_modifier)
+        result = self.run_reviewed_queries(
+            queries, max_rows=max_rows, use_pubmed=use_pubmed, use_medrxiv=use_medrxiv,
+            use_others=use_others, from_date=from_date, to_date=to_date, progress=progress,
+            cancel=cancel, on_query=on_query,
+        )
+        self.last_result = result
+        yield from result.documents
+
+    def _reviewed(self, generated: MultiModelQueryResult, human_in_the_loop: bool,
+                  modifier: QueryModifier | None) -> list[str]:
+        """The queries to run: the generated ones, or what the human review made of them."""
+        if not generated.unique_queries:
+            errors = "; ".join(f"{r.model} #{r.attempt_number}: {r.error}" for r in generated.failed)
+            raise QueryAgentError(f"no query could be generated for the question ({errors or 'no models'})")
+        if not human_in_the_loop or modifier is None:
+            return list(generated.unique_queries)
+        s = self.settings
+        if s.show_all_queries_to_user:
+            offered = [r.query for r in generated.successful]
+        else:
+            offered = list(generated.unique_queries)
+        returned = [str(q) for q in (modifier(list(offered)) or [])]
+        if not s.allow_query_selection and len(returned) < len(offered):
+            raise QueryAgentError(
+                f"the review returned {len(returned)} of {len(offered)} queries, but query selection is "
+                "switched off (query_generation.allow_query_selection = false): edit queries, keep them all"
+            )
+        kept = deduplicate_queries(returned) if s.deduplicate_results else [q for q in returned if q.strip()]
+        if not kept:
+            raise QueryAgentError("the review left no query to run")
+        return kept
+
+    # --- running a reviewed list --------------------------------------------------------------------
+    def run_reviewed_queries(
+        self, queries: Sequence[str], max_rows: int = 100, use_pubmed: bool = True,
+        use_medrxiv: bool = True, use_others: bool = True, from_date: date | None = None,
+        to_date: date | None = None, *, progress: ProgressFn | None = None,
+        cancel: CancelToken | None = None, on_query: Callable[[QueryRunStats], None] | None = None,
+        fetch: bool = True,
+    ) -> ReviewedSearchResult:
+        """Run exactly ``queries`` (never regenerates): validate, run ID-only, merge, fetch once.
+
+        Invalid or failing queries are reported (``on_query`` and the result) and skipped; if every
+        query fails, :class:`QueryAgentError` says why each did. ``on_query`` is called as each query
+        finishes; ``unique_ids`` (IDs no other query found) is only known once all have run, so it is
+        filled in on the returned result's statistics, not in the callback's. ``fetch=False`` skips
+        the document fetch (e.g. for counting only).
+        """
+        if self.database is None:
+            raise QueryAgentError("no literature database is open: open one before running queries")
+        queries = [q.strip() for q in queries]
+        if not any(queries):
+            raise QueryAgentError("there is no query to run")
+        started = time.perf_counter()
+        filters = {"use_pubmed": use_pubmed, "use_medrxiv": use_medrxiv, "use_others": use_others,
+                   "from_date": from_date, "to_date": to_date}
+        total = len(queries) + (1 if fetch else 0)
+        stats: list[QueryRunStats] = []
+        for index, query in enumerate(queries):
+            check(cancel)
+            report(progress, index, total, f"query {index + 1} of {len(queries)}: {query}")
+            stat = self._run_one(index, query, max_rows, filters, cancel)
+            stats.append(stat)
+            if on_query is not None:
+                on_query(stat)
+        ok = [s for s in stats if s.ok]
+        if not ok:
+            reasons = "; ".join(f"'{s.query}': {s.error}" for s in stats)
+            raise QueryAgentError(f"none of the {len(stats)} queries could run: {reasons}")
+        ids, found_by = merge_ranked([s.ids for s in stats])
+        for stat in ok:
+            stat.unique_ids = sum(1 for i in stat.ids if found_by[i] == [stat.index])
+        documents: list[dict[str, Any]] = []
+        if fetch and ids:
+            check(cancel)
+            report(progress, len(queries), total, f"fetching {len(ids)} documents")
+            documents = self._fetch(ids, cancel)
+        report(progress, total, total, f"{len(ids)} documents from {len(ok)} queries")
+        return ReviewedSearchResult(stats, ids, found_by, documents, time.perf_counter() - started)
+
+    def _run_one(self, index: int, query: str, max_rows: int, filters: dict[str, Any],
+                 cancel: CancelToken | None) -> QueryRunStats:
+        db = self.database
+        stat = QueryRunStats(index=index, query=query)
+        start = time.perf_counter()
+        try:
+            if not query:
+                raise QueryAgentError("the query is empty")
+            valid, normalized = db.validate_tsquery(query)
+            if not valid:
+                stat.error = f"invalid query: {normalized}"
+                return stat
+            stat.normalized = normalized
+            ranked = db.find_abstract_ids_ranked(query, max_rows=max_rows, cancel=cancel, **filters)
+            stat.ids = _ranked_ids(ranked)
+            stat.ids_returned = len(stat.ids)
+            stat.matches = int(db.count_matches(query, cancel=cancel, **filters))
+        except Cancelled:
+            raise
+        except Exception as err:  # noqa: BLE001 - one failing query is reported, the others run
+            if cancel is not None and cancel.cancelled:
+                raise Cancelled("cancelled by the user") from None
+            stat.error = str(err) or type(err).__name__
+            stat.ids = []
+            stat.ids_returned = 0
+            log.info("literature query %r failed: %s", query, stat.error)
+        finally:
+            stat.time_s = time.perf_counter() - start
+        return stat
+
+    def _fetch(self, ids: list[int], cancel: CancelToken | None) -> list[dict[str, Any]]:
+        """One batched fetch of the union, returned in merged-rank order."""
+        fetched = self.database.fetch_documents_by_ids(list(ids), batch_size=self.fetch_batch_size,
+                                                       cancel=cancel)
+        if isinstance(fetched, dict):
+            fetched = list(fetched.values())
+        by_id = {}
+        for document in fetched:
+            doc_id = _doc_id(document)
+            if doc_id is not None:
+                by_id[doc_id] = _as_dict(document)
+        return [by_id[i] for i in ids if i in by_id]
+
+
+def _ranked_ids(ranked: Any) -> list[int]:
+    """IDs in rank order from whatever the ranked look-up returns (ids, (id, rank) pairs, or a set)."""
+    if isinstance(ranked, (set, frozenset)):
+        return sorted(int(i) for i in ranked)
+    out: list[int] = []
+    for item in ranked:
+        if isinstance(item, (tuple, list)):
+            out.append(int(item[0]))
+        elif isinstance(item, dict):
+            out.append(int(item["id"]))
+        else:
+            out.append(int(item))
+    return out
+
+
+def merge_ranked(id_lists: Sequence[Sequence[int]]) -> tuple[list[int], dict[int, list[int]]]:
+    """Union of ranked ID lists, ordered by the best position any list gave an ID.
+
+    Ties (the same best position) go to the ID more lists found, then to the earlier list. Returns the
+    merged IDs and, per ID, the indices of the lists that contain it.
+    """
+    best: dict[int, tuple[int, int]] = {}
+    found_by: dict[int, list[int]] = {}
+    for list_index, ids in enumerate(id_lists):
+        for position, doc_id in enumerate(ids):
+            found_by.setdefault(doc_id, [])
+            if list_index not in found_by[doc_id]:
+                found_by[doc_id].append(list_index)
+            key = (position, list_index)
+            if doc_id not in best or key < best[doc_id]:
+                best[doc_id] = key
+    ordered = sorted(best, key=lambda i: (best[i][0], -len(found_by[i]), best[i][1]))
+    return ordered, found_by

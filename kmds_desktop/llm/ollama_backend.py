@@ -1,0 +1,293 @@
+"""Ollama backend: the real ``ollama.Client`` with a total timeout and a cancel that really aborts.
+
+Why the extra plumbing: ``ollama.Client`` blocks inside a socket read while a local model loads or
+generates, and closing an httpx client from another thread does not wake that read on Linux. Each
+request therefore gets its own client whose connections are opened through
+:class:`_AbortableNetwork`, which remembers the sockets it opened; a cancel hook (or the deadline
+timer) calls ``socket.shutdown()`` on them, which wakes the blocked read at once and makes Ollama
+stop generating for a client that went away.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpcore
+import httpx
+import ollama
+
+from kmds_desktop.config import DEFAULT_OLLAMA_HOST
+from kmds_desktop.llm.errors import (
+    LLMAuthError,
+    LLMBadReply,
+    LLMError,
+    LLMModelNotFound,
+    LLMQuotaError,
+    LLMTimeout,
+    LLMUnreachable,
+)
+from kmds_desktop.tasks import Cancelled, CancelToken
+
+DEFAULT_OLLAMA_MODEL = "llama3.1:8b"
+
+
+class _AbortableNetwork(httpcore.SyncBackend):
+    """An httpcore network backend that can shut down every socket it opened, from any thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sockets: list[socket.socket] = []
+        self.aborted = False
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None,
+                    local_address: str | None = None, socket_options: Any = None) -> httpcore.NetworkStream:
+        stream = super().connect_tcp(host, port, timeout, local_address, socket_options)
+        sock = stream.get_extra_info("socket")
+        with self._lock:
+            if sock is not None:
+                self._sockets.append(sock)
+            aborted = self.aborted
+        if aborted:
+            self._shutdown(sock)
+        return stream
+
+    def abort(self) -> None:
+        with self._lock:
+            self.aborted = True
+            sockets = list(self._sockets)
+        for sock in sockets:
+            self._shutdown(sock)
+
+    @staticmethod
+    def _shutdown(sock: socket.socket | None) -> None:
+        if sock is None:
+            return
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # already closed
+
+
+class _Request:
+    """One abortable request: its client, its network backend, why it was aborted (if it was)."""
+
+    def __init__(self, host: str, timeout: float) -> None:
+        self.network = _AbortableNetwork()
+        transport = httpx.HTTPTransport()
+        pool = getattr(transport, "_pool", None)
+        if pool is not None and hasattr(pool, "_network_backend"):
+            pool._network_backend = self.network
+        self.client = ollama.Client(host=host, timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
+                                    transport=transport)
+        self.reason: str | None = None  # "cancelled" | "timeout"
+        self._timer: threading.Timer | None = None
+        self._remove_hook: Callable[[], None] | None = None
+
+    def arm(self, timeout: float, cancel: CancelToken | None) -> None:
+        self._timer = threading.Timer(timeout, self.abort, args=("timeout",))
+        self._timer.daemon = True
+        self._timer.start()
+        if cancel is not None:
+            self._remove_hook = cancel.add_hook(lambda: self.abort("cancelled"))
+
+    def abort(self, reason: str) -> None:
+        if self.reason is None:
+            self.reason = reason
+        self.network.abort()
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._remove_hook is not None:
+            self._remove_hook()
+        try:
+            self.client.close()
+        except Exception:  # noqa: BLE001 - closing a broken connection must not mask the real error
+            pass
+
+
+class OllamaBackend:
+    """An LLM on an Ollama server, usable as an ``LLMFn`` (``backend(prompt) -> str``).
+
+    ``host`` and ``model`` are configurable; ``temperature`` is the default sampling temperature and
+    ``timeout`` the total seconds one request may take (connect, model load and generation together).
+
+    Main entry point for other modules — :meth:`chat`::
+
+        backend = OllamaBackend("http://127.0.0.1:11434", "llama3.1:8b", temperature=0.1, timeout=120)
+        text = backend.chat(prompt, system="You write PostgreSQL tsqueries.", cancel=token,
+                            temperature=0.2, model="mistral:7b")
+
+    - ``options``: extra Ollama options (``num_predict``, ``seed``...) merged over the defaults;
+      ``temperature`` overrides the backend's temperature for this call.
+    - ``cancel``: a :class:`~kmds_desktop.tasks.CancelToken`; cancelling it (from any thread) shuts
+      down the request's socket at once, so the call returns within milliseconds by raising
+      :class:`~kmds_desktop.tasks.Cancelled`, and the server sees the client go away.
+    - ``model``: overrides the backend's model for this one call (one backend serves several models
+      serially, as the multi-model query generator needs).
+    - Errors are :class:`~kmds_desktop.llm.errors.LLMError` subclasses: ``LLMUnreachable`` (names the
+      host), ``LLMModelNotFound`` (lists the models the server has), ``LLMTimeout``, ``LLMAuthError``,
+      ``LLMQuotaError``, ``LLMBadReply``.
+    """
+
+    name = "ollama"
+
+    def __init__(self, host: str = DEFAULT_OLLAMA_HOST, model: str = DEFAULT_OLLAMA_MODEL,
+                 temperature: float = 0.1, timeout: float = 120.0, *, options: dict[str, Any] | None = None,
+                 keep_alive: str | float | None = None) -> None:
+        self.host = (host or DEFAULT_OLLAMA_HOST).rstrip("/")
+        self.model = model
+        self.temperature = temperature
+        self.timeout = float(timeout)
+        self.options = dict(options or {})
+        self.keep_alive = keep_alive
+
+    def __repr__(self) -> str:
+        return f"OllamaBackend(host={self.host!r}, model={self.model!r})"
+
+    @property
+    def label(self) -> str:
+        """Short description for result views and logs, e.g. ``ollama:llama3.1:8b``."""
+        return f"ollama:{self.model}"
+
+    # --- LLMFn ----------------------------------------------------------------------------------------
+    def __call__(self, prompt: str) -> str:
+        return self.chat(prompt)
+
+    def chat(self, prompt: str, system: str | None = None, options: dict[str, Any] | None = None,
+             cancel: CancelToken | None = None, *, temperature: float | None = None,
+             model: str | None = None) -> str:
+        """Send one user message (and an optional system message); return the whole reply text.
+
+        Raises :class:`Cancelled` promptly when ``cancel`` fires, :class:`LLMError` subclasses otherwise.
+        """
+        text = "".join(self.stream(prompt, system, temperature=temperature, options=options, cancel=cancel,
+                                   model=model))
+        if not text.strip():
+            raise LLMBadReply(f"Ollama model '{model or self.model}' at {self.host} returned an empty reply.")
+        return text
+
+    def stream(self, prompt: str, system: str | None = None, options: dict[str, Any] | None = None,
+               cancel: CancelToken | None = None, *, temperature: float | None = None,
+               model: str | None = None) -> Iterator[str]:
+        """Yield the reply in chunks as Ollama streams it (for the answer view).
+
+        Closing the generator early, cancelling ``cancel`` or reaching the timeout closes the
+        connection. Errors are raised from the iteration as :class:`LLMError` / :class:`Cancelled`.
+        """
+        model = model or self.model
+        if cancel is not None:
+            cancel.raise_if_cancelled()
+        messages = []
+        if system:
+            messages.append({"role": "system", "content": system})
+        messages.append({"role": "user", "content": prompt})
+        opts = {**self.options, "temperature": self.temperature if temperature is None else temperature}
+        opts.update(options or {})
+        request = _Request(self.host, self.timeout)
+        request.arm(self.timeout, cancel)
+        try:
+            kwargs: dict[str, Any] = {"model": model, "messages": messages, "options": opts, "stream": True}
+            if self.keep_alive is not None:
+                kwargs["keep_alive"] = self.keep_alive
+            for part in request.client.chat(**kwargs):
+                if request.reason is not None:
+                    break
+                content = part.message.content if part.message is not None else None
+                if content:
+                    yield content
+            self._raise_if_aborted(request, model, cancel)
+        except (Cancelled, LLMError):
+            raise
+        except Exception as err:  # noqa: BLE001 - every client failure becomes an LLMError or Cancelled
+            self._raise_if_aborted(request, model, cancel)
+            raise self._translate(err, model) from None
+        finally:
+            request.close()
+
+    # --- server information -----------------------------------------------------------------------
+    def list_models(self, timeout: float | None = None) -> list[str]:
+        """Names of the models the server has (``/api/tags``), sorted; raises :class:`LLMError`."""
+        client = ollama.Client(host=self.host, timeout=timeout or min(self.timeout, 10.0))
+        try:
+            listing = client.list()
+        except Exception as err:  # noqa: BLE001
+            raise self._translate(err, None) from None
+        finally:
+            client.close()
+        return sorted(m.model for m in listing.models if m.model)
+
+    def is_available(self, timeout: float = 2.0) -> bool:
+        """True when the server answers ``/api/tags`` and has this backend's model."""
+        try:
+            models = self.list_models(timeout=timeout)
+        except LLMError:
+            return False
+        return _has_model(models, self.model)
+
+    # --- helpers ----------------------------------------------------------------------------------
+    def _raise_if_aborted(self, request: _Request, model: str, cancel: CancelToken | None) -> None:
+        if request.reason == "cancelled" or (cancel is not None and cancel.cancelled):
+            raise Cancelled("cancelled by the user")
+        if request.reason == "timeout":
+            raise LLMTimeout(
+                f"Ollama model '{model}' at {self.host} did not finish within {self.timeout:g} s. "
+                "Try a smaller model, a shorter question, or raise the timeout in Preferences → LLM."
+            )
+
+    def _translate(self, err: Exception, model: str | None) -> LLMError:
+        """Map an ``ollama``/``httpx`` exception to the LLMError family with an actionable message."""
+        host = self.host
+        if isinstance(err, httpx.TimeoutException):
+            return LLMTimeout(
+                f"Ollama at {host} did not answer within {self.timeout:g} s. "
+                "Check that the server is not overloaded, or raise the timeout in Preferences → LLM."
+            )
+        if isinstance(err, ConnectionError | httpx.NetworkError | httpx.RemoteProtocolError):
+            return LLMUnreachable(
+                f"Cannot reach the Ollama server at {host}. Start Ollama (`ollama serve`) or set the "
+                "right host in Preferences → LLM.", host=host)
+        if isinstance(err, ollama.ResponseError):
+            status = err.status_code
+            detail = err.error or ""
+            if status == 404 or "not found" in detail.lower():
+                available = self._models_or_empty()
+                names = ", ".join(available) if available else "none"
+                return LLMModelNotFound(
+                    f"Ollama at {host} has no model '{model}'. Available models: {names}. "
+                    f"Pull it with `ollama pull {model}` or choose another model in Preferences → LLM.",
+                    model=model, available=available)
+            if status in (401, 403):
+                return LLMAuthError(f"Ollama at {host} refused the request ({status}): {detail}. "
+                                    "Check OLLAMA_API_KEY or the server's access settings.")
+            if status == 429:
+                return LLMQuotaError(f"Ollama at {host} is rate limiting requests (429): {detail}. "
+                                     "Wait a moment and try again.")
+            return LLMError(f"Ollama at {host} returned an error ({status}): {detail}")
+        return LLMError(f"Ollama at {host} failed: {type(err).__name__}: {err}")
+
+    def _models_or_empty(self) -> list[str]:
+        try:
+            return self.list_models(timeout=5.0)
+        except LLMError:
+            return []
+
+
+def _has_model(models: list[str], wanted: str) -> bool:
+    """Ollama treats ``name`` and ``name:latest`` as the same model."""
+    def norm(name: str) -> str:
+        return name if ":" in name else f"{name}:latest"
+
+    return norm(wanted) in {norm(m) for m in models}
+
+
+def ping(host: str, timeout: float = 2.0) -> bool:
+    """True when an Ollama server answers at ``host`` (used by the "auto" backend choice)."""
+    try:
+        OllamaBackend(host, timeout=timeout).list_models(timeout=timeout)
+    except LLMError:
+        return False
+    return True

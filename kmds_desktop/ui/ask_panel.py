@@ -1,0 +1,610 @@
+"""The question/answer panel: ask the open KB, read a cited Markdown answer, inspect and edit the route.
+
+One question is one ``"ask"`` job (a second Ask while one runs is refused with a message). The job
+wraps :func:`answer_question`, a plain function around the orchestrator's ``ask_stream``: it first
+hands over the retrieved result (route, fallback, records) so the route and the table appear at
+once, then streams the answer's text as chunks. ``[n]`` in the answer links to record ``n``;
+clicking it selects the observation in the KB browser (:attr:`AskPanel.citation_activated`).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+from typing import Any
+
+import markdown
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, QUrl, Signal
+from PySide6.QtGui import QKeyEvent, QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QFileDialog,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QSpinBox,
+    QSplitter,
+    QTableView,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
+
+from kmds_desktop.ui.kb_tree_model import CATEGORY_LABELS, first_line
+from kmds_desktop.ui.workers import Job, JobRunner
+
+INTENT_LABELS = {
+    "exploratory_search": "Exploratory observations",
+    "data_representation_search": "Data representation observations",
+    "modelling_choice_search": "Modelling choice observations",
+    "model_selection_search": "Model selection observations",
+    "all_observations_search": "All observations",
+    "semantic_search": "Semantic search (by meaning)",
+}
+_CITATION = re.compile(r"\[(\d{1,3})\]")
+RETRIEVED = "retrieved"
+
+
+def answer_question(
+    kb: Any,
+    settings: Any,
+    index_holder: dict[str, Any],
+    question: str,
+    route: Any = None,
+    *,
+    progress: Any = None,
+    cancel: Any = None,
+    chunk: Any = None,
+) -> Any:
+    """Route, search and stream an answer (runs on a worker; no Qt here).
+
+    ``chunk`` receives ``(RETRIEVED, result)`` once the records are known, then text pieces.
+    Returns the complete :class:`~kmds_desktop.ask.OrchestratorResult`.
+    """
+    from kmds_desktop.ask.orchestrator import SearchOrchestrator
+    from kmds_desktop.index.factory import open_index
+
+    if index_holder.get("index") is None:
+        if progress:
+            progress(0, None, "opening the semantic index")
+        index_holder["index"] = open_index(settings)
+    orchestrator = SearchOrchestrator(
+        kb,
+        settings=settings,
+        index=index_holder["index"],
+        backend=settings.llm.backend,
+        n_results=settings.index.n_results,
+        embedding_model=settings.index.embedding_model,
+    )
+    stream = orchestrator.ask_stream(question, route=route, progress=progress, cancel=cancel)
+    if chunk is not None:
+        chunk((RETRIEVED, stream.result))
+    if progress:
+        progress(3, 4, "writing the answer")
+    for piece in stream:
+        if chunk is not None:
+            chunk(piece)
+    if progress:
+        progress(4, 4, "done")
+    return stream.result
+
+
+def answer_html(text: str, n_results: int) -> str:
+    """Markdown answer -> HTML with each valid ``[n]`` turned into a ``cite:n`` link."""
+    body = markdown.markdown(text or "", extensions=["extra", "sane_lists"])
+
+    def link(match: re.Match[str]) -> str:
+        n = int(match.group(1))
+        if 1 <= n <= n_results:
+            return f'<a href="cite:{n}" title="Show record {n} in the KB browser">[{n}]</a>'
+        return match.group(0)
+
+    return _CITATION.sub(link, body)
+
+
+class ResultsModel(QAbstractTableModel):
+    """The records behind an answer; row ``n-1`` is citation ``[n]``."""
+
+    COLUMNS = ("#", "Finding", "Type", "Category", "Workflow", "Seq", "Score")
+
+    def __init__(self, parent: Any = None) -> None:
+        super().__init__(parent)
+        self._rows: list[dict[str, Any]] = []
+
+    def set_results(self, rows: list[dict[str, Any]]) -> None:
+        self.beginResetModel()
+        self._rows = list(rows or [])
+        self.endResetModel()
+
+    def row_dict(self, row: int) -> dict[str, Any]:
+        return self._rows[row]
+
+    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:  # noqa: B008, N802
+        return 0 if parent.isValid() else len(self._rows)
+
+    def columnCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:  # noqa: B008, N802
+        return 0 if parent.isValid() else len(self.COLUMNS)
+
+    def headerData(
+        self,
+        section: int,
+        orientation: Qt.Orientation,  # noqa: N802 - Qt API
+        role: int = Qt.ItemDataRole.DisplayRole,
+    ) -> Any:
+        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
+            if 0 <= section < len(self.COLUMNS):
+                return self.COLUMNS[section]
+        return None
+
+    def data(
+        self, index: QModelIndex | QPersistentModelIndex, role: int = Qt.ItemDataRole.DisplayRole
+    ) -> Any:
+        if not index.isValid() or not (0 <= index.row() < len(self._rows)):
+            return None
+        row = self._rows[index.row()]
+        col = index.column()
+        if role == Qt.ItemDataRole.DisplayRole:
+            if col == 0:
+                return f"[{index.row() + 1}]"
+            if col == 1:
+                return first_line(row.get("finding"), 120)
+            if col == 2:
+                return row.get("obs_type") or ""
+            if col == 3:
+                return CATEGORY_LABELS.get(row.get("category") or "", row.get("category") or "")
+            if col == 4:
+                return row.get("workflow_name") or "(unlinked)"
+            if col == 5:
+                seq = row.get("finding_seq")
+                return "" if seq is None else str(seq)
+            if col == 6:
+                score = row.get("score")
+                return "" if score is None else f"{float(score):.3f}"
+        if role == Qt.ItemDataRole.ToolTipRole and col == 1:
+            return row.get("finding")
+        if role == Qt.ItemDataRole.UserRole:
+            return row.get("iri")
+        if role == Qt.ItemDataRole.TextAlignmentRole and col in (0, 5, 6):
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        return None
+
+
+class QuestionEdit(QPlainTextEdit):
+    """Multi-line question box: Ctrl+Enter asks; Up/Down on the first/last line walk the history."""
+
+    submitted = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.history: list[str] = []
+        self._pos: int | None = None  # index into history while browsing; None = editing a new one
+        self._draft = ""
+        self.setPlaceholderText("Ask the knowledge base… (Ctrl+Enter to ask, Up/Down for earlier questions)")
+        self.setTabChangesFocus(True)
+        self.setMaximumHeight(78)
+
+    def add_to_history(self, question: str, limit: int = 100) -> None:
+        question = question.strip()
+        if question:
+            self.history = [q for q in self.history if q != question] + [question]
+            del self.history[:-limit]
+        self._pos = None
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 - Qt API
+        key = event.key()
+        mods = event.modifiers()
+        if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and mods & Qt.KeyboardModifier.ControlModifier:
+            self.submitted.emit()
+            return
+        cursor = self.textCursor()
+        if key == Qt.Key.Key_Up and not mods and cursor.blockNumber() == 0 and self.history:
+            if self._pos is None:
+                self._draft = self.toPlainText()
+                self._pos = len(self.history)
+            if self._pos > 0:
+                self._pos -= 1
+                self.setPlainText(self.history[self._pos])
+                self.moveCursor(self.textCursor().MoveOperation.End)
+            return
+        last_block = cursor.blockNumber() == self.document().blockCount() - 1
+        if key == Qt.Key.Key_Down and not mods and last_block and self._pos is not None:
+            self._pos += 1
+            if self._pos >= len(self.history):
+                self._pos = None
+                self.setPlainText(self._draft)
+            else:
+                self.setPlainText(self.history[self._pos])
+            self.moveCursor(self.textCursor().MoveOperation.End)
+            return
+        super().keyPressEvent(event)
+
+
+class RouteEditor(QGroupBox):
+    """Shows the route that ran and lets the user change its template and filters, then re-run."""
+
+    rerun_requested = Signal(object)  # OrchestratorRoute
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__("Route", parent)
+        self.summary = QLabel("Ask a question to see how it is answered.")
+        self.summary.setObjectName("routeSummary")
+        self.summary.setWordWrap(True)
+        self.summary.setTextFormat(Qt.TextFormat.RichText)
+        self.template = QComboBox()
+        for key, label in INTENT_LABELS.items():
+            self.template.addItem(label, key)
+        self.obs_type = QLineEdit()
+        self.obs_type.setPlaceholderText("any type")
+        self.keyword = QLineEdit()
+        self.keyword.setPlaceholderText("any word")
+        self.seq_min = self._seq_box()
+        self.seq_max = self._seq_box()
+        seq_row = QHBoxLayout()
+        seq_row.addWidget(self.seq_min)
+        seq_row.addWidget(QLabel("to"))
+        seq_row.addWidget(self.seq_max)
+        self.rerun_button = QPushButton("Re-run on this route")
+        self.rerun_button.setObjectName("rerunRoute")
+        self.rerun_button.setEnabled(False)
+        self.rerun_button.clicked.connect(self._rerun)
+        self.error = QLabel()
+        self.error.setStyleSheet("color: #b00020;")
+        self.error.setVisible(False)
+        form = QFormLayout()
+        form.addRow("Template", self.template)
+        form.addRow("Type contains", self.obs_type)
+        form.addRow("Findings", seq_row)
+        form.addRow("Keyword", self.keyword)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.summary)
+        layout.addLayout(form)
+        layout.addWidget(self.error)
+        layout.addWidget(self.rerun_button, 0, Qt.AlignmentFlag.AlignRight)
+
+    @staticmethod
+    def _seq_box() -> QSpinBox:
+        box = QSpinBox()
+        box.setRange(-1, 1_000_000)
+        box.setSpecialValueText("—")  # -1: no bound
+        box.setValue(-1)
+        return box
+
+    def show_result(self, result: Any) -> None:
+        route = result.route
+        lines = []
+        intent = INTENT_LABELS.get(result.intent_class, result.intent_class)
+        lines.append(
+            f"<b>Template:</b> {html.escape(intent)} <code>{html.escape(result.intent_class)}</code>"
+        )
+        filters = _filters_text(route.filters if route is not None else None)
+        lines.append(f"<b>Filters:</b> {html.escape(filters) if filters else 'none'}")
+        if result.route_explanation:
+            lines.append(f"<b>Why:</b> {html.escape(result.route_explanation)}")
+        if result.fallback_reason:
+            proposed = result.proposed_route
+            was = f" (the router chose {html.escape(proposed.intent_class)})" if proposed is not None else ""
+            lines.append(
+                f"<span style='color:#9a5b00'><b>Fell back to semantic search</b>{was}: "
+                f"{html.escape(result.fallback_reason)}</span>"
+            )
+        backend = html.escape(str(result.backend))
+        synth = html.escape(str(getattr(result, "synthesis", "")))
+        lines.append(f"<b>Backend:</b> {backend} · answer: {synth}")
+        if getattr(result, "synthesis_error", None):
+            lines.append(
+                f"<span style='color:#9a5b00'>Synthesis failed: {html.escape(result.synthesis_error)}</span>"
+            )
+        self.summary.setText("<br/>".join(lines))
+        shown = (
+            result.proposed_route if result.fallback_reason and result.proposed_route is not None else route
+        )
+        if shown is not None:
+            self.set_route(shown)
+        self.rerun_button.setEnabled(True)
+
+    def set_route(self, route: Any) -> None:
+        idx = self.template.findData(route.intent_class)
+        self.template.setCurrentIndex(max(0, idx))
+        f = route.filters
+        self.obs_type.setText(f.obs_type_filter or "")
+        self.keyword.setText(f.keyword or "")
+        self.seq_min.setValue(-1 if f.finding_seq_min is None else f.finding_seq_min)
+        self.seq_max.setValue(-1 if f.finding_seq_max is None else f.finding_seq_max)
+
+    def route(self) -> Any:
+        """The edited route, validated by the orchestrator's pydantic model (ValueError if invalid)."""
+        from kmds_desktop.ask.models import OrchestratorRoute
+
+        low = self.seq_min.value()
+        high = self.seq_max.value()
+        if low >= 0 and high >= 0 and low > high:
+            raise ValueError(
+                f"the finding range {low} to {high} is empty: the first number must not be larger"
+            )
+        return OrchestratorRoute.model_validate(
+            {
+                "intent_class": self.template.currentData(),
+                "filters": {
+                    "obs_type_filter": self.obs_type.text().strip() or None,
+                    "keyword": self.keyword.text().strip() or None,
+                    "finding_seq_min": None if low < 0 else low,
+                    "finding_seq_max": None if high < 0 else high,
+                },
+                "explanation": "Route edited by the user.",
+            }
+        )
+
+    def _rerun(self) -> None:
+        try:
+            route = self.route()
+        except ValueError as exc:
+            self.error.setText(str(exc))
+            self.error.setVisible(True)
+            return
+        self.error.setVisible(False)
+        self.rerun_requested.emit(route)
+
+
+def _filters_text(filters: Any) -> str:
+    if filters is None:
+        return ""
+    parts = []
+    if filters.obs_type_filter:
+        parts.append(f"type contains “{filters.obs_type_filter}”")
+    if filters.finding_seq_min is not None or filters.finding_seq_max is not None:
+        low = filters.finding_seq_min if filters.finding_seq_min is not None else "…"
+        high = filters.finding_seq_max if filters.finding_seq_max is not None else "…"
+        parts.append(f"findings {low}–{high}")
+    if filters.keyword:
+        parts.append(f"keyword “{filters.keyword}”")
+    return ", ".join(parts)
+
+
+class AskPanel(QWidget):
+    """Centre panel: question box, streamed Markdown answer with citations, route, results table."""
+
+    citation_activated = Signal(str)  # IRI
+    message = Signal(str, str, str)  # level, text, details
+    answer_finished = Signal(object)  # OrchestratorResult
+
+    def __init__(self, jobs: JobRunner, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.jobs = jobs
+        self.context_provider: Any = None  # set by the window: () -> {"kb", "settings", "index_holder"}
+        self.result: Any = None
+        self.job: Job | None = None
+        self._streamed: list[str] = []
+        self._question = ""
+
+        self.question = QuestionEdit()
+        self.question.setObjectName("questionBox")
+        self.question.submitted.connect(self.ask)
+        self.ask_button = QPushButton("Ask")
+        self.ask_button.setObjectName("askButton")
+        self.ask_button.setToolTip("Ask (Ctrl+Enter)")
+        self.ask_button.clicked.connect(lambda: self.ask())
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setObjectName("cancelAsk")
+        self.cancel_button.setEnabled(False)
+        self.cancel_button.clicked.connect(self.cancel)
+        QShortcut(
+            QKeySequence("Escape"), self, self.cancel, context=Qt.ShortcutContext.WidgetWithChildrenShortcut
+        )
+        self.state = QLabel("")
+        self.state.setObjectName("askState")
+        top = QHBoxLayout()
+        top.addWidget(self.question, 1)
+        buttons = QVBoxLayout()
+        buttons.addWidget(self.ask_button)
+        buttons.addWidget(self.cancel_button)
+        top.addLayout(buttons)
+
+        self.answer = QTextBrowser()
+        self.answer.setObjectName("answerView")
+        self.answer.setOpenLinks(False)
+        self.answer.anchorClicked.connect(self._anchor_clicked)
+        self.answer.setPlaceholderText(
+            "Answers appear here. Citations like [1] link to the records in the table below; click one "
+            "to select the observation in the KB browser."
+        )
+        self.route_editor = RouteEditor()
+        self.route_editor.rerun_requested.connect(lambda route: self.ask(route=route))
+        self.results = ResultsModel(self)
+        self.table = QTableView()
+        self.table.setObjectName("resultsTable")
+        self.table.setModel(self.results)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.verticalHeader().setVisible(False)
+        self.table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        self.table.activated.connect(self._row_activated)
+        self.table.doubleClicked.connect(self._row_activated)
+
+        lower = QSplitter(Qt.Orientation.Vertical)
+        lower.setObjectName("askSplit")
+        lower.addWidget(self.answer)
+        lower.addWidget(self.route_editor)
+        lower.addWidget(self.table)
+        lower.setStretchFactor(0, 3)
+        lower.setStretchFactor(1, 1)
+        lower.setStretchFactor(2, 2)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addLayout(top)
+        layout.addWidget(self.state)
+        layout.addWidget(lower, 1)
+
+    # -- public --
+    def focus_question(self) -> None:
+        self.question.setFocus()
+
+    def set_history(self, history: list[str]) -> None:
+        self.question.history = list(history)
+
+    def remember_history(self, ui_settings: Any) -> None:
+        ui_settings.question_history = list(self.question.history[-100:])
+
+    def kb_changed(self, kb: Any) -> None:
+        """The KB was replaced or edited: citations of an old answer may no longer resolve."""
+        self.ask_button.setEnabled(kb is not None)
+
+    def ask(self, question: str | None = None, *, route: Any = None) -> Job | None:
+        """Answer ``question`` (default: the question box); ``route`` skips the router (re-run)."""
+        text = (question if question is not None else self.question.toPlainText()).strip()
+        if route is not None and not text:
+            text = self._question
+        if not text:
+            self.message.emit("warning", "Type a question first.", "")
+            return None
+        ctx = self.context_provider() if self.context_provider else {}
+        kb = ctx.get("kb")
+        if kb is None:
+            self.message.emit("warning", "Open a knowledge base first (File > Open).", "")
+            return None
+        settings = ctx["settings"]
+        job = self.jobs.submit(
+            "ask",
+            answer_question,
+            kb,
+            settings,
+            ctx["index_holder"],
+            text,
+            route,
+            label="Answering",
+            on_chunk=self._on_chunk,
+            on_result=self._on_result,
+            on_error=self._on_error,
+            on_cancelled=self._on_cancelled,
+            on_finished=self._on_finished,
+            on_progress=lambda _d, _t, msg: self.state.setText(msg),
+        )
+        if job is None:
+            return None
+        self.job = job
+        self._question = text
+        self.question.add_to_history(text)
+        if question is None and route is None:
+            self.question.clear()
+        self._streamed = []
+        self.result = None
+        self.answer.setHtml(f"<p style='color:#666'><i>{html.escape(text)}</i></p>")
+        self.ask_button.setEnabled(False)
+        self.cancel_button.setEnabled(True)
+        self.state.setText("Thinking…")
+        return job
+
+    def cancel(self) -> None:
+        if self.job is not None and self.job.running:
+            self.state.setText("Cancelling…")
+            self.job.cancel()
+
+    def export_answer_dialog(self) -> None:
+        if self.result is None:
+            self.message.emit("warning", "There is no answer to export yet.", "")
+            return
+        name, _ = QFileDialog.getSaveFileName(self, "Export answer", "answer.md", "Markdown (*.md)")
+        if name:
+            self.export_answer(name)
+
+    def export_answer(self, path: str | Path) -> Job | None:
+        text = self.answer_markdown()
+        return self.jobs.submit(
+            "export.answer",
+            _write_text,
+            str(path),
+            text,
+            label="Exporting the answer",
+            on_result=lambda p: self.message.emit("info", f"Answer saved to {p}", ""),
+            on_error=lambda exc: self.message.emit("error", f"Could not write {path}: {exc}", ""),
+        )
+
+    def answer_markdown(self) -> str:
+        """The answer with its question, route and numbered records, as a Markdown document."""
+        r = self.result
+        if r is None:
+            return ""
+        lines = [f"# {r.question}", "", r.answer, "", "## Records", ""]
+        for i, row in enumerate(r.results, 1):
+            lines.append(
+                f"[{i}] {first_line(row.get('finding'), 200)} — {row.get('obs_type')} ({row.get('iri')})"
+            )
+        lines += ["", f"Route: {r.intent_class}. {r.route_explanation}"]
+        if r.fallback_reason:
+            lines.append(f"Fallback: {r.fallback_reason}")
+        lines.append(f"Backend: {r.backend}")
+        return "\n".join(lines) + "\n"
+
+    # -- job callbacks --
+    def _on_chunk(self, piece: Any) -> None:
+        if isinstance(piece, tuple) and piece and piece[0] == RETRIEVED:
+            self._show_retrieved(piece[1])
+            return
+        self._streamed.append(str(piece))
+        n = len(self.results._rows)
+        self.answer.setHtml(answer_html("".join(self._streamed), n))
+        self.answer.moveCursor(self.answer.textCursor().MoveOperation.End)
+
+    def _show_retrieved(self, result: Any) -> None:
+        self.results.set_results(result.results)
+        self.table.resizeColumnToContents(0)
+        self.route_editor.show_result(result)
+
+    def _on_result(self, result: Any) -> None:
+        self.result = result
+        self.results.set_results(result.results)
+        self.route_editor.show_result(result)
+        self.answer.setHtml(answer_html(result.answer, len(result.results)))
+        timing = result.timings.get("total") if getattr(result, "timings", None) else None
+        took = f" in {timing:.1f} s" if timing else ""
+        self.state.setText(f"Answered by {result.backend}{took}; {len(result.results)} records.")
+        if result.fallback_reason:
+            self.state.setText(self.state.text() + " Fell back to semantic search (see Route).")
+        self.answer_finished.emit(result)
+
+    def _on_error(self, exc: BaseException) -> None:
+        from kmds_desktop.ui.workers import format_exception
+
+        summary, details = format_exception(exc)
+        self.state.setText("The question could not be answered.")
+        self.answer.setHtml(f"<p style='color:#b00020'>{html.escape(summary)}</p>")
+        self.message.emit("error", f"The question could not be answered: {summary}", details)
+
+    def _on_cancelled(self) -> None:
+        self.state.setText("Cancelled.")
+        if self._streamed:
+            self.answer.append("\n\n(cancelled)")
+
+    def _on_finished(self) -> None:
+        self.ask_button.setEnabled(True)
+        self.cancel_button.setEnabled(False)
+
+    # -- citations --
+    def _anchor_clicked(self, url: QUrl) -> None:
+        if url.scheme() == "cite":
+            self.activate_citation(int(url.path() or url.toString().split(":", 1)[1]))
+
+    def activate_citation(self, n: int) -> None:
+        """Select record ``n``'s row and reveal its observation in the KB browser."""
+        if not (1 <= n <= self.results.rowCount()):
+            return
+        self.table.selectRow(n - 1)
+        iri = self.results.row_dict(n - 1).get("iri")
+        if iri:
+            self.citation_activated.emit(str(iri))
+
+    def _row_activated(self, index: QModelIndex) -> None:
+        if index.isValid():
+            self.activate_citation(index.row() + 1)
+
+
+def _write_text(path: str, text: str, *, progress: Any = None, cancel: Any = None) -> str:
+    Path(path).write_text(text, encoding="utf-8")
+    return path

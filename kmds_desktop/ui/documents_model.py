@@ -1,0 +1,107 @@
+"""The merged documents of a literature search run (title, year, journal, source, found by).
+
+Rows are :class:`kmds_desktop.literature.export.ExportDocument` s, so what the table shows is
+exactly what the CSV/RIS/BibTeX exports write. ``UserRole`` returns the document for the detail view.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+
+from kmds_desktop.literature.export import ExportDocument, normalize_document
+
+AnyIndex = QModelIndex | QPersistentModelIndex
+
+
+class DocumentsModel(QAbstractTableModel):
+    """Read-only table of documents; sorting is left to a ``QSortFilterProxyModel`` (SortRole)."""
+
+    COL_TITLE, COL_YEAR, COL_JOURNAL, COL_SOURCE, COL_FOUND_BY = range(5)
+    HEADERS = ("Title", "Year", "Journal", "Source", "Found by")
+    #: Role returning a sortable value (year as an int, found-by as the number of queries).
+    SortRole = Qt.ItemDataRole.UserRole + 1
+
+    def __init__(self, parent: Any = None) -> None:
+        super().__init__(parent)
+        self._docs: list[ExportDocument] = []
+
+    def set_documents(
+        self, documents: Iterable[Any], found_by: Mapping[Any, Sequence[str]] | None = None
+    ) -> None:
+        """Replace the documents; ``found_by`` maps a document id to the queries that found it."""
+        docs = []
+        for doc in documents:
+            if isinstance(doc, ExportDocument):
+                docs.append(doc)
+                continue
+            key = doc.get("id") if isinstance(doc, Mapping) else getattr(doc, "id", None)
+            names = None
+            if found_by is not None:
+                names = found_by.get(key, found_by.get(str(key)))
+            docs.append(normalize_document(doc, names))
+        self.beginResetModel()
+        self._docs = docs
+        self.endResetModel()
+
+    def clear(self) -> None:
+        self.set_documents([])
+
+    def documents(self) -> list[ExportDocument]:
+        return list(self._docs)
+
+    def document(self, row: int) -> ExportDocument:
+        return self._docs[row]
+
+    # --- Qt model API -----------------------------------------------------------------------------
+    def rowCount(self, parent: AnyIndex = QModelIndex()) -> int:  # noqa: B008, N802 - Qt API
+        return 0 if parent.isValid() else len(self._docs)
+
+    def columnCount(self, parent: AnyIndex = QModelIndex()) -> int:  # noqa: B008, N802
+        return 0 if parent.isValid() else len(self.HEADERS)
+
+    def headerData(  # noqa: N802
+        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
+    ) -> Any:
+        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
+            if 0 <= section < len(self.HEADERS):
+                return self.HEADERS[section]
+        return None
+
+    def flags(self, index: AnyIndex) -> Qt.ItemFlag:
+        if not index.isValid():
+            return Qt.ItemFlag.NoItemFlags
+        return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+
+    def data(self, index: AnyIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid() or not 0 <= index.row() < len(self._docs):
+            return None
+        doc, col = self._docs[index.row()], index.column()
+        if role == Qt.ItemDataRole.UserRole:
+            return doc
+        if role == self.SortRole:
+            if col == self.COL_YEAR:
+                return doc.year if doc.year is not None else 0
+            if col == self.COL_FOUND_BY:
+                return len(doc.found_by)
+            return self._text(doc, col).lower()
+        if role == Qt.ItemDataRole.DisplayRole:
+            return self._text(doc, col)
+        if role == Qt.ItemDataRole.ToolTipRole and col in (self.COL_TITLE, self.COL_FOUND_BY):
+            return self._text(doc, col)
+        return None
+
+    def _text(self, doc: ExportDocument, col: int) -> str:
+        if col == self.COL_TITLE:
+            return doc.title or "(untitled)"
+        if col == self.COL_YEAR:
+            return "" if doc.year is None else str(doc.year)
+        if col == self.COL_JOURNAL:
+            return doc.journal
+        if col == self.COL_SOURCE:
+            return doc.source
+        if col == self.COL_FOUND_BY:
+            return ", ".join(doc.found_by)
+        return ""

@@ -1,0 +1,709 @@
+"""The main window: KB browser (left), question/answer (centre), literature search (right).
+
+The window owns the app's state that spans panels: the open knowledge base, the semantic index, the
+settings and the :class:`~kmds_desktop.ui.workers.JobRunner`. Every blocking step (loading, saving,
+indexing, listing models, answering) is a job; the window only wires results into the panels.
+Errors are shown in the :class:`~kmds_desktop.ui.messages.MessageBar` at the top of the window.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QIcon, QKeySequence
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QLabel,
+    QMainWindow,
+    QMenu,
+    QMessageBox,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
+
+from kmds_desktop import __version__, paths
+from kmds_desktop.config import Settings, SettingsError, save_settings
+from kmds_desktop.ui.ask_panel import AskPanel
+from kmds_desktop.ui.kb_browser import KBBrowser
+from kmds_desktop.ui.messages import MessageBar
+from kmds_desktop.ui.progress import ProgressStrip
+from kmds_desktop.ui.workers import Job, JobRunner
+
+log = logging.getLogger(__name__)
+
+APP_TITLE = "KMDS Desktop"
+KB_SUFFIXES = (".xml", ".owl", ".rdf")
+KB_FILE_FILTER = "KMDS knowledge bases (*.xml *.owl *.rdf);;All files (*)"
+
+SHORTCUTS_HTML = """
+<table cellpadding="3">
+<tr><td><b>Ctrl+O</b></td><td>Open a knowledge base</td></tr>
+<tr><td><b>Ctrl+S</b></td><td>Save the knowledge base</td></tr>
+<tr><td><b>Ctrl+N</b></td><td>Add an observation</td></tr>
+<tr><td><b>Ctrl+F</b></td><td>Filter the KB browser</td></tr>
+<tr><td><b>Ctrl+L</b></td><td>Go to the question box</td></tr>
+<tr><td><b>Ctrl+Enter</b></td><td>Ask the question</td></tr>
+<tr><td><b>Up / Down</b></td><td>Previous / next question (in the question box)</td></tr>
+<tr><td><b>Esc</b></td><td>Cancel the running answer</td></tr>
+<tr><td><b>Ctrl+,</b></td><td>Preferences</td></tr>
+<tr><td><b>Ctrl+Q</b></td><td>Quit</td></tr>
+</table>
+"""
+
+
+def app_icon() -> QIcon:
+    for name in ("kmds-desktop.svg", "kmds-desktop.png"):
+        path = paths.resources_dir() / "icons" / name
+        if path.exists():
+            return QIcon(str(path))
+    return QIcon()
+
+
+def initial_kb_path(settings: Settings, kb_file: str | None = None) -> tuple[Path, str | None]:
+    """Which KB to open at start-up, and a note when the remembered one is gone.
+
+    An explicit file wins; then the last KB; the demo KB on first run (no last KB) or when the last
+    one no longer exists.
+    """
+    if kb_file:
+        return Path(kb_file).expanduser(), None
+    last = settings.ui.last_kb
+    if last:
+        if Path(last).exists():
+            return Path(last), None
+        return paths.demo_kb_path(), f"The last knowledge base {last} no longer exists; opened the demo KB."
+    return paths.demo_kb_path(), None
+
+
+def _index_kb(
+    index_holder: dict[str, Any], settings: Settings, kb: Any, *, progress: Any = None, cancel: Any = None
+) -> Any:
+    """Bring the semantic index up to date with ``kb`` (only changed entries are re-embedded)."""
+    from kmds_desktop.index.factory import open_index
+
+    if index_holder.get("index") is None:
+        if progress:
+            progress(0, None, "opening the semantic index")
+        index_holder["index"] = open_index(settings)
+    return index_holder["index"].build_from_onto(kb, progress=progress, cancel=cancel)
+
+
+def _load_kb(path: str, *, progress: Any = None, cancel: Any = None) -> Any:
+    from kmds_desktop.kb import load_kb
+
+    return load_kb(path, progress=progress, cancel=cancel)
+
+
+def _save_kb(kb: Any, path: str | None = None, *, progress: Any = None, cancel: Any = None) -> Path:
+    from kmds_desktop.kb import save_kb
+
+    return save_kb(kb, path, progress=progress, cancel=cancel)
+
+
+class MainWindow(QMainWindow):
+    """Three panels, menus, status bar; remembers layout, recent files and the last KB."""
+
+    kb_loaded = Signal(object)  # KnowledgeBase
+    kb_saved = Signal(str)
+    index_updated = Signal(object)  # BuildReport
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        settings_path: Path | None = None,
+        jobs: JobRunner | None = None,
+        literature_kwargs: dict[str, Any] | None = None,
+        auto_index: bool = True,
+        probe_llm: bool = True,
+        index: Any | None = None,
+    ) -> None:
+        super().__init__()
+        self.settings = settings or Settings()
+        self.settings_path = settings_path
+        self.jobs = jobs or JobRunner(self)
+        self.auto_index = auto_index
+        self.kb: Any = None
+        self.index_holder: dict[str, Any] = {"index": index}  # opened on the first build when None
+        self.index_ready_for: str | None = None  # kb_id the index is up to date with
+        self.active_dialog: Any = None
+        self._force_close = False
+        self._close_after_save = False
+        self.setObjectName("mainWindow")
+        self.setWindowIcon(app_icon())
+        self.setAcceptDrops(True)
+
+        self.messages = MessageBar()
+        self.browser = KBBrowser()
+        self.ask = AskPanel(self.jobs, self)
+        self.ask.set_history(self.settings.ui.question_history)
+        self.literature = self._make_literature_panel(literature_kwargs or {})
+
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.setObjectName("mainSplitter")
+        self.splitter.addWidget(self.browser)
+        self.splitter.addWidget(self.ask)
+        self.splitter.addWidget(self.literature)
+        self.splitter.setChildrenCollapsible(False)
+        self.splitter.setSizes([340, 560, 520])
+        central = QWidget()
+        layout = QVBoxLayout(central)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addWidget(self.messages)
+        layout.addWidget(self.splitter, 1)
+        self.setCentralWidget(central)
+
+        self._build_status_bar()
+        self._build_menus()
+        self._wire()
+        self._restore_layout()
+        self._update_title()
+        if probe_llm:
+            QTimer.singleShot(0, self, self.refresh_llm_status)
+
+    # -- construction --
+    def _make_literature_panel(self, kwargs: dict[str, Any]) -> QWidget:
+        try:
+            from kmds_desktop.ui.literature_panel import LiteraturePanel
+        except ImportError as exc:  # the panel is optional: the rest of the app still works
+            log.warning("literature panel unavailable: %s", exc)
+            placeholder = QLabel(f"The literature search is not available: {exc}")
+            placeholder.setWordWrap(True)
+            placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
+            return placeholder
+        panel = LiteraturePanel(self.settings, self.jobs, self, **kwargs)
+        panel.status_changed.connect(lambda text: self.lit_status.setText(text))
+        panel.message_shown.connect(lambda level, text: self.messages.show_message(text, level))
+        return panel
+
+    def _build_status_bar(self) -> None:
+        bar = self.statusBar()
+        self.kb_status = QLabel("No knowledge base")
+        self.kb_status.setObjectName("kbStatus")
+        self.llm_status = QLabel(f"LLM: {self.settings.llm.backend}")
+        self.llm_status.setObjectName("llmStatus")
+        self.lit_status = QLabel("Literature: …")
+        self.lit_status.setObjectName("literatureStatus")
+        self.progress_strip = ProgressStrip(self.jobs, self)
+        bar.addWidget(self.kb_status)
+        bar.addPermanentWidget(self.progress_strip)
+        bar.addPermanentWidget(self.llm_status)
+        bar.addPermanentWidget(self.lit_status)
+
+    def _action(self, menu: QMenu, text: str, slot: Any, shortcut: Any = None, name: str = "") -> QAction:
+        action = QAction(text, self)
+        if shortcut is not None:
+            action.setShortcut(QKeySequence(shortcut))
+        if name:
+            action.setObjectName(name)
+        action.triggered.connect(lambda _checked=False: slot())
+        menu.addAction(action)
+        return action
+
+    def _build_menus(self) -> None:
+        bar = self.menuBar()
+        file_menu = bar.addMenu("&File")
+        self.open_action = self._action(
+            file_menu, "&Open knowledge base…", self.open_kb_dialog, QKeySequence.StandardKey.Open, "openKb"
+        )
+        self.recent_menu = file_menu.addMenu("Open &recent")
+        self.save_action = self._action(
+            file_menu, "&Save knowledge base", self.save_kb, QKeySequence.StandardKey.Save, "saveKb"
+        )
+        self.save_as_action = self._action(
+            file_menu,
+            "Save knowledge base &as…",
+            self.save_kb_as,
+            QKeySequence.StandardKey.SaveAs,
+            "saveKbAs",
+        )
+        file_menu.addSeparator()
+        self.import_action = self._action(
+            file_menu, "&Import literature…", self._import_literature, None, "importLiterature"
+        )
+        self.export_menu = file_menu.addMenu("&Export")
+        self._fill_export_menu()
+        file_menu.addSeparator()
+        self._action(file_menu, "&Quit", self.close, QKeySequence.StandardKey.Quit, "quit")
+
+        edit_menu = bar.addMenu("&Edit")
+        self._action(edit_menu, "Add &observation…", self.browser.add_observation, "Ctrl+N", "addObservation")
+        self._action(edit_menu, "&Edit selected…", self.browser.edit_selected, None, "editSelected")
+        self._action(
+            edit_menu, "&Delete observation", self.browser.delete_observation, None, "deleteObservation"
+        )
+        self._action(edit_menu, "Add &workflow…", self.browser.add_workflow, None, "addWorkflow")
+        edit_menu.addSeparator()
+        self._action(
+            edit_menu,
+            "&Preferences…",
+            self.open_preferences,
+            QKeySequence.StandardKey.Preferences,
+            "preferences",
+        ).setShortcuts([QKeySequence("Ctrl+,")])
+
+        view_menu = bar.addMenu("&View")
+        self._action(view_menu, "&Filter the KB browser", self._focus_filter, QKeySequence.StandardKey.Find)
+        self._action(view_menu, "Go to the &question", self.ask.focus_question, "Ctrl+L")
+        view_menu.addSeparator()
+        for i, (label, widget) in enumerate(
+            (("KB browser", self.browser), ("Question and answer", self.ask), ("Literature", self.literature))
+        ):
+            action = QAction(f"Show {label}", self)
+            action.setCheckable(True)
+            action.setChecked(True)
+            action.setObjectName(f"showPanel{i}")
+            action.toggled.connect(widget.setVisible)
+            view_menu.addAction(action)
+        view_menu.addSeparator()
+        self._action(view_menu, "&Reset layout", self.reset_layout)
+        self._action(view_menu, "Rebuild the semantic &index", self.rebuild_index)
+
+        help_menu = bar.addMenu("&Help")
+        self._action(help_menu, "&Keyboard shortcuts", self.show_shortcuts, None, "shortcuts")
+        self._action(help_menu, "&About KMDS Desktop", self.show_about, None, "about")
+        self._update_recent_menu()
+
+    def _fill_export_menu(self) -> None:
+        self.export_menu.clear()
+        panel = self.literature
+        formats = (("CSV…", "csv"), ("RIS…", "ris"), ("BibTeX…", "bibtex"))
+        for label, fmt in formats:
+            action = self.export_menu.addAction(f"Documents as {label}")
+            action.setObjectName(f"export:{fmt}")
+            action.triggered.connect(lambda _c=False, f=fmt: self._export(f))
+            action.setEnabled(hasattr(panel, "export_documents"))
+        log_action = self.export_menu.addAction("Search log (JSON)…")
+        log_action.setObjectName("export:log")
+        log_action.triggered.connect(lambda _c=False: self._export("log"))
+        log_action.setEnabled(hasattr(panel, "export_log"))
+        self.export_menu.addSeparator()
+        answer_action = self.export_menu.addAction("Answer as Markdown…")
+        answer_action.setObjectName("export:answer")
+        answer_action.triggered.connect(lambda _c=False: self.ask.export_answer_dialog())
+
+    def _wire(self) -> None:
+        self.jobs.refused.connect(lambda _kind, text: self.messages.warning(text))
+        self.jobs.job_error.connect(lambda job, exc: self.messages.show_exception(exc, job.label))
+        self.jobs.callback_error.connect(lambda exc: self.messages.show_exception(exc, "Unexpected error"))
+        self.browser.kb_edited.connect(self._on_kb_edited)
+        self.browser.edit_failed.connect(lambda text: self.messages.error(text))
+        self.ask.citation_activated.connect(self.reveal_observation)
+        self.ask.message.connect(
+            lambda level, text, details: self.messages.show_message(text, level, details)
+        )
+        self.ask.context_provider = self.ask_context
+
+    # -- layout memory --
+    def _restore_layout(self) -> None:
+        ui = self.settings.ui
+        restored = False
+        if ui.window_geometry:
+            try:
+                restored = self.restoreGeometry(QByteArray(base64.b64decode(ui.window_geometry)))
+            except ValueError:  # not base64: ignore a hand-edited value
+                restored = False
+        if not restored:
+            self.resize(1440, 880)
+        if ui.window_state:
+            self.restoreState(QByteArray(base64.b64decode(ui.window_state)))
+        self._pending_sizes = list(ui.splitter_sizes) if len(ui.splitter_sizes) == 3 else None
+
+    def showEvent(self, event: Any) -> None:  # noqa: N802 - Qt API
+        """Apply the remembered panel sizes once the window has its real size (else Qt rescales them)."""
+        super().showEvent(event)
+        if self._pending_sizes and all(s >= 0 for s in self._pending_sizes):
+            self.splitter.setSizes(self._pending_sizes)
+        self._pending_sizes = None
+
+    def _remember_layout(self) -> None:
+        ui = self.settings.ui
+        ui.window_geometry = base64.b64encode(bytes(self.saveGeometry())).decode("ascii")
+        ui.window_state = base64.b64encode(bytes(self.saveState())).decode("ascii")
+        ui.splitter_sizes = [int(s) for s in self.splitter.sizes()]
+
+    def reset_layout(self) -> None:
+        total = max(900, sum(self.splitter.sizes()))
+        self.splitter.setSizes([int(total * 0.24), int(total * 0.40), int(total * 0.36)])
+
+    def persist_settings(self) -> bool:
+        try:
+            save_settings(self.settings, self.settings_path)
+            return True
+        except (SettingsError, OSError) as exc:
+            self.messages.error(f"Could not save the settings: {exc}")
+            return False
+
+    # -- knowledge base --
+    def open_kb_dialog(self) -> None:
+        start = str(Path(self.kb.path).parent) if self.kb is not None else str(Path.home())
+        name, _ = QFileDialog.getOpenFileName(self, "Open knowledge base", start, KB_FILE_FILTER)
+        if name:
+            self.open_kb(name)
+
+    def open_kb(self, path: str | Path, *, note: str | None = None) -> Job | None:
+        """Load ``path`` on a worker; the current KB stays open until the new one has loaded."""
+        path = Path(path).expanduser()
+        if self.kb is not None and self.kb.dirty:
+            return self._ask_save_then(lambda: self.open_kb(path, note=note), f"open {path.name}")
+        self.kb_status.setText(f"Opening {path.name}…")
+        return self.jobs.submit(
+            "kb.load",
+            _load_kb,
+            str(path),
+            label=f"Opening {path.name}",
+            on_result=lambda kb: self._kb_opened(kb, note),
+            on_error=lambda exc: self._kb_failed(path, exc),
+            on_cancelled=self._update_kb_status,
+        )
+
+    def _kb_opened(self, kb: Any, note: str | None) -> None:
+        self.kb = kb
+        self.index_ready_for = None
+        self.browser.set_kb(kb)
+        self.ask.kb_changed(kb)
+        is_demo = Path(kb.path).resolve() == paths.demo_kb_path().resolve()
+        if not is_demo:
+            self.settings.ui.add_recent(str(kb.path))
+        self.settings.ui.last_kb = None if is_demo else str(kb.path)
+        self.persist_settings()
+        self._update_recent_menu()
+        self._update_title()
+        self._update_kb_status()
+        if note:
+            self.messages.warning(note)
+        elif kb.notes:
+            self.messages.info(f"{Path(kb.path).name}: " + "; ".join(kb.notes))
+        self.kb_loaded.emit(kb)
+        if self.auto_index:
+            self.update_index()
+
+    def _kb_failed(self, path: Path, exc: BaseException) -> None:
+        self._update_kb_status()
+        self.messages.show_exception(exc, f"Could not open {path}")
+
+    def _update_kb_status(self) -> None:
+        if self.kb is None:
+            self.kb_status.setText("No knowledge base")
+            return
+        counts = self.kb.counts() if hasattr(self.kb, "counts") else {}
+        n_obs = counts.get("observations", len(self.kb.observations))
+        n_wf = counts.get("workflows", len(self.kb.workflows))
+        index = ""
+        if self.index_ready_for == self.kb.kb_id:
+            index = " · indexed"
+        self.kb_status.setText(
+            f"KB: {Path(self.kb.path).name} — {n_wf} workflows, {n_obs} observations{index}"
+        )
+        self.kb_status.setToolTip(str(self.kb.path))
+
+    def _update_title(self) -> None:
+        if self.kb is None:
+            self.setWindowTitle(APP_TITLE)
+            return
+        dirty = bool(self.kb.dirty)
+        self.setWindowTitle(f"{'*' if dirty else ''}{Path(self.kb.path).name} — {APP_TITLE}")
+        self.setWindowModified(dirty)
+
+    def _update_recent_menu(self) -> None:
+        self.recent_menu.clear()
+        recent = list(self.settings.ui.recent_files)
+        for path in recent:
+            action = self.recent_menu.addAction(path)
+            action.triggered.connect(lambda _c=False, p=path: self.open_kb(p))
+        if not recent:
+            empty = self.recent_menu.addAction("(none yet)")
+            empty.setEnabled(False)
+        else:
+            self.recent_menu.addSeparator()
+            self.recent_menu.addAction("Clear the list", self._clear_recent)
+        self.recent_menu.addSeparator()
+        self.recent_menu.addAction("Demo knowledge base", lambda: self.open_kb(paths.demo_kb_path()))
+
+    def _clear_recent(self) -> None:
+        self.settings.ui.recent_files = []
+        self.persist_settings()
+        self._update_recent_menu()
+
+    def _on_kb_edited(self, what: str) -> None:
+        self._update_title()
+        self._update_kb_status()
+        self.statusBar().showMessage(f"Unsaved change: {what}", 5000)
+        self.ask.kb_changed(self.kb)
+        if self.auto_index:
+            self.update_index()  # the index follows edits: only changed entries are re-embedded
+
+    def save_kb(self, path: str | Path | None = None) -> Job | None:
+        if self.kb is None:
+            return None
+        kb = self.kb
+        return self.jobs.submit(
+            "kb.save",
+            _save_kb,
+            kb,
+            str(path) if path else None,
+            label=f"Saving {Path(kb.path).name}",
+            on_result=self._kb_saved,
+            on_error=lambda exc: (
+                self.messages.show_exception(exc, "The knowledge base was not saved"),
+                setattr(self, "_close_after_save", False),
+            ),
+        )
+
+    def save_kb_as(self) -> None:
+        if self.kb is None:
+            return
+        name, _ = QFileDialog.getSaveFileName(
+            self, "Save knowledge base as", str(self.kb.path), KB_FILE_FILTER
+        )
+        if name:
+            self.save_kb(name)
+
+    def _kb_saved(self, target: Path) -> None:
+        is_demo = Path(target).resolve() == paths.demo_kb_path().resolve()
+        if not is_demo:
+            self.settings.ui.add_recent(str(target))
+            self.settings.ui.last_kb = str(target)
+            self.persist_settings()
+        self._update_recent_menu()
+        self._update_title()
+        self.statusBar().showMessage(f"Saved {target}", 5000)
+        self.kb_saved.emit(str(target))
+        if self.auto_index:
+            self.update_index()
+        if self._close_after_save:
+            self._force_close = True
+            self.close()
+
+    def _ask_save_then(self, action: Any, what: str) -> None:
+        """Ask Save / Discard / Cancel for unsaved changes, then run ``action`` (non-blocking)."""
+        box = QMessageBox(
+            QMessageBox.Icon.Warning,
+            "Unsaved changes",
+            f"{Path(self.kb.path).name} has unsaved changes. Save them before you {what}?",
+            QMessageBox.StandardButton.Save
+            | QMessageBox.StandardButton.Discard
+            | QMessageBox.StandardButton.Cancel,
+            self,
+        )
+        box.setDefaultButton(QMessageBox.StandardButton.Save)
+
+        def done(_result: int) -> None:
+            self.active_dialog = None
+            choice = box.standardButton(box.clickedButton())
+            if choice == QMessageBox.StandardButton.Save:
+                job = self.save_kb()
+                if job is not None:
+                    job.result.connect(lambda _v: action())
+            elif choice == QMessageBox.StandardButton.Discard:
+                self.kb.dirty = False
+                action()
+
+        box.finished.connect(done)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose, True)
+        self.active_dialog = box
+        box.open()
+
+    # -- index --
+    def update_index(self) -> Job | None:
+        """Bring the index up to date with the open KB on a worker (newer requests replace waiting ones)."""
+        if self.kb is None:
+            return None
+        kb = self.kb
+        return self.jobs.submit(
+            "index.build",
+            _index_kb,
+            self.index_holder,
+            self.settings,
+            kb,
+            label="Indexing the knowledge base",
+            busy_cursor=False,
+            on_result=lambda report: self._index_done(kb, report),
+            on_error=lambda exc: self.messages.show_exception(
+                exc, "The semantic index could not be updated (questions still work from the templates)"
+            ),
+        )
+
+    def _index_done(self, kb: Any, report: Any) -> None:
+        if kb is self.kb:
+            self.index_ready_for = kb.kb_id
+            self._update_kb_status()
+        self.index_updated.emit(report)
+
+    def rebuild_index(self) -> None:
+        if self.kb is None:
+            return
+        self.index_ready_for = None
+        self.update_index()
+
+    # -- LLM and preferences --
+    def refresh_llm_status(self) -> Job | None:
+        from kmds_desktop.ui.preferences import probe_llm_backend
+
+        self.llm_status.setText(f"LLM: {self.settings.llm.backend} (checking…)")
+        return self.jobs.submit(
+            "llm.status",
+            probe_llm_backend,
+            self.settings.llm.model_copy(),
+            label="Checking the LLM backend",
+            policy="latest",
+            busy_cursor=False,
+            on_result=self._llm_status_arrived,
+            on_error=lambda exc: self.llm_status.setText(f"LLM: {self.settings.llm.backend} (error: {exc})"),
+        )
+
+    def _llm_status_arrived(self, status: tuple[str, str]) -> None:
+        text, tip = status
+        self.llm_status.setText(f"LLM: {text}")
+        self.llm_status.setToolTip(tip)
+
+    def open_preferences(self) -> None:
+        from kmds_desktop.ui.preferences import PreferencesDialog
+
+        dialog = PreferencesDialog(self.settings, self.jobs, settings_path=self.settings_path, parent=self)
+        dialog.settings_saved.connect(self._settings_changed)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose, True)
+        dialog.finished.connect(lambda _r: setattr(self, "active_dialog", None))
+        self.active_dialog = dialog
+        dialog.open()
+
+    def _settings_changed(self, new: Settings) -> None:
+        if new.index != self.settings.index:
+            self.index_holder["index"] = None  # reopened with the new index settings on the next build
+            self.index_ready_for = None
+        for section in ("llm", "query_generation", "literature", "index"):
+            setattr(self.settings, section, getattr(new, section))
+        if hasattr(self.literature, "settings"):
+            self.literature.settings = self.settings
+        self.ask.kb_changed(self.kb)
+        self.messages.info("Preferences saved.")
+        self.refresh_llm_status()
+
+    def ask_context(self) -> dict[str, Any]:
+        """What the ask panel needs to answer: the KB, the index (if built) and the settings."""
+        index = self.index_holder.get("index")
+        ready = self.kb is not None and self.index_ready_for == getattr(self.kb, "kb_id", None)
+        return {
+            "kb": self.kb,
+            "index": index if ready else None,
+            "settings": self.settings,
+            "index_holder": self.index_holder,
+        }
+
+    # -- cross-panel --
+    def reveal_observation(self, iri: str) -> bool:
+        """Select ``iri`` in the KB browser (citations in answers call this)."""
+        if not self.browser.isVisible():
+            self.browser.setVisible(True)
+        ok = self.browser.select_observation(iri)
+        if not ok:
+            self.messages.warning(
+                f"The cited record {iri} is not in the open knowledge base (it may have been "
+                "deleted since the answer was written)."
+            )
+        return ok
+
+    def _focus_filter(self) -> None:
+        self.browser.filter_edit.setFocus()
+        self.browser.filter_edit.selectAll()
+
+    def _import_literature(self) -> None:
+        if hasattr(self.literature, "import_files_dialog"):
+            self.literature.import_files_dialog()
+        else:
+            self.messages.warning("The literature search is not available in this build.")
+
+    def _export(self, fmt: str) -> None:
+        panel = self.literature
+        if fmt == "log" and hasattr(panel, "export_log"):
+            panel.export_log()
+        elif hasattr(panel, "export_documents"):
+            panel.export_documents(fmt)
+
+    def show_about(self) -> None:
+        box = QMessageBox(self)
+        box.setWindowTitle("About KMDS Desktop")
+        box.setIconPixmap(app_icon().pixmap(64, 64))
+        box.setText(
+            f"<h3>KMDS Desktop {__version__}</h3><p>Browse KMDS knowledge bases, ask them questions, "
+            "and search a local literature database with queries that several LLMs propose "
+            "and you review.</p>"
+            f"<p>Data folder: <code>{paths.data_dir()}</code></p><p>Apache-2.0</p>"
+        )
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose, True)
+        self.active_dialog = box
+        box.open()
+
+    def show_shortcuts(self) -> None:
+        box = QMessageBox(self)
+        box.setWindowTitle("Keyboard shortcuts")
+        box.setText(SHORTCUTS_HTML)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose, True)
+        self.active_dialog = box
+        box.open()
+
+    # -- drag and drop --
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802 - Qt API
+        urls = event.mimeData().urls() if event.mimeData().hasUrls() else []
+        if any(u.isLocalFile() and u.toLocalFile().lower().endswith(KB_SUFFIXES) for u in urls):
+            event.acceptProposedAction()
+        else:
+            event.ignore()
+
+    def dropEvent(self, event: QDropEvent) -> None:  # noqa: N802 - Qt API
+        for url in event.mimeData().urls():
+            if url.isLocalFile() and url.toLocalFile().lower().endswith(KB_SUFFIXES):
+                event.acceptProposedAction()
+                self.open_kb(url.toLocalFile())
+                return
+        event.ignore()
+
+    # -- closing --
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt API
+        if not self._force_close and self.kb is not None and self.kb.dirty:
+            event.ignore()
+            self._ask_close()
+            return
+        self._remember_layout()
+        self.ask.remember_history(self.settings.ui)
+        self.persist_settings()
+        self.jobs.shutdown()
+        if hasattr(self.literature, "shutdown"):
+            self.literature.shutdown()
+        event.accept()
+
+    def _ask_close(self) -> None:
+        box = QMessageBox(
+            QMessageBox.Icon.Warning,
+            "Unsaved changes",
+            f"{Path(self.kb.path).name} has unsaved changes. Save them before closing?",
+            QMessageBox.StandardButton.Save
+            | QMessageBox.StandardButton.Discard
+            | QMessageBox.StandardButton.Cancel,
+            self,
+        )
+        box.setDefaultButton(QMessageBox.StandardButton.Save)
+
+        def done(_result: int) -> None:
+            self.active_dialog = None
+            choice = box.standardButton(box.clickedButton())
+            if choice == QMessageBox.StandardButton.Save:
+                self._close_after_save = True
+                self.save_kb()
+            elif choice == QMessageBox.StandardButton.Discard:
+                self._force_close = True
+                self.close()
+
+        box.finished.connect(done)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose, True)
+        self.active_dialog = box
+        box.open()
+
+
+__all__ = ["MainWindow", "initial_kb_path"]

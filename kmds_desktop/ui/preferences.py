@@ -1,0 +1,507 @@
+"""The Preferences dialog: LLM, query generation, literature database and semantic index settings.
+
+Values are validated by the core's settings model (:func:`kmds_desktop.config.validate_settings`)
+before anything is written; each invalid value is shown in red under its field and nothing is saved
+until all are valid. The Google API key goes to the OS keyring (:mod:`kmds_desktop.secrets`), never
+into the settings file. Listing the models an Ollama server has is a job (network call).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from kmds_desktop import secrets
+from kmds_desktop.config import Settings, SettingsError, save_settings, validate_settings
+from kmds_desktop.ui.workers import JobRunner
+
+_HOST_RE = re.compile(r"^https?://[^\s/:]+(:\d{1,5})?/?$")
+
+
+def list_ollama_models(host: str, *, progress: Any = None, cancel: Any = None) -> list[str]:
+    """Models installed on the Ollama server at ``host`` (raises LLMError naming the host)."""
+    from kmds_desktop.llm import OllamaBackend
+
+    return OllamaBackend(host).list_models(timeout=5.0)
+
+
+def probe_llm_backend(llm: Any, *, progress: Any = None, cancel: Any = None) -> tuple[str, str]:
+    """(status-bar text, tooltip) for the configured LLM backend; never raises for an absent LLM."""
+    from kmds_desktop.llm import LLMError, OllamaBackend
+
+    backend = llm.backend
+    if backend == "offline":
+        return "offline (no LLM; answers are extractive)", "Choose a backend in Edit > Preferences."
+    if backend == "google":
+        has_key = bool(secrets.google_api_key())
+        return (
+            f"google · {llm.google_model}" + ("" if has_key else " (no API key)"),
+            "The key is read from GOOGLE_API_KEY or the OS keyring.",
+        )
+    ollama = OllamaBackend(llm.ollama_host, llm.ollama_model)
+    try:
+        models = ollama.list_models(timeout=2.0)
+    except LLMError as exc:
+        if backend == "auto":
+            if secrets.google_api_key():
+                return f"google · {llm.google_model} (Ollama not reachable)", str(exc)
+            return "offline (Ollama not reachable)", str(exc)
+        return "ollama (not reachable)", str(exc)
+    has = llm.ollama_model in models or f"{llm.ollama_model}:latest" in models
+    if has:
+        return f"ollama · {llm.ollama_model} (ready)", f"{llm.ollama_host}: {len(models)} models"
+    if backend == "auto":
+        return (
+            f"offline (Ollama has no {llm.ollama_model})",
+            f"{llm.ollama_host} has: {', '.join(models) or 'no models'}",
+        )
+    return f"ollama · {llm.ollama_model} (not installed)", f"{llm.ollama_host} has: {', '.join(models)}"
+
+
+def _error_label() -> QLabel:
+    label = QLabel()
+    label.setStyleSheet("color: #b00020;")
+    label.setWordWrap(True)
+    label.setVisible(False)
+    return label
+
+
+class PreferencesDialog(QDialog):
+    """Edits a copy of the settings; ``settings_saved(Settings)`` after a valid save."""
+
+    settings_saved = Signal(object)
+
+    def __init__(
+        self,
+        settings: Settings,
+        jobs: JobRunner,
+        *,
+        settings_path: Path | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Preferences")
+        self.setMinimumWidth(560)
+        self.settings = settings
+        self.jobs = jobs
+        self.settings_path = settings_path
+        self.saved: Settings | None = None
+        self.field_errors: dict[str, QLabel] = {}
+        self.fields: dict[str, QWidget] = {}
+        self.available_models: list[str] = []
+
+        self.tabs = QTabWidget()
+        self.tabs.addTab(self._llm_tab(), "LLM")
+        self.tabs.addTab(self._query_tab(), "Query generation")
+        self.tabs.addTab(self._literature_tab(), "Literature database")
+        self.tabs.addTab(self._index_tab(), "Semantic index")
+        self.general_error = _error_label()
+        self.buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
+        )
+        self.buttons.accepted.connect(self.save)
+        self.buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.tabs)
+        layout.addWidget(self.general_error)
+        layout.addWidget(self.buttons)
+        self._load(settings)
+
+    # -- building --
+    def _row(self, form: QFormLayout, key: str, label: str, widget: QWidget, hint: str = "") -> None:
+        self.fields[key] = widget
+        err = _error_label()
+        err.setObjectName(f"error:{key}")
+        self.field_errors[key] = err
+        box = QVBoxLayout()
+        box.setSpacing(1)
+        box.addWidget(widget)
+        if hint:
+            h = QLabel(hint)
+            h.setStyleSheet("color: #666;")
+            h.setWordWrap(True)
+            box.addWidget(h)
+        box.addWidget(err)
+        holder = QWidget()
+        holder.setLayout(box)
+        box.setContentsMargins(0, 0, 0, 0)
+        form.addRow(label, holder)
+
+    def _llm_tab(self) -> QWidget:
+        page = QWidget()
+        form = QFormLayout(page)
+        self.backend = QComboBox()
+        for key, label in (
+            ("auto", "Automatic (Ollama, then Google, then offline)"),
+            ("ollama", "Ollama"),
+            ("google", "Google Gemini"),
+            ("offline", "Offline (no LLM)"),
+        ):
+            self.backend.addItem(label, key)
+        self._row(form, "llm.backend", "Backend", self.backend)
+        self.ollama_host = QLineEdit()
+        self._row(form, "llm.ollama_host", "Ollama host", self.ollama_host, "e.g. http://127.0.0.1:11434")
+        self.ollama_model = QComboBox()
+        self.ollama_model.setEditable(True)
+        self.refresh_models_button = QPushButton("List models")
+        self.refresh_models_button.setObjectName("listModels")
+        self.refresh_models_button.clicked.connect(self.refresh_models)
+        row = QHBoxLayout()
+        row.addWidget(self.ollama_model, 1)
+        row.addWidget(self.refresh_models_button)
+        holder = QWidget()
+        holder.setLayout(row)
+        row.setContentsMargins(0, 0, 0, 0)
+        self._row(form, "llm.ollama_model", "Ollama model", holder)
+        self.models_state = QLabel("")
+        self.models_state.setObjectName("modelsState")
+        self.models_state.setWordWrap(True)
+        form.addRow("", self.models_state)
+        self.google_model = QLineEdit()
+        self._row(form, "llm.google_model", "Google model", self.google_model)
+        self.google_key = QLineEdit()
+        self.google_key.setEchoMode(QLineEdit.EchoMode.Password)
+        self.forget_key = QCheckBox("Remove the stored key")
+        self._row(
+            form,
+            "google_key",
+            "Google API key",
+            self.google_key,
+            "Stored in the OS keyring, never in the settings file. Leave empty to keep the current key.",
+        )
+        form.addRow("", self.forget_key)
+        self.temperature = QLineEdit()
+        self._row(
+            form,
+            "llm.temperature",
+            "Temperature",
+            self.temperature,
+            "0 to 2; low values answer more literally",
+        )
+        self.llm_timeout = QLineEdit()
+        self._row(form, "llm.timeout_s", "Timeout (s)", self.llm_timeout)
+        return page
+
+    def _query_tab(self) -> QWidget:
+        page = QWidget()
+        form = QFormLayout(page)
+        self.qg_multi = QCheckBox("Ask several models for queries")
+        form.addRow("", self.qg_multi)
+        self.qg_models = QListWidget()
+        self.qg_models.setMaximumHeight(120)
+        self._row(
+            form,
+            "query_generation.models",
+            "Models",
+            self.qg_models,
+            "Ticked models propose queries, one after another. 'builtin:keywords' needs no LLM.",
+        )
+        self.qg_add = QLineEdit()
+        self.qg_add.setPlaceholderText("add a model name and press Enter")
+        self.qg_add.returnPressed.connect(self._add_qg_model)
+        form.addRow("", self.qg_add)
+        self.qg_per_model = QLineEdit()
+        self._row(
+            form, "query_generation.queries_per_model", "Queries per model", self.qg_per_model, "1 to 3"
+        )
+        self.qg_temperature = QLineEdit()
+        self._row(form, "query_generation.temperature", "Temperature", self.qg_temperature)
+        self.qg_host = QLineEdit()
+        self._row(form, "query_generation.ollama_host", "Ollama host", self.qg_host)
+        return page
+
+    def _literature_tab(self) -> QWidget:
+        page = QWidget()
+        form = QFormLayout(page)
+        self.lit_mode = QComboBox()
+        self.lit_mode.addItem("Embedded (a private PostgreSQL in the data folder)", "embedded")
+        self.lit_mode.addItem("External PostgreSQL server", "external")
+        self._row(form, "literature.mode", "Database", self.lit_mode)
+        self.lit_host = QLineEdit()
+        self._row(form, "literature.host", "Host", self.lit_host)
+        self.lit_port = QLineEdit()
+        self._row(form, "literature.port", "Port", self.lit_port)
+        self.lit_dbname = QLineEdit()
+        self._row(form, "literature.dbname", "Database name", self.lit_dbname)
+        self.lit_user = QLineEdit()
+        self._row(
+            form,
+            "literature.user",
+            "User",
+            self.lit_user,
+            "The password is read from PGPASSWORD or the OS keyring.",
+        )
+        self.lit_timeout = QLineEdit()
+        self._row(
+            form,
+            "literature.statement_timeout_ms",
+            "Statement timeout (ms)",
+            self.lit_timeout,
+            "0 = no limit",
+        )
+        self.lit_mode.currentIndexChanged.connect(self._update_enabled)
+        return page
+
+    def _index_tab(self) -> QWidget:
+        page = QWidget()
+        form = QFormLayout(page)
+        self.index_mode = QComboBox()
+        self.index_mode.addItem("Local (in the data folder)", "local")
+        self.index_mode.addItem("Chroma server", "server")
+        self._row(form, "index.mode", "Index", self.index_mode)
+        self.chroma_host = QLineEdit()
+        self._row(form, "index.chroma_host", "Chroma host", self.chroma_host)
+        self.chroma_port = QLineEdit()
+        self._row(form, "index.chroma_port", "Chroma port", self.chroma_port)
+        self.embedding_model = QLineEdit()
+        self._row(form, "index.embedding_model", "Embedding model", self.embedding_model)
+        self.n_results = QLineEdit()
+        self._row(form, "index.n_results", "Records per answer", self.n_results)
+        self.index_mode.currentIndexChanged.connect(self._update_enabled)
+        return page
+
+    # -- values --
+    def _load(self, s: Settings) -> None:
+        self.backend.setCurrentIndex(max(0, self.backend.findData(s.llm.backend)))
+        self.ollama_host.setText(s.llm.ollama_host)
+        self.ollama_model.setCurrentText(s.llm.ollama_model)
+        self.google_model.setText(s.llm.google_model)
+        self.google_key.setPlaceholderText("a key is stored" if secrets.google_api_key() else "no key stored")
+        self.temperature.setText(str(s.llm.temperature))
+        self.llm_timeout.setText(str(s.llm.timeout_s))
+        qg = s.query_generation
+        self.qg_multi.setChecked(qg.multi_model_enabled)
+        for name in qg.models:
+            self._add_model_item(name, True)
+        self.qg_per_model.setText(str(qg.queries_per_model))
+        self.qg_temperature.setText(str(qg.temperature))
+        self.qg_host.setText(qg.ollama_host)
+        lit = s.literature
+        self.lit_mode.setCurrentIndex(max(0, self.lit_mode.findData(lit.mode)))
+        self.lit_host.setText(lit.host)
+        self.lit_port.setText(str(lit.port))
+        self.lit_dbname.setText(lit.dbname)
+        self.lit_user.setText(lit.user)
+        self.lit_timeout.setText(str(lit.statement_timeout_ms))
+        idx = s.index
+        self.index_mode.setCurrentIndex(max(0, self.index_mode.findData(idx.mode)))
+        self.chroma_host.setText(idx.chroma_host)
+        self.chroma_port.setText(str(idx.chroma_port))
+        self.embedding_model.setText(idx.embedding_model)
+        self.n_results.setText(str(idx.n_results))
+        self._update_enabled()
+
+    def _update_enabled(self) -> None:
+        external = self.lit_mode.currentData() == "external"
+        for w in (self.lit_host, self.lit_port, self.lit_dbname, self.lit_user):
+            w.setEnabled(external)
+        server = self.index_mode.currentData() == "server"
+        self.chroma_host.setEnabled(server)
+        self.chroma_port.setEnabled(server)
+
+    def _add_model_item(self, name: str, checked: bool, available: bool | None = None) -> None:
+        for i in range(self.qg_models.count()):
+            item = self.qg_models.item(i)
+            if item.data(Qt.ItemDataRole.UserRole) == name:
+                if available is not None:
+                    item.setText(f"{name}  ✓ installed" if available else name)
+                return
+        text = f"{name}  ✓ installed" if available else name
+        item = QListWidgetItem(text)
+        item.setData(Qt.ItemDataRole.UserRole, name)
+        item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+        item.setCheckState(Qt.CheckState.Checked if checked else Qt.CheckState.Unchecked)
+        self.qg_models.addItem(item)
+
+    def _add_qg_model(self) -> None:
+        name = self.qg_add.text().strip()
+        if name:
+            self._add_model_item(name, True, name in self.available_models or None)
+            self.qg_add.clear()
+
+    def form_data(self) -> dict[str, Any]:
+        """The settings as the form shows them (a dict for the core's validator; ui section kept)."""
+        data = self.settings.model_dump(mode="json")
+        data["llm"].update(
+            {
+                "backend": self.backend.currentData(),
+                "ollama_host": self.ollama_host.text().strip(),
+                "ollama_model": self.ollama_model.currentText().strip(),
+                "google_model": self.google_model.text().strip(),
+                "temperature": self.temperature.text().strip(),
+                "timeout_s": self.llm_timeout.text().strip(),
+            }
+        )
+        models = [
+            self.qg_models.item(i).data(Qt.ItemDataRole.UserRole)
+            for i in range(self.qg_models.count())
+            if self.qg_models.item(i).checkState() == Qt.CheckState.Checked
+        ]
+        data["query_generation"].update(
+            {
+                "multi_model_enabled": self.qg_multi.isChecked(),
+                "models": models,
+                "queries_per_model": self.qg_per_model.text().strip(),
+                "temperature": self.qg_temperature.text().strip(),
+                "ollama_host": self.qg_host.text().strip(),
+            }
+        )
+        data["literature"].update(
+            {
+                "mode": self.lit_mode.currentData(),
+                "host": self.lit_host.text().strip(),
+                "port": self.lit_port.text().strip(),
+                "dbname": self.lit_dbname.text().strip(),
+                "user": self.lit_user.text().strip(),
+                "statement_timeout_ms": self.lit_timeout.text().strip(),
+            }
+        )
+        data["index"].update(
+            {
+                "mode": self.index_mode.currentData(),
+                "chroma_host": self.chroma_host.text().strip(),
+                "chroma_port": self.chroma_port.text().strip(),
+                "embedding_model": self.embedding_model.text().strip(),
+                "n_results": self.n_results.text().strip(),
+            }
+        )
+        return data
+
+    def _extra_errors(self, data: dict[str, Any]) -> dict[str, str]:
+        """Checks the settings model cannot make (it accepts any string as a host)."""
+        errors = {}
+        for key in ("llm.ollama_host", "query_generation.ollama_host"):
+            section, name = key.split(".")
+            if not _HOST_RE.match(data[section][name] or ""):
+                errors[key] = "not a server address: write it like http://127.0.0.1:11434"
+        for key in ("llm.ollama_model", "llm.google_model", "index.embedding_model"):
+            section, name = key.split(".")
+            if not data[section][name]:
+                errors[key] = "cannot be empty"
+        return errors
+
+    def validate(self) -> tuple[Settings | None, dict[str, str]]:
+        """Validated settings, or None and ``{field key: message}`` for every invalid field."""
+        data = self.form_data()
+        errors = self._extra_errors(data)
+        settings: Settings | None = None
+        try:
+            settings = validate_settings(data)
+        except SettingsError as exc:
+            text = str(exc).removeprefix("invalid settings: ")
+            for part in text.split("; "):
+                key, _, msg = part.partition(": ")
+                field = key if key in self.fields else ".".join(key.split(".")[:2])
+                errors.setdefault(field if field in self.fields else "", msg or part)
+        return (None if errors else settings), errors
+
+    def show_errors(self, errors: dict[str, str]) -> None:
+        for key, label in self.field_errors.items():
+            msg = errors.get(key)
+            label.setText(msg or "")
+            label.setVisible(bool(msg))
+        general = errors.get("", "")
+        self.general_error.setText(general)
+        self.general_error.setVisible(bool(general))
+        if errors:  # show the first tab with a problem
+            first = next(iter(k for k in errors if k in self.fields), None)
+            if first is not None:
+                widget = self.fields[first]
+                for i in range(self.tabs.count()):
+                    if self.tabs.widget(i).isAncestorOf(widget):
+                        self.tabs.setCurrentIndex(i)
+                        break
+
+    def save(self) -> bool:
+        """Validate, store the key in the keyring, write the settings; False (dialog stays) on any error."""
+        settings, errors = self.validate()
+        if settings is None:
+            self.show_errors(errors)
+            return False
+        key = self.google_key.text().strip()
+        try:
+            if self.forget_key.isChecked():
+                secrets.set_google_api_key(None)
+            elif key:
+                secrets.set_google_api_key(key)
+        except Exception as exc:  # noqa: BLE001 - no keyring backend: say so, keep the dialog open
+            self.show_errors(
+                {
+                    "google_key": f"the OS keyring refused the key ({exc}); set the GOOGLE_API_KEY "
+                    "environment variable instead"
+                }
+            )
+            return False
+        try:
+            save_settings(settings, self.settings_path)
+        except (SettingsError, OSError) as exc:
+            self.show_errors({"": f"Could not write the settings: {exc}"})
+            return False
+        self.show_errors({})
+        self.saved = settings
+        self.settings_saved.emit(settings)
+        self.accept()
+        return True
+
+    # -- models from the server --
+    def refresh_models(self) -> None:
+        host = self.ollama_host.text().strip()
+        if not _HOST_RE.match(host):
+            self.show_errors(
+                {"llm.ollama_host": "not a server address: write it like http://127.0.0.1:11434"}
+            )
+            return
+        self.models_state.setText(f"Asking {host} for its models…")
+        self.refresh_models_button.setEnabled(False)
+        self.jobs.submit(
+            "llm.models",
+            list_ollama_models,
+            host,
+            label=f"Listing the models on {host}",
+            busy_cursor=False,
+            on_result=self._models_arrived,
+            on_error=lambda exc: self.models_state.setText(f"<span style='color:#b00020'>{exc}</span>"),
+            on_finished=lambda: self.refresh_models_button.setEnabled(True),
+        )
+
+    def _models_arrived(self, models: list[str]) -> None:
+        self.available_models = list(models)
+        current = self.ollama_model.currentText()
+        self.ollama_model.clear()
+        for name in models:
+            self.ollama_model.addItem(f"{name}", name)
+        self.ollama_model.setCurrentText(current)
+        installed = current in models or f"{current}:latest" in models
+        state = "installed" if installed else "NOT installed on this server"
+        self.models_state.setText(
+            f"{len(models)} models on the server; the chosen model {current!r} is {state}."
+            if models
+            else "The server has no models yet (ollama pull <model>)."
+        )
+        for i in range(self.qg_models.count()):
+            item = self.qg_models.item(i)
+            name = item.data(Qt.ItemDataRole.UserRole)
+            if not name.startswith("builtin:"):
+                ok = name in models or f"{name}:latest" in models
+                item.setText(f"{name}  ✓ installed" if ok else f"{name}  (not installed)")
+        for name in models:
+            self._add_model_item(name, False, True)

@@ -1,0 +1,301 @@
+"""The orchestrator with a real LLM client: the fake Ollama server driven through the real ``ollama``
+client, the real embedding model, a real ChromaDB index, and KMDS files from ../shared."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.fake_google import FakeGoogle
+from support.fake_ollama import ModelScript
+
+from kmds_desktop.config import LLMSettings, Settings
+from kmds_desktop.kb import load_kb
+from kmds_desktop.llm import GoogleBackend
+from kmds_desktop.search import OrchestratorRoute, SearchFilters, SearchOrchestrator
+from kmds_desktop.tasks import Cancelled, CancelToken
+
+MODEL = "router:1b"
+ANSWER = "Two data quality issues were recorded [1] and the time window was restricted [2]. Also [9]."
+
+
+@pytest.fixture(scope="module")
+def index_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("ask-index")
+
+
+@pytest.fixture(scope="module")
+def analytics_kb(kmds_data: Path):
+    """10 observations: exploratory, data representation and model selection, no modelling choice."""
+    return load_kb(kmds_data / "example_analytics_kb_app_workflow.xml")
+
+
+@pytest.fixture(scope="module")
+def ml_kb(kmds_data: Path):
+    return load_kb(kmds_data / "example_ml_kb_exp_workflow.xml")
+
+
+def route_json(intent: str, **filters: Any) -> str:
+    return json.dumps({"intent_class": intent, "filters": filters, "explanation": f"{intent} fits"})
+
+
+def scripted(route_reply: str, answer: str = ANSWER):
+    """A reply function: the route for the routing prompt, ``answer`` for the synthesis prompt."""
+    def reply(prompt: str, body: dict[str, Any]) -> str:
+        return route_reply if "Reply with one JSON object" in prompt else answer
+    return reply
+
+
+def make(kb, index_dir: Path, url: str, *, timeout: float = 30, model: str = MODEL, **kw: Any):
+    settings = Settings(llm=LLMSettings(ollama_host=url, ollama_model=model, timeout_s=timeout))
+    return SearchOrchestrator(kb, persist_dir=index_dir, backend="ollama", settings=settings, **kw)
+
+
+def test_valid_route_runs_template_ranked_and_cited(fake_ollama, analytics_kb, index_dir) -> None:
+    fake_ollama.models[MODEL] = ModelScript(replies=[scripted(route_json("exploratory_search"))])
+    orch = make(analytics_kb, index_dir, fake_ollama.url, n_results=3)
+    result = orch.ask("Were the ticket timestamps stored in a consistent datetime format?")
+
+    assert result.backend == "ollama" and result.fallback_reason is None and result.fallback_code is None
+    assert result.intent_class == "exploratory_search" and result.route_explanation == "exploratory_search fits"
+    assert result.route == result.proposed_route
+    assert len(result.results) == 3
+    assert {r["category"] for r in result.results} == {"exploratory"}
+    distances = [r["distance"] for r in result.results]
+    assert distances == sorted(distances)
+    # ranked by meaning, not display order: the timestamp-format finding (the last exploratory one) is first
+    assert "inconsistent datetime formats" in result.results[0]["finding"]
+    assert result.results[0]["finding_seq"] == 4
+    for r in result.results:
+        assert {"iri", "finding", "obs_type", "category", "workflow_name", "finding_seq", "intent",
+                "distance", "score"} <= r.keys()
+        assert analytics_kb.observation(r["iri"]) is not None
+    # synthesis: the LLM's answer, with the citation of a record that does not exist removed
+    assert result.synthesis == "llm"
+    assert result.answer.startswith("Two data quality issues were recorded [1]") and "[9]" not in result.answer
+    routing, synthesis = fake_ollama.completion_requests()
+    assert "modelling_choice_search" in routing.prompt and "semantic_search" in routing.prompt
+    assert f"[1] ({result.results[0]['obs_type']}" in synthesis.prompt
+    assert result.results[0]["finding"].split()[0] in synthesis.prompt
+    assert {"route", "search", "synthesis", "total"} <= result.timings.keys()
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        f"```json\n{route_json('model_selection_search')}\n```",
+        f"The question is about choosing models, so: {route_json('model_selection_search')}\nHope this helps!",
+    ],
+    ids=["fenced", "inside-prose"],
+)
+def test_fenced_and_prose_wrapped_routes(fake_ollama, analytics_kb, index_dir, reply: str) -> None:
+    fake_ollama.models[MODEL] = ModelScript(replies=[scripted(reply)])
+    result = make(analytics_kb, index_dir, fake_ollama.url).ask("How was the model chosen?")
+    assert result.intent_class == "model_selection_search" and result.fallback_reason is None
+    assert result.results and {r["category"] for r in result.results} == {"model_selection"}
+
+
+@pytest.mark.parametrize(
+    ("reply", "code"),
+    [
+        ("I would search the exploratory observations for this one.", "invalid_route"),
+        ('{"intent_class": "exploratory_search", "filters": {"finding_seq_min": "the first"}}', "invalid_route"),
+        (route_json("ticket_search"), "unknown_intent"),
+    ],
+    ids=["not-json", "bad-filter", "unknown-intent"],
+)
+def test_unusable_route_falls_back_to_semantic(fake_ollama, analytics_kb, index_dir, reply, code) -> None:
+    fake_ollama.models[MODEL] = ModelScript(replies=[scripted(reply)])
+    result = make(analytics_kb, index_dir, fake_ollama.url).ask("How long does resolving a ticket take?")
+    assert result.fallback_code == code and result.fallback_reason
+    assert result.intent_class == "semantic_search" and result.proposed_route is None
+    assert "Fell back to semantic search" in result.route_explanation
+    assert len(result.results) == 5 and all(r["source"] == "semantic" for r in result.results)
+    assert all(analytics_kb.observation(r["iri"]) for r in result.results)
+    assert result.synthesis == "llm" and result.answer.startswith("Two data quality")
+
+
+def test_filters_are_applied(fake_ollama, ml_kb, index_dir) -> None:
+    reply = route_json("exploratory_search", obs_type_filter="Data Quality", finding_seq_min=2, finding_seq_max=4)
+    fake_ollama.models[MODEL] = ModelScript(replies=[scripted(reply)])
+    result = make(ml_kb, index_dir, fake_ollama.url, n_results=10).ask("What data quality issues were seen?")
+    assert result.fallback_reason is None
+    expected = {o.iri for o in ml_kb.observations if o.category == "exploratory"
+                and "data quality" in o.obs_type.lower() and o.finding_seq is not None and 2 <= o.finding_seq <= 4}
+    assert expected and {r["iri"] for r in result.results} == expected
+    assert result.route.filters == SearchFilters(obs_type_filter="Data Quality", finding_seq_min=2,
+                                                 finding_seq_max=4)
+
+
+def test_empty_template_falls_back_to_semantic(fake_ollama, analytics_kb, index_dir) -> None:
+    assert not [o for o in analytics_kb.observations if o.category == "modelling_choice"]
+    fake_ollama.models[MODEL] = ModelScript(replies=[scripted(route_json("modelling_choice_search"))])
+    result = make(analytics_kb, index_dir, fake_ollama.url).ask("Which modelling assumptions were made?")
+    assert result.fallback_code == "empty_template"
+    assert "modelling_choice_search found no observations" in result.fallback_reason
+    assert result.proposed_route.intent_class == "modelling_choice_search"
+    assert result.intent_class == "semantic_search" and len(result.results) == 5
+
+
+def test_filters_matching_nothing_fall_back(fake_ollama, analytics_kb, index_dir) -> None:
+    fake_ollama.models[MODEL] = ModelScript(replies=[scripted(route_json("exploratory_search",
+                                                                        keyword="zebra"))])
+    result = make(analytics_kb, index_dir, fake_ollama.url).ask("Anything about zebras?")
+    assert result.fallback_code == "empty_template" and "keyword 'zebra'" in result.fallback_reason
+    assert result.results
+
+
+def test_model_not_found_falls_back_and_answers_extractively(fake_ollama, analytics_kb, index_dir) -> None:
+    fake_ollama.models["llama3.1:8b"] = ModelScript(replies=["unused"])
+    result = make(analytics_kb, index_dir, fake_ollama.url, model="missing:7b").ask("What about tickets?")
+    assert result.fallback_code == "llm_error"
+    assert "missing:7b" in result.fallback_reason and "llama3.1:8b" in result.fallback_reason
+    assert result.intent_class == "semantic_search" and result.results
+    assert result.synthesis == "extractive" and "extractive summary" in result.answer
+    assert "[1]" in result.answer
+    # the model is known to be missing: synthesis did not ask again
+    assert len(fake_ollama.completion_requests()) == 1
+
+
+def test_server_down_falls_back_with_host_in_reason(analytics_kb, index_dir) -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{s.getsockname()[1]}"
+    result = make(analytics_kb, index_dir, url).ask("What about tickets?")
+    assert result.fallback_code == "llm_error" and url in result.fallback_reason
+    assert result.synthesis == "extractive" and result.results and result.answer
+
+
+def test_timeout_falls_back(fake_ollama, analytics_kb, index_dir) -> None:
+    fake_ollama.models[MODEL] = ModelScript(replies=[route_json("exploratory_search")], delay=3)
+    start = time.monotonic()
+    result = make(analytics_kb, index_dir, fake_ollama.url, timeout=0.5).ask("What about tickets?")
+    assert time.monotonic() - start < 2.5
+    assert result.fallback_code == "llm_error" and "did not finish within 0.5 s" in result.fallback_reason
+    assert result.synthesis == "extractive" and result.results
+
+
+def test_synthesis_failure_gives_extractive_answer(fake_ollama, analytics_kb, index_dir) -> None:
+    fake_ollama.models[MODEL] = ModelScript(replies=[route_json("exploratory_search"), "never sent"],
+                                            statuses=[200, 500], error="out of memory")
+    result = make(analytics_kb, index_dir, fake_ollama.url).ask("Which data quality problems were found?")
+    assert result.fallback_reason is None and result.intent_class == "exploratory_search"
+    assert result.synthesis == "extractive" and "out of memory" in result.synthesis_error
+    assert result.answer.startswith("The LLM could not write an answer")
+    assert "Data Quality Observation:" in result.answer
+    assert all(f"[{i}]" in result.answer for i in range(1, len(result.results) + 1))
+
+
+def test_ask_with_user_edited_route_skips_the_router(fake_ollama, ml_kb, index_dir) -> None:
+    fake_ollama.models[MODEL] = ModelScript(replies=["A short answer [1]."])
+    orch = make(ml_kb, index_dir, fake_ollama.url, n_results=10)
+    route = OrchestratorRoute(intent_class="all_observations_search", explanation="edited").with_filters(
+        finding_seq_min=1, finding_seq_max=2)
+    result = orch.ask_with_route("What came first?", route)
+    assert result.route == route and result.fallback_reason is None
+    assert result.results and all(1 <= r["finding_seq"] <= 2 for r in result.results)
+    assert len(fake_ollama.completion_requests()) == 1  # synthesis only
+    # a dict route (as edited in a form) works too; an invalid one falls back and says so
+    as_dict = orch.ask_with_route("What came first?", {"intent_class": "exploratory_search"})
+    assert as_dict.intent_class == "exploratory_search"
+    bad = orch.ask_with_route("What came first?", {"intent_class": "nope"})
+    assert bad.fallback_code == "invalid_route" and bad.intent_class == "semantic_search"
+
+
+def test_streaming_synthesis_yields_chunks(fake_ollama, analytics_kb, index_dir) -> None:
+    fake_ollama.models[MODEL] = ModelScript(replies=[scripted(route_json("exploratory_search"))], chunk_size=6)
+    stream = make(analytics_kb, index_dir, fake_ollama.url).ask_stream("Which data quality problems?")
+    assert stream.result.results and stream.result.answer == ""
+    chunks = list(stream)
+    assert len(chunks) > 5 and "".join(chunks) == ANSWER
+    assert stream.result.synthesis == "llm" and "[9]" not in stream.result.answer
+    assert "synthesis" in stream.result.timings
+
+
+def test_cancel_aborts_the_llm_call(fake_ollama, analytics_kb, index_dir) -> None:
+    fake_ollama.models[MODEL] = ModelScript(replies=[route_json("exploratory_search")], delay=5)
+    orch = make(analytics_kb, index_dir, fake_ollama.url)
+    orch.refresh_index()
+    token = CancelToken()
+    threading.Timer(0.3, token.cancel).start()
+    start = time.monotonic()
+    with pytest.raises(Cancelled):
+        orch.ask("What about tickets?", cancel=token)
+    assert time.monotonic() - start < 2.0
+
+
+def test_progress_is_reported(fake_ollama, analytics_kb, index_dir) -> None:
+    fake_ollama.models[MODEL] = ModelScript(replies=[scripted(route_json("exploratory_search"))])
+    seen: list[tuple[int, int | None, str]] = []
+    make(analytics_kb, index_dir, fake_ollama.url).ask("Data quality?", progress=lambda *a: seen.append(a))
+    assert [s[0] for s in seen] == [0, 1, 2, 3, 4] and seen[-1][1] == 4
+
+
+def test_google_backend_as_llm(analytics_kb, index_dir) -> None:
+    with FakeGoogle([route_json("model_selection_search"), "Model 1 was selected [1]."]) as fake:
+        backend = GoogleBackend(api_key="test-key", base_url=fake.url)
+        orch = SearchOrchestrator(analytics_kb, persist_dir=index_dir, llm_fn=backend, settings=Settings())
+        result = orch.ask("Which model was selected?")
+    assert result.backend == "google" and result.intent_class == "model_selection_search"
+    assert result.answer == "Model 1 was selected [1]."
+
+
+def test_user_callable_and_backend_choice(fake_ollama, analytics_kb, index_dir, monkeypatch) -> None:
+    calls: list[str] = []
+
+    def my_llm(prompt: str) -> str:
+        calls.append(prompt)
+        return route_json("exploratory_search") if len(calls) == 1 else "Custom answer [1]."
+
+    result = SearchOrchestrator(analytics_kb, persist_dir=index_dir, llm_fn=my_llm, settings=Settings()).ask(
+        "Data quality?")
+    assert result.backend == "callable" and result.answer == "Custom answer [1]." and len(calls) == 2
+
+    def broken(prompt: str) -> str:
+        raise RuntimeError("quota exhausted")
+
+    result = SearchOrchestrator(analytics_kb, persist_dir=index_dir, llm_fn=broken, settings=Settings()).ask(
+        "Data quality?")
+    assert result.fallback_code == "llm_error" and "quota exhausted" in result.fallback_reason
+    assert result.synthesis == "extractive"
+
+    # auto: Ollama answers -> ollama; nothing answers and no key -> offline
+    import kmds_desktop.secrets as secrets
+
+    monkeypatch.setattr(secrets, "_keyring_get", lambda name: None)
+    fake_ollama.models["llama3.1:8b"] = ModelScript(replies=[scripted(route_json("exploratory_search"))])
+    auto = SearchOrchestrator(analytics_kb, persist_dir=index_dir, ollama_host=fake_ollama.url,
+                              settings=Settings())
+    assert auto.resolve_backend() == "ollama"
+    fake_ollama.models.clear()
+    offline = SearchOrchestrator(analytics_kb, persist_dir=index_dir, ollama_host=fake_ollama.url,
+                                 settings=Settings())
+    assert offline.resolve_backend() == "offline" and "no model" in offline.backend_note
+    # explicit google without a key: every LLM step falls back, with the key's sources named
+    no_key = SearchOrchestrator(analytics_kb, persist_dir=index_dir, backend="google", settings=Settings())
+    result = no_key.ask("Data quality?")
+    assert result.backend == "google" and "GOOGLE_API_KEY" in result.fallback_reason
+    assert result.synthesis == "extractive"
+
+
+def test_index_is_per_kb_and_built_when_missing(tmp_path: Path, analytics_kb, ml_kb) -> None:
+    from kmds_desktop.index import SemanticIndex
+
+    fresh = tmp_path / "fresh-index"
+    a = SearchOrchestrator(analytics_kb, persist_dir=fresh, backend="offline", settings=Settings())
+    b = SearchOrchestrator(ml_kb, persist_dir=fresh, backend="offline", settings=Settings())
+    ra = a.ask("customer purchases and revenue")
+    rb = b.ask("customer purchases and revenue")
+    store = SemanticIndex(fresh)
+    assert store.count(kb_id=analytics_kb.kb_id) > 0 and store.count(kb_id=ml_kb.kb_id) > 0
+    # both files use the same IRIs: the index entries must come from each KB's own entries
+    assert ra.results and {r["kb_id"] for r in ra.results} == {analytics_kb.kb_id}
+    assert rb.results and {r["kb_id"] for r in rb.results} == {ml_kb.kb_id}
+    assert all(ml_kb.observation(r["iri"]).finding == r["finding"] for r in rb.results)
+    assert {r["finding"] for r in ra.results}.isdisjoint(r["finding"] for r in rb.results)

@@ -1,0 +1,91 @@
+"""``kmds-desktop index KB_FILE [--query TEXT] [--json] [--rebuild]`` end to end (real model, real store)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from kmds_desktop.index import DEFAULT_MODEL, embeddings, store
+from kmds_desktop.index.cli import register
+
+
+@pytest.fixture(scope="session")
+def embedding_model():
+    return embeddings.get_model(DEFAULT_MODEL)
+
+
+def run_cli(*argv: str) -> int:
+    parser = argparse.ArgumentParser(prog="kmds-desktop")
+    register(parser.add_subparsers())
+    args = parser.parse_args(["index", *argv])
+    return int(args.func(args))
+
+
+def test_build_then_query(
+    kmds_data: Path, data_home: Path, embedding_model, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kb = str(kmds_data / "test_kb_exp_workflow.xml")
+    assert run_cli(kb) == 0
+    captured = capsys.readouterr()
+    assert "30 embedded" in captured.out
+    assert "30/30" in captured.err  # the progress bar
+    assert (data_home / "index" / "chroma.sqlite3").exists()  # default: DATA_DIR/index
+
+    assert run_cli(kb, "--query", "feature engineering", "--json", "-n", "4") == 0
+    hits = json.loads(capsys.readouterr().out)
+    assert len(hits) == 4 and all({"finding", "distance", "iri", "finding_seq"} <= set(h) for h in hits)
+
+    assert run_cli(kb, "--query", "feature engineering", "--category", "exploratory", "--quiet") == 0
+    out = capsys.readouterr().out
+    assert out.startswith("1. [") and "exploratory /" in out and "data_representation" not in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (("--query", "   "), "question is empty"),
+        (("-n", "0", "--query", "x"), "-n must be at least 1"),
+    ],
+)
+def test_bad_arguments_exit_1_with_one_line(
+    argv: tuple[str, ...], needle: str, kmds_data: Path, data_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run_cli(str(kmds_data / "generated_by_kmds" / "cli_kb.xml"), *argv) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error:") and needle in err and len(err.splitlines()) == 1
+
+
+def test_missing_kb_and_bad_folder(
+    kmds_data: Path, tmp_path: Path, data_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run_cli(str(tmp_path / "nope.xml"), "--quiet") == 1
+    assert "nope.xml does not exist" in capsys.readouterr().err
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    kb = kmds_data / "generated_by_kmds" / "cli_kb.xml"
+    assert run_cli(str(kb), "--persist-dir", str(blocker / "idx"), "--quiet") == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: cannot use index folder") and len(err.splitlines()) == 1
+
+
+def test_rebuild_moves_a_damaged_store_aside(
+    kmds_data: Path, tmp_path: Path, data_home: Path, embedding_model, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kb = str(kmds_data / "generated_by_kmds" / "cli_kb.xml")
+    persist = tmp_path / "idx"
+    assert run_cli(kb, "--persist-dir", str(persist), "--quiet") == 0
+    store.close_local(persist)
+    (persist / "chroma.sqlite3").write_bytes(b"\0garbage" * 100)
+    capsys.readouterr()
+
+    assert run_cli(kb, "--persist-dir", str(persist), "--quiet") == 1
+    err = capsys.readouterr().err.strip()
+    assert "damaged" in err and "--rebuild" in err and len(err.splitlines()) == 1
+
+    assert run_cli(kb, "--persist-dir", str(persist), "--rebuild", "--quiet", "--query", "observation") == 0
+    captured = capsys.readouterr()
+    assert "moved to" in captured.err and captured.out.startswith("1. [")
+    assert list(tmp_path.glob("idx.broken-*"))

@@ -1,0 +1,216 @@
+"""LLM backends against real HTTP servers: the fake Ollama (real ``ollama`` client) and the fake
+Gemini endpoint (real ``google-genai`` client)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from support.fake_google import FakeGoogle
+from support.fake_ollama import ModelScript
+
+from kmds_desktop.config import LLMSettings
+from kmds_desktop.llm import (
+    FunctionBackend,
+    GoogleBackend,
+    LLMAuthError,
+    LLMBadReply,
+    LLMError,
+    LLMModelNotFound,
+    LLMQuotaError,
+    LLMTimeout,
+    LLMUnreachable,
+    OllamaBackend,
+    choose_backend,
+    make_llm,
+)
+from kmds_desktop.tasks import Cancelled, CancelToken
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# --- Ollama ---------------------------------------------------------------------------------------------
+def test_ollama_reply_options_and_system(fake_ollama) -> None:
+    fake_ollama.models["m1"] = ModelScript(replies=["first reply", "second reply"])
+    backend = OllamaBackend(fake_ollama.url, "m1", temperature=0.3, timeout=10)
+    assert backend("hello") == "first reply"
+    assert backend.chat("again", system="be terse", options={"num_predict": 7}) == "second reply"
+    first, second = fake_ollama.completion_requests()
+    assert first.body["options"]["temperature"] == 0.3
+    assert second.body["messages"][0] == {"role": "system", "content": "be terse"}
+    assert second.body["options"] == {"temperature": 0.3, "num_predict": 7}
+    assert backend.chat("x", temperature=0.9).strip()
+    assert fake_ollama.completion_requests()[-1].body["options"]["temperature"] == 0.9
+
+
+def test_ollama_model_override_and_list_models(fake_ollama) -> None:
+    fake_ollama.models["a:1b"] = ModelScript(replies=["from a"])
+    fake_ollama.models["b:2b"] = ModelScript(replies=["from b"])
+    backend = OllamaBackend(fake_ollama.url, "a:1b")
+    assert backend.list_models() == ["a:1b", "b:2b"]
+    assert backend.chat("q", model="b:2b") == "from b"
+    assert fake_ollama.completion_requests()[-1].model == "b:2b"
+    assert backend.is_available()
+    assert not OllamaBackend(fake_ollama.url, "c:3b").is_available()
+
+
+def test_ollama_streams_in_chunks(fake_ollama) -> None:
+    fake_ollama.models["m"] = ModelScript(replies=["a reply long enough for chunks"], chunk_size=5)
+    chunks = list(OllamaBackend(fake_ollama.url, "m").stream("q"))
+    assert len(chunks) > 3
+    assert "".join(chunks) == "a reply long enough for chunks"
+
+
+def test_ollama_model_not_found_lists_available(fake_ollama) -> None:
+    fake_ollama.models["llama3.1:8b"] = ModelScript()
+    fake_ollama.models["gone:1b"] = ModelScript(status=404, error="model 'gone:1b' not found")
+    with pytest.raises(LLMModelNotFound) as info:
+        OllamaBackend(fake_ollama.url, "missing:7b")("q")
+    assert "missing:7b" in str(info.value) and "llama3.1:8b" in str(info.value)
+    assert "ollama pull missing:7b" in str(info.value)
+    assert info.value.available == ["gone:1b", "llama3.1:8b"]
+    with pytest.raises(LLMModelNotFound):
+        OllamaBackend(fake_ollama.url, "gone:1b")("q")
+
+
+def test_ollama_server_down_names_host() -> None:
+    host = f"http://127.0.0.1:{_free_port()}"
+    backend = OllamaBackend(host, "m", timeout=5)
+    with pytest.raises(LLMUnreachable) as info:
+        backend("q")
+    assert host in str(info.value) and info.value.host == host
+    with pytest.raises(LLMUnreachable):
+        backend.list_models()
+    assert not backend.is_available()
+
+
+def test_ollama_total_timeout(fake_ollama) -> None:
+    fake_ollama.models["slow"] = ModelScript(replies=["late"], delay=3)
+    start = time.monotonic()
+    with pytest.raises(LLMTimeout) as info:
+        OllamaBackend(fake_ollama.url, "slow", timeout=0.4)("q")
+    assert time.monotonic() - start < 2.0
+    assert "0.4" in str(info.value)
+
+
+def test_ollama_cancel_aborts_request_in_flight(fake_ollama) -> None:
+    fake_ollama.models["slow"] = ModelScript(replies=["late"], delay=3)
+    token = CancelToken()
+    threading.Timer(0.3, token.cancel).start()
+    start = time.monotonic()
+    with pytest.raises(Cancelled):
+        OllamaBackend(fake_ollama.url, "slow", timeout=30).chat("q", cancel=token)
+    assert time.monotonic() - start < 1.5
+    # the server saw the request start: the abort happened mid-flight, not before sending
+    assert len(fake_ollama.completion_requests()) == 1
+
+
+def test_ollama_cancel_before_start_sends_nothing(fake_ollama) -> None:
+    fake_ollama.models["m"] = ModelScript()
+    token = CancelToken()
+    token.cancel()
+    with pytest.raises(Cancelled):
+        OllamaBackend(fake_ollama.url, "m").chat("q", cancel=token)
+    assert fake_ollama.completion_requests() == []
+
+
+def test_ollama_cancel_between_stream_chunks(fake_ollama) -> None:
+    fake_ollama.models["m"] = ModelScript(replies=["x" * 400], chunk_size=4)
+    token = CancelToken()
+    received = []
+    with pytest.raises(Cancelled):
+        for chunk in OllamaBackend(fake_ollama.url, "m").stream("q", cancel=token):
+            received.append(chunk)
+            if len(received) == 3:
+                token.cancel()
+    assert 3 <= len(received) < 100
+
+
+def test_ollama_empty_reply_is_bad_reply(fake_ollama) -> None:
+    fake_ollama.models["m"] = ModelScript(replies=["   "])
+    with pytest.raises(LLMBadReply):
+        OllamaBackend(fake_ollama.url, "m")("q")
+
+
+# --- Google GenAI -----------------------------------------------------------------------------------------
+def test_google_reply_and_stream_through_real_client() -> None:
+    with FakeGoogle(["Gemini says hello to you"]) as fake:
+        backend = GoogleBackend("gemini-2.5-flash", api_key="test-key", base_url=fake.url, temperature=0.2)
+        assert backend("what?") == "Gemini says hello to you"
+        req = fake.requests[-1]
+        assert req.model == "gemini-2.5-flash" and req.api_key == "test-key" and req.prompt == "what?"
+        assert req.body["generationConfig"]["temperature"] == 0.2
+        chunks = list(backend.stream("again", system="short answers"))
+        assert len(chunks) > 1 and "".join(chunks) == "Gemini says hello to you"
+        assert fake.requests[-1].body["systemInstruction"]["parts"][0]["text"] == "short answers"
+        assert "test-key" not in repr(backend)
+
+
+def test_google_auth_error_is_actionable_and_redacted() -> None:
+    with FakeGoogle(api_key="the-right-key") as fake:
+        backend = GoogleBackend(api_key="wrong-secret-key", base_url=fake.url)
+        with pytest.raises(LLMAuthError) as info:
+            backend("q")
+    assert "GOOGLE_API_KEY" in str(info.value)
+    assert "wrong-secret-key" not in str(info.value)
+
+
+def test_google_quota_error() -> None:
+    with FakeGoogle(status=429, error_status="RESOURCE_EXHAUSTED", error_message="Quota exceeded") as fake:
+        with pytest.raises(LLMQuotaError, match="Quota exceeded"):
+            GoogleBackend(api_key="test-key", base_url=fake.url)("q")
+
+
+def test_google_key_from_environment_and_missing_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    import kmds_desktop.secrets as secrets
+
+    monkeypatch.setattr(secrets, "_keyring_get", lambda name: None)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    with pytest.raises(LLMAuthError, match="GOOGLE_API_KEY"):
+        GoogleBackend()
+    with FakeGoogle(["env key works"], api_key="env-key") as fake:
+        monkeypatch.setenv("GOOGLE_API_KEY", "env-key")
+        assert GoogleBackend(base_url=fake.url)("q") == "env key works"
+
+
+# --- user callables and backend choice ---------------------------------------------------------------
+def test_function_backend_maps_errors() -> None:
+    assert FunctionBackend(lambda p: p.upper())("abc") == "ABC"
+
+    def broken(prompt: str) -> str:
+        raise ValueError("boom")
+
+    with pytest.raises(LLMError, match="boom"):
+        FunctionBackend(broken)("x")
+    with pytest.raises(LLMBadReply):
+        FunctionBackend(lambda p: None)("x")  # type: ignore[arg-type, return-value]
+
+
+def test_auto_prefers_ollama_then_google_then_offline(fake_ollama, monkeypatch: pytest.MonkeyPatch) -> None:
+    import kmds_desktop.secrets as secrets
+
+    monkeypatch.setattr(secrets, "_keyring_get", lambda name: None)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    fake_ollama.models["llama3.1:8b"] = ModelScript(replies=["hi"])
+    settings = LLMSettings(ollama_host=fake_ollama.url)
+    llm, name = make_llm(settings)
+    assert name == "ollama" and isinstance(llm, OllamaBackend) and llm("q") == "hi"
+
+    down = LLMSettings(ollama_host=f"http://127.0.0.1:{_free_port()}")
+    choice = choose_backend(down)
+    assert choice.name == "offline" and choice.llm is None
+    assert "not reachable" in choice.note and "no Google API key" in choice.note
+
+    monkeypatch.setenv("GOOGLE_API_KEY", "k")
+    llm, name = make_llm(down)
+    assert name == "google" and isinstance(llm, GoogleBackend)
+    assert make_llm(down, backend="offline") == (None, "offline")
+    with pytest.raises(LLMError, match="Unknown LLM backend"):
+        make_llm(down, backend="gpt")

@@ -1,0 +1,163 @@
+"""The question/answer panel on the real orchestrator: offline, fake Ollama (streaming), citations."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtGui import QTextDocument
+from support.fake_ollama import ModelScript
+
+from kmds_desktop.config import Settings
+from kmds_desktop.ui.ask_panel import ResultsModel, answer_html
+
+ANSWER_TIMEOUT = 120_000  # the first question loads the embedding model
+
+
+@pytest.fixture()
+def kb_path(kmds_data):
+    return kmds_data / "example_analytics_kb_app_workflow.xml"
+
+
+def _window(qtbot, make_window, kb_path, settings):
+    window = make_window(settings)
+    with qtbot.waitSignal(window.kb_loaded, timeout=30_000):
+        window.open_kb(kb_path)
+    return window
+
+
+def _ask(qtbot, window, question):
+    window.ask.question.setPlainText(question)
+    with qtbot.waitSignal(window.ask.answer_finished, timeout=ANSWER_TIMEOUT) as sig:
+        qtbot.keyClick(window.ask.question, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    return sig.args[0]
+
+
+def _click_citation(qtbot, browser_view, n):
+    """Click the visible "[n]" link in the answer view with the mouse."""
+    cursor = browser_view.document().find(f"[{n}]", 0, QTextDocument.FindFlag.FindCaseSensitively)
+    assert not cursor.isNull(), browser_view.toPlainText()
+    cursor.setPosition(cursor.selectionStart() + 1)
+    rect = browser_view.cursorRect(cursor)
+    point = QPoint(rect.center().x() + 2, rect.center().y())
+    qtbot.mouseClick(browser_view.viewport(), Qt.MouseButton.LeftButton, pos=point)
+
+
+def test_offline_answer_citations_route_and_table(qtbot, make_window, kb_path):
+    settings = Settings()
+    settings.llm.backend = "offline"
+    window = _window(qtbot, make_window, kb_path, settings)
+    result = _ask(qtbot, window, "What data quality problems were found?")
+
+    panel = window.ask
+    assert result.backend == "offline" and result.results
+    assert panel.results.rowCount() == len(result.results)
+    assert "[1]" in panel.answer.toPlainText()
+    assert "offline" in panel.route_editor.summary.text()
+    assert result.intent_class in panel.route_editor.summary.text()
+    assert panel.question.history[-1] == "What data quality problems were found?"
+
+    _click_citation(qtbot, panel.answer, 1)
+    assert window.browser.current_iri() == result.results[0]["iri"]
+    assert result.results[0]["obs_type"] in window.browser.details.toPlainText()
+
+    last = len(result.results)
+    panel.table.doubleClicked.emit(panel.results.index(last - 1, 0))
+    assert window.browser.current_iri() == result.results[last - 1]["iri"]
+
+
+def test_edit_route_and_rerun(qtbot, make_window, kb_path):
+    settings = Settings()
+    settings.llm.backend = "offline"
+    window = _window(qtbot, make_window, kb_path, settings)
+    _ask(qtbot, window, "Which observations describe the data?")
+    editor = window.ask.route_editor
+    editor.template.setCurrentIndex(editor.template.findData("model_selection_search"))
+    editor.obs_type.setText("Model Selection Observation")
+    with qtbot.waitSignal(window.ask.answer_finished, timeout=ANSWER_TIMEOUT) as sig:
+        editor.rerun_button.click()
+    result = sig.args[0]
+    assert result.intent_class == "model_selection_search" and result.fallback_reason is None
+    assert result.route.filters.obs_type_filter == "Model Selection Observation"
+    assert {r["category"] for r in result.results} == {"model_selection"}
+    assert "Route edited by the user" in editor.summary.text()
+
+    editor.seq_min.setValue(5)
+    editor.seq_max.setValue(2)
+    editor.rerun_button.click()
+    assert editor.error.isVisible() and "empty" in editor.error.text()
+
+
+def test_fake_ollama_streams_the_answer_and_shows_the_backend(qtbot, make_window, kb_path, fake_ollama):
+    route = {"intent_class": "exploratory_search", "filters": {"obs_type_filter": "Data Quality Observation"},
+             "explanation": "The question asks about data quality."}
+    answer = ("Timestamps had **inconsistent formats** [1], and the resolution time had to be derived [2]. "
+              "Both shaped the data preparation.")
+    script = ModelScript(replies=[json.dumps(route), answer], chunk_size=6, delay=0.05)
+    fake_ollama.models["fake-llm"] = script
+    settings = Settings()
+    settings.llm.backend = "ollama"
+    settings.llm.ollama_host = fake_ollama.url
+    settings.llm.ollama_model = "fake-llm"
+    window = _window(qtbot, make_window, kb_path, settings)
+    pieces = []
+    window.ask.question.setPlainText("What data quality issues were there?")
+    job = window.ask.ask()
+    job.chunk.connect(pieces.append)
+    with qtbot.waitSignal(window.ask.answer_finished, timeout=ANSWER_TIMEOUT) as sig:
+        pass
+    result = sig.args[0]
+    assert result.backend == "ollama" and result.synthesis == "llm"
+    assert result.intent_class == "exploratory_search"
+    assert "data quality" in window.ask.route_editor.summary.text().lower()
+    text_pieces = [p for p in pieces if isinstance(p, str)]
+    assert len(text_pieces) >= 2 and "".join(text_pieces) == answer  # streamed, in order
+    assert "inconsistent formats" in window.ask.answer.toPlainText()
+    assert len(fake_ollama.completion_requests()) == 2
+    _click_citation(qtbot, window.ask.answer, 1)
+    assert window.browser.current_iri() == result.results[0]["iri"]
+
+
+def test_unreachable_ollama_falls_back_and_says_why(qtbot, make_window, kb_path):
+    settings = Settings()
+    settings.llm.backend = "ollama"
+    settings.llm.ollama_host = "http://127.0.0.1:9"  # nothing listens there
+    window = _window(qtbot, make_window, kb_path, settings)
+    result = _ask(qtbot, window, "Which models were selected?")
+    assert result.fallback_reason and result.results
+    summary = window.ask.route_editor.summary.text()
+    assert "Fell back to semantic search" in summary
+    assert window.ask.answer.toPlainText().strip()
+
+
+def test_question_history_up_down(qtbot):
+    from kmds_desktop.ui.ask_panel import QuestionEdit
+
+    box = QuestionEdit()
+    qtbot.addWidget(box)
+    box.history = ["first question", "second question"]
+    box.setPlainText("draft")
+    qtbot.keyClick(box, Qt.Key.Key_Up)
+    assert box.toPlainText() == "second question"
+    qtbot.keyClick(box, Qt.Key.Key_Up)
+    assert box.toPlainText() == "first question"
+    qtbot.keyClick(box, Qt.Key.Key_Down)
+    qtbot.keyClick(box, Qt.Key.Key_Down)
+    assert box.toPlainText() == "draft"
+
+
+def test_results_model_passes_qtmodeltester(qtmodeltester):
+    model = ResultsModel()
+    model.set_results([
+        {"iri": "x#a", "finding": "A finding\nsecond line", "obs_type": "T", "category": "exploratory",
+         "workflow_name": "wf", "finding_seq": 1, "score": 0.5},
+        {"iri": "x#b", "finding": "", "obs_type": "T", "category": "model_selection", "workflow_name": "",
+         "finding_seq": None, "score": None},
+    ])
+    qtmodeltester.check(model, force_py=True)
+
+
+def test_answer_html_links_only_valid_citations():
+    out = answer_html("See [1] and [3], not [0].", 2)
+    assert 'href="cite:1"' in out and 'href="cite:3"' not in out and "[0]" in out

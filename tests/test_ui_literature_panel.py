@@ -1,0 +1,261 @@
+"""The literature review panel driven like a user would: real Qt widgets (offscreen), the fake Ollama
+server through the real client, and the real PostgreSQL test server with the shared corpora."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
+from PySide6.QtGui import QDragEnterEvent, QDropEvent
+from PySide6.QtWidgets import QLineEdit
+from test_export import parse_bibtex, parse_ris
+
+from kmds_desktop.config import Settings
+from kmds_desktop.ui.literature_panel import LiteraturePanel
+from kmds_desktop.ui.review_model import CHECKING, FAILED, INVALID, VALID, ReviewModel
+from kmds_desktop.ui.workers import JobRunner
+
+QUESTION = "Does azithromycin improve lung function in cystic fibrosis?"
+WAIT = 20_000
+
+
+@pytest.fixture()
+def jobs(qtbot):
+    runner = JobRunner()
+    yield runner
+    runner.shutdown()
+
+
+def _settings(models: list[str], host: str) -> Settings:
+    settings = Settings()
+    qg = settings.query_generation
+    qg.multi_model_enabled = True
+    qg.models = models
+    qg.ollama_host = host
+    qg.timeout_s = 30
+    return settings
+
+
+def _panel(qtbot, settings: Settings, jobs: JobRunner, database: Any, **kw: Any) -> LiteraturePanel:
+    panel = LiteraturePanel(settings, jobs, database=database, **kw)
+    qtbot.addWidget(panel)
+    panel.resize(1100, 800)
+    panel.show()
+    return panel
+
+
+def _wait_checked(qtbot, panel: LiteraturePanel) -> None:
+    qtbot.waitUntil(lambda: all(r.validity != CHECKING for r in panel.review.rows()), timeout=WAIT)
+
+
+def _edit_query(qtbot, panel: LiteraturePanel, row: int, text: str) -> None:
+    """Edit a query in place through the view's editor, as a user does (F2/double-click, type, Enter)."""
+    view = panel.review_view
+    index = panel.review.index(row, ReviewModel.COL_QUERY)
+    view.setCurrentIndex(index)
+    view.edit(index)
+    editor = view.viewport().findChild(QLineEdit)
+    assert editor is not None, "no in-place editor opened"
+    editor.selectAll()
+    qtbot.keyClicks(editor, text)
+    qtbot.keyClick(editor, Qt.Key.Key_Return)  # the delegate commits on the next event-loop turn
+    qtbot.waitUntil(lambda: panel.review.row(row).query == text, timeout=2_000)
+
+
+def test_generate_review_run_export(qtbot, jobs, fake_ollama, pg_database, tmp_path: Path) -> None:
+    from support.fake_ollama import ModelScript
+
+    fake_ollama.models.update({
+        "fenced": ModelScript(["Sure! Here is the query:\n```sql\ncystic & fibrosis & lung\n```"]),
+        "missing": ModelScript(status=404, error="model 'missing' not found"),
+        "slow": ModelScript(["azithromycin | (lung <-> function)"], delay=0.6),
+    })
+    settings = _settings(["fenced", "missing", "slow"], fake_ollama.url)
+    panel = _panel(qtbot, settings, jobs, pg_database)
+    panel.question.setText(QUESTION)
+
+    seen_rows: list[int] = []
+    panel.review.rowsInserted.connect(lambda *_: seen_rows.append(panel.review.rowCount()))
+    job = panel.generate()
+    assert job is not None
+    qtbot.waitUntil(lambda: panel.review.rowCount() == 1, timeout=WAIT)
+    assert not job.done, "the first row must appear while the slow model is still running"
+    qtbot.waitUntil(lambda: job.done, timeout=WAIT)
+    assert job.state == "done"
+    assert seen_rows == [1, 2, 3]
+    assert fake_ollama.max_active == 1, "models must run strictly one after another"
+
+    rows = panel.review.rows()
+    assert [r.model for r in rows] == ["fenced", "missing", "slow"]
+    assert rows[0].query == "cystic & fibrosis & lung"  # preamble and fence removed
+    assert rows[1].query == "" and not rows[1].included and "missing" in rows[1].error
+    assert rows[2].generation_time >= 0.5
+    progress = panel.progress_label.text()
+    assert "fenced: ✓" in progress and "missing: ✗" in progress and "slow: ✓" in progress
+    assert "missing" in panel.message.text()  # model not found is reported, non-modally
+
+    # Each query is validated and counted in the database before anything is fetched.
+    _wait_checked(qtbot, panel)
+    assert rows[0].validity == VALID and rows[0].matches > 0
+    assert rows[2].validity == VALID and rows[2].matches > 0
+    shown = panel.review.data(panel.review.index(0, ReviewModel.COL_MATCHES))
+    assert shown.replace(",", "").lstrip("~") == str(rows[0].matches)
+
+    # Edit a query into an invalid one: the server's error shows in place.
+    _edit_query(qtbot, panel, 0, "cystic & (fibrosis")
+    _wait_checked(qtbot, panel)
+    assert rows[0].validity == INVALID
+    assert "syntax error" in panel.review.data(panel.review.index(0, ReviewModel.COL_VALID))
+    assert rows[0].matches is None
+    # Running only invalid queries is refused with a message; nothing is lost.
+    panel.review.set_all_included(False)
+    panel.review.setData(panel.review.index(0, ReviewModel.COL_INCLUDE), Qt.CheckState.Checked.value,
+                         Qt.ItemDataRole.CheckStateRole)
+    assert panel.run_selected() is None
+    assert "All ticked queries are invalid" in panel.message.text()
+    assert rows[0].query == "cystic & (fibrosis" and rows[0].included
+    panel.review.set_all_included(True)
+    # Fix it again, untick the slow model's query, add a hand-written one.
+    _edit_query(qtbot, panel, 0, "cystic & fibrosis & lung")
+    panel.review.setData(panel.review.index(2, ReviewModel.COL_INCLUDE), Qt.CheckState.Unchecked.value,
+                         Qt.ItemDataRole.CheckStateRole)
+    panel.add_query("pseudomonas & aeruginosa")
+    _wait_checked(qtbot, panel)
+    assert [r.query for r in panel.review.included_rows()] == ["cystic & fibrosis & lung",
+                                                               "pseudomonas & aeruginosa"]
+    assert panel.run_button.text() == "Run selected (2)"
+
+    run = panel.run_selected()
+    assert run is not None
+    qtbot.waitUntil(lambda: run.done, timeout=WAIT)
+    assert run.state == "done", panel.message.text()
+    first, hand = panel.review.row(0), panel.review.row(3)
+    assert first.returned and hand.returned
+    assert panel.review.row(2).returned is None, "an unticked query must not run"
+    assert fake_ollama.completion_requests().__len__() == 3, "running must never regenerate"
+
+    docs = panel.documents.documents()
+    assert len(docs) == len(set(first.ids) | set(hand.ids)) > 0
+    only_one = [d for d in docs if len(d.found_by) == 1]
+    assert first.unique + hand.unique == len(only_one)
+    assert all(set(d.found_by) <= {first.query, hand.query} for d in docs)
+    assert panel.results_stack.currentWidget() is not panel.empty_hint
+
+    panel.select_document(0)
+    top = panel.documents.document(panel.proxy.mapToSource(panel.proxy.index(0, 0)).row())
+    assert top.title[:30] in panel.detail.toPlainText()
+
+    # Export every format and read each back.
+    out = {fmt: tmp_path / f"docs.{fmt}" for fmt in ("csv", "ris", "bibtex")}
+    export_jobs = [panel.export_documents(fmt, path) for fmt, path in out.items()]
+    export_jobs.append(panel.export_log(tmp_path / "log.json"))
+    qtbot.waitUntil(lambda: all(j is not None and j.done for j in export_jobs), timeout=WAIT)
+    assert all(j.state == "done" for j in export_jobs)
+    ids = [d.id for d in docs]
+    rows_csv = list(csv.DictReader(io.StringIO(out["csv"].read_text(encoding="utf-8"), newline="")))
+    assert [r["id"] for r in rows_csv] == ids
+    assert len(parse_ris(out["ris"].read_text(encoding="utf-8"))) == len(docs)
+    assert len(parse_bibtex(out["bibtex"].read_text(encoding="utf-8"))) == len(docs)
+    log = json.loads((tmp_path / "log.json").read_text(encoding="utf-8"))
+    assert log["question"] == QUESTION and log["models"] == ["fenced", "missing", "slow"]
+    assert "tsquery" in log["system_prompt"] and log["temperature"] == settings.query_generation.temperature
+    assert [q["query"] for q in log["queries"]] == [first.query, hand.query]
+    assert [q["model"] for q in log["queries"]] == ["fenced", "hand-written"]
+    assert log["queries"][0]["ids"] == first.ids and len(log["queries"][1]["unique_ids"]) == hand.unique
+    assert sorted(log["merged_ids"]) == sorted(int(i) for i in ids)
+    assert log["run_started_at"] and log["run_finished_at"] and log["generated_at"]
+
+
+def test_cancel_slow_generation(qtbot, jobs, fake_ollama, pg_database) -> None:
+    from support.fake_ollama import ModelScript
+
+    fake_ollama.models["slow"] = ModelScript(["never & seen"], delay=20)
+    settings = _settings(["slow", "slow"], fake_ollama.url)
+    panel = _panel(qtbot, settings, jobs, pg_database, open_on_start=False)
+    panel.add_query("kept & query")
+    panel.question.setText(QUESTION)
+    job = panel.generate()
+    qtbot.waitUntil(lambda: len(fake_ollama.completion_requests()) == 1, timeout=WAIT)
+    assert panel.cancel_button.isVisible()
+    panel.cancel_button.click()
+    qtbot.waitUntil(lambda: job.done, timeout=5_000)
+    assert job.state == "cancelled"
+    assert len(fake_ollama.completion_requests()) == 1, "no model may be asked after a cancel"
+    assert "cancelled" in panel.progress_label.text().lower()
+    assert [r.query for r in panel.review.rows()] == ["kept & query"]
+    assert panel.generate_button.isEnabled()
+
+
+def _drop(panel: LiteraturePanel, path: Path) -> None:
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(path))])
+    enter = QDragEnterEvent(panel.rect().center(), Qt.DropAction.CopyAction, mime,
+                            Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier)
+    panel.dragEnterEvent(enter)
+    assert enter.isAccepted()
+    drop = QDropEvent(QPointF(panel.rect().center()), Qt.DropAction.CopyAction, mime,
+                      Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier)
+    panel.dropEvent(drop)
+
+
+@pytest.mark.filterwarnings("ignore:Function.*QDragEnterEvent:DeprecationWarning")
+def test_empty_database_drop_import_and_server_down(
+    qtbot, jobs, pg_empty_database, pg_server, pg_database, literature_data: Path, tmp_path: Path
+) -> None:
+    settings = Settings()
+    panel = _panel(qtbot, settings, jobs, pg_empty_database)
+    statuses: list[str] = []
+    panel.status_changed.connect(statuses.append)
+    qtbot.waitUntil(lambda: panel.document_count == 0, timeout=WAIT)
+    assert panel.results_stack.currentWidget() is panel.empty_hint
+    assert "File > Import literature" in panel.empty_hint.text().replace("&gt;", ">")
+    assert statuses and "0 documents" in statuses[-1]
+
+    # Dropping a JSONL file imports it on a worker; the hint gives way to the results view.
+    lines = (literature_data / "cf" / "corpus.jsonl").read_text(encoding="utf-8").splitlines()[:60]
+    sample = tmp_path / "cf_sample.jsonl"
+    sample.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    _drop(panel, sample)
+    qtbot.waitUntil(lambda: panel.document_count == 60, timeout=WAIT)
+    assert panel.results_stack.currentWidget() is not panel.empty_hint
+    assert "60 documents" in statuses[-1]
+    assert "60 records" in panel.message.text()
+
+    panel.add_query("cystic & fibrosis")
+    panel.add_query("pseudomonas")
+    _edit_query(qtbot, panel, 1, "pseudomonas & aeruginosa")
+    panel.review.setData(panel.review.index(0, ReviewModel.COL_INCLUDE), Qt.CheckState.Unchecked.value,
+                         Qt.ItemDataRole.CheckStateRole)
+    _wait_checked(qtbot, panel)
+    before = [(r.query, r.included) for r in panel.review.rows()]
+    assert before == [("cystic & fibrosis", False), ("pseudomonas & aeruginosa", True)]
+
+    pg_server.stop()
+    try:
+        run = panel.run_selected()
+        qtbot.waitUntil(lambda: run.done, timeout=WAIT)
+        assert run.state == "failed"
+        assert "failed" in panel.message.text() and "connection" in panel.message.text().lower()
+        assert [(r.query, r.included) for r in panel.review.rows()] == before
+        assert panel.run_button.isEnabled()
+        # An edit while the server is down: the row says it could not be checked, the text stays.
+        _edit_query(qtbot, panel, 0, "cystic & fibrosis & child:*")
+        _wait_checked(qtbot, panel)
+        assert panel.review.row(0).validity == FAILED
+        assert panel.review.row(0).query == "cystic & fibrosis & child:*"
+    finally:
+        pg_server.start()
+        with contextlib.suppress(Exception):
+            pg_database.status()  # let the shared handle drop its broken connection now
+    panel.refresh_status()  # the database answers again: rows that could not be checked are re-checked
+    qtbot.waitUntil(lambda: panel.review.row(0).validity == VALID, timeout=WAIT)
+    run = panel.run_selected()
+    qtbot.waitUntil(lambda: run.done, timeout=WAIT)
+    assert run.state == "done", panel.message.text()
+    assert panel.documents.rowCount() == panel.review.row(1).returned > 0

@@ -1,0 +1,171 @@
+"""The main window on real KB files: first run, open (menu, recent, drop), errors, edit-save-reload, close."""
+
+from __future__ import annotations
+
+import shutil
+
+from PySide6.QtCore import QMimeData, QPoint, Qt, QUrl
+from PySide6.QtGui import QDropEvent
+from PySide6.QtWidgets import QDialogButtonBox, QMessageBox
+
+from kmds_desktop import paths
+from kmds_desktop.config import Settings, load_settings
+from kmds_desktop.kb import load_kb
+from kmds_desktop.ui.main_window import initial_kb_path
+
+LOAD_TIMEOUT = 30_000
+
+
+def _open(qtbot, window, path):
+    with qtbot.waitSignal(window.kb_loaded, timeout=LOAD_TIMEOUT):
+        window.open_kb(path)
+    return window.kb
+
+
+def test_first_run_opens_the_demo_kb_then_the_last_one(qtbot, make_window, kmds_data, data_home):
+    settings = Settings()
+    path, note = initial_kb_path(settings)
+    assert path == paths.demo_kb_path() and note is None
+    window = make_window(settings, auto_index=False)
+    kb = _open(qtbot, window, path)
+    assert len(kb.observations) > 0
+    assert window.browser.model.rowCount() > 0
+    assert "demo_kb.xml" in window.windowTitle() and "*" not in window.windowTitle()
+    assert "observations" in window.kb_status.text()
+    assert window.settings.ui.last_kb is None  # the demo is not remembered as "last"
+
+    other = kmds_data / "example_ml_kb_exp_workflow.xml"
+    _open(qtbot, window, other)
+    saved = load_settings(data_home / "settings.json")
+    assert saved.ui.last_kb == str(other.resolve())
+    assert saved.ui.recent_files[0] == str(other.resolve())
+    assert initial_kb_path(saved) == (other.resolve(), None)
+    gone = Settings()
+    gone.ui.last_kb = str(data_home / "deleted.xml")
+    path, note = initial_kb_path(gone)
+    assert path == paths.demo_kb_path() and "no longer exists" in note
+
+
+def test_open_error_shows_in_window_and_keeps_current_kb(qtbot, make_window, kmds_data, tmp_path):
+    window = make_window(auto_index=False)
+    kb = _open(qtbot, window, kmds_data / "example_analytics_kb_app_workflow.xml")
+    bad = tmp_path / "notes.xml"
+    bad.write_text("<html><body>not a knowledge base</body></html>", encoding="utf-8")
+    job = window.open_kb(bad)
+    with qtbot.waitSignal(job.finished, timeout=LOAD_TIMEOUT):
+        pass
+    assert window.messages.isVisible()
+    msg = window.messages.current
+    assert msg.level == "error" and "notes.xml" in msg.text
+    assert "Traceback" in msg.details  # details on demand
+    window.messages.details_button.click()
+    assert window.messages.details.isVisible()
+    assert window.kb is kb and window.browser.kb is kb
+
+
+def test_second_open_while_loading_is_refused_with_a_message(qtbot, make_window, kmds_data):
+    window = make_window(auto_index=False)
+    first = window.open_kb(kmds_data / "generated_by_kmds" / "synth_250.xml")
+    second = window.open_kb(kmds_data / "example_ml_kb_exp_workflow.xml")
+    assert first is not None and second is None
+    assert window.messages.current.level == "warning" and "still running" in window.messages.current.text
+    with qtbot.waitSignal(first.finished, timeout=LOAD_TIMEOUT):
+        pass
+
+
+def test_drop_a_file_and_recent_menu(qtbot, make_window, kmds_data):
+    window = make_window(auto_index=False)
+    path = kmds_data / "test_kb_app_workflow.xml"
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(path))])
+    event = QDropEvent(QPoint(10, 10), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
+                       Qt.KeyboardModifier.NoModifier)
+    with qtbot.waitSignal(window.kb_loaded, timeout=LOAD_TIMEOUT):
+        window.dropEvent(event)
+    assert event.isAccepted()
+    assert window.kb.path == path.resolve()
+    texts = [a.text() for a in window.recent_menu.actions()]
+    assert str(path.resolve()) in texts
+
+
+def test_edit_save_reload_and_title_marks_unsaved(qtbot, make_window, kmds_data, tmp_path):
+    copy = tmp_path / "kb.xml"
+    shutil.copy(kmds_data / "example_analytics_kb_app_workflow.xml", copy)
+    window = make_window(auto_index=False)
+    kb = _open(qtbot, window, copy)
+    n = len(kb.observations)
+
+    window.browser.add_observation()
+    dialog = window.browser.active_dialog
+    dialog.finding.setPlainText("Closed tickets reopen in 3% of cases")
+    dialog.intent.setCurrentText("DATA_UNDERSTANDING")
+    dialog.buttons.button(QDialogButtonBox.StandardButton.Ok).click()
+    assert window.windowTitle().startswith("*kb.xml")
+    victim = kb.observations[0]
+    window.browser.select_observation(victim.iri)
+    window.browser.delete_observation()
+    window.browser.active_dialog.button(QMessageBox.StandardButton.Yes).click()
+
+    with qtbot.waitSignal(window.kb_saved, timeout=LOAD_TIMEOUT):
+        window.save_kb()
+    assert not window.windowTitle().startswith("*")
+    reloaded = load_kb(copy)
+    findings = [o.finding for o in reloaded.observations]
+    assert "Closed tickets reopen in 3% of cases" in findings
+    assert reloaded.observation(victim.iri) is None and len(reloaded.observations) == n
+
+
+def test_close_with_unsaved_changes_asks(qtbot, make_window, kmds_data, tmp_path):
+    copy = tmp_path / "kb.xml"
+    shutil.copy(kmds_data / "example_ml_kb_exp_workflow.xml", copy)
+    window = make_window(auto_index=False)
+    kb = _open(qtbot, window, copy)
+    kb.update_observation(kb.observations[0].iri, finding="changed finding")
+    window.browser.kb_edited.emit("edited")
+    window.close()
+    box = window.active_dialog
+    assert isinstance(box, QMessageBox) and window.isVisible()
+    box.button(QMessageBox.StandardButton.Cancel).click()
+    assert window.isVisible() and kb.dirty
+
+    window.close()
+    window.active_dialog.button(QMessageBox.StandardButton.Save).click()
+    qtbot.waitUntil(lambda: not window.isVisible(), timeout=LOAD_TIMEOUT)
+    assert load_kb(copy).observations[0].finding == "changed finding" or any(
+        o.finding == "changed finding" for o in load_kb(copy).observations
+    )
+
+
+def test_layout_and_recent_files_persist(qtbot, make_window, data_home):
+    window = make_window(auto_index=False)
+    window.resize(1000, 700)  # fits the offscreen test screen, so the geometry restores exactly
+    qtbot.wait(10)
+    window.splitter.setSizes([250, 450, 280])
+    sizes = window.splitter.sizes()
+    window._force_close = True
+    window.close()
+    saved = load_settings(data_home / "settings.json")
+    assert saved.ui.splitter_sizes == sizes and saved.ui.window_geometry
+    again = make_window(saved, auto_index=False)
+    qtbot.wait(20)
+    restored = again.splitter.sizes()
+    assert all(abs(a - b) <= 30 for a, b in zip(restored, sizes, strict=True)), (restored, sizes)
+
+
+def test_excepthook_shows_unexpected_errors_in_window(qtbot, make_window):
+    import sys
+
+    from kmds_desktop.ui.messages import install_excepthook, uninstall_excepthook
+
+    window = make_window(auto_index=False)
+    install_excepthook(window.messages)
+    try:
+        try:
+            raise RuntimeError("boom in a slot")
+        except RuntimeError:
+            sys.excepthook(*sys.exc_info())
+        qtbot.waitUntil(lambda: window.messages.current is not None, timeout=2000)
+        assert "boom in a slot" in window.messages.current.text
+        assert "RuntimeError" in window.messages.current.details
+    finally:
+        uninstall_excepthook()

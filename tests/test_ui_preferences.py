@@ -1,0 +1,129 @@
+"""Preferences: invalid values shown inline and not saved; valid ones saved; key in the keyring only."""
+
+from __future__ import annotations
+
+import json
+
+import keyring
+import pytest
+from keyring.backend import KeyringBackend
+from support.fake_ollama import ModelScript
+
+from kmds_desktop import secrets
+from kmds_desktop.config import Settings, load_settings
+from kmds_desktop.ui.preferences import PreferencesDialog, probe_llm_backend
+from kmds_desktop.ui.workers import JobRunner
+
+
+class MemoryKeyring(KeyringBackend):
+    """A keyring backend kept in memory (CI machines have no desktop keyring)."""
+
+    priority = 1
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.store: dict[tuple[str, str], str] = {}
+
+    def get_password(self, service, username):
+        return self.store.get((service, username))
+
+    def set_password(self, service, username, password):
+        self.store[(service, username)] = password
+
+    def delete_password(self, service, username):
+        self.store.pop((service, username), None)
+
+
+@pytest.fixture()
+def jobs(qtbot):
+    runner = JobRunner()
+    yield runner
+    runner.shutdown()
+
+
+@pytest.fixture()
+def memory_keyring():
+    previous = keyring.get_keyring()
+    backend = MemoryKeyring()
+    keyring.set_keyring(backend)
+    yield backend
+    keyring.set_keyring(previous)
+
+
+def _dialog(qtbot, jobs, data_home, settings=None):
+    dialog = PreferencesDialog(settings or Settings(), jobs, settings_path=data_home / "settings.json")
+    qtbot.addWidget(dialog)
+    dialog.show()
+    return dialog
+
+
+def test_invalid_values_are_shown_inline_and_not_saved(qtbot, jobs, data_home):
+    path = data_home / "settings.json"
+    dialog = _dialog(qtbot, jobs, data_home)
+    dialog.temperature.setText("5")  # the settings model allows 0..2
+    dialog.qg_per_model.setText("zero")
+    dialog.ollama_host.setText("localhost 11434")
+    assert dialog.save() is False
+    assert dialog.isVisible()
+    assert not path.exists()
+    for key in ("llm.temperature", "query_generation.queries_per_model", "llm.ollama_host"):
+        label = dialog.field_errors[key]
+        assert not label.isHidden() and label.text(), key  # (its tab may be in the back)
+    assert "2" in dialog.field_errors["llm.temperature"].text()
+    assert dialog.tabs.currentIndex() == 0  # the LLM tab, where the first problem is
+
+    dialog.temperature.setText("0.7")
+    dialog.qg_per_model.setText("2")
+    dialog.ollama_host.setText("http://127.0.0.1:11434")
+    with qtbot.waitSignal(dialog.settings_saved) as sig:
+        assert dialog.save() is True
+    saved = load_settings(path)
+    assert saved.llm.temperature == 0.7 and saved.query_generation.queries_per_model == 2
+    assert sig.args[0].llm.temperature == 0.7
+    assert all(label.isHidden() for label in dialog.field_errors.values())
+
+
+def test_google_key_goes_to_the_keyring_never_the_file(qtbot, jobs, data_home, memory_keyring):
+    dialog = _dialog(qtbot, jobs, data_home)
+    dialog.backend.setCurrentIndex(dialog.backend.findData("google"))
+    dialog.google_key.setText("AIza-secret-test-key")
+    assert dialog.save()
+    assert secrets.google_api_key() == "AIza-secret-test-key"
+    text = (data_home / "settings.json").read_text(encoding="utf-8")
+    assert "AIza-secret-test-key" not in text
+    assert json.loads(text)["llm"]["backend"] == "google"
+    status, _tip = probe_llm_backend(load_settings(data_home / "settings.json").llm)
+    assert status.startswith("google") and "no API key" not in status
+
+
+def test_models_are_listed_from_the_server_on_a_worker(qtbot, jobs, data_home, fake_ollama):
+    fake_ollama.models["llama3.1:8b"] = ModelScript()
+    fake_ollama.models["qwen2.5:7b"] = ModelScript()
+    settings = Settings()
+    settings.llm.ollama_host = fake_ollama.url
+    settings.query_generation.models = ["builtin:keywords", "mistral:7b"]
+    dialog = _dialog(qtbot, jobs, data_home, settings)
+    dialog.refresh_models()
+    qtbot.waitUntil(lambda: dialog.ollama_model.count() == 2, timeout=10_000)
+    assert "is installed" in dialog.models_state.text()
+    texts = [dialog.qg_models.item(i).text() for i in range(dialog.qg_models.count())]
+    assert "mistral:7b  (not installed)" in texts and "qwen2.5:7b  ✓ installed" in texts
+    jobs.wait_all(5_000)
+
+    dialog.ollama_host.setText("http://127.0.0.1:9")
+    dialog.refresh_models()
+    qtbot.waitUntil(lambda: "127.0.0.1:9" in dialog.models_state.text(), timeout=15_000)
+    jobs.wait_all(15_000)
+
+
+def test_main_window_applies_saved_preferences(qtbot, make_window):
+    window = make_window()
+    window.open_preferences()
+    dialog = window.active_dialog
+    assert isinstance(dialog, PreferencesDialog)
+    dialog.backend.setCurrentIndex(dialog.backend.findData("offline"))
+    dialog.n_results.setText("7")
+    dialog.buttons.button(dialog.buttons.StandardButton.Save).click()
+    assert window.settings.llm.backend == "offline" and window.settings.index.n_results == 7
+    status = window.llm_status
+    qtbot.waitUntil(lambda: "offline" in status.text() and "checking" not in status.text(), timeout=10_000)

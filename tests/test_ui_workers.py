@@ -1,0 +1,140 @@
+"""The job runner: results, errors, cancel reaching the function, one job per kind, busy feedback."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from kmds_desktop.tasks import Cancelled, CancelToken
+from kmds_desktop.ui.workers import JobRunner, live_running_threads
+
+
+@pytest.fixture()
+def runner(qtbot):
+    jobs = JobRunner()
+    yield jobs
+    jobs.shutdown()
+
+
+def _slow_count(n: int, *, delay: float = 0.01, progress=None, cancel: CancelToken | None = None) -> int:
+    for i in range(n):
+        if cancel is not None and cancel.wait(delay):
+            raise Cancelled("stop")
+        if progress:
+            progress(i + 1, n, f"step {i + 1}")
+    return n
+
+
+def test_result_arrives_on_gui_thread_with_progress(qtbot, runner):
+    seen: dict = {"progress": []}
+    gui = threading.get_ident()
+
+    def on_result(value):
+        seen["value"] = value
+        seen["thread"] = threading.get_ident()
+
+    job = runner.submit(
+        "count", _slow_count, 20, on_result=on_result, on_progress=lambda *a: seen["progress"].append(a)
+    )
+    with qtbot.waitSignal(job.finished, timeout=10_000):
+        pass
+    assert seen["value"] == 20
+    assert seen["thread"] == gui
+    assert seen["progress"][-1] == (20, 20, "step 20")  # the final progress is never throttled away
+    assert job.state == "done"
+    assert not live_running_threads()
+
+
+def test_error_is_delivered_not_raised(qtbot, runner):
+    errors = []
+
+    def boom(progress=None, cancel=None):
+        raise ValueError("bad file /tmp/x.xml")
+
+    job = runner.submit("boom", boom, on_error=errors.append)
+    with qtbot.waitSignal(job.finished, timeout=10_000):
+        pass
+    assert job.state == "failed"
+    assert isinstance(errors[0], ValueError) and "bad file" in str(errors[0])
+
+
+def test_cancel_reaches_the_function_through_its_hook(qtbot, runner):
+    hook_ran = threading.Event()
+    cancelled = []
+
+    def blocking(progress=None, cancel=None):
+        released = threading.Event()
+        cancel.add_hook(lambda: (hook_ran.set(), released.set()))
+        released.wait(20)  # stands in for a blocked socket read that the hook aborts
+        raise ConnectionError("socket closed")
+
+    job = runner.submit("block", blocking, on_cancelled=lambda: cancelled.append(True))
+    qtbot.wait(50)
+    t0 = time.monotonic()
+    with qtbot.waitSignal(job.finished, timeout=5_000):
+        job.cancel()
+    assert time.monotonic() - t0 < 2
+    assert hook_ran.is_set()
+    assert job.state == "cancelled" and cancelled == [True]  # the abort error is not reported
+
+
+def test_one_job_per_kind_refuse_and_latest(qtbot, runner):
+    refused = []
+    runner.refused.connect(lambda kind, msg: refused.append((kind, msg)))
+    first = runner.submit("ask", _slow_count, 30, label="Answering")
+    assert runner.submit("ask", _slow_count, 1) is None
+    assert refused and refused[0][0] == "ask" and "Answering" in refused[0][1]
+
+    results = []
+    a = runner.submit("index.build", _slow_count, 10, on_result=results.append)
+    b = runner.submit("index.build", _slow_count, 2, on_result=results.append)
+    c = runner.submit("index.build", _slow_count, 3, on_result=results.append)
+    assert a.running and b.state == "cancelled" and c.state == "queued"
+    assert runner.wait_all(15_000)
+    assert results == [10, 3]  # the superseded request never ran
+    assert first.state == "done"
+
+
+def test_busy_cursor_and_progress_strip_only_for_slow_jobs(qtbot, runner):
+    shown, busy = [], []
+    runner.job_shown.connect(shown.append)
+    runner.busy_changed.connect(busy.append)
+    quick = runner.submit("quick", _slow_count, 1, delay=0.001)
+    with qtbot.waitSignal(quick.finished, timeout=5_000):
+        pass
+    qtbot.wait(700)
+    assert shown == [] and busy == []
+    slow = runner.submit("slow", _slow_count, 100, delay=0.01)
+    qtbot.waitUntil(lambda: len(shown) == 1, timeout=5_000)
+    assert busy == [True] and shown[0] is slow
+    with qtbot.waitSignal(slow.finished, timeout=10_000):
+        pass
+    assert busy == [True, False]
+
+
+def test_shutdown_cancels_and_joins(qtbot):
+    jobs = JobRunner()
+    job = jobs.submit("long", _slow_count, 10_000, delay=0.01)
+    qtbot.wait(30)
+    jobs.shutdown()
+    assert not live_running_threads()
+    assert job.state == "cancelled"
+    assert jobs.submit("long", _slow_count, 1) is None  # closed for business
+
+
+def test_streamed_chunks_arrive_in_order(qtbot, runner):
+    pieces = []
+
+    def stream(progress=None, cancel=None, chunk=None):
+        for i in range(200):
+            chunk(f"{i},")
+        return "done"
+
+    job = runner.submit("stream", stream, on_chunk=pieces.append)
+    with qtbot.waitSignal(job.finished, timeout=5_000):
+        pass
+    assert "".join(pieces) == "".join(f"{i}," for i in range(200))
+    assert len(pieces) < 200  # batched, so the GUI thread is not flooded
+    assert job.value == "done"
