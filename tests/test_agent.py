@@ -119,6 +119,17 @@ def test_run_reviewed_queries_never_regenerates_and_skips_bad_queries(pg_databas
         agent.run_reviewed_queries(["fibrosis & (lung", "the"])
 
 
+def test_check_query_validates_and_counts_without_running(pg_database) -> None:
+    db = CountingDatabase(pg_database)
+    agent = QueryAgent(db)
+    good = agent.check_query("Cystic & Fibrosis:*")
+    assert good.ok and good.normalized and "'cystic'" in good.normalized
+    assert good.matches == pg_database.count_matches("Cystic & Fibrosis:*") > 0
+    bad = agent.check_query("cystic & (fibrosis")
+    assert not bad.ok and "invalid query" in (bad.error or "") and bad.matches is None
+    assert db.called("find_abstract_ids_ranked") == [] and db.called("fetch_documents_by_ids") == []
+
+
 def test_source_filters_reach_the_database(pg_database) -> None:
     agent = QueryAgent(pg_database)
     everything = agent.run_reviewed_queries([Q_COVID], max_rows=50)
@@ -199,20 +210,8 @@ def test_cancel_stops_before_the_next_query(pg_database) -> None:
     assert [s.query for s in db_calls] == [Q_CF]
 
 
-def _cli(argv: list[str]) -> int:
-    """Run ``kmds-desktop literature ...`` through the literature area's own parser registration."""
-    import argparse
-
-    from kmds_desktop.literature.cli import register
-
-    parser = argparse.ArgumentParser(prog="kmds-desktop")
-    register(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(argv)
-    return int(args.func(args) or 0)
-
-
 def test_cli_search_json(pg_dsn, capsys, data_home) -> None:
-    main = _cli
+    from kmds_desktop.cli import main
 
     code = main(["literature", "search", QUESTION, "--models", "builtin:keywords", "--queries-per-model", "3",
                  "--max-rows", "5", "--dsn", pg_dsn, "--json"])

@@ -124,7 +124,8 @@ def test_cli_json_and_text(kmds_data: Path, index_dir: Path) -> None:
                         "--persist-dir", str(index_dir))
     assert code == 0
     data = json.loads(out)
-    assert {"answer", "intent_class", "route_explanation", "results", "fallback_reason", "backend"} <= data.keys()
+    keys = {"answer", "intent_class", "route_explanation", "results", "fallback_reason", "backend"}
+    assert keys <= data.keys()
     assert data["backend"] == "offline" and data["intent_class"] == "exploratory_search"
     assert data["results"][0]["iri"].startswith("http://test.org/kmds/kmds.owl#")
     code, out, _ = _cli("ask", kb, "ticket resolution time", "--backend", "offline", "--persist-dir",

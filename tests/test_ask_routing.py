@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kmds_desktop.ask import INTENT_CLASSES, OrchestratorRoute, RouteError, parse_route, routing_prompt
-from kmds_desktop.ask.answers import clean_citations, cited_numbers, extractive_answer, synthesis_prompt
+from kmds_desktop.ask.answers import cited_numbers, clean_citations, extractive_answer, synthesis_prompt
 from kmds_desktop.ask.catalog import ROUTES
 from kmds_desktop.search import OrchestratorResult, SearchFilters, SearchOrchestrator
 
@@ -83,20 +83,21 @@ def test_route_with_filters_copy() -> None:
     assert edited.filters.finding_seq_min == 2 and route.filters.finding_seq_min is None
 
 
+DQ, MC = "Data Quality Observation", "Modelling Choice Observation"
 RECORDS = [
-    {"iri": "http://x#a", "finding": "Missing values in ticket dates.", "obs_type": "Data Quality Observation",
+    {"iri": "http://x#a", "finding": "Missing values in ticket dates.", "obs_type": DQ,
      "category": "exploratory", "workflow_name": "wf", "finding_seq": 1, "intent": None},
-    {"iri": "http://x#b", "finding": "Random forest chosen. " * 30, "obs_type": "Modelling Choice Observation",
+    {"iri": "http://x#b", "finding": "Random forest chosen. " * 30, "obs_type": MC,
      "category": "modelling_choice", "workflow_name": "wf", "finding_seq": 2, "intent": "MODEL_SELECTION"},
-    {"iri": "http://x#c", "finding": "Only Q2 tickets are relevant.", "obs_type": "Data Quality Observation",
+    {"iri": "http://x#c", "finding": "Only Q2 tickets are relevant.", "obs_type": DQ,
      "category": "exploratory", "workflow_name": "", "finding_seq": None, "intent": None},
 ]
 
 
 def test_synthesis_prompt_numbers_records_in_result_order() -> None:
     prompt = synthesis_prompt("What was found?", RECORDS)
-    assert prompt.index("[1] (Data Quality Observation") < prompt.index("[2] (Modelling Choice") < prompt.index(
-        "[3] (Data Quality")
+    first, second = prompt.index("[1] (Data Quality Observation"), prompt.index("[2] (Modelling Choice")
+    assert first < second < prompt.index("[3] (Data Quality")
     assert "intent MODEL_SELECTION" in prompt and "ONLY the numbered records" in prompt
 
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
 import pytest
 
+from kmds_desktop.cli import main
 from kmds_desktop.index import DEFAULT_MODEL, embeddings, store
-from kmds_desktop.index.cli import register
 
 
 @pytest.fixture(scope="session")
@@ -18,10 +17,8 @@ def embedding_model():
 
 
 def run_cli(*argv: str) -> int:
-    parser = argparse.ArgumentParser(prog="kmds-desktop")
-    register(parser.add_subparsers())
-    args = parser.parse_args(["index", *argv])
-    return int(args.func(args))
+    """The real entry point, as ``kmds-desktop index ...`` runs it."""
+    return main(["index", *argv])
 
 
 def test_build_then_query(

@@ -167,7 +167,8 @@ def test_filters(tmp_path: Path, exp_kb, embedding_model) -> None:
     assert {h["iri"] for h in by_wf} == {o.iri for o in exp_kb.observations if workflow in o.workflows}
 
     both = index.search("observation", n_results=50, category="data_representation", workflow=workflow)
-    assert both and all(h["category"] == "data_representation" and h["workflow_name"] == workflow for h in both)
+    assert both
+    assert all(h["category"] == "data_representation" and h["workflow_name"] == workflow for h in both)
 
     assert index.search("observation", obs_type="no such type") == []
     assert index.search("observation", workflow="no such workflow") == []
@@ -228,13 +229,15 @@ def test_progress_and_cancel_between_batches(
 
     with pytest.raises(Cancelled):
         index.build_from_onto(exp_kb, progress=progress, cancel=token)
-    assert index.count() == 8  # one batch stored, then stopped
+    stored = index.count()  # the batches embedded before the cancel are kept, the rest is not done
+    assert 8 <= stored <= 16
 
     steps: list[tuple[int, int | None]] = []
     report = index.build_from_onto(exp_kb, progress=lambda d, t, m: steps.append((d, t)))
-    assert report.embedded == 22 and report.unchanged == 8
-    done = [d for d, t in steps if t == 22]
-    assert done == sorted(done) and done[-1] == 22 and len(done) >= 3
+    assert report.embedded == 30 - stored and report.unchanged == stored
+    done = [d for d, t in steps if t == report.embedded]
+    assert done == sorted(done) and done[-1] == report.embedded and len(done) >= 3
+    assert index.count() == 30
 
     search_steps: list[int] = []
     assert index.search("data", progress=lambda d, t, m: search_steps.append(d))

@@ -6,12 +6,12 @@ import argparse
 from pathlib import Path
 
 import pytest
+from support.chroma import ChromaServer, chroma_server  # noqa: F401 - fixture
 
 from kmds_desktop.config import Settings, save_settings
 from kmds_desktop.index import DEFAULT_MODEL, SemanticIndex, embeddings
 from kmds_desktop.index.cli import register
 from kmds_desktop.index.factory import open_index
-from support.chroma import ChromaServer, chroma_server  # noqa: F401 - fixture
 
 
 @pytest.fixture(scope="session")

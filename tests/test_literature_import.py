@@ -11,7 +11,7 @@ import pytest
 
 from kmds_desktop.literature.errors import ImportFileError
 from kmds_desktop.literature.importers import read_records
-from kmds_desktop.tasks import CancelToken, Cancelled
+from kmds_desktop.tasks import Cancelled, CancelToken
 
 
 def _first_lines(src: Path, dst: Path, n: int) -> Path:

@@ -21,7 +21,7 @@ from kmds_desktop.literature.errors import (
     QueryCancelled,
     QueryTimeout,
 )
-from kmds_desktop.tasks import CancelToken, Cancelled
+from kmds_desktop.tasks import Cancelled, CancelToken
 
 INJECTIONS = [
     "'; DROP TABLE document; --",

@@ -9,7 +9,7 @@ import pytest
 
 from kmds_desktop.literature import LiteratureDatabase
 from kmds_desktop.literature.errors import InvalidQuery, LiteratureError
-from kmds_desktop.tasks import CancelToken, Cancelled
+from kmds_desktop.tasks import Cancelled, CancelToken
 
 
 def _sql(db: LiteratureDatabase, sql: str, params: tuple = ()) -> list[tuple]:
@@ -43,7 +43,8 @@ def test_ranking_matches_ts_rank_cd_with_id_tiebreak(pg_database):
     assert [i for i, _ in ranked] == [r[0] for r in expected]
     for (id_a, rank_a), (id_b, rank_b) in zip(ranked, ranked[1:], strict=False):
         assert rank_a > rank_b or (rank_a == rank_b and id_a < id_b)
-    assert pg_database.find_abstract_ids("cancer & (therapy | treatment)", max_rows=40) == {i for i, _ in ranked}
+    as_set = pg_database.find_abstract_ids("cancer & (therapy | treatment)", max_rows=40)
+    assert as_set == {i for i, _ in ranked}
 
 
 def test_paging_by_offset_is_stable_and_complete(pg_database):
@@ -68,7 +69,8 @@ def test_source_flags_filter_by_source_name(pg_database):
     # medRxiv is absent: its flag alone filters to nothing, never to everything
     assert pg_database.find_abstract_ids(query, use_pubmed=False, use_others=False) == set()
     assert pg_database.count_matches(query, use_pubmed=False, use_others=False) == 0
-    assert pg_database.find_abstract_ids(query, use_pubmed=False, use_medrxiv=False, use_others=False) == set()
+    nothing = pg_database.find_abstract_ids(query, use_pubmed=False, use_medrxiv=False, use_others=False)
+    assert nothing == set()
 
 
 def test_date_filters_include_partial_dates(pg_database):

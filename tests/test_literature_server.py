@@ -131,11 +131,13 @@ def test_external_settings_mode_reads_the_password_from_the_environment(pg_exter
 BMLIBRARIAN_DDL = """
 CREATE TABLE sources (id serial PRIMARY KEY, name text UNIQUE NOT NULL, url text, is_reputable boolean,
                       is_free boolean);
-CREATE TABLE document (id serial PRIMARY KEY, source_id integer REFERENCES sources(id), external_id text NOT NULL,
-  doi text, title text, abstract text, authors text[], publication text, publication_date date, mesh_terms text[],
-  keywords text[], url text, withdrawn_date date, augmented_keywords text[],
-  search_vector tsvector GENERATED ALWAYS AS (setweight(to_tsvector('english', coalesce(title,'')),'A') ||
-                                              setweight(to_tsvector('english', coalesce(abstract,'')),'B')) STORED,
+CREATE TABLE document (id serial PRIMARY KEY, source_id integer REFERENCES sources(id),
+  external_id text NOT NULL, doi text, title text, abstract text, authors text[], publication text,
+  publication_date date, mesh_terms text[], keywords text[], url text, withdrawn_date date,
+  augmented_keywords text[],
+  search_vector tsvector GENERATED ALWAYS AS (
+    setweight(to_tsvector('english', coalesce(title,'')),'A') ||
+    setweight(to_tsvector('english', coalesce(abstract,'')),'B')) STORED,
   UNIQUE (source_id, external_id));
 CREATE INDEX idx_document_search_vector ON document USING gin (search_vector);
 INSERT INTO sources (name) VALUES ('pubmed'), ('medrxiv'), ('other');
@@ -189,12 +191,14 @@ def test_schema_upgrades_apply_in_order(pg_external, monkeypatch):
             conn.execute(statement)
         conn.execute(f"INSERT INTO {VERSION_TABLE} (version, description) VALUES (1, 'v1')")
     monkeypatch.setenv("KMDS_DESKTOP_DB_PASSWORD", password)
-    db = open_database(f"host=127.0.0.1 port={pg_external['server'].tcp_port} dbname=upgrade_me user=postgres")
+    port = pg_external["server"].tcp_port
+    db = open_database(f"host=127.0.0.1 port={port} dbname=upgrade_me user=postgres")
     try:
         assert db.schema_version == 2 and db.schema_owner == "app"
     finally:
         db.close()
     with psycopg.connect(**{**admin, "dbname": "upgrade_me"}, password=password) as conn:
-        versions = conn.execute(f"SELECT version FROM {VERSION_TABLE} ORDER BY applied_at, version").fetchall()
+        versions = conn.execute(
+            f"SELECT version FROM {VERSION_TABLE} ORDER BY applied_at, version").fetchall()
         assert [v[0] for v in versions] == [1, 2]
         assert conn.execute("SELECT to_regclass('idx_document_publication_date')").fetchone()[0]

@@ -32,6 +32,7 @@ from kmds_desktop.ask.answers import (
     offline_heading,
     synthesis_prompt,
 )
+from kmds_desktop.ask.catalog import ROUTE_BY_INTENT
 from kmds_desktop.ask.models import OrchestratorResult, OrchestratorRoute
 from kmds_desktop.ask.offline_router import route_offline
 from kmds_desktop.ask.routing import RouteError, parse_route, routing_prompt
@@ -285,24 +286,42 @@ class SearchOrchestrator:
             if not described:
                 return self._semantic(question, qvec), ("empty_template", "the semantic search found nothing")
             candidates = TEMPLATES["all_observations_search"](self.kb, filters)
-            return (self._rank(question, qvec, candidates),
+            return (self._rank(question, qvec, candidates, None, filters),
                     ("empty_filtered", f"no observation matches the filters ({described})"))
         template = TEMPLATES[route.intent_class]
         candidates = template(self.kb, filters)
         where = f" with the filters ({described})" if described else ""
-        return (self._rank(question, qvec, candidates),
+        category = ROUTE_BY_INTENT[route.intent_class].category
+        return (self._rank(question, qvec, candidates, category, filters),
                 ("empty_template", f"the template {route.intent_class} found no observations{where}"))
 
-    def _rank(self, question: str, qvec: Any, observations: list[Observation]) -> list[dict[str, Any]]:
-        """Template records ordered by similarity to the question (stored vectors), best ``n_results``."""
+    def _rank(self, question: str, qvec: Any, observations: list[Observation], category: str | None,
+              filters: SearchFilters) -> list[dict[str, Any]]:
+        """Template records ordered by similarity to the question, best ``n_results``.
+
+        When the template holds more records than wanted and its filters are ones the index can
+        apply too (category, type), one filtered index query yields the best ones at the cost of a
+        bare search; otherwise (a sequence or keyword filter, few records, or too few hits) the
+        records are ranked exactly from their stored vectors.
+        """
         if not observations:
             return []
         by_iri = {o.iri: o for o in observations}
-        texts = {o.iri: o.finding for o in observations if o.finding.strip()}
-        kwargs: dict[str, Any] = {"kb_id": self.kb_id, "texts": texts}
-        if qvec is not None and _accepts(self.index.rank, "query_vector"):
-            kwargs["query_vector"] = qvec
-        ranked = self.index.rank(question, list(by_iri), **kwargs)
+        ranked: list[tuple[str, float]] | None = None
+        index_sees_all = (filters.finding_seq_min is None and filters.finding_seq_max is None
+                          and not filters.keyword)
+        if len(by_iri) > self.n_results and index_sees_all:
+            hits = self._search(question, qvec, self.n_results + len(self.kb.workflows),
+                                category=category, obs_type=filters.obs_type_filter)
+            picked = [(str(h["iri"]), float(h["distance"])) for h in hits if h.get("iri") in by_iri]
+            if len(picked) >= self.n_results:
+                ranked = picked[: self.n_results]
+        if ranked is None:
+            texts = {o.iri: o.finding for o in observations if o.finding.strip()}
+            kwargs: dict[str, Any] = {"kb_id": self.kb_id, "texts": texts}
+            if qvec is not None and _accepts(self.index.rank, "query_vector"):
+                kwargs["query_vector"] = qvec
+            ranked = self.index.rank(question, list(by_iri), **kwargs)
         out = [_observation_result(by_iri[iri], dist, "template") for iri, dist in ranked if iri in by_iri]
         if len(out) < self.n_results:  # records without text cannot be ranked: keep them, last
             seen = {r["iri"] for r in out}
@@ -311,12 +330,16 @@ class SearchOrchestrator:
             r["kb_id"] = self.kb_id
         return out[: self.n_results]
 
-    def _semantic(self, question: str, qvec: Any) -> list[dict[str, Any]]:
-        """Semantic search of this KB's index entries; observations only, enriched from the KB."""
-        kwargs: dict[str, Any] = {"kb_id": self.kb_id}
+    def _search(self, question: str, qvec: Any, n: int, **filters: Any) -> list[dict[str, Any]]:
+        """``index.search`` on this KB only, passing the question's vector when the index takes it."""
+        kwargs: dict[str, Any] = {"kb_id": self.kb_id, **{k: v for k, v in filters.items() if v}}
         if qvec is not None and _accepts(self.index.search, "query_vector"):
             kwargs["query_vector"] = qvec
-        hits = self.index.search(question, n_results=self.n_results + len(self.kb.workflows), **kwargs)
+        return self.index.search(question, n_results=max(1, n), **kwargs)
+
+    def _semantic(self, question: str, qvec: Any) -> list[dict[str, Any]]:
+        """Semantic search of this KB's index entries; observations only, enriched from the KB."""
+        hits = self._search(question, qvec, self.n_results + len(self.kb.workflows))
         out = []
         for hit in hits:
             obs = self.kb.observation(str(hit.get("iri", "")))

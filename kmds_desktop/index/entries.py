@@ -117,17 +117,14 @@ def make_entries(source: SourceKB, model_name: str) -> list[Entry]:
         text = (wf.description or "").strip()
         if not text:
             continue
+        # Few metadata keys: each one is a row in ChromaDB's SQLite store, written per entry.
         meta: dict[str, Any] = {
             "kb_id": source.kb_id,
-            "kind": "workflow",
             "iri": wf.iri,
-            "name": wf.name,
             "category": WORKFLOW_CATEGORY,
             "obs_type": wf.kind or "Workflow",
             "workflow_name": wf.name,
-            "workflows": wf.name,
             "finding_seq": WORKFLOW_SEQ,
-            "file_order": -1,
             WORKFLOW_FLAG_PREFIX + wf.name: True,
         }
         entries.append(_finish(entry_id(source.kb_id, "wf", wf.iri), text, meta, model_name))
@@ -137,14 +134,10 @@ def make_entries(source: SourceKB, model_name: str) -> list[Entry]:
             continue
         meta = {
             "kb_id": source.kb_id,
-            "kind": "observation",
             "iri": obs.iri,
-            "name": obs.name,
             "category": obs.category,
             "obs_type": obs.obs_type or "",
             "workflow_name": obs.workflows[0] if obs.workflows else "",
-            "workflows": "; ".join(obs.workflows),
-            "file_order": int(obs.file_order),
         }
         if obs.finding_seq is not None:
             meta["finding_seq"] = int(obs.finding_seq)

@@ -11,11 +11,13 @@ The interface follows the KMDS search module's ``SemanticIndex`` (``build``, ``b
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import threading
 import time
 import uuid
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -174,6 +176,12 @@ class SemanticIndex:
     def _embed_and_store(
         self, pending: list[entries.Entry], progress: ProgressFn | None, cancel: CancelToken | None
     ) -> None:
+        """Embed ``pending`` step by step; each step is written while the next one is embedded.
+
+        Writing overlaps embedding on a single writer thread (at most one write in flight), so the
+        store's cost hides behind the model's. On cancel or error the write in flight finishes
+        first, so what is stored always matches its content hash.
+        """
         total = len(pending)
         if total == 0:
             return
@@ -181,18 +189,34 @@ class SemanticIndex:
         pending = sorted(pending, key=lambda e: len(e.text))
         report(progress, 0, total, f"embedding {total} texts")
         done = 0
-        for start in range(0, total, BUILD_CHUNK):
-            check(cancel)
-            part = pending[start : start + BUILD_CHUNK]
-            vectors = embeddings.encode([e.text for e in part], self.model_name)
-            self._collection.upsert(
-                ids=[e.id for e in part],
-                embeddings=vectors,
-                documents=[e.text for e in part],
-                metadatas=[e.metadata for e in part],
-            )
-            done += len(part)
-            report(progress, done, total, f"embedded {done} of {total}")
+        in_flight: Future[None] | None = None
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kmds-index-writer") as writer:
+            try:
+                for start in range(0, total, BUILD_CHUNK):
+                    check(cancel)
+                    part = pending[start : start + BUILD_CHUNK]
+                    vectors = embeddings.encode([e.text for e in part], self.model_name)
+                    if in_flight is not None:
+                        in_flight.result()
+                        done += BUILD_CHUNK
+                        report(progress, done, total, f"embedded {done} of {total}")
+                    in_flight = writer.submit(self._write, part, vectors)
+                if in_flight is not None:
+                    in_flight.result()
+                    in_flight = None
+                    done = total
+                    report(progress, done, total, f"embedded {done} of {total}")
+            finally:
+                if in_flight is not None and not in_flight.done():
+                    concurrent.futures.wait([in_flight])
+
+    def _write(self, part: list[entries.Entry], vectors: Any) -> None:
+        self._collection.upsert(
+            ids=[e.id for e in part],
+            embeddings=vectors,
+            documents=[e.text for e in part],
+            metadatas=[e.metadata for e in part],
+        )
 
     def _stored_hashes(self, kb_id: str) -> dict[str, tuple[str, str]]:
         """``{id: (content_hash, meta_hash)}`` of every stored entry of ``kb_id``."""

@@ -242,6 +242,36 @@ class QueryAgent:
             raise QueryAgentError("the review left no query to run")
         return kept
 
+    # --- the review table's checks -----------------------------------------------------------------
+    def check_query(self, query: str, use_pubmed: bool = True, use_medrxiv: bool = True,
+                    use_others: bool = True, from_date: date | None = None, to_date: date | None = None,
+                    *, cancel: CancelToken | None = None) -> QueryRunStats:
+        """Validate one (possibly edited) query and count its matches, without fetching anything.
+
+        For the review table: ``error`` is the server's explanation of an invalid query, ``normalized``
+        how PostgreSQL reads a valid one (stemmed lexemes), ``matches`` how many documents it finds.
+        """
+        if self.database is None:
+            raise QueryAgentError("no literature database is open: open one before checking queries")
+        stat = QueryRunStats(index=0, query=(query or "").strip())
+        start = time.perf_counter()
+        try:
+            valid, normalized = self.database.validate_tsquery(stat.query)
+            if not valid:
+                stat.error = f"invalid query: {normalized}"
+                return stat
+            stat.normalized = normalized
+            stat.matches = int(self.database.count_matches(
+                stat.query, use_pubmed=use_pubmed, use_medrxiv=use_medrxiv, use_others=use_others,
+                from_date=from_date, to_date=to_date, cancel=cancel))
+        except Cancelled:
+            raise
+        except LiteratureError as err:
+            stat.error = str(err)
+        finally:
+            stat.time_s = time.perf_counter() - start
+        return stat
+
     # --- running a reviewed list --------------------------------------------------------------------
     def run_reviewed_queries(
         self, queries: Sequence[str], max_rows: int = 100, use_pubmed: bool = True,

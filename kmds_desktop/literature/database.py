@@ -49,6 +49,7 @@ import contextlib
 import datetime as dt
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -70,13 +71,15 @@ from kmds_desktop.tasks import CancelToken, ProgressFn, check, report
 log = logging.getLogger(__name__)
 
 EMBEDDED_DBNAME = "kmds_literature"
+#: How long the source list is reused before it is read again (sources change only on import).
+SOURCES_TTL_S = 30.0
 T = TypeVar("T")
 
 __all__ = ["LiteratureDatabase", "MatchCount", "open_database", "open_embedded"]
 
 
 class MatchCount(int):
-    """A number of matches; ``estimated`` is True when it is the planner's estimate (exact count timed out)."""
+    """A number of matches; ``estimated`` is True for the planner's estimate (the exact count timed out)."""
 
     estimated: bool
 
@@ -156,6 +159,7 @@ class LiteratureDatabase:
         self._closed = False
         self.schema_version: int | None = None
         self.schema_owner = "app"
+        self._sources_cache: tuple[float, list[tuple[int, str]]] | None = None
 
     # -- connection handling ---------------------------------------------------------------
     @property
@@ -236,6 +240,8 @@ class LiteratureDatabase:
                         )
                     ) from None
                 raise LiteratureError(self._redact(f"database error on {self.display_name}: {err}")) from None
+            except psycopg.Error as err:
+                raise LiteratureError(self._redact(f"database error on {self.display_name}: {err}")) from None
             finally:
                 with self._active_guard:
                     self._active = None
@@ -277,10 +283,17 @@ class LiteratureDatabase:
         self.schema_owner = state.owner
 
     # -- sources -----------------------------------------------------------------------------
-    def sources(self) -> list[tuple[int, str]]:
-        """All sources as (id, name)."""
-        return self._run(lambda c: [(int(r[0]), str(r[1])) for r in c.execute(
+    def sources(self, *, fresh: bool = False) -> list[tuple[int, str]]:
+        """All sources as (id, name); the list is reused for ``SOURCES_TTL_S`` seconds (and re-read
+        after every import made through this object) to spare searches a round trip."""
+        cached = self._sources_cache
+        now = time.monotonic()
+        if not fresh and cached is not None and now - cached[0] < SOURCES_TTL_S:
+            return list(cached[1])
+        rows = self._run(lambda c: [(int(r[0]), str(r[1])) for r in c.execute(
             "SELECT id, name FROM sources ORDER BY id").fetchall()])
+        self._sources_cache = (now, rows)
+        return list(rows)
 
     def resolve_source_ids(self, use_pubmed: bool = True, use_medrxiv: bool = True,
                            use_others: bool = True) -> list[int]:
@@ -371,7 +384,7 @@ class LiteratureDatabase:
         *,
         cancel: CancelToken | None = None,
     ) -> set[int]:
-        """The ids of the best ``max_rows`` matches after ``offset`` (see :meth:`find_abstract_ids_ranked`)."""
+        """Ids of the best ``max_rows`` matches after ``offset`` (see :meth:`find_abstract_ids_ranked`)."""
         return {
             doc_id
             for doc_id, _ in self.find_abstract_ids_ranked(
@@ -530,6 +543,7 @@ class LiteratureDatabase:
 
         if isinstance(paths, (str, Path)):
             paths = [paths]
+        self._sources_cache = None
         conn = self._connect()
         try:
             return import_paths(conn, [Path(p) for p in paths], progress=progress, cancel=cancel,
@@ -539,6 +553,7 @@ class LiteratureDatabase:
                 self._redact(f"lost the connection to {self.display_name} during import: {err}")
             ) from None
         finally:
+            self._sources_cache = None
             with contextlib.suppress(Exception):
                 conn.close()
 
@@ -648,7 +663,8 @@ def open_database(dsn: str | None = None, *, settings: Any | None = None) -> Lit
     if dsn is not None:
         db = _external(dsn, timeout)
     elif getattr(settings, "mode", "embedded") == "external":
-        info = {"host": settings.host, "port": settings.port, "dbname": settings.dbname, "user": settings.user}
+        info = {"host": settings.host, "port": settings.port, "dbname": settings.dbname,
+                "user": settings.user}
         password = secrets.db_password(settings.user, settings.host)
         db = LiteratureDatabase(info, password=password, statement_timeout_ms=timeout, mode="external")
     else:
@@ -694,11 +710,14 @@ def _embedded(timeout: int, root: Path | None = None) -> LiteratureDatabase:
     admin = server.conninfo("postgres")
     try:
         with psycopg.connect(**admin, autocommit=True, connect_timeout=10) as conn:  # type: ignore[arg-type]
-            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (EMBEDDED_DBNAME,)).fetchone()
+            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s",
+                                  (EMBEDDED_DBNAME,)).fetchone()
             if not exists:
                 with contextlib.suppress(psycopg.errors.DuplicateDatabase):
                     conn.execute(f"CREATE DATABASE {EMBEDDED_DBNAME}")  # constant name
     except psycopg.OperationalError as err:
-        raise DatabaseUnavailable(f"cannot reach the embedded PostgreSQL ({server.describe()}): {err}") from None
+        raise DatabaseUnavailable(
+            f"cannot reach the embedded PostgreSQL ({server.describe()}): {err}"
+        ) from None
     info = server.conninfo(EMBEDDED_DBNAME)
     return LiteratureDatabase(info, statement_timeout_ms=timeout, server=server, mode="embedded")

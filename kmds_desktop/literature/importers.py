@@ -63,7 +63,7 @@ class Note:
 
 
 def detect_format(path: Path) -> str:
-    """``jsonl``, ``medline`` or ``pubmedqa`` from the file name (``.gz`` allowed) and, for ``.json``, content."""
+    """``jsonl``, ``medline`` or ``pubmedqa`` from the file name (a ``.gz`` suffix is allowed)."""
     name = path.name.lower()
     if name.endswith(".gz"):
         name = name[:-3]
@@ -185,7 +185,8 @@ def _jsonl_record(data: Any) -> Record:
     if not isinstance(data, dict):
         raise ValueError("a record must be a JSON object")
     rec_id = _clean(data.get("id"))
-    source = (_clean(data.get("source")) or (rec_id.split(":", 1)[0] if rec_id and ":" in rec_id else "")).lower()
+    prefix = rec_id.split(":", 1)[0] if rec_id and ":" in rec_id else ""
+    source = (_clean(data.get("source")) or prefix).lower()
     pmid = _clean(data.get("pmid"))
     if source == "pubmed" or (not source and pmid):
         source = "pubmed"
@@ -314,7 +315,8 @@ def read_medline_xml(path: Path) -> Iterator[Record | BadRecord | Note]:
                     continue
                 stack.pop()
                 parent = stack[-1] if stack else None
-                if el.tag == "PubmedArticle" or (el.tag == "MedlineCitation" and parent == "MedlineCitationSet"):
+                standalone = el.tag == "MedlineCitation" and parent == "MedlineCitationSet"
+                if el.tag == "PubmedArticle" or standalone:
                     count += 1
                     mc = el if el.tag == "MedlineCitation" else el.find("MedlineCitation")
                     pmid = _clean(mc.findtext("PMID")) if mc is not None else None
@@ -332,11 +334,13 @@ def read_medline_xml(path: Path) -> Iterator[Record | BadRecord | Note]:
                     yield BadRecord(f"record {count}", "PubMed book records are not imported")
                     el.clear()
                 elif el.tag == "DeleteCitation":
-                    yield Note(f"{len(el.findall('PMID'))} DeleteCitation PMID(s) listed; deletions are not applied")
+                    count_deleted = len(el.findall("PMID"))
+                    yield Note(f"{count_deleted} DeleteCitation PMID(s) listed; deletions are not applied")
                     el.clear()
         except ParseError as err:
-            raise ImportFileError(f"{path}: not well-formed XML ({err}); nothing from this file was imported") \
-                from None
+            raise ImportFileError(
+                f"{path}: not well-formed XML ({err}); nothing from this file was imported"
+            ) from None
         except ImportFileError:
             raise
         except _READ_ERRORS as err:

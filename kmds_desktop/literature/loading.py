@@ -93,8 +93,9 @@ def _merge_expr(col: str) -> str:
         return f"CASE WHEN cardinality({new}) > 0 THEN {new} ELSE {old} END"
     if col == "publication_date":
         return (f"CASE WHEN {new} IS NULL THEN {old} WHEN {old} IS NOT NULL AND {new} IN "
-                f"(date_trunc('year', {old})::date, date_trunc('month', {old})::date) THEN {old} ELSE {new} END")
-    return f"COALESCE(NULLIF({new}, ''), {old})" if col not in ("publication_date",) else new
+                f"(date_trunc('year', {old})::date, date_trunc('month', {old})::date) "
+                f"THEN {old} ELSE {new} END")
+    return f"COALESCE(NULLIF({new}, ''), {old})"
 
 
 _UPSERT_SQL = (
@@ -119,13 +120,14 @@ def _source_ids(conn: psycopg.Connection, keys: list[str]) -> dict[str, int]:
     for key in keys:
         name, url = KNOWN_SOURCES.get(key, (key, None))
         row = conn.execute(
-            "SELECT id FROM sources WHERE lower(name) = lower(%s) OR lower(name) = lower(%s) ORDER BY id LIMIT 1",
+            "SELECT id FROM sources WHERE lower(name) = lower(%s) OR lower(name) = lower(%s) "
+            "ORDER BY id LIMIT 1",
             (name, key),
         ).fetchone()
         if row is None:
             row = conn.execute(
-                "INSERT INTO sources (name, url) VALUES (%s, %s) ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name "
-                "RETURNING id",
+                "INSERT INTO sources (name, url) VALUES (%s, %s) "
+                "ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name RETURNING id",
                 (name, url),
             ).fetchone()
         assert row is not None
@@ -146,8 +148,8 @@ def import_file(conn: psycopg.Connection, path: Path, *, progress: ProgressFn | 
         with conn.transaction():
             conn.execute(
                 f"CREATE TEMP TABLE IF NOT EXISTS {_STAGING} (seq bigint, source text, external_id text, "
-                "doi text, title text, abstract text, authors text[], publication text, publication_date date, "
-                "mesh_terms text[], keywords text[], url text) ON COMMIT DELETE ROWS"
+                "doi text, title text, abstract text, authors text[], publication text, "
+                "publication_date date, mesh_terms text[], keywords text[], url text) ON COMMIT DELETE ROWS"
             )
             conn.execute(f"TRUNCATE {_STAGING}")
             sources: set[str] = set()
@@ -188,8 +190,9 @@ def import_file(conn: psycopg.Connection, path: Path, *, progress: ProgressFn | 
     except psycopg.errors.QueryCanceled:
         if cancel is not None and cancel.cancelled:
             raise Cancelled(f"import of {path} cancelled; nothing from it was written") from None
-        raise LiteratureError(f"import of {path} ran longer than the statement timeout; nothing was written") \
-            from None
+        raise LiteratureError(
+            f"import of {path} ran longer than the statement timeout; nothing was written"
+        ) from None
     finally:
         if remove is not None:
             remove()

@@ -183,14 +183,12 @@ def _repair(tokens: list[tuple[str, str]]) -> list[tuple[str, str]]:
             depth -= 1
         out.pop()
     out.extend([("rpar", ")")] * max(depth, 0))
-    return _drop_empty_groups(out)
+    return _require_term(out)
 
 
-def _drop_empty_groups(tokens: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    text_kinds = [k for k, _ in tokens]
-    if "term" not in text_kinds:
-        return []
-    return tokens
+def _require_term(tokens: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Operators and parentheses without a single term are no query."""
+    return tokens if any(kind == "term" for kind, _ in tokens) else []
 
 
 def _render(tokens: list[tuple[str, str]]) -> str:

@@ -63,6 +63,7 @@ def run_app(kb_file: str | None = None) -> int:
     path, note = initial_kb_path(settings, kb_file)
     window.show()
     QTimer.singleShot(0, window, lambda: window.open_kb(path, note=note))
+    QTimer.singleShot(0, window, window.warm_up)
 
     closed = asyncio.Event()
     app.aboutToQuit.connect(closed.set)

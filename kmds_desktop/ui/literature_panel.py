@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QItemSelectionModel, QModelIndex, QSortFilterProxyModel, Qt, QTimer, Signal
-from PySide6.QtGui import QDragEnterEvent, QDropEvent
+from PySide6.QtGui import QDragEnterEvent, QDropEvent, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QFileDialog,
@@ -181,7 +181,11 @@ class LiteraturePanel(QWidget):
         self.add_button.setToolTip("Add a hand-written query and start editing it")
         self.add_button.clicked.connect(self.add_query)
         self.remove_button = QPushButton("Remove")
+        self.remove_button.setToolTip("Remove the selected queries (Delete)")
         self.remove_button.clicked.connect(self.remove_selected)
+        delete = QShortcut(QKeySequence(QKeySequence.StandardKey.Delete), self.review_view)
+        delete.setContext(Qt.ShortcutContext.WidgetShortcut)
+        delete.activated.connect(self.remove_selected)
         self.all_button = QPushButton("Tick all")
         self.all_button.clicked.connect(lambda: self.review.set_all_included(True))
         self.none_button = QPushButton("Tick none")

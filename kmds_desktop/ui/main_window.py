@@ -93,6 +93,25 @@ def _index_kb(
     return index_holder["index"].build_from_onto(kb, progress=progress, cancel=cancel)
 
 
+def warm_up_libraries(model_name: str, *, progress: Any = None, cancel: Any = None) -> str:
+    """Import the heavy libraries (torch, sentence-transformers, ChromaDB) and load the embedding model.
+
+    Their first import holds Python's GIL for up to half a second at a time, which would freeze the
+    window if it happened in the middle of the user's work; done once right after start-up, it is
+    over before the first question.
+    """
+    if progress:
+        progress(0, 2, "loading the embedding libraries")
+    import chromadb  # noqa: F401 - imported for its one-time start-up cost
+
+    from kmds_desktop.index import embeddings
+
+    if progress:
+        progress(1, 2, "loading the embedding model")
+    embeddings.get_model(model_name)
+    return model_name
+
+
 def _load_kb(path: str, *, progress: Any = None, cancel: Any = None) -> Any:
     from kmds_desktop.kb import load_kb
 
@@ -511,6 +530,19 @@ class MainWindow(QMainWindow):
         box.open()
 
     # -- index --
+    def warm_up(self) -> Job | None:
+        """Load the embedding stack in the background right after start-up (see warm_up_libraries)."""
+        return self.jobs.submit(
+            "warmup",
+            warm_up_libraries,
+            self.settings.index.embedding_model,
+            label="Loading the embedding model",
+            busy_cursor=False,
+            on_error=lambda exc: self.messages.show_exception(
+                exc, "The embedding model could not be loaded (semantic search will retry)"
+            ),
+        )
+
     def update_index(self) -> Job | None:
         """Bring the index up to date with the open KB on a worker (newer requests replace waiting ones)."""
         if self.kb is None:

@@ -70,6 +70,7 @@ class FakeOllama:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # small replies go out at once, not after a 40 ms delay
 
             def log_message(self, *args: Any) -> None:  # keep test output clean
                 return
