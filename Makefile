@@ -30,6 +30,11 @@ lint: $(STAMP)
 bench: $(STAMP)
 	for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
+## PNGs of the main states (KB open, an answer with citations, the review table) into docs/screenshots/.
+screenshots: $(STAMP)
+	bash scripts/sysdeps.sh screenshots
+	xvfb-run -a -s "-screen 0 1600x1000x24" $(BIN)/python scripts/screenshots.py
+
 ## Build the one-folder app bundle dist/kmds-desktop/ (PyInstaller, build_app.spec; takes minutes).
 bundle: $(STAMP)
 	PYTHON=$(BIN)/python bash scripts/build_bundle.sh

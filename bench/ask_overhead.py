@@ -69,10 +69,8 @@ def main() -> None:
     orch = SearchOrchestrator(kb, persist_dir=persist, llm_fn=stub_llm, settings=settings)
     offline = SearchOrchestrator(kb, persist_dir=persist, backend="offline", settings=settings,
                                  index=orch.index)
-    start = time.perf_counter()
     built = orch.refresh_index()
-    print(f"KB: {KB_FILE.name}, {len(kb.observations)} observations; index: {built.summary()} "
-          f"({time.perf_counter() - start:.1f} s)")
+    print(f"KB: {KB_FILE.name}, {len(kb.observations)} observations; index: {built.summary()}")
     index = orch.index
 
     def bare(question: str) -> None:

@@ -133,6 +133,10 @@ def main() -> int:
         assert with_kb, "the KB did not load"
 
         beat = Heartbeat()
+        beat.start()  # control: the same heartbeat with no job running (other load on this machine)
+        run_until(lambda: False, 3.0)
+        n_idle, worst_idle, p99_idle = beat.stop()
+
         beat.start()
         warm = window.warm_up()  # what the app does right after start-up
         run_until(lambda: warm.done, 300)
@@ -173,6 +177,8 @@ def main() -> int:
         print(f"answer by {result.backend}: {len(result.answer)} chars streamed, {streamed} LLM calls")
     print(f"jobs: {', '.join(only)}; KB of {N_OBSERVATIONS} observations indexed from scratch; "
           f"{fetched[-1]} documents fetched")
+    print(f"idle control (no job, 3 s): {n_idle} heartbeats, longest gap {worst_idle:7.1f} ms, "
+          f"p99 {p99_idle:6.1f} ms; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"start-up warm-up (once, before any work): {n_warm} heartbeats, longest gap {worst_warm:7.1f} ms, "
           f"p99 {p99_warm:6.1f} ms")
     print(f"workers:     {elapsed:6.1f} s of work, {n} heartbeats, longest gap {worst:7.1f} ms, p99 {p99:6.1f} ms")

@@ -136,3 +136,15 @@ def test_cli_json_and_text(kmds_data: Path, index_dir: Path) -> None:
 def test_cli_missing_file_is_one_line_error(tmp_path: Path) -> None:
     code, out, err = _cli("ask", str(tmp_path / "missing.xml"), "q", "--backend", "offline")
     assert code == 1 and out == "" and "missing.xml" in err and len(err.strip().splitlines()) == 1
+
+
+def test_kmds_desktop_ask_entry_point(kmds_data: Path, index_dir: Path, capsys, data_home: Path) -> None:
+    from kmds_desktop.cli import main
+
+    kb = str(kmds_data / "example_ml_kb_exp_workflow.xml")
+    code = main(["ask", kb, "How were the features engineered?", "--backend", "offline", "--json",
+                 "--persist-dir", str(index_dir)])
+    assert code == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["intent_class"] == "data_representation_search" and data["synthesis"] == "offline"
+    assert data["results"] and data["fallback_reason"] is None

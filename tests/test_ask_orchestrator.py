@@ -239,7 +239,10 @@ def test_progress_is_reported(fake_ollama, analytics_kb, index_dir) -> None:
     fake_ollama.models[MODEL] = ModelScript(replies=[scripted(route_json("exploratory_search"))])
     seen: list[tuple[int, int | None, str]] = []
     make(analytics_kb, index_dir, fake_ollama.url).ask("Data quality?", progress=lambda *a: seen.append(a))
-    assert [s[0] for s in seen] == [0, 1, 2, 3, 4] and seen[-1][1] == 4
+    steps = [s[0] for s in seen]
+    assert sorted(set(steps)) == [0, 1, 2, 3, 4]
+    assert steps == sorted(steps) and all(total == 4 for _, total, _ in seen)
+    assert all(message.startswith("preparing the index") for step, _, message in seen if step == 0)
 
 
 def test_google_backend_as_llm(analytics_kb, index_dir) -> None:
@@ -304,3 +307,34 @@ def test_index_is_per_kb_and_built_when_missing(tmp_path: Path, analytics_kb, ml
     assert rb.results and {r["kb_id"] for r in rb.results} == {ml_kb.kb_id}
     assert all(ml_kb.observation(r["iri"]).finding == r["finding"] for r in rb.results)
     assert {r["finding"] for r in ra.results}.isdisjoint(r["finding"] for r in rb.results)
+
+
+def test_template_ranking_matches_exact_ranking(kmds_data: Path, index_dir: Path) -> None:
+    """With more records than wanted, the filtered index query must give the exact top records."""
+    kb = load_kb(kmds_data / "test_kb_exp_workflow.xml")
+    def llm(prompt: str) -> str:
+        return route_json("data_representation_search") if "JSON" in prompt else "ok"
+
+    orch = SearchOrchestrator(kb, persist_dir=index_dir, settings=Settings(), n_results=4, llm_fn=llm)
+    question = "scaling numeric attributes before clustering"
+    result = orch.ask(question)
+    members = [o.iri for o in kb.observations if o.category == "data_representation"]
+    assert len(members) > 4 and result.fallback_reason is None
+    exact = orch.index.rank(question, members, kb_id=kb.kb_id)[:4]
+    assert [r["iri"] for r in result.results] == [iri for iri, _ in exact]
+    assert [r["distance"] for r in result.results] == pytest.approx([d for _, d in exact], abs=1e-4)
+
+
+def test_edited_kb_is_reindexed_and_cleared_index_rebuilt(kmds_data: Path, index_dir: Path) -> None:
+    kb = load_kb(kmds_data / "example_ml_kb_exp_workflow.xml")
+    first = SearchOrchestrator(kb, persist_dir=index_dir, backend="offline", settings=Settings())
+    first.ask("customer revenue")
+    target = next(o for o in kb.observations if o.category == "exploratory")
+    kb.update_observation(target.iri, finding="Zebra crossings dominate the pedestrian accident records.")
+    # a new orchestrator on the edited (unsaved) KB sees the edit: the index was brought up to date
+    again = SearchOrchestrator(kb, persist_dir=index_dir, backend="offline", settings=Settings())
+    hit = again.ask("pedestrian accidents at zebra crossings").results[0]
+    assert hit["iri"] == target.iri and hit["finding"].startswith("Zebra crossings")
+    # the index is emptied behind the orchestrator's back: the next question rebuilds it
+    again.index.clear(kb_id=kb.kb_id)
+    assert again.ask("pedestrian accidents at zebra crossings").results[0]["iri"] == target.iri

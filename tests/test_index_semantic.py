@@ -127,6 +127,27 @@ def test_unchanged_kb_embeds_nothing_and_edits_embed_only_changes(
     assert seqs[obs[2].iri] == 99 and obs[3].iri not in seqs
 
 
+def test_removed_metadata_does_not_linger(app_kb, embedding_model) -> None:
+    """An intent removed or a workflow left must disappear from the stored entry too."""
+    obs = next(o for o in app_kb.observations if o.intent)
+    index = SemanticIndex(None)
+    index.build_from_onto(app_kb)
+    app_kb.update_observation(obs.iri, intent=None, workflows=[])
+    assert index.build_from_onto(app_kb).metadata_updated == 1
+    hit = next(h for h in index.search(obs.finding, n_results=3) if h["iri"] == obs.iri)
+    assert "intent" not in hit and hit["workflow_name"] == ""
+    in_old_workflow = index.search(obs.finding, workflow=obs.workflows[0], n_results=20)
+    assert obs.iri not in {h["iri"] for h in in_old_workflow}
+
+    app_kb.update_observation(obs.iri, finding="A new text", intent="MODEL_SELECTION")
+    other = next(o for o in app_kb.observations if o.intent and o.iri != obs.iri)
+    app_kb.update_observation(other.iri, finding="Another new text", intent=None)
+    report = index.build_from_onto(app_kb)
+    assert report.embedded == 2
+    hits = {h["iri"]: h for h in index.search("new text", n_results=20)}
+    assert hits[obs.iri]["intent"] == "MODEL_SELECTION" and "intent" not in hits[other.iri]
+
+
 def test_several_kbs_side_by_side(tmp_path: Path, exp_kb, app_kb, embedding_model) -> None:
     persist = tmp_path / "idx"
     a = SemanticIndex(persist)
@@ -264,3 +285,12 @@ def test_rank_uses_stored_vectors(exp_kb, embedding_model) -> None:
 
     order = embeddings.rank("cats", ["a dog barks", "a kitten purrs", "stock markets fell"])
     assert order[0][0] == 1 and order[-1][0] == 2
+
+
+def test_in_memory_indexes_are_private(exp_kb, app_kb, embedding_model) -> None:
+    first, second = SemanticIndex(None), SemanticIndex(None)
+    first.build_from_onto(exp_kb)
+    second.build_from_onto(app_kb)
+    assert first.count(kb_id=ALL_KBS) == 30 and second.count(kb_id=ALL_KBS) == 10
+    first.close()
+    assert second.count() == 10

@@ -202,3 +202,46 @@ def test_schema_upgrades_apply_in_order(pg_external, monkeypatch):
             f"SELECT version FROM {VERSION_TABLE} ORDER BY applied_at, version").fetchall()
         assert [v[0] for v in versions] == [1, 2]
         assert conn.execute("SELECT to_regclass('idx_document_publication_date')").fetchone()[0]
+
+
+def _interpreter_for(user: str) -> str:
+    """A Python with this project's packages that ``user`` may execute (the venv's may live under /root)."""
+    candidates = [sys.executable, f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}"]
+    for candidate in candidates:
+        probe = subprocess.run(["runuser", "-u", user, "--", candidate, "-c", "pass"], capture_output=True)
+        if probe.returncode == 0:
+            return candidate
+    raise AssertionError(f"no Python interpreter among {candidates} can be run by {user!r}")
+
+
+def test_a_normal_user_runs_the_embedded_server_directly():
+    """As root the suite covers the unprivileged-service-user path; this covers a normal user's run."""
+    home = Path(tempfile.mkdtemp(prefix="kmds-user-test-"))
+    code = textwrap.dedent(
+        """
+        import os, psutil
+        from kmds_desktop.literature import open_database
+        db = open_database()
+        server_uid = psutil.Process(db.server.pid()).uids().real
+        print(os.geteuid(), server_uid, db.server.pgdata.stat().st_uid, db.status()["schema_version"])
+        """
+    )
+    site = next(p for p in sys.path if p.endswith("site-packages"))
+    env = {**os.environ, "KMDS_DESKTOP_HOME": str(home), "PYTHONDONTWRITEBYTECODE": "1",
+           "PYTHONPATH": f"{REPO}{os.pathsep}{site}"}
+    if os.geteuid() == 0:
+        import pwd
+
+        os.chown(home, pwd.getpwnam("nobody").pw_uid, -1)
+        home.chmod(0o755)
+        command = ["runuser", "-u", "nobody", "--", _interpreter_for("nobody"), "-c", code]
+    else:
+        command = [sys.executable, "-c", code]
+    try:
+        done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        user, server_uid, owner, version = (int(x) for x in done.stdout.split())
+        assert user != 0 and server_uid == user == owner and version == 2
+        assert not EmbeddedServer(home / "postgres").is_running()  # stopped when the process exited
+    finally:
+        shutil.rmtree(home, ignore_errors=True)

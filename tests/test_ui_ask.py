@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from PySide6.QtCore import QPoint, Qt
@@ -161,3 +162,29 @@ def test_results_model_passes_qtmodeltester(qtmodeltester):
 def test_answer_html_links_only_valid_citations():
     out = answer_html("See [1] and [3], not [0].", 2)
     assert 'href="cite:1"' in out and 'href="cite:3"' not in out and "[0]" in out
+
+
+def test_answer_html_separates_lists_from_text():
+    out = answer_html("Relevance Observation:\n- one [1]\n- two [2]\nData:\n- three [3]", 3)
+    assert out.count("<ul>") == 2 and "<p>Data:</p>" in out
+
+
+def test_cancel_from_the_progress_strip_stops_a_slow_model(qtbot, make_window, kb_path, fake_ollama):
+    route = {"intent_class": "all_observations_search", "filters": {}, "explanation": "All."}
+    fake_ollama.models["slow-llm"] = ModelScript(replies=[json.dumps(route), "late answer [1]"], delay=30)
+    settings = Settings()
+    settings.llm.backend = "ollama"
+    settings.llm.ollama_host = fake_ollama.url
+    settings.llm.ollama_model = "slow-llm"
+    window = _window(qtbot, make_window, kb_path, settings)
+    window.ask.question.setPlainText("Everything please")
+    job = window.ask.ask()
+    qtbot.waitUntil(lambda: window.progress_strip.row_for("ask") is not None, timeout=10_000)
+    assert window.progress_strip.isVisible()
+    qtbot.waitUntil(lambda: len(fake_ollama.requests_for("/api/chat")) >= 1, timeout=60_000)
+    started = time.monotonic()
+    with qtbot.waitSignal(job.finished, timeout=10_000):
+        window.progress_strip.row_for("ask").cancel_button.click()
+    assert time.monotonic() - started < 5  # the HTTP request was aborted, not waited out
+    assert job.state == "cancelled" and window.ask.state.text() == "Cancelled."
+    assert window.progress_strip.row_for("ask") is None

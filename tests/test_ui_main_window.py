@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 
 from PySide6.QtCore import QMimeData, QPoint, Qt, QUrl
-from PySide6.QtGui import QDropEvent
+from PySide6.QtGui import QAction, QDropEvent
 from PySide6.QtWidgets import QDialogButtonBox, QMessageBox
 
 from kmds_desktop import paths
@@ -169,3 +169,63 @@ def test_excepthook_shows_unexpected_errors_in_window(qtbot, make_window):
         assert "RuntimeError" in window.messages.current.details
     finally:
         uninstall_excepthook()
+
+
+def test_run_app_starts_on_qasync_opens_the_demo_kb_and_exits_cleanly(tmp_path):
+    """The real entry point in a fresh process: first run opens the demo KB; closing exits with 0."""
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from PySide6.QtCore import QTimer\n"
+        "from PySide6.QtWidgets import QApplication\n"
+        "app = QApplication(sys.argv)\n"
+        "def check():\n"
+        "    wins = [w for w in app.topLevelWidgets() if w.objectName() == 'mainWindow']\n"
+        "    if wins and wins[0].kb is not None:\n"
+        "        print('TITLE', wins[0].windowTitle(), flush=True)\n"
+        "        wins[0].close()\n"
+        "    else:\n"
+        "        QTimer.singleShot(100, check)\n"
+        "QTimer.singleShot(100, check)\n"
+        "from kmds_desktop.ui.app import run_app\n"
+        "code = run_app()\n"
+        "print('EXIT', code, flush=True)\n"
+    )
+    env = dict(os.environ, KMDS_DESKTOP_HOME=str(tmp_path / "home"), QT_QPA_PLATFORM="offscreen")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=240, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "TITLE demo_kb.xml — KMDS Desktop" in proc.stdout
+    assert "EXIT 0" in proc.stdout
+
+
+def test_index_follows_edits_incrementally(qtbot, make_window, kmds_data, tmp_path):
+    copy = tmp_path / "kb.xml"
+    shutil.copy(kmds_data / "example_ml_kb_exp_workflow.xml", copy)
+    window = make_window()  # auto_index on: load -> build, edit -> update
+    with qtbot.waitSignal(window.index_updated, timeout=120_000) as first:
+        window.open_kb(copy)
+    assert first.args[0].embedded >= len(window.kb.observations)
+    assert "indexed" in window.kb_status.text()
+    target = window.kb.observations[2]
+    window.browser.edit_observation(target.iri)
+    dialog = window.browser.active_dialog
+    dialog.finding.setPlainText("Seasonality dominates weekly sales")
+    with qtbot.waitSignal(window.index_updated, timeout=60_000) as second:
+        dialog.buttons.button(QDialogButtonBox.StandardButton.Ok).click()
+    report = second.args[0]
+    assert report.embedded == 1 and report.unchanged >= len(window.kb.observations) - 1
+    hits = window.index_holder["index"].search("weekly sales seasonality", n_results=1, kb_id=window.kb.kb_id)
+    assert hits[0]["iri"] == target.iri
+
+
+def test_help_and_preferences_open_without_blocking(qtbot, make_window):
+    window = make_window(auto_index=False)
+    for name in ("about", "shortcuts", "preferences"):
+        action = window.findChild(QAction, name)
+        action.trigger()
+        assert window.active_dialog is not None and window.active_dialog.isVisible(), name
+        window.active_dialog.close()
+        qtbot.wait(10)

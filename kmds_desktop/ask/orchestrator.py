@@ -21,6 +21,7 @@ import inspect
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -154,13 +155,21 @@ class SearchOrchestrator:
     def refresh_index(self, progress: ProgressFn | None = None, cancel: CancelToken | None = None) -> Any:
         """Bring this KB's index entries up to date (only new or changed findings are embedded)."""
         with self._lock:
+            signature = _kb_signature(self.kb)
             built = self.index.build_from_onto(self.kb, progress=progress, cancel=cancel)
+            _remember_fresh(self.index, self.kb_id, signature)
             self._index_ready = True
             return built
 
     def _ensure_index(self, progress: ProgressFn | None, cancel: CancelToken | None) -> None:
-        if not self._index_ready:
-            self.refresh_index(progress=progress, cancel=cancel)
+        """Refresh once per orchestrator, and not at all when this process already indexed this
+        exact KB content into this index (the GUI makes one orchestrator per question)."""
+        if self._index_ready:
+            return
+        if _is_fresh(self.index, self.kb_id, _kb_signature(self.kb)):
+            self._index_ready = True
+            return
+        self.refresh_index(progress=progress, cancel=cancel)
 
     # ------------------------------------------------------------------ public API
 
@@ -194,7 +203,11 @@ class SearchOrchestrator:
         backend = self.resolve_backend()
         self._llm_failure = None
         report(progress, 0, _STEPS, "preparing the index")
-        self._ensure_index(None, cancel)
+
+        def index_progress(done: int, total: int | None, message: str) -> None:
+            report(progress, 0, _STEPS, f"preparing the index: {message}")
+
+        self._ensure_index(index_progress if progress is not None else None, cancel)
         result = OrchestratorResult(answer="", intent_class="", route_explanation="", results=[],
                                     backend=backend, question=question, timings=timings)
 
@@ -340,6 +353,9 @@ class SearchOrchestrator:
     def _semantic(self, question: str, qvec: Any) -> list[dict[str, Any]]:
         """Semantic search of this KB's index entries; observations only, enriched from the KB."""
         hits = self._search(question, qvec, self.n_results + len(self.kb.workflows))
+        if not hits and self.kb.observations:  # the index was cleared behind our back: rebuild once
+            self.refresh_index()
+            hits = self._search(question, qvec, self.n_results + len(self.kb.workflows))
         out = []
         for hit in hits:
             obs = self.kb.observation(str(hit.get("iri", "")))
@@ -443,6 +459,36 @@ class AnswerStream:
         self.result.timings["synthesis"] = time.perf_counter() - t
         timings = self.result.timings
         timings["total"] = timings.get("total", 0.0) + timings["synthesis"]
+
+
+#: index object -> {kb_id: signature of the KB content last indexed into it by this process}.
+_FRESH: weakref.WeakKeyDictionary[Any, dict[str, int]] = weakref.WeakKeyDictionary()
+_FRESH_LOCK = threading.Lock()
+
+
+def _kb_signature(kb: KnowledgeBase) -> int:
+    """A cheap fingerprint of everything the index stores for a KB (texts and metadata)."""
+    return hash((
+        tuple((o.iri, o.name, o.finding, o.obs_type, o.category, o.finding_seq, o.intent, tuple(o.workflows),
+               o.file_order) for o in kb.observations),
+        tuple((w.iri, w.name, w.kind, w.description) for w in kb.workflows),
+    ))
+
+
+def _is_fresh(index: Any, kb_id: str, signature: int) -> bool:
+    with _FRESH_LOCK:
+        try:
+            return _FRESH.get(index, {}).get(kb_id) == signature
+        except TypeError:  # an index object that cannot be weakly referenced
+            return False
+
+
+def _remember_fresh(index: Any, kb_id: str, signature: int) -> None:
+    with _FRESH_LOCK:
+        try:
+            _FRESH.setdefault(index, {})[kb_id] = signature
+        except TypeError:
+            pass
 
 
 def _observation_result(obs: Observation, distance: float | None, source: str) -> dict[str, Any]:

@@ -16,6 +16,7 @@ import logging
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -102,6 +103,17 @@ class SemanticIndex:
         self.kb_id: str | None = None
         self._obs_types: dict[str, list[str]] = {}
         self._write_lock = threading.Lock()
+        # An in-memory index lives in the shared in-process client: drop it with this object.
+        self._finalizer = (
+            weakref.finalize(self, _drop_collection, self._client, self._collection_name)
+            if self.location == "memory"
+            else None
+        )
+
+    def close(self) -> None:
+        """Release an in-memory index now (a folder or server index stays where it is)."""
+        if self._finalizer is not None:
+            self._finalizer()
 
     # ------------------------------------------------------------------ building
 
@@ -136,10 +148,13 @@ class SemanticIndex:
         check(cancel)
         with self._write_lock:
             stored = self._stored_hashes(source.kb_id)
-            to_embed = [e for e in wanted if stored.get(e.id, ("", ""))[0] != e.content_hash]
+            to_embed = [
+                _dropping_old_keys(e, stored) for e in wanted
+                if e.id not in stored or stored[e.id][0] != e.content_hash
+            ]
             to_describe = [
-                e for e in wanted if e.id in stored and stored[e.id][0] == e.content_hash
-                and stored[e.id][1] != e.meta_hash
+                _dropping_old_keys(e, stored) for e in wanted
+                if e.id in stored and stored[e.id][0] == e.content_hash and stored[e.id][1] != e.meta_hash
             ]
             wanted_ids = {e.id for e in wanted}
             to_delete = [eid for eid in stored if eid not in wanted_ids]
@@ -218,14 +233,14 @@ class SemanticIndex:
             metadatas=[e.metadata for e in part],
         )
 
-    def _stored_hashes(self, kb_id: str) -> dict[str, tuple[str, str]]:
-        """``{id: (content_hash, meta_hash)}`` of every stored entry of ``kb_id``."""
+    def _stored_hashes(self, kb_id: str) -> dict[str, tuple[str, str, frozenset[str]]]:
+        """``{id: (content_hash, meta_hash, metadata keys)}`` of every stored entry of ``kb_id``."""
         try:
             got = self._collection.get(where={"kb_id": kb_id}, include=["metadatas"])
         except Exception as err:  # noqa: BLE001
             raise store.store_error(err, self.location) from None
         return {
-            eid: (str(meta.get("content_hash", "")), str(meta.get("meta_hash", "")))
+            eid: (str(meta.get("content_hash", "")), str(meta.get("meta_hash", "")), frozenset(meta))
             for eid, meta in zip(got["ids"], got["metadatas"] or [], strict=False)
             if meta is not None
         }
@@ -412,6 +427,24 @@ class SemanticIndex:
             cached = sorted({str(m.get("obs_type", "")) for m in got["metadatas"] or [] if m})
             self._obs_types[key] = cached
         return cached
+
+
+def _dropping_old_keys(
+    entry: entries.Entry, stored: Mapping[str, tuple[str, str, frozenset[str]]]
+) -> entries.Entry:
+    """ChromaDB merges metadata on update: keys the entry no longer has must be sent as None."""
+    old = stored.get(entry.id)
+    gone = old[2] - entry.metadata.keys() if old else frozenset()
+    if not gone:
+        return entry
+    return entries.Entry(entry.id, entry.text, {**entry.metadata, **dict.fromkeys(gone)})
+
+
+def _drop_collection(client: Any, name: str) -> None:
+    try:
+        client.delete_collection(name)
+    except Exception:  # noqa: BLE001 - at interpreter exit ChromaDB may already be gone
+        pass
 
 
 def _check_query(query: Any) -> str:

@@ -187,6 +187,8 @@ class LiteratureDatabase:
         try:
             params = {"connect_timeout": 10, "application_name": "kmds-desktop", **self._conninfo}
             conn = psycopg.connect(**params, password=self._password, autocommit=True)
+            conn.execute("SELECT set_config('statement_timeout', %s, false)",
+                         (str(self.statement_timeout_ms),))
         except psycopg.Error as err:
             raise DatabaseUnavailable(
                 self._redact(
@@ -194,7 +196,6 @@ class LiteratureDatabase:
                     "Check that the server is running and the host, port, user and password are right."
                 )
             ) from None
-        conn.execute("SELECT set_config('statement_timeout', %s, false)", (str(self.statement_timeout_ms),))
         return conn
 
     def _connection(self) -> psycopg.Connection:
@@ -550,7 +551,13 @@ class LiteratureDatabase:
                                 redact=self._redact, where=self.display_name)
         except (psycopg.OperationalError, psycopg.InterfaceError) as err:
             raise DatabaseUnavailable(
-                self._redact(f"lost the connection to {self.display_name} during import: {err}")
+                self._redact(f"lost the connection to {self.display_name} during import: {err}; "
+                             "the file in progress was rolled back")
+            ) from None
+        except psycopg.Error as err:
+            raise LiteratureError(
+                self._redact(f"import into {self.display_name} failed: {err}; the file in progress was "
+                             "rolled back")
             ) from None
         finally:
             self._sources_cache = None

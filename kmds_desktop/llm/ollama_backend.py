@@ -10,7 +10,9 @@ stop generating for a client that went away.
 
 from __future__ import annotations
 
+import functools
 import socket
+import ssl
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -71,12 +73,18 @@ class _AbortableNetwork(httpcore.SyncBackend):
             pass  # already closed
 
 
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    """One TLS context for every request: building one costs 100+ ms, and each request has its own client."""
+    return httpx.create_ssl_context()
+
+
 class _Request:
     """One abortable request: its client, its network backend, why it was aborted (if it was)."""
 
     def __init__(self, host: str, timeout: float) -> None:
         self.network = _AbortableNetwork()
-        transport = httpx.HTTPTransport()
+        transport = httpx.HTTPTransport(verify=_ssl_context())
         pool = getattr(transport, "_pool", None)
         if pool is not None and hasattr(pool, "_network_backend"):
             pool._network_backend = self.network

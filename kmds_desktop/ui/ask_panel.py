@@ -49,6 +49,9 @@ INTENT_LABELS = {
     "semantic_search": "Semantic search (by meaning)",
 }
 _CITATION = re.compile(r"\[(\d{1,3})\]")
+_ITEM = r"[ \t]*(?:[-*+]|\d+\.)[ \t]"
+_LIST_AFTER_TEXT = re.compile(rf"(?m)^((?!{_ITEM}).*\S.*)\n({_ITEM})")
+_TEXT_AFTER_LIST = re.compile(rf"(?m)^({_ITEM}.*)\n((?!{_ITEM})\S)")
 RETRIEVED = "retrieved"
 
 
@@ -98,7 +101,11 @@ def answer_question(
 
 def answer_html(text: str, n_results: int) -> str:
     """Markdown answer -> HTML with each valid ``[n]`` turned into a ``cite:n`` link."""
-    body = markdown.markdown(text or "", extensions=["extra", "sane_lists"])
+    # LLMs (and the extractive answer) often start a list right under a line of text; Markdown
+    # needs a blank line there, or the items run into the paragraph.
+    text = _LIST_AFTER_TEXT.sub(r"\1\n\n\2", text or "")
+    text = _TEXT_AFTER_LIST.sub(r"\1\n\n\2", text)
+    body = markdown.markdown(text, extensions=["extra", "sane_lists"])
 
     def link(match: re.Match[str]) -> str:
         n = int(match.group(1))
@@ -424,7 +431,11 @@ class AskPanel(QWidget):
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.verticalHeader().setVisible(False)
-        self.table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        self.table.setWordWrap(False)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        self.table.verticalHeader().setDefaultSectionSize(22)
         self.table.activated.connect(self._row_activated)
         self.table.doubleClicked.connect(self._row_activated)
 

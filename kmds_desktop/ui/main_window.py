@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -98,11 +99,15 @@ def warm_up_libraries(model_name: str, *, progress: Any = None, cancel: Any = No
 
     Their first import holds Python's GIL for up to half a second at a time, which would freeze the
     window if it happened in the middle of the user's work; done once right after start-up, it is
-    over before the first question.
+    over before the first question. It also leaves one CPU core to the GUI thread.
     """
     if progress:
         progress(0, 2, "loading the embedding libraries")
     import chromadb  # noqa: F401 - imported for its one-time start-up cost
+    import torch
+
+    # Leave one core to the GUI thread: with every core embedding, the window stutters.
+    torch.set_num_threads(max(1, (os.cpu_count() or 2) - 1))
 
     from kmds_desktop.index import embeddings
 
@@ -197,9 +202,14 @@ class MainWindow(QMainWindow):
             placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
             return placeholder
         panel = LiteraturePanel(self.settings, self.jobs, self, **kwargs)
-        panel.status_changed.connect(lambda text: self.lit_status.setText(text))
+        panel.status_changed.connect(self._literature_status)
         panel.message_shown.connect(lambda level, text: self.messages.show_message(text, level))
         return panel
+
+    def _literature_status(self, text: str) -> None:
+        """Short text in the status bar ("Literature: 6,473 documents"), the full one as tooltip."""
+        self.lit_status.setText(text.split(" (", 1)[0])
+        self.lit_status.setToolTip(text)
 
     def _build_status_bar(self) -> None:
         bar = self.statusBar()

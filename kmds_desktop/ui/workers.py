@@ -466,7 +466,7 @@ class JobRunner(QObject):
             time.sleep(0.005)
         return True
 
-    def shutdown(self, timeout_ms: int = 10_000) -> None:
+    def shutdown(self, timeout_ms: int = 30_000) -> None:
         """Cancel every job and join every thread (the window calls this on close)."""
         self._closed = True
         self.cancel_all()
