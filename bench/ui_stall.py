@@ -9,17 +9,17 @@ time and through the window's own ``JobRunner``:
     ``bench/.data/``).
 Before that, the app's start-up warm-up job imports torch, sentence-transformers and ChromaDB and
 loads the embedding model; their first import holds the GIL for hundreds of ms, so it is reported on
-its own line (it happens once, right after start-up). Every gap between heartbeats is recorded. For contrast, the same slow generation is then run once
-directly on the GUI thread (what the workers exist to avoid). Printed: heartbeats, longest gap and
-99th percentile in ms for both ways; the last line is the longest gap with workers over the 50 ms
-target (<= 1.0 passes). Usage: ``.venv/bin/python bench/ui_stall.py``.
+its own line (it happens once, right after start-up), as is an idle control (same heartbeat, no
+job: the noise of this machine). Every gap between heartbeats is recorded. For contrast, the same
+slow generation is then run once directly on the GUI thread (what the workers exist to avoid).
+Printed: heartbeats, longest gap and 99th percentile in ms for both ways; the last line is the
+longest gap with workers over the 50 ms target (<= 1.0 passes). Usage: ``.venv/bin/python bench/ui_stall.py``.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -88,7 +88,9 @@ def literature_database():
     db = open_database(settings=LiteratureSettings())
     if int(db.status().get("documents") or 0) < FETCH_IDS:
         print("importing the literature corpora into bench/.data (first run only)…", flush=True)
-        db.import_files([LITERATURE / "scifact" / "corpus.jsonl", LITERATURE / "pubmed_sample" / "corpus.jsonl"])
+        db.import_files(
+            [LITERATURE / "scifact" / "corpus.jsonl", LITERATURE / "pubmed_sample" / "corpus.jsonl"]
+        )
     return db
 
 
@@ -116,14 +118,21 @@ def main() -> int:
 
     route = {"intent_class": "semantic_search", "filters": {}, "explanation": "Open question."}
     answer = " ".join(f"Finding {i} shows a **pattern** in the data [{i % 5 + 1}]." for i in range(60))
-    with FakeOllama({"slow-llm": ModelScript(replies=[json.dumps(route), answer], delay=0.5, chunk_size=4)}) as fake:
+    with FakeOllama(
+        {"slow-llm": ModelScript(replies=[json.dumps(route), answer], delay=0.5, chunk_size=4)}
+    ) as fake:
         settings = Settings()
         settings.llm.backend = "ollama"
         settings.llm.ollama_host = fake.url
         settings.llm.ollama_model = "slow-llm"
-        window = MainWindow(settings, settings_path=DATA / "home" / "settings.json",
-                            literature_kwargs={"database": db, "open_on_start": False},
-                            auto_index=False, probe_llm=False, index=SemanticIndex(None))
+        window = MainWindow(
+            settings,
+            settings_path=DATA / "home" / "settings.json",
+            literature_kwargs={"database": db, "open_on_start": False},
+            auto_index=False,
+            probe_llm=False,
+            index=SemanticIndex(None),
+        )
         window.show()
         run_until(lambda: False, 0.3)
         with_kb = []
@@ -148,10 +157,17 @@ def main() -> int:
         index_job = window.update_index() if "index" in only else None
         ask_job = window.ask.ask("Which patterns were found in the data?") if "ask" in only else None
         fetched: list[int] = [0]
-        fetch_job = window.jobs.submit(
-            "literature.fetch", db.fetch_documents_by_ids, list(range(1, FETCH_IDS + 1)),
-            label="Fetching documents", on_result=lambda docs: fetched.append(len(docs)),
-        ) if "fetch" in only else None
+        fetch_job = (
+            window.jobs.submit(
+                "literature.fetch",
+                db.fetch_documents_by_ids,
+                list(range(1, FETCH_IDS + 1)),
+                label="Fetching documents",
+                on_result=lambda docs: fetched.append(len(docs)),
+            )
+            if "fetch" in only
+            else None
+        )
         jobs = [j for j in (index_job, ask_job, fetch_job) if j is not None]
         assert len(jobs) == len(only), "a job was refused"
         run_until(lambda: all(j.done for j in jobs), 600)
@@ -175,14 +191,26 @@ def main() -> int:
 
     if result is not None:
         print(f"answer by {result.backend}: {len(result.answer)} chars streamed, {streamed} LLM calls")
-    print(f"jobs: {', '.join(only)}; KB of {N_OBSERVATIONS} observations indexed from scratch; "
-          f"{fetched[-1]} documents fetched")
-    print(f"idle control (no job, 3 s): {n_idle} heartbeats, longest gap {worst_idle:7.1f} ms, "
-          f"p99 {p99_idle:6.1f} ms; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    print(f"start-up warm-up (once, before any work): {n_warm} heartbeats, longest gap {worst_warm:7.1f} ms, "
-          f"p99 {p99_warm:6.1f} ms")
-    print(f"workers:     {elapsed:6.1f} s of work, {n} heartbeats, longest gap {worst:7.1f} ms, p99 {p99:6.1f} ms")
-    print(f"GUI thread:  one generation, {n_gui} heartbeats, longest gap {worst_gui:7.1f} ms, p99 {p99_gui:6.1f} ms")
+    print(
+        f"jobs: {', '.join(only)}; KB of {N_OBSERVATIONS} observations indexed from scratch; "
+        f"{fetched[-1]} documents fetched"
+    )
+    print(
+        f"idle control (no job, 3 s): {n_idle} heartbeats, longest gap {worst_idle:7.1f} ms, "
+        f"p99 {p99_idle:6.1f} ms; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    )
+    print(
+        f"start-up warm-up (once, before any work): {n_warm} heartbeats, longest gap {worst_warm:7.1f} ms, "
+        f"p99 {p99_warm:6.1f} ms"
+    )
+    print(
+        f"workers:     {elapsed:6.1f} s of work, {n} heartbeats, "
+        f"longest gap {worst:7.1f} ms, p99 {p99:6.1f} ms"
+    )
+    print(
+        f"GUI thread:  one generation, {n_gui} heartbeats, "
+        f"longest gap {worst_gui:7.1f} ms, p99 {p99_gui:6.1f} ms"
+    )
     print(f"longest gap with workers / {TARGET_MS:.0f} ms target: {worst / TARGET_MS:.2f}")
     return 0
 

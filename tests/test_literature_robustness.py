@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -14,6 +15,7 @@ import pytest
 
 from kmds_desktop.config import LiteratureSettings
 from kmds_desktop.literature import open_database
+from kmds_desktop.literature.database import open_embedded
 from kmds_desktop.literature.errors import (
     DatabaseUnavailable,
     InvalidQuery,
@@ -160,18 +162,25 @@ def test_withdrawn_documents_are_excluded(pg_empty_database, tmp_path: Path):
     assert titles == {"malaria vaccine 0", "malaria vaccine 2", "malaria vaccine 4"}
 
 
-def test_server_stopped_mid_session_then_back(pg_database, pg_server):
-    assert pg_database.count_matches("cancer") > 0
-    pg_server.stop()
+def test_server_stopped_mid_session_then_back(literature_data):
+    # A server of its own (same code as the app's), so other tests' open connections are not broken.
+    db = open_embedded(Path(tempfile.mkdtemp(prefix="kmds-stop-test-")), statement_timeout_ms=10_000)
+    server = db.server
     try:
-        assert not pg_server.is_running()
+        db.import_files(literature_data / "raw/test_current_medline.xml.gz")
+        assert db.count_matches("pain") > 0
+        server.stop()
+        assert not server.is_running()
         with pytest.raises(DatabaseUnavailable) as info:
-            pg_database.count_matches("cancer")
-        assert "lost the connection" in str(info.value) and "reconnects" in str(info.value)
+            db.count_matches("pain")
+        message = str(info.value)
+        assert "lost the connection" in message and "reconnects" in message and str(server.pgdata) in message
+        server.start()
+        assert db.count_matches("pain") > 0
+        assert db.validate_tsquery("pain")[0]
+        db.close()
     finally:
-        pg_server.start()
-    assert pg_database.count_matches("cancer") > 0
-    assert pg_database.validate_tsquery("cancer")[0]
+        server.destroy()
 
 
 def test_unreachable_external_server_is_a_clear_error():

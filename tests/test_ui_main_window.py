@@ -78,8 +78,13 @@ def test_drop_a_file_and_recent_menu(qtbot, make_window, kmds_data):
     path = kmds_data / "test_kb_app_workflow.xml"
     mime = QMimeData()
     mime.setUrls([QUrl.fromLocalFile(str(path))])
-    event = QDropEvent(QPoint(10, 10), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
-                       Qt.KeyboardModifier.NoModifier)
+    event = QDropEvent(
+        QPoint(10, 10),
+        Qt.DropAction.CopyAction,
+        mime,
+        Qt.MouseButton.LeftButton,
+        Qt.KeyboardModifier.NoModifier,
+    )
     with qtbot.waitSignal(window.kb_loaded, timeout=LOAD_TIMEOUT):
         window.dropEvent(event)
     assert event.isAccepted()
@@ -195,7 +200,9 @@ def test_run_app_starts_on_qasync_opens_the_demo_kb_and_exits_cleanly(tmp_path):
         "print('EXIT', code, flush=True)\n"
     )
     env = dict(os.environ, KMDS_DESKTOP_HOME=str(tmp_path / "home"), QT_QPA_PLATFORM="offscreen")
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=240, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=240, env=env
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "TITLE demo_kb.xml — KMDS Desktop" in proc.stdout
     assert "EXIT 0" in proc.stdout

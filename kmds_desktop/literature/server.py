@@ -330,6 +330,8 @@ class EmbeddedServer:
 
     def release(self) -> None:
         """Drop our registration; stop the server when no other live process still uses it."""
+        if not self._registered or not self.root.exists():
+            return
         with self._thread_lock, fasteners.InterProcessLock(str(self._lock_path)):
             if not self._registered:
                 return

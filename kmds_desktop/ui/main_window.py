@@ -39,6 +39,8 @@ log = logging.getLogger(__name__)
 
 APP_TITLE = "KMDS Desktop"
 KB_SUFFIXES = (".xml", ".owl", ".rdf")
+#: Files only the literature import reads (a plain .xml is tried as a KB: KMDS files are RDF/XML).
+LITERATURE_ONLY_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".json", ".json.gz", ".xml.gz")
 KB_FILE_FILTER = "KMDS knowledge bases (*.xml *.owl *.rdf);;All files (*)"
 
 SHORTCUTS_HTML = """
@@ -693,16 +695,24 @@ class MainWindow(QMainWindow):
     # -- drag and drop --
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802 - Qt API
         urls = event.mimeData().urls() if event.mimeData().hasUrls() else []
-        if any(u.isLocalFile() and u.toLocalFile().lower().endswith(KB_SUFFIXES) for u in urls):
+        wanted = KB_SUFFIXES + LITERATURE_ONLY_SUFFIXES
+        if any(u.isLocalFile() and u.toLocalFile().lower().endswith(wanted) for u in urls):
             event.acceptProposedAction()
         else:
             event.ignore()
 
     def dropEvent(self, event: QDropEvent) -> None:  # noqa: N802 - Qt API
-        for url in event.mimeData().urls():
-            if url.isLocalFile() and url.toLocalFile().lower().endswith(KB_SUFFIXES):
+        """A KB file opens; literature files (JSONL, compressed MEDLINE) go to the literature import."""
+        files = [u.toLocalFile() for u in event.mimeData().urls() if u.isLocalFile()]
+        literature = [f for f in files if f.lower().endswith(LITERATURE_ONLY_SUFFIXES)]
+        if literature and hasattr(self.literature, "import_files"):
+            event.acceptProposedAction()
+            self.literature.import_files(literature)
+            return
+        for name in files:
+            if name.lower().endswith(KB_SUFFIXES):
                 event.acceptProposedAction()
-                self.open_kb(url.toLocalFile())
+                self.open_kb(name)
                 return
         event.ignore()
 

@@ -32,8 +32,8 @@ Callbacks always run on the GUI thread (signals from the worker are queued to a 
 on the GUI thread), in this order: ``on_progress``/``on_chunk`` (any number), then -- once the thread
 has stopped and the kind is free again -- exactly one of ``on_result(value)``, ``on_error(exception)``
 or ``on_cancelled()``, then ``on_finished()``. A function that returns normally after its token
-was cancelled counts as cancelled. An exception raised by a callback goes to ``JobRunner.callback_error`` (the main window
-shows it) instead of being lost in Qt's event loop.
+was cancelled counts as cancelled. An exception raised by a callback goes to
+``JobRunner.callback_error`` (the main window shows it) instead of being lost in Qt's event loop.
 
 One job per kind
 ----------------

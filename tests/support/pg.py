@@ -6,8 +6,9 @@ PubMed sample, PubMedQA, CF and both raw MEDLINE XML files imported. Tests that 
 ``pg_empty_database`` (a fresh database on the same server, dropped afterwards). ``pg_external`` is a
 second server on a 127.0.0.1 TCP port with password authentication, for external mode.
 
-Every server started here is stopped at session end. Nothing is skipped: when PostgreSQL cannot
-start (for example no unprivileged user can be created as root) the fixture fails with the reason.
+Every server started here is stopped, and its files deleted, at session end. Nothing is skipped:
+when PostgreSQL cannot start (for example no unprivileged user can be created as root) the fixture
+fails with the reason.
 """
 
 from __future__ import annotations
@@ -46,8 +47,7 @@ def pg_server() -> Iterator[Any]:
     server = default_server(_SESSION_HOME / "postgres", durable=False)
     assert server.is_running(), f"embedded PostgreSQL did not start: see {server.log_path}"
     yield server
-    server.stop("immediate")
-    server.release()
+    server.destroy()  # stop it and delete its files (~150 MB with the corpora) from the session folder
 
 
 @pytest.fixture(scope="session")
