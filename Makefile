@@ -42,7 +42,7 @@ bundle: $(STAMP)
 ## Build the bundle and run its --self-test, checking its size budget (slow; not part of `make test`).
 bundle-test: $(STAMP)
 	bash scripts/sysdeps.sh runtime
-	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -ra -m slow tests/test_packaging.py
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -ra -s -m slow tests/test_packaging.py
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache

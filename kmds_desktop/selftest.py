@@ -70,6 +70,9 @@ SAMPLE_RECORDS: tuple[dict[str, Any], ...] = (
 )
 
 
+_TORCH_CACHE_ENV = "TORCHINDUCTOR_CACHE_DIR"
+
+
 class SelfTestError(Exception):
     """One step found the app broken; the message says what was expected and what happened."""
 
@@ -247,10 +250,12 @@ def run_self_test(out: TextIO | None = None, err: TextIO | None = None) -> int:
     err = err or sys.stderr
     started = time.perf_counter()
     previous_override = paths._override  # restored afterwards (in-process callers, tests)
-    previous_env = {key: os.environ.get(key) for key in ("QT_QPA_PLATFORM", paths.ENV_HOME)}
+    previous_env = {key: os.environ.get(key) for key in ("QT_QPA_PLATFORM", paths.ENV_HOME, _TORCH_CACHE_ENV)}
     home = Path(tempfile.mkdtemp(prefix="kmds-desktop-self-test-"))
     paths.set_data_dir(home)
     os.environ[paths.ENV_HOME] = str(home)  # for anything that reads the variable directly
+    # torch creates a compiler cache folder under the temp dir when it loads; keep it in ours.
+    os.environ[_TORCH_CACHE_ENV] = str(home / "torchinductor")
     ctx = _Context(home=home)
     failed: str | None = None
     try:

@@ -283,6 +283,13 @@ def test_rank_uses_stored_vectors(exp_kb, embedding_model) -> None:
     assert ranked[0][0] == extra and ranked[0][1] < 1e-3
     assert len(index.rank("modelling assumptions", [*iris, "urn:unknown"])) == len(iris)
 
+    qvec = embeddings.encode(["modelling assumptions"])[0]
+    with_vector = index.rank("modelling assumptions", iris, query_vector=qvec)
+    without = index.rank("modelling assumptions", iris)
+    assert [i for i, _ in with_vector] == [i for i, _ in without]
+    assert [d for _, d in with_vector] == pytest.approx([d for _, d in without], abs=1e-6)
+    assert index.search("modelling assumptions", n_results=6, query_vector=qvec) == hits
+
     order = embeddings.rank("cats", ["a dog barks", "a kitten purrs", "stock markets fell"])
     assert order[0][0] == 1 and order[-1][0] == 2
 

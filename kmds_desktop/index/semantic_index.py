@@ -85,35 +85,75 @@ class SemanticIndex:
             self.persist_dir: Path | None = None
             self.location = f"http://{chroma_host}:{chroma_port or 8000}"
             self._client = store.server_client(chroma_host, int(chroma_port or 8000))
-            self._collection_name = store.collection_name(self.model_name)
+            self._prefix = store.collection_prefix(self.model_name)
         elif persist_dir is None:
             self.persist_dir = None
             self.location = "memory"
             self._client = store.memory_client()
-            # The in-process client is shared: a private collection keeps instances apart.
-            self._collection_name = f"kmds-mem-{uuid.uuid4().hex}"
+            # The in-process client is shared: private collection names keep instances apart.
+            self._prefix = f"kmds-mem-{uuid.uuid4().hex[:16]}-"
         else:
             self.persist_dir = Path(persist_dir).expanduser().resolve()
             self.location = str(self.persist_dir)
             self._client = store.local_client(self.persist_dir)
-            self._collection_name = store.collection_name(self.model_name)
-        self._collection = store.get_collection(
-            self._client, self._collection_name, self.model_name, self.location
-        )
+            self._prefix = store.collection_prefix(self.model_name)
         self.kb_id: str | None = None
         self._obs_types: dict[str, list[str]] = {}
         self._write_lock = threading.Lock()
         # An in-memory index lives in the shared in-process client: drop it with this object.
         self._finalizer = (
-            weakref.finalize(self, _drop_collection, self._client, self._collection_name)
+            weakref.finalize(self, _drop_collections, self._client, self._prefix)
             if self.location == "memory"
             else None
         )
+        self._list_collections()  # fails now, with a clear message, if the store is unusable
 
     def close(self) -> None:
         """Release an in-memory index now (a folder or server index stays where it is)."""
         if self._finalizer is not None:
             self._finalizer()
+
+    # ------------------------------------------------------------------ collections
+    # One ChromaDB collection per KB (and model): searching one KB needs no metadata filter,
+    # which at 10k entries is the difference between ~2 ms and ~60 ms per query, and clearing or
+    # rebuilding one KB can never touch another.
+
+    def _collection(self, kb_id: str, create: bool = True) -> Any | None:
+        """The KB's collection, fetched afresh (another instance may have cleared it since)."""
+        name = store.collection_name(self._prefix, kb_id)
+        try:
+            if create:
+                col = store.get_collection(self._client, name, self.model_name, self.location, kb_id)
+            else:
+                col = self._client.get_collection(name, embedding_function=None)
+        except SemanticIndexError:
+            raise
+        except Exception as err:  # noqa: BLE001
+            if not create and _is_not_found(err):
+                return None
+            raise store.store_error(err, self.location) from None
+        return col
+
+    def _list_collections(self) -> dict[str, str]:
+        """``{kb_id: collection name}`` of every KB this index's model has in the store."""
+        try:
+            found = self._client.list_collections()
+        except Exception as err:  # noqa: BLE001
+            raise store.store_error(err, self.location) from None
+        out: dict[str, str] = {}
+        for col in found:
+            name = col if isinstance(col, str) else col.name
+            if not name.startswith(self._prefix):
+                continue
+            meta = {} if isinstance(col, str) else (col.metadata or {})
+            out[str(meta.get("kb_id") or name[len(self._prefix) :])] = name
+        return out
+
+    def _scoped_collections(self, kb_id: str | None) -> list[Any]:
+        scope = self._scope(kb_id)
+        kb_ids = [scope] if scope is not None else list(self._list_collections())
+        cols = [self._collection(k, create=False) for k in kb_ids]
+        return [c for c in cols if c is not None]
 
     # ------------------------------------------------------------------ building
 
@@ -147,7 +187,8 @@ class SemanticIndex:
         report(progress, 0, None, "comparing with the stored index")
         check(cancel)
         with self._write_lock:
-            stored = self._stored_hashes(source.kb_id)
+            collection = self._collection(source.kb_id)
+            stored = self._stored_hashes(collection)
             to_embed = [
                 _dropping_old_keys(e, stored) for e in wanted
                 if e.id not in stored or stored[e.id][0] != e.content_hash
@@ -163,14 +204,14 @@ class SemanticIndex:
             try:
                 if to_delete:
                     for i in range(0, len(to_delete), _GET_CHUNK):
-                        self._collection.delete(ids=to_delete[i : i + _GET_CHUNK])
+                        collection.delete(ids=to_delete[i : i + _GET_CHUNK])
                 if to_describe:
                     for i in range(0, len(to_describe), _GET_CHUNK):
                         part = to_describe[i : i + _GET_CHUNK]
-                        self._collection.update(
+                        collection.update(
                             ids=[e.id for e in part], metadatas=[e.metadata for e in part]
                         )
-                self._embed_and_store(to_embed, progress, cancel)
+                self._embed_and_store(collection, to_embed, progress, cancel)
             except (SemanticIndexError, Cancelled):
                 raise
             except Exception as err:  # noqa: BLE001 - ChromaDB raises many kinds
@@ -189,7 +230,11 @@ class SemanticIndex:
         return result
 
     def _embed_and_store(
-        self, pending: list[entries.Entry], progress: ProgressFn | None, cancel: CancelToken | None
+        self,
+        collection: Any,
+        pending: list[entries.Entry],
+        progress: ProgressFn | None,
+        cancel: CancelToken | None,
     ) -> None:
         """Embed ``pending`` step by step; each step is written while the next one is embedded.
 
@@ -215,7 +260,7 @@ class SemanticIndex:
                         in_flight.result()
                         done += BUILD_CHUNK
                         report(progress, done, total, f"embedded {done} of {total}")
-                    in_flight = writer.submit(self._write, part, vectors)
+                    in_flight = writer.submit(_write, collection, part, vectors)
                 if in_flight is not None:
                     in_flight.result()
                     in_flight = None
@@ -225,18 +270,10 @@ class SemanticIndex:
                 if in_flight is not None and not in_flight.done():
                     concurrent.futures.wait([in_flight])
 
-    def _write(self, part: list[entries.Entry], vectors: Any) -> None:
-        self._collection.upsert(
-            ids=[e.id for e in part],
-            embeddings=vectors,
-            documents=[e.text for e in part],
-            metadatas=[e.metadata for e in part],
-        )
-
-    def _stored_hashes(self, kb_id: str) -> dict[str, tuple[str, str, frozenset[str]]]:
-        """``{id: (content_hash, meta_hash, metadata keys)}`` of every stored entry of ``kb_id``."""
+    def _stored_hashes(self, collection: Any) -> dict[str, tuple[str, str, frozenset[str]]]:
+        """``{id: (content_hash, meta_hash, metadata keys)}`` of every stored entry of a KB."""
         try:
-            got = self._collection.get(where={"kb_id": kb_id}, include=["metadatas"])
+            got = collection.get(include=["metadatas"])
         except Exception as err:  # noqa: BLE001
             raise store.store_error(err, self.location) from None
         return {
@@ -259,31 +296,26 @@ class SemanticIndex:
 
     def count(self, kb_id: str | None = None) -> int:
         """Entries of the attached KB (or ``kb_id``; ``"*"`` or no KB attached: the whole store)."""
-        scope = self._scope(kb_id)
         try:
-            if scope is None:
-                return int(self._collection.count())
-            return len(self._collection.get(where={"kb_id": scope}, include=[])["ids"])
+            return sum(int(c.count()) for c in self._scoped_collections(kb_id))
+        except SemanticIndexError:
+            raise
         except Exception as err:  # noqa: BLE001
             raise store.store_error(err, self.location) from None
 
     def kb_ids(self) -> list[str]:
         """Every KB that has entries in this store."""
-        got = self._collection.get(include=["metadatas"])
-        return sorted({str(m.get("kb_id")) for m in got["metadatas"] or [] if m})
+        return sorted(self._list_collections())
 
     def clear(self, kb_id: str | None = None) -> None:
         """Remove the attached KB's entries (or ``kb_id``'s); with no KB attached or ``"*"``, all."""
         scope = self._scope(kb_id)
         with self._write_lock:
             try:
-                if scope is None:
-                    self._client.delete_collection(self._collection_name)
-                    self._collection = store.get_collection(
-                        self._client, self._collection_name, self.model_name, self.location
-                    )
-                else:
-                    self._collection.delete(where={"kb_id": scope})
+                names = self._list_collections()
+                for kb in [scope] if scope is not None else list(names):
+                    if kb in names:
+                        self._client.delete_collection(names[kb])
             except SemanticIndexError:
                 raise
             except Exception as err:  # noqa: BLE001
@@ -301,6 +333,7 @@ class SemanticIndex:
         kb_id: str | None = None,
         progress: ProgressFn | None = None,
         cancel: CancelToken | None = None,
+        query_vector: Any | None = None,
     ) -> list[dict[str, Any]]:
         """The ``n_results`` entries closest in meaning to ``query``, closest first.
 
@@ -309,7 +342,8 @@ class SemanticIndex:
         ``"*"`` for every KB). Each result has ``finding``, ``obs_type``, ``workflow_name``,
         ``finding_seq`` (-1 for a workflow description, None when the observation has none),
         ``distance`` (cosine, lower is closer), ``iri``, ``category``, ``kb_id``, and ``intent``
-        only when the observation has one.
+        only when the observation has one. ``query_vector`` (the question already embedded with
+        this index's model, e.g. by :func:`embeddings.encode`) saves embedding it again.
         """
         query = _check_query(query)
         if isinstance(n_results, bool) or not isinstance(n_results, int) or n_results < 1:
@@ -321,27 +355,35 @@ class SemanticIndex:
             report(progress, 3, 3, "no entries match the filters")
             return []
         report(progress, 1, 3, "embedding the question")
-        vector = embeddings.encode([query], self.model_name)[0]
+        if query_vector is None:
+            vector = embeddings.encode([query], self.model_name)[0]
+        else:
+            vector = _as_vector(query_vector)
         check(cancel)
         report(progress, 2, 3, "searching the index")
+        results: list[dict[str, Any]] = []
         try:
-            if self._collection.count() == 0:
-                report(progress, 3, 3, "the index is empty")
-                return []
-            got = self._collection.query(
-                query_embeddings=[vector],
-                n_results=n_results,
-                where=where,
-                include=["documents", "metadatas", "distances"],
-            )
+            for collection in self._scoped_collections(kb_id):
+                if collection.count() == 0:
+                    continue
+                got = collection.query(
+                    query_embeddings=[vector],
+                    n_results=n_results,
+                    where=where,
+                    include=["documents", "metadatas", "distances"],
+                )
+                results.extend(
+                    _result(doc, meta or {}, float(dist))
+                    for doc, meta, dist in zip(
+                        got["documents"][0], got["metadatas"][0], got["distances"][0], strict=False
+                    )
+                )
+        except SemanticIndexError:
+            raise
         except Exception as err:  # noqa: BLE001
             raise store.store_error(err, self.location) from None
-        results = [
-            _result(doc, meta or {}, float(dist))
-            for doc, meta, dist in zip(
-                got["documents"][0], got["metadatas"][0], got["distances"][0], strict=False
-            )
-        ]
+        results.sort(key=lambda r: r["distance"])
+        results = results[:n_results]
         report(progress, 3, 3, f"{len(results)} results")
         return results
 
@@ -352,11 +394,13 @@ class SemanticIndex:
         *,
         kb_id: str | None = None,
         texts: Mapping[str, str] | None = None,
+        query_vector: Any | None = None,
     ) -> list[tuple[str, float]]:
         """Order observations (by IRI) by similarity to ``query``: ``[(iri, distance)]``, closest first.
 
         Stored vectors are reused, so ranking template results costs one query embedding. An IRI
         not in the index is embedded from ``texts[iri]`` when given, else left out.
+        ``query_vector`` (the question already embedded with this model) saves embedding it again.
         """
         import numpy as np
 
@@ -368,22 +412,25 @@ class SemanticIndex:
             raise InvalidQueryError("rank needs a KB: build or attach one, or pass kb_id")
         ids = [entries.entry_id(scope, "obs", iri) for iri in iris]
         vectors: dict[str, Any] = {}
+        collection = self._collection(scope, create=False)
         try:
-            for i in range(0, len(ids), _GET_CHUNK):
-                got = self._collection.get(ids=ids[i : i + _GET_CHUNK], include=["embeddings", "metadatas"])
+            for i in range(0, len(ids) if collection is not None else 0, _GET_CHUNK):
+                got = collection.get(ids=ids[i : i + _GET_CHUNK], include=["embeddings", "metadatas"])
                 for meta, emb in zip(got["metadatas"] or [], got["embeddings"], strict=False):
                     if meta is not None:
                         vectors[str(meta["iri"])] = emb
         except Exception as err:  # noqa: BLE001
             raise store.store_error(err, self.location) from None
         missing = [iri for iri in dict.fromkeys(iris) if iri not in vectors and texts and texts.get(iri)]
-        encoded = embeddings.encode([query] + [texts[iri] for iri in missing], self.model_name)  # type: ignore[index]
-        for iri, vec in zip(missing, encoded[1:], strict=True):
+        to_encode = ([query] if query_vector is None else []) + [texts[iri] for iri in missing]  # type: ignore[index]
+        encoded = embeddings.encode(to_encode, self.model_name) if to_encode else []
+        qvec = encoded[0] if query_vector is None else _as_vector(query_vector)
+        for iri, vec in zip(missing, encoded[1:] if query_vector is None else encoded, strict=True):
             vectors[iri] = vec
         order = [iri for iri in dict.fromkeys(iris) if iri in vectors]
         if not order:
             return []
-        distances = embeddings.cosine_distances(encoded[0], np.stack([vectors[i] for i in order]))
+        distances = embeddings.cosine_distances(qvec, np.stack([vectors[i] for i in order]))
         ranked = sorted(zip(order, (float(d) for d in distances), strict=True), key=lambda p: p[1])
         return ranked
 
@@ -399,8 +446,6 @@ class SemanticIndex:
         """ChromaDB ``where`` for the filters; ``False`` when no entry can match."""
         clauses: list[dict[str, Any]] = []
         scope = self._scope(kb_id)
-        if scope is not None:
-            clauses.append({"kb_id": scope})
         if category:
             clauses.append({"category": category.strip()})
         if workflow:
@@ -420,11 +465,16 @@ class SemanticIndex:
         key = scope or ALL_KBS
         cached = self._obs_types.get(key)
         if cached is None:
+            found: set[str] = set()
             try:
-                got = self._collection.get(where={"kb_id": scope} if scope else None, include=["metadatas"])
+                for collection in self._scoped_collections(scope):
+                    got = collection.get(include=["metadatas"])
+                    found.update(str(m.get("obs_type", "")) for m in got["metadatas"] or [] if m)
+            except SemanticIndexError:
+                raise
             except Exception as err:  # noqa: BLE001
                 raise store.store_error(err, self.location) from None
-            cached = sorted({str(m.get("obs_type", "")) for m in got["metadatas"] or [] if m})
+            cached = sorted(found)
             self._obs_types[key] = cached
         return cached
 
@@ -440,9 +490,35 @@ def _dropping_old_keys(
     return entries.Entry(entry.id, entry.text, {**entry.metadata, **dict.fromkeys(gone)})
 
 
-def _drop_collection(client: Any, name: str) -> None:
+def _write(collection: Any, part: list[entries.Entry], vectors: Any) -> None:
+    collection.upsert(
+        ids=[e.id for e in part],
+        embeddings=vectors,
+        documents=[e.text for e in part],
+        metadatas=[e.metadata for e in part],
+    )
+
+
+def _as_vector(value: Any) -> Any:
+    import numpy as np
+
+    vec = np.asarray(value, dtype=np.float32).reshape(-1)
+    if vec.size == 0 or not np.all(np.isfinite(vec)):
+        raise InvalidQueryError("query_vector must be a non-empty vector of finite numbers")
+    return vec
+
+
+def _is_not_found(err: BaseException) -> bool:
+    names = {"NotFoundError", "InvalidCollectionException"}
+    return type(err).__name__ in names or "does not exist" in str(err)
+
+
+def _drop_collections(client: Any, prefix: str) -> None:
     try:
-        client.delete_collection(name)
+        for col in client.list_collections():
+            name = col if isinstance(col, str) else col.name
+            if name.startswith(prefix):
+                client.delete_collection(name)
     except Exception:  # noqa: BLE001 - at interpreter exit ChromaDB may already be gone
         pass
 

@@ -13,6 +13,7 @@ names the folder or server and what to do.
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import re
 import shutil
 import socket
@@ -24,7 +25,7 @@ from typing import Any
 from kmds_desktop.index.errors import ChromaServerUnreachable, IndexCorruptedError, IndexStoreError
 
 #: Bumped when the layout of entries changes; stored on the collection.
-INDEX_FORMAT = 1
+INDEX_FORMAT = 2
 SERVER_CONNECT_TIMEOUT_S = 3.0
 _SQLITE_FILE = "chroma.sqlite3"
 
@@ -140,22 +141,28 @@ def server_client(host: str, port: int) -> Any:
     return client
 
 
-def collection_name(model_name: str) -> str:
-    """One collection per embedding model, so vectors of different models never mix."""
+def collection_prefix(model_name: str) -> str:
+    """Prefix of this model's collections, so vectors of different models never mix."""
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(model_name.strip()).name or model_name).strip("-._")
-    import hashlib
-
     digest = hashlib.sha1(model_name.strip().lower().encode("utf-8")).hexdigest()[:8]
-    return f"kmds-{slug[:60] or 'model'}-{digest}"
+    return f"kmds-{slug[:60] or 'model'}-{digest}-"
 
 
-def get_collection(client: Any, name: str, model_name: str, location: str) -> Any:
+def collection_name(prefix: str, kb_id: str) -> str:
+    """The collection of one KB: ``<prefix><kb_id>`` (ChromaDB allows ``[A-Za-z0-9._-]``)."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", kb_id).strip("-._")
+    if safe != kb_id or not safe:
+        safe = f"{safe[:40]}-{hashlib.sha1(kb_id.encode('utf-8')).hexdigest()[:12]}".strip("-")
+    return prefix + safe
+
+
+def get_collection(client: Any, name: str, model_name: str, location: str, kb_id: str) -> Any:
     """Fetch or create the cosine collection ``name`` (always with ``embedding_function=None``)."""
     try:
         return client.get_or_create_collection(
             name,
             configuration={"hnsw": {"space": "cosine"}},
-            metadata={"kmds_index_format": INDEX_FORMAT, "embedding_model": model_name},
+            metadata={"kmds_index_format": INDEX_FORMAT, "embedding_model": model_name, "kb_id": kb_id},
             embedding_function=None,
         )
     except Exception as err:  # noqa: BLE001

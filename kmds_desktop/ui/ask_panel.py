@@ -16,7 +16,7 @@ from typing import Any
 
 import markdown
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, QUrl, Signal
-from PySide6.QtGui import QKeyEvent, QKeySequence, QShortcut
+from PySide6.QtGui import QKeyEvent, QKeySequence, QShortcut, QTextCharFormat
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -558,10 +558,17 @@ class AskPanel(QWidget):
         if isinstance(piece, tuple) and piece and piece[0] == RETRIEVED:
             self._show_retrieved(piece[1])
             return
+        # While streaming, text is appended as it comes (constant cost per chunk); the Markdown
+        # rendering with citation links happens once, when the answer is complete. Re-rendering the
+        # whole answer on every chunk made the GUI thread's work grow with the answer's length.
+        if not self._streamed:
+            self.answer.clear()
         self._streamed.append(str(piece))
-        n = len(self.results._rows)
-        self.answer.setHtml(answer_html("".join(self._streamed), n))
-        self.answer.moveCursor(self.answer.textCursor().MoveOperation.End)
+        cursor = self.answer.textCursor()
+        cursor.movePosition(cursor.MoveOperation.End)
+        cursor.insertText(str(piece), QTextCharFormat())
+        self.answer.setTextCursor(cursor)
+        self.answer.ensureCursorVisible()
 
     def _show_retrieved(self, result: Any) -> None:
         self.results.set_results(result.results)

@@ -9,6 +9,7 @@ Errors are shown in the :class:`~kmds_desktop.ui.messages.MessageBar` at the top
 from __future__ import annotations
 
 import base64
+import gc
 import logging
 import os
 from pathlib import Path
@@ -116,6 +117,11 @@ def warm_up_libraries(model_name: str, *, progress: Any = None, cancel: Any = No
     if progress:
         progress(1, 2, "loading the embedding model")
     embeddings.get_model(model_name)
+    # The libraries just loaded leave ~millions of long-lived objects; every full garbage collection
+    # would walk them all while holding the GIL (hundreds of ms, on whichever thread triggers it,
+    # freezing the window). Moving them to the permanent generation keeps later collections short.
+    gc.collect()
+    gc.freeze()
     return model_name
 
 
