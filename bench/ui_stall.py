@@ -3,8 +3,8 @@
 A 10 ms heartbeat timer runs on the GUI thread of a real (offscreen) main window while, at the same
 time and through the window's own ``JobRunner``:
   * the semantic index of a 400-observation synthetic KB is built from scratch,
-  * a question is answered by a slow model (the fake Ollama server: 0.5 s before each reply, the
-    answer streamed in small chunks and rendered as Markdown as it arrives),
+  * a question is answered by a slow model (the fake Ollama server of the tests, in its own
+    process: 0.5 s before each reply, the answer streamed in 4-character chunks),
   * 6,000 literature records are fetched from the embedded PostgreSQL database (imported once into
     ``bench/.data/``).
 Before that, the app's start-up warm-up job imports torch, sentence-transformers and ChromaDB and
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -33,7 +34,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))  # the fake Ollama server lives with the test support code
 
 TARGET_MS = 50.0
 N_OBSERVATIONS = 400
@@ -94,10 +94,36 @@ def literature_database():
     return db
 
 
+class SlowModelServer:
+    """The fake Ollama server in its own process, as a real Ollama is (in-process, its HTTP threads
+    would compete with the app for the GIL and blur the measurement)."""
+
+    def __init__(self, replies: list[str], delay: float) -> None:
+        code = (
+            "import json, sys, time\n"
+            f"sys.path.insert(0, {str(ROOT / 'tests')!r})\n"
+            "from support.fake_ollama import FakeOllama, ModelScript\n"
+            f"script = ModelScript(replies={replies!r}, delay={delay}, chunk_size=4)\n"
+            "with FakeOllama({'slow-llm': script}) as fake:\n"
+            "    print(fake.url, flush=True)\n"
+            "    sys.stdin.read()\n"
+        )
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        self.url = self.proc.stdout.readline().strip()
+
+    def __enter__(self) -> SlowModelServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(10)
+
+
 def main() -> int:
     import qasync
     from PySide6.QtWidgets import QApplication
-    from support.fake_ollama import FakeOllama, ModelScript
 
     from kmds_desktop.config import Settings
     from kmds_desktop.index import SemanticIndex
@@ -118,9 +144,7 @@ def main() -> int:
 
     route = {"intent_class": "semantic_search", "filters": {}, "explanation": "Open question."}
     answer = " ".join(f"Finding {i} shows a **pattern** in the data [{i % 5 + 1}]." for i in range(60))
-    with FakeOllama(
-        {"slow-llm": ModelScript(replies=[json.dumps(route), answer], delay=0.5, chunk_size=4)}
-    ) as fake:
+    with SlowModelServer([json.dumps(route), answer], delay=0.5) as fake:
         settings = Settings()
         settings.llm.backend = "ollama"
         settings.llm.ollama_host = fake.url
@@ -176,7 +200,6 @@ def main() -> int:
         states = {j.kind: j.state for j in jobs}
         assert all(s == "done" for s in states.values()), states
         result = ask_job.value if ask_job is not None else None
-        streamed = len(fake.completion_requests())
 
         # The contrast: the same slow generation, called on the GUI thread.
         llm = OllamaBackend(fake.url, "slow-llm")
@@ -190,7 +213,7 @@ def main() -> int:
     db.close()
 
     if result is not None:
-        print(f"answer by {result.backend}: {len(result.answer)} chars streamed, {streamed} LLM calls")
+        print(f"answer by {result.backend} ({result.synthesis}): {len(result.answer)} chars streamed")
     print(
         f"jobs: {', '.join(only)}; KB of {N_OBSERVATIONS} observations indexed from scratch; "
         f"{fetched[-1]} documents fetched"

@@ -272,6 +272,8 @@ def run_self_test(out: TextIO | None = None, err: TextIO | None = None) -> int:
                     failed = f"{name}: {kind}{reason}"
                     break
                 ctx.timings[name] = time.perf_counter() - step_started
+            log.info("self-test step times: %s",
+                     ", ".join(f"{name} {secs:.1f} s" for name, secs in ctx.timings.items()))
     finally:
         _cleanup(ctx, keep=failed is not None)
         paths._override = previous_override

@@ -118,8 +118,11 @@ def test_bundle_carries_what_the_app_needs_and_not_more(bundle: dict[str, float]
     assert list((INTERNAL / "owlready2").rglob("*.jar")) == [], "owlready2's Java reasoners are not used"
     assert os.access(INTERNAL / "torch/bin/torch_shm_manager", os.X_OK)
     libs = {p.name for p in INTERNAL.rglob("*.so*")}
-    for lib in ("libQt6Quick.so.6", "libQt6Qml.so.6", "libQt6Designer.so.6", "libcudart.so", "libcuda.so.1"):
+    for lib in ("libQt6Quick.so.6", "libQt6Qml.so.6", "libQt6Designer.so.6"):
         assert lib not in libs, f"{lib} should not be in the bundle"
+    gpu_prefixes = ("libcuda", "libcudnn", "libcublas", "libnvrtc", "libnccl", "libamdhip")
+    gpu = sorted(name for name in libs if name.startswith(gpu_prefixes))
+    assert gpu == [], "GPU runtimes in a CPU-only bundle"
 
 
 def test_bundle_self_test_runs_without_python(bundle: dict[str, float], tmp_path: Path) -> None:

@@ -127,3 +127,23 @@ def test_main_window_applies_saved_preferences(qtbot, make_window):
     assert window.settings.llm.backend == "offline" and window.settings.index.n_results == 7
     status = window.llm_status
     qtbot.waitUntil(lambda: "offline" in status.text() and "checking" not in status.text(), timeout=10_000)
+
+
+def test_connection_string_fills_the_server_fields_and_keeps_the_password_out(
+    qtbot, jobs, data_home, memory_keyring
+):
+    dialog = _dialog(qtbot, jobs, data_home)
+    dialog.lit_mode.setCurrentIndex(dialog.lit_mode.findData("external"))
+    dialog.lit_dsn.setText("host=db.example.org port=6543 dbname=library user=reader password=s3cret-pw")
+    assert dialog.save()
+    saved = load_settings(data_home / "settings.json")
+    lit = saved.literature
+    assert (lit.mode, lit.host, lit.port, lit.dbname, lit.user) == ("external", "db.example.org", 6543,
+                                                                     "library", "reader")
+    assert "s3cret-pw" not in (data_home / "settings.json").read_text(encoding="utf-8")
+    assert secrets.db_password("reader", "db.example.org") == "s3cret-pw"
+
+    again = _dialog(qtbot, jobs, data_home, saved)
+    again.lit_dsn.setText("host=x port=notaport = =")
+    assert again.save() is False
+    assert not again.field_errors["literature.dsn"].isHidden()

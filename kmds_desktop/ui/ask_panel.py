@@ -14,7 +14,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-import markdown
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, QUrl, Signal
 from PySide6.QtGui import QKeyEvent, QKeySequence, QShortcut, QTextCharFormat
 from PySide6.QtWidgets import (
@@ -38,6 +37,7 @@ from PySide6.QtWidgets import (
 )
 
 from kmds_desktop.ui.kb_tree_model import CATEGORY_LABELS, first_line
+from kmds_desktop.ui.markdown_render import to_html
 from kmds_desktop.ui.workers import Job, JobRunner
 
 INTENT_LABELS = {
@@ -105,7 +105,7 @@ def answer_html(text: str, n_results: int) -> str:
     # needs a blank line there, or the items run into the paragraph.
     text = _LIST_AFTER_TEXT.sub(r"\1\n\n\2", text or "")
     text = _TEXT_AFTER_LIST.sub(r"\1\n\n\2", text)
-    body = markdown.markdown(text, extensions=["extra", "sane_lists"])
+    body = to_html(text)
 
     def link(match: re.Match[str]) -> str:
         n = int(match.group(1))

@@ -11,7 +11,6 @@ from __future__ import annotations
 import html
 from typing import Any
 
-import markdown
 from PySide6.QtCore import QItemSelectionModel, QModelIndex, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -29,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from kmds_desktop.ui.kb_tree_model import CATEGORY_LABELS, KBTreeModel, KindRole
+from kmds_desktop.ui.markdown_render import to_html
 from kmds_desktop.ui.observation_editor import ObservationDialog, WorkflowDialog
 
 FILTER_DEBOUNCE_MS = 250
@@ -48,13 +48,13 @@ def observation_html(obs: Any) -> str:
         f"<tr><td style='color:#555;padding-right:8px'>{html.escape(k)}</td><td>{html.escape(v)}</td></tr>"
         for k, v in rows
     )
-    finding = markdown.markdown(obs.finding or "", extensions=["extra"], output_format="html")
+    finding = to_html(obs.finding or "")
     return f"<h3>{html.escape(obs.name)}</h3><table>{table}</table><hr/>{finding}"
 
 
 def workflow_html(wf: Any, n_observations: int) -> str:
     deps = ", ".join(wf.depends_on) if wf.depends_on else "—"
-    desc = markdown.markdown(wf.description or "*No description.*", extensions=["extra"])
+    desc = to_html(wf.description or "*No description.*")
     return (
         f"<h3>{html.escape(wf.name)}</h3><p>{html.escape(wf.kind)} · {n_observations} observations"
         f" · depends on: {html.escape(deps)}</p><hr/>{desc}"

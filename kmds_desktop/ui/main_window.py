@@ -32,6 +32,7 @@ from kmds_desktop import __version__, paths
 from kmds_desktop.config import Settings, SettingsError, save_settings
 from kmds_desktop.ui.ask_panel import AskPanel
 from kmds_desktop.ui.kb_browser import KBBrowser
+from kmds_desktop.ui.markdown_render import to_html
 from kmds_desktop.ui.messages import MessageBar
 from kmds_desktop.ui.progress import ProgressStrip
 from kmds_desktop.ui.workers import Job, JobRunner
@@ -116,7 +117,10 @@ def warm_up_libraries(model_name: str, *, progress: Any = None, cancel: Any = No
 
     if progress:
         progress(1, 2, "loading the embedding model")
-    embeddings.get_model(model_name)
+    embeddings.encode(["warm-up"], model_name)  # the first encode imports more modules lazily
+    from kmds_desktop.index import SemanticIndex
+
+    SemanticIndex(None).count()  # likewise ChromaDB's first client and query
     # The libraries just loaded leave ~millions of long-lived objects; every full garbage collection
     # would walk them all while holding the GIL (hundreds of ms, on whichever thread triggers it,
     # freezing the window). Moving them to the permanent generation keeps later collections short.
@@ -167,6 +171,7 @@ class MainWindow(QMainWindow):
         self._force_close = False
         self._close_after_save = False
         self.setObjectName("mainWindow")
+        to_html("")  # build the shared Markdown converter now, not on the first answer (~60 ms)
         self.setWindowIcon(app_icon())
         self.setAcceptDrops(True)
 
@@ -436,7 +441,8 @@ class MainWindow(QMainWindow):
         if self.index_ready_for == self.kb.kb_id:
             index = " · indexed"
         self.kb_status.setText(
-            f"KB: {Path(self.kb.path).name} — {n_wf} workflows, {n_obs} observations{index}"
+            f"KB: {Path(self.kb.path).name} — {n_wf} workflow{'s' if n_wf != 1 else ''}, "
+            f"{n_obs} observation{'s' if n_obs != 1 else ''}{index}"
         )
         self.kb_status.setToolTip(str(self.kb.path))
 

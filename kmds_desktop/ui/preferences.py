@@ -258,8 +258,39 @@ class PreferencesDialog(QDialog):
             self.lit_timeout,
             "0 = no limit",
         )
+        self.lit_dsn = QLineEdit()
+        self.lit_dsn.setPlaceholderText("postgresql://user@host:5432/dbname  or  host=… dbname=… user=…")
+        self._row(
+            form,
+            "literature.dsn",
+            "Connection string",
+            self.lit_dsn,
+            "Optional: fills host, port, database and user. A password in it goes to the OS keyring.",
+        )
         self.lit_mode.currentIndexChanged.connect(self._update_enabled)
         return page
+
+    def _apply_dsn(self) -> tuple[str | None, str | None]:
+        """Fill the external-server fields from the connection string; (error, password)."""
+        text = self.lit_dsn.text().strip()
+        if not text:
+            return None, None
+        from psycopg import conninfo
+
+        try:
+            info = conninfo.conninfo_to_dict(text)
+        except Exception as exc:  # noqa: BLE001 - psycopg raises ProgrammingError with libpq's reason
+            return f"not a valid connection string ({exc})", None
+        self.lit_mode.setCurrentIndex(self.lit_mode.findData("external"))
+        for key, field in (
+            ("host", self.lit_host),
+            ("port", self.lit_port),
+            ("dbname", self.lit_dbname),
+            ("user", self.lit_user),
+        ):
+            if info.get(key):
+                field.setText(str(info[key]))
+        return None, (str(info["password"]) if info.get("password") else None)
 
     def _index_tab(self) -> QWidget:
         page = QWidget()
@@ -312,7 +343,7 @@ class PreferencesDialog(QDialog):
 
     def _update_enabled(self) -> None:
         external = self.lit_mode.currentData() == "external"
-        for w in (self.lit_host, self.lit_port, self.lit_dbname, self.lit_user):
+        for w in (self.lit_host, self.lit_port, self.lit_dbname, self.lit_user, self.lit_dsn):
             w.setEnabled(external)
         server = self.index_mode.currentData() == "server"
         self.chroma_host.setEnabled(server)
@@ -433,7 +464,11 @@ class PreferencesDialog(QDialog):
 
     def save(self) -> bool:
         """Validate, store the key in the keyring, write the settings; False (dialog stays) on any error."""
+        dsn_error, db_password = self._apply_dsn()
         settings, errors = self.validate()
+        if dsn_error:
+            errors["literature.dsn"] = dsn_error
+            settings = None
         if settings is None:
             self.show_errors(errors)
             return False
@@ -443,11 +478,13 @@ class PreferencesDialog(QDialog):
                 secrets.set_google_api_key(None)
             elif key:
                 secrets.set_google_api_key(key)
+            if db_password:
+                secrets.set_db_password(settings.literature.user, settings.literature.host, db_password)
         except Exception as exc:  # noqa: BLE001 - no keyring backend: say so, keep the dialog open
             self.show_errors(
                 {
-                    "google_key": f"the OS keyring refused the key ({exc}); set the GOOGLE_API_KEY "
-                    "environment variable instead"
+                    "google_key": f"the OS keyring refused the secret ({exc}); set GOOGLE_API_KEY or "
+                    "PGPASSWORD in the environment instead"
                 }
             )
             return False
