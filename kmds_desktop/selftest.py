@@ -107,6 +107,8 @@ def _step_qt(ctx: _Context) -> None:
     _require("KMDS" in str(info.get("title", "")),
              f"main window title {info.get('title')!r} lacks the app name")
     _require(info.get("icon"), "the main window has no application icon (resources/icons missing?)")
+    _require("Fusion" in info.get("styles", []),
+             f"Qt widget style Fusion missing (have {info.get('styles')})")
     ctx.facts.append(f"Qt {info.get('qt_version')} offscreen window {info.get('title')!r}")
 
 
