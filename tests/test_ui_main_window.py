@@ -236,3 +236,61 @@ def test_help_and_preferences_open_without_blocking(qtbot, make_window):
         assert window.active_dialog is not None and window.active_dialog.isVisible(), name
         window.active_dialog.close()
         qtbot.wait(10)
+
+
+def test_sigterm_closes_the_app_cleanly_and_stops_the_embedded_server(tmp_path):
+    """Logout or `kill` must not leave the private PostgreSQL server running or skip saving settings."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    home = tmp_path / "home"
+    script = (
+        "import sys\n"
+        "from PySide6.QtCore import QTimer\n"
+        "from PySide6.QtWidgets import QApplication\n"
+        "app = QApplication(sys.argv)\n"
+        "def check():\n"
+        "    wins = [w for w in app.topLevelWidgets() if w.objectName() == 'mainWindow']\n"
+        "    if wins and wins[0].kb is not None and 'documents' in wins[0].lit_status.text():\n"
+        "        print('READY', flush=True)\n"
+        "    else:\n"
+        "        QTimer.singleShot(100, check)\n"
+        "QTimer.singleShot(100, check)\n"
+        "from kmds_desktop.ui.app import run_app\n"
+        "print('EXIT', run_app(), flush=True)\n"
+    )
+    env = dict(os.environ, KMDS_DESKTOP_HOME=str(home), QT_QPA_PLATFORM="offscreen")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        deadline = time.monotonic() + 180
+        line = ""
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if line.startswith("READY") or not line:
+                break
+        assert line.startswith("READY"), proc.stderr.read()[-3000:] if proc.poll() is not None else line
+        pid_file = home / "postgres" / "pgdata" / "postmaster.pid"
+        assert pid_file.exists(), "the embedded server should be running while the app is open"
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+    try:
+        assert proc.returncode == 0, err[-3000:]
+        assert "EXIT 0" in out
+        assert (home / "settings.json").exists()
+        for _ in range(50):
+            if not pid_file.exists():
+                break
+            time.sleep(0.2)
+        assert not pid_file.exists(), "the embedded PostgreSQL server was left running"
+    finally:
+        if pid_file.exists():  # never leave a server behind, even when the test fails
+            os.kill(int(pid_file.read_text().split()[0]), signal.SIGTERM)

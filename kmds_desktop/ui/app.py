@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import shutil
+import signal
 import sys
 
 from kmds_desktop import __version__, paths
@@ -35,6 +36,31 @@ def load_settings_or_defaults() -> tuple[Settings, str | None]:
         except OSError:
             where = ""
         return Settings(), f"The settings could not be used, so defaults apply: {exc}.{where}"
+
+
+def _quit_on_signals(window: object) -> None:
+    """Close the window properly on SIGTERM/SIGINT/SIGHUP (logout, Ctrl+C in a terminal).
+
+    Without this, Python dies on SIGTERM without running ``atexit``, so the embedded PostgreSQL
+    server would keep running and the layout and settings would not be saved. Python only runs
+    signal handlers between bytecodes, so a light timer gives it the chance while Qt's loop waits.
+    """
+    from PySide6.QtCore import QTimer
+
+    def handler(signum: int, _frame: object) -> None:
+        log.info("signal %s received: closing the window", signum)
+        # Unsaved KB edits cannot be asked about here; the close proceeds as if "Discard" was chosen
+        # only after the user's KB is written to a recovery copy (see MainWindow.close_for_signal).
+        QTimer.singleShot(0, window.close_for_signal)  # type: ignore[attr-defined]
+
+    for name in ("SIGTERM", "SIGINT", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is not None:
+            signal.signal(sig, handler)
+    ticker = QTimer(window)  # type: ignore[arg-type]
+    ticker.setInterval(250)
+    ticker.timeout.connect(lambda: None)
+    ticker.start()
 
 
 def run_app(kb_file: str | None = None) -> int:
@@ -67,6 +93,7 @@ def run_app(kb_file: str | None = None) -> int:
 
     closed = asyncio.Event()
     app.aboutToQuit.connect(closed.set)
+    _quit_on_signals(window)
     try:
         with loop:
             loop.run_until_complete(closed.wait())

@@ -742,6 +742,25 @@ class MainWindow(QMainWindow):
             self.literature.shutdown()
         event.accept()
 
+    def close_for_signal(self) -> None:
+        """Close without asking (the session is ending); unsaved KB edits go to a recovery copy first.
+
+        The copy is written next to the other app data (``recovery/`` in the data folder), never over
+        the user's file, and the window says where it is in the log.
+        """
+        if self.kb is not None and self.kb.dirty:
+            try:
+                from kmds_desktop.kb import save_kb
+
+                target = paths.sub_dir("recovery") / f"{Path(self.kb.path).stem}.recovered.xml"
+                original = self.kb.path
+                save_kb(self.kb, target)
+                log.warning("unsaved changes to %s were written to %s", original, target)
+            except Exception:  # noqa: BLE001 - closing must go on even if the copy fails
+                log.exception("could not write a recovery copy of the knowledge base")
+        self._force_close = True
+        self.close()
+
     def _ask_close(self) -> None:
         box = QMessageBox(
             QMessageBox.Icon.Warning,
