@@ -8,7 +8,8 @@ STAMP  := $(VENV)/.installed
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	PYTHON=$(PYTHON) bash scripts/sysdeps.sh build
+	$(BIN)/python -m pip --version >/dev/null 2>&1 || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)

@@ -9,6 +9,7 @@ review returned) and forwards every call unchanged.
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -230,3 +231,57 @@ def test_cli_search_json(pg_dsn, capsys, data_home) -> None:
     code = main(["literature", "search", QUESTION, "--queries-per-model", "3", "--models", " ",
                  "--dsn", pg_dsn])
     assert code == 2 and "query_generation.models" in capsys.readouterr().err
+
+
+AGENT_INJECTIONS = [
+    "'; DROP TABLE document; --",
+    "cancer') OR 1=1 --",
+    "x'); DELETE FROM sources; --",
+    "$$; SELECT pg_sleep(10); $$",
+    "fibrosis & !x'); TRUNCATE document CASCADE; --",
+    "%s %(q)s {0} %%",
+]
+
+
+def test_injection_strings_through_the_agent_and_the_cli(pg_database, pg_dsn, fake_ollama, capsys,
+                                                         data_home) -> None:
+    """SQL in the question, in a model's reply, in the review's edits and in the CLI stays data."""
+    import psycopg
+
+    from kmds_desktop.cli import main
+
+    def counts() -> tuple[int, int]:
+        with psycopg.connect(pg_dsn) as conn:
+            return (conn.execute("SELECT count(*) FROM document").fetchone()[0],
+                    conn.execute("SELECT count(*) FROM sources").fetchone()[0])
+
+    before = counts()
+    fake_ollama.models["evil"] = ModelScript(replies=AGENT_INJECTIONS)
+    agent = QueryAgent(pg_database, _settings(fake_ollama.url, models=["evil", "builtin:keywords"],
+                                              queries_per_model=3))
+    for text in AGENT_INJECTIONS:
+        fake_ollama._calls.clear()
+        # the question reaches builtin:keywords (which asks the database to stem its words), the model's
+        # replies are injection strings, and the review appends the raw string as a query of its own
+        started = time.monotonic()
+        docs = list(agent.find_abstracts_multi_query(
+            f"cystic fibrosis {text}", max_rows=5, human_in_the_loop=True,
+            human_query_modifier=lambda qs, t=text: [*qs, t]))
+        assert time.monotonic() - started < 8  # pg_sleep(10) never ran
+        assert docs and agent.last_result.ok_queries
+        raw = [s for s in agent.last_result.queries if s.query == text.strip()]
+        assert raw and (raw[0].ok or "invalid query" in (raw[0].error or ""))
+        stat = agent.check_query(text)
+        assert stat.ok or "invalid query" in (stat.error or "")
+        result = agent.run_reviewed_queries([text, Q_CF], max_rows=3)
+        assert result.queries[1].ok and result.ids
+        code = main(["literature", "search", text, "--models", "builtin:keywords", "--max-rows", "3",
+                     "--dsn", pg_dsn, "--json"])
+        captured = capsys.readouterr()
+        assert "Traceback" not in captured.err
+        if code == 0:
+            assert isinstance(json.loads(captured.out)["ids"], list)
+        else:
+            assert code == 1 and captured.err.startswith("error: ")
+    assert counts() == before
+    assert pg_database.count_matches("cystic & fibrosis") > 0

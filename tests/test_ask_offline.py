@@ -148,3 +148,38 @@ def test_kmds_desktop_ask_entry_point(kmds_data: Path, index_dir: Path, capsys, 
     data = json.loads(capsys.readouterr().out)
     assert data["intent_class"] == "data_representation_search" and data["synthesis"] == "offline"
     assert data["results"] and data["fallback_reason"] is None
+
+
+def test_six_intents_on_the_analytics_kb(kmds_data: Path, index_dir: Path) -> None:
+    """Another shared KB, other plain questions; it has no modelling-choice observations, so that
+    route is chosen and then falls back to semantic search, saying why."""
+    kb = load_kb(kmds_data / "example_analytics_kb_app_workflow.xml")
+    orch = SearchOrchestrator(kb, persist_dir=index_dir, backend="offline", settings=Settings(), n_results=3)
+    questions = [
+        ("Were there data quality issues in the ticket data?", "exploratory_search", "exploratory"),
+        ("How was the ticket data transformed into features?", "data_representation_search",
+         "data_representation"),
+        ("Why was this kind of model chosen?", "modelling_choice_search", None),
+        ("How were the clustering models compared?", "model_selection_search", "model_selection"),
+        ("List all findings of this knowledge base", "all_observations_search", None),
+        ("how long are tickets open before they are closed", "semantic_search", None),
+    ]
+    for question, intent, category in questions:
+        result = orch.ask(question)
+        assert result.proposed_route.intent_class == intent, (question, result.route_explanation)
+        assert result.results and result.answer.startswith("No LLM was used (offline mode)")
+        assert all(kb.observation(r["iri"]) is not None for r in result.results)
+        if intent == "modelling_choice_search":
+            assert result.fallback_code == "empty_template" and result.intent_class == "semantic_search"
+        else:
+            assert result.fallback_reason is None and result.intent_class == intent
+        if category:
+            assert {r["category"] for r in result.results} == {category}
+    resolution = orch.ask("how long are tickets open before they are closed").results[0]["finding"]
+    assert "resol" in resolution.lower()
+
+
+def test_cli_rejects_a_zero_result_count(kmds_data: Path) -> None:
+    kb = str(kmds_data / "example_analytics_kb_app_workflow.xml")
+    code, out, err = _cli("ask", kb, "q", "--backend", "offline", "-n", "0")
+    assert code == 1 and out == "" and err.strip() == "error: -n/--n-results must be at least 1, not 0"

@@ -273,6 +273,20 @@ def test_user_callable_and_backend_choice(fake_ollama, analytics_kb, index_dir, 
     assert result.fallback_code == "llm_error" and "quota exhausted" in result.fallback_reason
     assert result.synthesis == "extractive"
 
+    class ChatObject:  # a user object that has its own ``chat`` (no cancel) and fails in it
+        name = "mine"
+
+        def chat(self, prompt: str) -> str:
+            raise KeyError("no such prompt")
+
+        def __call__(self, prompt: str) -> str:
+            raise TimeoutError("my server is slow")
+
+    result = SearchOrchestrator(analytics_kb, persist_dir=index_dir, llm_fn=ChatObject(),
+                                settings=Settings()).ask("Data quality?")
+    assert result.backend == "mine" and result.fallback_code == "llm_error"
+    assert "my server is slow" in result.fallback_reason and result.synthesis == "extractive"
+
     # auto: Ollama answers -> ollama; nothing answers and no key -> offline
     import kmds_desktop.secrets as secrets
 
@@ -338,3 +352,60 @@ def test_edited_kb_is_reindexed_and_cleared_index_rebuilt(kmds_data: Path, index
     # the index is emptied behind the orchestrator's back: the next question rebuilds it
     again.index.clear(kb_id=kb.kb_id)
     assert again.ask("pedestrian accidents at zebra crossings").results[0]["iri"] == target.iri
+
+
+def test_every_citation_maps_to_its_result(fake_ollama, ml_kb, index_dir) -> None:
+    """[n] in the synthesis prompt and in the answer is results[n-1], for every n."""
+    answer = " ".join(f"Point {i} [{i}]." for i in range(1, 6))
+    fake_ollama.models[MODEL] = ModelScript(replies=[scripted(route_json("all_observations_search"), answer)])
+    result = make(ml_kb, index_dir, fake_ollama.url, n_results=5).ask("Summarise what was found")
+    assert result.synthesis == "llm" and len(result.results) == 5 and result.answer == answer
+    prompt = fake_ollama.completion_requests()[-1].prompt
+    for n, record in result.citations.items():
+        hit = result.results[n - 1]
+        assert record == hit["iri"]
+        line = next(x for x in prompt.splitlines() if x.startswith(f"[{n}] ("))
+        assert " ".join(hit["finding"].split())[:60] in line
+
+
+def test_stream_dropped_midway_ends_with_extractive_answer(fake_ollama, analytics_kb, index_dir) -> None:
+    fake_ollama.models[MODEL] = ModelScript(replies=[scripted(route_json("exploratory_search"))],
+                                            chunk_size=6, drop_after=[None, 3])  # synthesis drops
+    stream = make(analytics_kb, index_dir, fake_ollama.url).ask_stream("Which data quality problems?")
+    chunks = list(stream)
+    result = stream.result
+    assert chunks[:3] == [ANSWER[0:6], ANSWER[6:12], ANSWER[12:18]]
+    assert result.synthesis == "extractive" and "in the middle of the reply" in result.synthesis_error
+    assert result.answer == "".join(chunks).strip()
+    assert result.answer.startswith(ANSWER[:18]) and "extractive summary" in result.answer
+    assert all(f"[{i}]" in result.answer for i in range(1, len(result.results) + 1))
+
+
+def test_google_key_stays_out_of_the_result(analytics_kb, index_dir) -> None:
+    secret = "AIza-secret-in-orchestrator-42"
+    with FakeGoogle(["unused"], api_key="the-real-key") as fake:
+        backend = GoogleBackend(api_key=secret, base_url=fake.url)
+        result = SearchOrchestrator(analytics_kb, persist_dir=index_dir, llm_fn=backend,
+                                    settings=Settings()).ask("Which model was selected?")
+    assert result.fallback_code == "llm_error" and "GOOGLE_API_KEY" in result.fallback_reason
+    assert result.synthesis == "extractive" and result.results
+    assert secret not in json.dumps(result.to_dict(), default=str)
+
+
+def test_auto_offline_says_why_and_that_no_llm_was_used(analytics_kb, index_dir, monkeypatch) -> None:
+    import socket
+
+    import kmds_desktop.secrets as secrets
+    from kmds_desktop.ask.cli import format_result
+
+    monkeypatch.setattr(secrets, "_keyring_get", lambda name: None)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        down = f"http://127.0.0.1:{s.getsockname()[1]}"
+    result = SearchOrchestrator(analytics_kb, persist_dir=index_dir, ollama_host=down,
+                                settings=Settings()).ask("Which model was selected?")
+    assert result.backend == "offline" and result.synthesis == "offline" and result.fallback_reason is None
+    assert result.answer.startswith("No LLM was used (offline mode)")
+    assert down in result.backend_note and "no Google API key" in result.backend_note
+    assert f"Backend: offline (answer: offline) — {result.backend_note}" in format_result(result.to_dict())

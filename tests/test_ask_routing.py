@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from kmds_desktop.ask import INTENT_CLASSES, OrchestratorRoute, RouteError, parse_route, routing_prompt
-from kmds_desktop.ask.answers import cited_numbers, clean_citations, extractive_answer, synthesis_prompt
+from kmds_desktop.ask.answers import (
+    cited_numbers,
+    clean_citations,
+    extractive_answer,
+    strip_reasoning,
+    synthesis_prompt,
+)
 from kmds_desktop.ask.catalog import ROUTES
 from kmds_desktop.search import OrchestratorResult, SearchFilters, SearchOrchestrator
 
@@ -41,6 +47,8 @@ def test_prompt_lists_every_template_with_what_it_searches() -> None:
         "Route:\n{'intent_class': 'exploratory_search', 'filters': {}, 'explanation': 'EDA',}",
         '{"intent_class": "exploratory_search", "filters": {"keyword": null,}, "explanation": "EDA",}',
         '{"intent": "Exploratory", "explanation": "EDA"}',
+        '<think>Maybe {"intent_class": "model_selection_search"}? No, it is about EDA.</think>\n' + ROUTE,
+        'The format is {"intent_class": "<one of the templates>", "filters": {}}. My answer: ' + ROUTE,
     ],
 )
 def test_tolerant_parsing(reply: str) -> None:
@@ -99,6 +107,11 @@ def test_synthesis_prompt_numbers_records_in_result_order() -> None:
     first, second = prompt.index("[1] (Data Quality Observation"), prompt.index("[2] (Modelling Choice")
     assert first < second < prompt.index("[3] (Data Quality")
     assert "intent MODEL_SELECTION" in prompt and "ONLY the numbered records" in prompt
+
+
+def test_reasoning_preamble_is_not_part_of_the_answer() -> None:
+    assert strip_reasoning("<think>\nrecords 1 and 2 [2]\n</think>\n\nThe answer [1].") == "The answer [1]."
+    assert strip_reasoning("No preamble [1].") == "No preamble [1]."
 
 
 def test_citations_outside_the_records_are_dropped() -> None:

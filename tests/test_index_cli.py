@@ -86,3 +86,18 @@ def test_rebuild_moves_a_damaged_store_aside(
     captured = capsys.readouterr()
     assert "moved to" in captured.err and captured.out.startswith("1. [")
     assert list(tmp_path.glob("idx.broken-*"))
+
+
+def test_unknown_category_is_refused_with_the_choices(
+    kmds_data: Path, data_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A misspelt category must not quietly print "no results": argparse names the valid ones."""
+    kb = str(kmds_data / "generated_by_kmds" / "cli_kb.xml")
+    with pytest.raises(SystemExit) as info:
+        run_cli(kb, "--query", "x", "--category", "modeling_choice")
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "invalid choice: 'modeling_choice'" in err
+    for valid in ("exploratory", "modelling_choice", "model_selection", "workflow"):
+        assert valid in err
+    assert not (data_home / "index").exists()  # refused before anything was built

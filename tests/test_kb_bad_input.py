@@ -164,3 +164,41 @@ def test_internal_entity_without_expansion_is_still_refused(tmp_path: Path) -> N
     doc = '<?xml version="1.0"?>\n<!DOCTYPE rdf:RDF [<!ENTITY kmds "http://test.org/kmds/kmds.owl#">]>\n'
     doc += RDF_OPEN.split("\n", 1)[1] + GOOD_BODY + "</rdf:RDF>\n"
     _refused(_write(tmp_path, "ent.xml", doc), "entity")
+
+
+def test_bad_literal_gives_one_message_and_no_stray_traceback(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """owlready2 hands parse errors to sys.excepthook before raising: the app's hook (which shows an
+    "unexpected error") must not see it, and nothing is printed; the one error names line and cause."""
+    import sys
+
+    seen: list[BaseException] = []
+    monkeypatch.setattr(sys, "excepthook", lambda t, v, tb: seen.append(v))
+    hook = sys.excepthook
+    body = GOOD_BODY.replace(
+        "<finding>",
+        '<finding_sequence rdf:datatype="http://www.w3.org/2001/XMLSchema#integer">abc</finding_sequence>'
+        "<finding>",
+    )
+    err = _refused(_write(tmp_path, "badint.xml", RDF_OPEN + body + "</rdf:RDF>\n"), "not valid RDF/XML")
+    assert "line 4, column" in str(err) and "'abc'" in str(err)
+    captured = capfd.readouterr()
+    assert "Traceback" not in captured.err + captured.out
+    assert seen == [] and sys.excepthook is hook
+
+
+def test_big_file_is_parsed_in_this_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """owlready2 forks a parser process for files of 8 MB or more; in the app (Qt, torch, worker
+    threads) a fork can deadlock, so a big KB must be parsed without one."""
+    import multiprocessing
+
+    def no_fork(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003
+        raise AssertionError("a parser process was started")
+
+    monkeypatch.setattr(multiprocessing.Process, "start", no_fork)
+    big_text = "skewed " * 1_300_000  # about 9 MB in one finding
+    path = _write(tmp_path, "big.xml", RDF_OPEN + GOOD_BODY.replace("skewed", big_text) + "</rdf:RDF>\n")
+    assert path.stat().st_size > 8_000_000
+    (obs,) = load_kb(path).observations
+    assert len(obs.finding) == len("caf\u00e9 prices are ") + len(big_text)

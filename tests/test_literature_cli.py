@@ -5,16 +5,17 @@ from __future__ import annotations
 import json
 
 from kmds_desktop.cli import main
+from kmds_desktop.literature.schema import LATEST_VERSION
 
 
 def test_status_prints_server_schema_and_counts(pg_database, pg_dsn, capsys):
     assert main(["literature", "status", "--dsn", pg_dsn]) == 0
     out = capsys.readouterr().out
-    assert "schema:    version 2" in out and "PostgreSQL 18" in out
+    assert f"schema:    version {LATEST_VERSION}" in out and "PostgreSQL 18" in out
     assert "SciFact" in out and "5183" in out
     assert main(["literature", "status", "--json", "--dsn", pg_dsn]) == 0
     info = json.loads(capsys.readouterr().out)
-    assert info["sources"]["CF"] == 1239 and info["schema_version"] == 2
+    assert info["sources"]["CF"] == 1239 and info["schema_version"] == LATEST_VERSION
 
 
 def test_import_reports_counts_skips_and_failures(pg_empty_database, tmp_path, capsys):

@@ -9,6 +9,7 @@ import pytest
 
 from kmds_desktop.literature import LiteratureDatabase
 from kmds_desktop.literature.errors import InvalidQuery, LiteratureError
+from kmds_desktop.literature.schema import LATEST_VERSION
 from kmds_desktop.tasks import Cancelled, CancelToken
 
 
@@ -21,7 +22,7 @@ def test_open_database_facade_and_status(pg_database):
     assert isinstance(pg_database, LiteratureDatabase)
     status = pg_database.status()
     assert status["mode"] == "embedded"
-    assert status["schema_owner"] == "app" and status["schema_version"] == 2
+    assert status["schema_owner"] == "app" and status["schema_version"] == LATEST_VERSION
     # scifact 5183 + cf 1239 + PubMed (pubmed_sample, MEDLINE XML and PubMedQA merged by PMID)
     assert status["sources"]["SciFact"] == 5183
     assert status["sources"]["CF"] == 1239

@@ -16,7 +16,7 @@ import pytest
 from kmds_desktop.config import LiteratureSettings
 from kmds_desktop.literature import open_database
 from kmds_desktop.literature.errors import DatabaseUnavailable
-from kmds_desktop.literature.schema import VERSION_TABLE
+from kmds_desktop.literature.schema import LATEST_VERSION, VERSION_TABLE
 from kmds_desktop.literature.server import EmbeddedServer
 
 REPO = Path(__file__).resolve().parent.parent
@@ -97,7 +97,7 @@ def test_external_server_with_password_from_environment(pg_external, tmp_path, m
     db = open_database(dsn, settings=LiteratureSettings(statement_timeout_ms=5000))
     try:
         status = db.status()
-        assert status["mode"] == "external" and status["schema_version"] == 2
+        assert status["mode"] == "external" and status["schema_version"] == LATEST_VERSION
         assert password not in repr(status) and password not in db.dsn
         path = tmp_path / "ext.jsonl"
         path.write_text('{"id": "e:1", "source": "medrxiv", "title": "Preprint on influenza vaccines"}\n'
@@ -126,6 +126,49 @@ def test_external_settings_mode_reads_the_password_from_the_environment(pg_exter
         assert db.mode == "external" and db.status()["server_version"].startswith("18")
     finally:
         db.close()
+
+
+def test_external_password_from_the_os_keyring(pg_external, monkeypatch, caplog):
+    """No password in the environment: the one stored in the keyring for user@host is used, never shown."""
+    import keyring
+    from keyring.backend import KeyringBackend
+
+    from kmds_desktop import secrets
+
+    class MemoryKeyring(KeyringBackend):  # CI machines have no desktop keyring
+        priority = 1
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.store: dict[tuple[str, str], str] = {}
+
+        def get_password(self, service, username):
+            return self.store.get((service, username))
+
+        def set_password(self, service, username, password):
+            self.store[(service, username)] = password
+
+        def delete_password(self, service, username):
+            self.store.pop((service, username), None)
+
+    monkeypatch.delenv("KMDS_DESKTOP_DB_PASSWORD", raising=False)
+    monkeypatch.delenv("PGPASSWORD", raising=False)
+    previous = keyring.get_keyring()
+    keyring.set_keyring(MemoryKeyring())
+    try:
+        with pytest.raises(DatabaseUnavailable) as info:  # nothing stored yet: a clear refusal
+            open_database(pg_external["dsn"])
+        assert "127.0.0.1" in str(info.value)
+        secrets.set_db_password("postgres", "127.0.0.1", pg_external["password"])
+        db = open_database(pg_external["dsn"])
+        try:
+            assert db.status()["mode"] == "external" and isinstance(db.find_abstract_ids("influenza"), set)
+            assert pg_external["password"] not in db.dsn + db.display_name + repr(db.status())
+        finally:
+            db.close()
+    finally:
+        keyring.set_keyring(previous)
+    assert pg_external["password"] not in caplog.text
 
 
 BMLIBRARIAN_DDL = """
@@ -194,14 +237,17 @@ def test_schema_upgrades_apply_in_order(pg_external, monkeypatch):
     port = pg_external["server"].tcp_port
     db = open_database(f"host=127.0.0.1 port={port} dbname=upgrade_me user=postgres")
     try:
-        assert db.schema_version == 2 and db.schema_owner == "app"
+        assert db.schema_version == LATEST_VERSION and db.schema_owner == "app"
     finally:
         db.close()
     with psycopg.connect(**{**admin, "dbname": "upgrade_me"}, password=password) as conn:
         versions = conn.execute(
             f"SELECT version FROM {VERSION_TABLE} ORDER BY applied_at, version").fetchall()
-        assert [v[0] for v in versions] == [1, 2]
+        assert [v[0] for v in versions] == [1, 2, 3]
         assert conn.execute("SELECT to_regclass('idx_document_publication_date')").fetchone()[0]
+        storage = conn.execute("SELECT attstorage FROM pg_attribute WHERE attrelid = 'document'::regclass "
+                               "AND attname = 'search_vector'").fetchone()[0]
+        assert storage == "m"  # upgrade 3: the vector stays in the row, ranking needs no TOAST lookup
 
 
 def _interpreter_for(user: str) -> str:
@@ -241,7 +287,7 @@ def test_a_normal_user_runs_the_embedded_server_directly():
         done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
         user, server_uid, owner, version = (int(x) for x in done.stdout.split())
-        assert user != 0 and server_uid == user == owner and version == 2
+        assert user != 0 and server_uid == user == owner and version == LATEST_VERSION
         assert not EmbeddedServer(home / "postgres").is_running()  # stopped when the process exited
     finally:
         shutil.rmtree(home, ignore_errors=True)

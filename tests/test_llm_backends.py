@@ -214,3 +214,71 @@ def test_auto_prefers_ollama_then_google_then_offline(fake_ollama, monkeypatch: 
     assert make_llm(down, backend="offline") == (None, "offline")
     with pytest.raises(LLMError, match="Unknown LLM backend"):
         make_llm(down, backend="gpt")
+
+
+def test_ollama_connection_dropped_mid_reply(fake_ollama) -> None:
+    fake_ollama.models["m"] = ModelScript(replies=["0123456789" * 20], chunk_size=5, drop_after=4)
+    received: list[str] = []
+    with pytest.raises(LLMUnreachable) as info:
+        for chunk in OllamaBackend(fake_ollama.url, "m", timeout=10).stream("q"):
+            received.append(chunk)
+    assert "".join(received) == "01234567890123456789"
+    assert "in the middle of the reply" in str(info.value) and fake_ollama.url in str(info.value)
+
+
+def test_google_timeout_is_actionable() -> None:
+    with FakeGoogle(["too late"], delay=2) as fake:
+        backend = GoogleBackend(api_key="test-key", base_url=fake.url, timeout=0.5)
+        start = time.monotonic()
+        with pytest.raises(LLMTimeout) as info:
+            backend("q")
+    assert time.monotonic() - start < 1.8
+    assert "0.5 s" in str(info.value) and "timeout" in str(info.value).lower()
+
+
+def test_google_key_never_reaches_logs_errors_or_settings(
+        tmp_path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """The key is sent to the server (it must be) but appears in no log record, error or settings file."""
+    import logging
+
+    import kmds_desktop.secrets as secrets
+    from kmds_desktop.config import Settings, load_settings, save_settings
+
+    secret = "AIza-very-secret-key-0123456789"
+    monkeypatch.setattr(secrets, "_keyring_get", lambda name: None)
+    monkeypatch.setenv("GOOGLE_API_KEY", secret)
+    caplog.set_level(logging.DEBUG)
+    errors: list[str] = []
+    with FakeGoogle(["fine"], api_key="another-key") as fake:
+        backend = GoogleBackend(base_url=fake.url)
+        assert fake.requests == []
+        for call in (lambda: backend("q"), lambda: list(backend.stream("q"))):
+            with pytest.raises(LLMAuthError) as info:
+                call()
+            errors.append(str(info.value))
+        assert [r.api_key for r in fake.requests] == [secret, secret]  # really used...
+    assert all("GOOGLE_API_KEY" in e and secret not in e for e in errors)  # ...never shown
+    assert caplog.records and not any(secret in r.getMessage() for r in caplog.records)
+    assert secret not in repr(backend) and secret not in str(vars(backend).get("base_url"))
+    settings = Settings()
+    settings.llm.backend = "google"
+    assert choose_backend(settings.llm).name == "google"
+    path = save_settings(settings, tmp_path / "settings.json")
+    saved = path.read_text(encoding="utf-8")
+    assert secret not in saved and "api_key" not in saved
+    assert load_settings(path).llm.backend == "google"
+
+
+def test_auto_prefers_ollama_over_google_when_both_answer(fake_ollama,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import kmds_desktop.secrets as secrets
+
+    monkeypatch.setattr(secrets, "_keyring_get", lambda name: None)
+    monkeypatch.setenv("GOOGLE_API_KEY", "k")
+    fake_ollama.models["llama3.1:8b"] = ModelScript(replies=["hi"])
+    choice = choose_backend(LLMSettings(ollama_host=fake_ollama.url))
+    assert choice.name == "ollama" and isinstance(choice.llm, OllamaBackend)
+    # Ollama answers but lacks the configured model: Google, and the note says why Ollama was skipped
+    choice = choose_backend(LLMSettings(ollama_host=fake_ollama.url, ollama_model="absent:1b"))
+    assert choice.name == "google" and isinstance(choice.llm, GoogleBackend)
+    assert "no model 'absent:1b'" in choice.note

@@ -58,6 +58,11 @@ def clean_citations(answer: str, n_results: int) -> str:
     return _CITATION.sub(keep, answer).strip()
 
 
+def strip_reasoning(answer: str) -> str:
+    """Drop a reasoning model's ``<think>...</think>`` preamble: the user asked for the answer only."""
+    return re.sub(r"<think>.*?</think>", "", answer, flags=re.DOTALL | re.IGNORECASE).strip()
+
+
 def cited_numbers(answer: str) -> list[int]:
     """The distinct record numbers an answer cites, in order of first use."""
     return list(dict.fromkeys(int(n) for n in _CITATION.findall(answer)))

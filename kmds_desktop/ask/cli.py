@@ -41,6 +41,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
+    if args.n_results is not None and args.n_results < 1:
+        err.write(f"error: -n/--n-results must be at least 1, not {args.n_results}\n")
+        return 1
     from kmds_desktop.config import SettingsError, load_settings
 
     try:
@@ -59,7 +62,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
             persist_dir=args.persist_dir,
             model=args.model,
             embedding_model=settings.index.embedding_model,
-            n_results=args.n_results or settings.index.n_results,
+            n_results=args.n_results if args.n_results is not None else settings.index.n_results,
             backend=args.backend or settings.llm.backend,
             settings=settings,
             ollama_host=args.ollama_host,
@@ -86,7 +89,8 @@ def format_result(data: dict[str, Any]) -> str:
     lines.append(route)
     if data.get("fallback_reason"):
         lines.append(f"Fallback: {data['fallback_reason']}")
-    lines.append(f"Backend: {data['backend']} (answer: {data['synthesis']})")
+    note = f" — {data['backend_note']}" if data.get("backend_note") else ""
+    lines.append(f"Backend: {data['backend']} (answer: {data['synthesis']}){note}")
     if data["results"]:
         lines += ["", "Records:"]
         for i, r in enumerate(data["results"], start=1):

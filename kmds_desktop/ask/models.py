@@ -61,6 +61,8 @@ class OrchestratorResult:
     proposed_route: OrchestratorRoute | None = None
     #: "ollama", "google", "callable" or "offline".
     backend: str = "offline"
+    #: Why "auto" chose this backend (e.g. "Ollama not reachable at ...; no Google API key"); "" otherwise.
+    backend_note: str = ""
     #: Human-readable reason for falling back to semantic search; None when no fallback happened.
     fallback_reason: str | None = None
     fallback_code: str | None = None

@@ -31,6 +31,7 @@ from kmds_desktop.ask.answers import (
     extractive_answer,
     fallback_heading,
     offline_heading,
+    strip_reasoning,
     synthesis_prompt,
 )
 from kmds_desktop.ask.catalog import ROUTE_BY_INTENT
@@ -42,12 +43,14 @@ from kmds_desktop.index.embeddings import DEFAULT_MODEL
 from kmds_desktop.kb import TEMPLATES, KnowledgeBase, Observation, SearchFilters, load_kb
 from kmds_desktop.llm import (
     FunctionBackend,
+    GoogleBackend,
     LLMAuthError,
     LLMError,
     LLMFn,
     LLMModelNotFound,
     LLMTimeout,
     LLMUnreachable,
+    OllamaBackend,
     choose_backend,
 )
 from kmds_desktop.tasks import Cancelled, CancelToken, ProgressFn, check, report
@@ -126,7 +129,10 @@ class SearchOrchestrator:
                 self._llm, self.backend_name = None, "offline"
             elif self._llm_fn is not None:
                 fn = self._llm_fn
-                self._llm = fn if hasattr(fn, "chat") else FunctionBackend(fn)
+                # the app's backends keep cancel and streaming; anything else is a plain callable
+                # whose failures (of any type) must become LLMError so that ask() falls back
+                self._llm = fn if isinstance(fn, OllamaBackend | GoogleBackend | FunctionBackend) \
+                    else FunctionBackend(fn)
                 self.backend_name = str(getattr(fn, "name", "callable"))
             else:
                 try:
@@ -209,7 +215,8 @@ class SearchOrchestrator:
 
         self._ensure_index(index_progress if progress is not None else None, cancel)
         result = OrchestratorResult(answer="", intent_class="", route_explanation="", results=[],
-                                    backend=backend, question=question, timings=timings)
+                                    backend=backend, backend_note=self.backend_note, question=question,
+                                    timings=timings)
 
         # 1. route
         report(progress, 1, _STEPS, "choosing how to search")
@@ -262,7 +269,7 @@ class SearchOrchestrator:
         if fallback is not None:
             code, reason = fallback
             ran = OrchestratorRoute(intent_class="semantic_search", filters=SearchFilters(),
-                                    explanation=f"Fell back to semantic search: {reason}.")
+                                    explanation=f"Fell back to semantic search: {reason.rstrip('.')}.")
             results = self._semantic(question, question_vector)
             result.fallback_code, result.fallback_reason = code, reason
         timings["search"] = time.perf_counter() - t
@@ -408,7 +415,7 @@ class SearchOrchestrator:
             yield from self._extractive_after_failure(result, err, partial="".join(parts))
             return
         result.synthesis = "llm"
-        result.answer = clean_citations(text, n)
+        result.answer = clean_citations(strip_reasoning(text), n)
         if not stream:
             yield result.answer
 

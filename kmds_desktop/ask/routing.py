@@ -22,6 +22,8 @@ from kmds_desktop.ask.models import INTENT_CLASSES, OrchestratorRoute
 _FILTER_KEYS = ("obs_type_filter", "finding_seq_min", "finding_seq_max", "keyword")
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
+#: Reasoning models (deepseek-r1, qwen3) think aloud first; drafts in there are not the answer.
+_THINK = re.compile(r"<think>.*?(?:</think>|$)", re.DOTALL | re.IGNORECASE)
 
 
 class RouteError(ValueError):
@@ -64,6 +66,7 @@ def parse_route(reply: str) -> OrchestratorRoute:
     """Find, repair and validate the route in an LLM reply; raises :class:`RouteError`."""
     if not isinstance(reply, str) or not reply.strip():
         raise RouteError("invalid_route", "the router's reply was empty")
+    reply = _THINK.sub("", reply) if "</think>" in reply.lower() else reply
     candidates = [m.group(1) for m in _FENCE.finditer(reply)] + [reply]
     obj: dict[str, Any] | None = None
     for text in candidates:
@@ -86,16 +89,24 @@ def parse_route(reply: str) -> OrchestratorRoute:
 
 
 def _first_route_object(text: str) -> dict[str, Any] | None:
-    """The first ``{...}`` in ``text`` that decodes (after light repair) to a route-like dict."""
+    """The first ``{...}`` in ``text`` that decodes (after light repair) to a route with a known
+    template; else the first route-like one (so its unknown template is reported).
+
+    Preferring a known template skips a model's echo of the prompt's format line
+    (``"intent_class": "<one of the templates>"``) that comes before its real answer.
+    """
     decoder = json.JSONDecoder()
+    first: dict[str, Any] | None = None
     for start in (m.start() for m in re.finditer(r"\{", text)):
         obj = _decode_at(decoder, text, start)
         if isinstance(obj, dict):
             if isinstance(obj.get("route"), dict):
                 obj = obj["route"]
             if any(k in obj for k in ("intent_class", "intent", "template")):
-                return obj
-    return None
+                if _normalise(obj)["intent_class"] in INTENT_CLASSES:
+                    return obj
+                first = first or obj
+    return first
 
 
 def _decode_at(decoder: json.JSONDecoder, text: str, start: int) -> Any:

@@ -12,6 +12,9 @@ import json
 import sys
 from typing import Any, TextIO
 
+from kmds_desktop.index.entries import WORKFLOW_CATEGORY
+from kmds_desktop.kb.vocabulary import CATEGORIES
+
 
 def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     """Add ``index`` to the main parser."""
@@ -28,7 +31,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     p.add_argument("--query", "-q", metavar="TEXT", help="search the index for TEXT instead of only building")
     p.add_argument("--json", action="store_true", help="print search results as JSON")
     p.add_argument("-n", "--n-results", type=int, default=None, help="number of results (default: setting)")
-    p.add_argument("--category", help="only this category (exploratory, data_representation, ..., workflow)")
+    p.add_argument(
+        "--category",
+        choices=(*CATEGORIES, WORKFLOW_CATEGORY),
+        help="only this category ('workflow': the workflow descriptions)",
+    )
     p.add_argument("--obs-type", help="only observation types containing this text")
     p.add_argument("--workflow", help="only observations of this workflow")
     p.add_argument(

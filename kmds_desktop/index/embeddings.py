@@ -108,6 +108,11 @@ def get_model(name: str = DEFAULT_MODEL) -> Any:
         if model is not None:
             return model
         target, is_path = resolve_model(key)
+        # Aliases of one model (the default's names, a relative and an absolute path) share one copy.
+        model = _models.get(target)
+        if model is not None:
+            _models[key] = model
+            return model
         with _offline():
             try:
                 from sentence_transformers import SentenceTransformer
@@ -117,12 +122,16 @@ def get_model(name: str = DEFAULT_MODEL) -> Any:
                 with _quiet_loading():
                     model = SentenceTransformer(target, local_files_only=True)
             except Exception as err:  # noqa: BLE001 - any loader failure becomes one clear message
-                where = f"folder {target}" if is_path else "the local Hugging Face cache (offline)"
+                if is_path:
+                    problem = f"folder {target} does not hold a usable model"
+                else:
+                    problem = "it is not in the local Hugging Face cache, and models are never downloaded"
                 raise ModelLoadError(
-                    f"cannot load embedding model {key!r} from {where}: {type(err).__name__}: "
-                    f"{_first_line(err)}. Use the bundled default {DEFAULT_MODEL!r} or a local model "
-                    "folder (setting index.embedding_model); models are never downloaded"
+                    f"cannot load embedding model {key!r}: {problem}. Use the bundled default "
+                    f"{DEFAULT_MODEL!r} or a local model folder (setting index.embedding_model). "
+                    f"[{type(err).__name__}: {_first_line(err)[:200]}]"
                 ) from None
+        _models[target] = model
         _models[key] = model
         return model
 

@@ -34,8 +34,23 @@ from kmds_desktop.tasks import Cancelled, CancelToken, ProgressFn, check, report
 
 log = logging.getLogger(__name__)
 
-#: Texts embedded and written per step; progress and cancel act between steps.
+#: Texts embedded per step; progress and cancel act between steps. Large, so the model runs full
+#: batches; the step is then written in small slices (see :class:`_SlicedWriter`).
 BUILD_CHUNK = 512
+#: Longest a single ChromaDB write call should take, in seconds. ChromaDB's Rust bindings hold
+#: Python's GIL for the whole call (~1 ms per entry plus a fixed cost that grows with the
+#: collection), so one 512-entry upsert froze the GUI thread for ~200 ms; slices sized to this
+#: budget, with the GIL handed back between them, keep the window responsive while indexing.
+WRITE_BUDGET_S = 0.015
+#: Entries in the first write slice; later slices adapt to :data:`WRITE_BUDGET_S`.
+WRITE_SLICE_START = 16
+#: Bounds of the adaptive write slice.
+WRITE_SLICE_MIN = 4
+WRITE_SLICE_MAX = 256
+#: Pause after each write slice, without the GIL: time for a waiting GUI thread to take it.
+WRITE_PAUSE_S = 0.001
+#: Stored entries read per ``get`` call when comparing with the KB (same reason as the budget).
+_HASH_PAGE = 250
 #: ``kb_id`` value that searches every KB in the store.
 ALL_KBS = "*"
 #: ChromaDB's limit on ids per call is about 5k; stay well below.
@@ -250,6 +265,7 @@ class SemanticIndex:
         report(progress, 0, total, f"embedding {total} texts")
         done = 0
         in_flight: Future[None] | None = None
+        write = _SlicedWriter(collection)
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kmds-index-writer") as writer:
             try:
                 for start in range(0, total, BUILD_CHUNK):
@@ -260,7 +276,7 @@ class SemanticIndex:
                         in_flight.result()
                         done += BUILD_CHUNK
                         report(progress, done, total, f"embedded {done} of {total}")
-                    in_flight = writer.submit(_write, collection, part, vectors)
+                    in_flight = writer.submit(write, part, vectors)
                 if in_flight is not None:
                     in_flight.result()
                     in_flight = None
@@ -271,16 +287,26 @@ class SemanticIndex:
                     concurrent.futures.wait([in_flight])
 
     def _stored_hashes(self, collection: Any) -> dict[str, tuple[str, str, frozenset[str]]]:
-        """``{id: (content_hash, meta_hash, metadata keys)}`` of every stored entry of a KB."""
+        """``{id: (content_hash, meta_hash, metadata keys)}`` of every stored entry of a KB.
+
+        Read page by page, handing the GIL back between pages: one ``get`` of a large KB builds
+        every metadata dict inside ChromaDB's bindings with the GIL held, freezing the GUI thread.
+        Builds hold the write lock, so the pages see one consistent state.
+        """
+        out: dict[str, tuple[str, str, frozenset[str]]] = {}
         try:
-            got = collection.get(include=["metadatas"])
+            total = int(collection.count())
+            for offset in range(0, total, _HASH_PAGE):
+                got = collection.get(include=["metadatas"], limit=_HASH_PAGE, offset=offset)
+                for eid, meta in zip(got["ids"], got["metadatas"] or [], strict=False):
+                    if meta is not None:
+                        out[eid] = (
+                            str(meta.get("content_hash", "")), str(meta.get("meta_hash", "")), frozenset(meta)
+                        )
+                time.sleep(0)
         except Exception as err:  # noqa: BLE001
             raise store.store_error(err, self.location) from None
-        return {
-            eid: (str(meta.get("content_hash", "")), str(meta.get("meta_hash", "")), frozenset(meta))
-            for eid, meta in zip(got["ids"], got["metadatas"] or [], strict=False)
-            if meta is not None
-        }
+        return out
 
     def attach(self, kb: Any) -> str:
         """Make later searches default to ``kb`` (a ``KnowledgeBase``, a KB file or a ``kb_id``)."""
@@ -490,13 +516,51 @@ def _dropping_old_keys(
     return entries.Entry(entry.id, entry.text, {**entry.metadata, **dict.fromkeys(gone)})
 
 
-def _write(collection: Any, part: list[entries.Entry], vectors: Any) -> None:
-    collection.upsert(
-        ids=[e.id for e in part],
-        embeddings=vectors,
-        documents=[e.text for e in part],
-        metadatas=[e.metadata for e in part],
-    )
+class _SlicedWriter:
+    """Upserts one embedded step in slices that each take about :data:`WRITE_BUDGET_S`.
+
+    ChromaDB's bindings keep the GIL while their own threads do the write, and the cost of a call
+    is a fixed part that grows with the collection plus a part per entry: a fixed slice size is
+    either slow for a small KB or a long freeze for a large one. So the slice halves while a call
+    takes longer than the budget and doubles while it takes under half of it; when halving no
+    longer shortens a call (the fixed part dominates), smaller slices would only multiply calls,
+    so the size goes back up and stays at least there. After each slice the writer pauses for
+    :data:`WRITE_PAUSE_S` without the GIL, so a waiting GUI thread gets its turn.
+    """
+
+    def __init__(self, collection: Any) -> None:
+        self.collection = collection
+        self.size = WRITE_SLICE_START
+        self.floor = WRITE_SLICE_MIN
+        self._last: tuple[int, float] | None = None
+
+    def __call__(self, part: list[entries.Entry], vectors: Any) -> None:
+        start = 0
+        while start < len(part):
+            piece = part[start : start + self.size]
+            began = time.perf_counter()
+            self.collection.upsert(
+                ids=[e.id for e in piece],
+                embeddings=vectors[start : start + len(piece)],
+                documents=[e.text for e in piece],
+                metadatas=[e.metadata for e in piece],
+            )
+            took = time.perf_counter() - began
+            start += len(piece)
+            time.sleep(WRITE_PAUSE_S)
+            if len(piece) == self.size:
+                self._adapt(took)
+
+    def _adapt(self, took: float) -> None:
+        last, self._last = self._last, (self.size, took)
+        if took > WRITE_BUDGET_S:
+            if last is not None and last[0] == self.size * 2 and took > 0.75 * last[1]:
+                self.floor = min(WRITE_SLICE_MAX, self.size * 2)  # halving did not help
+                self.size = self.floor
+            else:
+                self.size = max(self.floor, self.size // 2)
+        elif took < WRITE_BUDGET_S / 2:
+            self.size = min(WRITE_SLICE_MAX, self.size * 2)
 
 
 def _as_vector(value: Any) -> Any:

@@ -11,9 +11,14 @@ the output has exactly the shape KMDS itself writes.
 
 from __future__ import annotations
 
+import contextlib
 import io
+import logging
+import re
+import sys
+import threading
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -39,6 +44,9 @@ from kmds_desktop.kb.vocabulary import (
 )
 
 _CHUNK = 900  # stays under SQLite's bound-variable limit on every build
+_WHERE = re.compile(r"line \d+, column \d+")
+
+log = logging.getLogger(__name__)
 
 _DATA_PROPS = (FINDING, FINDING_SEQUENCE, INTENT, DESCRIPTION, *CATEGORY_TYPE_PROPERTY.values())
 _LINK_PROPS = (*CATEGORY_LINK_PROPERTY.values(), DEPENDS_ON)
@@ -80,13 +88,17 @@ class KBStore:
 
         store = cls()
         fileobj = io.BytesIO(data)
-        fileobj.name = str(path)  # owlready2 names the file in its messages
+        # owlready2 names the file in its messages, and forks a parser process when ``name`` is an
+        # existing file of 8 MB or more. Forking a process that runs Qt, torch and worker threads can
+        # deadlock, so the name is deliberately not a path on disk: the parse stays in this thread.
+        fileobj.name = f"{path.name} (read in memory)"
         store._graph.acquire_write_lock()
         try:
-            store.onto.graph.parse(fileobj, format="rdfxml", default_base=KMDS_ONTOLOGY_IRI)
+            with _parser_errors_captured() as swallowed:
+                store.onto.graph.parse(fileobj, format="rdfxml", default_base=KMDS_ONTOLOGY_IRI)
         except OwlReadyOntologyParsingError as exc:
             store.close()
-            raise KnowledgeBaseError(f"not valid RDF/XML ({exc})", path=path) from None
+            raise KnowledgeBaseError(_parse_problem(exc, swallowed), path=path) from None
         except Exception as exc:  # noqa: BLE001 - parser internals raise many types
             store.close()
             raise KnowledgeBaseError(f"the RDF/XML could not be parsed ({exc})", path=path) from None
@@ -331,6 +343,60 @@ class KBStore:
     def write(self, fileobj: IO[bytes]) -> None:
         """Serialise with owlready2's RDF/XML writer (the writer KMDS itself uses)."""
         self.onto.graph.save(fileobj, format="rdfxml")
+
+
+# -- owlready2's parser errors -------------------------------------------------------------------
+# On a parse error owlready2 first calls ``sys.excepthook`` with the underlying exception (which
+# prints a traceback, or in the app shows an "unexpected error" next to the real message) and then
+# raises a vague OwlReadyOntologyParsingError. While a KB is parsed, this thread's call is captured
+# instead, and its text goes into the one KnowledgeBaseError the user sees.
+_hook_lock = threading.Lock()
+_hook_users = 0
+_saved_hook: Any = None
+_local = threading.local()
+
+
+def _capturing_hook(etype: type[BaseException], value: BaseException, tb: Any) -> None:
+    captured = getattr(_local, "captured", None)
+    if captured is not None:
+        captured.append(value)
+        log.debug("owlready2 parser error: %s: %s", etype.__name__, value)
+        return
+    (_saved_hook or sys.__excepthook__)(etype, value, tb)
+
+
+@contextlib.contextmanager
+def _parser_errors_captured() -> Iterator[list[BaseException]]:
+    """Collect what the parser hands to ``sys.excepthook`` in this thread (other threads unaffected)."""
+    global _hook_users, _saved_hook
+    captured: list[BaseException] = []
+    with _hook_lock:
+        if _hook_users == 0:
+            _saved_hook = sys.excepthook
+            sys.excepthook = _capturing_hook
+        _hook_users += 1
+    _local.captured = captured
+    try:
+        yield captured
+    finally:
+        _local.captured = None
+        with _hook_lock:
+            _hook_users -= 1
+            if _hook_users == 0:
+                if sys.excepthook is _capturing_hook:  # never undo a hook someone set meanwhile
+                    sys.excepthook = _saved_hook
+                _saved_hook = None
+
+
+def _parse_problem(exc: BaseException, swallowed: Sequence[BaseException]) -> str:
+    """``not valid RDF/XML (line 3, column 12: <what the parser found>)``."""
+    where = _WHERE.search(str(exc))
+    root: BaseException | None = swallowed[0] if swallowed else None
+    while root is not None and (root.__cause__ or root.__context__) is not None:
+        root = root.__cause__ or root.__context__
+    cause = str(root) if root is not None and not _WHERE.search(str(root)) else ""
+    detail = ": ".join(part for part in (where.group() if where else "", cause) if part)
+    return f"not valid RDF/XML ({detail or 'the parser gave no detail'})"
 
 
 def _marks(items: Sequence[Any]) -> str:

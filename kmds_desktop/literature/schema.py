@@ -67,6 +67,16 @@ UPGRADES: list[tuple[int, str, tuple[str, ...]]] = [
             "ON document (publication_date DESC NULLS LAST, id)",
         ),
     ),
+    (
+        3,
+        "keep search_vector inside the table row (storage MAIN) for rows written from now on",
+        # Ranking reads search_vector of every match. Left to the default (EXTENDED) it is moved out
+        # of line into the TOAST table, so each match costs an extra index lookup and page visit;
+        # with MAIN the long abstract is compressed or moved out instead, and the ID-only search
+        # reads the vector from the row it already visits (about 1.5x faster on the resampled
+        # corpus). Catalog-only: rows already stored keep their layout until they are rewritten.
+        ("ALTER TABLE document ALTER COLUMN search_vector SET STORAGE MAIN",),
+    ),
 ]
 
 LATEST_VERSION = UPGRADES[-1][0]

@@ -197,6 +197,7 @@ class OllamaBackend:
         opts.update(options or {})
         request = _Request(self.host, self.timeout)
         request.arm(self.timeout, cancel)
+        received = False
         try:
             kwargs: dict[str, Any] = {"model": model, "messages": messages, "options": opts, "stream": True}
             if self.keep_alive is not None:
@@ -206,12 +207,18 @@ class OllamaBackend:
                     break
                 content = part.message.content if part.message is not None else None
                 if content:
+                    received = True
                     yield content
             self._raise_if_aborted(request, model, cancel)
         except (Cancelled, LLMError):
             raise
         except Exception as err:  # noqa: BLE001 - every client failure becomes an LLMError or Cancelled
             self._raise_if_aborted(request, model, cancel)
+            if received and isinstance(err, ConnectionError | httpx.NetworkError | httpx.RemoteProtocolError):
+                raise LLMUnreachable(
+                    f"The Ollama server at {self.host} dropped the connection in the middle of the reply of "
+                    f"'{model}' (it may have stopped or run out of memory). Check the server and try again.",
+                    host=self.host) from None
             raise self._translate(err, model) from None
         finally:
             request.close()
@@ -223,7 +230,7 @@ class OllamaBackend:
         try:
             listing = client.list()
         except Exception as err:  # noqa: BLE001
-            raise self._translate(err, None) from None
+            raise self._translate(err, None, timeout or min(self.timeout, 10.0)) from None
         finally:
             client.close()
         return sorted(m.model for m in listing.models if m.model)
@@ -241,19 +248,26 @@ class OllamaBackend:
         if request.reason == "cancelled" or (cancel is not None and cancel.cancelled):
             raise Cancelled("cancelled by the user")
         if request.reason == "timeout":
-            raise LLMTimeout(
-                f"Ollama model '{model}' at {self.host} did not finish within {self.timeout:g} s. "
-                "Try a smaller model, a shorter question, or raise the timeout in Preferences → LLM."
-            )
+            raise self._timeout_error(model)
 
-    def _translate(self, err: Exception, model: str | None) -> LLMError:
+    def _timeout_error(self, model: str | None, limit: float | None = None) -> LLMTimeout:
+        """One message for a request past its deadline, whether the deadline timer or httpx's own
+        read timeout noticed first (both fire at the same moment, so either may win)."""
+        seconds = limit if limit is not None else self.timeout
+        if model is None:  # a server request (model list), not a generation
+            return LLMTimeout(
+                f"Ollama at {self.host} did not finish within {seconds:g} s. Check that the server is "
+                "running and not overloaded, or raise the timeout in Preferences → LLM.")
+        return LLMTimeout(
+            f"Ollama model '{model}' at {self.host} did not finish within {seconds:g} s. "
+            "Try a smaller model, a shorter question, or raise the timeout in Preferences → LLM."
+        )
+
+    def _translate(self, err: Exception, model: str | None, timeout: float | None = None) -> LLMError:
         """Map an ``ollama``/``httpx`` exception to the LLMError family with an actionable message."""
         host = self.host
         if isinstance(err, httpx.TimeoutException):
-            return LLMTimeout(
-                f"Ollama at {host} did not answer within {self.timeout:g} s. "
-                "Check that the server is not overloaded, or raise the timeout in Preferences → LLM."
-            )
+            return self._timeout_error(model, timeout)
         if isinstance(err, ConnectionError | httpx.NetworkError | httpx.RemoteProtocolError):
             return LLMUnreachable(
                 f"Cannot reach the Ollama server at {host}. Start Ollama (`ollama serve`) or set the "

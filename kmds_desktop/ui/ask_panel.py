@@ -50,7 +50,10 @@ INTENT_LABELS = {
 }
 _CITATION = re.compile(r"\[(\d{1,3})\]")
 _ITEM = r"[ \t]*(?:[-*+]|\d+\.)[ \t]"
-_LIST_AFTER_TEXT = re.compile(rf"(?m)^((?!{_ITEM}).*\S.*)\n({_ITEM})")
+# A text line is "anything up to its last non-space, then blanks": written as ``.*\S.*``, a long
+# line that is not followed by a list item backtracks quadratically (60 ms for a 3 kB answer,
+# on the GUI thread); this form is linear and matches the same lines.
+_LIST_AFTER_TEXT = re.compile(rf"(?m)^((?!{_ITEM})[^\n]*\S[^\S\n]*)\n({_ITEM})")
 _TEXT_AFTER_LIST = re.compile(rf"(?m)^({_ITEM}.*)\n((?!{_ITEM})\S)")
 RETRIEVED = "retrieved"
 
@@ -176,6 +179,8 @@ class ResultsModel(QAbstractTableModel):
                 return "" if score is None else f"{float(score):.3f}"
         if role == Qt.ItemDataRole.ToolTipRole and col == 1:
             return row.get("finding")
+        if role == Qt.ItemDataRole.ToolTipRole and col in (2, 3, 4):
+            return self.data(index, Qt.ItemDataRole.DisplayRole)  # the column may be capped
         if role == Qt.ItemDataRole.UserRole:
             return row.get("iri")
         if role == Qt.ItemDataRole.TextAlignmentRole and col in (0, 5, 6):
@@ -215,6 +220,8 @@ class QuestionEdit(QPlainTextEdit):
             if self._pos is None:
                 self._draft = self.toPlainText()
                 self._pos = len(self.history)
+                if self._draft.strip() == self.history[-1]:
+                    self._pos -= 1  # the box still shows the last question: Up goes to the one before
             if self._pos > 0:
                 self._pos -= 1
                 self.setPlainText(self.history[self._pos])
@@ -435,6 +442,8 @@ class AskPanel(QWidget):
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        for col in (2, 3, 4):  # type, category, workflow: fitted once per answer, capped (_fit_columns)
+            header.setSectionResizeMode(col, QHeaderView.ResizeMode.Interactive)
         self.table.verticalHeader().setDefaultSectionSize(22)
         self.table.activated.connect(self._row_activated)
         self.table.doubleClicked.connect(self._row_activated)
@@ -503,7 +512,8 @@ class AskPanel(QWidget):
         self._question = text
         self.question.add_to_history(text)
         if question is None and route is None:
-            self.question.clear()
+            # The question stays readable next to its answer; selected, so typing replaces it.
+            self.question.selectAll()
         self._streamed = []
         self.result = None
         self.answer.setHtml(f"<p style='color:#666'><i>{html.escape(text)}</i></p>")
@@ -572,12 +582,24 @@ class AskPanel(QWidget):
 
     def _show_retrieved(self, result: Any) -> None:
         self.results.set_results(result.results)
-        self.table.resizeColumnToContents(0)
+        self._fit_columns()
         self.route_editor.show_result(result)
+
+    def _fit_columns(self, cap: int = 170) -> None:
+        """Size the type, category and workflow columns to their text, at most ``cap`` pixels each.
+
+        Sized to their contents without a cap, long workflow names left the finding (the column
+        the user reads) a few pixels wide in a narrow panel; the full text is in each tooltip.
+        """
+        self.table.resizeColumnToContents(0)
+        for col in (2, 3, 4):
+            self.table.resizeColumnToContents(col)
+            self.table.setColumnWidth(col, min(self.table.columnWidth(col), cap))
 
     def _on_result(self, result: Any) -> None:
         self.result = result
         self.results.set_results(result.results)
+        self._fit_columns()
         self.route_editor.show_result(result)
         self.answer.setHtml(answer_html(result.answer, len(result.results)))
         timing = result.timings.get("total") if getattr(result, "timings", None) else None

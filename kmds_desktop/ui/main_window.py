@@ -121,6 +121,9 @@ def warm_up_libraries(model_name: str, *, progress: Any = None, cancel: Any = No
     from kmds_desktop.index import SemanticIndex
 
     SemanticIndex(None).count()  # likewise ChromaDB's first client and query
+    from kmds_desktop.ui import markdown_render
+
+    markdown_render.prepare()  # so the first answer does not build it on the GUI thread
     # The libraries just loaded leave ~millions of long-lived objects; every full garbage collection
     # would walk them all while holding the GIL (hundreds of ms, on whichever thread triggers it,
     # freezing the window). Moving them to the permanent generation keeps later collections short.

@@ -59,6 +59,12 @@ class FakeGoogle:
                 return
 
             def do_POST(self) -> None:  # noqa: N802 - http.server API
+                try:
+                    self._serve()
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (timeout, cancel): nothing to answer
+
+            def _serve(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b"{}"
                 path, _, query = self.path.partition("?")

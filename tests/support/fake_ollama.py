@@ -9,6 +9,7 @@ Every request is recorded with its start and end time so tests can check orderin
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -30,6 +31,14 @@ class ModelScript:
     chunk_size: int = 8  # characters per streamed chunk
     #: Optional HTTP status per call (used in turn, the last repeating); overrides ``status``.
     statuses: list[int] | None = None
+    #: When set, a streamed reply stops after this many chunks and the connection is dropped
+    #: (a server that crashes mid-answer); a list gives it per call (the last repeating).
+    drop_after: int | list[int | None] | None = None
+
+    def drop_for(self, call_index: int) -> int | None:
+        if isinstance(self.drop_after, list):
+            return self.drop_after[min(call_index, len(self.drop_after) - 1)] if self.drop_after else None
+        return self.drop_after
 
     def status_for(self, call_index: int) -> int:
         if self.statuses:
@@ -198,7 +207,7 @@ class FakeOllama:
             text = script.reply_for(index, prompt, body)
             stream = body.get("stream", True)
             if stream:
-                self._stream(handler, path, model or "", text, script.chunk_size)
+                self._stream(handler, path, model or "", text, script.chunk_size, script.drop_for(index))
             else:
                 handler._json(200, self._chunk(path, model or "", text, done=True))  # type: ignore[attr-defined]
         except (BrokenPipeError, ConnectionResetError):
@@ -219,7 +228,8 @@ class FakeOllama:
             base["message"] = {"role": "assistant", "content": text}
         return base
 
-    def _stream(self, handler: BaseHTTPRequestHandler, path: str, model: str, text: str, size: int) -> None:
+    def _stream(self, handler: BaseHTTPRequestHandler, path: str, model: str, text: str, size: int,
+                drop_after: int | None = None) -> None:
         handler.send_response(200)
         handler.send_header("Content-Type", "application/x-ndjson")
         handler.send_header("Transfer-Encoding", "chunked")
@@ -227,7 +237,12 @@ class FakeOllama:
         pieces = [text[i : i + size] for i in range(0, len(text), size)] or [""]
         lines = [self._chunk(path, model, p, done=False) for p in pieces]
         lines.append(self._chunk(path, model, "", done=True))
-        for line in lines:
+        for sent, line in enumerate(lines):
+            if drop_after is not None and sent >= drop_after:
+                handler.close_connection = True
+                handler.wfile.flush()
+                handler.connection.shutdown(socket.SHUT_RDWR)  # no terminating chunk: a broken reply
+                return
             data = (json.dumps(line) + "\n").encode()
             handler.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
             handler.wfile.flush()
