@@ -232,6 +232,13 @@ def test_cli_search_json(pg_dsn, capsys, data_home) -> None:
                  "--dsn", pg_dsn])
     assert code == 2 and "query_generation.models" in capsys.readouterr().err
 
+    # an empty question and one made only of common words: a message, not a traceback
+    assert main(["literature", "search", "  ", "--dsn", pg_dsn]) == 1
+    err = capsys.readouterr().err
+    assert "error: the research question is empty" in err and "Traceback" not in err
+    assert main(["literature", "search", "What is the effect of the?", "--dsn", pg_dsn]) == 1
+    assert "no usable content words" in capsys.readouterr().err
+
 
 AGENT_INJECTIONS = [
     "'; DROP TABLE document; --",

@@ -123,6 +123,16 @@ def test_validate_tsquery_asks_the_server(pg_database):
     assert pg_database.validate_tsquery("")[0] is False
     assert pg_database.validate_tsquery(None)[0] is False  # type: ignore[arg-type]
     assert pg_database.validate_tsquery("heart attack (", plain=True)[0] is True
+    # text the parser gives up on (nesting deeper than its stack, a phrase distance out of range) is
+    # an answer, not an exception, and a search with it is an InvalidQuery naming the reason
+    deep = "(" * 50_000 + "cancer" + ")" * 50_000
+    ok, message = pg_database.validate_tsquery(deep)
+    assert not ok and "stack depth" in message
+    assert pg_database.validate_tsquery("a <99999> b")[0] is False
+    with pytest.raises(InvalidQuery, match="stack depth"):
+        pg_database.find_abstract_ids(deep)
+    with pytest.raises(InvalidQuery, match="distance"):
+        pg_database.count_matches("cancer <99999> therapy")
 
 
 def test_fetch_keeps_given_order_across_batches_and_normalizes(pg_database):

@@ -67,6 +67,14 @@ def test_offline_answer_citations_route_and_table(qtbot, make_window, kb_path):
     panel.table.doubleClicked.emit(panel.results.index(last - 1, 0))
     assert window.browser.current_iri() == result.results[last - 1]["iri"]
 
+    # The question stays in the box next to its answer; the finding column stays readable.
+    assert panel.question.toPlainText() == "What data quality problems were found?"
+    widths = [panel.table.columnWidth(c) for c in range(panel.results.columnCount())]
+    assert widths[1] >= panel.table.viewport().width() // 4, widths
+    assert all(w <= 140 for w in widths[2:5]), widths
+    window.splitter.setSizes([500, 380, 500])  # a narrow centre panel: the finding still gets room
+    qtbot.waitUntil(lambda: panel.table.columnWidth(1) >= panel.table.viewport().width() // 3)
+
 
 def test_edit_route_and_rerun(qtbot, make_window, kb_path):
     settings = Settings()
@@ -146,6 +154,14 @@ def test_question_history_up_down(qtbot):
     qtbot.keyClick(box, Qt.Key.Key_Down)
     qtbot.keyClick(box, Qt.Key.Key_Down)
     assert box.toPlainText() == "draft"
+
+    # After asking, the box still shows the question just asked: Up goes to the one before it.
+    box.add_to_history("third question")
+    box.setPlainText("third question")
+    qtbot.keyClick(box, Qt.Key.Key_Up)
+    assert box.toPlainText() == "second question"
+    qtbot.keyClick(box, Qt.Key.Key_Down)
+    assert box.toPlainText() == "third question"
 
 
 def test_results_model_passes_qtmodeltester(qtmodeltester):

@@ -68,7 +68,9 @@ def _edit_query(qtbot, panel: LiteraturePanel, row: int, text: str) -> None:
     qtbot.waitUntil(lambda: panel.review.row(row).query == text, timeout=2_000)
 
 
-def test_generate_review_run_export(qtbot, jobs, fake_ollama, pg_database, tmp_path: Path) -> None:
+def test_generate_review_run_export(
+    qtbot, qtmodeltester, jobs, fake_ollama, pg_database, tmp_path: Path
+) -> None:
     from support.fake_ollama import ModelScript
 
     fake_ollama.models.update({
@@ -146,6 +148,10 @@ def test_generate_review_run_export(qtbot, jobs, fake_ollama, pg_database, tmp_p
     assert first.unique + hand.unique == len(only_one)
     assert all(set(d.found_by) <= {first.query, hand.query} for d in docs)
     assert panel.results_stack.currentWidget() is not panel.empty_hint
+    # Every item model the panel shows, with real rows: review, documents, and the sorting proxy.
+    qtmodeltester.check(panel.review, force_py=True)
+    qtmodeltester.check(panel.documents, force_py=True)
+    qtmodeltester.check(panel.proxy, force_py=True)
 
     panel.select_document(0)
     top = panel.documents.document(panel.proxy.mapToSource(panel.proxy.index(0, 0)).row())

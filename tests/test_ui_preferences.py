@@ -147,3 +147,25 @@ def test_connection_string_fills_the_server_fields_and_keeps_the_password_out(
     again.lit_dsn.setText("host=x port=notaport = =")
     assert again.save() is False
     assert not again.field_errors["literature.dsn"].isHidden()
+
+
+def test_statement_timeout_and_chroma_server_are_validated_inline_then_saved(qtbot, jobs, data_home):
+    path = data_home / "settings.json"
+    dialog = _dialog(qtbot, jobs, data_home)
+    dialog.lit_timeout.setText("-5")
+    dialog.index_mode.setCurrentIndex(dialog.index_mode.findData("server"))
+    assert dialog.chroma_host.isEnabled() and dialog.chroma_port.isEnabled()
+    dialog.chroma_port.setText("99999")
+    assert dialog.save() is False
+    assert not path.exists()
+    for key in ("literature.statement_timeout_ms", "index.chroma_port"):
+        assert not dialog.field_errors[key].isHidden() and dialog.field_errors[key].text(), key
+
+    dialog.lit_timeout.setText("1500")
+    dialog.chroma_host.setText("chroma.example.org")
+    dialog.chroma_port.setText("8001")
+    assert dialog.save() is True
+    saved = load_settings(path)
+    assert saved.literature.statement_timeout_ms == 1500
+    assert (saved.index.mode, saved.index.chroma_host, saved.index.chroma_port) == (
+        "server", "chroma.example.org", 8001)

@@ -138,3 +138,70 @@ def test_streamed_chunks_arrive_in_order(qtbot, runner):
     assert "".join(pieces) == "".join(f"{i}," for i in range(200))
     assert len(pieces) < 200  # batched, so the GUI thread is not flooded
     assert job.value == "done"
+
+
+LEAKY_TEST = '''
+import time
+from kmds_desktop.ui.workers import JobRunner
+
+
+def _sleep(*, progress=None, cancel=None):
+    cancel.wait(30)
+
+
+def test_leaks_a_thread(qtbot):
+    jobs = JobRunner()
+    jobs.submit("leak", _sleep, label="A job nobody waits for")
+    time.sleep(0.2)
+'''
+
+
+def test_the_thread_guard_fails_a_test_that_leaks_a_running_qthread(tmp_path):
+    """The autouse guard in tests/support/qt.py applies to every test: a leaking test fails."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    tests_dir = Path(__file__).resolve().parent
+    (tmp_path / "conftest.py").write_text(
+        "from support.qt import _qt_thread_guard, qt_loop  # noqa: F401\n", encoding="utf-8"
+    )
+    (tmp_path / "test_leaky.py").write_text(LEAKY_TEST, encoding="utf-8")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tests_dir), str(tests_dir.parent)]),
+               QT_QPA_PLATFORM="offscreen")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path / "test_leaky.py")],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out
+    assert "test left running QThread" in out, out
+
+
+def test_busy_cursor_after_300_ms_then_progress_with_cancel_after_600_ms(qtbot, runner):
+    """The window's feedback timeline for one slow job, as the user sees it."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QApplication
+
+    from kmds_desktop.ui.progress import ProgressStrip
+
+    strip = ProgressStrip(runner)
+    qtbot.addWidget(strip)
+    seen: dict[str, float] = {}
+    runner.busy_changed.connect(lambda on: seen.setdefault("busy" if on else "idle", time.monotonic()))
+    runner.job_shown.connect(lambda _job: seen.setdefault("shown", time.monotonic()))
+    started = time.monotonic()
+    job = runner.submit("slow", _slow_count, 500, delay=0.01)
+    qtbot.waitUntil(lambda: "busy" in seen, timeout=5_000)
+    assert QApplication.overrideCursor() is not None
+    assert QApplication.overrideCursor().shape() == Qt.CursorShape.BusyCursor
+    assert "shown" not in seen and strip.isHidden()
+    qtbot.waitUntil(lambda: "shown" in seen, timeout=5_000)
+    assert seen["busy"] - started >= 0.28 and seen["shown"] - started >= 0.58, seen
+    row = strip.row_for("slow")
+    assert not strip.isHidden() and row is not None and not row.cancel_button.isHidden()
+    with qtbot.waitSignal(job.finished, timeout=5_000):
+        row.cancel_button.click()
+    assert job.state == "cancelled" and strip.row_for("slow") is None
+    assert QApplication.overrideCursor() is None

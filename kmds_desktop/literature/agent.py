@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import date
 from typing import Any
@@ -179,20 +180,22 @@ class QueryAgent:
         s = self.settings
         if not s.multi_model_enabled:
             return self._single_model(question, progress=progress, cancel=cancel, on_result=on_result)
-        return self.generator.generate_queries(
-            question, self.system_prompt, s.models, s.queries_per_model, temperature=s.temperature,
-            progress=progress, cancel=cancel, on_result=on_result,
-        )
+        with _as_agent_error():
+            return self.generator.generate_queries(
+                question, self.system_prompt, s.models, s.queries_per_model, temperature=s.temperature,
+                progress=progress, cancel=cancel, on_result=on_result,
+            )
 
     def _single_model(self, question: str, *, progress: ProgressFn | None = None,
                       cancel: CancelToken | None = None,
                       on_result: Callable[[QueryGenerationResult], None] | None = None,
                       ) -> MultiModelQueryResult:
         s = self.settings
-        return self.generator.generate_queries(
-            question, self.system_prompt, s.models[:1], 1, temperature=s.temperature,
-            progress=progress, cancel=cancel, on_result=on_result,
-        )
+        with _as_agent_error():
+            return self.generator.generate_queries(
+                question, self.system_prompt, s.models[:1], 1, temperature=s.temperature,
+                progress=progress, cancel=cancel, on_result=on_result,
+            )
 
     # --- the whole flow -----------------------------------------------------------------------------
     def find_abstracts_multi_query(
@@ -362,6 +365,16 @@ class QueryAgent:
             if doc_id is not None:
                 by_id[doc_id] = _as_dict(document)
         return [by_id[i] for i in ids if i in by_id]
+
+
+@contextmanager
+def _as_agent_error() -> Iterator[None]:
+    """Bad input to the generator (an empty question, no model) as the agent's error, which every
+    caller (CLI, GUI) already reports as a message instead of a crash."""
+    try:
+        yield
+    except ValueError as err:
+        raise QueryAgentError(str(err)) from None
 
 
 def _ranked_ids(ranked: Any) -> list[int]:

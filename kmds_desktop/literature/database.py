@@ -440,7 +440,9 @@ class LiteratureDatabase:
     def _execute(self, conn: psycopg.Connection, sql: str, params: dict[str, Any]) -> psycopg.Cursor:
         try:
             return conn.execute(sql, params)  # type: ignore[arg-type]  # constant SQL, values bound
-        except (psycopg.errors.SyntaxError, psycopg.errors.DataError) as err:
+        except psycopg.Error as err:
+            if not _is_query_text_error(err):
+                raise
             diag = err.diag.message_primary or str(err)
             raise InvalidQuery(f"invalid search query {params.get('q')!r}: {diag}") from None
 
@@ -462,8 +464,9 @@ class LiteratureDatabase:
         def ask(c: psycopg.Connection) -> tuple[bool, str]:
             try:
                 row = c.execute(f"SELECT {fn}('english', %s)::text", (text,)).fetchone()
-            except (psycopg.errors.SyntaxError, psycopg.errors.DataError,
-                    psycopg.errors.ProgramLimitExceeded) as err:
+            except psycopg.Error as err:
+                if not _is_query_text_error(err):
+                    raise
                 return False, err.diag.message_primary or str(err)
             normalized = (row[0] if row else "") or ""
             if not normalized.strip():
@@ -622,6 +625,14 @@ def _normalize(row: Sequence[Any]) -> dict[str, Any]:
         "url": url or (f"https://pubmed.ncbi.nlm.nih.gov/{pmid}/" if pmid else None),
         "withdrawn_date": withdrawn.isoformat() if withdrawn else None,
     }
+
+
+def _is_query_text_error(err: psycopg.Error) -> bool:
+    """True when the server rejected the query *text*: a syntax error (42601), a data exception
+    (class 22, e.g. a bad phrase distance) or a program limit (class 54, e.g. parentheses nested so
+    deep that parsing exceeds the stack). Timeouts, cancels and lost connections are not."""
+    state = getattr(err, "sqlstate", None) or ""
+    return state == "42601" or state[:2] in ("22", "54")
 
 
 def _unique_ints(values: Iterable[int]) -> list[int]:

@@ -266,7 +266,12 @@ class MultiModelQueryGenerator:
                                          error=f"{type(err).__name__}: {message}", raw_reply=raw)
         elapsed = time.perf_counter() - start
         query = clean_query(raw)
-        error = None if query else "the reply held no usable query"
+        if query:
+            error = None
+        elif is_builtin(model):
+            error = "the question has no usable content words (only common words); rephrase it"
+        else:
+            error = "the reply held no usable query"
         return QueryGenerationResult(model, query, elapsed, temp, attempt, error=error, raw_reply=raw)
 
 

@@ -14,7 +14,15 @@ import re
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, QUrl, Signal
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QModelIndex,
+    QPersistentModelIndex,
+    Qt,
+    QTimer,
+    QUrl,
+    Signal,
+)
 from PySide6.QtGui import QKeyEvent, QKeySequence, QShortcut, QTextCharFormat
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -585,16 +593,28 @@ class AskPanel(QWidget):
         self._fit_columns()
         self.route_editor.show_result(result)
 
-    def _fit_columns(self, cap: int = 170) -> None:
-        """Size the type, category and workflow columns to their text, at most ``cap`` pixels each.
+    def _fit_columns(self, cap: int = 140) -> None:
+        """Size the type, category and workflow columns to their text, capped so the finding keeps room.
 
         Sized to their contents without a cap, long workflow names left the finding (the column
-        the user reads) a few pixels wide in a narrow panel; the full text is in each tooltip.
+        the user reads) a few pixels wide in a narrow panel. Each of the three gets at most
+        ``cap`` pixels and together at most half the free width; the full text is in each tooltip.
         """
-        self.table.resizeColumnToContents(0)
+        if self.results.rowCount() == 0:
+            return
+        table = self.table
+        for col in (0, 5, 6):
+            table.resizeColumnToContents(col)
+        free = table.viewport().width() - sum(table.columnWidth(c) for c in (0, 5, 6))
+        limit = max(48, min(cap, free // 6))
         for col in (2, 3, 4):
-            self.table.resizeColumnToContents(col)
-            self.table.setColumnWidth(col, min(self.table.columnWidth(col), cap))
+            table.resizeColumnToContents(col)
+            table.setColumnWidth(col, min(table.columnWidth(col), limit))
+
+    def resizeEvent(self, event: Any) -> None:  # noqa: N802 - Qt API
+        """Re-fit the records' columns when the panel is resized (splitter moved, window resized)."""
+        super().resizeEvent(event)
+        QTimer.singleShot(0, self, self._fit_columns)  # after the layout has resized the table
 
     def _on_result(self, result: Any) -> None:
         self.result = result

@@ -431,7 +431,9 @@ class MainWindow(QMainWindow):
 
     def _kb_failed(self, path: Path, exc: BaseException) -> None:
         self._update_kb_status()
-        self.messages.show_exception(exc, f"Could not open {path}")
+        # KnowledgeBaseError already names the file: say it once.
+        context = "Could not open the knowledge base" if str(path) in str(exc) else f"Could not open {path}"
+        self.messages.show_exception(exc, context)
 
     def _update_kb_status(self) -> None:
         if self.kb is None:

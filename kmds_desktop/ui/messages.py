@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QPlainTextEdit,
     QPushButton,
+    QStyle,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -85,7 +86,13 @@ class MessageBar(QWidget):
         self.history.append(msg)
         del self.history[:-50]
         self.label.setText(text)
-        self.icon.setText({"error": "⛔", "warning": "⚠", "info": "ℹ"}.get(level, ""))
+        # The style's own icons: emoji glyphs are missing from many desktop fonts (a hollow box).
+        pixmap = {
+            "error": QStyle.StandardPixmap.SP_MessageBoxCritical,
+            "warning": QStyle.StandardPixmap.SP_MessageBoxWarning,
+            "info": QStyle.StandardPixmap.SP_MessageBoxInformation,
+        }.get(level, QStyle.StandardPixmap.SP_MessageBoxInformation)
+        self.icon.setPixmap(self.style().standardIcon(pixmap).pixmap(16, 16))
         self.setStyleSheet(f"#messageBar {{ background: {_COLOURS.get(level, '#eee')}; }}")
         self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
         self.details.setPlainText(details)
