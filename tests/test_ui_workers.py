@@ -198,7 +198,9 @@ def test_busy_cursor_after_300_ms_then_progress_with_cancel_after_600_ms(qtbot, 
     assert QApplication.overrideCursor().shape() == Qt.CursorShape.BusyCursor
     assert "shown" not in seen and strip.isHidden()
     qtbot.waitUntil(lambda: "shown" in seen, timeout=5_000)
-    assert seen["busy"] - started >= 0.28 and seen["shown"] - started >= 0.58, seen
+    # Qt's default (coarse) timers may fire up to 5 % early.
+    assert seen["busy"] - started >= 0.28 and seen["shown"] - started >= 0.56, seen
+    assert seen["shown"] - seen["busy"] >= 0.2, seen
     row = strip.row_for("slow")
     assert not strip.isHidden() and row is not None and not row.cancel_button.isHidden()
     with qtbot.waitSignal(job.finished, timeout=5_000):

@@ -65,7 +65,7 @@ class ReviewModel(QAbstractTableModel):
 
     COL_INCLUDE, COL_MODEL, COL_ATTEMPT, COL_QUERY, COL_VALID, COL_MATCHES = range(6)
     COL_GEN_TIME, COL_RETURNED, COL_UNIQUE, COL_ERROR = range(6, 10)
-    HEADERS = ("Run", "Model", "#", "Query", "Validity", "Matches", "Time", "IDs", "Unique", "Error")
+    HEADERS = ("Run", "Model", "#", "Query", "Validity", "Matches", "Gen. time", "IDs", "Unique", "Error")
     TOOLTIPS = (
         "Tick the queries to run",
         "The model that wrote the query",
