@@ -104,12 +104,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv_list)
     if args.data_dir:
         paths.set_data_dir(args.data_dir)
-    _setup_logging(args.verbose)
-
     if args.self_test:
+        # Before logging is set up: the self-test logs into its own temporary data folder and must
+        # not create anything in the user's real one.
         from kmds_desktop.selftest import run_self_test
 
         return run_self_test()
+    _setup_logging(args.verbose)
     if args.command is None:
         from kmds_desktop.ui.app import run_app
 
