@@ -38,14 +38,16 @@ log = logging.getLogger(__name__)
 #: batches; the step is then written in small slices (see :class:`_SlicedWriter`).
 BUILD_CHUNK = 512
 #: Longest a single ChromaDB write call should take, in seconds. ChromaDB's Rust bindings hold
-#: Python's GIL for the whole call (~1 ms per entry plus a fixed cost that grows with the
-#: collection), so one 512-entry upsert froze the GUI thread for ~200 ms; slices sized to this
-#: budget, with the GIL handed back between them, keep the window responsive while indexing.
-WRITE_BUDGET_S = 0.015
+#: Python's GIL for the whole call while their own threads write, so one 512-entry upsert froze
+#: the GUI thread for ~200 ms; slices sized to this budget, with the GIL handed back between them,
+#: keep the window responsive while indexing. A call costs a fixed part (10-20 ms on a 2-core
+#: machine, growing with the collection, sometimes 50-100 ms) plus ~1 ms per entry, so slices
+#: smaller than :data:`WRITE_SLICE_MIN` would only multiply the calls, and with them the spikes.
+WRITE_BUDGET_S = 0.02
 #: Entries in the first write slice; later slices adapt to :data:`WRITE_BUDGET_S`.
 WRITE_SLICE_START = 16
 #: Bounds of the adaptive write slice.
-WRITE_SLICE_MIN = 4
+WRITE_SLICE_MIN = 8
 WRITE_SLICE_MAX = 256
 #: Pause after each write slice, without the GIL: time for a waiting GUI thread to take it.
 WRITE_PAUSE_S = 0.001
