@@ -5,7 +5,9 @@ Area-specific fixtures live in ``tests/support/`` and are imported below so ever
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -13,6 +15,8 @@ import pytest
 
 # Set before anything imports Qt, ChromaDB or Hugging Face libraries.
 _SESSION_HOME = Path(tempfile.mkdtemp(prefix="kmds-desktop-test-home-"))
+# Removed when the test process ends (after session fixtures have stopped their servers).
+atexit.register(shutil.rmtree, _SESSION_HOME, ignore_errors=True)
 os.environ["KMDS_DESKTOP_HOME"] = str(_SESSION_HOME)
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ["HF_HUB_OFFLINE"] = "1"
