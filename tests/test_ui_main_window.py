@@ -325,3 +325,27 @@ def test_menus_and_status_bar_have_every_entry(qtbot, make_window, kmds_data):
     window.findChild(QAction, "export:csv").trigger()
     assert window.messages.isVisible() and "no documents to export" in window.messages.current.text
     assert window.active_dialog is None
+
+
+def test_close_for_signal_keeps_unsaved_edits_in_a_recovery_copy(
+    qtbot, make_window, kmds_data, tmp_path, data_home
+):
+    """When the session ends (SIGTERM) nobody can be asked: edits go to a recovery copy, the file stays."""
+    from kmds_desktop.kb import load_kb
+
+    original = tmp_path / "kb.xml"
+    shutil.copy(kmds_data / "example_ml_kb_exp_workflow.xml", original)
+    before = original.read_bytes()
+    window = make_window(auto_index=False)
+    with qtbot.waitSignal(window.kb_loaded, timeout=60_000):
+        window.open_kb(original)
+    target = window.kb.observations[0]
+    window.kb.update_observation(target.iri, finding="Edited before the session ended")
+    assert window.kb.dirty
+    window.close_for_signal()
+    qtbot.waitUntil(lambda: not window.isVisible(), timeout=10_000)
+    assert original.read_bytes() == before
+    recovered = data_home / "recovery" / "kb.recovered.xml"
+    assert recovered.exists()
+    kb = load_kb(recovered)
+    assert kb.observation(target.iri).finding == "Edited before the session ended"
