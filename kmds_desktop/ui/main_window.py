@@ -172,7 +172,6 @@ class MainWindow(QMainWindow):
         self.index_ready_for: str | None = None  # kb_id the index is up to date with
         self.active_dialog: Any = None
         self._force_close = False
-        self._close_after_save = False
         self.setObjectName("mainWindow")
         to_html("")  # build the shared Markdown converter now, not on the first answer (~60 ms)
         self.setWindowIcon(app_icon())
@@ -498,10 +497,7 @@ class MainWindow(QMainWindow):
             str(path) if path else None,
             label=f"Saving {Path(kb.path).name}",
             on_result=self._kb_saved,
-            on_error=lambda exc: (
-                self.messages.show_exception(exc, "The knowledge base was not saved"),
-                setattr(self, "_close_after_save", False),
-            ),
+            on_error=lambda exc: self.messages.show_exception(exc, "The knowledge base was not saved"),
         )
 
     def save_kb_as(self) -> None:
@@ -525,9 +521,6 @@ class MainWindow(QMainWindow):
         self.kb_saved.emit(str(target))
         if self.auto_index:
             self.update_index()
-        if self._close_after_save:
-            self._force_close = True
-            self.close()
 
     def _ask_save_then(self, action: Any, what: str) -> None:
         """Ask Save / Discard / Cancel for unsaved changes, then run ``action`` (non-blocking)."""
@@ -767,31 +760,13 @@ class MainWindow(QMainWindow):
         self.close()
 
     def _ask_close(self) -> None:
-        box = QMessageBox(
-            QMessageBox.Icon.Warning,
-            "Unsaved changes",
-            f"{Path(self.kb.path).name} has unsaved changes. Save them before closing?",
-            QMessageBox.StandardButton.Save
-            | QMessageBox.StandardButton.Discard
-            | QMessageBox.StandardButton.Cancel,
-            self,
-        )
-        box.setDefaultButton(QMessageBox.StandardButton.Save)
+        """Closing with unsaved changes: Save (then close once saved), Discard, or Cancel."""
 
-        def done(_result: int) -> None:
-            self.active_dialog = None
-            choice = box.standardButton(box.clickedButton())
-            if choice == QMessageBox.StandardButton.Save:
-                self._close_after_save = True
-                self.save_kb()
-            elif choice == QMessageBox.StandardButton.Discard:
-                self._force_close = True
-                self.close()
+        def close_now() -> None:
+            self._force_close = True
+            self.close()
 
-        box.finished.connect(done)
-        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose, True)
-        self.active_dialog = box
-        box.open()
+        self._ask_save_then(close_now, "close")
 
 
 __all__ = ["MainWindow", "initial_kb_path"]
