@@ -128,46 +128,22 @@ def test_external_settings_mode_reads_the_password_from_the_environment(pg_exter
         db.close()
 
 
-def test_external_password_from_the_os_keyring(pg_external, monkeypatch, caplog):
+def test_external_password_from_the_os_keyring(pg_external, monkeypatch, caplog, memory_keyring):
     """No password in the environment: the one stored in the keyring for user@host is used, never shown."""
-    import keyring
-    from keyring.backend import KeyringBackend
-
     from kmds_desktop import secrets
-
-    class MemoryKeyring(KeyringBackend):  # CI machines have no desktop keyring
-        priority = 1
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.store: dict[tuple[str, str], str] = {}
-
-        def get_password(self, service, username):
-            return self.store.get((service, username))
-
-        def set_password(self, service, username, password):
-            self.store[(service, username)] = password
-
-        def delete_password(self, service, username):
-            self.store.pop((service, username), None)
 
     monkeypatch.delenv("KMDS_DESKTOP_DB_PASSWORD", raising=False)
     monkeypatch.delenv("PGPASSWORD", raising=False)
-    previous = keyring.get_keyring()
-    keyring.set_keyring(MemoryKeyring())
+    with pytest.raises(DatabaseUnavailable) as info:  # nothing stored yet: a clear refusal
+        open_database(pg_external["dsn"])
+    assert "127.0.0.1" in str(info.value)
+    secrets.set_db_password("postgres", "127.0.0.1", pg_external["password"])
+    db = open_database(pg_external["dsn"])
     try:
-        with pytest.raises(DatabaseUnavailable) as info:  # nothing stored yet: a clear refusal
-            open_database(pg_external["dsn"])
-        assert "127.0.0.1" in str(info.value)
-        secrets.set_db_password("postgres", "127.0.0.1", pg_external["password"])
-        db = open_database(pg_external["dsn"])
-        try:
-            assert db.status()["mode"] == "external" and isinstance(db.find_abstract_ids("influenza"), set)
-            assert pg_external["password"] not in db.dsn + db.display_name + repr(db.status())
-        finally:
-            db.close()
+        assert db.status()["mode"] == "external" and isinstance(db.find_abstract_ids("influenza"), set)
+        assert pg_external["password"] not in db.dsn + db.display_name + repr(db.status())
     finally:
-        keyring.set_keyring(previous)
+        db.close()
     assert pg_external["password"] not in caplog.text
 
 

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import json
 
-import keyring
 import pytest
-from keyring.backend import KeyringBackend
 from support.fake_ollama import ModelScript
 
 from kmds_desktop import secrets
@@ -15,39 +13,11 @@ from kmds_desktop.ui.preferences import PreferencesDialog, probe_llm_backend
 from kmds_desktop.ui.workers import JobRunner
 
 
-class MemoryKeyring(KeyringBackend):
-    """A keyring backend kept in memory (CI machines have no desktop keyring)."""
-
-    priority = 1
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.store: dict[tuple[str, str], str] = {}
-
-    def get_password(self, service, username):
-        return self.store.get((service, username))
-
-    def set_password(self, service, username, password):
-        self.store[(service, username)] = password
-
-    def delete_password(self, service, username):
-        self.store.pop((service, username), None)
-
-
 @pytest.fixture()
 def jobs(qtbot):
     runner = JobRunner()
     yield runner
     runner.shutdown()
-
-
-@pytest.fixture()
-def memory_keyring():
-    previous = keyring.get_keyring()
-    backend = MemoryKeyring()
-    keyring.set_keyring(backend)
-    yield backend
-    keyring.set_keyring(previous)
 
 
 def _dialog(qtbot, jobs, data_home, settings=None):

@@ -35,6 +35,18 @@ _CANCEL = QDialogButtonBox.StandardButton.Cancel
 ApplyFn = Callable[[dict[str, Any]], Any]
 
 
+def _checkable_list(names: Any, max_height: int) -> QListWidget:
+    """A short list of names with a tick box each, all unticked (workflows, dependencies)."""
+    widget = QListWidget()
+    widget.setMaximumHeight(max_height)
+    for name in names:
+        item = QListWidgetItem(name)
+        item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+        item.setCheckState(Qt.CheckState.Unchecked)
+        widget.addItem(item)
+    return widget
+
+
 def _error_label() -> QLabel:
     label = QLabel()
     label.setObjectName("inlineError")
@@ -77,13 +89,7 @@ class ObservationDialog(QDialog):
         self.intent.setEditable(True)
         self.intent.addItem("")
         self.intent.addItems(list(INTENTS))
-        self.workflows = QListWidget()
-        self.workflows.setMaximumHeight(90)
-        for name in workflows:
-            item = QListWidgetItem(name)
-            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
-            item.setCheckState(Qt.CheckState.Unchecked)
-            self.workflows.addItem(item)
+        self.workflows = _checkable_list(workflows, max_height=90)
         form.addRow("Category", self.category)
         form.addRow("Type", self.obs_type)
         form.addRow("Finding", self.finding)
@@ -186,13 +192,7 @@ class WorkflowDialog(QDialog):
         self.kind = QComboBox()
         self.kind.addItems(list(WORKFLOW_KINDS))
         self.description = QPlainTextEdit()
-        self.depends_on = QListWidget()
-        self.depends_on.setMaximumHeight(80)
-        for name in other_workflows:
-            item = QListWidgetItem(name)
-            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
-            item.setCheckState(Qt.CheckState.Unchecked)
-            self.depends_on.addItem(item)
+        self.depends_on = _checkable_list(other_workflows, max_height=80)
         form.addRow("Name", self.name)
         form.addRow("Kind", self.kind)
         form.addRow("Description", self.description)
