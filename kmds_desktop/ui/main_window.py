@@ -32,7 +32,6 @@ from kmds_desktop import __version__, paths
 from kmds_desktop.config import Settings, SettingsError, save_settings
 from kmds_desktop.ui.ask_panel import AskPanel
 from kmds_desktop.ui.kb_browser import KBBrowser
-from kmds_desktop.ui.markdown_render import to_html
 from kmds_desktop.ui.messages import MessageBar
 from kmds_desktop.ui.progress import ProgressStrip
 from kmds_desktop.ui.workers import Job, JobRunner
@@ -173,7 +172,6 @@ class MainWindow(QMainWindow):
         self.active_dialog: Any = None
         self._force_close = False
         self.setObjectName("mainWindow")
-        to_html("")  # build the shared Markdown converter now, not on the first answer (~60 ms)
         self.setWindowIcon(app_icon())
         self.setAcceptDrops(True)
 
