@@ -98,8 +98,14 @@ def _split_kb_file(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[li
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
     argv_list = list(sys.argv[1:] if argv is None else argv)
+    from kmds_desktop.index.index_process import COMMAND
+
+    if argv_list[:1] == [COMMAND]:  # internal: the app's index process (not in --help)
+        from kmds_desktop.index.index_process import serve
+
+        return serve(argv_list[1:])
+    parser = build_parser()
     argv_list, kb_file = _split_kb_file(parser, argv_list)
     args = parser.parse_args(argv_list)
     if args.data_dir:

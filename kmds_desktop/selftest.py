@@ -126,18 +126,22 @@ def _step_kb(ctx: _Context) -> None:
 
 
 def _step_index(ctx: _Context) -> None:
-    """The bundled embedding model embeds the KB into a ChromaDB index on disk, which answers a search."""
+    """The bundled embedding model embeds the KB into the index on disk, which answers a search.
+
+    The index is served by the app's index process, as in the window, so a bundle whose executable
+    cannot start that process fails here rather than at the user's first search.
+    """
     from kmds_desktop.index import SemanticIndex
 
     assert ctx.kb_path is not None
-    index = SemanticIndex(persist_dir=paths.index_dir())
+    index = SemanticIndex(persist_dir=paths.index_dir(), own_process=True)
     report = index.build(ctx.kb_path)
     _require(report.total > 0 and index.count() == report.total,
              f"index build stored {index.count()} of {report.total} entries")
     hits = index.search(SEARCH_TEXT, n_results=3)
     _require(hits, f"semantic search for {SEARCH_TEXT!r} found nothing in an index of {report.total} entries")
     ctx.index = index
-    ctx.facts.append(f"index {report.total} entries")
+    ctx.facts.append(f"index {report.total} entries (index process)")
 
 
 def _step_ask(ctx: _Context) -> None:
@@ -216,6 +220,9 @@ def _stop_database(ctx: _Context) -> None:
 
 def _cleanup(ctx: _Context, keep: bool) -> None:
     _stop_database(ctx)
+    from kmds_desktop.index.index_process import stop_all
+
+    stop_all()  # the index process, before its folder is removed
     if ctx.server is not None and not keep:
         with contextlib.suppress(Exception):
             ctx.server.destroy()  # also removes a socket folder outside the data folder

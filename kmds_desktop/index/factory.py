@@ -20,11 +20,12 @@ def open_index(
     *,
     persist_dir: str | Path | None = None,
     model_name: str | None = None,
+    own_process: bool = False,
 ) -> SemanticIndex:
     """A :class:`SemanticIndex` for ``settings.index`` (loaded from disk when not given).
 
     Server mode uses ``chroma_host``/``chroma_port``; local mode uses ``persist_dir`` or the data
-    folder's ``index/``.
+    folder's ``index/``, served by the app's index process when ``own_process`` (the desktop app).
     """
     if settings is None:
         from kmds_desktop.config import load_settings
@@ -38,7 +39,7 @@ def open_index(
         from kmds_desktop import paths
 
         persist_dir = paths.index_dir()
-    return SemanticIndex(persist_dir, model)
+    return SemanticIndex(persist_dir, model, own_process=own_process)
 
 
 def rebuild_index(

@@ -83,8 +83,10 @@ class SemanticIndex:
 
     ``persist_dir=None`` keeps the index in memory (gone when the process ends); a folder keeps it
     on disk; ``chroma_host``/``chroma_port`` use a Chroma server instead (``persist_dir`` is then
-    ignored). After :meth:`build` or :meth:`attach`, searches, counts and :meth:`clear` default to
-    that KB, so a caller never sees another KB's entries by accident.
+    ignored). ``own_process=True`` serves the folder from the app's index process (see
+    :mod:`~kmds_desktop.index.index_process`): the desktop app's choice, so no ChromaDB call runs
+    in the process that draws the window. After :meth:`build` or :meth:`attach`, searches, counts
+    and :meth:`clear` default to that KB, so a caller never sees another KB's entries by accident.
     """
 
     def __init__(
@@ -94,25 +96,33 @@ class SemanticIndex:
         *,
         chroma_host: str | None = None,
         chroma_port: int | None = None,
+        own_process: bool = False,
     ) -> None:
         self.model_name = (model_name or DEFAULT_MODEL).strip()
         self.chroma_host = chroma_host
         self.chroma_port = chroma_port
-        if chroma_host:
+        self.own_process = bool(own_process and not chroma_host and persist_dir is not None)
+        if self.own_process:
+            self.persist_dir = Path(persist_dir).expanduser().resolve()  # type: ignore[arg-type]
+            self.location = str(self.persist_dir)
+            self._fixed_client = None
+            self._client  # noqa: B018 - starts (or finds) the index process now, failing clearly
+            self._prefix = store.collection_prefix(self.model_name)
+        elif chroma_host:
             self.persist_dir: Path | None = None
             self.location = f"http://{chroma_host}:{chroma_port or 8000}"
-            self._client = store.server_client(chroma_host, int(chroma_port or 8000))
+            self._fixed_client = store.server_client(chroma_host, int(chroma_port or 8000))
             self._prefix = store.collection_prefix(self.model_name)
         elif persist_dir is None:
             self.persist_dir = None
             self.location = "memory"
-            self._client = store.memory_client()
+            self._fixed_client = store.memory_client()
             # The in-process client is shared: private collection names keep instances apart.
             self._prefix = f"kmds-mem-{uuid.uuid4().hex[:16]}-"
         else:
             self.persist_dir = Path(persist_dir).expanduser().resolve()
             self.location = str(self.persist_dir)
-            self._client = store.local_client(self.persist_dir)
+            self._fixed_client = store.local_client(self.persist_dir)
             self._prefix = store.collection_prefix(self.model_name)
         self.kb_id: str | None = None
         self._obs_types: dict[str, list[str]] = {}
@@ -124,6 +134,18 @@ class SemanticIndex:
             else None
         )
         self._list_collections()  # fails now, with a clear message, if the store is unusable
+
+    @property
+    def _client(self) -> Any:
+        """The ChromaDB client; in own-process mode looked up each time, so a stopped process restarts."""
+        if self.own_process:
+            return store.process_client(self.persist_dir)  # type: ignore[arg-type]
+        return self._fixed_client
+
+    @property
+    def in_process(self) -> bool:
+        """Whether ChromaDB's calls run in this process (and so hold its GIL)."""
+        return not self.own_process and self.chroma_host is None and not _is_http(self._fixed_client)
 
     def close(self) -> None:
         """Release an in-memory index now (a folder or server index stays where it is)."""
@@ -267,7 +289,7 @@ class SemanticIndex:
         report(progress, 0, total, f"embedding {total} texts")
         done = 0
         in_flight: Future[None] | None = None
-        write = _SlicedWriter(collection)
+        write = _SlicedWriter(collection, adaptive=self.in_process)
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kmds-index-writer") as writer:
             try:
                 for start in range(0, total, BUILD_CHUNK):
@@ -530,9 +552,10 @@ class _SlicedWriter:
     :data:`WRITE_PAUSE_S` without the GIL, so a waiting GUI thread gets its turn.
     """
 
-    def __init__(self, collection: Any) -> None:
+    def __init__(self, collection: Any, *, adaptive: bool = True) -> None:
         self.collection = collection
-        self.size = WRITE_SLICE_START
+        self.adaptive = adaptive
+        self.size = WRITE_SLICE_START if adaptive else WRITE_SLICE_MAX
         self.floor = WRITE_SLICE_MIN
         self._last: tuple[int, float] | None = None
 
@@ -549,6 +572,8 @@ class _SlicedWriter:
             )
             took = time.perf_counter() - began
             start += len(piece)
+            if not self.adaptive:  # over a socket: the GIL is free while the server writes
+                continue
             time.sleep(WRITE_PAUSE_S)
             if len(piece) == self.size:
                 self._adapt(took)
@@ -563,6 +588,12 @@ class _SlicedWriter:
                 self.size = max(self.floor, self.size // 2)
         elif took < WRITE_BUDGET_S / 2:
             self.size = min(WRITE_SLICE_MAX, self.size * 2)
+
+
+def _is_http(client: Any) -> bool:
+    """Whether ``client`` talks to a Chroma server (a CLI using the app's index process does)."""
+    server = getattr(client, "_server", None)
+    return type(server).__name__ == "FastAPI"
 
 
 def _as_vector(value: Any) -> Any:

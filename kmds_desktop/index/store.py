@@ -19,9 +19,11 @@ import shutil
 import socket
 import sqlite3
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
+from kmds_desktop.index import index_process
 from kmds_desktop.index.errors import ChromaServerUnreachable, IndexCorruptedError, IndexStoreError
 
 #: Bumped when the layout of entries changes; stored on the collection.
@@ -31,6 +33,7 @@ _SQLITE_FILE = "chroma.sqlite3"
 
 _settings_template: Any = None
 _clients: dict[str, Any] = {}
+_locks: dict[str, Any] = {}
 _lock = threading.Lock()
 
 
@@ -52,7 +55,81 @@ def rebuild_hint(persist_dir: str | Path) -> str:
 
 
 def local_client(persist_dir: str | Path) -> Any:
-    """The shared ``PersistentClient`` of ``persist_dir`` (created on first use)."""
+    """The shared client of ``persist_dir``: in this process, or the app's index process if it runs.
+
+    Opening a folder in-process takes its lock (see :mod:`~kmds_desktop.index.index_process`), so
+    two processes never write one folder; a folder the app is serving is used through its process.
+    """
+    path = _usable_folder(persist_dir)
+    key = str(path)
+    with _lock:
+        client = _clients.get(key)
+        if client is not None:
+            return client
+        _check_sqlite(path)
+        address = index_process.live_server(path)
+        if address is not None:
+            client = _http_client(address.host, address.port, path)
+            _clients[key] = client
+            return client
+        lock = _take_folder_lock(path)
+        import chromadb
+
+        try:
+            client = chromadb.PersistentClient(path=key, settings=_settings())
+            client.heartbeat()
+        except Exception as err:  # noqa: BLE001 - ChromaDB raises many types for a damaged store
+            _forget_system(key)
+            lock.release(force=True)
+            raise IndexCorruptedError(
+                f"the index folder {path} cannot be opened ({type(err).__name__}: {_first_line(err)}); "
+                + rebuild_hint(path),
+                str(path),
+            ) from None
+        _clients[key] = client
+        _locks[key] = lock
+        return client
+
+
+def process_client(persist_dir: str | Path) -> Any:
+    """A client of the app's index process for ``persist_dir`` (started when none runs).
+
+    Used by the desktop app: ChromaDB calls made in the app's own process hold the GIL and freeze
+    the window, calls to the index process only wait on a socket.
+    """
+    path = _usable_folder(persist_dir)
+    key = f"process:{path}"
+    with _lock:
+        if str(path) in _locks:
+            raise IndexStoreError(
+                f"the index folder {path} is already open in this process; it cannot also be served"
+            )
+        _check_sqlite(path)
+    address = index_process.ensure_server(path)
+    with _lock:
+        cached = _clients.get(key)
+        if cached is not None and cached[0] == address:
+            return cached[1]
+        client = _http_client(address.host, address.port, path)
+        _clients[key] = (address, client)
+        return client
+
+
+def _http_client(host: str, port: int, folder: Path) -> Any:
+    import chromadb
+
+    try:
+        client = chromadb.HttpClient(host=host, port=int(port), settings=_settings())
+        client.heartbeat()
+    except Exception as err:  # noqa: BLE001 - the process went away between the check and now
+        raise IndexStoreError(
+            f"the index process for {folder} does not answer ({type(err).__name__}: {_first_line(err)}); "
+            "try again (a new one is started)"
+        ) from None
+    return client
+
+
+def _usable_folder(persist_dir: str | Path) -> Path:
     path = Path(persist_dir).expanduser()
     try:
         path.mkdir(parents=True, exist_ok=True)
@@ -65,26 +142,24 @@ def local_client(persist_dir: str | Path) -> Any:
             f"cannot use index folder {path}: {err.strerror or err}. Choose a writable folder "
             "(--data-dir or KMDS_DESKTOP_HOME) or fix its permissions"
         ) from None
-    key = str(path)
-    with _lock:
-        client = _clients.get(key)
-        if client is not None:
-            return client
-        _check_sqlite(path)
-        import chromadb
+    return path
 
+
+def _take_folder_lock(path: Path, wait_s: float = 10.0) -> Any:
+    """Lock ``path`` for this process; while an index process is starting there, wait a little."""
+    lock = index_process.folder_lock(path)
+    deadline = time.monotonic() + wait_s
+    while True:
         try:
-            client = chromadb.PersistentClient(path=key, settings=_settings())
-            client.heartbeat()
-        except Exception as err:  # noqa: BLE001 - ChromaDB raises many types for a damaged store
-            _forget_system(key)
-            raise IndexCorruptedError(
-                f"the index folder {path} cannot be opened ({type(err).__name__}: {_first_line(err)}); "
-                + rebuild_hint(path),
-                str(path),
-            ) from None
-        _clients[key] = client
-        return client
+            lock.acquire()
+            return lock
+        except Exception:  # noqa: BLE001 - filelock.Timeout: another process holds the folder
+            if time.monotonic() > deadline:
+                raise IndexStoreError(
+                    f"the index folder {path} is in use by another program (another `kmds-desktop` "
+                    "command?); try again when it has finished"
+                ) from None
+            time.sleep(0.2)
 
 
 def _check_sqlite(path: Path) -> None:
@@ -178,6 +253,11 @@ def store_error(err: BaseException, location: str) -> Exception:
     text = f"{type(err).__name__}: {_first_line(err)}"
     if location.startswith("http"):
         return ChromaServerUnreachable(f"the Chroma server at {location} failed: {text}")
+    if type(err).__module__.split(".")[0] == "httpx":  # the app's index process went away
+        return IndexStoreError(
+            f"the index process for {location} stopped ({text}); try again, a new one is started "
+            f"(its log: {Path(location) / index_process.LOG_FILE})"
+        )
     if isinstance(err, OSError) or "readonly" in text.lower() or "read-only" in text.lower():
         return IndexStoreError(f"cannot write the index folder {location}: {text}")
     return IndexCorruptedError(
@@ -188,6 +268,11 @@ def store_error(err: BaseException, location: str) -> Exception:
 def move_aside(persist_dir: str | Path) -> Path:
     """Rename a (damaged) store folder to ``<dir>.broken-<timestamp>`` and forget its client."""
     path = Path(persist_dir).expanduser().resolve()
+    index_process.forget(path)
+    if index_process.live_server(path) is not None:
+        raise IndexStoreError(
+            f"the index folder {path} is in use by KMDS Desktop; close the app and run the rebuild again"
+        )
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     target = path.with_name(f"{path.name}.broken-{stamp}")
     n = 1
@@ -211,6 +296,9 @@ def close_local(persist_dir: str | Path) -> None:
             except Exception:  # noqa: BLE001 - closing a broken store must not fail the rebuild
                 pass
         _forget_system(key)
+        lock = _locks.pop(key, None)
+        if lock is not None:
+            lock.release(force=True)
 
 
 def _forget_system(key: str) -> None:

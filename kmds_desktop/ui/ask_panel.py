@@ -38,6 +38,7 @@ from PySide6.QtWidgets import (
     QPushButton,
     QSpinBox,
     QSplitter,
+    QStyle,
     QTableView,
     QTextBrowser,
     QVBoxLayout,
@@ -64,6 +65,8 @@ _ITEM = r"[ \t]*(?:[-*+]|\d+\.)[ \t]"
 _LIST_AFTER_TEXT = re.compile(rf"(?m)^((?!{_ITEM})[^\n]*\S[^\S\n]*)\n({_ITEM})")
 _TEXT_AFTER_LIST = re.compile(rf"(?m)^({_ITEM}.*)\n((?!{_ITEM})\S)")
 RETRIEVED = "retrieved"
+#: Marks the chunk carrying the finished answer as HTML, rendered on the worker.
+RENDERED = "rendered"
 
 
 def answer_question(
@@ -79,7 +82,9 @@ def answer_question(
 ) -> Any:
     """Route, search and stream an answer (runs on a worker; no Qt here).
 
-    ``chunk`` receives ``(RETRIEVED, result)`` once the records are known, then text pieces.
+    ``chunk`` receives ``(RETRIEVED, result)`` once the records are known, then text pieces, then
+    ``(RENDERED, html)``: the Markdown of a long answer takes tens of ms to convert, so it is done
+    here rather than on the GUI thread.
     Returns the complete :class:`~kmds_desktop.ask.OrchestratorResult`.
     """
     from kmds_desktop.ask.orchestrator import SearchOrchestrator
@@ -88,7 +93,7 @@ def answer_question(
     if index_holder.get("index") is None:
         if progress:
             progress(0, None, "opening the semantic index")
-        index_holder["index"] = open_index(settings)
+        index_holder["index"] = open_index(settings, own_process=True)
     orchestrator = SearchOrchestrator(
         kb,
         settings=settings,
@@ -105,9 +110,12 @@ def answer_question(
     for piece in stream:
         if chunk is not None:
             chunk(piece)
+    result = stream.result
+    if chunk is not None:
+        chunk((RENDERED, (result.answer, answer_html(result.answer, len(result.results)))))
     if progress:
         progress(4, 4, "done")
-    return stream.result
+    return result
 
 
 def answer_html(text: str, n_results: int) -> str:
@@ -403,6 +411,8 @@ class AskPanel(QWidget):
         self.result: Any = None
         self.job: Job | None = None
         self._streamed: list[str] = []
+        #: ``(answer text, HTML)`` of the answer being received, rendered by the worker.
+        self._rendered: tuple[str, str] | None = None
         self._question = ""
 
         self.question = QuestionEdit()
@@ -448,11 +458,14 @@ class AskPanel(QWidget):
         self.table.verticalHeader().setVisible(False)
         self.table.setWordWrap(False)
         header = self.table.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        # Every column but the finding is fitted once per answer (_fit_columns). ResizeToContents
+        # would have Qt ask the model for every cell again at each layout change.
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
-        for col in (2, 3, 4):  # type, category, workflow: fitted once per answer, capped (_fit_columns)
-            header.setSectionResizeMode(col, QHeaderView.ResizeMode.Interactive)
         self.table.verticalHeader().setDefaultSectionSize(22)
+        # PySide's first viewport() call costs ~20 ms (its wrapper type is set up lazily): pay it
+        # while the window is built, not when the first answer arrives.
+        self._results_viewport = self.table.viewport()
         self.table.activated.connect(self._row_activated)
         self.table.doubleClicked.connect(self._row_activated)
 
@@ -523,6 +536,7 @@ class AskPanel(QWidget):
             # The question stays readable next to its answer; selected, so typing replaces it.
             self.question.selectAll()
         self._streamed = []
+        self._rendered = None
         self.result = None
         self.answer.setHtml(f"<p style='color:#666'><i>{html.escape(text)}</i></p>")
         self.ask_button.setEnabled(False)
@@ -576,6 +590,9 @@ class AskPanel(QWidget):
         if isinstance(piece, tuple) and piece and piece[0] == RETRIEVED:
             self._show_retrieved(piece[1])
             return
+        if isinstance(piece, tuple) and piece and piece[0] == RENDERED:
+            self._rendered = piece[1]
+            return
         # While streaming, text is appended as it comes (constant cost per chunk); the Markdown
         # rendering with citation links happens once, when the answer is complete. Re-rendering the
         # whole answer on every chunk made the GUI thread's work grow with the answer's length.
@@ -599,17 +616,29 @@ class AskPanel(QWidget):
         Sized to their contents without a cap, long workflow names left the finding (the column
         the user reads) a few pixels wide in a narrow panel. Each of the three gets at most
         ``cap`` pixels and together at most half the free width; the full text is in each tooltip.
+        Widths come from the font's metrics of the few strings shown: ``resizeColumnToContents``
+        asks the model and the style for every cell and role and took 8-25 ms of the GUI thread.
         """
-        if self.results.rowCount() == 0:
+        rows = self.results.rowCount()
+        if rows == 0:
             return
         table = self.table
+        metrics = table.fontMetrics()
+        header = table.horizontalHeader()
+        # The item delegate's text margin: the focus frame's margin plus one pixel on each side.
+        pad = 2 * (table.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, table) + 1) + 2
+
+        def width(col: int) -> int:
+            texts = (str(self.results.data(self.results.index(r, col)) or "") for r in range(rows))
+            widest = max((metrics.horizontalAdvance(t) for t in texts), default=0)
+            return max(widest + pad, header.sectionSizeHint(col))
+
         for col in (0, 5, 6):
-            table.resizeColumnToContents(col)
-        free = table.viewport().width() - sum(table.columnWidth(c) for c in (0, 5, 6))
+            table.setColumnWidth(col, width(col))
+        free = self._results_viewport.width() - sum(table.columnWidth(c) for c in (0, 5, 6))
         limit = max(48, min(cap, free // 6))
         for col in (2, 3, 4):
-            table.resizeColumnToContents(col)
-            table.setColumnWidth(col, min(table.columnWidth(col), limit))
+            table.setColumnWidth(col, min(width(col), limit))
 
     def resizeEvent(self, event: Any) -> None:  # noqa: N802 - Qt API
         """Re-fit the records' columns when the panel is resized (splitter moved, window resized)."""
@@ -621,7 +650,10 @@ class AskPanel(QWidget):
         self.results.set_results(result.results)
         self._fit_columns()
         self.route_editor.show_result(result)
-        self.answer.setHtml(answer_html(result.answer, len(result.results)))
+        rendered, self._rendered = self._rendered, None
+        if rendered is None or rendered[0] != result.answer:
+            rendered = (result.answer, answer_html(result.answer, len(result.results)))
+        self.answer.setHtml(rendered[1])
         timing = result.timings.get("total") if getattr(result, "timings", None) else None
         took = f" in {timing:.1f} s" if timing else ""
         self.state.setText(f"Answered by {result.backend}{took}; {len(result.results)} records.")

@@ -93,11 +93,18 @@ def _index_kb(
     if index_holder.get("index") is None:
         if progress:
             progress(0, None, "opening the semantic index")
-        index_holder["index"] = open_index(settings)
+        index_holder["index"] = open_index(settings, own_process=True)
     return index_holder["index"].build_from_onto(kb, progress=progress, cancel=cancel)
 
 
-def warm_up_libraries(model_name: str, *, progress: Any = None, cancel: Any = None) -> str:
+def warm_up_libraries(
+    model_name: str,
+    index_holder: dict[str, Any] | None = None,
+    settings: Settings | None = None,
+    *,
+    progress: Any = None,
+    cancel: Any = None,
+) -> str:
     """Import the heavy libraries (torch, sentence-transformers, ChromaDB) and load the embedding model.
 
     Their first import holds Python's GIL for up to half a second at a time, which would freeze the
@@ -119,7 +126,17 @@ def warm_up_libraries(model_name: str, *, progress: Any = None, cancel: Any = No
     embeddings.encode(["warm-up"], model_name)  # the first encode imports more modules lazily
     from kmds_desktop.index import SemanticIndex
 
-    SemanticIndex(None).count()  # likewise ChromaDB's first client and query
+    if index_holder is not None and settings is not None and index_holder.get("index") is None:
+        # Start the index process now (about a second) rather than when the first build needs it.
+        from kmds_desktop.index.errors import SemanticIndexError
+        from kmds_desktop.index.factory import open_index
+
+        try:
+            index_holder["index"] = open_index(settings, own_process=True)
+        except SemanticIndexError as err:  # the first build reports it, with what to do
+            log.warning("semantic index not opened at start-up: %s", err)
+    else:
+        SemanticIndex(None).count()  # likewise ChromaDB's first client and query
     from kmds_desktop.ui import markdown_render
 
     markdown_render.prepare()  # so the first answer does not build it on the GUI thread
@@ -556,6 +573,8 @@ class MainWindow(QMainWindow):
             "warmup",
             warm_up_libraries,
             self.settings.index.embedding_model,
+            self.index_holder,
+            self.settings,
             label="Loading the embedding model",
             busy_cursor=False,
             on_error=lambda exc: self.messages.show_exception(

@@ -7,11 +7,16 @@ thread that is a visible stutter, so the views share one converter built from ex
 
 from __future__ import annotations
 
+import threading
+
 import markdown
 from markdown.extensions.extra import ExtraExtension
 from markdown.extensions.sane_lists import SaneListExtension
 
 _converter: markdown.Markdown | None = None
+#: The workers' converter (answers are rendered on the worker that wrote them), one at a time.
+_worker_converter: markdown.Markdown | None = None
+_worker_lock = threading.Lock()
 
 
 def _build() -> markdown.Markdown:
@@ -33,8 +38,13 @@ def prepare() -> None:
 
 
 def to_html(text: str) -> str:
-    """HTML for ``text`` (GUI thread only: the converter is shared and not thread-safe)."""
-    global _converter
+    """HTML for ``text``; the GUI thread and the workers each have a converter (not thread-safe)."""
+    global _converter, _worker_converter
+    if threading.current_thread() is not threading.main_thread():
+        with _worker_lock:
+            if _worker_converter is None:
+                _worker_converter = _build()
+            return _worker_converter.reset().convert(text or "")
     if _converter is None:
         _converter = _build()
     return _converter.reset().convert(text or "")

@@ -159,13 +159,19 @@ class Worker(QObject):
     def _flush_chunks(self) -> None:
         with self._lock:
             pieces, self._chunks = self._chunks, []
-        if not pieces:
-            return
-        if all(isinstance(p, str) for p in pieces):
-            self.chunk.emit("".join(pieces))
-        else:
-            for piece in pieces:
-                self.chunk.emit(piece)
+        # Runs of text go as one signal each (one GUI update instead of hundreds); other pieces
+        # go as they are, in order.
+        text: list[str] = []
+        for piece in pieces:
+            if isinstance(piece, str):
+                text.append(piece)
+                continue
+            if text:
+                self.chunk.emit("".join(text))
+                text = []
+            self.chunk.emit(piece)
+        if text:
+            self.chunk.emit("".join(text))
 
     @Slot()
     def run(self) -> None:

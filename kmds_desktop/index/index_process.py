@@ -1,0 +1,301 @@
+"""The local index in a process of its own: a private Chroma server over the index folder.
+
+ChromaDB's Rust bindings hold Python's GIL for the whole of every write and read call (10-25 ms,
+spikes of ~100 ms), so indexing inside the desktop app froze its window however small the calls
+were made. The app therefore runs the local index as ``chroma run`` in a child process on
+127.0.0.1 and talks to it over HTTP (``chromadb.HttpClient``), exactly as the index's server mode
+talks to a shared server; the GUI process then only waits on sockets.
+
+One process owns a folder at a time. Whoever opens the folder, the index process or a plain
+in-process client (the CLI, the self-test), first takes ``.kmds-index.lock`` in it. The index
+process also writes ``kmds-index-process.json`` (host, port, pid) once it answers, so a CLI
+command run while the app is open uses the app's process instead of opening the folder a second
+time. The child reads its standard input until end-of-file and exits then, so it never outlives
+the app, even one that crashed; a file left by a killed process is recognised as dead (its port
+does not answer) and ignored.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kmds_desktop.index.errors import IndexStoreError
+
+LOCK_FILE = ".kmds-index.lock"
+SERVER_FILE = "kmds-index-process.json"
+LOG_FILE = "kmds-index-process.log"
+#: The hidden command-line word that runs :func:`serve` (see ``kmds_desktop.cli``).
+COMMAND = "_index-process"
+#: How long the app waits for a new index process to answer.
+START_TIMEOUT_S = 60.0
+#: Exit status of a child that found the folder locked by another program.
+EXIT_LOCKED = 3
+_HOST = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class ServerAddress:
+    host: str
+    port: int
+    pid: int
+
+
+def folder_lock(folder: Path) -> Any:
+    """The inter-process lock of an index folder (held by whichever process opened it)."""
+    from filelock import FileLock
+
+    # Not thread-local: the lock belongs to the process, not to the thread that happened to open it.
+    return FileLock(str(folder / LOCK_FILE), timeout=0, thread_local=False)
+
+
+def live_server(folder: Path) -> ServerAddress | None:
+    """The address of an index process serving ``folder``, if one is running and answers."""
+    try:
+        info = json.loads((folder / SERVER_FILE).read_text(encoding="utf-8"))
+        address = ServerAddress(str(info["host"]), int(info["port"]), int(info["pid"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return address if _answers(address.host, address.port) else None
+
+
+def _answers(host: str, port: int, timeout: float = 1.0) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://{host}:{port}/api/v2/heartbeat", timeout=timeout) as resp:
+            return resp.status == 200 and b"heartbeat" in resp.read()
+    except OSError:
+        return False
+
+
+class IndexProcess:
+    """A started index process of this app (stopped by :meth:`stop` or when the app exits)."""
+
+    def __init__(self, folder: Path, process: subprocess.Popen[bytes], address: ServerAddress) -> None:
+        self.folder = folder
+        self.process = process
+        self.address = address
+
+    @property
+    def log_path(self) -> Path:
+        return self.folder / LOG_FILE
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """End the child: closing its standard input is its signal; killed if it does not go."""
+        if self.process.poll() is None:
+            try:
+                if self.process.stdin is not None:
+                    self.process.stdin.close()
+                self.process.wait(timeout=timeout)
+            except (OSError, subprocess.TimeoutExpired):
+                self.process.kill()
+                self.process.wait(timeout=timeout)
+        _remove_server_file(self.folder, self.address.pid)
+
+
+_started: dict[str, IndexProcess] = {}
+_start_lock = threading.Lock()
+
+
+def ensure_server(folder: Path) -> ServerAddress:
+    """The address of the index process of ``folder``: this app's, another copy's, or a new one."""
+    key = str(folder)
+    with _start_lock:
+        mine = _started.get(key)
+        if mine is not None and mine.alive():  # a cheap check: this runs before every index call
+            return mine.address
+        if mine is not None:
+            mine.stop(timeout=2)
+            del _started[key]
+        running = live_server(folder)  # e.g. a second window of the app on the same data folder
+        if running is not None:
+            return running
+        started = _start(folder)
+        _started[key] = started
+        return started.address
+
+
+def forget(folder: Path) -> None:
+    """Stop this app's index process of ``folder`` (before the folder is moved aside)."""
+    with _start_lock:
+        mine = _started.pop(str(folder), None)
+    if mine is not None:
+        mine.stop()
+
+
+def stop_all() -> None:
+    """Stop every index process this app started (at exit)."""
+    with _start_lock:
+        procs = list(_started.values())
+        _started.clear()
+    for proc in procs:
+        try:
+            proc.stop()
+        except Exception:  # noqa: BLE001 - exiting must go on
+            pass
+
+
+atexit.register(stop_all)
+
+
+def launch_command() -> list[str]:
+    """How to run :func:`serve`: the bundle's own executable, or this Python with ``-m``."""
+    if getattr(sys, "frozen", False):
+        return [sys.executable, COMMAND]
+    return [sys.executable, "-m", "kmds_desktop", COMMAND]
+
+
+def _start(folder: Path) -> IndexProcess:
+    token = uuid.uuid4().hex
+    package_root = str(Path(__file__).resolve().parent.parent.parent)
+    # Warnings and errors only: at its default level the server logs every request.
+    env = dict(os.environ, ANONYMIZED_TELEMETRY="False", RUST_LOG=os.environ.get("KMDS_INDEX_LOG", "warn"))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
+    log_path = folder / LOG_FILE
+    try:
+        log = open(log_path, "wb")  # noqa: SIM115 - handed to the child, closed right after
+    except OSError as err:
+        raise IndexStoreError(f"cannot write in the index folder {folder}: {err.strerror or err}") from None
+    try:
+        process = subprocess.Popen(
+            [*launch_command(), "--path", str(folder), "--token", token],
+            stdin=subprocess.PIPE,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=str(folder),
+            env=env,
+        )
+    except OSError as err:
+        raise IndexStoreError(f"cannot start the index process: {err.strerror or err}") from None
+    finally:
+        log.close()
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        code = process.poll()
+        if code is not None:
+            raise IndexStoreError(_start_failure(folder, code, log_path))
+        address = _read_own_file(folder, token)
+        if address is not None:
+            return IndexProcess(folder, process, address)
+        time.sleep(0.05)
+    process.kill()
+    process.wait(10)
+    raise IndexStoreError(
+        f"the index process for {folder} did not answer within {START_TIMEOUT_S:.0f} s; see {log_path}"
+    )
+
+
+def _start_failure(folder: Path, code: int, log_path: Path) -> str:
+    if code == EXIT_LOCKED:
+        return (
+            f"the index folder {folder} is in use by another program (a `kmds-desktop index` or "
+            "`ask` command still running?); semantic search works again once it has finished"
+        )
+    try:
+        tail = log_path.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-3:]
+    except OSError:
+        tail = []
+    detail = f": {' | '.join(tail)}" if tail else ""
+    return f"the index process for {folder} stopped at start (exit status {code}){detail}; see {log_path}"
+
+
+def _read_own_file(folder: Path, token: str) -> ServerAddress | None:
+    try:
+        info = json.loads((folder / SERVER_FILE).read_text(encoding="utf-8"))
+        if info.get("token") != token:
+            return None
+        return ServerAddress(str(info["host"]), int(info["port"]), int(info["pid"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _remove_server_file(folder: Path, pid: int) -> None:
+    """Remove the server file if it is still the one of process ``pid`` (not a newer process's)."""
+    path = folder / SERVER_FILE
+    try:
+        if int(json.loads(path.read_text(encoding="utf-8")).get("pid", -1)) == pid:
+            path.unlink()
+    except (OSError, ValueError, TypeError, AttributeError):
+        pass
+
+
+# ---------------------------------------------------------------------- the child
+
+
+def serve(argv: list[str]) -> int:
+    """Run the index process (the child side): lock the folder, serve it, exit on stdin's end."""
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog=f"kmds-desktop {COMMAND}", description="internal: the app's index process"
+    )
+    parser.add_argument("--path", required=True)
+    parser.add_argument("--token", default="")
+    args = parser.parse_args(argv)
+    folder = Path(args.path).resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    lock = folder_lock(folder)
+    try:
+        lock.acquire()
+    except Exception:  # noqa: BLE001 - filelock.Timeout: another process has the folder
+        print(f"the index folder {folder} is locked by another process", file=sys.stderr, flush=True)
+        return EXIT_LOCKED
+    port = _free_port()
+    pid = os.getpid()
+
+    def finish() -> None:
+        _remove_server_file(folder, pid)
+        lock.release(force=True)
+
+    def watch_parent() -> None:
+        try:
+            sys.stdin.buffer.read()  # returns at end-of-file: the app closed the pipe or is gone
+        except Exception:  # noqa: BLE001
+            pass
+        finish()
+        os._exit(0)
+
+    def announce() -> None:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if _answers(_HOST, port, timeout=0.5):
+                info = {"host": _HOST, "port": port, "pid": pid, "token": args.token}
+                tmp = folder / f"{SERVER_FILE}.{pid}.tmp"
+                tmp.write_text(json.dumps(info), encoding="utf-8")
+                os.replace(tmp, folder / SERVER_FILE)
+                return
+            time.sleep(0.05)
+
+    threading.Thread(target=watch_parent, name="kmds-index-parent", daemon=True).start()
+    threading.Thread(target=announce, name="kmds-index-announce", daemon=True).start()
+    import chromadb_rust_bindings
+
+    try:
+        # Blocks while serving; the Rust server releases the GIL, so the threads above run.
+        chromadb_rust_bindings.cli(
+            ["chroma", "run", "--path", str(folder), "--host", _HOST, "--port", str(port)]
+        )
+    except KeyboardInterrupt:
+        pass
+    finally:
+        finish()
+    return 0
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind((_HOST, 0))
+        return int(s.getsockname()[1])
