@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 
 from PySide6.QtCore import QMimeData, QPoint, Qt, QUrl
@@ -208,10 +210,21 @@ def test_run_app_starts_on_qasync_opens_the_demo_kb_and_exits_cleanly(tmp_path):
     assert "EXIT 0" in proc.stdout
 
 
-def test_index_follows_edits_incrementally(qtbot, make_window, kmds_data, tmp_path):
+def test_index_follows_edits_incrementally(qtbot, make_window, kmds_data, tmp_path, data_home, request):
+    """The app's own index (the data folder's, in its index process) follows loads and edits."""
+    from kmds_desktop.index import index_process
+
     copy = tmp_path / "kb.xml"
     shutil.copy(kmds_data / "example_ml_kb_exp_workflow.xml", copy)
-    window = make_window()  # auto_index on: load -> build, edit -> update
+    window = make_window(index=None)  # auto_index on: load -> build, edit -> update
+    request.addfinalizer(index_process.stop_all)
+    warm = window.warm_up()  # as at start-up: also starts the index process
+    qtbot.waitUntil(lambda: warm.done, timeout=120_000)
+    index = window.index_holder["index"]
+    assert index.own_process and not index.in_process
+    assert index.persist_dir == (data_home / "index").resolve()
+    served = json.loads((index.persist_dir / index_process.SERVER_FILE).read_text(encoding="utf-8"))
+    assert served["pid"] != os.getpid()
     with qtbot.waitSignal(window.index_updated, timeout=120_000) as first:
         window.open_kb(copy)
     assert first.args[0].embedded >= len(window.kb.observations)
@@ -226,6 +239,7 @@ def test_index_follows_edits_incrementally(qtbot, make_window, kmds_data, tmp_pa
     assert report.embedded == 1 and report.unchanged >= len(window.kb.observations) - 1
     hits = window.index_holder["index"].search("weekly sales seasonality", n_results=1, kb_id=window.kb.kb_id)
     assert hits[0]["iri"] == target.iri
+    assert window.index_holder["index"] is index
 
 
 def test_help_and_preferences_open_without_blocking(qtbot, make_window):

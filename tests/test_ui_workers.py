@@ -140,6 +140,29 @@ def test_streamed_chunks_arrive_in_order(qtbot, runner):
     assert job.value == "done"
 
 
+def test_text_around_other_pieces_is_still_batched(qtbot, runner):
+    """A marker among the pieces (an answer's records, its rendered HTML) keeps its place in the
+    order, and the text on each side of it still comes as one piece, not hundreds."""
+    pieces = []
+
+    def stream(progress=None, cancel=None, chunk=None):
+        chunk(("records", 1))
+        for i in range(300):
+            chunk(f"{i},")
+        chunk(("rendered", 2))
+        return "done"
+
+    job = runner.submit("stream", stream, on_chunk=pieces.append)
+    with qtbot.waitSignal(job.finished, timeout=5_000):
+        pass
+    markers = [p for p in pieces if isinstance(p, tuple)]
+    assert markers == [("records", 1), ("rendered", 2)]
+    assert pieces[0] == ("records", 1) and pieces[-1] == ("rendered", 2)
+    text = [p for p in pieces if isinstance(p, str)]
+    assert "".join(text) == "".join(f"{i}," for i in range(300))
+    assert len(text) < 30
+
+
 LEAKY_TEST = '''
 import time
 from kmds_desktop.ui.workers import JobRunner
