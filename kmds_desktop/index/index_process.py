@@ -40,6 +40,8 @@ LOG_FILE = "kmds-index-process.log"
 COMMAND = "_index-process"
 #: How long the app waits for a new index process to answer.
 START_TIMEOUT_S = 60.0
+#: How much lower the index process's CPU priority is than the app's (POSIX ``nice``).
+NICENESS = 10
 #: Exit status of a child that found the folder locked by another program.
 EXIT_LOCKED = 3
 _HOST = "127.0.0.1"
@@ -255,6 +257,12 @@ def serve(argv: list[str]) -> int:
         return EXIT_LOCKED
     port = _free_port()
     pid = os.getpid()
+    if hasattr(os, "nice"):
+        # Background work: when the index writes or compacts, the window's process gets the CPU first.
+        try:
+            os.nice(NICENESS)
+        except OSError:
+            pass
 
     def finish() -> None:
         _remove_server_file(folder, pid)
