@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
@@ -211,6 +212,15 @@ def _drop(panel: LiteraturePanel, path: Path) -> None:
 
 
 @pytest.mark.filterwarnings("ignore:Function.*QDragEnterEvent:DeprecationWarning")
+def _queries_waiting_on_a_lock(dsn: str) -> int:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE wait_event_type = 'Lock' AND datname = current_database()"
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
 def test_empty_database_drop_import_and_server_down(
     qtbot, jobs, pg_empty_database, pg_server, pg_database, literature_data: Path, tmp_path: Path
 ) -> None:
@@ -242,9 +252,15 @@ def test_empty_database_drop_import_and_server_down(
     before = [(r.query, r.included) for r in panel.review.rows()]
     assert before == [("cystic & fibrosis", False), ("pseudomonas & aeruginosa", True)]
 
-    pg_server.stop()
+    # Stopped in the middle of the run: another session holds the document table, so the run's
+    # query waits inside the server, and the server is stopped while it waits.
+    holder = psycopg.connect(pg_empty_database.dsn)
+    holder.execute("LOCK TABLE document IN ACCESS EXCLUSIVE MODE")
     try:
         run = panel.run_selected()
+        qtbot.waitUntil(lambda: _queries_waiting_on_a_lock(pg_empty_database.dsn) > 0, timeout=WAIT)
+        assert not run.done and run.state == "running"
+        pg_server.stop()
         qtbot.waitUntil(lambda: run.done, timeout=WAIT)
         assert run.state == "failed"
         assert "failed" in panel.message.text() and "connection" in panel.message.text().lower()
@@ -256,6 +272,8 @@ def test_empty_database_drop_import_and_server_down(
         assert panel.review.row(0).validity == FAILED
         assert panel.review.row(0).query == "cystic & fibrosis & child:*"
     finally:
+        with contextlib.suppress(Exception):
+            holder.close()
         pg_server.start()
         with contextlib.suppress(Exception):
             pg_database.status()  # let the shared handle drop its broken connection now

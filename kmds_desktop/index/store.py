@@ -80,7 +80,7 @@ def local_client(persist_dir: str | Path) -> Any:
             client.heartbeat()
         except Exception as err:  # noqa: BLE001 - ChromaDB raises many types for a damaged store
             _forget_system(key)
-            lock.release(force=True)
+            lock.release()
             raise IndexCorruptedError(
                 f"the index folder {path} cannot be opened ({type(err).__name__}: {_first_line(err)}); "
                 + rebuild_hint(path),
@@ -149,17 +149,14 @@ def _take_folder_lock(path: Path, wait_s: float = 10.0) -> Any:
     """Lock ``path`` for this process; while an index process is starting there, wait a little."""
     lock = index_process.folder_lock(path)
     deadline = time.monotonic() + wait_s
-    while True:
-        try:
-            lock.acquire()
-            return lock
-        except Exception:  # noqa: BLE001 - filelock.Timeout: another process holds the folder
-            if time.monotonic() > deadline:
-                raise IndexStoreError(
-                    f"the index folder {path} is in use by another program (another `kmds-desktop` "
-                    "command?); try again when it has finished"
-                ) from None
-            time.sleep(0.2)
+    while not lock.acquire(blocking=False):
+        if time.monotonic() > deadline:
+            raise IndexStoreError(
+                f"the index folder {path} is in use by another program (another `kmds-desktop` "
+                "command?); try again when it has finished"
+            )
+        time.sleep(0.2)
+    return lock
 
 
 def _check_sqlite(path: Path) -> None:
@@ -298,7 +295,7 @@ def close_local(persist_dir: str | Path) -> None:
         _forget_system(key)
         lock = _locks.pop(key, None)
         if lock is not None:
-            lock.release(force=True)
+            lock.release()
 
 
 def _forget_system(key: str) -> None:
