@@ -68,6 +68,16 @@ def _cli(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _python_until_killed(code: str) -> subprocess.Popen[str]:
+    """Run ``code`` in another Python process, wait until it has run, and leave the process alive."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code + "print('ready', flush=True)\nimport time\ntime.sleep(600)\n"],
+        stdout=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    return proc
+
+
 def test_the_app_index_runs_in_its_own_process(folder: Path, kmds_data: Path, embedding_model) -> None:
     index = SemanticIndex(folder, own_process=True)
     assert index.own_process and not index.in_process
@@ -109,17 +119,11 @@ def test_a_stopped_index_process_is_started_again(folder: Path, kmds_data: Path,
 
 def test_the_index_process_does_not_outlive_a_crashed_app(tmp_path: Path) -> None:
     folder = tmp_path / "index"
-    app = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys, time\n"
-         "from kmds_desktop.index import SemanticIndex\n"
-         f"SemanticIndex({str(folder)!r}, own_process=True)\n"
-         "print('ready', flush=True)\n"
-         "time.sleep(600)\n"],
-        stdout=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    app = _python_until_killed(
+        "from kmds_desktop.index import SemanticIndex\n"
+        f"SemanticIndex({str(folder)!r}, own_process=True)\n"
     )
     try:
-        assert app.stdout is not None and app.stdout.readline().strip() == "ready"
         child = _server_info(folder)["pid"]
         assert _pid_alive(child)
         app.kill()  # no clean-up code runs in the app
@@ -139,18 +143,14 @@ def test_a_folder_open_elsewhere_is_refused_clearly(folder: Path) -> None:
 
     # Another program holds the folder: the index process refuses to start and says why.
     other = folder.parent / "other"
-    holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys, time\n"
-         "from pathlib import Path\n"
-         "from kmds_desktop.index.index_process import folder_lock\n"
-         f"p = Path({str(other)!r}); p.mkdir(parents=True, exist_ok=True)\n"
-         "lock = folder_lock(p); lock.acquire()\n"
-         "print('locked', flush=True); time.sleep(600)\n"],
-        stdout=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    holder = _python_until_killed(
+        "from pathlib import Path\n"
+        "from kmds_desktop.index.index_process import folder_lock\n"
+        f"p = Path({str(other)!r}); p.mkdir(parents=True, exist_ok=True)\n"
+        "lock = folder_lock(p)\n"  # kept: the lock lasts as long as the object
+        "assert lock.acquire(blocking=False)\n"
     )
     try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
         with pytest.raises(IndexStoreError, match="in use by another program"):
             SemanticIndex(other, own_process=True)
     finally:
