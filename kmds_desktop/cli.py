@@ -69,6 +69,9 @@ def _setup_logging(verbose: bool) -> None:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         handlers=handlers or [logging.NullHandler()],
     )
+    if not verbose:
+        # httpx logs every request at INFO: each index write and LLM call would be a log line.
+        logging.getLogger("httpx").setLevel(logging.WARNING)
 
 
 def _split_kb_file(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[list[str], str | None]:

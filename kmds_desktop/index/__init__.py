@@ -12,6 +12,7 @@ from kmds_desktop.index.embeddings import DEFAULT_MODEL
 from kmds_desktop.index.errors import (
     ChromaServerUnreachable,
     IndexCorruptedError,
+    IndexProcessStopped,
     IndexStoreError,
     InvalidQueryError,
     KnowledgeBaseReadError,
@@ -31,6 +32,7 @@ __all__ = [
     "DEFAULT_MODEL",
     "ChromaServerUnreachable",
     "IndexCorruptedError",
+    "IndexProcessStopped",
     "IndexStoreError",
     "InvalidQueryError",
     "KnowledgeBaseReadError",

@@ -24,6 +24,10 @@ class IndexStoreError(SemanticIndexError):
     """The index folder cannot be created or written (not a folder, read-only, disk full...)."""
 
 
+class IndexProcessStopped(IndexStoreError):  # noqa: N818 - reads as the condition it reports
+    """The app's index process went away during a call; the next call starts a new one."""
+
+
 class IndexCorruptedError(IndexStoreError):
     """The index folder exists but its files cannot be read; rebuild moves it aside and starts over."""
 

@@ -134,6 +134,18 @@ def ensure_server(folder: Path) -> ServerAddress:
         return started.address
 
 
+def recover(folder: Path) -> None:
+    """After a call failed on the wire: replace this app's index process of ``folder`` if it no
+    longer answers (a killed process can take a moment to be reaped, and looks alive meanwhile)."""
+    key = str(folder)
+    with _start_lock:
+        mine = _started.get(key)
+        if mine is None or (mine.alive() and _answers(mine.address.host, mine.address.port)):
+            return
+        del _started[key]
+    mine.stop(timeout=5)
+
+
 def forget(folder: Path) -> None:
     """Stop this app's index process of ``folder`` (before the folder is moved aside)."""
     with _start_lock:

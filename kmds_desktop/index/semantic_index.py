@@ -17,15 +17,16 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kmds_desktop.index import embeddings, entries, store
+from kmds_desktop.index import embeddings, entries, index_process, store
 from kmds_desktop.index.embeddings import DEFAULT_MODEL
 from kmds_desktop.index.errors import (
+    IndexProcessStopped,
     InvalidQueryError,
     KnowledgeBaseReadError,
     SemanticIndexError,
@@ -160,11 +161,14 @@ class SemanticIndex:
     def _collection(self, kb_id: str, create: bool = True) -> Any | None:
         """The KB's collection, fetched afresh (another instance may have cleared it since)."""
         name = store.collection_name(self._prefix, kb_id)
-        try:
+
+        def fetch(client: Any) -> Any:
             if create:
-                col = store.get_collection(self._client, name, self.model_name, self.location, kb_id)
-            else:
-                col = self._client.get_collection(name, embedding_function=None)
+                return store.get_collection(client, name, self.model_name, self.location, kb_id)
+            return client.get_collection(name, embedding_function=None)
+
+        try:
+            col = self._on_client(fetch)
         except SemanticIndexError:
             raise
         except Exception as err:  # noqa: BLE001
@@ -173,10 +177,23 @@ class SemanticIndex:
             raise store.store_error(err, self.location) from None
         return col
 
+    def _on_client(self, call: Callable[[Any], Any]) -> Any:
+        """``call(client)``; in own-process mode once more, on a new index process, if the first
+        one stopped answering (crashed or killed): every operation starts with such a call."""
+        try:
+            return call(self._client)
+        except Exception as err:  # noqa: BLE001 - only a lost index process is retried
+            if not self.own_process or not (
+                isinstance(err, IndexProcessStopped) or type(err).__module__.split(".")[0] == "httpx"
+            ):
+                raise
+        index_process.recover(self.persist_dir)  # type: ignore[arg-type]
+        return call(self._client)
+
     def _list_collections(self) -> dict[str, str]:
         """``{kb_id: collection name}`` of every KB this index's model has in the store."""
         try:
-            found = self._client.list_collections()
+            found = self._on_client(lambda client: client.list_collections())
         except Exception as err:  # noqa: BLE001
             raise store.store_error(err, self.location) from None
         out: dict[str, str] = {}

@@ -24,7 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from kmds_desktop.index import index_process
-from kmds_desktop.index.errors import ChromaServerUnreachable, IndexCorruptedError, IndexStoreError
+from kmds_desktop.index.errors import (
+    ChromaServerUnreachable,
+    IndexCorruptedError,
+    IndexProcessStopped,
+    IndexStoreError,
+)
 
 #: Bumped when the layout of entries changes; stored on the collection.
 INDEX_FORMAT = 2
@@ -251,7 +256,7 @@ def store_error(err: BaseException, location: str) -> Exception:
     if location.startswith("http"):
         return ChromaServerUnreachable(f"the Chroma server at {location} failed: {text}")
     if type(err).__module__.split(".")[0] == "httpx":  # the app's index process went away
-        return IndexStoreError(
+        return IndexProcessStopped(
             f"the index process for {location} stopped ({text}); try again, a new one is started "
             f"(its log: {Path(location) / index_process.LOG_FILE})"
         )
