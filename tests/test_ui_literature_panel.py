@@ -202,7 +202,7 @@ def test_cancel_slow_generation(qtbot, jobs, fake_ollama, pg_database) -> None:
 def _drop(panel: LiteraturePanel, path: Path) -> None:
     mime = QMimeData()
     mime.setUrls([QUrl.fromLocalFile(str(path))])
-    enter = QDragEnterEvent(panel.rect().center(), Qt.DropAction.CopyAction, mime,
+    enter = QDragEnterEvent(QPointF(panel.rect().center()), Qt.DropAction.CopyAction, mime,
                             Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier)
     panel.dragEnterEvent(enter)
     assert enter.isAccepted()
