@@ -10,7 +10,7 @@ import psycopg
 import pytest
 
 from kmds_desktop.literature.errors import ImportFileError
-from kmds_desktop.literature.importers import read_records
+from kmds_desktop.literature.importers import Record, Withdrawal, read_records
 from kmds_desktop.tasks import Cancelled, CancelToken
 
 
@@ -68,12 +68,58 @@ def test_current_pubmed_xml_fields(pg_empty_database, literature_data):
 
 
 def test_medline_2016_structured_abstracts_and_medline_dates(literature_data):
-    records = [r for r in read_records(literature_data / "raw/medline16n0902.xml.gz") if hasattr(r, "source")]
+    items = list(read_records(literature_data / "raw/medline16n0902.xml.gz"))
+    records = [r for r in items if isinstance(r, Record)]
     assert len(records) == 604
+    # The file's DeleteCitation list comes as one withdrawal.
+    withdrawals = [(w.source, w.external_ids) for w in items if isinstance(w, Withdrawal)]
+    assert withdrawals == [("pubmed", ["26432306"])]
     labelled = [r for r in records if r.abstract and r.abstract.startswith("PURPOSE: ")]
     assert labelled and all(" METHODS: " in r.abstract or " RESULTS: " in r.abstract for r in labelled[:5])
     assert all(r.publication_date is not None for r in records)
     assert all(r.source == "pubmed" and r.external_id.isdigit() for r in records)
+
+
+def _medline(path: Path, articles: dict[str, str], deleted: list[str] = ()) -> Path:
+    body = "".join(
+        f"<PubmedArticle><MedlineCitation><PMID>{pmid}</PMID><Article><ArticleTitle>{title}</ArticleTitle>"
+        "</Article></MedlineCitation></PubmedArticle>"
+        for pmid, title in articles.items()
+    )
+    if deleted:
+        pmids = "".join(f'<PMID Version="1">{p}</PMID>' for p in deleted)
+        body += f"<DeleteCitation>{pmids}</DeleteCitation>"
+    path.write_text(f"<PubmedArticleSet>{body}</PubmedArticleSet>", encoding="utf-8")
+    return path
+
+
+def test_deleted_citations_are_withdrawn_not_erased(pg_empty_database, tmp_path):
+    db = pg_empty_database
+    base = _medline(tmp_path / "base.xml", {
+        "90000001": "Zinc supplements in infants", "90000002": "Zinc deficiency in adolescents",
+        "90000003": "Iron and zinc in pregnancy",
+    })
+    assert db.import_files([base]).inserted == 3
+    before = db.find_abstract_ids("zinc")
+    assert len(before) == 3
+
+    update = _medline(tmp_path / "update.xml", {"90000004": "Zinc and copper balance"},
+                      deleted=["90000002", "99999999", "90000002"])
+    report = db.import_files([update])
+    assert report.inserted == 1 and report.withdrawn == 1 and "1 withdrawn" in report.summary()
+    notes = report.files[0].notes
+    assert any("2 deleted citation(s) listed: 1 document(s) marked withdrawn" in n for n in notes), notes
+
+    # New searches leave it out; a saved search's ids still fetch it, with the date it was withdrawn.
+    after = db.find_abstract_ids("zinc")
+    assert len(after) == 3  # 90000001, 90000003 and the new 90000004
+    (gone,) = set(before) - set(after)
+    (doc,) = db.fetch_documents_by_ids([gone])
+    assert doc["external_id"] == "90000002" and doc["withdrawn_date"] is not None
+    assert db.status()["withdrawn"] == 1
+    # Applying the same update again changes nothing.
+    again = db.import_files([update])
+    assert again.withdrawn == 0 and again.inserted == 0 and db.status()["withdrawn"] == 1
 
 
 def test_pubmedqa_json_import(pg_empty_database, literature_data):

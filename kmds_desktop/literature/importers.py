@@ -57,9 +57,17 @@ class BadRecord:
 
 @dataclass
 class Note:
-    """Something about the file worth telling the user that is not a record (e.g. ignored deletions)."""
+    """Something about the file worth telling the user that is not a record."""
 
     message: str
+
+
+@dataclass
+class Withdrawal:
+    """Records the file says are deleted (a MEDLINE update file's ``DeleteCitation``)."""
+
+    source: str
+    external_ids: list[str]
 
 
 def detect_format(path: Path) -> str:
@@ -92,7 +100,7 @@ def _open_binary(path: Path) -> IO[bytes]:
 _READ_ERRORS = (OSError, EOFError, zlib.error, gzip.BadGzipFile, UnicodeDecodeError)
 
 
-def read_records(path: Path) -> Iterator[Record | BadRecord | Note]:
+def read_records(path: Path) -> Iterator[Record | BadRecord | Note | Withdrawal]:
     """Records of ``path`` in file order (format from :func:`detect_format`)."""
     fmt = detect_format(path)
     reader = {"jsonl": read_jsonl, "medline": read_medline_xml, "pubmedqa": read_pubmedqa}[fmt]
@@ -159,7 +167,7 @@ def parse_partial_date(year: Any, month: Any = None, day: Any = None) -> dt.date
 
 
 # -- JSONL ------------------------------------------------------------------------------------------
-def read_jsonl(path: Path) -> Iterator[Record | BadRecord | Note]:
+def read_jsonl(path: Path) -> Iterator[Record | BadRecord | Note | Withdrawal]:
     """The shared format: ``{id, title, abstract, year, authors, journal, doi, pmid, source, origin}``."""
     with _open_binary(path) as raw:
         text = io.TextIOWrapper(raw, encoding="utf-8")
@@ -287,11 +295,11 @@ def _medline_record(mc: Any, pubmed_data: Any | None) -> Record:
                   publication=journal, publication_date=pub_date, doi=doi, mesh_terms=mesh, keywords=keywords)
 
 
-def read_medline_xml(path: Path) -> Iterator[Record | BadRecord | Note]:
+def read_medline_xml(path: Path) -> Iterator[Record | BadRecord | Note | Withdrawal]:
     """``MedlineCitationSet`` (MEDLINE 2016 DTD) and ``PubmedArticleSet`` (current DTD), streamed.
 
-    ``DeleteCitation`` lists of update files are not applied (they are reported by the loader as a
-    note): deleting documents is left to the user.
+    The PMIDs of an update file's ``DeleteCitation`` come as one :class:`Withdrawal`; the loader
+    marks those documents withdrawn rather than deleting them, so saved searches still resolve.
     """
     from xml.etree.ElementTree import ParseError
 
@@ -334,8 +342,9 @@ def read_medline_xml(path: Path) -> Iterator[Record | BadRecord | Note]:
                     yield BadRecord(f"record {count}", "PubMed book records are not imported")
                     el.clear()
                 elif el.tag == "DeleteCitation":
-                    count_deleted = len(el.findall("PMID"))
-                    yield Note(f"{count_deleted} DeleteCitation PMID(s) listed; deletions are not applied")
+                    pmids = [p for p in (_clean(e.text) for e in el.findall("PMID")) if p]
+                    if pmids:
+                        yield Withdrawal("pubmed", pmids)
                     el.clear()
         except ParseError as err:
             raise ImportFileError(
@@ -354,7 +363,7 @@ def read_medline_xml(path: Path) -> Iterator[Record | BadRecord | Note]:
 
 
 # -- PubMedQA ----------------------------------------------------------------------------------------------
-def read_pubmedqa(path: Path) -> Iterator[Record | BadRecord | Note]:
+def read_pubmedqa(path: Path) -> Iterator[Record | BadRecord | Note | Withdrawal]:
     """PubMedQA ``ori_pqal.json``: ``{pmid: {QUESTION, CONTEXTS, LABELS, MESHES, YEAR, ...}}``.
 
     The abstract is the ``CONTEXTS`` joined with their ``LABELS``; PubMedQA carries no title.

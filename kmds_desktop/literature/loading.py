@@ -9,6 +9,10 @@ is a no-op: the upsert only writes rows whose values change).
 Merging rule: a new non-empty value replaces the stored one; an empty one never erases it. A
 year-only or month-only date (stored as the first day of the span) does not replace a more precise
 date inside that span. So JSONL, MEDLINE XML and PubMedQA copies of one PubMed record combine.
+
+Deletions (MEDLINE ``DeleteCitation``) are applied after the file's records are merged, by setting
+``withdrawn_date``: searches leave withdrawn documents out, while a saved search log's ID sets
+still fetch them (with the date), so an earlier search stays reproducible.
 """
 
 from __future__ import annotations
@@ -22,7 +26,14 @@ import psycopg
 import psycopg.errors
 
 from kmds_desktop.literature.errors import ImportFileError, LiteratureError
-from kmds_desktop.literature.importers import BadRecord, Note, Record, detect_format, read_records
+from kmds_desktop.literature.importers import (
+    BadRecord,
+    Note,
+    Record,
+    Withdrawal,
+    detect_format,
+    read_records,
+)
 from kmds_desktop.literature.schema import KNOWN_SOURCES
 from kmds_desktop.tasks import Cancelled, CancelToken, ProgressFn, check, report
 
@@ -53,6 +64,7 @@ class FileReport:
     updated: int = 0
     unchanged: int = 0
     duplicates: int = 0  # same key twice in the file (the last one wins)
+    withdrawn: int = 0  # documents the file deleted (DeleteCitation), marked withdrawn
     skipped: list[SkippedRecord] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -79,12 +91,17 @@ class ImportReport:
         return sum(f.unchanged for f in self.files)
 
     @property
+    def withdrawn(self) -> int:
+        return sum(f.withdrawn for f in self.files)
+
+    @property
     def skipped(self) -> list[SkippedRecord]:
         return [s for f in self.files for s in f.skipped]
 
     def summary(self) -> str:
+        withdrawn = f", {self.withdrawn} withdrawn" if self.withdrawn else ""
         return (f"{len(self.files)} file(s): {self.records} records, {self.inserted} new, "
-                f"{self.updated} updated, {self.unchanged} unchanged, {len(self.skipped)} skipped")
+                f"{self.updated} updated, {self.unchanged} unchanged{withdrawn}, {len(self.skipped)} skipped")
 
 
 def _merge_expr(col: str) -> str:
@@ -154,6 +171,7 @@ def import_file(conn: psycopg.Connection, path: Path, *, progress: ProgressFn | 
             conn.execute(f"TRUNCATE {_STAGING}")
             sources: set[str] = set()
             keys: set[tuple[str, str]] = set()
+            withdrawals: dict[str, list[str]] = {}
             with conn.cursor().copy(
                 f"COPY {_STAGING} (seq, source, external_id, {', '.join(_COLUMNS)}) FROM STDIN"
             ) as copy:
@@ -163,6 +181,9 @@ def import_file(conn: psycopg.Connection, path: Path, *, progress: ProgressFn | 
                         continue
                     if isinstance(item, Note):
                         rep.notes.append(item.message)
+                        continue
+                    if isinstance(item, Withdrawal):
+                        withdrawals.setdefault(item.source, []).extend(item.external_ids)
                         continue
                     assert isinstance(item, Record)
                     rep.records += 1
@@ -186,6 +207,8 @@ def import_file(conn: psycopg.Connection, path: Path, *, progress: ProgressFn | 
             rep.updated = len(rows) - rep.inserted
             rep.unchanged = len(keys) - len(rows)
             conn.execute(f"TRUNCATE {_STAGING}")
+            if withdrawals:
+                _apply_withdrawals(conn, withdrawals, rep)
             check(cancel)
     except psycopg.errors.QueryCanceled:
         if cancel is not None and cancel.cancelled:
@@ -198,6 +221,25 @@ def import_file(conn: psycopg.Connection, path: Path, *, progress: ProgressFn | 
             remove()
     rep.seconds = time.perf_counter() - started
     return rep
+
+
+def _apply_withdrawals(conn: psycopg.Connection, withdrawals: dict[str, list[str]], rep: FileReport) -> None:
+    """Mark the documents a file deleted as withdrawn (today), and say what happened in a note."""
+    ids = _source_ids(conn, sorted(withdrawals))
+    listed = 0
+    for key, external_ids in withdrawals.items():
+        unique = list(dict.fromkeys(external_ids))
+        listed += len(unique)
+        marked = conn.execute(
+            "UPDATE document SET withdrawn_date = current_date "
+            "WHERE source_id = %s AND external_id = ANY(%s) AND withdrawn_date IS NULL RETURNING id",
+            (ids[key], unique),
+        ).fetchall()
+        rep.withdrawn += len(marked)
+    rep.notes.append(
+        f"{listed} deleted citation(s) listed: {rep.withdrawn} document(s) marked withdrawn (left out of "
+        "searches, still fetched by saved searches); the others were not in the database or already withdrawn"
+    )
 
 
 def import_paths(conn: psycopg.Connection, paths: list[Path], *, progress: ProgressFn | None = None,
