@@ -168,6 +168,18 @@ def test_google_quota_error() -> None:
             GoogleBackend(api_key="test-key", base_url=fake.url)("q")
 
 
+def test_google_unknown_model_lists_the_models_the_key_can_use() -> None:
+    with FakeGoogle(["fine"], models=["gemini-2.5-flash", "gemini-2.5-pro"]) as fake:
+        backend = GoogleBackend("gemini-9-ultra", api_key="test-key", base_url=fake.url)
+        with pytest.raises(LLMModelNotFound) as info:
+            backend("q")
+        text = str(info.value)
+        assert "no model 'gemini-9-ultra'" in text
+        assert "Models this key can use: gemini-2.5-flash, gemini-2.5-pro." in text
+        assert "text-embedding-004" not in text  # it cannot write answers
+        assert GoogleBackend("gemini-2.5-pro", api_key="test-key", base_url=fake.url)("q") == "fine"
+
+
 def test_google_key_from_environment_and_missing_key(monkeypatch: pytest.MonkeyPatch) -> None:
     import kmds_desktop.secrets as secrets
 

@@ -24,6 +24,8 @@ from kmds_desktop.llm.errors import (
 from kmds_desktop.tasks import Cancelled, CancelToken
 
 DEFAULT_GOOGLE_MODEL = "gemini-2.5-flash"
+#: Model names a "model not found" message lists at most.
+MODELS_SHOWN = 8
 
 
 class GoogleBackend:
@@ -102,6 +104,21 @@ class GoogleBackend:
         except Exception as err:  # noqa: BLE001
             raise self._translate(err, model) from None
 
+    def available_models(self) -> list[str]:
+        """Names of the models this key can generate text with (``[]`` when they cannot be listed).
+
+        Asked only after a "model not found", so the message can name real choices.
+        """
+        try:
+            names = []
+            for found in self._client.models.list(config={"page_size": 100}):
+                actions = found.supported_actions or []
+                if found.name and (not actions or "generateContent" in actions):
+                    names.append(found.name.removeprefix("models/"))
+            return sorted(dict.fromkeys(names))
+        except Exception:  # noqa: BLE001 - listing is a courtesy; the error being reported matters
+            return []
+
     def _translate(self, err: Exception, model: str) -> LLMError:
         from google.genai import errors as genai_errors
 
@@ -121,9 +138,13 @@ class GoogleBackend:
                     f"{where} quota or rate limit reached for '{model}' ({code}): {message} Wait and retry, "
                     "or use another model or Ollama.")
             if code == 404:
+                available = self.available_models()
+                choose = (f"Models this key can use: {', '.join(available[:MODELS_SHOWN])}"
+                          + (", …" if len(available) > MODELS_SHOWN else "") + "."
+                          if available else f"For example {DEFAULT_GOOGLE_MODEL}.")
                 return LLMModelNotFound(
-                    f"{where} has no model '{model}' ({message}). Choose another model in Preferences → LLM, "
-                    f"e.g. {DEFAULT_GOOGLE_MODEL}.", model=model)
+                    f"{where} has no model '{model}' ({message}). Choose another model in Preferences → LLM. "
+                    + choose, model=model)
             if code in (408, 504) or status == "DEADLINE_EXCEEDED":
                 return LLMTimeout(f"{where} timed out for '{model}': {message}")
             return LLMError(f"{where} failed for '{model}' ({code} {status}): {message}")

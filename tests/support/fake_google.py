@@ -38,13 +38,15 @@ class FakeGoogle:
 
     def __init__(self, replies: list[str] | None = None, *, api_key: str = "test-key", status: int = 200,
                  error_status: str | None = None, error_message: str | None = None,
-                 delay: float = 0.0) -> None:
+                 delay: float = 0.0, models: list[str] | None = None) -> None:
         self.replies = list(replies or ["ok"])
         self.api_key = api_key
         self.status = status
         self.error_status = error_status
         self.error_message = error_message
         self.delay = delay
+        #: When given, the only models that exist: others answer 404, and ``GET .../models`` lists these.
+        self.models = models
         self.requests: list[GoogleRequest] = []
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -63,6 +65,19 @@ class FakeGoogle:
                     self._serve()
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout, cancel): nothing to answer
+
+            def do_GET(self) -> None:  # noqa: N802 - http.server API: the model list
+                path = self.path.partition("?")[0]
+                if not re.match(r"^/[^/]+/models/?$", path):
+                    self._json(404, _error(404, "NOT_FOUND", f"unknown path {path}"))
+                    return
+                names = fake.models if fake.models is not None else ["gemini-2.5-flash"]
+                listed = [{"name": f"models/{n}", "supportedGenerationMethods": ["generateContent"]}
+                          for n in names]
+                # A model that cannot write text: the app must not offer it.
+                listed.append({"name": "models/text-embedding-004",
+                               "supportedGenerationMethods": ["embedContent"]})
+                self._json(200, {"models": listed})
 
             def _serve(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
@@ -84,6 +99,10 @@ class FakeGoogle:
                 if key != fake.api_key:
                     self._json(400, _error(400, "INVALID_ARGUMENT", "API key not valid. Please pass a valid "
                                            "API key.", reason="API_KEY_INVALID"))
+                    return
+                if fake.models is not None and match["model"] not in fake.models:
+                    self._json(404, _error(404, "NOT_FOUND", f"models/{match['model']} is not found for "
+                                           "API version v1beta, or is not supported for generateContent."))
                     return
                 if fake.status != 200:
                     self._json(fake.status, _error(fake.status, fake.error_status or "INTERNAL",
