@@ -30,6 +30,22 @@ INTENT_CLASSES: tuple[str, ...] = get_args(IntentClass)
 FallbackCode = Literal["invalid_route", "unknown_intent", "llm_error", "empty_template", "empty_filtered"]
 
 
+def describe_filters(filters: SearchFilters | None) -> str:
+    """See :meth:`OrchestratorRoute.describe_filters`."""
+    if filters is None:
+        return ""
+    parts = []
+    if filters.obs_type_filter:
+        parts.append(f"type contains {filters.obs_type_filter!r}")
+    if filters.finding_seq_min is not None or filters.finding_seq_max is not None:
+        low = filters.finding_seq_min if filters.finding_seq_min is not None else "…"
+        high = filters.finding_seq_max if filters.finding_seq_max is not None else "…"
+        parts.append(f"findings {low} to {high}")
+    if filters.keyword:
+        parts.append(f"keyword {filters.keyword!r}")
+    return ", ".join(parts)
+
+
 class OrchestratorRoute(BaseModel):
     """Which template to run and with which filters; what the router (LLM or offline) decides."""
 
@@ -38,6 +54,11 @@ class OrchestratorRoute(BaseModel):
     intent_class: IntentClass
     filters: SearchFilters = Field(default_factory=SearchFilters)
     explanation: str = ""
+
+    def describe_filters(self) -> str:
+        """The filters in words (``"type contains 'EDA', findings 2 to 3"``; ``""`` for none): one
+        wording for the fallback reasons the orchestrator writes and the route the window shows."""
+        return describe_filters(self.filters)
 
     def with_filters(self, **changes: Any) -> OrchestratorRoute:
         """A copy with some filter fields replaced (the GUI's "edit filters and re-run")."""

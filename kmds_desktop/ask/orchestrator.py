@@ -301,7 +301,7 @@ class SearchOrchestrator:
                    route: OrchestratorRoute) -> tuple[list[dict[str, Any]], tuple[str, str]]:
         """Results of ``route`` and, when there are none, the fallback code and reason."""
         filters = route.filters
-        described = _describe_filters(filters)
+        described = route.describe_filters()
         if route.intent_class == "semantic_search":
             if not described:
                 return self._semantic(question, qvec), ("empty_template", "the semantic search found nothing")
@@ -513,19 +513,6 @@ def _observation_result(obs: Observation, distance: float | None, source: str) -
         "score": None if distance is None else round(1.0 - float(distance), 4),
         "source": source,
     }
-
-
-def _describe_filters(filters: SearchFilters) -> str:
-    parts = []
-    if filters.obs_type_filter:
-        parts.append(f"type {filters.obs_type_filter!r}")
-    if filters.finding_seq_min is not None or filters.finding_seq_max is not None:
-        low = filters.finding_seq_min if filters.finding_seq_min is not None else "…"
-        high = filters.finding_seq_max if filters.finding_seq_max is not None else "…"
-        parts.append(f"findings {low} to {high}")
-    if filters.keyword:
-        parts.append(f"keyword {filters.keyword!r}")
-    return ", ".join(parts)
 
 
 def _check_question(query: Any) -> str:

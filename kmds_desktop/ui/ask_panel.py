@@ -313,7 +313,7 @@ class RouteEditor(QGroupBox):
         lines.append(
             f"<b>Template:</b> {html.escape(intent)} <code>{html.escape(result.intent_class)}</code>"
         )
-        filters = _filters_text(route.filters if route is not None else None)
+        filters = route.describe_filters() if route is not None else ""
         lines.append(f"<b>Filters:</b> {html.escape(filters) if filters else 'none'}")
         if result.route_explanation:
             lines.append(f"<b>Why:</b> {html.escape(result.route_explanation)}")
@@ -380,21 +380,6 @@ class RouteEditor(QGroupBox):
             return
         self.error.setVisible(False)
         self.rerun_requested.emit(route)
-
-
-def _filters_text(filters: Any) -> str:
-    if filters is None:
-        return ""
-    parts = []
-    if filters.obs_type_filter:
-        parts.append(f"type contains “{filters.obs_type_filter}”")
-    if filters.finding_seq_min is not None or filters.finding_seq_max is not None:
-        low = filters.finding_seq_min if filters.finding_seq_min is not None else "…"
-        high = filters.finding_seq_max if filters.finding_seq_max is not None else "…"
-        parts.append(f"findings {low}–{high}")
-    if filters.keyword:
-        parts.append(f"keyword “{filters.keyword}”")
-    return ", ".join(parts)
 
 
 class AskPanel(QWidget):
