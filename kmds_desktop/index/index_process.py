@@ -116,12 +116,19 @@ _started: dict[str, IndexProcess] = {}
 _start_lock = threading.Lock()
 
 
+def running(folder: Path) -> ServerAddress | None:
+    """The address of this app's index process of ``folder`` while that process is alive."""
+    with _start_lock:
+        mine = _started.get(str(folder))
+        return mine.address if mine is not None and mine.alive() else None
+
+
 def ensure_server(folder: Path) -> ServerAddress:
     """The address of the index process of ``folder``: this app's, another copy's, or a new one."""
     key = str(folder)
     with _start_lock:
         mine = _started.get(key)
-        if mine is not None and mine.alive():  # a cheap check: this runs before every index call
+        if mine is not None and mine.alive():
             return mine.address
         if mine is not None:
             mine.stop(timeout=2)

@@ -26,7 +26,6 @@ from typing import Any
 from kmds_desktop.index import embeddings, entries, index_process, store
 from kmds_desktop.index.embeddings import DEFAULT_MODEL
 from kmds_desktop.index.errors import (
-    IndexProcessStopped,
     InvalidQueryError,
     KnowledgeBaseReadError,
     SemanticIndexError,
@@ -183,9 +182,7 @@ class SemanticIndex:
         try:
             return call(self._client)
         except Exception as err:  # noqa: BLE001 - only a lost index process is retried
-            if not self.own_process or not (
-                isinstance(err, IndexProcessStopped) or type(err).__module__.split(".")[0] == "httpx"
-            ):
+            if not self.own_process or not store.lost_index_process(err):
                 raise
         index_process.recover(self.persist_dir)  # type: ignore[arg-type]
         return call(self._client)

@@ -100,10 +100,17 @@ def process_client(persist_dir: str | Path) -> Any:
     """A client of the app's index process for ``persist_dir`` (started when none runs).
 
     Used by the desktop app: ChromaDB calls made in the app's own process hold the GIL and freeze
-    the window, calls to the index process only wait on a socket.
+    the window, calls to the index process only wait on a socket. It runs before every index call,
+    so while this app's process is alive the cached client is returned without touching the folder.
     """
-    path = _usable_folder(persist_dir)
+    path = Path(persist_dir).expanduser().resolve()
     key = f"process:{path}"
+    running = index_process.running(path)
+    with _lock:
+        cached = _clients.get(key)
+        if running is not None and cached is not None and cached[0] == running:
+            return cached[1]
+    path = _usable_folder(path)
     with _lock:
         if str(path) in _locks:
             raise IndexStoreError(
@@ -255,7 +262,7 @@ def store_error(err: BaseException, location: str) -> Exception:
     text = f"{type(err).__name__}: {_first_line(err)}"
     if location.startswith("http"):
         return ChromaServerUnreachable(f"the Chroma server at {location} failed: {text}")
-    if type(err).__module__.split(".")[0] == "httpx":  # the app's index process went away
+    if lost_index_process(err):
         return IndexProcessStopped(
             f"the index process for {location} stopped ({text}); try again, a new one is started "
             f"(its log: {Path(location) / index_process.LOG_FILE})"
@@ -265,6 +272,11 @@ def store_error(err: BaseException, location: str) -> Exception:
     return IndexCorruptedError(
         f"the index in {location} cannot be read ({text}); " + rebuild_hint(location), location
     )
+
+
+def lost_index_process(err: BaseException) -> bool:
+    """Whether ``err`` means the index process stopped answering (a transport error of its client)."""
+    return isinstance(err, IndexProcessStopped) or type(err).__module__.split(".")[0] == "httpx"
 
 
 def move_aside(persist_dir: str | Path) -> Path:
