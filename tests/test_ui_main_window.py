@@ -178,29 +178,34 @@ def test_excepthook_shows_unexpected_errors_in_window(qtbot, make_window):
         uninstall_excepthook()
 
 
-def test_run_app_starts_on_qasync_opens_the_demo_kb_and_exits_cleanly(tmp_path):
-    """The real entry point in a fresh process: first run opens the demo KB; closing exits with 0."""
-    import os
-    import subprocess
-    import sys
-
-    script = (
+def _app_script(ready: str, on_ready: str) -> str:
+    """A Python program that runs the real app (``run_app``) and, once ``ready`` holds for its main
+    window ``win``, runs ``on_ready``; it prints ``EXIT <code>`` when the app returns."""
+    return (
         "import sys\n"
         "from PySide6.QtCore import QTimer\n"
         "from PySide6.QtWidgets import QApplication\n"
         "app = QApplication(sys.argv)\n"
         "def check():\n"
         "    wins = [w for w in app.topLevelWidgets() if w.objectName() == 'mainWindow']\n"
-        "    if wins and wins[0].kb is not None:\n"
-        "        print('TITLE', wins[0].windowTitle(), flush=True)\n"
-        "        wins[0].close()\n"
+        "    win = wins[0] if wins else None\n"
+        f"    if win is not None and {ready}:\n"
+        f"        {on_ready}\n"
         "    else:\n"
         "        QTimer.singleShot(100, check)\n"
         "QTimer.singleShot(100, check)\n"
         "from kmds_desktop.ui.app import run_app\n"
-        "code = run_app()\n"
-        "print('EXIT', code, flush=True)\n"
+        "print('EXIT', run_app(), flush=True)\n"
     )
+
+
+def test_run_app_starts_on_qasync_opens_the_demo_kb_and_exits_cleanly(tmp_path):
+    """The real entry point in a fresh process: first run opens the demo KB; closing exits with 0."""
+    import subprocess
+    import sys
+
+    script = _app_script("win.kb is not None",
+                         "print('TITLE', win.windowTitle(), flush=True); win.close()")
     env = dict(os.environ, KMDS_DESKTOP_HOME=str(tmp_path / "home"), QT_QPA_PLATFORM="offscreen")
     proc = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=240, env=env
@@ -254,27 +259,20 @@ def test_help_and_preferences_open_without_blocking(qtbot, make_window):
 
 def test_sigterm_closes_the_app_cleanly_and_stops_the_embedded_server(tmp_path):
     """Logout or `kill` must not leave the private PostgreSQL server running or skip saving settings."""
-    import os
     import signal
     import subprocess
     import sys
     import time
 
+    from kmds_desktop.index import index_process
+
     home = tmp_path / "home"
-    script = (
-        "import sys\n"
-        "from PySide6.QtCore import QTimer\n"
-        "from PySide6.QtWidgets import QApplication\n"
-        "app = QApplication(sys.argv)\n"
-        "def check():\n"
-        "    wins = [w for w in app.topLevelWidgets() if w.objectName() == 'mainWindow']\n"
-        "    if wins and wins[0].kb is not None and 'documents' in wins[0].lit_status.text():\n"
-        "        print('READY', flush=True)\n"
-        "    else:\n"
-        "        QTimer.singleShot(100, check)\n"
-        "QTimer.singleShot(100, check)\n"
-        "from kmds_desktop.ui.app import run_app\n"
-        "print('EXIT', run_app(), flush=True)\n"
+    served = home / "index" / index_process.SERVER_FILE
+    # Ready once the KB is open, the database counted, and the warm-up has started the index process.
+    script = _app_script(
+        "win.kb is not None and 'documents' in win.lit_status.text()"
+        f" and __import__('os').path.exists({str(served)!r})",
+        "print('READY', flush=True)",
     )
     env = dict(os.environ, KMDS_DESKTOP_HOME=str(home), QT_QPA_PLATFORM="offscreen")
     proc = subprocess.Popen(
@@ -290,6 +288,7 @@ def test_sigterm_closes_the_app_cleanly_and_stops_the_embedded_server(tmp_path):
         assert line.startswith("READY"), proc.stderr.read()[-3000:] if proc.poll() is not None else line
         pid_file = home / "postgres" / "pgdata" / "postmaster.pid"
         assert pid_file.exists(), "the embedded server should be running while the app is open"
+        index_pid = json.loads(served.read_text(encoding="utf-8"))["pid"]
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=60)
     finally:
@@ -305,6 +304,15 @@ def test_sigterm_closes_the_app_cleanly_and_stops_the_embedded_server(tmp_path):
                 break
             time.sleep(0.2)
         assert not pid_file.exists(), "the embedded PostgreSQL server was left running"
+        assert not served.exists()
+        for _ in range(100):
+            try:
+                os.kill(index_pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.2)
+        else:
+            raise AssertionError("the index process was left running")
     finally:
         if pid_file.exists():  # never leave a server behind, even when the test fails
             os.kill(int(pid_file.read_text().split()[0]), signal.SIGTERM)
