@@ -596,7 +596,7 @@ class AskPanel(QWidget):
         self.route_editor.show_result(result)
 
     def _fit_columns(self, cap: int = 140) -> None:
-        """Size the type, category and workflow columns to their text, capped so the finding keeps room.
+        """Size every column but the finding to its text; type, category and workflow are capped.
 
         Sized to their contents without a cap, long workflow names left the finding (the column
         the user reads) a few pixels wide in a narrow panel. Each of the three gets at most
