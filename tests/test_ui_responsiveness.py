@@ -82,3 +82,18 @@ def test_fitting_the_results_table_reads_each_cell_once(qtbot) -> None:
     widths = [panel.table.columnWidth(c) for c in range(7)]
     assert all(w > 0 for w in widths) and widths[1] > max(widths[2:])
     runner.shutdown()
+
+
+def test_the_finished_answer_does_not_reload_the_records_shown_when_retrieved(qtbot) -> None:
+    """The records arrive twice (when retrieved, then with the answer): the table is reset once."""
+    from kmds_desktop.ui.ask_panel import ResultsModel
+
+    model = ResultsModel()
+    rows = [{"finding": "f", "obs_type": "t", "iri": "urn:x#1"}]
+    with qtbot.waitSignal(model.modelReset, timeout=1000):
+        assert model.set_results(rows) is True
+    resets = []
+    model.modelReset.connect(lambda: resets.append(1))
+    assert model.set_results([dict(r) for r in rows]) is False
+    assert model.set_results(rows + [{"finding": "g", "iri": "urn:x#2"}]) is True
+    assert resets == [1] and model.rowCount() == 2

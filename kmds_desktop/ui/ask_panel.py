@@ -144,10 +144,15 @@ class ResultsModel(QAbstractTableModel):
         super().__init__(parent)
         self._rows: list[dict[str, Any]] = []
 
-    def set_results(self, rows: list[dict[str, Any]]) -> None:
+    def set_results(self, rows: list[dict[str, Any]]) -> bool:
+        """Show ``rows``; returns False (and leaves the view alone) when they are already shown."""
+        rows = list(rows or [])
+        if rows == self._rows:
+            return False
         self.beginResetModel()
-        self._rows = list(rows or [])
+        self._rows = rows
         self.endResetModel()
+        return True
 
     def row_dict(self, row: int) -> dict[str, Any]:
         return self._rows[row]
@@ -632,9 +637,9 @@ class AskPanel(QWidget):
 
     def _on_result(self, result: Any) -> None:
         self.result = result
-        self.results.set_results(result.results)
-        self._fit_columns()
-        self.route_editor.show_result(result)
+        if self.results.set_results(result.results):  # usually shown already, when retrieved
+            self._fit_columns()
+        self.route_editor.show_result(result)  # the finished result may add a fallback or backend note
         rendered, self._rendered = self._rendered, None
         if rendered is None or rendered[0] != result.answer:
             rendered = (result.answer, answer_html(result.answer, len(result.results)))
