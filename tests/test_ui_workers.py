@@ -230,3 +230,29 @@ def test_busy_cursor_after_300_ms_then_progress_with_cancel_after_600_ms(qtbot, 
         row.cancel_button.click()
     assert job.state == "cancelled" and strip.row_for("slow") is None
     assert QApplication.overrideCursor() is None
+
+
+def test_a_finished_worker_is_destroyed_on_the_gui_thread(qtbot, runner):
+    """Destroyed on its own thread, a worker took the GIL inside Qt's connection lock and could
+    deadlock with the GUI thread; it moves back when its run ends and is destroyed there."""
+    from PySide6.QtCore import Qt
+
+    go = threading.Event()
+    destroyed_on: list[int] = []
+
+    def wait_then_stream(progress=None, cancel=None, chunk=None):
+        go.wait(10)
+        for i in range(50):
+            chunk(f"{i},")
+        return "done"
+
+    job = runner.submit("stream", wait_then_stream, on_chunk=lambda _p: None)
+    worker = job._worker
+    worker.destroyed.connect(lambda *_: destroyed_on.append(threading.get_ident()),
+                             Qt.ConnectionType.DirectConnection)
+    del worker
+    go.set()
+    qtbot.waitUntil(lambda: job.done, timeout=5_000)
+    qtbot.waitUntil(lambda: bool(destroyed_on), timeout=5_000)
+    assert job.value == "done"
+    assert destroyed_on == [threading.main_thread().ident]

@@ -138,6 +138,7 @@ class Worker(QObject):
         self._chunks: list[Any] = []
         self._last_chunk = 0.0
         self._lock = threading.Lock()
+        self._home_thread = self.thread()  # the GUI thread, which creates workers
 
     # -- callbacks handed to the core function (called on the worker thread) --
     def _progress(self, done: int, total: int | None, message: str = "") -> None:
@@ -202,6 +203,11 @@ class Worker(QObject):
                 log.debug("job failed", exc_info=True)
                 self.error.emit(exc)
         finally:
+            # Back to the GUI thread before the thread ends, so the worker is destroyed there. Destroyed
+            # on its own thread (deleteLater), PySide takes the GIL inside QObject's destructor while
+            # Qt's connection lock is held; a GUI thread holding the GIL and emitting a signal waits
+            # for that lock: the app hung (seen once in ~40 runs of bench/ui_stall.py).
+            self.moveToThread(self._home_thread)
             self.finished.emit()
 
 
@@ -292,7 +298,6 @@ class Job(QObject):
         worker.error.connect(self._on_error, queued)
         worker.cancelled.connect(self._on_cancelled, queued)
         direct = Qt.ConnectionType.DirectConnection  # on the worker thread: no GUI round trip needed
-        worker.finished.connect(worker.deleteLater, direct)
         worker.finished.connect(thread.quit, direct)  # so shutdown() can join without the GUI loop
         thread.finished.connect(self._on_thread_finished, queued)
         self._thread, self._worker = thread, worker
@@ -338,7 +343,7 @@ class Job(QObject):
         thread = self._thread
         if thread is not None:
             thread.wait()  # returns at once: the thread has finished
-        self._worker = None  # already deleted on its thread (deleteLater)
+        self._worker = None  # back on the GUI thread since its run ended: deleted here, by Python
         self.runner._release(self)
         state, payload = self._outcome or ("failed", RuntimeError("the job ended without a result"))
         self.state = state
