@@ -5,12 +5,16 @@ from __future__ import annotations
 import csv
 import io
 import json
-import re
 from datetime import date
 from pathlib import Path
+from typing import Any
 
+import bibtexparser
 import pytest
+import rispy
+from bibtexparser.middlewares import LatexDecodingMiddleware, SeparateCoAuthors, SplitNameParts
 
+from kmds_desktop.literature.citation_names import key_stem, parse_author, to_ascii
 from kmds_desktop.literature.export import (
     LoggedQuery,
     SearchLog,
@@ -22,72 +26,41 @@ from kmds_desktop.literature.export import (
 )
 
 
-def parse_ris(text: str) -> list[dict[str, list[str]]]:
-    """Tiny RIS reader: ``TAG  - value`` lines, records end at ``ER``."""
-    records: list[dict[str, list[str]]] = []
-    current: dict[str, list[str]] = {}
-    for line in text.splitlines():
-        m = re.match(r"^([A-Z][A-Z0-9])  - ?(.*)$", line)
-        if not m:
-            assert not line.strip(), f"stray RIS line: {line!r}"
-            continue
-        tag, value = m.groups()
-        if tag == "ER":
-            records.append(current)
-            current = {}
-        else:
-            current.setdefault(tag, []).append(value)
-    assert current == {}, "unterminated RIS record"
-    return records
+def parse_ris(text: str) -> list[dict[str, Any]]:
+    """Read RIS with ``rispy`` (an independent reader); a malformed file raises."""
+    return rispy.loads(text)
 
 
-def parse_bibtex(text: str) -> list[dict[str, str]]:
-    """Tiny BibTeX reader: ``@type{key, name = {value}, ...}`` with balanced braces."""
-    entries = []
-    pos = 0
-    while (start := text.find("@", pos)) != -1:
-        m = re.compile(r"@(\w+)\{([^,]+),").match(text, start)
-        assert m, f"bad entry at {start}"
-        entry = {"ENTRYTYPE": m.group(1), "ID": m.group(2)}
-        i = m.end()
-        while True:
-            fm = re.compile(r"\s*(\w+)\s*=\s*\{").match(text, i)
-            if not fm:
-                break
-            depth, j = 1, fm.end()
-            while depth:
-                ch = text[j]
-                if ch == "\\":
-                    j += 2
-                    continue
-                depth += {"{": 1, "}": -1}.get(ch, 0)
-                j += 1
-            entry[fm.group(1)] = text[fm.end() : j - 1]
-            i = j
-            if text[i] == ",":
-                i += 1
-        closing = re.compile(r"\s*\}").match(text, i)
-        assert closing, f"entry {entry['ID']} not closed"
-        pos = closing.end()
-        entries.append(entry)
-    return entries
+def parse_bibtex(text: str) -> list[dict[str, Any]]:
+    """Read BibTeX with ``bibtexparser`` 2 (LaTeX decoded, authors split) into ``{field: value}``.
+
+    Every block must parse: a failed block (unbalanced braces, bad key) fails the test.
+    """
+    library = bibtexparser.parse_string(
+        text, append_middleware=[SeparateCoAuthors(), SplitNameParts(), LatexDecodingMiddleware()]
+    )
+    assert not library.failed_blocks, [b.error for b in library.failed_blocks]
+    return [
+        {"ENTRYTYPE": e.entry_type, "ID": e.key, **{f.key: f.value for f in e.fields}}
+        for e in library.entries
+    ]
 
 
-def unescape_bibtex(value: str) -> str:
-    value = value.replace(r"\textbackslash{}", "\\").replace(r"\textasciitilde{}", "~")
-    value = value.replace(r"\textasciicircum{}", "^")
-    return re.sub(r"\\([{}&%$#_])", r"\1", value)
+def raw_bibtex_fields(text: str) -> list[dict[str, str]]:
+    """The fields as written in the file (no LaTeX decoding), to check what is escaped and what not."""
+    library = bibtexparser.parse_string(text)
+    return [{f.key: f.value for f in e.fields} for e in library.entries]
 
 
 DOCS = [
     {
         "id": 11,
-        "title": "Pseudomonas & {CF}: 50% of cases_with $ and # signs",
+        "title": "Pseudomonas & {CF}: 50% of cases_with $ and # signs in DNA ~ 3/4",
         "abstract": "Line one.\nLine two, with \"quotes\", commas; and é ünïcode.",
-        "authors": ["Hoiby N", "Jacobsen L"],
+        "authors": ["Müller N", "Jørgensen BA", "van der Berg J-P", "CF Study Group"],
         "publication": "Acta Paediatr Scand",
         "publication_date": date(1974, 5, 1),
-        "doi": "10.1000/xyz.1",
+        "doi": "10.1000/xyz_1%2",
         "source": "pubmed",
         "external_id": "123456",
         "keywords": ["cystic fibrosis"],
@@ -101,7 +74,15 @@ DOCS = [
         "journal": None,
         "doi": None,
         "source": "scifact",
-        "external_id": "sf-9",
+        "external_id": "scifact:4983",
+    },
+    {
+        "id": 14,
+        "title": "Full names and a group with and in it",
+        "authors": ["Ludwig van Beethoven", "Smith, John A.", "Food and Drug Administration"],
+        "year": 2001,
+        "source": "cf",
+        "external_id": "cf:7",
     },
 ]
 FOUND_BY = {11: ["q1", "q2"], 12: ["q2"]}
@@ -124,40 +105,81 @@ def test_normalize_reads_dicts_and_objects() -> None:
 def test_csv_round_trip(tmp_path: Path) -> None:
     path = export_documents(DOCS, tmp_path / "docs.csv", "csv", found_by=FOUND_BY)
     rows = list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8"), newline="")))
-    assert [r["id"] for r in rows] == ["11", "12"]
+    assert [r["id"] for r in rows] == ["11", "12", "14"]
     assert rows[0]["title"] == DOCS[0]["title"]
     assert rows[0]["abstract"] == DOCS[0]["abstract"]  # newlines and quotes survive
-    assert rows[0]["authors"] == "Hoiby N; Jacobsen L"
+    assert rows[0]["authors"] == "; ".join(DOCS[0]["authors"])
     assert rows[0]["year"] == "1974" and rows[0]["pmid"] == "123456"
     assert rows[0]["found_by"] == "q1; q2" and rows[1]["found_by"] == "q2"
     assert rows[1]["pmid"] == "" and rows[1]["year"] == "2019"
 
 
-def test_ris_round_trip(tmp_path: Path) -> None:
+def test_ris_reads_back_with_rispy(tmp_path: Path) -> None:
     path = export_documents(DOCS, tmp_path / "docs.ris", "ris", found_by=FOUND_BY)
     records = parse_ris(path.read_text(encoding="utf-8"))
-    assert len(records) == 2
-    first = records[0]
-    assert first["TY"] == ["JOUR"]
-    assert first["TI"] == [DOCS[0]["title"]]
-    assert first["AU"] == ["Hoiby N", "Jacobsen L"]
-    assert first["PY"] == ["1974"] and first["DO"] == ["10.1000/xyz.1"] and first["AN"] == ["123456"]
-    assert first["AB"] == [" ".join(DOCS[0]["abstract"].split())]
-    assert "AU" not in records[1] and records[1]["PY"] == ["2019"]
+    assert len(records) == 3
+    first, second, third = records
+    assert first["type_of_reference"] == "JOUR"
+    assert first["title"] == DOCS[0]["title"]
+    assert first["authors"] == ["Müller, N.", "Jørgensen, B. A.", "van der Berg, J.-P.", "CF Study Group"]
+    assert first["year"] == "1974" and first["secondary_title"] == "Acta Paediatr Scand"
+    assert first["doi"] == "10.1000/xyz_1%2"  # as issued, nothing escaped
+    # The source's own identifier in every record, not the database's row number.
+    assert first["id"] == "pubmed:123456" and first["accession_number"] == "123456"
+    assert first["name_of_database"] == "pubmed"
+    assert second["id"] == "scifact:4983" and second["accession_number"] == "scifact:4983"
+    assert third["id"] == "cf:7"
+    assert first["abstract"] == " ".join(DOCS[0]["abstract"].split())
+    assert first["notes"] == ["found by: q1; q2"]
+    assert "authors" not in second and second["year"] == "2019"
+    assert third["authors"] == ["van Beethoven, Ludwig", "Smith, John A.", "Food and Drug Administration"]
 
 
-def test_bibtex_round_trip(tmp_path: Path) -> None:
+def test_bibtex_reads_back_with_bibtexparser(tmp_path: Path) -> None:
     path = export_documents(DOCS + [dict(DOCS[0], id=13)], tmp_path / "docs.bib", "bib")
-    entries = parse_bibtex(path.read_text(encoding="utf-8"))
-    assert len(entries) == 3
+    text = path.read_text(encoding="utf-8")
+    entries = parse_bibtex(text)
+    assert len(entries) == 4
     keys = [e["ID"] for e in entries]
-    assert len(set(keys)) == 3, "keys must be unique even for the same first author/year/PMID"
-    assert keys[0].startswith("Hoiby1974")
+    assert len(set(keys)) == 4, "keys must be unique even for the same first author/year/PMID"
+    assert keys[0] == "Muller1974_123456", "keys are ASCII: Müller -> Muller"
+    assert keys[1] == "anon2019_scifact4983" and keys[2] == "vanBeethoven2001_cf7"
+    assert all(k.isascii() for k in keys)
     first = entries[0]
-    assert unescape_bibtex(first["title"]) == DOCS[0]["title"]
-    assert first["author"] == "Hoiby N and Jacobsen L"
-    assert first["year"] == "1974" and first["doi"] == "10.1000/xyz.1"
-    assert "author" not in entries[1]
+    assert first["ENTRYTYPE"] == "article"
+    assert first["title"] == DOCS[0]["title"]
+    people = first["author"]
+    assert [p.last for p in people] == [["Müller"], ["Jørgensen"], ["Berg"], ["{CF Study Group}"]]
+    assert [p.first for p in people] == [["N."], ["B.", "A."], ["J.-P."], []]
+    assert people[2].von == ["van", "der"]
+    assert first["year"] == "1974" and first["journal"] == "Acta Paediatr Scand"
+    # The source's identifier in every entry (biblatex eprint), PMID also as Zotero's pmid field.
+    assert (first["eprint"], first["eprinttype"], first["pmid"]) == ("123456", "pubmed", "123456")
+    assert (entries[1]["eprint"], entries[1]["eprinttype"]) == ("scifact:4983", "scifact")
+    assert "author" not in entries[1] and "pmid" not in entries[1]
+    third = [(p.last, p.first) for p in entries[2]["author"]]
+    assert third == [(["Beethoven"], ["Ludwig"]), (["Smith"], ["John", "A."]),
+                     (["{Food and Drug Administration}"], [])], "a braced group with 'and' stays one author"
+
+    raw = raw_bibtex_fields(text)[0]
+    assert raw["doi"] == "10.1000/xyz_1%2", "DOIs are verbatim, not LaTeX-escaped"
+    assert raw["title"].startswith("{") and raw["title"].endswith("}"), "titles are brace-protected"
+    assert raw["author"].startswith("M")  # UTF-8 kept as written, no LaTeX accents
+
+
+def test_author_forms() -> None:
+    cases = {
+        "Hoiby N": "Hoiby, N.",
+        "DiMartini A": "DiMartini, A.",
+        "Le Roux JA": "Le Roux, J. A.",
+        "Smith, JA": "Smith, J. A.",
+        "Maria Garcia": "Garcia, Maria",
+        "WHO": "WHO",
+        "Cystic Fibrosis Foundation Patient Registry": "Cystic Fibrosis Foundation Patient Registry",
+    }
+    assert {name: parse_author(name).display for name in cases} == cases
+    assert to_ascii("Müller Ørsted Łukasz Straße") == "Muller Orsted Lukasz Strasse"
+    assert key_stem(["  "]) == "anon" and key_stem(["Ñúñez R"]) == "Nunez"
 
 
 def test_bibtex_escape_keeps_braces_balanced() -> None:

@@ -20,6 +20,8 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
+from kmds_desktop.literature.citation_names import key_stem, parse_author, to_ascii
+
 #: The file formats the documents table can be exported to, with their usual extensions.
 DOCUMENT_FORMATS: dict[str, str] = {"csv": ".csv", "ris": ".ris", "bibtex": ".bib"}
 
@@ -175,10 +177,30 @@ def documents_to_csv(
 # --- RIS ------------------------------------------------------------------------------------------
 
 
+def source_identifier(d: ExportDocument) -> str:
+    """The document's identifier in its own source (``"pubmed:123456"``, ``"scifact:4983"``).
+
+    Unlike the database row id, this names the same document in any database built from the same
+    source, so an exported file can be matched back to PubMed, the SciFact corpus and so on.
+    """
+    ident = d.pmid or d.external_id
+    if not ident:
+        return ""
+    source = (d.source or ("pubmed" if d.pmid else "")).lower()
+    if not source or ident.lower().startswith(source + ":"):
+        return ident
+    return f"{source}:{ident}"
+
+
 def documents_to_ris(
     documents: Iterable[Any], found_by: Mapping[Any, Sequence[str]] | None = None
 ) -> str:
-    """RIS (one ``TY  - JOUR`` ... ``ER  -`` record per document), readable by Zotero/EndNote."""
+    """RIS (one ``TY  - JOUR`` ... ``ER  -`` record per document), readable by Zotero/EndNote.
+
+    ``AU`` is ``Last, F. M.`` (readers split people at the comma); ``ID`` is the source's own
+    identifier (:func:`source_identifier`), ``AN`` the bare accession number (PMID, SciFact id),
+    ``DB`` the source; ``T2`` is the journal, which Zotero reads as the publication title.
+    """
     lines: list[str] = []
 
     def tag(name: str, value: Any) -> None:
@@ -188,16 +210,15 @@ def documents_to_ris(
 
     for d in _normalized(documents, found_by):
         lines.append("TY  - JOUR")
-        tag("ID", d.id)
+        tag("ID", source_identifier(d))
         tag("TI", d.title)
         for author in d.authors:
-            tag("AU", author)
+            tag("AU", parse_author(author).display)
         tag("PY", d.year)
-        tag("JO", d.journal)
+        tag("T2", d.journal)
         tag("AB", d.abstract)
         tag("DO", d.doi)
-        if d.pmid:
-            tag("AN", d.pmid)
+        tag("AN", d.pmid or d.external_id)
         tag("UR", d.url or (f"https://doi.org/{d.doi}" if d.doi else ""))
         for keyword in d.keywords:
             tag("KW", keyword)
@@ -223,6 +244,8 @@ _BIBTEX_SPECIAL = {
     "~": r"\textasciitilde{}",
     "^": r"\textasciicircum{}",
 }
+#: Characters that would unbalance a verbatim field (DOI, URL), percent-encoded as in a URL.
+_VERBATIM_UNSAFE = {"{": "%7B", "}": "%7D", "\\": "%5C"}
 
 
 def bibtex_escape(text: str) -> str:
@@ -230,11 +253,26 @@ def bibtex_escape(text: str) -> str:
     return "".join(_BIBTEX_SPECIAL.get(ch, ch) for ch in _one_line(text))
 
 
+def bibtex_verbatim(text: str) -> str:
+    """A DOI or URL as written (``10.1000/a_b`` stays so: biber and Zotero read these verbatim).
+
+    Only what could unbalance the entry's braces is percent-encoded, and whitespace is removed.
+    """
+    return "".join(_VERBATIM_UNSAFE.get(ch, ch) for ch in "".join(text.split()))
+
+
+def bibtex_author(name: str) -> str:
+    """One ``author`` list item: ``Last, F. M.`` for a person, ``{Group Name}`` for a group."""
+    author = parse_author(name)
+    if author.group:
+        return "{" + bibtex_escape(author.group) + "}"
+    return bibtex_escape(author.display)
+
+
 def _bibtex_key(d: ExportDocument, used: set[str]) -> str:
-    surname = d.authors[0].split()[0] if d.authors else "anon"
-    base = re.sub(r"[^A-Za-z0-9]", "", surname) or "anon"
-    base += str(d.year or "")
-    ident = re.sub(r"[^A-Za-z0-9]", "", d.pmid or d.external_id or d.id)
+    """``Surname`` + year + ``_`` + identifier, ASCII only ("Müller" -> "Muller"), unique in the file."""
+    base = key_stem(d.authors) + str(d.year or "")
+    ident = re.sub(r"[^A-Za-z0-9]", "", to_ascii(d.pmid or d.external_id or d.id))
     key = f"{base}_{ident}" if ident else base
     candidate, n = key, 1
     while candidate in used:
@@ -247,25 +285,34 @@ def _bibtex_key(d: ExportDocument, used: set[str]) -> str:
 def documents_to_bibtex(
     documents: Iterable[Any], found_by: Mapping[Any, Sequence[str]] | None = None
 ) -> str:
-    """BibTeX ``@article`` entries with unique, stable keys (first author, year, identifier)."""
+    """BibTeX ``@article`` entries with unique, stable ASCII keys (first author, year, identifier).
+
+    Titles are brace-protected (``{{...}}``) so styles keep their capitals ("DNA", "CF"); DOIs
+    and URLs are written verbatim; every entry carries the source's identifier as biblatex's
+    ``eprint``/``eprinttype`` (and ``pmid`` for PubMed, which Zotero and JabRef read).
+    """
     used: set[str] = set()
     entries = []
     for d in _normalized(documents, found_by):
-        fields: list[tuple[str, str]] = [("title", d.title)]
+        fields: list[tuple[str, str]] = []
+        if d.title:
+            fields.append(("title", "{" + bibtex_escape(d.title) + "}"))
         if d.authors:
-            fields.append(("author", " and ".join(d.authors)))
+            fields.append(("author", " and ".join(bibtex_author(a) for a in d.authors)))
         if d.year is not None:
             fields.append(("year", str(d.year)))
         fields += [
-            ("journal", d.journal),
-            ("doi", d.doi),
-            ("pmid", d.pmid),
-            ("url", d.url),
-            ("abstract", d.abstract),
-            ("keywords", ", ".join(d.keywords)),
-            ("note", ("found by: " + "; ".join(d.found_by)) if d.found_by else ""),
+            ("journal", bibtex_escape(d.journal)),
+            ("doi", bibtex_verbatim(d.doi)),
+            ("pmid", bibtex_escape(d.pmid)),
+            ("eprint", bibtex_escape(d.pmid or d.external_id)),
+            ("eprinttype", bibtex_escape(d.source.lower())),
+            ("url", bibtex_verbatim(d.url)),
+            ("abstract", bibtex_escape(d.abstract)),
+            ("keywords", bibtex_escape(", ".join(d.keywords))),
+            ("note", bibtex_escape("found by: " + "; ".join(d.found_by)) if d.found_by else ""),
         ]
-        body = ",\n".join(f"  {name} = {{{bibtex_escape(value)}}}" for name, value in fields if value)
+        body = ",\n".join(f"  {name} = {{{value}}}" for name, value in fields if value)
         entries.append(f"@article{{{_bibtex_key(d, used)},\n{body}\n}}\n")
     return "\n".join(entries)
 
