@@ -87,6 +87,30 @@ class LiteratureSettings(_Section):
     max_rows: int = Field(100, ge=1, le=100_000)
 
 
+class RetrievalSettings(_Section):
+    """Searching the literature by meaning, and merging rows (section ``retrieval``).
+
+    ``fusion_k`` is the constant of reciprocal rank fusion: a document's fused score is the sum over
+    the ticked rows of ``weight / (fusion_k + rank)`` (rank from 1), so a larger constant flattens the
+    difference between the first ranks (60 is the value of Cormack et al. 2009 and of BMLibrarian).
+    ``rerank`` re-orders the fused candidates by their cosine similarity to the question (stored
+    vectors, computed on demand for candidates without one), mixed with the fused order by
+    ``rerank_weight`` (0: fused order only, 1: similarity only).
+    """
+
+    semantic_row: bool = True  # add a semantic row (the question) to every search
+    hypothetical_row: bool = True  # and, when an LLM is configured, a hypothetical-abstract row
+    fusion: Literal["rrf", "best_rank"] = "rrf"
+    fusion_k: int = Field(60, ge=1, le=1000)
+    semantic_weight: float = Field(1.0, ge=0.0, le=10.0)
+    rerank: bool = True
+    rerank_weight: float = Field(0.5, ge=0.0, le=1.0)
+    rerank_candidates: int = Field(200, ge=1, le=5000)
+    embed_after_import: bool = True
+    embed_batch_size: int = Field(64, ge=1, le=4096)
+    allow_vectors_in_external_database: bool = False
+
+
 class IndexSettings(_Section):
     """The semantic index: local ChromaDB store (default) or a Chroma server."""
 
@@ -121,6 +145,7 @@ class Settings(_Section):
     query_generation: QueryGenerationSettings = Field(default_factory=QueryGenerationSettings)
     literature: LiteratureSettings = Field(default_factory=LiteratureSettings)
     index: IndexSettings = Field(default_factory=IndexSettings)
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     ui: UISettings = Field(default_factory=UISettings)
 
 

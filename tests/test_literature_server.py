@@ -219,7 +219,7 @@ def test_schema_upgrades_apply_in_order(pg_external, monkeypatch):
     with psycopg.connect(**{**admin, "dbname": "upgrade_me"}, password=password) as conn:
         versions = conn.execute(
             f"SELECT version FROM {VERSION_TABLE} ORDER BY applied_at, version").fetchall()
-        assert [v[0] for v in versions] == [1, 2, 3]
+        assert [v[0] for v in versions] == list(range(1, LATEST_VERSION + 1))
         assert conn.execute("SELECT to_regclass('idx_document_publication_date')").fetchone()[0]
         storage = conn.execute("SELECT attstorage FROM pg_attribute WHERE attrelid = 'document'::regclass "
                                "AND attname = 'search_vector'").fetchone()[0]

@@ -1,4 +1,4 @@
-"""``kmds-desktop literature ...``: ``status`` and ``import`` (``search`` comes from ``search_cli``).
+"""``kmds-desktop literature ...``: ``status``, ``import``, ``embed`` (``search``: ``search_cli``).
 
 Imports of the database layer happen inside the handlers so ``kmds-desktop --help`` stays fast.
 """
@@ -43,6 +43,24 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     imp.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     imp.set_defaults(func=_import)
 
+    emb = lit_sub.add_parser(
+        "embed",
+        help="embed documents (title + abstract) for semantic rows: only new or changed ones",
+        description="Store a vector for every document that has none, whose title or abstract changed, or "
+                    "that another model embedded (pgvector table kmds_document_vector, HNSW index). Each "
+                    "batch is committed: Ctrl+C stops after the batch in progress and the next run resumes. "
+                    "On a database the app does not own (BMLibrarian) nothing is created without "
+                    "--allow-schema-changes.",
+    )
+    emb.add_argument("--dsn", help=dsn_help)
+    emb.add_argument("--limit", type=int, default=None, metavar="N", help="embed at most N documents")
+    emb.add_argument("--batch-size", type=int, default=None, metavar="N",
+                     help="documents per batch (default: retrieval.embed_batch_size)")
+    emb.add_argument("--allow-schema-changes", action="store_true",
+                     help="on a database the app does not own, create the vector extension and table")
+    emb.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+    emb.set_defaults(func=_embed)
+
     from kmds_desktop.literature.search_cli import register_search
 
     register_search(lit_sub)
@@ -55,12 +73,15 @@ def _open(args: argparse.Namespace) -> Any:
 
 
 def _status(args: argparse.Namespace) -> int:
+    from kmds_desktop.config import load_settings
     from kmds_desktop.literature.errors import LiteratureError
+    from kmds_desktop.literature.vectors import vector_status
 
     try:
         db = _open(args)
         try:
             info = db.status()
+            info["vectors"] = vector_status(db, load_settings().index.embedding_model)
         finally:
             db.close()
     except LiteratureError as err:
@@ -77,6 +98,64 @@ def _status(args: argparse.Namespace) -> int:
     print(f"documents: {info['documents']} ({info['withdrawn']} withdrawn)")
     for name, count in info["sources"].items():
         print(f"  {name:<20} {count}")
+    print(f"vectors:   {_describe_vectors(info['vectors'], info['schema_owner'])}")
+    return 0
+
+
+def _describe_vectors(vec: dict[str, Any], owner: str) -> str:
+    if vec["available"]:
+        todo = f", {vec['needing']} to embed ('kmds-desktop literature embed')" if vec["needing"] else ""
+        return f"{vec['with_vectors']} documents have vectors ({vec['model']}){todo}"
+    if not vec["extension"]:
+        return "none: the server lacks the pgvector extension (semantic rows unavailable)"
+    if owner != "app":
+        return "none: not created in a database the app does not own ('embed --allow-schema-changes')"
+    return "none yet ('kmds-desktop literature embed')"
+
+
+def _embed(args: argparse.Namespace) -> int:
+    from kmds_desktop.config import load_settings
+    from kmds_desktop.literature.errors import LiteratureError
+    from kmds_desktop.literature.vectors import embed_documents
+    from kmds_desktop.tasks import CancelToken
+
+    settings = load_settings()
+    batch = args.batch_size if args.batch_size is not None else settings.retrieval.embed_batch_size
+    if batch < 1 or (args.limit is not None and args.limit < 0):
+        print("error: --batch-size must be at least 1 and --limit not negative", file=sys.stderr)
+        return 2
+
+    def progress(done: int, total: int | None, message: str) -> None:
+        if not args.quiet:
+            print(f"\r{message:<78}", end="", file=sys.stderr, flush=True)
+
+    cancel = CancelToken()
+    allow = args.allow_schema_changes or settings.retrieval.allow_vectors_in_external_database
+    try:
+        db = _open(args)
+    except LiteratureError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    try:
+        try:
+            rep = embed_documents(
+                db, model_name=settings.index.embedding_model, batch_size=batch, limit=args.limit,
+                allow_external=allow, progress=progress, cancel=cancel)
+        except KeyboardInterrupt:  # the batch in flight is rolled back; committed ones stay
+            cancel.cancel()
+            print("\nembedding interrupted; the next run resumes", file=sys.stderr)
+            return 130
+        except LiteratureError as err:
+            if not args.quiet:
+                print(file=sys.stderr)
+            print(f"error: {err}", file=sys.stderr)
+            return 1
+    finally:
+        db.close()
+    if not args.quiet:
+        print(file=sys.stderr)
+    print(f"embedded {rep.embedded} documents in {rep.seconds:.1f} s ({rep.per_second:.1f}/s, model "
+          f"{rep.model}); {rep.remaining} still need a vector")
     return 0
 
 

@@ -11,6 +11,7 @@ All statements here are constant text: no value from a user, a file or an LLM is
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import psycopg
@@ -19,8 +20,19 @@ from kmds_desktop.literature.errors import SchemaError
 
 VERSION_TABLE = "kmds_schema_version"
 
-#: (version, description, statements) in the order they must run.
-UPGRADES: list[tuple[int, str, tuple[str, ...]]] = [
+#: One step of an upgrade: constant SQL, or a function given the connection (inside the transaction).
+Step = str | Callable[[psycopg.Connection], None]
+
+
+def _document_vectors(conn: psycopg.Connection) -> None:
+    """Upgrade 4: the document vector table, when the server has pgvector (see ``vectors``)."""
+    from kmds_desktop.literature.vectors import create_vector_table_if_possible
+
+    create_vector_table_if_possible(conn)
+
+
+#: (version, description, steps) in the order they must run.
+UPGRADES: list[tuple[int, str, tuple[Step, ...]]] = [
     (
         1,
         "sources and document with the weighted search vector and its GIN index",
@@ -76,6 +88,14 @@ UPGRADES: list[tuple[int, str, tuple[str, ...]]] = [
         # reads the vector from the row it already visits (about 1.5x faster on the resampled
         # corpus). Catalog-only: rows already stored keep their layout until they are rewritten.
         ("ALTER TABLE document ALTER COLUMN search_vector SET STORAGE MAIN",),
+    ),
+    (
+        4,
+        "document vectors (pgvector): kmds_document_vector with an HNSW cosine index, when the server "
+        "has the vector extension",
+        # A server without pgvector still gets version 4: the table is created later, by
+        # ``literature embed``, once the extension is installed (the step is idempotent).
+        (_document_vectors,),
     ),
 ]
 
@@ -146,7 +166,10 @@ def ensure_schema(conn: psycopg.Connection) -> SchemaState:
             if (current_version(conn) or 0) >= number:  # another instance got there first
                 continue
             for statement in statements:
-                conn.execute(statement)
+                if callable(statement):
+                    statement(conn)
+                else:
+                    conn.execute(statement)
             conn.execute(
                 f"INSERT INTO {VERSION_TABLE} (version, description) VALUES (%s, %s)", (number, description)
             )
