@@ -102,6 +102,7 @@ def _split_kb_file(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[li
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv_list = list(sys.argv[1:] if argv is None else argv)
+    paths.restrict_umask()  # files 0600, folders 0700: the data folder holds the user's work
     from kmds_desktop.index.index_process import COMMAND
 
     if argv_list[:1] == [COMMAND]:  # internal: the app's index process (not in --help)

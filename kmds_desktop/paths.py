@@ -4,6 +4,12 @@ Everything the app writes (settings, semantic indexes, the embedded database, lo
 data folder, so tests and scripts can point the whole app elsewhere and never touch a user's data.
 Resolution order: an explicit ``set_data_dir`` call (the CLI's ``--data-dir``), then the
 ``KMDS_DESKTOP_HOME`` environment variable, then the platform's user data dir.
+
+A workstation is shared, so the data folder and every folder the app makes in it are the user's
+alone (0700), and the app's processes create files 0600 (``restrict_umask`` in the entry point): KB
+recovery copies, logs, settings, the index and the database hold the user's work. A data folder that
+already exists with group or other access is tightened when it belongs to the user (as root only the
+"traverse" bit for others stays: the embedded PostgreSQL's unprivileged user must reach its files).
 """
 
 from __future__ import annotations
@@ -17,6 +23,56 @@ APP_NAME = "kmds-desktop"
 ENV_HOME = "KMDS_DESKTOP_HOME"
 
 _override: Path | None = None
+
+
+PRIVATE_UMASK = 0o077
+
+
+def restrict_umask() -> None:
+    """Make everything the app's processes create from now on private (folders 0700, files 0600).
+
+    Called once by the entry point (not on import), so importing the package changes nothing."""
+    if os.name != "nt":
+        os.umask(PRIVATE_UMASK)
+
+
+def current_umask() -> int:
+    """The process umask (read without changing it where the OS allows)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)  # briefly set, then restored (only where /proc is missing)
+    os.umask(mask)
+    return mask
+
+
+def new_file_mode() -> int:
+    """The mode a newly created document gets under the current umask (0644 normally, 0600 in
+    the app's own processes, which restrict the umask)."""
+    return 0o666 & ~current_umask()
+
+
+def make_private_dir(path: Path) -> Path:
+    """Create ``path`` (and missing parents) with the last folder 0700, or tighten the existing one.
+
+    Only a folder that belongs to the current user is tightened; it loses group and other access
+    (read, write and, unless we are root, traverse).
+    """
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if os.name == "nt":
+        return path
+    try:
+        st = path.stat()
+        keep = 0o001 if os.geteuid() == 0 else 0
+        if st.st_uid == os.geteuid() and st.st_mode & 0o077 & ~keep:
+            path.chmod(st.st_mode & 0o7700 | (st.st_mode & keep))
+    except OSError:
+        pass
+    return path
 
 
 def set_data_dir(path: str | os.PathLike[str] | None) -> None:
@@ -34,7 +90,7 @@ def data_dir(create: bool = True) -> Path:
     else:
         base = Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
     if create:
-        base.mkdir(parents=True, exist_ok=True)
+        make_private_dir(base)
     return base
 
 
@@ -42,7 +98,7 @@ def sub_dir(name: str, create: bool = True) -> Path:
     """A named folder inside the data folder (``index``, ``postgres``, ``logs``...)."""
     path = data_dir(create) / name
     if create:
-        path.mkdir(parents=True, exist_ok=True)
+        make_private_dir(path)
     return path
 
 

@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from kmds_desktop import paths
 from kmds_desktop.kb.model import KnowledgeBaseError, Observation, Workflow
 from kmds_desktop.kb.safety import prescan_rdfxml, read_kb_bytes
 from kmds_desktop.kb.store import KBStore
@@ -550,7 +551,9 @@ def save_kb(
                 except OSError:
                     pass
             else:
-                os.chmod(tmp, 0o644)  # mkstemp makes 0600; a KB is a normal document
+                # mkstemp makes 0600; a new KB gets the mode any new file gets in this process
+                # (0600 in the app, whose umask keeps the user's files private)
+                os.chmod(tmp, paths.new_file_mode())
             os.replace(tmp, target)
         except KnowledgeBaseError:
             tmp.unlink(missing_ok=True)

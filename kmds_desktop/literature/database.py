@@ -722,16 +722,22 @@ def open_embedded(root: Path | None = None, *, statement_timeout_ms: int = 30_00
 
 
 def _embedded(timeout: int, root: Path | None = None) -> LiteratureDatabase:
+    import fasteners
+
     from kmds_desktop.literature.server import default_server
 
     server = default_server(root)
     admin = server.conninfo("postgres")
     try:
-        with psycopg.connect(**admin, autocommit=True, connect_timeout=10) as conn:  # type: ignore[arg-type]
+        # Processes starting at once on a fresh data folder: one creates the database, the others
+        # wait on the lock and find it (two concurrent CREATE DATABASE would fail with a unique
+        # violation on pg_database; caught too, in case another program creates it meanwhile).
+        with fasteners.InterProcessLock(str(server.root / ".createdb.lock")), \
+                psycopg.connect(**admin, autocommit=True, connect_timeout=10) as conn:  # type: ignore[arg-type]
             exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s",
                                   (EMBEDDED_DBNAME,)).fetchone()
             if not exists:
-                with contextlib.suppress(psycopg.errors.DuplicateDatabase):
+                with contextlib.suppress(psycopg.errors.DuplicateDatabase, psycopg.errors.UniqueViolation):
                     conn.execute(f"CREATE DATABASE {EMBEDDED_DBNAME}")  # constant name
     except psycopg.OperationalError as err:
         raise DatabaseUnavailable(

@@ -19,15 +19,23 @@ created with ``useradd``. The data folder is owned by that user with mode 0700; 
 get only the "traverse" bit for others (``o+x``, never read), so the server can reach its data.
 
 Listening. By default the server listens on no TCP address at all, only on a Unix socket inside its
-data folder (or a private 0700 folder under the temp dir when that path is too long for a socket);
-on Windows, which lacks Unix sockets here, on 127.0.0.1 at a free port.
+data folder; on Windows, which lacks Unix sockets here, on 127.0.0.1 at a free port.
+
+Private runtime paths. When the data folder's path is too long for a socket (``sun_path`` holds about
+100 bytes) the socket goes into a folder made for this server start with ``mkdtemp`` (a random name,
+created 0700 by us; no other user can create it first or look inside). Its path is read back from
+``postmaster.pid``, which lives in the 0700 data folder, and is checked on every use (a real folder,
+not a symlink, owned by the server's user, mode 0700): anything else is refused with a clear
+message. The app never chowns or chmods a folder it did not just create itself; a data folder that
+already exists must already belong to the server's user. A ``postmaster.pid`` is trusted only when
+its process is a ``postgres`` whose working directory (or command line) is this data folder, so a
+stale file whose number now belongs to someone else's server is recognised as stale.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
-import hashlib
 import json
 import logging
 import os
@@ -51,6 +59,7 @@ SOCKET_PORT = 5432
 SUPERUSER = "postgres"
 _IS_WINDOWS = platform.system() == "Windows"
 _SOCKET_PATH_MAX = 100  # sun_path is 104-108 bytes depending on the OS
+_SOCKET_DIR_PREFIX = "kmds-pg-"
 
 
 def bin_dir() -> Path:
@@ -110,6 +119,50 @@ def _ensure_traversable(path: Path) -> None:
             folder.chmod(mode | stat.S_IXOTH)
 
 
+def _check_private_dir(path: Path, owner_uid: int, what: str) -> None:
+    """Refuse ``path`` unless it is a real folder (not a symlink), owned by ``owner_uid``, that no
+    other user may enter (no group or other bits): such a folder cannot have been prepared by
+    someone else to read or replace what the server keeps there."""
+    try:
+        st = os.lstat(path)
+    except OSError as err:
+        raise ServerStartError(f"the {what} {path} cannot be checked: {err.strerror or err}") from None
+    problem = None
+    if stat.S_ISLNK(st.st_mode):
+        problem = "is a symbolic link"
+    elif not stat.S_ISDIR(st.st_mode):
+        problem = "is not a folder"
+    elif st.st_uid != owner_uid:
+        problem = f"belongs to uid {st.st_uid}, not to uid {owner_uid}"
+    elif st.st_mode & 0o077:
+        problem = f"has mode {stat.S_IMODE(st.st_mode):o}, so other users may enter it (must be 700)"
+    if problem:
+        raise ServerStartError(
+            f"refusing to use the {what} {path}: it {problem}; another local user may have prepared it. "
+            "Remove it (or fix its owner and mode) and start again"
+        )
+
+
+def _serves_data_dir(proc: object, pgdata: Path) -> bool | None:
+    """Whether the postgres process ``proc`` serves ``pgdata`` (None when it cannot be told)."""
+    import psutil
+
+    try:
+        return Path(proc.cwd()).resolve() == pgdata  # type: ignore[attr-defined]  # the postmaster chdirs there
+    except (psutil.Error, OSError):
+        pass
+    try:
+        cmdline = list(proc.cmdline())  # type: ignore[attr-defined]
+    except (psutil.Error, OSError):
+        return None
+    for index, arg in enumerate(cmdline):
+        value = cmdline[index + 1] if arg == "-D" and index + 1 < len(cmdline) else (
+            arg[2:] if arg.startswith("-D") and len(arg) > 2 else None)
+        if value is not None:
+            return Path(value).resolve() == pgdata
+    return None
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
@@ -131,7 +184,7 @@ class EmbeddedServer:
     def __init__(self, root: Path, *, tcp_port: int | None = None, password: str | None = None,
                  durable: bool = True) -> None:
         self.root = Path(root).expanduser().resolve()
-        self.root.mkdir(parents=True, exist_ok=True)
+        self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.pgdata = self.root / "pgdata"
         self.tcp_port = tcp_port
         self.password = password
@@ -148,20 +201,40 @@ class EmbeddedServer:
     def log_path(self) -> Path:
         return self.pgdata / "server.log"
 
+    def _socket_in_pgdata(self) -> bool:
+        return len(str(self.pgdata / f".s.PGSQL.{SOCKET_PORT}")) < _SOCKET_PATH_MAX
+
+    def _owner_uid(self) -> int:
+        """The uid that owns the server's files: the service user when we are root, else us."""
+        return self._user[0] if self._user is not None else os.getuid()
+
     def socket_dir(self) -> Path | None:
-        """Where the Unix socket lives (None on Windows)."""
+        """Where the Unix socket lives: the data folder, or (long paths) the private folder made for
+        the running server, as ``postmaster.pid`` records it. None on Windows, or when a long-path
+        server is not running (its socket folder exists only while it runs)."""
         if _IS_WINDOWS:
             return None
-        if len(str(self.pgdata / f".s.PGSQL.{SOCKET_PORT}")) < _SOCKET_PATH_MAX:
+        if self._socket_in_pgdata():
             return self.pgdata
-        digest = hashlib.sha256(str(self.pgdata).encode()).hexdigest()[:12]
-        return Path(tempfile.gettempdir()) / f"kmds-pg-{digest}"
+        info = self._postmaster_info()
+        recorded = (info or {}).get("socket_dir", "").split(",")[0].strip()
+        return Path(recorded) if recorded else None
+
+    def _checked_socket_dir(self) -> Path:
+        """The socket folder after checking that only the server's user can enter it (else refuse)."""
+        sock = self.socket_dir()
+        if sock is None:
+            raise ServerStartError(
+                f"the embedded PostgreSQL in {self.pgdata} is not running (no socket folder recorded)"
+            )
+        _check_private_dir(sock, self._owner_uid(), "socket folder of the embedded PostgreSQL")
+        return sock
 
     def conninfo(self, dbname: str = "postgres") -> dict[str, object]:
         """Keyword arguments for ``psycopg.connect`` reaching this server as its superuser."""
         info = self._postmaster_info()
         if self.tcp_port is None and not _IS_WINDOWS:
-            host: str = str(self.socket_dir())
+            host: str = str(self._checked_socket_dir())
             port = SOCKET_PORT
         else:
             host = "127.0.0.1"
@@ -169,7 +242,7 @@ class EmbeddedServer:
         return {"host": host, "port": port, "user": SUPERUSER, "dbname": dbname}
 
     def describe(self) -> str:
-        where = f"127.0.0.1:{self.tcp_port}" if self.tcp_port else f"socket in {self.socket_dir()}"
+        where = f"127.0.0.1:{self.tcp_port}" if self.tcp_port else f"socket in {self.socket_dir() or '-'}"
         return f"embedded PostgreSQL {PG_VERSION} ({where}, data in {self.pgdata})"
 
     # -- state -------------------------------------------------------------------------------
@@ -184,25 +257,36 @@ class EmbeddedServer:
         return dict(zip(keys, (line.strip() for line in lines), strict=False))
 
     def is_running(self) -> bool:
+        """True when ``postmaster.pid`` names a live postgres serving *this* data folder.
+
+        The name alone is not enough: after a crash and a reboot the number may belong to another
+        user's or another cluster's postgres, which would make this server unusable until that
+        process ended. A process whose working directory or ``-D`` is another folder is not ours;
+        when neither can be read (no permission) a postgres is assumed to be ours, because starting
+        a second server on a live data folder would be far worse than a refused start.
+        """
+        return self._postmaster_pid() is not None
+
+    def _postmaster_pid(self) -> int | None:
         info = self._postmaster_info()
         if not info:
-            return False
+            return None
         try:
             pid = int(info["pid"])
         except ValueError:
-            return False
+            return None
         import psutil
 
-        if not psutil.pid_exists(pid):
-            return False
         try:
-            return psutil.Process(pid).name().startswith("postgres")
+            proc = psutil.Process(pid)
+            if not proc.name().startswith("postgres"):
+                return None
         except psutil.Error:
-            return False
+            return None
+        return pid if _serves_data_dir(proc, self.pgdata) is not False else None
 
     def pid(self) -> int | None:
-        info = self._postmaster_info()
-        return int(info["pid"]) if info and self.is_running() else None
+        return self._postmaster_pid()
 
     # -- running the binaries ------------------------------------------------------------
     def _run(self, program: str, *args: str, log_file: Path | None = None, timeout: float = 120) -> str:
@@ -242,18 +326,52 @@ class EmbeddedServer:
             return out.read()
 
     def _prepare_folders(self) -> None:
-        self.pgdata.mkdir(mode=0o700, exist_ok=True)
-        sock = self.socket_dir()
-        if sock is not None and sock != self.pgdata:
-            sock.mkdir(mode=0o700, exist_ok=True)
+        """Create the data folder 0700 for the server's user, or check the one that exists.
+
+        Only a folder made here and now is chowned; an existing one must already belong to the
+        server's user (as root, a root-owned one left by an interrupted first start is handed over).
+        """
+        created = False
+        try:
+            self.pgdata.mkdir(mode=0o700)
+            created = True
+        except FileExistsError:
+            pass
         if self._user is not None:
             uid, gid, _ = self._user
             _ensure_traversable(self.root)
             _ensure_traversable(bin_dir())
-            os.chown(self.pgdata, uid, gid)
-            if sock is not None and sock != self.pgdata:
-                os.chown(sock, uid, gid)
-        self.pgdata.chmod(0o700)
+            st = os.lstat(self.pgdata)
+            if created or (stat.S_ISDIR(st.st_mode) and st.st_uid == 0):
+                os.chown(self.pgdata, uid, gid, follow_symlinks=False)
+        if created:
+            os.chmod(self.pgdata, 0o700)
+        if not _IS_WINDOWS:
+            _check_private_dir(self.pgdata, self._owner_uid(), "data folder of the embedded PostgreSQL")
+
+    def _new_socket_dir(self) -> Path | None:
+        """The folder for the socket of the server about to start (see the module docstring)."""
+        if _IS_WINDOWS:
+            return None
+        if self._socket_in_pgdata():
+            return self.pgdata
+        path = Path(tempfile.mkdtemp(prefix=_SOCKET_DIR_PREFIX))  # random name, 0700, made by us now
+        if self._user is not None:
+            os.chown(path, self._user[0], self._user[1], follow_symlinks=False)
+        return path
+
+    def _remove_socket_dir(self, path: Path | None) -> None:
+        """Delete a socket folder made by :meth:`_new_socket_dir` (never anything else)."""
+        if path is None or path == self.pgdata:
+            return
+        if path.parent != Path(tempfile.gettempdir()) or not path.name.startswith(_SOCKET_DIR_PREFIX):
+            return
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == self._owner_uid():
+            shutil.rmtree(path, ignore_errors=True)
 
     def _initdb(self) -> None:
         args = ["-D", str(self.pgdata), "-U", SUPERUSER, "--encoding=UTF8", "--no-locale", "--no-sync",
@@ -276,7 +394,8 @@ class EmbeddedServer:
                 pwfile.unlink(missing_ok=True)
 
     def _start_postmaster(self) -> None:
-        sock = self.socket_dir()
+        self._clear_stale_pid_file()
+        sock = self._new_socket_dir()
         if self.tcp_port is not None:
             opts = f"-h 127.0.0.1 -p {int(self.tcp_port)}"
             opts += f" -k {sock}" if sock is not None else ""
@@ -286,8 +405,24 @@ class EmbeddedServer:
             opts = f"-h '' -p {SOCKET_PORT} -k {sock}"
         if not self.durable:
             opts += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-        self._run("pg_ctl", "-D", str(self.pgdata), "-l", str(self.log_path), "-o", opts, "-w", "-t", "60",
-                  "start", log_file=self.log_path)
+        try:
+            self._run("pg_ctl", "-D", str(self.pgdata), "-l", str(self.log_path), "-o", opts, "-w", "-t",
+                      "60", "start", log_file=self.log_path)
+        except BaseException:
+            self._remove_socket_dir(sock)
+            raise
+
+    def _clear_stale_pid_file(self) -> None:
+        """Remove a ``postmaster.pid`` whose server is gone (``is_running()`` said so), with the
+        socket folder it recorded, so PostgreSQL does not refuse to start because the number now
+        belongs to another process."""
+        pid_file = self.pgdata / "postmaster.pid"
+        if not pid_file.exists() or self.is_running():
+            return
+        old_socket = self.socket_dir() if not self._socket_in_pgdata() else None
+        log.info("removing the stale %s (its server is gone)", pid_file)
+        pid_file.unlink(missing_ok=True)
+        self._remove_socket_dir(old_socket)
 
     # -- public lifecycle -------------------------------------------------------------------
     def start(self) -> EmbeddedServer:
@@ -324,9 +459,17 @@ class EmbeddedServer:
             self._stop_locked(mode)
 
     def _stop_locked(self, mode: str = "fast") -> None:
-        if self.is_running():
-            log.info("stopping the embedded PostgreSQL in %s", self.pgdata)
+        if not self.is_running():
+            return
+        sock = self.socket_dir()
+        log.info("stopping the embedded PostgreSQL in %s", self.pgdata)
+        try:
             self._run("pg_ctl", "-D", str(self.pgdata), "-m", mode, "-w", "-t", "60", "stop")
+        except ServerStartError:
+            if self.is_running():
+                raise
+            # it went away by itself meanwhile (crashed or stopped by another process): nothing to stop
+        self._remove_socket_dir(sock)
 
     def release(self) -> None:
         """Drop our registration; stop the server when no other live process still uses it."""
@@ -337,11 +480,19 @@ class EmbeddedServer:
                 return
             self._registered = False
             with contextlib.suppress(Exception):
-                atexit.unregister(self.release)
+                atexit.unregister(self._release_at_exit)
             others = [p for p in self._live_clients() if p != os.getpid()]
             self._write_clients(others)
             if not others:
                 self._stop_locked()
+
+    def _release_at_exit(self) -> None:
+        """``release`` at interpreter exit: an expected fault (the server crashed or was stopped
+        meanwhile) is one log line, never a traceback on the user's terminal."""
+        try:
+            self.release()
+        except Exception as err:  # noqa: BLE001 - nothing can be done about it at exit
+            log.warning("could not stop the embedded PostgreSQL in %s at exit: %s", self.pgdata, err)
 
     def clients(self) -> list[int]:
         """Live processes registered as users of this server."""
@@ -354,7 +505,7 @@ class EmbeddedServer:
         self._write_clients(pids)
         if not self._registered:
             self._registered = True
-            atexit.register(self.release)
+            atexit.register(self._release_at_exit)
 
     def _live_clients(self) -> list[int]:
         import psutil
@@ -372,15 +523,14 @@ class EmbeddedServer:
 
     def destroy(self) -> None:
         """Stop the server and delete its files (temporary servers in tests and benchmarks)."""
+        sock = self.socket_dir()
         with contextlib.suppress(Exception):
             self.stop("immediate")
         self._registered = False
         with contextlib.suppress(Exception):
-            atexit.unregister(self.release)
+            atexit.unregister(self._release_at_exit)
+        self._remove_socket_dir(sock)
         shutil.rmtree(self.root, ignore_errors=True)
-        sock = self.socket_dir()
-        if sock is not None and sock != self.pgdata:
-            shutil.rmtree(sock, ignore_errors=True)
 
 
 _default_lock = threading.Lock()
