@@ -23,6 +23,7 @@ run: $(STAMP)
 test: $(STAMP)
 	bash scripts/sysdeps.sh test
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m ruff check kmds_desktop tests bench
+	$(BIN)/lint-imports
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -ra -m "not slow"
 
 lint: $(STAMP)

@@ -44,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     from kmds_desktop.ask.cli import register as register_ask
+    from kmds_desktop.commands.literature_search import register_search
     from kmds_desktop.index.cli import register as register_index
     from kmds_desktop.kb.cli import register as register_kb
     from kmds_desktop.literature.cli import register as register_literature
@@ -51,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_kb(sub)
     register_index(sub)
     register_ask(sub)
-    register_literature(sub)
+    register_search(register_literature(sub))
     return parser
 
 

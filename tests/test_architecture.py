@@ -50,3 +50,13 @@ def test_core_imports_with_qt_unimportable() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().endswith("ok")
+
+
+def test_import_layers_hold() -> None:
+    """The import-linter contracts in pyproject.toml (ui -> app -> ask/literature -> index/llm -> kb ->
+    config/tasks/paths; only ui imports Qt): the same check ``make test`` runs as ``lint-imports``."""
+    lint = Path(sys.executable).parent / "lint-imports"
+    assert lint.exists(), "import-linter is not installed (pip install -e '.[test]')"
+    out = subprocess.run([str(lint)], cwd=PKG.parent, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "0 broken" in out.stdout

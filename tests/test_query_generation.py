@@ -108,8 +108,10 @@ def test_generation_is_serial_records_404_and_cleans(fake_ollama) -> None:
     assert fenced[0].query == "Aspirin & (heart <-> attack | myocardial <-> infarction)"
     assert fenced[1].query == "aspirin & (heart <-> attack | myocardial <-> infarction)"
     missing = [r for r in result.all_queries if r.model == "missing"]
-    assert missing[0].error and "LLMModelNotFound" in missing[0].error and "missing" in missing[0].error
+    assert missing[0].error_kind == "LLMModelNotFound" and "missing" in missing[0].error
+    assert not missing[0].error.startswith("LLM"), "the message is for people: no class name"
     assert all(r.query == "" and r.error for r in missing)
+    assert [r.skipped for r in missing] == [False, True, True]
     slow = [r for r in result.all_queries if r.model == "slow"]
     assert all(r.ok and r.query == "aspirin & stroke" and r.generation_time >= 0.14 for r in slow)
 
@@ -168,12 +170,12 @@ def test_unreachable_host_and_timeout_are_recorded(fake_ollama) -> None:
     fake_ollama.models["slow"] = ModelScript(replies=["a & b"], delay=2.0)
     result = MultiModelQueryGenerator(ollama_host=fake_ollama.url, timeout=0.4).generate_queries(
         QUESTION, None, ["slow", "builtin:keywords"], 1)
-    assert "LLMTimeout" in (result.all_queries[0].error or "")
+    assert result.all_queries[0].error_kind == "LLMTimeout" and result.all_queries[0].error
     assert result.all_queries[1].ok
     result = MultiModelQueryGenerator(ollama_host="http://127.0.0.1:9", timeout=2).generate_queries(
         QUESTION, None, ["llama3.1:8b"], 2)
     error = result.all_queries[0].error or ""
-    assert "LLMUnreachable" in error and "127.0.0.1:9" in error
+    assert result.all_queries[0].error_kind == "LLMUnreachable" and "127.0.0.1:9" in error
     assert result.unique_queries == []
 
 
@@ -229,6 +231,8 @@ def test_agent_settings_reach_the_generator(fake_ollama) -> None:
     result = QueryAgent(None, settings).convert_question_multi_model(QUESTION)
     assert [(r.model, r.attempt_number) for r in result.all_queries] == [
         ("slow", 1), ("slow", 2), ("builtin:keywords", 1), ("builtin:keywords", 2)]
-    assert all("LLMTimeout" in (r.error or "") for r in result.all_queries[:2])
+    # the first attempt's timeout ends the model's turn: its second attempt is not asked
+    assert all(r.error_kind == "LLMTimeout" for r in result.all_queries[:2])
+    assert [r.skipped for r in result.all_queries[:2]] == [False, True]
     assert all(r.ok for r in result.all_queries[2:])
-    assert len(fake_ollama.completion_requests()) == 2
+    assert len(fake_ollama.completion_requests()) == 1

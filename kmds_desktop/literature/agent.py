@@ -67,6 +67,10 @@ class QueryRunStats:
     time_s: float = 0.0
     error: str | None = None
     ids: list[int] = field(default_factory=list, repr=False)  # best rank first
+    # Set by ``check_query`` only (the review table's check before anything runs).
+    valid: bool | None = field(default=None, repr=False)
+    invalid_reason: str | None = field(default=None, repr=False)
+    estimated: bool = field(default=False, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -74,6 +78,8 @@ class QueryRunStats:
 
     def to_dict(self, with_ids: bool = True) -> dict[str, Any]:
         data = asdict(self)
+        for key in ("valid", "invalid_reason", "estimated"):
+            data.pop(key)
         if not with_ids:
             data.pop("ids")
         return data
@@ -172,17 +178,23 @@ class QueryAgent:
             raise QueryAgentError(f"model '{row.model}' produced no query for the question: {row.error}")
         return row.query
 
+    def planned_models(self) -> tuple[list[str], int]:
+        """The models a generation round asks and how many queries each (one from the first model
+        when multi-model generation is off)."""
+        s = self.settings
+        if not s.multi_model_enabled:
+            return [str(m) for m in s.models[:1]], 1
+        return [str(m) for m in s.models], int(s.queries_per_model)
+
     def convert_question_multi_model(self, question: str, *, progress: ProgressFn | None = None,
                                      cancel: CancelToken | None = None,
                                      on_result: Callable[[QueryGenerationResult], None] | None = None,
                                      ) -> MultiModelQueryResult:
         """Every model x ``queries_per_model`` when multi-model is enabled, else one wrapped query."""
-        s = self.settings
-        if not s.multi_model_enabled:
-            return self._single_model(question, progress=progress, cancel=cancel, on_result=on_result)
+        models, per_model = self.planned_models()
         with _as_agent_error():
             return self.generator.generate_queries(
-                question, self.system_prompt, s.models, s.queries_per_model, temperature=s.temperature,
+                question, self.system_prompt, models, per_model, temperature=self.settings.temperature,
                 progress=progress, cancel=cancel, on_result=on_result,
             )
 
@@ -234,7 +246,14 @@ class QueryAgent:
             offered = [r.query for r in generated.successful]
         else:
             offered = list(generated.unique_queries)
-        returned = [str(q) for q in (modifier(list(offered)) or [])]
+        return self.apply_review(offered, [str(q) for q in (modifier(list(offered)) or [])])
+
+    def apply_review(self, offered: Sequence[str], returned: Sequence[str]) -> list[str]:
+        """The review rules, one definition for the CLI and the window: ``returned`` (the queries the
+        reviewer kept, edited or added) may drop some of ``offered`` only when
+        ``allow_query_selection`` is on; with ``deduplicate_results`` equal queries run once."""
+        s = self.settings
+        returned = [str(q) for q in returned]
         if not s.allow_query_selection and len(returned) < len(offered):
             raise QueryAgentError(
                 f"the review returned {len(returned)} of {len(offered)} queries, but query selection is "
@@ -251,8 +270,11 @@ class QueryAgent:
                     *, cancel: CancelToken | None = None) -> QueryRunStats:
         """Validate one (possibly edited) query and count its matches, without fetching anything.
 
-        For the review table: ``error`` is the server's explanation of an invalid query, ``normalized``
-        how PostgreSQL reads a valid one (stemmed lexemes), ``matches`` how many documents it finds.
+        For the review table: ``valid`` says whether PostgreSQL accepts it, ``invalid_reason`` the
+        server's explanation when not (also in ``error``), ``normalized`` how it reads a valid one
+        (stemmed lexemes), ``matches`` how many documents it finds (``estimated`` when the count is
+        the planner's estimate). A failing database raises (:class:`LiteratureError`): that is not a
+        verdict on the query.
         """
         if self.database is None:
             raise QueryAgentError("no literature database is open: open one before checking queries")
@@ -260,17 +282,17 @@ class QueryAgent:
         start = time.perf_counter()
         try:
             valid, normalized = self.database.validate_tsquery(stat.query)
+            stat.valid = bool(valid)
             if not valid:
+                stat.invalid_reason = normalized
                 stat.error = f"invalid query: {normalized}"
                 return stat
             stat.normalized = normalized
-            stat.matches = int(self.database.count_matches(
+            count = self.database.count_matches(
                 stat.query, use_pubmed=use_pubmed, use_medrxiv=use_medrxiv, use_others=use_others,
-                from_date=from_date, to_date=to_date, cancel=cancel))
-        except Cancelled:
-            raise
-        except LiteratureError as err:
-            stat.error = str(err)
+                from_date=from_date, to_date=to_date, cancel=cancel)
+            stat.matches = int(count)
+            stat.estimated = bool(getattr(count, "estimated", False))
         finally:
             stat.time_s = time.perf_counter() - start
         return stat

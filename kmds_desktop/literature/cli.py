@@ -1,4 +1,4 @@
-"""``kmds-desktop literature ...``: ``status``, ``import``, ``embed`` (``search``: ``search_cli``).
+"""``kmds-desktop literature ...``: ``status``, ``import``, ``embed`` (``search`` is in ``commands``).
 
 Imports of the database layer happen inside the handlers so ``kmds-desktop --help`` stays fast.
 """
@@ -13,8 +13,9 @@ from typing import Any
 _MAX_SKIPPED_SHOWN = 20
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
-    """Add ``literature`` with its subcommands to the main parser."""
+def register(sub: argparse._SubParsersAction) -> argparse._SubParsersAction:  # noqa: SLF001
+    """Add ``literature`` with ``status`` and ``import``; returns its subparsers (``search`` is added
+    by :mod:`kmds_desktop.commands.literature_search`, which drives the application layer)."""
     lit = sub.add_parser(
         "literature",
         help="the literature database: status, import, search",
@@ -61,9 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     emb.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     emb.set_defaults(func=_embed)
 
-    from kmds_desktop.literature.search_cli import register_search
-
-    register_search(lit_sub)
+    return lit_sub
 
 
 def _open(args: argparse.Namespace) -> Any:

@@ -70,6 +70,11 @@ class QueryGenerationResult:
     attempt_number: int
     error: str | None = None
     raw_reply: str = ""
+    #: The kind of failure (the exception's class name, e.g. ``LLMTimeout``) for programs; ``error``
+    #: is the message for people and never starts with a class name.
+    error_kind: str | None = None
+    #: Not asked: an earlier attempt of the same model failed in a way the next one would too.
+    skipped: bool = False
 
     @property
     def ok(self) -> bool:
@@ -217,13 +222,15 @@ class MultiModelQueryGenerator:
                 done += 1
                 if on_result is not None:
                     on_result(result)
-                if result.error and _fatal_for_model(result.error):
-                    # A missing model will not appear on the next attempt: record the remaining
-                    # attempts as skipped instead of asking again.
+                if result.error_kind in FATAL_FOR_MODEL:
+                    # A missing model will not appear on the next attempt, and a model that let its
+                    # time run out would hold every later attempt as long: record the remaining
+                    # attempts as skipped and go on with the next model.
                     for skipped in range(attempt + 1, queries_per_model + 1):
                         results.append(QueryGenerationResult(
                             model, "", 0.0, attempt_temperature(temperature, skipped), skipped,
-                            error=f"skipped: {result.error}"))
+                            error=f"not asked: {result.error}", error_kind=result.error_kind,
+                            skipped=True))
                         done += 1
                         if on_result is not None:
                             on_result(results[-1])
@@ -261,9 +268,11 @@ class MultiModelQueryGenerator:
         except Exception as err:  # noqa: BLE001 - one model's failure must not stop the others
             if cancel is not None and cancel.cancelled:
                 raise Cancelled("cancelled by the user") from None
-            message = str(err) or type(err).__name__
+            unknown_builtin = isinstance(err, ValueError) and is_builtin(model)
+            kind = "UnknownBuiltin" if unknown_builtin else type(err).__name__
+            message = " ".join(str(err).split()) or "the model gave no reply"
             return QueryGenerationResult(model, "", time.perf_counter() - start, temp, attempt,
-                                         error=f"{type(err).__name__}: {message}", raw_reply=raw)
+                                         error=message, raw_reply=raw, error_kind=kind)
         elapsed = time.perf_counter() - start
         query = clean_query(raw)
         if query:
@@ -275,6 +284,6 @@ class MultiModelQueryGenerator:
         return QueryGenerationResult(model, query, elapsed, temp, attempt, error=error, raw_reply=raw)
 
 
-def _fatal_for_model(error: str) -> bool:
-    return error.startswith(("LLMModelNotFound", "LLMUnreachable", "ValueError: unknown built-in"))
+#: Failures after which the model's remaining attempts are not asked (by exception class name).
+FATAL_FOR_MODEL = frozenset({"LLMModelNotFound", "LLMUnreachable", "LLMTimeout", "UnknownBuiltin"})
 

@@ -3,7 +3,8 @@
 Driven through the real ``ollama`` client. Each model is scripted: a list of replies (used in
 turn, the last one repeating) or a callable ``(prompt, request_json) -> str``; an optional delay;
 an HTTP status (404 makes the model "not found"); streaming follows the request's ``stream`` flag.
-Every request is recorded with its start and end time so tests can check ordering and overlap.
+A model may also hang (accept the request and never reply). Every request is recorded with its
+start and end time so tests can check ordering and overlap.
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ class ModelScript:
     #: When set, a streamed reply stops after this many chunks and the connection is dropped
     #: (a server that crashes mid-answer); a list gives it per call (the last repeating).
     drop_after: int | list[int | None] | None = None
+    #: Accept the request and never reply (a model that hangs): the handler waits until the client
+    #: goes away or the server stops.
+    hang: bool = False
 
     def drop_for(self, call_index: int) -> int | None:
         if isinstance(self.drop_after, list):
@@ -198,6 +202,9 @@ class FakeOllama:
             if script is None:
                 handler._json(404, {"error": f"model '{model}' not found, try pulling it first"})  # type: ignore[attr-defined]
                 return
+            if script.hang:
+                self._hang(handler)
+                return
             if script.delay:
                 time.sleep(script.delay)
             status = script.status_for(index)
@@ -216,6 +223,20 @@ class FakeOllama:
             record.end = time.monotonic()
             with self._lock:
                 self.active -= 1
+
+    def _hang(self, handler: BaseHTTPRequestHandler) -> None:
+        """Hold the connection open without a byte of reply until the client closes it (or stop())."""
+        conn = handler.connection
+        conn.settimeout(0.2)
+        while self._server is not None:
+            try:
+                if conn.recv(1, socket.MSG_PEEK) == b"":
+                    return  # the client closed the connection
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            time.sleep(0.05)
 
     @staticmethod
     def _chunk(path: str, model: str, text: str, done: bool) -> dict[str, Any]:

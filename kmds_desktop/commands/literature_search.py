@@ -1,15 +1,15 @@
 """``kmds-desktop literature search QUESTION``: the query agent, headless.
 
-Generates queries with the configured models (or ``--models``), runs the unique ones as ID-only
-queries, merges the ID sets and fetches the documents once. ``--json`` prints everything the GUI's
-review and documents tables show: each generated query (model, attempt, time, error), per-query
-statistics, the merged ids (best rank first), which queries found each document, and the documents.
+Drives the same :class:`~kmds_desktop.app.literature.LiteratureSession` as the window: one
+generation round with the configured models (or ``--models``), every query the round offered run as
+an ID-only query, the ID sets merged (best rank first) and the documents fetched once. ``--json``
+prints the search log (:mod:`kmds_desktop.app.search_log`): the same document the window's *Export
+search log* writes for the same reviewed queries, apart from timings.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
@@ -32,7 +32,9 @@ def register_search(lit_sub: argparse._SubParsersAction) -> None:  # noqa: SLF00
                         help="documents per query (default: literature.max_rows)")
     search.add_argument("--dsn", help="connect to this PostgreSQL instead of the embedded server")
     search.add_argument("--json", action="store_true",
-                        help="print queries, statistics, ids and documents as JSON")
+                        help="print the search log as JSON (attempts, queries with provenance and "
+                             "statistics, documents in rank order with source, PMID/DOI), as the window "
+                             "exports it")
     search.set_defaults(func=_search)
 
 
@@ -57,53 +59,57 @@ def _settings(args: argparse.Namespace) -> tuple[Any, Any]:
 
 
 def _search(args: argparse.Namespace) -> int:
+    """The same session the window drives: generate a round, run every query it offered, print."""
+    from kmds_desktop.app.literature import LiteratureSession, execute_run, generate_round
+    from kmds_desktop.app.messages import describe_error
+    from kmds_desktop.app.search_log import search_log_json
     from kmds_desktop.config import SettingsError
-    from kmds_desktop.literature.agent import QueryAgent, QueryAgentError
+    from kmds_desktop.literature.agent import QueryAgentError
     from kmds_desktop.literature.database import open_database
     from kmds_desktop.literature.errors import LiteratureError
+    from kmds_desktop.literature.export import utc_now
 
     try:
         settings, qg = _settings(args)
     except SettingsError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    max_rows = args.max_rows if args.max_rows is not None else settings.literature.max_rows
-    if max_rows < 1:
-        print("error: --max-rows must be at least 1", file=sys.stderr)
-        return 2
+    literature = settings.literature.model_copy()
+    if args.max_rows is not None:
+        if args.max_rows < 1:
+            print("error: --max-rows must be at least 1", file=sys.stderr)
+            return 2
+        literature.max_rows = args.max_rows
     quiet = args.json
+    session = LiteratureSession(qg, literature)
 
-    def on_result(row: Any) -> None:
+    def on_attempt(row: Any) -> None:
+        session.accept_attempt(row)
         if not quiet:
             shown = row.query if row.ok else f"(failed: {row.error})"
             print(f"  [{row.model} #{row.attempt_number}, {row.generation_time:.2f} s] {shown}",
                   file=sys.stderr)
 
-    def on_query(stat: Any) -> None:
-        if not quiet:
-            if stat.ok:
-                print(f"  ran '{stat.query}': {stat.matches} matches, {stat.ids_returned} returned "
-                      f"({stat.time_s:.2f} s)", file=sys.stderr)
-            else:
-                print(f"  skipped '{stat.query}': {stat.error}", file=sys.stderr)
-
     try:
-        db = open_database(dsn=args.dsn, settings=settings.literature)
+        db = open_database(dsn=args.dsn, settings=literature)
     except LiteratureError as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {describe_error(err)}", file=sys.stderr)
         return 1
     try:
-        agent = QueryAgent(db, qg, fetch_batch_size=settings.literature.fetch_batch_size)
+        session.database_name = db.display_name
+        agent = session.agent(db)
+        rnd, _ = session.start_round(args.question, utc_now())
         if not quiet:
-            used = qg.models if qg.multi_model_enabled else qg.models[:1]
-            print(f"generating queries with {', '.join(used)}", file=sys.stderr)
-        generated = agent.convert_question_multi_model(args.question, on_result=on_result)
-        if not generated.unique_queries:
-            errors = "; ".join(f"{r.model}: {r.error}" for r in generated.failed)
-            raise QueryAgentError(f"no query could be generated ({errors})")
-        result = agent.run_reviewed_queries(generated.unique_queries, max_rows=max_rows, on_query=on_query)
-    except (QueryAgentError, LiteratureError) as err:
-        print(f"error: {err}", file=sys.stderr)
+            print(f"generating queries with {', '.join(rnd.models)}", file=sys.stderr)
+        generate_round(agent, args.question, on_attempt=on_attempt)
+        session.finish_round()
+        if not session.included_rows():
+            raise QueryAgentError(f"no query could be generated ({rnd.summary()})")
+        plan = session.plan_run(utc_now())
+        result = execute_run(agent, plan, max_rows=literature.max_rows)
+        session.apply_run(plan, result, utc_now())
+    except (QueryAgentError, LiteratureError, ValueError) as err:
+        print(f"error: {describe_error(err)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("cancelled", file=sys.stderr)
@@ -112,11 +118,23 @@ def _search(args: argparse.Namespace) -> int:
         db.close()
 
     if args.json:
-        payload = {"generation": generated.to_dict(), **result.to_dict()}
-        print(json.dumps(payload, indent=2, ensure_ascii=False, default=str))
+        print(search_log_json(session.search_log(app_version=_app_version())))
         return 0
-    print(f"{len(result.ids)} documents from {len(result.ok_queries)} of {len(result.queries)} queries")
-    for doc in result.documents:
+    for stat in result.queries:
+        if stat.ok:
+            print(f"  ran '{stat.query}': {stat.matches} matches, {stat.ids_returned} returned "
+                  f"({stat.time_s:.2f} s)", file=sys.stderr)
+        else:
+            print(f"  skipped '{stat.query}': {stat.error}", file=sys.stderr)
+    print(session.run_summary())
+    for doc in session.documents:
         year = doc.get("year") or ""
-        print(f"- [{doc['id']}] {doc.get('title') or '(no title)'} {f'({year})' if year else ''}".rstrip())
+        print(f"{doc['rank']:>4}. [{doc['id']}] {doc.get('title') or '(no title)'} "
+              f"{f'({year})' if year else ''}".rstrip())
     return 0
+
+
+def _app_version() -> str:
+    from kmds_desktop import __version__
+
+    return __version__

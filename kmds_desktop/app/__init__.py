@@ -1,0 +1,16 @@
+"""The application layer: what a user does with KMDS Desktop, as plain Python both faces drive.
+
+Each job has a *session* that holds its state and offers its operations; the window (``ui/``) renders
+that state and forwards clicks, the CLI calls the same operations in sequence. Nothing here imports
+Qt. Work that blocks (the database, an LLM) is a plain function taking ``progress=``/``cancel=`` that
+the window runs on a worker and the CLI calls directly; the session's own methods are quick and are
+called from one thread (the GUI thread or the CLI's main thread).
+
+Modules:
+
+- :mod:`kmds_desktop.app.literature` — a literature search: question, review rows with provenance,
+  generation rounds, checks, runs through :class:`~kmds_desktop.literature.agent.QueryAgent`,
+  merged documents in rank order and the search log.
+- :mod:`kmds_desktop.app.search_log` — the search log document (reproducible on any database).
+- :mod:`kmds_desktop.app.messages` — one-line messages for users from exceptions (no class names).
+"""

@@ -1,0 +1,561 @@
+"""A literature search as a user drives it: question, review rows, generation rounds, checks, runs, log.
+
+Why a session: the window and ``kmds-desktop literature search`` must mean the same thing by every
+setting and produce the same search log. The :class:`LiteratureSession` holds the state (the rows
+the user reviews, each with its provenance; the last generation round; the last run) and offers the
+quick operations that change it. The slow parts are plain functions (:func:`generate_round`,
+:func:`check_queries`, :func:`execute_run`) that take ``progress=``/``cancel=``: the window runs them
+on workers and feeds what they report back into the session on the GUI thread; the CLI calls them
+in sequence. Generation, checks and runs all go through
+:class:`~kmds_desktop.literature.agent.QueryAgent`, so ``allow_query_selection``,
+``show_all_queries_to_user`` and ``deduplicate_results`` are applied by one piece of code.
+
+Rules the session keeps (and the README states):
+
+- **Provenance.** A row is *generated* (model, attempt, temperature, time), *hand-written*, or
+  *edited* (a generated row whose text the user changed: the model's original text is kept and
+  shown, and goes into the log).
+- **Generating again replaces, never appends duplicates.** A new round removes the generated rows
+  the user has neither edited nor run; edited, hand-written and already-run rows stay. A query the
+  new round proposes that equals (case/spacing-insensitively) a row that stayed is not added again.
+  Within one round, ``show_all_queries_to_user`` shows repeats of an earlier row (unticked, marked
+  as a repeat, when ``deduplicate_results`` is on); off, only the first of equal queries is shown.
+- **Failed attempts are not rows.** They are kept on the round (per model: how many queries, or
+  why it failed) and in the log.
+- **Running** takes the ticked rows as shown, lets the agent apply the review rules, runs exactly
+  those queries (never regenerating), and lists the merged documents best rank first.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kmds_desktop.config import LiteratureSettings, QueryGenerationSettings
+from kmds_desktop.literature.agent import QueryAgent, ReviewedSearchResult
+from kmds_desktop.literature.query_cleaning import query_key
+from kmds_desktop.literature.query_generation import (
+    DEFAULT_SYSTEM_PROMPT,
+    FATAL_FOR_MODEL,
+    QueryGenerationResult,
+)
+from kmds_desktop.tasks import Cancelled, CancelToken, ProgressFn, check, report
+
+GENERATED = "generated"
+HAND_WRITTEN = "hand-written"
+EDITED = "edited"
+
+# Validity states of a row.
+UNCHECKED = "unchecked"
+CHECKING = "checking"
+VALID = "valid"
+INVALID = "invalid"
+FAILED = "failed"  # the check itself failed (database down): neither valid nor invalid
+
+_uids = itertools.count(1)
+
+
+@dataclass
+class QueryRow:
+    """One query the user reviews: its text, where it came from, its check and its last run."""
+
+    query: str
+    model: str = HAND_WRITTEN  # the model that wrote it, or HAND_WRITTEN
+    attempt: int | None = None
+    included: bool = True
+    generation_time: float | None = None
+    temperature: float | None = None
+    #: The text as the model wrote it, when the user has edited it since (None: not edited).
+    original: str | None = None
+    #: A note about the row (e.g. it repeats a query above); never a failed attempt.
+    note: str | None = None
+    round: int = 0  # the generation round that made it (0: hand-written)
+    validity: str = UNCHECKED
+    validity_message: str = ""
+    normalized: str | None = None
+    matches: int | None = None
+    matches_exact: bool = True
+    # Filled after a run (cleared on edit, since they describe the text that ran).
+    returned: int | None = None
+    unique: int | None = None
+    run_time: float | None = None
+    run_error: str | None = None
+    ids: list[int] = field(default_factory=list)
+    unique_ids: list[int] = field(default_factory=list)
+    uid: int = field(default_factory=lambda: next(_uids))
+    revision: int = 0
+
+    @property
+    def runnable(self) -> bool:
+        return bool(self.query.strip())
+
+    @property
+    def origin(self) -> str:
+        """``generated``, ``hand-written`` or ``edited``."""
+        if self.model == HAND_WRITTEN:
+            return HAND_WRITTEN
+        return EDITED if self.original is not None else GENERATED
+
+    @property
+    def source_label(self) -> str:
+        """The Model column: the model's name, "hand-written", or "<model> (edited)"."""
+        if self.origin == EDITED:
+            return f"{self.model} (edited)"
+        return self.model
+
+    def provenance(self) -> dict[str, Any]:
+        """Where the query came from, as the search log records it."""
+        if self.origin == HAND_WRITTEN:
+            return {"kind": HAND_WRITTEN}
+        data: dict[str, Any] = {"kind": self.origin, "model": self.model, "attempt": self.attempt,
+                                "temperature": self.temperature, "generation_time": self.generation_time}
+        if self.original is not None:
+            data["edited_from"] = self.original
+        return data
+
+    def describe_provenance(self) -> str:
+        """One line for a tooltip: "generated by M, attempt A", "hand-written", "edited from '…'"."""
+        if self.origin == HAND_WRITTEN:
+            return "hand-written"
+        made = f"generated by {self.model}, attempt {self.attempt}"
+        return f"edited from '{self.original}' ({made})" if self.original is not None else made
+
+
+@dataclass
+class ModelProgress:
+    """How one model is doing in the current round (the status line names the right model)."""
+
+    model: str
+    expected: int
+    answered: int = 0
+    queries: int = 0
+    seconds: float = 0.0
+    error: str | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.answered >= self.expected
+
+    def describe(self, running: bool) -> str:
+        if self.finished:
+            if self.queries:
+                return f"{self.model}: ✓ {self.queries} ({self.seconds:.1f} s)"
+            return f"{self.model}: ✗ {self.error or 'no query'}"
+        if running:
+            return f"{self.model}: query {self.answered + 1} of {self.expected}"
+        return f"{self.model}: waiting"
+
+
+@dataclass
+class GenerationRound:
+    """One press of Generate: the question, the plan, and every attempt as it finished."""
+
+    number: int
+    question: str
+    models: list[str]
+    queries_per_model: int
+    temperature: float
+    system_prompt: str
+    generated_at: str
+    attempts: list[QueryGenerationResult] = field(default_factory=list)
+    progress: dict[str, ModelProgress] = field(default_factory=dict)
+    finished: bool = False
+    cancelled: bool = False
+    offered: list[str] = field(default_factory=list)  # the queries this round added as rows
+    repeats_dropped: int = 0  # proposals equal to a row already shown
+
+    @property
+    def current_model(self) -> str | None:
+        """The model answering now (None when every model has answered)."""
+        if self.finished or self.cancelled:
+            return None
+        for model in self.models:
+            if not self.progress[model].finished:
+                return model
+        return None
+
+    def status_line(self) -> str:
+        current = self.current_model
+        return " · ".join(self.progress[m].describe(m == current) for m in self.models)
+
+    def summary(self) -> str:
+        """What the round produced, counting only what really happened."""
+        ok = [p for p in self.progress.values() if p.queries]
+        failed = [p for p in self.progress.values() if p.finished and not p.queries]
+        proposals = sum(p.queries for p in ok)
+        head = "Generation cancelled" if self.cancelled else "Generated"
+        text = (f"{head}: {proposals} {_plural(proposals, 'query', 'queries')} from "
+                f"{len(ok)} of {len(self.models)} {_plural(len(self.models), 'model', 'models')}")
+        if self.repeats_dropped:
+            text += f" ({self.repeats_dropped} already in the table)"
+        if failed:
+            text += "; failed: " + "; ".join(f"{p.model}: {p.error or 'no query'}" for p in failed)
+        return text
+
+
+@dataclass
+class CheckItem:
+    """One query to validate and count: the row's uid and revision travel with the answer."""
+
+    uid: int
+    revision: int
+    text: str
+
+
+@dataclass
+class CheckResult:
+    uid: int
+    revision: int
+    ok: bool | None  # None: the check itself failed (database down)
+    message: str  # normalized query when ok, else the error
+    matches: int | None = None
+    exact: bool = True
+
+
+@dataclass
+class RunPlan:
+    """The ticked rows as they were when Run was pressed, and the queries the agent will run."""
+
+    rows: list[tuple[int, int, str]]  # (uid, revision, text) of each ticked row, in table order
+    queries: list[str]  # after the review rules (de-duplication): exactly what runs
+    row_of_query: list[int]  # uid of the row each query came from
+    started_at: str = ""
+
+
+@dataclass
+class RunRecord:
+    """The last finished run: what ran, what it found, when."""
+
+    plan: RunPlan
+    result: ReviewedSearchResult
+    provenance: list[dict[str, Any]]  # per query that ran, as the rows said when it ran
+    labels: list[str]  # per query that ran: the Model column at the time
+    started_at: str
+    finished_at: str
+    database: str
+
+
+def planned_models(qg: QueryGenerationSettings) -> tuple[list[str], int]:
+    """Models and queries per model a round uses (the agent's own rule)."""
+    return QueryAgent(None, qg).planned_models()
+
+
+class LiteratureSession:
+    """The state and quick operations of one literature search (GUI thread or the CLI's thread)."""
+
+    def __init__(self, settings: QueryGenerationSettings | None = None,
+                 literature: LiteratureSettings | None = None) -> None:
+        self.settings = settings or QueryGenerationSettings()
+        self.literature = literature or LiteratureSettings()
+        self.question = ""
+        self.rows: list[QueryRow] = []
+        self.round: GenerationRound | None = None
+        self._rounds = 0
+        self.last_run: RunRecord | None = None
+        self.documents: list[dict[str, Any]] = []  # merged, best rank first, each with "rank"
+        self.database_name = ""
+
+    # --- settings ------------------------------------------------------------------------------
+    def configure(self, settings: QueryGenerationSettings,
+                  literature: LiteratureSettings | None = None) -> None:
+        """Use changed settings from now on (Preferences applies at once)."""
+        self.settings = settings
+        if literature is not None:
+            self.literature = literature
+
+    @property
+    def selectable(self) -> bool:
+        """Whether rows can be unticked (``allow_query_selection``)."""
+        return bool(self.settings.allow_query_selection)
+
+    def agent(self, database: Any) -> QueryAgent:
+        """A :class:`QueryAgent` with the current settings on ``database``."""
+        return QueryAgent(database, self.settings, system_prompt=DEFAULT_SYSTEM_PROMPT,
+                          fetch_batch_size=self.literature.fetch_batch_size)
+
+    # --- rows ----------------------------------------------------------------------------------
+    def row(self, uid: int) -> QueryRow | None:
+        for row in self.rows:
+            if row.uid == uid:
+                return row
+        return None
+
+    def position(self, uid: int) -> int:
+        for i, row in enumerate(self.rows):
+            if row.uid == uid:
+                return i
+        return -1
+
+    def included_rows(self) -> list[QueryRow]:
+        """Ticked rows with a query, in table order: what Run takes."""
+        return [r for r in self.rows if r.included and r.runnable]
+
+    def add_hand_written(self, text: str = "") -> QueryRow:
+        """A query the user writes; an empty one is added unticked, for editing."""
+        text = text if isinstance(text, str) else ""
+        row = QueryRow(query=text, model=HAND_WRITTEN, included=bool(text.strip()))
+        return self._append(row)
+
+    def _append(self, row: QueryRow) -> QueryRow:
+        if row.runnable and row.validity == UNCHECKED:
+            row.validity = CHECKING
+        self.rows.append(row)
+        return row
+
+    def remove(self, uids: Sequence[int]) -> list[int]:
+        """Remove rows; returns the positions they had (highest first)."""
+        gone = sorted((self.position(u) for u in uids if self.position(u) >= 0), reverse=True)
+        for i in gone:
+            del self.rows[i]
+        return gone
+
+    def set_included(self, uid: int, included: bool) -> bool:
+        row = self.row(uid)
+        if row is None or not self.selectable:
+            return False
+        row.included = bool(included) and row.runnable if included else False
+        return True
+
+    def set_all_included(self, included: bool) -> None:
+        for row in self.rows:
+            row.included = included and row.runnable
+
+    def edit(self, uid: int, text: str) -> bool:
+        """Replace a row's text: it is checked again, its old run statistics go, provenance says edited."""
+        row = self.row(uid)
+        if row is None or text == row.query:
+            return False
+        if row.model != HAND_WRITTEN:
+            if row.original is None:
+                row.original = row.query
+            elif text == row.original:
+                row.original = None  # edited back to what the model wrote
+        if row.model == HAND_WRITTEN and not row.query.strip() and text.strip():
+            row.included = True  # a new hand-written row is ticked once it has text
+        row.query = text
+        row.revision += 1
+        row.note = None
+        row.normalized = None
+        row.matches = None
+        row.validity = CHECKING if text.strip() else UNCHECKED
+        row.validity_message = ""
+        row.returned = row.unique = row.run_time = None
+        row.run_error = None
+        row.ids, row.unique_ids = [], []
+        return True
+
+    # --- generation ----------------------------------------------------------------------------
+    def start_round(self, question: str, now: str) -> tuple[GenerationRound, list[int]]:
+        """Begin a generation round; returns it and the positions of rows it replaced (highest first).
+
+        Raises ``ValueError`` for an empty question.
+        """
+        question = (question or "").strip()
+        if not question:
+            raise ValueError("the research question is empty")
+        models, per_model = planned_models(self.settings)
+        self._rounds += 1
+        self.question = question
+        replaced = [r.uid for r in self.rows
+                    if r.model != HAND_WRITTEN and r.original is None and r.returned is None]
+        positions = self.remove(replaced)
+        self.round = GenerationRound(
+            number=self._rounds, question=question, models=models, queries_per_model=per_model,
+            temperature=self.settings.temperature, system_prompt=DEFAULT_SYSTEM_PROMPT, generated_at=now,
+            progress={m: ModelProgress(m, per_model) for m in models},
+        )
+        return self.round, positions
+
+    def accept_attempt(self, result: QueryGenerationResult) -> QueryRow | None:
+        """One finished attempt of the current round; returns the row it added, if any."""
+        rnd = self.round
+        if rnd is None or rnd.finished:
+            return None
+        rnd.attempts.append(result)
+        prog = rnd.progress.get(result.model)
+        if prog is not None and not result.skipped:
+            # A model that failed for good (missing, unreachable, out of time) is done: the status
+            # moves on to the next model at once.
+            prog.answered = prog.expected if result.error_kind in FATAL_FOR_MODEL else prog.answered + 1
+            prog.seconds += result.generation_time or 0.0
+            if result.ok:
+                prog.queries += 1
+            elif prog.error is None:
+                prog.error = result.error
+        if not result.ok:
+            return None
+        key = query_key(result.query)
+        earlier = [r for r in self.rows if r.runnable and query_key(r.query) == key]
+        older = [r for r in earlier if r.round != rnd.number]
+        if older or (earlier and not self.settings.show_all_queries_to_user):
+            rnd.repeats_dropped += 1
+            return None
+        repeat = bool(earlier) and self.settings.deduplicate_results
+        row = QueryRow(
+            query=result.query, model=result.model, attempt=result.attempt_number,
+            included=not repeat or not self.selectable, generation_time=result.generation_time,
+            temperature=result.temperature,
+            round=rnd.number, note=(f"same as the query of {earlier[0].source_label}; it runs once"
+                                    if repeat else None),
+        )
+        rnd.offered.append(row.query)
+        return self._append(row)
+
+    def finish_round(self, cancelled: bool = False) -> GenerationRound | None:
+        rnd = self.round
+        if rnd is not None:
+            rnd.cancelled = cancelled
+            rnd.finished = True
+        return rnd
+
+    # --- checks --------------------------------------------------------------------------------
+    def pending_checks(self, in_flight: set[tuple[int, int]] | None = None) -> list[CheckItem]:
+        busy = in_flight or set()
+        return [CheckItem(r.uid, r.revision, r.query) for r in self.rows
+                if r.validity == CHECKING and (r.uid, r.revision) not in busy]
+
+    def apply_check(self, result: CheckResult) -> bool:
+        """Apply a check; False when stale (the row was edited or removed since)."""
+        row = self.row(result.uid)
+        if row is None or row.revision != result.revision:
+            return False
+        if result.ok is None:
+            row.validity, row.validity_message, row.normalized = FAILED, result.message, None
+        elif result.ok:
+            row.validity, row.validity_message, row.normalized = VALID, "", result.message
+        else:
+            row.validity, row.validity_message, row.normalized = INVALID, result.message, None
+        row.matches = result.matches if result.ok else None
+        row.matches_exact = result.exact
+        return True
+
+    def mark_failed_for_recheck(self) -> list[int]:
+        """Rows whose check failed (database down) go back to checking; returns their uids."""
+        uids = []
+        for row in self.rows:
+            if row.validity == FAILED:
+                row.validity = CHECKING
+                uids.append(row.uid)
+        return uids
+
+    # --- running -------------------------------------------------------------------------------
+    def plan_run(self, now: str = "") -> RunPlan:
+        """The ticked rows, as shown, through the agent's review rules. Raises ``QueryAgentError``
+        (nothing ticked, all invalid, or a rule broken) with a message for the user."""
+        from kmds_desktop.literature.agent import QueryAgentError
+
+        rows = self.included_rows()
+        if not rows:
+            raise QueryAgentError("tick at least one query to run")
+        if all(r.validity == INVALID for r in rows):
+            raise QueryAgentError(
+                "every ticked query is invalid; fix them in the table (each row shows its error): "
+                + "; ".join(f"'{r.query}': {r.validity_message}" for r in rows))
+        offered = list(self.round.offered) if self.round is not None else []
+        returned = [r.query for r in rows]
+        queries = self.agent(None).apply_review(offered or returned, returned)
+        row_of_query = [next(r.uid for r in rows if query_key(r.query) == query_key(q)) for q in queries]
+        return RunPlan([(r.uid, r.revision, r.query) for r in rows], queries, row_of_query, now)
+
+    def apply_run(self, plan: RunPlan, result: ReviewedSearchResult, finished_at: str) -> RunRecord:
+        """Store a finished run: per-row statistics, the merged documents in rank order, the record."""
+        provenance, labels = [], []
+        for uid, stat in zip(plan.row_of_query, result.queries, strict=False):
+            row = self.row(uid)
+            provenance.append(row.provenance() if row else {"kind": HAND_WRITTEN})
+            labels.append(row.source_label if row else HAND_WRITTEN)
+            if row is None:
+                continue
+            revision = next((rev for u, rev, _t in plan.rows if u == uid), None)
+            if row.revision != revision:
+                continue  # edited while it ran: the numbers describe the old text
+            unique = [i for i in stat.ids if result.found_by.get(i) == [stat.index]]
+            row.ids, row.unique_ids = list(stat.ids), unique
+            row.returned = None if stat.error else len(stat.ids)
+            row.unique = None if stat.error else len(unique)
+            row.run_time, row.run_error = stat.time_s, stat.error
+            if stat.matches is not None:
+                row.matches, row.matches_exact = stat.matches, True
+        found_by = {doc_id: result.queries_for(doc_id) for doc_id in result.ids}
+        documents = []
+        for rank, doc in enumerate(result.documents, start=1):
+            item = dict(doc)
+            item["rank"] = rank
+            item["found_by"] = found_by.get(item.get("id"), [])
+            documents.append(item)
+        self.documents = documents
+        self.last_run = RunRecord(plan, result, provenance, labels, plan.started_at, finished_at,
+                                  self.database_name)
+        return self.last_run
+
+    def run_summary(self) -> str:
+        run = self.last_run
+        if run is None:
+            return ""
+        result = run.result
+        text = (f"{len(result.documents):,} documents from {len(result.ok_queries)} of "
+                f"{len(result.queries)} {_plural(len(result.queries), 'query', 'queries')}")
+        failed = result.failed_queries
+        if failed:
+            text += "; could not run: " + "; ".join(f"'{q.query}': {q.error}" for q in failed)
+        return text
+
+    # --- the log -------------------------------------------------------------------------------
+    def search_log(self, app_version: str = "") -> dict[str, Any]:
+        """The search log of the last run (see :mod:`kmds_desktop.app.search_log`)."""
+        from kmds_desktop.app.search_log import build_search_log
+
+        return build_search_log(self, app_version=app_version)
+
+
+# --- the slow parts: plain functions for a worker or the CLI ---------------------------------------
+
+
+def generate_round(agent: QueryAgent, question: str, *, on_attempt: Callable[[QueryGenerationResult], None],
+                   progress: ProgressFn | None = None, cancel: CancelToken | None = None) -> Any:
+    """Ask the models (through the agent, one call at a time); each attempt goes to ``on_attempt``."""
+    return agent.convert_question_multi_model(question, progress=progress, cancel=cancel,
+                                              on_result=on_attempt)
+
+
+def check_queries(agent: QueryAgent, items: Sequence[CheckItem], *, chunk: Callable[[CheckResult], None],
+                  progress: ProgressFn | None = None, cancel: CancelToken | None = None) -> int:
+    """Validate and count each query (the agent's check); each answer goes out through ``chunk``.
+
+    A database failure is reported for every remaining row (``ok=None``) and then raised, so rows
+    show why they could not be checked.
+    """
+    for i, item in enumerate(items):
+        check(cancel)
+        report(progress, i, len(items), "checking queries")
+        try:
+            stat = agent.check_query(item.text, cancel=cancel)
+        except Cancelled:
+            raise
+        except Exception as err:
+            if cancel is not None and cancel.cancelled:
+                raise Cancelled("cancelled by the user") from None
+            from kmds_desktop.app.messages import describe_error
+
+            for rest in items[i:]:
+                chunk(CheckResult(rest.uid, rest.revision, None, f"not checked: {describe_error(err)}"))
+            raise
+        if stat.valid:
+            chunk(CheckResult(item.uid, item.revision, True, stat.normalized or "", stat.matches,
+                              not stat.estimated))
+        else:
+            chunk(CheckResult(item.uid, item.revision, False, stat.invalid_reason or ""))
+    report(progress, len(items), len(items), "queries checked")
+    return len(items)
+
+
+def execute_run(agent: QueryAgent, plan: RunPlan, *, max_rows: int, progress: ProgressFn | None = None,
+                cancel: CancelToken | None = None) -> ReviewedSearchResult:
+    """Run exactly the plan's queries (ID-only, merged, fetched once)."""
+    return agent.run_reviewed_queries(plan.queries, max_rows=max_rows, progress=progress, cancel=cancel)
+
+
+def _plural(n: int, one: str, many: str) -> str:
+    return one if n == 1 else many

@@ -1,0 +1,65 @@
+"""One-line messages for people, from exceptions: what failed and what to do, never a class name.
+
+The window and the CLI show the same words. Errors of this app's own families (LLM, literature,
+index, KB, settings) already carry a message written for users, so it is shown as is; only an empty
+message or an unexpected exception needs wording here. Classification is by exception *type*, never
+by the text of a message.
+"""
+
+from __future__ import annotations
+
+from kmds_desktop.config import SettingsError
+from kmds_desktop.index.errors import SemanticIndexError
+from kmds_desktop.kb.model import KnowledgeBaseError
+from kmds_desktop.literature.errors import LiteratureError
+from kmds_desktop.llm.errors import (
+    LLMAuthError,
+    LLMBadReply,
+    LLMError,
+    LLMModelNotFound,
+    LLMQuotaError,
+    LLMTimeout,
+    LLMUnreachable,
+)
+from kmds_desktop.tasks import Cancelled
+
+#: Wording for an error that came without a message of its own.
+_FALLBACK: tuple[tuple[type[BaseException], str], ...] = (
+    (Cancelled, "cancelled"),
+    (LLMTimeout, "the model did not answer within the time limit"),
+    (LLMUnreachable, "the LLM server could not be reached"),
+    (LLMModelNotFound, "the model is not installed on the server"),
+    (LLMAuthError, "the API key is missing or was refused"),
+    (LLMQuotaError, "the provider's quota or rate limit was reached"),
+    (LLMBadReply, "the model's reply was unusable"),
+    (LLMError, "the LLM gave no reply"),
+    (SettingsError, "the settings are invalid"),
+    (MemoryError, "out of memory"),
+    (TimeoutError, "the operation timed out"),
+    (ConnectionError, "the connection failed"),
+    (OSError, "a file or connection could not be used"),
+)
+
+#: Exception families whose message is written for users (shown without a prefix).
+_OWN_FAMILIES: tuple[type[BaseException], ...] = (
+    LLMError, SettingsError, Cancelled, LiteratureError, SemanticIndexError, KnowledgeBaseError,
+)
+
+
+def describe_error(exc: BaseException) -> str:
+    """The exception as words for a user: its own message, or a plain phrase for its kind."""
+    text = " ".join(str(exc).split())
+    if text:
+        if isinstance(exc, (*_OWN_FAMILIES, OSError, ValueError)):
+            return text
+        return f"unexpected error: {text}"
+    for kind, phrase in _FALLBACK:
+        if isinstance(exc, kind):
+            return phrase
+    return "unexpected error (see the log file for details)"
+
+
+def user_message(exc: BaseException, context: str = "") -> str:
+    """``"<context>: <what failed>"`` in one line, with no exception class name in it."""
+    detail = describe_error(exc)
+    return f"{context}: {detail}" if context else detail[:1].upper() + detail[1:]

@@ -1,0 +1,162 @@
+"""The search log: everything needed to repeat a literature search, on any copy of the literature.
+
+Written by the window's *Export search log* and printed by ``kmds-desktop literature search
+--json``; for the same reviewed queries on the same literature both are the same document apart
+from the timing fields in :data:`VOLATILE_KEYS`. Why identifiers besides row numbers: a row number
+(``id``) only means something in the database that assigned it; the source and its own identifier
+(PMID, DOI, SciFact id) find the same paper in another database, so each document is listed with
+``ref`` = ``"<source>:<external id>"``, its PMID and DOI, and every query lists the refs it found.
+
+Format ``kmds-desktop-search-log/2``::
+
+    question, models, queries_per_model, temperature, system_prompt, settings{...}
+    attempts[]   every generation attempt: model, attempt, temperature, query, error, generation_time
+    queries[]    each query that ran: query, model (the Model column), provenance{kind, model, attempt,
+                 temperature, generation_time, edited_from}, matches, ids, refs, unique_ids,
+                 unique_refs, error, time_s
+    documents[]  merged, best rank first: rank, id, ref, source, external_id, pmid, doi, title, year,
+                 found_by (indices into queries)
+    merged_ids, document_count, database, app_version, generated_at, run_started_at, run_finished_at
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kmds_desktop.app.literature import LiteratureSession
+
+FORMAT = "kmds-desktop-search-log/2"
+
+#: Fields that record when or how long something took: they differ between two runs of one search.
+VOLATILE_KEYS = frozenset({"generated_at", "run_started_at", "run_finished_at", "time_s", "generation_time",
+                           "total_time_s"})
+
+#: The largest log file :func:`load_search_log` reads (a log of 100,000 documents is ~30 MB).
+MAX_LOG_BYTES = 64 * 1024 * 1024
+
+
+def document_ref(doc: Mapping[str, Any]) -> str:
+    """``"<source>:<external id>"``: the document's identity outside this database."""
+    source = str(doc.get("source_name") or doc.get("source") or "").strip()
+    external = str(doc.get("external_id") or "").strip()
+    if source and external:
+        return f"{source}:{external}"
+    if doc.get("doi"):
+        return f"doi:{doc['doi']}"
+    return f"id:{doc.get('id')}"
+
+
+def build_search_log(session: LiteratureSession, *, app_version: str = "") -> dict[str, Any]:
+    """The log of ``session``'s last run (the generation round and settings that led to it)."""
+    rnd = session.round
+    qg = session.settings
+    log: dict[str, Any] = {
+        "format": FORMAT,
+        "question": rnd.question if rnd else session.question,
+        "models": list(rnd.models) if rnd else [],
+        "queries_per_model": rnd.queries_per_model if rnd else None,
+        "temperature": rnd.temperature if rnd else qg.temperature,
+        "system_prompt": rnd.system_prompt if rnd else "",
+        "settings": {
+            "multi_model_enabled": qg.multi_model_enabled,
+            "deduplicate_results": qg.deduplicate_results,
+            "show_all_queries_to_user": qg.show_all_queries_to_user,
+            "allow_query_selection": qg.allow_query_selection,
+            "max_rows": session.literature.max_rows,
+        },
+        "generated_at": rnd.generated_at if rnd else None,
+        "attempts": [
+            {"model": a.model, "attempt": a.attempt_number, "temperature": a.temperature, "query": a.query,
+             "error": a.error, "generation_time": a.generation_time}
+            for a in (rnd.attempts if rnd else [])
+        ],
+        "queries": [],
+        "documents": [],
+        "merged_ids": [],
+        "document_count": 0,
+        "database": session.database_name,
+        "app_version": app_version,
+        "run_started_at": None,
+        "run_finished_at": None,
+    }
+    run = session.last_run
+    if run is None:
+        return log
+    result = run.result
+    refs = {int(d["id"]): document_ref(d) for d in result.documents if d.get("id") is not None}
+    for stat, provenance, label in zip(result.queries, run.provenance, run.labels, strict=False):
+        unique = [i for i in stat.ids if result.found_by.get(i) == [stat.index]]
+        log["queries"].append({
+            "query": stat.query,
+            "model": label,
+            "provenance": provenance,
+            "matches": stat.matches,
+            "ids": list(stat.ids),
+            "refs": [refs.get(i, f"id:{i}") for i in stat.ids],
+            "unique_ids": unique,
+            "unique_refs": [refs.get(i, f"id:{i}") for i in unique],
+            "error": stat.error,
+            "time_s": stat.time_s,
+        })
+    for rank, doc in enumerate(result.documents, start=1):
+        doc_id = int(doc["id"])
+        log["documents"].append({
+            "rank": rank,
+            "id": doc_id,
+            "ref": refs[doc_id],
+            "source": doc.get("source_name") or doc.get("source"),
+            "external_id": doc.get("external_id"),
+            "pmid": doc.get("pmid"),
+            "doi": doc.get("doi"),
+            "title": doc.get("title"),
+            "year": doc.get("year"),
+            "found_by": list(result.found_by.get(doc_id, [])),
+        })
+    log["merged_ids"] = list(result.ids)
+    log["document_count"] = len(result.documents)
+    log["run_started_at"], log["run_finished_at"] = run.started_at, run.finished_at
+    return log
+
+
+def without_volatile(value: Any) -> Any:
+    """``value`` with every timing field (:data:`VOLATILE_KEYS`) removed, at any depth."""
+    if isinstance(value, Mapping):
+        return {k: without_volatile(v) for k, v in value.items() if k not in VOLATILE_KEYS}
+    if isinstance(value, list):
+        return [without_volatile(v) for v in value]
+    return value
+
+
+def search_log_json(log: Mapping[str, Any]) -> str:
+    return json.dumps(log, indent=2, ensure_ascii=False, default=str)
+
+
+def write_search_log(log: Mapping[str, Any], path: str | Path) -> Path:
+    """Write the log as UTF-8 JSON (private to the user: 0600); returns the path."""
+    import os
+
+    path = Path(path)
+    data = (search_log_json(log) + "\n").encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+    return path
+
+
+def load_search_log(path: str | Path) -> dict[str, Any]:
+    """Read a log written by :func:`write_search_log` (bounded size); ``ValueError`` when it is not one."""
+    path = Path(path)
+    size = path.stat().st_size
+    if size > MAX_LOG_BYTES:
+        raise ValueError(f"{path}: {size:,} bytes is larger than a search log can be")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except RecursionError:
+        raise ValueError(f"{path}: nested too deeply to be a search log") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise ValueError(f"{path}: not a KMDS Desktop search log ({FORMAT})")
+    return data
