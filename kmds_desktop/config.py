@@ -202,3 +202,16 @@ def save_settings(settings: Settings, path: Path | None = None) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def get_query_generation_config(settings: Settings | None = None) -> dict[str, Any]:
+    """The ``query_generation`` section as a plain dict, by BMLibrarian's name for it.
+
+    Keys (BMLibrarian's): ``multi_model_enabled``, ``models``, ``queries_per_model``,
+    ``execution_mode``, ``deduplicate_results``, ``show_all_queries_to_user``,
+    ``allow_query_selection``; and this app's ``temperature``, ``ollama_host``, ``timeout_s``.
+    Read from the settings file (defaults when there is none); a copy, so changing it changes
+    nothing until saved through :func:`save_settings`.
+    """
+    settings = settings if settings is not None else load_settings()
+    return settings.query_generation.model_dump(mode="json")

@@ -162,12 +162,14 @@ def test_each_setting_changes_what_the_agent_does(pg_database, fake_ollama) -> N
                                               human_query_modifier=lambda qs: seen.append(qs) or qs))
         return seen[0], agent
 
-    all_shown, agent = offered_with(queries_per_model=3, show_all_queries_to_user=True)
+    # the modifier receives the unique queries (BMLibrarian's documented behaviour), whatever the
+    # review table shows (show_all_queries_to_user is the table's setting)
+    for show_all in (True, False):
+        unique_shown, agent = offered_with(queries_per_model=3, show_all_queries_to_user=show_all)
+        assert unique_shown == ["cystic & fibrosis", "lung & fibrosis"]
+        assert len(agent.last_result.queries) == 2
+    all_shown, agent = offered_with(queries_per_model=3, deduplicate_results=False)
     assert all_shown == ["cystic & fibrosis", "Cystic & Fibrosis", "lung & fibrosis"]
-    assert len(agent.last_result.queries) == 2  # the review's list is de-duplicated again
-    unique_shown, _ = offered_with(queries_per_model=3, show_all_queries_to_user=False)
-    assert unique_shown == ["cystic & fibrosis", "lung & fibrosis"]
-    _, agent = offered_with(queries_per_model=3, deduplicate_results=False, show_all_queries_to_user=False)
     assert [s.query for s in agent.last_result.queries] == ["cystic & fibrosis", "Cystic & Fibrosis",
                                                              "lung & fibrosis"]
     one, _ = offered_with(queries_per_model=1)

@@ -293,11 +293,11 @@ def test_user_callable_and_backend_choice(fake_ollama, analytics_kb, index_dir, 
     monkeypatch.setattr(secrets, "_keyring_get", lambda name: None)
     fake_ollama.models["llama3.1:8b"] = ModelScript(replies=[scripted(route_json("exploratory_search"))])
     auto = SearchOrchestrator(analytics_kb, persist_dir=index_dir, ollama_host=fake_ollama.url,
-                              settings=Settings())
+                              backend="auto", settings=Settings())
     assert auto.resolve_backend() == "ollama"
     fake_ollama.models.clear()
     offline = SearchOrchestrator(analytics_kb, persist_dir=index_dir, ollama_host=fake_ollama.url,
-                                 settings=Settings())
+                                 backend="auto", settings=Settings())
     assert offline.resolve_backend() == "offline" and "no model" in offline.backend_note
     # explicit google without a key: every LLM step falls back, with the key's sources named
     no_key = SearchOrchestrator(analytics_kb, persist_dir=index_dir, backend="google", settings=Settings())
@@ -403,7 +403,7 @@ def test_auto_offline_says_why_and_that_no_llm_was_used(analytics_kb, index_dir,
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         down = f"http://127.0.0.1:{s.getsockname()[1]}"
-    result = SearchOrchestrator(analytics_kb, persist_dir=index_dir, ollama_host=down,
+    result = SearchOrchestrator(analytics_kb, persist_dir=index_dir, ollama_host=down, backend="auto",
                                 settings=Settings()).ask("Which model was selected?")
     assert result.backend == "offline" and result.synthesis == "offline" and result.fallback_reason is None
     assert result.answer.startswith("No LLM was used (offline mode)")

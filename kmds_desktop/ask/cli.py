@@ -57,9 +57,15 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     from kmds_desktop.tasks import Cancelled
 
     try:
+        index = None
+        if args.persist_dir is None:  # the data folder's index (or the configured server)
+            from kmds_desktop.index import open_index
+
+            index = open_index(settings, model_name=settings.index.embedding_model)
         orchestrator = SearchOrchestrator(
             args.kb_file,
             persist_dir=args.persist_dir,
+            index=index,
             model=args.model,
             embedding_model=settings.index.embedding_model,
             n_results=args.n_results if args.n_results is not None else settings.index.n_results,

@@ -67,11 +67,18 @@ class SearchOrchestrator:
     """Answers questions about one knowledge base; see the module docstring for the steps.
 
     ``kb_path`` is a KB file or an already-loaded :class:`~kmds_desktop.kb.KnowledgeBase` (the GUI
-    passes the one it shows, edits included). ``llm_fn`` is any ``prompt -> str`` callable (an
-    :class:`~kmds_desktop.llm.OllamaBackend` keeps its cancel support); without it ``backend``
-    decides: "auto" (Ollama if it answers, else Google if a key is set, else offline), "ollama",
-    "google" or "offline". ``model`` overrides the configured model of the chosen backend;
-    ``ollama_host`` the configured host. ``index`` lets the caller share an open ``SemanticIndex``.
+    passes the one it shows, edits included). ``persist_dir`` is the index folder; None (the
+    default, as in KMDS) keeps the index in memory for this orchestrator's lifetime, unless
+    ``index`` shares an open ``SemanticIndex`` (the app and the CLI pass the data folder's).
+
+    ``llm_fn`` is any ``prompt -> str`` callable (an :class:`~kmds_desktop.llm.OllamaBackend`
+    keeps its cancel support). Without it ``backend`` decides, and its default is KMDS's documented
+    one: Google GenAI ("google"), which needs ``GOOGLE_API_KEY`` (or the keyring). Without a key
+    nothing is sent anywhere: every result says so in ``backend_note`` and ``fallback_reason``
+    (the records are still found, by semantic search, and quoted extractively). The app passes
+    "auto" (Ollama if it answers, else Google if a key is set, else offline); "ollama" and
+    "offline" are the other choices. ``model`` overrides the configured model of the chosen
+    backend; ``ollama_host`` the configured host. ``n_results`` is the visible limit on records
     """
 
     def __init__(
@@ -83,7 +90,7 @@ class SearchOrchestrator:
         model: str | None = None,
         embedding_model: str = DEFAULT_MODEL,
         n_results: int = 5,
-        backend: str = "auto",
+        backend: str = "google",
         settings: Settings | None = None,
         ollama_host: str | None = None,
         index: Any | None = None,
@@ -138,8 +145,11 @@ class SearchOrchestrator:
                 try:
                     choice = choose_backend(self.llm_settings, self.requested_backend)
                     self._llm, self.backend_name, self.backend_note = choice.llm, choice.name, choice.note
-                except LLMError as err:  # explicit "google" without a key: every LLM step will fall back
+                except LLMError as err:  # "google" without a key: every LLM step will fall back
                     self._llm, self._llm_error, self.backend_name = None, err, self.requested_backend
+                    self.backend_note = (
+                        f"{self.requested_backend} could not be used: {err} Nothing was sent to an LLM; "
+                        "pass backend='auto' or 'offline' (or llm_fn=...) to choose another way")
             log.info("ask backend: %s %s", self.backend_name, self.backend_note)
             return self.backend_name
 
@@ -148,14 +158,10 @@ class SearchOrchestrator:
         """This orchestrator's ``SemanticIndex`` (opened on first use)."""
         with self._lock:
             if self._index is None:
-                if self.persist_dir is not None:
-                    from kmds_desktop.index import SemanticIndex
+                from kmds_desktop.index import SemanticIndex
 
-                    self._index = SemanticIndex(self.persist_dir, self.embedding_model)
-                else:
-                    from kmds_desktop.index import open_index
-
-                    self._index = open_index(self.settings, model_name=self.embedding_model)
+                # None: in memory, as documented (the app and the CLI pass their own index)
+                self._index = SemanticIndex(self.persist_dir, self.embedding_model)
             return self._index
 
     def refresh_index(self, progress: ProgressFn | None = None, cancel: CancelToken | None = None) -> Any:
@@ -276,7 +282,7 @@ class SearchOrchestrator:
         assert ran is not None
         result.route = ran
         result.intent_class = ran.intent_class
-        result.route_explanation = ran.explanation
+        result.route_explanation = _explanation(proposed, ran, fallback)
         result.results = results
         timings["total"] = time.perf_counter() - started
         return result
@@ -496,6 +502,15 @@ def _remember_fresh(index: Any, kb_id: str, signature: int) -> None:
             _FRESH.setdefault(index, {})[kb_id] = signature
         except TypeError:
             pass
+
+
+def _explanation(proposed: OrchestratorRoute | None, ran: OrchestratorRoute,
+                 fallback: tuple[str, str] | None) -> str:
+    """Why this route: the router's own explanation, kept beside the fallback's reason when the
+    route it chose could not run (KMDS's ``route_explanation`` is the router's explanation)."""
+    if fallback is None or proposed is None or not proposed.explanation.strip():
+        return ran.explanation
+    return f"{proposed.explanation.strip()} {ran.explanation}"
 
 
 def _observation_result(obs: Observation, distance: float | None, source: str) -> dict[str, Any]:

@@ -21,9 +21,9 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from kmds_desktop.index import embeddings, entries, index_process, store
+from kmds_desktop.index import embeddings, entries, index_process, kb_source, store
 from kmds_desktop.index.embeddings import DEFAULT_MODEL
 from kmds_desktop.index.errors import (
     InvalidQueryError,
@@ -88,6 +88,9 @@ class SemanticIndex:
     in the process that draws the window. After :meth:`build` or :meth:`attach`, searches, counts
     and :meth:`clear` default to that KB, so a caller never sees another KB's entries by accident.
     """
+
+    #: The embedding model used when none is named (KMDS's ``SemanticIndex.DEFAULT_MODEL``).
+    DEFAULT_MODEL: ClassVar[str] = DEFAULT_MODEL
 
     def __init__(
         self,
@@ -216,7 +219,17 @@ class SemanticIndex:
         progress: ProgressFn | None = None,
         cancel: CancelToken | None = None,
     ) -> BuildReport:
-        """Load the KB file and bring its entries up to date (see :meth:`build_from_onto`)."""
+        """Load the KB and bring its entries up to date (see :meth:`build_from_onto`).
+
+        ``kb_path`` is a file path or, as in KMDS, a URL: an http(s) URL is fetched with bounded
+        size and time (:mod:`~kmds_desktop.index.kb_source`) and indexed under a ``kb_id`` derived
+        from the URL, so building it again updates the same entries.
+        """
+        if kb_source.is_url(kb_path):
+            url = str(kb_path).strip()
+            kb = kb_source.load_kb_url(url, cancel=cancel)
+            return self.build_from_onto(kb, progress=progress, cancel=cancel,
+                                        kb_id=kb_source.kb_id_for_url(url))
         return self.build_from_onto(load_kb_file(kb_path), progress=progress, cancel=cancel)
 
     def build_from_onto(
@@ -348,7 +361,9 @@ class SemanticIndex:
 
     def attach(self, kb: Any) -> str:
         """Make later searches default to ``kb`` (a ``KnowledgeBase``, a KB file or a ``kb_id``)."""
-        if isinstance(kb, str) and not Path(kb).exists():
+        if kb_source.is_url(kb):
+            self.kb_id = kb_source.kb_id_for_url(str(kb))
+        elif isinstance(kb, str) and not Path(kb).exists():
             self.kb_id = kb
         elif isinstance(kb, (str, Path)):
             self.kb_id = str(load_kb_file(kb).kb_id)
@@ -673,7 +688,9 @@ def _read_source(kb: Any, kb_id: str | None) -> entries.SourceKB:
 
 def load_kb_file(kb_path: str | Path) -> Any:
     """``load_kb`` with its failures turned into one clear index error naming the file."""
-    path = Path(kb_path).expanduser()
+    if kb_source.is_url(kb_path):
+        return kb_source.load_kb_url(str(kb_path))
+    path = kb_source.local_path(kb_path)
     if not path.is_file():
         raise KnowledgeBaseReadError(f"knowledge base file {path} does not exist")
     from kmds_desktop.kb import load_kb

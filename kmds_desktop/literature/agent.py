@@ -14,9 +14,11 @@ How the ``query_generation`` settings act here:
   generator.
 - ``deduplicate_results``: off -> every successful query is kept, so equal queries run twice (the
   statistics then show it); on -> case/spacing-insensitive de-duplication before anything runs.
-- ``show_all_queries_to_user``: the human-in-the-loop modifier is shown every query each model
-  produced (repeats included) when on, only the unique ones when off. Whatever it returns is
-  de-duplicated again (if de-duplication is on) before running.
+- ``show_all_queries_to_user``: the review table lists every query each model produced, repeats
+  included (greyed, unticked) when on, only the unique ones when off (the GUI's choice). The
+  human-in-the-loop modifier of :meth:`QueryAgent.find_abstracts_multi_query` receives the unique
+  queries either way, as BMLibrarian documents (``human_query_modifier(result.unique_queries)``);
+  whatever it returns is de-duplicated again (if de-duplication is on) before running.
 - ``allow_query_selection``: off -> the modifier may edit queries but not drop any (returning fewer
   queries than it was shown raises :class:`QueryAgentError`); on -> it may tick a subset.
 - ``execution_mode``: only "serial" exists (validated in :mod:`kmds_desktop.config`).
@@ -233,6 +235,42 @@ class QueryAgent:
         self.last_result = result
         yield from result.documents
 
+    def find_abstracts(
+        self, question: str, max_rows: int = 100, use_pubmed: bool = True, use_medrxiv: bool = True,
+        use_others: bool = True, from_date: date | None = None, to_date: date | None = None,
+        batch_size: int | None = None, use_ranking: bool = True, human_in_the_loop: bool = False,
+        human_query_modifier: Callable[[str], str] | None = None, *,
+        progress: ProgressFn | None = None, cancel: CancelToken | None = None,
+    ) -> Iterator[dict[str, Any]]:
+        """BMLibrarian's single-query search: one query from the first model, then its documents.
+
+        A generator, like BMLibrarian's: nothing happens until it is iterated. With
+        ``human_in_the_loop`` the ``human_query_modifier(query) -> query`` callback sees the
+        generated query and may edit it (an empty reply cancels nothing: the original runs).
+        ``batch_size`` is the fetch batch (default: the agent's). Documents always come best
+        ranked first (``use_ranking`` is accepted for compatibility; ranking is never switched
+        off, because an unranked ``max_rows`` cut would drop arbitrary matches).
+        """
+        query = self.convert_question(question, cancel=cancel)
+        if human_in_the_loop and human_query_modifier is not None:
+            edited = human_query_modifier(query)
+            query = str(edited).strip() if edited and str(edited).strip() else query
+        saved = self.fetch_batch_size
+        if batch_size is not None:
+            if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+                raise QueryAgentError(f"batch_size must be a whole number of at least 1, not {batch_size!r}")
+            self.fetch_batch_size = batch_size
+        try:
+            result = self.run_reviewed_queries(
+                [query], max_rows=max_rows, use_pubmed=use_pubmed, use_medrxiv=use_medrxiv,
+                use_others=use_others, from_date=from_date, to_date=to_date, progress=progress,
+                cancel=cancel,
+            )
+        finally:
+            self.fetch_batch_size = saved
+        self.last_result = result
+        yield from result.documents
+
     def _reviewed(self, generated: MultiModelQueryResult, human_in_the_loop: bool,
                   modifier: QueryModifier | None) -> list[str]:
         """The queries to run: the generated ones, or what the human review made of them."""
@@ -242,10 +280,7 @@ class QueryAgent:
         if not human_in_the_loop or modifier is None:
             return list(generated.unique_queries)
         s = self.settings
-        if s.show_all_queries_to_user:
-            offered = [r.query for r in generated.successful]
-        else:
-            offered = list(generated.unique_queries)
+        offered = list(generated.unique_queries)
         return self.apply_review(offered, [str(q) for q in (modifier(list(offered)) or [])])
 
     def apply_review(self, offered: Sequence[str], returned: Sequence[str]) -> list[str]:

@@ -164,12 +164,25 @@ class MultiModelQueryGenerator:
 
     ``backend`` answers every non-builtin model (one Ollama backend serves all of them through its
     per-call ``model=`` override); when None, an :class:`OllamaBackend` on ``ollama_host`` is made on
-    first use. ``database`` (optional) lets ``builtin:keywords`` stem words and rank them by rarity.
+    first use. As in BMLibrarian, ``backend`` may also be the Ollama host itself
+    (``MultiModelQueryGenerator("http://localhost:11434")``): the client is then made for that host.
+    ``database`` (optional) lets ``builtin:keywords`` stem words and rank them by rarity.
     """
 
-    def __init__(self, backend: ChatBackend | None = None, *, ollama_host: str | None = None,
+    def __init__(self, backend: ChatBackend | str | None = None, *, ollama_host: str | None = None,
                  timeout: float = 120.0, database: TermStatistics | None = None,
                  deduplicate: bool = True) -> None:
+        if isinstance(backend, str):
+            host = backend.strip()
+            if not host:
+                raise ValueError("the Ollama host is empty: give e.g. 'http://localhost:11434'")
+            if ollama_host is not None and ollama_host.strip() != host:
+                raise ValueError(f"two Ollama hosts given: {host!r} and ollama_host={ollama_host!r}")
+            backend, ollama_host = None, host
+        elif backend is not None and not callable(getattr(backend, "chat", None)):
+            raise TypeError(
+                f"backend must be an Ollama host URL or an object with a chat() method, not "
+                f"{type(backend).__name__}")
         self._backend = backend
         self.ollama_host = ollama_host
         self.timeout = timeout
@@ -247,6 +260,10 @@ class MultiModelQueryGenerator:
             question=question,
             deduplicated=self.deduplicate,
         )
+
+    def _deduplicate_queries(self, queries: Sequence[str]) -> list[str]:
+        """BMLibrarian's name: case/spacing-insensitive de-duplication, first spelling kept."""
+        return deduplicate_queries([q for q in queries if q and q.strip()])
 
     def _attempt(self, model: str, question: str, system: str, attempt: int, base_temperature: float,
                  previous: list[str], cancel: CancelToken | None) -> QueryGenerationResult:
