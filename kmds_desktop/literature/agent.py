@@ -279,7 +279,6 @@ class QueryAgent:
             raise QueryAgentError(f"no query could be generated for the question ({errors or 'no models'})")
         if not human_in_the_loop or modifier is None:
             return list(generated.unique_queries)
-        s = self.settings
         offered = list(generated.unique_queries)
         return self.apply_review(offered, [str(q) for q in (modifier(list(offered)) or [])])
 
