@@ -10,6 +10,7 @@ reports (``invalid_route`` or ``unknown_intent``), never a guess.
 from __future__ import annotations
 
 import ast
+import itertools
 import json
 import re
 from typing import Any
@@ -18,12 +19,28 @@ from pydantic import ValidationError
 
 from kmds_desktop.ask.catalog import ROUTES
 from kmds_desktop.ask.models import INTENT_CLASSES, OrchestratorRoute
+from kmds_desktop.limits import too_long_reason
 
 _FILTER_KEYS = ("obs_type_filter", "finding_seq_min", "finding_seq_max", "keyword")
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
 #: Reasoning models (deepseek-r1, qwen3) think aloud first; drafts in there are not the answer.
 _THINK = re.compile(r"<think>.*?(?:</think>|$)", re.DOTALL | re.IGNORECASE)
+#: A route is three levels deep; a reply nested deeper than this is refused, never recursed into.
+MAX_ROUTE_DEPTH = 32
+#: Braces and quotes looked at before giving up (a route has a few dozen).
+MAX_SCAN_TOKENS = 400
+_MIN_OBJECT_CHARS = len('{"intent":1}')  # a shorter {...} cannot hold a route: not decoded
+_MAX_OBJECT_CHARS = 64 * 1024  # a longer {...} is not a route: not decoded
+_MAX_FENCES = 8
+#: Objects handed to the JSON decoder before giving up (a route reply has a handful).
+MAX_DECODED_OBJECTS = 32
+_STRUCTURE = re.compile(r"[{}\"']")
+#: The rest of a string after its opening quote, in one possessive match (no backtracking): up to
+#: the closing quote, or a line end (a route's strings are on one line), or the end of the text.
+_STRING_REST = {
+    q: re.compile(rf"(?:[^{q}\\\n]++|\\.)*+(?:(?P<end>{q})|\n|\Z)", re.DOTALL) for q in "\"'"
+}
 
 
 class RouteError(ValueError):
@@ -63,13 +80,23 @@ def routing_prompt(question: str, obs_types: list[str] | None = None) -> str:
 
 
 def parse_route(reply: str) -> OrchestratorRoute:
-    """Find, repair and validate the route in an LLM reply; raises :class:`RouteError`."""
+    """Find, repair and validate the route in an LLM reply; raises :class:`RouteError`.
+
+    Bounded whatever the reply holds: longer than
+    :data:`~kmds_desktop.limits.MAX_REPLY_CHARS` is refused before any parsing, the scan is one
+    pass that never recurses on nesting (deeper than :data:`MAX_ROUTE_DEPTH` is refused) and stops
+    after :data:`MAX_SCAN_TOKENS` braces and quotes or :data:`MAX_DECODED_OBJECTS` decoded objects,
+    and at most about twice the reply's length is handed to the JSON decoder.
+    """
     if not isinstance(reply, str) or not reply.strip():
         raise RouteError("invalid_route", "the router's reply was empty")
+    too_long = too_long_reason(reply, "router's reply")
+    if too_long:
+        raise RouteError("invalid_route", too_long)
     reply = _THINK.sub("", reply) if "</think>" in reply.lower() else reply
-    candidates = [m.group(1) for m in _FENCE.finditer(reply)] + [reply]
+    fenced = [m.group(1) for m in itertools.islice(_FENCE.finditer(reply), _MAX_FENCES)]
     obj: dict[str, Any] | None = None
-    for text in candidates:
+    for text in [*fenced, reply]:
         obj = _first_route_object(text)
         if obj is not None:
             break
@@ -94,63 +121,92 @@ def _first_route_object(text: str) -> dict[str, Any] | None:
 
     Preferring a known template skips a model's echo of the prompt's format line
     (``"intent_class": "<one of the templates>"``) that comes before its real answer.
+
+    One left-to-right pass keeps a stack of open braces (quotes count only inside braces, so an
+    apostrophe in prose changes nothing); each ``{...}`` is decoded when its ``}`` arrives, inner
+    objects first, so an unclosed ``{`` before the answer does not hide it. Raises
+    :class:`RouteError` when the nesting is deeper than any route (a hostile or broken reply).
     """
-    decoder = json.JSONDecoder()
-    first: dict[str, Any] | None = None
-    for start in (m.start() for m in re.finditer(r"\{", text)):
-        obj = _decode_at(decoder, text, start)
-        if isinstance(obj, dict):
-            if isinstance(obj.get("route"), dict):
+    stack: list[int] = []
+    known: tuple[int, dict[str, Any]] | None = None  # earliest route with a known template
+    other: tuple[int, dict[str, Any]] | None = None  # earliest route-like object otherwise
+    budget = 2 * len(text) + _MAX_OBJECT_CHARS
+    decodes_left = MAX_DECODED_OBJECTS
+    pos = 0
+    for _ in range(MAX_SCAN_TOKENS):
+        if not stack:
+            if known is not None:
+                return known[1]  # anything after starts later
+            pos = text.find("{", pos)
+            if pos < 0:
+                break
+            stack.append(pos)
+            pos += 1
+            continue
+        match = _STRUCTURE.search(text, pos)
+        if match is None:
+            break
+        ch, pos = match.group(), match.end()
+        if ch in "\"'":
+            rest = _STRING_REST[ch].match(text, pos)
+            assert rest is not None  # the pattern matches the empty end of text
+            if rest.group("end") is None and rest.end() == len(text):
+                break  # an unterminated string runs to the end: nothing after it can close
+            pos = rest.end()
+        elif ch == "{":
+            if len(stack) >= MAX_ROUTE_DEPTH:
+                break
+            stack.append(match.start())
+        else:  # "}"
+            start = stack.pop()
+            length = pos - start
+            if not _MIN_OBJECT_CHARS <= length <= min(_MAX_OBJECT_CHARS, budget):
+                continue
+            if decodes_left == 0:
+                break
+            decodes_left -= 1
+            budget -= length
+            obj = _decode(text[start:pos])
+            if isinstance(obj, dict) and isinstance(obj.get("route"), dict):
                 obj = obj["route"]
-            if any(k in obj for k in ("intent_class", "intent", "template")):
-                if _normalise(obj)["intent_class"] in INTENT_CLASSES:
-                    return obj
-                first = first or obj
-    return first
+            if not isinstance(obj, dict) or not any(k in obj for k in ("intent_class", "intent", "template")):
+                continue
+            if _normalise(obj)["intent_class"] in INTENT_CLASSES:
+                if known is None or start < known[0]:
+                    known = (start, obj)
+            elif other is None or start < other[0]:
+                other = (start, obj)
+    else:
+        if known is None and other is None:
+            raise RouteError("invalid_route", f"no JSON route within the first {MAX_SCAN_TOKENS} braces and "
+                                              "quotes of the router's reply")
+    if decodes_left == 0 and known is None and other is None:
+        raise RouteError("invalid_route", f"no JSON route among the first {MAX_DECODED_OBJECTS} objects of "
+                                          "the router's reply")
+    if known is not None or other is not None:
+        return (known or other)[1]  # type: ignore[index]
+    if len(stack) >= MAX_ROUTE_DEPTH:
+        raise RouteError("invalid_route", f"the router's reply nests braces deeper than {MAX_ROUTE_DEPTH} "
+                                          "levels; it is not a route")
+    return None
 
 
-def _decode_at(decoder: json.JSONDecoder, text: str, start: int) -> Any:
-    try:
-        return decoder.raw_decode(text, start)[0]
-    except json.JSONDecodeError:
-        pass
-    end = _matching_brace(text, start)
-    if end is None:
-        return None
-    chunk = _TRAILING_COMMA.sub(r"\1", text[start : end + 1])
+def _decode(chunk: str) -> Any:
+    """``chunk`` as JSON, else with trailing commas removed, else as a Python-style dict."""
     try:
         return json.loads(chunk)
-    except json.JSONDecodeError:
+    except ValueError:  # JSONDecodeError, or a number over Python's digit limit
+        pass
+    chunk = _TRAILING_COMMA.sub(r"\1", chunk)
+    try:
+        return json.loads(chunk)
+    except ValueError:
         pass
     try:  # Python-style dicts: single quotes, None/True
         python_style = chunk.replace("null", "None").replace("true", "True").replace("false", "False")
         return ast.literal_eval(python_style)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return None
-
-
-def _matching_brace(text: str, start: int) -> int | None:
-    depth = 0
-    quote: str | None = None
-    escaped = False
-    for i in range(start, len(text)):
-        ch = text[i]
-        if quote:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == quote:
-                quote = None
-        elif ch in "\"'":
-            quote = ch
-        elif ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return i
-    return None
 
 
 def _normalise(obj: dict[str, Any]) -> dict[str, Any]:
@@ -175,5 +231,5 @@ def _normalise(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def _snippet(text: str, limit: int = 120) -> str:
-    one_line = " ".join(text.split())
+    one_line = " ".join(text[: limit * 4].split())
     return one_line if len(one_line) <= limit else one_line[: limit - 1] + "…"

@@ -14,26 +14,40 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from kmds_desktop.limits import too_long_reason
+
 _FENCE = re.compile(r"```[ \t]*[\w+-]*[ \t]*\n?(.*?)(?:```|\Z)", re.DOTALL)
 _TO_TSQUERY = re.compile(
-    r"(?:to_tsquery|websearch_to_tsquery|plainto_tsquery)\s*\(\s*(?:'[a-z_]+'\s*,\s*)?'((?:[^']|'')*)'\s*\)",
-    re.IGNORECASE,
-)
+    r"(?:to_tsquery|websearch_to_tsquery|plainto_tsquery)\s*\(\s*(?:'[a-z_]+'\s*,\s*)?'", re.IGNORECASE)
+#: The quoted argument after the call's opening quote, matched possessively (no backtracking).
+_TSQUERY_ARGUMENT = re.compile(r"((?:[^']++|'')*+)'\s*\)")
 _LABEL = re.compile(
     r"^\s*(?:[-*•>]+\s*|\d+[.)]\s*)?(?:\*\*)?\s*"
     r"(?:(?:final\s+|postgresql\s+|full[- ]text\s+|search\s+|ts)?(?:query|tsquery|answer|output)"
     r"(?:\s*\d+)?)?\s*(?:\*\*)?\s*[:=]?\s*(?:\*\*)?\s*",
     re.IGNORECASE,
 )
-_OPERATOR_HINT = re.compile(r"[&|]|<->|<\d+>|:\*|(?:^|[\s(])!\s*[\w(]|\b(?:AND|OR|NOT)\b")
-_PREAMBLE_END = re.compile(r":\s*$")
-_WORD_OPERATORS = {"and": "&", "or": "|", "not": "!"}
+_FOLLOW_HINT = re.compile(r"<->|<\d+>")
+_NOT_HINT = re.compile(r"(?:^|[\s(])!\s*[\w(]")
+_WORD_OPERATOR_HINT = re.compile(r"\b(?:AND|OR|NOT)\b")
+_POSSESSIVE = re.compile(r"['’]s$")
+_WORD_OPERATOR_TOKENS = {"and": ("and", "&"), "or": ("or", "|"), "not": ("not", "!")}
+_CANONICAL_TOKENS = {"andop": ("and", "&"), "orop": ("or", "|"), "notop": ("not", "!"),
+                     "lpar": ("lpar", "("), "rpar": ("rpar", ")")}
 _MAX_BARE_WORDS = 6  # a reply line with more words and no operator is prose, not a query
+#: Lines of a reply looked at for the query (a model's reply has a handful).
+MAX_REPLY_LINES = 1000
+#: The longest query kept: far above any real one (a few hundred characters), and it bounds the
+#: token-level repair of a hostile reply (thousands of nested parentheses) to a millisecond or two.
+MAX_QUERY_CHARS = 1000
+#: Characters of reply lines looked at for the query (after any ``<think>`` part): a query reply is
+#: short, and this bounds the work on a hostile one.
+MAX_SCAN_CHARS = 16 * 1024
 
 # One token of a tsquery: an operator, a parenthesis, a quoted phrase or a term (optionally ``:*``).
 _TOKEN = re.compile(
     r"""
-    (?P<phrase>"[^"]*"|“[^”]*”)
+    (?P<phrase>"[^"]*"|“[^“”]*”)
     | (?P<follow><->|<\d+>)
     | (?P<andop>&&?)
     | (?P<orop>\|\|?)
@@ -41,7 +55,7 @@ _TOKEN = re.compile(
     | (?P<lpar>[(\[{])
     | (?P<rpar>[)\]}])
     | (?P<term>[\w][\w\-.+/'’]*(?::\*?[ABCDabcd]*\*?)?)
-    | (?P<skip>.)
+    | (?P<skip>\s+|.)
     """,
     re.VERBOSE | re.UNICODE,
 )
@@ -54,31 +68,101 @@ def extract_query_text(reply: str) -> str:
     the first line that contains a tsquery operator, otherwise a single short line. A reply that is
     only prose (a refusal, an explanation) yields ``""``.
     """
-    text = (reply or "").replace("\r\n", "\n").strip()
+    return _extract(reply)[0]
+
+
+def _extract(reply: str) -> tuple[str, str | None]:
+    """:func:`extract_query_text`, and why nothing was found when a limit was the cause.
+
+    A reasoning model's ``<think>...</think>`` is dropped first. Then only the first
+    :data:`MAX_REPLY_LINES` lines, and of those only :data:`MAX_SCAN_CHARS` characters, are looked
+    at, and a line over :data:`MAX_QUERY_CHARS` is no candidate: the per-line patterns never run on
+    more than a few kilobytes, whatever the reply holds.
+    """
+    text = (reply or "").strip()
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
+    end_of_thinking = text.rfind("</think>")
+    if end_of_thinking >= 0:
+        text = text[end_of_thinking + len("</think>"):].strip()
     if not text:
-        return ""
-    call = _TO_TSQUERY.search(text)
-    if call:
-        return call.group(1).replace("''", "'")
+        return "", None
+    argument = _tsquery_call_argument(text)
+    if argument is not None:
+        return argument, None
     fence = _FENCE.search(text)
     if fence and fence.group(1).strip():
         text = fence.group(1).strip()
-    lines = [line.strip() for line in text.split("\n") if line.strip() and line.strip() != "```"]
+    lines: list[str] = []
+    budget = MAX_SCAN_CHARS
+    limit_reason: str | None = None
+    raw_lines = text.split("\n", MAX_REPLY_LINES)
+    if len(raw_lines) > MAX_REPLY_LINES:
+        limit_reason = f"no query in the first {MAX_REPLY_LINES:,} lines of the reply"
+    for raw_line in raw_lines[:MAX_REPLY_LINES]:
+        line = raw_line.strip()
+        if len(line) > MAX_QUERY_CHARS:
+            limit_reason = (f"the reply has lines too long to be a query ({len(line):,} characters; "
+                            f"a query has at most {MAX_QUERY_CHARS:,})")
+            continue
+        budget -= len(line)
+        if budget < 0:
+            limit_reason = f"no query in the first {MAX_SCAN_CHARS:,} characters of the reply"
+            break
+        if line and line != "```":
+            lines.append(line)
     candidates = []
     for line in lines:
-        if _PREAMBLE_END.search(line) and not _OPERATOR_HINT.search(line.rsplit(":", 1)[0]):
+        if line.endswith(":") and not _has_operator(line.rsplit(":", 1)[0]):
             continue  # "Here is the query:" — a preamble, the query follows
         stripped = _LABEL.sub("", line, count=1).strip().strip("`").strip()
         if stripped:
             candidates.append(stripped)
     for line in candidates:
-        if _OPERATOR_HINT.search(line):
-            return line
+        if _has_operator(line):
+            return line, None
     if len(candidates) == 1 and len(candidates[0].split()) <= _MAX_BARE_WORDS:
-        return candidates[0]
+        return candidates[0], None
     # Several lines without operators: take a short one if the rest is prose around it.
     short = [c for c in candidates if len(c.split()) <= 3]
-    return short[0] if len(short) == 1 else ""
+    return (short[0], None) if len(short) == 1 else ("", limit_reason)
+
+
+def _tsquery_call_argument(text: str) -> str | None:
+    """The argument of the first ``to_tsquery('...')`` call in ``text``, or None.
+
+    The call pattern runs only around the first few places where the word ``tsquery`` occurs
+    (plain substring search), and the argument is read at most :data:`MAX_QUERY_CHARS` far, so a
+    reply full of half-written calls costs no more than one without any.
+    """
+    pos = 0
+    for _ in range(8):
+        found = [i for i in (text.find("tsquery", pos), text.find("TSQUERY", pos)) if i >= 0]
+        if not found:
+            return None
+        at = min(found)
+        call = _TO_TSQUERY.search(text, max(0, at - len("websearch_to_")), at + 64)
+        if call:
+            argument = _TSQUERY_ARGUMENT.match(text, call.end(), call.end() + MAX_QUERY_CHARS + 16)
+            return argument.group(1).replace("''", "'") if argument else None
+        pos = at + 1
+    return None
+
+
+def _has_operator(line: str) -> bool:
+    """Whether ``line`` holds a tsquery operator (``&``, ``|``, ``<->``, ``:*``, ``!``, AND/OR/NOT).
+
+    Plain substring tests go first and each pattern runs only when its character is there, so a
+    long line of prose or of one repeated character costs a few fast scans, not a regex
+    alternation tried at every position.
+    """
+    if "&" in line or "|" in line or ":*" in line:
+        return True
+    if "<" in line and _FOLLOW_HINT.search(line):
+        return True
+    if "!" in line and _NOT_HINT.search(line):
+        return True
+    return ("AND" in line or "OR" in line or "NOT" in line) and bool(_WORD_OPERATOR_HINT.search(line))
 
 
 def _tokens(text: str) -> list[tuple[str, str]]:
@@ -103,16 +187,15 @@ def _tokens(text: str) -> list[tuple[str, str]]:
                 out.append(("rpar", ")"))
             continue
         if kind == "term":
-            word_op = _WORD_OPERATORS.get(value.lower())
+            word_op = _WORD_OPERATOR_TOKENS.get(value.lower()) if len(value) <= 3 else None
             if word_op is not None:
-                out.append(({"&": "and", "|": "or", "!": "not"}[word_op], word_op))
+                out.append(word_op)
                 continue
             term = _clean_term(value)
             if term:
                 out.append(("term", term))
             continue
-        canonical = {"andop": ("and", "&"), "orop": ("or", "|"), "notop": ("not", "!"),
-                     "lpar": ("lpar", "("), "rpar": ("rpar", ")")}.get(kind or "")
+        canonical = _CANONICAL_TOKENS.get(kind or "")
         out.append(canonical if canonical else ("follow", value))
     return out
 
@@ -135,7 +218,8 @@ def _clean_term(value: str) -> str:
         weight = ":" + weight.upper().replace("*", "") + ("*" if "*" in weight else "")
         if weight == ":":
             weight = ""
-    value = re.sub(r"['’]s$", "", value).replace("'", "").replace("’", "")
+    if "'" in value or "’" in value:
+        value = _POSSESSIVE.sub("", value).replace("'", "").replace("’", "")
     value = value.strip("-.+/_")
     return f"{value}{weight}" if value else ""
 
@@ -203,27 +287,51 @@ def _render(tokens: list[tuple[str, str]]) -> str:
 
 
 def _strip_outer_parens(text: str) -> str:
-    """``(a | b)`` -> ``a | b`` when the outer pair encloses the whole query."""
-    while text.startswith("(") and text.endswith(")"):
-        depth = 0
-        for i, ch in enumerate(text):
-            depth += ch == "("
-            depth -= ch == ")"
-            if depth == 0 and i < len(text) - 1:
-                return text
-        text = text[1:-1].strip()
-    return text
+    """``(a | b)`` -> ``a | b`` (and ``((a))`` -> ``a``) when outer pairs enclose the whole query.
+
+    One pass pairs every parenthesis; the k outermost pairs go when the i-th ``(`` from the left
+    closes at the i-th ``)`` from the right. Linear, where stripping one pair at a time and
+    rescanning was quadratic in the nesting depth. (Rendered text has no space inside a parenthesis,
+    so the pairs are adjacent to the ends.)
+    """
+    closing_of: dict[int, int] = {}
+    open_at: list[int] = []
+    for i, ch in enumerate(text):
+        if ch == "(":
+            open_at.append(i)
+        elif ch == ")" and open_at:
+            closing_of[open_at.pop()] = i
+    k, last = 0, len(text) - 1
+    while k < last - k and text[k] == "(" and closing_of.get(k) == last - k:
+        k += 1
+    return text[k : len(text) - k].strip() if k else text
 
 
 def clean_query(reply: str) -> str:
     """Clean one model reply into a canonical tsquery string (``""`` when there is no query in it)."""
-    line = extract_query_text(reply)
+    return clean_query_with_reason(reply)[0]
+
+
+def clean_query_with_reason(reply: str) -> tuple[str, str | None]:
+    """The cleaned query and, when it is ``""`` because of a size limit, why (else None).
+
+    Bounded: a reply over :data:`~kmds_desktop.limits.MAX_REPLY_CHARS` is refused before any
+    parsing, only the first :data:`MAX_REPLY_LINES` lines are looked at, and a query line over
+    :data:`MAX_QUERY_CHARS` is refused before the token-level repair.
+    """
+    too_long = too_long_reason(reply or "", "reply")
+    if too_long:
+        return "", too_long
+    line, limit_reason = _extract(reply)
     if not line:
-        return ""
+        return "", limit_reason
     line = line.strip().strip("`").strip()
+    too_long = too_long_reason(line, "query in the reply", MAX_QUERY_CHARS)
+    if too_long:
+        return "", too_long
     if len(line) >= 2 and line[0] == line[-1] and line[0] in "'\"":
         line = line[1:-1]
-    return _render(_repair(_tokens(line)))
+    return _render(_repair(_tokens(line))), None
 
 
 def query_key(query: str) -> str:

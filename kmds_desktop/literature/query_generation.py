@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 from kmds_desktop.literature.keyword_queries import TermStatistics, builtin_generator, is_builtin
-from kmds_desktop.literature.query_cleaning import clean_query, deduplicate_queries
+from kmds_desktop.literature.query_cleaning import clean_query_with_reason, deduplicate_queries
 from kmds_desktop.tasks import Cancelled, CancelToken, ProgressFn, check, report
 
 #: Taught to every model: the tsquery language, synonyms as OR groups, and "query only, no prose".
@@ -56,6 +56,8 @@ _ATTEMPT_HINTS = {
     3: "Write a more SPECIFIC variant: only the two or three most distinctive concepts, joined with &.",
 }
 TEMPERATURE_STEP = 0.2
+#: Characters of a model's raw reply kept on its result (a query reply is far shorter).
+RAW_REPLY_KEPT = 4000
 MAX_TEMPERATURE = 1.0
 
 
@@ -289,16 +291,27 @@ class MultiModelQueryGenerator:
             kind = "UnknownBuiltin" if unknown_builtin else type(err).__name__
             message = " ".join(str(err).split()) or "the model gave no reply"
             return QueryGenerationResult(model, "", time.perf_counter() - start, temp, attempt,
-                                         error=message, raw_reply=raw, error_kind=kind)
+                                         error=message, raw_reply=_kept_reply(raw), error_kind=kind)
         elapsed = time.perf_counter() - start
-        query = clean_query(raw)
+        query, limit_reason = clean_query_with_reason(raw)
         if query:
             error = None
         elif is_builtin(model):
             error = "the question has no usable content words (only common words); rephrase it"
+        elif limit_reason:
+            error = f"the reply held no usable query: {limit_reason}"
         else:
             error = "the reply held no usable query"
-        return QueryGenerationResult(model, query, elapsed, temp, attempt, error=error, raw_reply=raw)
+        return QueryGenerationResult(model, query, elapsed, temp, attempt, error=error,
+                                     raw_reply=_kept_reply(raw))
+
+
+def _kept_reply(raw: str) -> str:
+    """The reply as kept on the result (shown in the review table, written to the search log):
+    the first :data:`RAW_REPLY_KEPT` characters, so a runaway reply does not bloat either."""
+    if len(raw) <= RAW_REPLY_KEPT:
+        return raw
+    return raw[:RAW_REPLY_KEPT] + f"… [{len(raw) - RAW_REPLY_KEPT:,} more characters not kept]"
 
 
 #: Failures after which the model's remaining attempts are not asked (by exception class name).

@@ -22,6 +22,7 @@ import httpx
 import ollama
 
 from kmds_desktop.config import DEFAULT_OLLAMA_HOST
+from kmds_desktop.limits import MAX_REPLY_CHARS
 from kmds_desktop.llm.errors import (
     LLMAuthError,
     LLMBadReply,
@@ -90,7 +91,7 @@ class _Request:
             pool._network_backend = self.network
         self.client = ollama.Client(host=host, timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
                                     transport=transport)
-        self.reason: str | None = None  # "cancelled" | "timeout"
+        self.reason: str | None = None  # "cancelled" | "timeout" | "too long"
         self._timer: threading.Timer | None = None
         self._remove_hook: Callable[[], None] | None = None
 
@@ -138,7 +139,9 @@ class OllamaBackend:
       serially, as the multi-model query generator needs).
     - Errors are :class:`~kmds_desktop.llm.errors.LLMError` subclasses: ``LLMUnreachable`` (names the
       host), ``LLMModelNotFound`` (lists the models the server has), ``LLMTimeout``, ``LLMAuthError``,
-      ``LLMQuotaError``, ``LLMBadReply``.
+      ``LLMQuotaError``, ``LLMBadReply`` (also for a reply over
+      :data:`~kmds_desktop.limits.MAX_REPLY_CHARS`: reading stops there, so no server can make the
+      app hold or parse more).
     """
 
     name = "ollama"
@@ -202,11 +205,18 @@ class OllamaBackend:
             kwargs: dict[str, Any] = {"model": model, "messages": messages, "options": opts, "stream": True}
             if self.keep_alive is not None:
                 kwargs["keep_alive"] = self.keep_alive
+            size = 0
             for part in request.client.chat(**kwargs):
                 if request.reason is not None:
                     break
                 content = part.message.content if part.message is not None else None
                 if content:
+                    size += len(content)
+                    if size > MAX_REPLY_CHARS:
+                        request.abort("too long")  # the server sees the client go and stops generating
+                        raise LLMBadReply(
+                            f"Ollama model '{model}' at {self.host} sent a reply longer than "
+                            f"{MAX_REPLY_CHARS:,} characters; stopped reading it.")
                     received = True
                     yield content
             self._raise_if_aborted(request, model, cancel)
