@@ -13,4 +13,6 @@ Modules:
   merged documents in rank order and the search log.
 - :mod:`kmds_desktop.app.search_log` — the search log document (reproducible on any database).
 - :mod:`kmds_desktop.app.messages` — one-line messages for users from exceptions (no class names).
+- :mod:`kmds_desktop.app.strategy` — each run of a literature session recorded in the search history
+  (numbered sets for set algebra, known-papers checks and the search report).
 """

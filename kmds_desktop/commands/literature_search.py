@@ -4,7 +4,8 @@ Drives the same :class:`~kmds_desktop.app.literature.LiteratureSession` as the w
 generation round with the configured models (or ``--models``), every query the round offered run as
 an ID-only query, the ID sets merged (best rank first) and the documents fetched once. ``--json``
 prints the search log (:mod:`kmds_desktop.app.search_log`): the same document the window's *Export
-search log* writes for the same reviewed queries, apart from timings.
+search log* writes for the same reviewed queries, apart from timings. Each run is recorded in the
+search history as a numbered set (:mod:`kmds_desktop.app.strategy`); its number goes to stderr.
 """
 
 from __future__ import annotations
@@ -63,11 +64,14 @@ def _search(args: argparse.Namespace) -> int:
     from kmds_desktop.app.literature import LiteratureSession, execute_run, generate_round
     from kmds_desktop.app.messages import describe_error
     from kmds_desktop.app.search_log import search_log_json
+    from kmds_desktop.app.strategy import abandon_recording, begin_recording, finish_recording
     from kmds_desktop.config import SettingsError
     from kmds_desktop.literature.agent import QueryAgentError
     from kmds_desktop.literature.database import open_database
     from kmds_desktop.literature.errors import LiteratureError
     from kmds_desktop.literature.export import utc_now
+    from kmds_desktop.literature.history import SearchHistory
+    from kmds_desktop.literature.workbench import SearchWorkbench
 
     try:
         settings, qg = _settings(args)
@@ -95,6 +99,8 @@ def _search(args: argparse.Namespace) -> int:
     except LiteratureError as err:
         print(f"error: {describe_error(err)}", file=sys.stderr)
         return 1
+    workbench: Any = None
+    number: int | None = None
     try:
         session.database_name = db.display_name
         agent = session.agent(db)
@@ -106,8 +112,11 @@ def _search(args: argparse.Namespace) -> int:
         if not session.included_rows():
             raise QueryAgentError(f"no query could be generated ({rnd.summary()})")
         plan = session.plan_run(utc_now())
+        workbench = SearchWorkbench(SearchHistory(), db)
+        number = begin_recording(workbench, session, plan)
         result = execute_run(agent, plan, max_rows=literature.max_rows)
-        session.apply_run(plan, result, utc_now())
+        saved = finish_recording(workbench, number, session.apply_run(plan, result, utc_now()))
+        number = None
     except (QueryAgentError, LiteratureError, ValueError) as err:
         print(f"error: {describe_error(err)}", file=sys.stderr)
         return 1
@@ -115,7 +124,13 @@ def _search(args: argparse.Namespace) -> int:
         print("cancelled", file=sys.stderr)
         return 130
     finally:
+        if workbench is not None:
+            if number is not None:  # failed or cancelled cleanly: nothing of the run is kept
+                abandon_recording(workbench, number)
+            workbench.history.close()
         db.close()
+
+    print(f"recorded as #{saved.number} in the search history", file=sys.stderr)
 
     if args.json:
         print(search_log_json(session.search_log(app_version=_app_version())))

@@ -1,4 +1,5 @@
-"""``kmds-desktop literature ...``: ``status``, ``import``, ``embed`` (``search`` is in ``commands``).
+"""``kmds-desktop literature ...``: ``status``, ``import``, ``embed`` (``search`` is in ``commands``;
+``history``, ``combine``, ``check``, ``overlap`` and ``report`` come from ``history_cli``).
 
 Imports of the database layer happen inside the handlers so ``kmds-desktop --help`` stays fast.
 """
@@ -18,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> argparse._SubParsersAction:  # 
     by :mod:`kmds_desktop.commands.literature_search`, which drives the application layer)."""
     lit = sub.add_parser(
         "literature",
-        help="the literature database: status, import, search",
+        help="the literature database: status, import, search, and the search history",
         description="Manage and search the literature database (embedded by default, or --dsn).",
     )
     lit_sub = lit.add_subparsers(dest="literature_command", metavar="SUBCOMMAND")
@@ -62,6 +63,9 @@ def register(sub: argparse._SubParsersAction) -> argparse._SubParsersAction:  # 
     emb.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     emb.set_defaults(func=_embed)
 
+    from kmds_desktop.literature.history_cli import register_history
+
+    register_history(lit_sub)
     return lit_sub
 
 

@@ -1,0 +1,324 @@
+"""``kmds-desktop literature history | combine | check | overlap | report``: the strategy workbench, headless.
+
+Every ``literature search`` is recorded as a numbered set; these commands list, rename, re-run and
+delete sets, combine them (``combine "#1 AND (#2 OR #3) NOT #4"``), check known papers against them,
+show how the rows of a search overlap, and write the search report. ``--json`` prints the same
+information as JSON. The window's history panel drives the same :class:`SearchWorkbench`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+_DSN_HELP = "connect to this PostgreSQL instead of the embedded server"
+
+
+def register_history(lit_sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
+    """Add ``history``, ``combine``, ``check``, ``overlap`` and ``report`` under ``literature``."""
+    hist = lit_sub.add_parser(
+        "history", help="the numbered sets of past searches: list, show, rename, rerun, delete",
+        description="List the search history (every 'literature search' and 'combine' is a numbered set), "
+                    "or show, rename, re-run or delete one set.")
+    hist.add_argument("--json", action="store_true", help="print the history as JSON")
+    hist.set_defaults(func=_wrap(_history_list))
+    hsub = hist.add_subparsers(dest="history_command", metavar="ACTION")
+    show = hsub.add_parser("show", help="one set: its rows as run and its first documents")
+    show.add_argument("number", type=_set_number, metavar="N")
+    show.add_argument("--json", action="store_true")
+    show.set_defaults(func=_wrap(_history_show))
+    rename = hsub.add_parser("rename", help="give set N a name")
+    rename.add_argument("number", type=_set_number, metavar="N")
+    rename.add_argument("name", metavar="NAME")
+    rename.add_argument("--json", action="store_true")
+    rename.set_defaults(func=_wrap(_history_rename))
+    rerun = hsub.add_parser("rerun", help="run search N's rows again on today's database (a new set) and "
+                                          "show the documents added and removed")
+    rerun.add_argument("number", type=_set_number, metavar="N")
+    rerun.add_argument("--dsn", help=_DSN_HELP)
+    rerun.add_argument("--json", action="store_true")
+    rerun.set_defaults(func=_wrap(_history_rerun, needs_db=True))
+    delete = hsub.add_parser("delete", help="delete set N (combinations made from it keep their documents)")
+    delete.add_argument("number", type=_set_number, metavar="N")
+    delete.add_argument("--json", action="store_true")
+    delete.set_defaults(func=_wrap(_history_delete))
+
+    combine = lit_sub.add_parser(
+        "combine", help="combine sets: \"#1 AND (#2 OR #3) NOT #4\" (saved as a new set)",
+        description="Evaluate a set expression over the history and save the result as a new set. #N is set "
+                    "N, #N.K row K of search N; AND and NOT bind tighter than OR; NOT means 'in the left "
+                    "set, not in the right one'. --count only counts.")
+    combine.add_argument("expression", metavar="EXPRESSION")
+    combine.add_argument("--count", action="store_true", help="only print how many documents it gives")
+    combine.add_argument("--name", default="", help="a name for the new set")
+    combine.add_argument("--json", action="store_true")
+    combine.set_defaults(func=_wrap(_combine))
+
+    check = lit_sub.add_parser(
+        "check", help="check known papers (PMIDs, DOIs, source ids, RIS or BibTeX) against sets",
+        description="Which known papers are in the database, which sets and rows find them, the recall, "
+                    "and for each paper the strategy misses, the words of each row it lacks. Papers that are "
+                    "not in the database are listed as such, not as misses.")
+    source = check.add_mutually_exclusive_group(required=True)
+    source.add_argument("--known", metavar="FILE", help="a .ris, .bib or text file of PMIDs/DOIs/source ids")
+    source.add_argument("--ids", metavar="TEXT",
+                        help="identifiers as text, e.g. 'PMID 123, 10.1000/x, cf:139'")
+    check.add_argument("--set", type=_set_number, action="append", dest="sets", metavar="N",
+                       help="a set to check (repeatable; the last one is the strategy; default: the latest)")
+    check.add_argument("--dsn", help=_DSN_HELP)
+    check.add_argument("--json", action="store_true")
+    check.set_defaults(func=_wrap(_check, needs_db=True))
+
+    over = lit_sub.add_parser("overlap", help="documents shared by the rows of searches (counts, Jaccard, "
+                                              "unique per row and per model)")
+    over.add_argument("numbers", type=_set_number, nargs="+", metavar="N")
+    over.add_argument("--json", action="store_true")
+    over.set_defaults(func=_wrap(_overlap))
+
+    report = lit_sub.add_parser(
+        "report", help="the search report of set N (Markdown or JSON) and its documents (RIS/BibTeX/CSV)",
+        description="Write the report of set N for a methods section: database, date, counts, every row as "
+                    "run with its provenance, the set algebra, de-duplication and (with --known) the recall.")
+    report.add_argument("number", type=_set_number, metavar="N")
+    report.add_argument("--known", metavar="FILE", help="known papers to report the recall on")
+    report.add_argument("--out", metavar="FILE",
+                        help="write the report here (.md or .json) instead of stdout")
+    report.add_argument("--documents", metavar="FILE",
+                        help="also export the set's documents (.ris, .bib, .csv)")
+    report.add_argument("--dsn", help=_DSN_HELP)
+    report.add_argument("--json", action="store_true", help="the report as JSON")
+    report.set_defaults(func=_wrap(_report, needs_db=lambda a: bool(a.known or a.documents)))
+
+
+def _set_number(text: str) -> int:
+    value = text.strip().lstrip("#")
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a set number (like 3 or #3)")
+    return int(value)
+
+
+def _wrap(handler: Callable[..., int], needs_db: bool | Callable[[Any], bool] = False,
+          ) -> Callable[[argparse.Namespace], int]:
+    """Open the history (and the database when needed), run ``handler``, turn errors into one line."""
+
+    def run(args: argparse.Namespace) -> int:
+        from kmds_desktop.literature.errors import LiteratureError
+        from kmds_desktop.literature.history import SearchHistory
+        from kmds_desktop.literature.workbench import SearchWorkbench
+
+        db = None
+        try:
+            history = SearchHistory()
+        except LiteratureError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 1
+        try:
+            wanted = needs_db(args) if callable(needs_db) else needs_db
+            if wanted:
+                from kmds_desktop.literature.database import open_database
+
+                db = open_database(dsn=getattr(args, "dsn", None))
+            return handler(args, SearchWorkbench(history, db))
+        except (LiteratureError, ValueError) as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:
+            print("cancelled", file=sys.stderr)
+            return 130
+        finally:
+            if db is not None:
+                db.close()
+            history.close()
+
+    return run
+
+
+def _dump(data: Any) -> None:
+    print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+def _short(text: str, width: int = 70) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def _history_list(args: argparse.Namespace, wb: Any) -> int:
+    sets = wb.history.list_sets()
+    if args.json:
+        _dump({"history": str(wb.history.path), "sets": [s.to_dict() for s in sets]})
+        return 0
+    if not sets:
+        print("the search history is empty: run 'kmds-desktop literature search QUESTION'")
+        return 0
+    for s in sets:
+        count = "" if s.document_count is None else f"{s.document_count} documents"
+        state = "" if s.complete else f" [{s.state}]"
+        what = f"{len(s.rows)} rows" if s.kind != "combination" else "combination"
+        print(f"#{s.number:<4} {(s.finished_at or s.started_at)[:16]}  {count:<15} {what:<12} "
+              f"{_short(s.title)}{state}")
+    return 0
+
+
+def _history_show(args: argparse.Namespace, wb: Any) -> int:
+    s = wb.history.get(args.number)
+    if args.json:
+        data = s.to_dict()
+        data["members"] = [vars(m) for m in wb.history.members(s.number)] if s.complete else []
+        _dump(data)
+        return 0
+    print(f"#{s.number} {s.kind} ({s.state}) {s.finished_at or s.started_at} on {s.database}")
+    if s.name:
+        print(f"name:       {s.name}")
+    print(f"question:   {s.question}")
+    if s.expression:
+        print(f"expression: {s.expression}  (read as {s.details.get('canonical')})")
+    print(f"documents:  {s.document_count}")
+    for r in s.rows:
+        count = f"error: {r.error}" if r.error else f"{r.matches} matches, {r.ids_returned} returned, " \
+                                                   f"{r.unique_ids} unique"
+        print(f"  #{s.number}.{r.position} {r.text}\n        {r.provenance_text()}; {count}")
+    if s.complete:
+        members = wb.history.members(s.number)[:10]
+        for m in members:
+            print(f"  {m.rank:>4}. {m.source} {m.external_id} (id {m.doc_id})")
+    return 0
+
+
+def _history_rename(args: argparse.Namespace, wb: Any) -> int:
+    s = wb.history.rename(args.number, args.name)
+    if args.json:
+        _dump(s.to_dict())
+    else:
+        print(f"#{s.number} is now named '{s.name}'")
+    return 0
+
+
+def _history_delete(args: argparse.Namespace, wb: Any) -> int:
+    wb.history.delete(args.number)
+    if args.json:
+        _dump({"deleted": args.number})
+    else:
+        print(f"deleted #{args.number}")
+    return 0
+
+
+def _history_rerun(args: argparse.Namespace, wb: Any) -> int:
+    result = wb.rerun(args.number)
+    if args.json:
+        _dump({"original": result.original.number, "new": result.new.to_dict(),
+               "added": [vars(m) for m in result.added], "removed": [vars(m) for m in result.removed]})
+        return 0
+    print(f"#{result.new.number}: re-run of #{result.original.number} on {result.new.database}: "
+          f"{result.new.document_count} documents (was {result.original.document_count}), "
+          f"{len(result.added)} added, {len(result.removed)} removed")
+    for sign, members in (("+", result.added), ("-", result.removed)):
+        for m in members[:20]:
+            print(f"  {sign} {m.source} {m.external_id}")
+        if len(members) > 20:
+            print(f"  {sign} ... and {len(members) - 20} more")
+    return 0
+
+
+def _combine(args: argparse.Namespace, wb: Any) -> int:
+    if args.count:
+        c = wb.count(args.expression)
+        if args.json:
+            _dump({"expression": c.expression, "canonical": c.canonical, "count": c.count,
+                   "operands": c.operands})
+        else:
+            print(f"{c.count} documents  ({c.canonical})")
+        return 0
+    s = wb.combine(args.expression, name=args.name)
+    if args.json:
+        _dump(s.to_dict())
+    else:
+        print(f"#{s.number}: {s.document_count} documents  ({s.details.get('canonical')})")
+    return 0
+
+
+def _load_known(args: argparse.Namespace) -> list[Any]:
+    from kmds_desktop.literature.known_papers import parse_identifiers, read_known_file
+
+    if getattr(args, "known", None):
+        return read_known_file(args.known)
+    return parse_identifiers(args.ids or "")
+
+
+def _check(args: argparse.Namespace, wb: Any) -> int:
+    papers = _load_known(args)
+    result = wb.check_known(papers, args.sets)
+    if args.json:
+        _dump(result.to_dict())
+        return 0
+    missing = result.not_in_database
+    print(f"{len(result.papers)} known papers: {len(result.in_database)} in the database, "
+          f"{len(missing)} not in the database (not counted as misses)")
+    for p in missing[:20]:
+        print(f"  not in the database: {p.paper.label} ({p.paper.origin})")
+    if len(missing) > 20:
+        print(f"  ... and {len(missing) - 20} more")
+    for r in result.sets:
+        print(f"{r.label} {_short(r.text, 50)!r}: finds {r.found} of {r.in_database}, recall "
+              f"{_pct(r.recall)}")
+        for row in (x for x in result.rows if x.label.startswith(r.label + ".")):
+            print(f"    {row.label} {_short(row.text, 50)!r}: {row.found} of {row.in_database} "
+                  f"({_pct(row.recall)})")
+    if result.missed:
+        print(f"missed by #{result.missed[0].set_number}:")
+    for m in result.missed:
+        doc = m.status.document
+        print(f"  - {_short(doc.title if doc else m.status.paper.label, 90)} ({doc.label() if doc else ''})")
+        for reason in m.rows:
+            if reason["matches_query"]:
+                why = f"matches, ranked below the {reason['max_rows']} documents kept"
+            elif reason["missing_words"]:
+                why = "lacks " + ", ".join(reason["missing_words"])
+            else:
+                why = "does not match"
+            print(f"      {reason['row']}: {why}")
+    return 0
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1%}"
+
+
+def _overlap(args: argparse.Namespace, wb: Any) -> int:
+    from kmds_desktop.literature.overlap import overlap
+
+    result = overlap(wb.history, list(args.numbers))
+    if args.json:
+        _dump(result.to_dict())
+    else:
+        print(result.markdown(), end="")
+    return 0
+
+
+def _report(args: argparse.Namespace, wb: Any) -> int:
+    from pathlib import Path
+
+    from kmds_desktop.literature.export import export_documents
+    from kmds_desktop.literature.search_report import build_report, report_markdown, write_report
+
+    known = wb.check_known(_load_known(args), [args.number]) if args.known else None
+    report = build_report(wb.history, args.number, known)
+    if args.documents:
+        path = Path(args.documents)
+        fmt = {".ris": "ris", ".bib": "bibtex", ".csv": "csv"}.get(path.suffix.lower())
+        if fmt is None:
+            raise ValueError(f"{path}: the documents file must end in .ris, .bib or .csv")
+        docs = wb.documents(args.number)
+        export_documents(docs, path, fmt)
+        report["documents_file"] = {"path": str(path), "format": fmt, "documents": len(docs)}
+        print(f"wrote {len(docs)} documents to {path}", file=sys.stderr)
+    if args.out:
+        out = write_report(report, args.out, "json" if args.json else None)
+        print(f"wrote the report of #{args.number} to {out}", file=sys.stderr)
+    elif args.json:
+        _dump(report)
+    else:
+        print(report_markdown(report), end="")
+    return 0

@@ -1,0 +1,241 @@
+"""The search report: what a reviewer pastes into a methods section (PRISMA-S items), as JSON and Markdown.
+
+For a set of the history: the database and its size, the date, every search behind the set with every
+row exactly as it ran (text, provenance, matches, documents returned, unique), the set algebra used,
+how rows were de-duplicated into documents, the overlap of the rows and, when known papers were given,
+the strategy's recall on them. Documents themselves are exported with :mod:`kmds_desktop.literature.export`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from kmds_desktop import __version__
+from kmds_desktop.literature.history import SavedSet, SearchHistory, describe_provenance
+from kmds_desktop.literature.overlap import overlap
+from kmds_desktop.literature.workbench import KnownCheck
+
+REPORT_FORMAT = "kmds-desktop-search-report/1"
+
+
+def _searches_behind(history: SearchHistory, saved: SavedSet) -> tuple[list[SavedSet], list[str]]:
+    """The searches a set was built from (itself for a search), followed iteratively; and notes for
+    operands deleted since."""
+    out: list[SavedSet] = []
+    notes: list[str] = []
+    todo, seen = [saved.number], set()
+    while todo:
+        number = todo.pop(0)
+        if number in seen:
+            continue
+        seen.add(number)
+        if number == saved.number:
+            current = saved
+        else:
+            try:
+                current = history.get(number)
+            except Exception:  # noqa: BLE001 - a deleted operand is reported, not fatal
+                notes.append(f"set #{number} was deleted from the history after it was combined")
+                continue
+        if current.kind == "combination":
+            todo.extend(int(n) for n in current.details.get("operands", []))
+        else:
+            out.append(current)
+    return sorted(out, key=lambda s: s.number), notes
+
+
+def build_report(history: SearchHistory, number: int, known: KnownCheck | None = None) -> dict[str, Any]:
+    """The report of set ``number`` as a JSON-ready dict."""
+    saved = history.complete_set(number)
+    searches, notes = _searches_behind(history, saved)
+    combos: list[dict[str, Any]] = []
+    todo, seen = [saved.number], set()
+    while todo:  # every combination in the chain, so the whole algebra is on record
+        n = todo.pop(0)
+        if n in seen:
+            continue
+        seen.add(n)
+        try:
+            current = saved if n == saved.number else history.get(n)
+        except Exception:  # noqa: BLE001
+            continue
+        if current.kind == "combination":
+            combos.append({"set": current.number, "expression": current.expression,
+                           "canonical": current.details.get("canonical"),
+                           "documents": current.document_count, "date": current.finished_at})
+            todo.extend(int(x) for x in current.details.get("operands", []))
+    search_entries = []
+    for s in searches:
+        search_entries.append({
+            "set": s.number, "name": s.name, "kind": s.kind, "question": s.question,
+            "database": s.database, "database_documents": s.details.get("database_documents"),
+            "date": s.finished_at, "started_at": s.started_at, "documents": s.document_count,
+            "max_rows": s.details.get("max_rows"), "rerun_of": s.details.get("rerun_of"),
+            "generation": {k: s.details.get(k) for k in ("models", "queries_per_model", "temperature",
+                                                        "deduplicate_queries", "queries_generated",
+                                                        "queries_unique") if k in s.details},
+            "deduplication": s.details.get("deduplication"),
+            "rows": [{**r.to_dict(), "provenance_text": describe_provenance(r.provenance)} for r in s.rows],
+        })
+    complete_searches = [s.number for s in searches if s.complete]
+    report: dict[str, Any] = {
+        "format": REPORT_FORMAT,
+        "generated_by": f"kmds-desktop {__version__}",
+        "set": saved.number, "name": saved.name, "kind": saved.kind, "title": saved.title,
+        "database": saved.database,
+        "database_documents": next((s.details.get("database_documents") for s in searches
+                                    if s.details.get("database_documents") is not None), None),
+        "date": saved.finished_at,
+        "document_count": saved.document_count,
+        "searches": search_entries,
+        "set_algebra": combos,
+        "overlap": overlap(history, complete_searches).to_dict() if complete_searches else None,
+        "notes": notes,
+        "known_papers": None,
+    }
+    if known is not None:
+        this = next((r for r in known.sets if r.label == saved.label), None)
+        report["known_papers"] = {
+            "given": len(known.papers), "in_database": len(known.in_database),
+            "not_in_database": [p.paper.label for p in known.not_in_database],
+            "found": this.found if this else None, "recall": this.recall if this else None,
+            "rows": [r.to_dict() for r in known.rows],
+            "missed": [m.to_dict() for m in known.missed if m.set_number == saved.number],
+        }
+    return report
+
+
+def _cell(text: Any) -> str:
+    return " ".join(str(text if text is not None else "").split()).replace("|", "\\|")
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1%}"
+
+
+def report_markdown(report: dict[str, Any]) -> str:
+    """The report as Markdown a reviewer can read and paste."""
+    lines: list[str] = []
+    title = report.get("name") or report.get("title") or f"set #{report['set']}"
+    lines.append(f"# Search report: {title}")
+    lines.append("")
+    db_docs = report.get("database_documents")
+    size = f" ({db_docs:,} documents at search time)" if isinstance(db_docs, int) else ""
+    lines += [
+        f"- **Set**: #{report['set']} ({report['kind']})",
+        f"- **Database**: {report['database']}{size}",
+        f"- **Date**: {report['date']}",
+        f"- **Documents in the set**: {report['document_count']}",
+        f"- **Written by**: {report['generated_by']}",
+        "",
+    ]
+    searches = report["searches"]
+    total_rows = sum(len(s["rows"]) for s in searches)
+    summary = (f"The literature database {report['database']}{size} was searched on "
+               f"{(report['date'] or '')[:10]} with {len(searches)} "
+               f"search{'es' if len(searches) != 1 else ''} "
+               f"of {total_rows} full-text quer{'ies' if total_rows != 1 else 'y'} (PostgreSQL to_tsquery, "
+               "English configuration), listed below exactly as run")
+    if report["set_algebra"]:
+        summary += f", combined as {report['set_algebra'][0]['expression']}"
+    summary += f"; the final set holds {report['document_count']} documents."
+    lines += ["## Methods summary", "", summary, ""]
+    for s in searches:
+        lines.append(f"## Search #{s['set']}" + (f" — {s['name']}" if s["name"] else ""))
+        lines.append("")
+        lines.append(f"- Question: {s['question']}")
+        lines.append(f"- Run: {s['date']} on {s['database']}"
+                     + (f" (re-run of #{s['rerun_of']})" if s.get("rerun_of") else ""))
+        lines.append(f"- Documents kept per row: {s['max_rows']}; documents found: {s['documents']}")
+        gen = s.get("generation") or {}
+        if gen.get("models"):
+            lines.append(f"- Query generation: models {', '.join(gen['models'])}, "
+                         f"{gen.get('queries_per_model', '?')} per model, "
+                         f"temperature {gen.get('temperature', '?')}; "
+                         f"{gen.get('queries_generated', '?')} generated, {gen.get('queries_unique', '?')} "
+                         f"after de-duplication of the query text")
+        lines.append("")
+        lines.append("| row | query as run | provenance | matches | returned | unique |")
+        lines.append("|---|---|---|---:|---:|---:|")
+        for r in s["rows"]:
+            matches = "error: " + _cell(r["error"]) if r["error"] else (
+                ("~" if r["matches_estimated"] else "") + str(r["matches"]))
+            lines.append(f"| #{s['set']}.{r['position']} | `{_cell(r['text'])}` | "
+                         f"{_cell(r['provenance_text'])} | {matches} | {r['ids_returned']} | "
+                         f"{r['unique_ids']} |")
+        dedup = s.get("deduplication") or {}
+        if dedup:
+            lines += ["", f"De-duplication: {dedup.get('row_hits')} documents returned by the rows "
+                          f"merged into {dedup.get('documents')} distinct documents "
+                          f"({dedup.get('found_by_several_rows')} found by more than one row); documents "
+                          "are the same when their internal id is."]
+        lines.append("")
+    if report["set_algebra"]:
+        lines += ["## Set algebra", "", "| set | expression | grouping | documents | date |",
+                  "|---|---|---|---:|---|"]
+        for c in report["set_algebra"]:
+            lines.append(f"| #{c['set']} | `{_cell(c['expression'])}` | `{_cell(c['canonical'])}` | "
+                         f"{c['documents']} | {c['date']} |")
+        lines += ["", "AND and NOT bind tighter than OR; NOT is \"in the left set but not the right "
+                      "one\".", ""]
+    ov = report.get("overlap")
+    if ov and len(ov["rows"]) > 1:
+        lines += ["## Overlap of the rows", "", "| row | documents | unique | "
+                  + " | ".join(r["row"] for r in ov["rows"]) + " |",
+                  "|---|---:|---:|" + "---:|" * len(ov["rows"])]
+        for i, r in enumerate(ov["rows"]):
+            cells = ["—" if i == j else f"{ov['shared'][i][j]} ({ov['jaccard'][i][j]:.2f})"
+                     for j in range(len(ov["rows"]))]
+            lines.append(f"| {r['row']} | {r['documents']} | {r['unique']} | " + " | ".join(cells) + " |")
+        lines += ["", "Cells: documents two rows share (Jaccard index).", "",
+                  "| model | rows | documents | found by no other model |", "|---|---:|---:|---:|"]
+        for origin, info in ov["models"].items():
+            lines.append(f"| {_cell(origin)} | {info['rows']} | {info['documents']} | {info['unique']} |")
+        lines.append("")
+    kp = report.get("known_papers")
+    if kp:
+        lines += ["## Known papers", "",
+                  f"{kp['given']} known papers given; {kp['in_database']} are in the database. "
+                  f"This set finds {kp['found']} of them: recall {_pct(kp['recall'])}.", ""]
+        if kp["not_in_database"]:
+            shown = ", ".join(kp["not_in_database"][:50])
+            more = f" and {len(kp['not_in_database']) - 50} more" if len(kp["not_in_database"]) > 50 else ""
+            lines += [f"Not in the database (not counted as misses): {shown}{more}.", ""]
+        if kp["rows"]:
+            lines += ["| row | found | recall |", "|---|---:|---:|"]
+            for r in kp["rows"]:
+                lines.append(f"| {r['label']} | {r['found']} / {r['in_database']} | {_pct(r['recall'])} |")
+            lines.append("")
+        if kp["missed"]:
+            lines += ["### Missed papers", ""]
+            for m in kp["missed"]:
+                lines.append(f"- **{_cell(m['title'])}** ({m['label']}; {m['source']} {m['external_id']})")
+                for reason in m["rows"]:
+                    if reason["matches_query"]:
+                        why = (f"matches the query but ranked below the row's {reason['max_rows']} "
+                               "kept documents")
+                    elif reason["missing_words"]:
+                        why = "lacks " + ", ".join(f"`{w}`" for w in reason["missing_words"])
+                    else:
+                        why = "does not match (word order or phrase)"
+                    lines.append(f"  - {reason['row']}: {why}")
+            lines.append("")
+    for note in report.get("notes") or []:
+        lines.append(f"Note: {note}")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write_report(report: dict[str, Any], path: str | Path, fmt: str | None = None) -> Path:
+    """Write the report as ``md`` or ``json`` (from the suffix when ``fmt`` is None)."""
+    path = Path(path)
+    kind = (fmt or path.suffix.lstrip(".") or "md").lower()
+    if kind in ("md", "markdown"):
+        path.write_text(report_markdown(report), encoding="utf-8")
+    elif kind == "json":
+        text = json.dumps(report, indent=2, ensure_ascii=False, default=str)
+        path.write_text(text + "\n", encoding="utf-8")
+    else:
+        raise ValueError(f"unknown report format {kind!r}: use md or json")
+    return path

@@ -1,0 +1,125 @@
+"""The workbench through the real CLI on the shared corpora: search → history → combine → check → report.
+
+The known papers are the CF collection's own relevance judgements for its question 1; the expected
+recall is computed here from the search's own JSON output and the corpus file, not hard-coded.
+"""
+
+from __future__ import annotations
+
+import json
+
+import rispy
+
+from kmds_desktop.cli import main
+
+CF_QUESTION_ID = "1"
+
+
+def _cf_question(literature_data) -> str:
+    for line in (literature_data / "cf" / "queries.jsonl").read_text().splitlines():
+        q = json.loads(line)
+        if q["id"] == CF_QUESTION_ID:
+            return q["text"]
+    raise AssertionError("CF question 1 missing")
+
+
+def _cf_relevant(literature_data) -> list[str]:
+    lines = (literature_data / "cf" / "qrels.tsv").read_text().splitlines()[1:]
+    return [cols[1] for cols in (line.split("\t") for line in lines) if cols[0] == CF_QUESTION_ID]
+
+
+def _json(capsys, argv: list[str]) -> dict:
+    code = main(argv)
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    if argv[1] == "search":
+        assert "recorded as #" in captured.err
+    return json.loads(captured.out)
+
+
+def test_cli_strategy_journey_on_cf_known_papers(pg_dsn, literature_data, capsys, data_home, tmp_path):
+    question = _cf_question(literature_data)
+    first = _json(capsys, ["literature", "search", question, "--models", "builtin:keywords",
+                           "--queries-per-model", "2", "--max-rows", "200", "--dsn", pg_dsn, "--json"])
+    second = _json(capsys, ["literature", "search", "cystic fibrosis sputum calcium", "--models",
+                            "builtin:keywords", "--max-rows", "200", "--dsn", pg_dsn, "--json"])
+    history = _json(capsys, ["literature", "history", "--json"])
+    assert [s["number"] for s in history["sets"]] == [1, 2]
+    assert history["sets"][0]["question"] == question and history["sets"][0]["state"] == "complete"
+    assert [r["text"] for r in history["sets"][0]["rows"]] == [q["query"] for q in first["queries"]]
+    rows = history["sets"][0]["rows"]
+    assert [r["provenance"] for r in rows] == [q["provenance"] for q in first["queries"]]
+    assert history["sets"][0]["rows"][0]["provenance"]["model"] == "builtin:keywords"
+    assert history["sets"][1]["document_count"] == second["document_count"]
+
+    ids1, ids2 = set(first["merged_ids"]), set(second["merged_ids"])
+    count = _json(capsys, ["literature", "combine", "#1 OR #2", "--count", "--json"])
+    assert count["count"] == len(ids1 | ids2)
+    combined = _json(capsys, ["literature", "combine", "#1 OR #2", "--name", "either", "--json"])
+    assert combined["number"] == 3 and combined["document_count"] == len(ids1 | ids2)
+    assert main(["literature", "combine", "#1 OR OR #2"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == "error: bad set expression at position 7: expected a set (#N) or '(' but found OR"
+
+    # Known papers: CF question 1's judged documents, plus two that are in no database here.
+    relevant = _cf_relevant(literature_data)
+    corpus_ids = {json.loads(line)["id"] for line in (literature_data / "cf" / "corpus.jsonl").open()}
+    in_db = [r for r in relevant if r in corpus_ids]
+    known = tmp_path / "known.txt"
+    known.write_text("\n".join(relevant) + "\ncf:999999\nPMID 999999999\n")
+    check = _json(capsys, ["literature", "check", "--known", str(known), "--set", "1", "--set", "3",
+                           "--dsn", pg_dsn, "--json"])
+    assert {p["label"] for p in check["not_in_database"]} == {"cf:999999", "PMID 999999999"}
+    assert check["in_database"] == len(in_db)
+    found_by_1 = {d["external_id"] for d in first["documents"]} & set(in_db)
+    found = {d["external_id"] for d in first["documents"] + second["documents"]}
+    found_by_3 = found & set(in_db)
+    sets = {s["label"]: s for s in check["sets"]}
+    assert sets["#1"]["found"] == len(found_by_1) and sets["#3"]["found"] == len(found_by_3)
+    assert sets["#3"]["recall"] == len(found_by_3) / len(in_db)
+    missed = {m["external_id"] for m in check["missed"]}
+    assert missed == set(in_db) - found_by_3  # misses are of the last set given: the strategy
+    assert all(m["title"] and m["rows"] for m in check["missed"])
+    reasons = [r for m in check["missed"] for r in m["rows"]]
+    assert {r["row"] for r in reasons} == {f"#{n}.{k}" for n, q in ((1, first), (2, second))
+                                           for k in range(1, len(q["queries"]) + 1)}
+    assert all(r["missing_words"] for r in reasons if not r["matches_query"])
+
+    # The same papers as a RIS file (source ids in AN, as a reference manager keeps them).
+    ris = tmp_path / "known.ris"
+    ris.write_text(rispy.dumps([{"type_of_reference": "JOUR", "accession_number": r, "title": "x"}
+                                for r in relevant]))
+    text_out = main(["literature", "check", "--known", str(ris), "--set", "3", "--dsn", pg_dsn])
+    out = capsys.readouterr().out
+    assert text_out == 0
+    recall = len(found_by_3) / len(in_db)
+    assert f"#3 'either': finds {len(found_by_3)} of {len(in_db)}, recall {recall:.1%}" in out
+
+    # The report of the combination, with the known-papers recall and the documents as RIS.
+    md = tmp_path / "report.md"
+    docs = tmp_path / "docs.ris"
+    assert main(["literature", "report", "3", "--known", str(known), "--out", str(md),
+                 "--documents", str(docs), "--dsn", pg_dsn]) == 0
+    capsys.readouterr()
+    text = md.read_text()
+    assert question in text and "#1 OR #2" in text and f"recall {recall:.1%}" in text
+    assert len(rispy.loads(docs.read_text())) == len(ids1 | ids2)
+    report = _json(capsys, ["literature", "report", "3", "--json"])
+    assert report["document_count"] == len(ids1 | ids2) and len(report["searches"]) == 2
+    assert report["searches"][0]["rows"][0]["matches"] == first["queries"][0]["matches"]
+
+    overlap = _json(capsys, ["literature", "overlap", "1", "--json"])
+    assert len(overlap["rows"]) == len(first["queries"])
+    assert overlap["union"] == len(ids1)
+
+    assert main(["literature", "history", "rename", "1", "CF calcium"]) == 0
+    assert main(["literature", "history", "delete", "2"]) == 0
+    capsys.readouterr()
+    history = _json(capsys, ["literature", "history", "--json"])
+    assert [(s["number"], s["name"]) for s in history["sets"]] == [(1, "CF calcium"), (3, "either")]
+    # The combination keeps its documents after an operand is deleted, and its report says so.
+    report = _json(capsys, ["literature", "report", "3", "--json"])
+    assert report["document_count"] == len(ids1 | ids2)
+    assert "set #2 was deleted from the history after it was combined" in report["notes"]
+    assert main(["literature", "history", "show", "9"]) == 1
+    assert capsys.readouterr().err.strip() == "error: there is no set #9 in the history"
