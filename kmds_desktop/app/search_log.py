@@ -17,6 +17,10 @@ Format ``kmds-desktop-search-log/2``::
     documents[]  merged, best rank first: rank, id, ref, source, external_id, pmid, doi, title, year,
                  found_by (indices into queries)
     merged_ids, document_count, database, app_version, generated_at, run_started_at, run_finished_at
+    incomplete   true when a valid query could not run (lost connection, timeout): the documents are
+                 only part of what the queries find
+    failed_queries[]  every query that did not run: query, error, kind ("invalid": its text was
+                 rejected; "failed": it could not run)
 """
 
 from __future__ import annotations
@@ -82,6 +86,8 @@ def build_search_log(session: LiteratureSession, *, app_version: str = "") -> di
         "app_version": app_version,
         "run_started_at": None,
         "run_finished_at": None,
+        "incomplete": False,
+        "failed_queries": [],
     }
     run = session.last_run
     if run is None:
@@ -118,6 +124,9 @@ def build_search_log(session: LiteratureSession, *, app_version: str = "") -> di
         })
     log["merged_ids"] = list(result.ids)
     log["document_count"] = len(result.documents)
+    log["incomplete"] = bool(result.incomplete)
+    log["failed_queries"] = [{"query": q.query, "error": q.error, "kind": q.error_kind}
+                             for q in result.failed_queries]
     log["run_started_at"], log["run_finished_at"] = run.started_at, run.finished_at
     return log
 

@@ -6,6 +6,10 @@ an ID-only query, the ID sets merged (best rank first) and the documents fetched
 prints the search log (:mod:`kmds_desktop.app.search_log`): the same document the window's *Export
 search log* writes for the same reviewed queries, apart from timings. Each run is recorded in the
 search history as a numbered set (:mod:`kmds_desktop.app.strategy`); its number goes to stderr.
+
+When a valid query could not run (lost connection, timeout) the documents of the others are printed,
+the log says ``"incomplete": true`` and lists ``failed_queries`` with their errors, and the command
+exits 1 with a one-line error naming them: a systematic search is never silently partial.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ def register_search(lit_sub: argparse._SubParsersAction) -> None:  # noqa: SLF00
     search.add_argument("--queries-per-model", type=int, choices=(1, 2, 3), metavar="N",
                         help="queries each model proposes, 1-3 (enables multi-model generation)")
     search.add_argument("--max-rows", type=int, default=None, metavar="N",
-                        help="documents per query (default: literature.max_rows)")
+                        help="documents per query, 1-100000 (default: literature.max_rows)")
     search.add_argument("--dsn", help="connect to this PostgreSQL instead of the embedded server")
     search.add_argument("--json", action="store_true",
                         help="print the search log as JSON (attempts, queries with provenance and "
@@ -80,8 +84,10 @@ def _search(args: argparse.Namespace) -> int:
         return 2
     literature = settings.literature.model_copy()
     if args.max_rows is not None:
-        if args.max_rows < 1:
-            print("error: --max-rows must be at least 1", file=sys.stderr)
+        cap = _max_rows_cap()
+        if not 1 <= args.max_rows <= cap:
+            print(f"error: --max-rows must be between 1 and {cap:,} (the same limit as the "
+                  f"literature.max_rows setting), not {args.max_rows:,}", file=sys.stderr)
             return 2
         literature.max_rows = args.max_rows
     quiet = args.json
@@ -134,7 +140,7 @@ def _search(args: argparse.Namespace) -> int:
 
     if args.json:
         print(search_log_json(session.search_log(app_version=_app_version())))
-        return 0
+        return _incomplete_exit(result)
     for stat in result.queries:
         if stat.ok:
             print(f"  ran '{stat.query}': {stat.matches} matches, {stat.ids_returned} returned "
@@ -146,7 +152,25 @@ def _search(args: argparse.Namespace) -> int:
         year = doc.get("year") or ""
         print(f"{doc['rank']:>4}. [{doc['id']}] {doc.get('title') or '(no title)'} "
               f"{f'({year})' if year else ''}".rstrip())
+    return _incomplete_exit(result)
+
+
+def _incomplete_exit(result: Any) -> int:
+    """1 with a one-line error when valid queries could not run (what ran was printed), else 0."""
+    if result.incomplete:
+        print(f"error: {result.incomplete_message()}", file=sys.stderr)
+        return 1
     return 0
+
+
+def _max_rows_cap() -> int:
+    """The settings' upper bound for ``literature.max_rows`` (one limit for the CLI and the window)."""
+    from kmds_desktop.config import LiteratureSettings
+
+    for meta in LiteratureSettings.model_fields["max_rows"].metadata:
+        if getattr(meta, "le", None) is not None:
+            return int(meta.le)
+    return 100_000
 
 
 def _app_version() -> str:

@@ -35,7 +35,7 @@ from datetime import date
 from typing import Any
 
 from kmds_desktop.config import QueryGenerationSettings
-from kmds_desktop.literature.errors import LiteratureError
+from kmds_desktop.literature.errors import InvalidQuery, LiteratureError
 from kmds_desktop.literature.query_cleaning import deduplicate_queries
 from kmds_desktop.literature.query_generation import (
     DEFAULT_SYSTEM_PROMPT,
@@ -56,6 +56,15 @@ class QueryAgentError(LiteratureError):
     """The agent cannot go on: no query was generated, none could run, or the review broke a rule."""
 
 
+class IncompleteSearch(QueryAgentError):
+    """Some reviewed queries could not run (lost connection, timeout): the documents are only part of
+    what the reviewed list finds. ``result`` holds everything that did run, the failed queries included."""
+
+    def __init__(self, result: ReviewedSearchResult) -> None:
+        self.result = result
+        super().__init__(result.incomplete_message())
+
+
 @dataclass
 class QueryRunStats:
     """What one reviewed query did in the database."""
@@ -68,6 +77,9 @@ class QueryRunStats:
     unique_ids: int = 0  # returned by this query and no other one
     time_s: float = 0.0
     error: str | None = None
+    #: "invalid": the server rejected the query text (the query itself is wrong); "failed": a valid
+    #: query could not run (lost connection, timeout...), so the search lost its results.
+    error_kind: str | None = None
     ids: list[int] = field(default_factory=list, repr=False)  # best rank first
     # Set by ``check_query`` only (the review table's check before anything runs).
     valid: bool | None = field(default=None, repr=False)
@@ -105,6 +117,25 @@ class ReviewedSearchResult:
     def failed_queries(self) -> list[QueryRunStats]:
         return [q for q in self.queries if not q.ok]
 
+    @property
+    def lost_queries(self) -> list[QueryRunStats]:
+        """Valid queries that could not run (not those whose text the server rejected)."""
+        return [q for q in self.queries if q.error_kind == "failed"]
+
+    @property
+    def incomplete(self) -> bool:
+        """True when a query that should have run did not: the documents are not all it finds."""
+        return bool(self.lost_queries)
+
+    def incomplete_message(self) -> str:
+        """One line naming the queries that could not run and why (empty when complete)."""
+        lost = self.lost_queries
+        if not lost:
+            return ""
+        reasons = "; ".join(f"'{q.query}': {_one_line(q.error)}" for q in lost)
+        return (f"the search is incomplete: {len(lost)} of {len(self.queries)} queries could not run, "
+                f"their documents are missing ({reasons})")
+
     def queries_for(self, doc_id: int) -> list[str]:
         """The query texts that found ``doc_id`` (the documents table's "found by" column)."""
         return [self.queries[i].query for i in self.found_by.get(doc_id, [])]
@@ -116,7 +147,14 @@ class ReviewedSearchResult:
             "found_by": {str(k): v for k, v in self.found_by.items()},
             "documents": [_jsonable(d) for d in self.documents],
             "total_time_s": self.total_time_s,
+            "incomplete": self.incomplete,
+            "failed_queries": [{"query": q.query, "error": q.error, "kind": q.error_kind}
+                               for q in self.failed_queries],
         }
+
+
+def _one_line(text: str | None) -> str:
+    return " ".join((text or "").split())
 
 
 def _jsonable(value: Any) -> Any:
@@ -217,12 +255,17 @@ class QueryAgent:
         use_others: bool = True, from_date: date | None = None, to_date: date | None = None,
         human_in_the_loop: bool = False, human_query_modifier: QueryModifier | None = None, *,
         progress: ProgressFn | None = None, cancel: CancelToken | None = None,
-        on_query: Callable[[QueryRunStats], None] | None = None,
+        on_query: Callable[[QueryRunStats], None] | None = None, allow_incomplete: bool = False,
     ) -> Iterator[dict[str, Any]]:
         """Generate once, let the modifier edit/select, run the queries, and stream the documents.
 
         A generator: nothing happens until it is iterated. The last :class:`ReviewedSearchResult` is
         kept on ``self.last_result`` (statistics, merged IDs, which query found what).
+
+        When a valid query could not run (the connection was lost, it timed out) the documents of the
+        others are yielded and then :class:`IncompleteSearch` is raised, naming the lost queries, so a
+        systematic search is never silently partial; ``allow_incomplete=True`` only logs a warning
+        (``self.last_result.incomplete`` still says so).
         """
         generated = self.convert_question_multi_model(question, progress=progress, cancel=cancel)
         self.last_generation = generated
@@ -234,6 +277,10 @@ class QueryAgent:
         )
         self.last_result = result
         yield from result.documents
+        if result.incomplete:
+            if not allow_incomplete:
+                raise IncompleteSearch(result)
+            log.warning("%s", result.incomplete_message())
 
     def find_abstracts(
         self, question: str, max_rows: int = 100, use_pubmed: bool = True, use_medrxiv: bool = True,
@@ -341,8 +388,9 @@ class QueryAgent:
     ) -> ReviewedSearchResult:
         """Run exactly ``queries`` (never regenerates): validate, run ID-only, merge, fetch once.
 
-        Invalid or failing queries are reported (``on_query`` and the result) and skipped; if every
-        query fails, :class:`QueryAgentError` says why each did. ``on_query`` is called as each query
+        Invalid or failing queries are reported (``on_query`` and the result) and skipped; a valid
+        query that could not run makes the result ``incomplete`` (it lists them); if every query
+        fails, :class:`QueryAgentError` says why each did. ``on_query`` is called as each query
         finishes; ``unique_ids`` (IDs no other query found) is only known once all have run, so it is
         filled in on the returned result's statistics, not in the callback's. ``fetch=False`` skips
         the document fetch (e.g. for counting only).
@@ -390,6 +438,7 @@ class QueryAgent:
             valid, normalized = db.validate_tsquery(query)
             if not valid:
                 stat.error = f"invalid query: {normalized}"
+                stat.error_kind = "invalid"
                 return stat
             stat.normalized = normalized
             ranked = db.find_abstract_ids_ranked(query, max_rows=max_rows, cancel=cancel, **filters)
@@ -402,6 +451,7 @@ class QueryAgent:
             if cancel is not None and cancel.cancelled:
                 raise Cancelled("cancelled by the user") from None
             stat.error = str(err) or type(err).__name__
+            stat.error_kind = "invalid" if isinstance(err, (InvalidQuery, QueryAgentError)) else "failed"
             stat.ids = []
             stat.ids_returned = 0
             log.info("literature query %r failed: %s", query, stat.error)

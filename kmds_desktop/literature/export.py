@@ -378,6 +378,10 @@ class SearchLog:
     run_finished_at: str | None = None
     database: str = ""
     app_version: str = ""
+    #: True when a valid query could not run (lost connection, timeout): the documents are only part
+    #: of what the queries find. ``failed_queries`` lists every query that did not run, with its error.
+    incomplete: bool = False
+    failed_queries: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

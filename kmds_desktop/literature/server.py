@@ -279,7 +279,8 @@ class EmbeddedServer:
 
         try:
             proc = psutil.Process(pid)
-            if not proc.name().startswith("postgres"):
+            # a killed postmaster nobody reaped yet (containers without an init) is not running
+            if not proc.name().startswith("postgres") or proc.status() == psutil.STATUS_ZOMBIE:
                 return None
         except psutil.Error:
             return None
@@ -419,10 +420,14 @@ class EmbeddedServer:
         pid_file = self.pgdata / "postmaster.pid"
         if not pid_file.exists() or self.is_running():
             return
-        old_socket = self.socket_dir() if not self._socket_in_pgdata() else None
+        old_socket = self.socket_dir()
         log.info("removing the stale %s (its server is gone)", pid_file)
         pid_file.unlink(missing_ok=True)
-        self._remove_socket_dir(old_socket)
+        if old_socket == self.pgdata:  # PostgreSQL would refuse its socket lock while the pid lives on
+            for name in (f".s.PGSQL.{SOCKET_PORT}.lock", f".s.PGSQL.{SOCKET_PORT}"):
+                (self.pgdata / name).unlink(missing_ok=True)
+        else:
+            self._remove_socket_dir(old_socket)
 
     # -- public lifecycle -------------------------------------------------------------------
     def start(self) -> EmbeddedServer:

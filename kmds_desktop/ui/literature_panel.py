@@ -623,13 +623,17 @@ class LiteraturePanel(QWidget):
             "database": getattr(self.database, "display_name", ""),
         }
         n_ok = len([q for q in result.queries if q.error is None])
+        incomplete = " — INCOMPLETE: see the failed rows' Error column" if result.incomplete else ""
         self.results_label.setText(
             f"{len(result.documents):,} documents from {n_ok} of {len(result.queries)} queries "
-            f"({result.total_time_s:.2f} s)"
+            f"({result.total_time_s:.2f} s){incomplete}"
         )
         self._set_progress(f"Search finished: {len(result.documents):,} documents.")
         failed = [q for q in result.queries if q.error]
-        if failed:
+        if result.incomplete:
+            message = result.incomplete_message()
+            self.show_message(message[:1].upper() + message[1:], "error")
+        elif failed:
             reasons = "; ".join(f"'{q.query}': {q.error}" for q in failed)
             self.show_message(f"Some queries could not run: {reasons}", "warning")
         self._update_results_page()
@@ -776,6 +780,9 @@ class LiteraturePanel(QWidget):
             ))
         log_.merged_ids = list(result.ids)
         log_.document_count = len(result.documents)
+        log_.incomplete = bool(getattr(result, "incomplete", False))
+        log_.failed_queries = [{"query": q.query, "error": q.error, "kind": getattr(q, "error_kind", None)}
+                               for q in result.queries if q.error]
         log_.run_started_at, log_.run_finished_at = run["started"], run["finished"]
         log_.database = run["database"]
         return log_
