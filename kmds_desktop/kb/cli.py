@@ -57,7 +57,7 @@ def _show(args: argparse.Namespace) -> int:
     except KnowledgeBaseError as exc:
         return _fail(str(exc))
     except Exception as exc:  # noqa: BLE001 - the CLI promises a one-line message, never a traceback
-        return _fail(f"{args.file}: unexpected error: {exc}")
+        return _fail(f"{args.file}: unexpected error: {type(exc).__name__}: {exc}")
     text = json.dumps(kb.to_dict(), indent=2, ensure_ascii=False) + "\n" if args.json else format_kb(kb)
     try:
         sys.stdout.write(text)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import tempfile
 import threading
 from collections.abc import Iterable
 from dataclasses import replace
@@ -20,6 +19,7 @@ from typing import Any
 from kmds_desktop import paths
 from kmds_desktop.kb.model import KnowledgeBaseError, Observation, Workflow
 from kmds_desktop.kb.safety import prescan_rdfxml, read_kb_bytes
+from kmds_desktop.kb.save_temp import create_locked_temp, remove_stale_temps
 from kmds_desktop.kb.store import KBStore
 from kmds_desktop.kb.vocabulary import (
     CATEGORIES,
@@ -514,7 +514,8 @@ def save_kb(
 ) -> Path:
     """Write ``kb`` as KMDS RDF/XML, atomically: a temporary file in the same folder is written,
     checked, then moved over the target with ``os.replace``, so a failed save never damages the
-    original. Saving to another path makes that path the KB's file ("save as")."""
+    original. Temporary files left beside the target by killed saves are removed first
+    (:mod:`kmds_desktop.kb.save_temp`). Saving to another path makes that path the KB's file ("save as")."""
     target = Path(path).expanduser().resolve() if path is not None else kb.path
     if target.is_dir():
         raise KnowledgeBaseError("is a folder; choose a file name to save to", path=target)
@@ -530,13 +531,13 @@ def save_kb(
         kb._removed.clear()
         check(cancel)
         report(progress, 1, 3, f"Writing {target.name}")
+        remove_stale_temps(folder, target.name)  # left by saves that were killed
         try:
-            fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+            fd, lock_fd, tmp = create_locked_temp(folder, target.name)
         except OSError as exc:
             raise KnowledgeBaseError(
                 f"cannot write in {folder} ({exc.strerror or exc})", path=target
             ) from None
-        tmp = Path(tmp_name)
         try:
             with os.fdopen(fd, "wb") as fh:
                 kb._store.write(fh)
@@ -571,6 +572,8 @@ def save_kb(
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
+        finally:
+            os.close(lock_fd)  # the temporary file is renamed or removed: nothing to guard now
         kb.path = target
         kb.dirty = False
         report(progress, 3, 3, "Saved")

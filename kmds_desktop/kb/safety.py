@@ -10,7 +10,9 @@ Nothing is ever fetched or expanded: the checks fire on the declaration itself.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 import xml.parsers.expat as expat
 from pathlib import Path
 
@@ -25,21 +27,72 @@ class _Refused(Exception):  # noqa: N818 - internal signal carrying the user-fac
     pass
 
 
-def read_kb_bytes(path: Path) -> bytes:
-    """Read a KB file, turning OS errors into :class:`KnowledgeBaseError` that name the file."""
-    if not path.exists():
-        raise KnowledgeBaseError("file not found", path=path)
-    if path.is_dir():
-        raise KnowledgeBaseError("is a folder, not a knowledge-base file", path=path)
+#: The largest KB file read (bytes): a 10,000-observation KB is about 10 MB; far larger input is
+#: refused before it is read, not parsed until memory runs out.
+MAX_KB_BYTES = 256 * 1024 * 1024
+
+
+def read_kb_bytes(path: Path, limit: int = MAX_KB_BYTES) -> bytes:
+    """Read a KB file, turning OS errors into :class:`KnowledgeBaseError` that name the file.
+
+    Regular files only: a FIFO would block forever and a device such as ``/dev/zero`` never ends.
+    The file is opened without blocking and checked on the open descriptor (so a path swapped
+    after a check cannot slip through), and at most ``limit`` bytes are read.
+    """
     try:
-        data = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise KnowledgeBaseError("file not found", path=path) from None
+    except IsADirectoryError:
+        raise KnowledgeBaseError("is a folder, not a knowledge-base file", path=path) from None
     except PermissionError:
         raise KnowledgeBaseError("permission denied: the file cannot be read", path=path) from None
     except OSError as exc:
         raise KnowledgeBaseError(f"cannot be read ({exc.strerror or exc})", path=path) from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise KnowledgeBaseError("is a folder, not a knowledge-base file", path=path)
+        if not stat.S_ISREG(info.st_mode):
+            raise KnowledgeBaseError(
+                f"is not a regular file (it is a {_file_kind(info.st_mode)}); "
+                "open a KMDS knowledge-base file",
+                path=path)
+        if info.st_size > limit:
+            raise KnowledgeBaseError(
+                f"the file is too large ({info.st_size:,} bytes; at most {limit:,} are read)", path=path)
+        chunks: list[bytes] = []
+        size = 0
+        while True:  # read to the end, never past the limit (the file may grow while it is read)
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                raise KnowledgeBaseError(f"the file is too large (more than {limit:,} bytes)", path=path)
+        data = b"".join(chunks)
+    except PermissionError:
+        raise KnowledgeBaseError("permission denied: the file cannot be read", path=path) from None
+    except OSError as exc:
+        raise KnowledgeBaseError(f"cannot be read ({exc.strerror or exc})", path=path) from None
+    finally:
+        os.close(fd)
     if not data.strip():
         raise KnowledgeBaseError("the file is empty (expected KMDS RDF/XML)", path=path)
     return data
+
+
+def _file_kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "named pipe (FIFO)"
+    if stat.S_ISCHR(mode):
+        return "character device"
+    if stat.S_ISBLK(mode):
+        return "block device"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    return "special file"
 
 
 def prescan_rdfxml(data: bytes, path: Path) -> None:

@@ -153,6 +153,8 @@ class KBStore:
         obs_class = {by_name[cls]: CLASS_CATEGORY[cls] for cls in CATEGORY_CLASS.values() if cls in by_name}
         wf_class = {by_name[k]: k for k in WORKFLOW_KINDS if k in by_name}
         obs_kind: dict[int, str] = {}
+        # subject -> fields with a second, different value (the IRI is defined twice in the file)
+        conflicting: dict[int, set[str]] = defaultdict(set)
         obs_order: dict[int, int] = {}
         wf_kind: dict[int, str] = {}
         wf_first_row: dict[int, int] = {}
@@ -160,7 +162,9 @@ class KBStore:
             for rowid, s, o in db.execute(
                 "SELECT rowid, s, o FROM objs WHERE c=? AND p=? ORDER BY rowid", (c, rdf_type)
             ):
-                if o in obs_class and s not in obs_kind and s > 0:
+                if o in obs_class and s in obs_kind and obs_class[o] != obs_kind[s]:
+                    conflicting[s].add("category")  # a second definition says another category
+                elif o in obs_class and s not in obs_kind and s > 0:
                     obs_kind[s] = obs_class[o]
                     obs_order[s] = len(obs_order)
                 elif o in wf_class and s > 0:
@@ -177,7 +181,12 @@ class KBStore:
                 f"SELECT s, p, o FROM datas WHERE c=? AND p IN ({marks}) ORDER BY rowid",
                 (c, *data_props),
             ):
-                values[s].setdefault(data_props[p], o)  # functional: first value wins
+                have = values[s]
+                prop = data_props[p]
+                if prop not in have:
+                    have[prop] = o  # functional: first value wins
+                elif have[prop] != o:
+                    conflicting[s].add(prop)  # a save writes only the first: said in a note
 
         link_props = {by_name[p]: p for p in _LINK_PROPS if p in by_name}
         links: list[tuple[int, str, int]] = []
@@ -272,6 +281,7 @@ class KBStore:
             )
         if dangling:
             result.notes.append(f"{dangling} workflow link(s) point to observations missing from the file")
+        result.notes.extend(_unkept_notes(conflicting, values, obs_kind, iri_of))
         return result
 
     # -- writing ------------------------------------------------------------------------------
@@ -421,6 +431,46 @@ def _uses_any(db: Any, c: int, kmds_ids: set[int]) -> bool:
         if row:
             return True
     return False
+
+
+def _unkept_notes(conflicting: dict[int, set[str]], values: dict[int, dict[str, Any]],
+                  obs_kind: dict[int, str], iri_of: dict[int, str]) -> list[str]:
+    """Notes for what a save would not keep as the file has it, so nothing is lost unannounced.
+
+    A save writes one value per field, from the records; the file can hold more (an IRI defined
+    twice with different values) or other shapes (a finding sequence written as text). Why notes at
+    load rather than at save: the user sees them before editing, in ``kb show`` and in the window.
+    """
+    notes: list[str] = []
+    if conflicting:
+        names = [local_name(iri_of[s]) for s in conflicting if s in iri_of]
+        fields = sorted({f for found in conflicting.values() for f in found})
+        notes.append(
+            f"{len(conflicting)} individual(s) are defined more than once with different values "
+            f"({_few(names)}; fields: {', '.join(fields)}): the first value of each field is shown, "
+            "and saving keeps only that one"
+        )
+    as_text = [s for s in obs_kind if isinstance(values.get(s, {}).get(FINDING_SEQUENCE), str)]
+    numeric = [s for s in as_text if _as_int(values[s][FINDING_SEQUENCE]) is not None]
+    words = [s for s in as_text if s not in numeric]
+    if numeric:
+        notes.append(
+            f"{len(numeric)} finding sequence(s) are written as text, not as integers "
+            f"({_few([local_name(iri_of[s]) for s in numeric])}): read as numbers, and saving writes "
+            "them as integers"
+        )
+    if words:
+        shown = _few([f"{local_name(iri_of[s])}: {values[s][FINDING_SEQUENCE]!r}" for s in words])
+        notes.append(
+            f"{len(words)} finding sequence(s) are not numbers ({shown}): shown without a sequence "
+            "number, and saving drops them unless a number is entered"
+        )
+    return notes
+
+
+def _few(items: Sequence[str], limit: int = 5) -> str:
+    shown = ", ".join(str(i)[:80] for i in items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
 
 def _as_int(value: Any) -> int | None:
