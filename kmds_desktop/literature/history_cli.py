@@ -263,9 +263,11 @@ def _check(args: argparse.Namespace, wb: Any) -> int:
     for r in result.sets:
         print(f"{r.label} {_short(r.text, 50)!r}: finds {r.found} of {r.in_database}, recall "
               f"{_pct(r.recall)}")
-        for row in (x for x in result.rows if x.label.startswith(r.label + ".")):
-            print(f"    {row.label} {_short(row.text, 50)!r}: {row.found} of {row.in_database} "
-                  f"({_pct(row.recall)})")
+    if result.rows:
+        print("rows behind these sets:")
+    for row in result.rows:
+        print(f"    {row.label} {_short(row.text, 50)!r}: {row.found} of {row.in_database} "
+              f"({_pct(row.recall)})")
     if result.missed:
         print(f"missed by #{result.missed[0].set_number}:")
     for m in result.missed:

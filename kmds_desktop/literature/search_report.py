@@ -211,7 +211,9 @@ def report_markdown(report: dict[str, Any]) -> str:
         if kp["missed"]:
             lines += ["### Missed papers", ""]
             for m in kp["missed"]:
-                lines.append(f"- **{_cell(m['title'])}** ({m['label']}; {m['source']} {m['external_id']})")
+                ident = f"{m['source']} {m['external_id']}"
+                given = "" if m["label"] == m["external_id"] else f"{m['label']}; "
+                lines.append(f"- **{_cell(m['title'])}** ({given}{ident})")
                 for reason in m["rows"]:
                     if reason["matches_query"]:
                         why = (f"matches the query but ranked below the row's {reason['max_rows']} "
@@ -222,6 +224,10 @@ def report_markdown(report: dict[str, Any]) -> str:
                         why = "does not match (word order or phrase)"
                     lines.append(f"  - {reason['row']}: {why}")
             lines.append("")
+    exported = report.get("documents_file")
+    if exported:
+        lines += ["## Documents", "", f"The {exported['documents']} documents of the set were exported as "
+                  f"{exported['format'].upper()} to `{Path(exported['path']).name}`.", ""]
     for note in report.get("notes") or []:
         lines.append(f"Note: {note}")
     return "\n".join(lines).rstrip() + "\n"

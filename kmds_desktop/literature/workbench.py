@@ -325,7 +325,8 @@ class SearchWorkbench:
         members = [Member(d, rank, *identity.get(d, (None, None))) for rank, d in enumerate(ordered, start=1)]
         canonical = set_algebra.canonical(rpn)
         operands = sorted({t.set_number for t in set_algebra.references(rpn)})
-        details = {"canonical": canonical, "operands": operands}
+        references = sorted({t.label for t in set_algebra.references(rpn)})
+        details = {"canonical": canonical, "operands": operands, "references": references}
         question = " / ".join(dict.fromkeys(self.history.get(n).title for n in operands))
         return self.history.save_set(kind="combination", question=question, database=database,
                                      members=members, expression=expression.strip(), details=details,
@@ -406,6 +407,7 @@ class SearchWorkbench:
         set_recalls: list[Recall] = []
         row_recalls: list[Recall] = []
         missed: list[MissedPaper] = []
+        seen_rows: set[str] = set()
         for saved in sets:
             ids = self.history.member_ids(saved.number)
             found = [d for d in known_docs if d in ids]
@@ -413,15 +415,18 @@ class SearchWorkbench:
                 if s.document.doc_id in ids:  # type: ignore[union-attr]
                     s.found_by_sets.append(saved.number)
             set_recalls.append(Recall(saved.label, len(found), len(known_docs), saved.title))
-            row_ids = self.history.all_row_ids(saved.number)
-            for row in saved.rows:
-                rids = set(row_ids.get(row.position, []))
-                label = f"#{saved.number}.{row.position}"
+            # The rows behind the set: its own, or those of the searches a combination was made from.
+            for _, text, (label, _cutoff) in self._rows_behind(saved):
+                if label in seen_rows:
+                    continue
+                seen_rows.add(label)
+                number, _, position = label.lstrip("#").partition(".")
+                rids = set(self.history.row_ids(int(number), int(position)))
                 for s in in_db:
                     if s.document.doc_id in rids:  # type: ignore[union-attr]
                         s.found_by_rows.append(label)
                 row_recalls.append(Recall(label, sum(1 for d in known_docs if d in rids), len(known_docs),
-                                          row.text))
+                                          text))
         strategy = sets[-1]
         strategy_ids = self.history.member_ids(strategy.number)
         rows = self._rows_behind(strategy)
@@ -441,22 +446,27 @@ class SearchWorkbench:
         """(key, query text, (label "#N.K", the row's max_rows)) of the rows of a search, or of the searches a
         combination was made from (followed iteratively, each set once)."""
         out: list[tuple[int, str, tuple[str, int | None]]] = []
-        todo = [saved.number]
-        seen: set[int] = set()
+        todo: list[tuple[int, int]] = [(saved.number, 0)]  # (set, row or 0 for all its rows)
+        seen: set[tuple[int, int]] = set()
         while todo:
-            number = todo.pop(0)
-            if number in seen:
+            number, only_row = todo.pop(0)
+            if (number, only_row) in seen or (number, 0) in seen:
                 continue
-            seen.add(number)
+            seen.add((number, only_row))
             try:
                 current = saved if number == saved.number else self.history.get(number)
             except HistoryError:
                 continue  # an operand deleted since the combination was made
             if current.kind == "combination":
-                todo.extend(int(n) for n in current.details.get("operands", []))
+                refs = current.details.get("references")
+                if refs is None:  # sets combined before references were recorded
+                    refs = [f"#{n}" for n in current.details.get("operands", [])]
+                for ref in refs:
+                    set_part, _, row_part = str(ref).lstrip("#").partition(".")
+                    todo.append((int(set_part), int(row_part or 0)))
                 continue
             cutoff = current.details.get("max_rows")
             for row in current.rows:
-                if row.ok:
+                if row.ok and only_row in (0, row.position):
                     out.append((len(out), row.text, (f"#{current.number}.{row.position}", cutoff)))
         return out
