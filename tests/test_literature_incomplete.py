@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,16 @@ def _wait_gone(pid: int) -> None:
             return
         time.sleep(0.01)
     raise AssertionError(f"process {pid} did not go away")
+
+
+def _wait_until_waiting(watcher: psycopg.Connection, pid: int) -> None:
+    for _ in range(1000):  # bounded: at most ~10 s
+        row = watcher.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s",
+                              (pid,)).fetchone()
+        if row and row[0] == "Lock":
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"backend {pid} never waited for the lock")
 
 
 def _kill_database(db: Any) -> None:
@@ -144,8 +155,11 @@ def test_cli_exits_non_zero_when_a_query_is_lost(pg_empty_database, fake_ollama,
     (home / "settings.json").write_text(json.dumps(
         {"query_generation": {"ollama_host": fake_ollama.url, "timeout_s": 10}}))
     env = {**os.environ, "KMDS_DESKTOP_HOME": str(home), "PYTHONPATH": str(REPO)}
-    with psycopg.connect(dsn) as locker, psycopg.connect(dsn, autocommit=True) as watcher:
-        locker.execute("LOCK TABLE document IN ACCESS EXCLUSIVE MODE")  # the CLI's first search waits
+    lock = "LOCK TABLE document IN ACCESS EXCLUSIVE MODE"
+    with psycopg.connect(dsn) as first, psycopg.connect(dsn) as second, \
+            psycopg.connect(dsn, autocommit=True) as watcher:
+        lockers, held = [first, second], 0
+        first.execute(lock)  # every statement of the CLI that reads ``document`` waits
         proc = subprocess.Popen(
             [sys.executable, "-m", "kmds_desktop", "literature", "search", QUESTION, "--models",
              "probe", "--queries-per-model", "3", "--dsn", dsn, "--json"],
@@ -153,19 +167,29 @@ def test_cli_exits_non_zero_when_a_query_is_lost(pg_empty_database, fake_ollama,
         try:
             backend = None
             for _ in range(3000):  # bounded: at most ~60 s
-                row = watcher.execute(
-                    "SELECT pid FROM pg_stat_activity WHERE application_name = 'kmds-desktop' "
-                    "AND wait_event_type = 'Lock' AND datname = current_database()").fetchone()
-                if row:
-                    backend = row[0]
+                waiting = watcher.execute(
+                    "SELECT pid, query FROM pg_stat_activity WHERE application_name = 'kmds-desktop' "
+                    "AND wait_event_type = 'Lock' AND datname = current_database()").fetchall()
+                search = [pid for pid, query in waiting if "ts_rank_cd" in query]
+                if search:
+                    backend = search[0]
                     break
+                if waiting:  # a statement before the run (the status for the history): let it pass,
+                    # with the other locker queued behind it so the first search waits again
+                    other = 1 - held
+                    queued = threading.Thread(target=lockers[other].execute, args=(lock,))
+                    queued.start()
+                    _wait_until_waiting(watcher, lockers[other].info.backend_pid)
+                    lockers[held].rollback()
+                    queued.join(timeout=60)
+                    held = other
                 if proc.poll() is not None:
                     break
                 time.sleep(0.02)
             assert backend is not None, proc.communicate(timeout=60)
             watcher.execute("SELECT pg_terminate_backend(%s)", (backend,))  # connection lost mid-query
         finally:
-            locker.rollback()
+            lockers[held].rollback()
         out, err = proc.communicate(timeout=120)
     assert proc.returncode == 1, err + out[:3000]
     assert "Traceback" not in err
