@@ -4,16 +4,25 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 
+from kmds_desktop.app.literature import CheckResult, LiteratureSession
+from kmds_desktop.literature.query_generation import QueryGenerationResult
 from kmds_desktop.ui.documents_model import DocumentsModel
-from kmds_desktop.ui.review_model import CHECKING, INVALID, VALID, QueryRow, ReviewModel
+from kmds_desktop.ui.review_model import CHECKING, INVALID, VALID, ReviewModel
 
 
 def _review_model() -> ReviewModel:
-    model = ReviewModel()
-    model.add_row(QueryRow("cystic & fibrosis", model="m1", attempt=1, generation_time=1.25))
-    model.add_row(QueryRow("", model="m2", attempt=1, included=False, error="model 'm2' not found"))
-    model.add_row(QueryRow("lung <-> function", model="hand-written"))
+    """A generated row, an empty hand-written one (being written) and a hand-written query."""
+    model = ReviewModel(LiteratureSession())
+    model.begin_round("Does azithromycin help?", "2026-01-01T00:00:00+00:00")
+    model.accept_attempt(QueryGenerationResult("builtin:keywords", "cystic & fibrosis", 1.25, 0.1, 1))
+    model.add_hand_written("")
+    model.add_hand_written("lung <-> function")
     return model
+
+
+def _check(model: ReviewModel, uid: int, rev: int, ok: bool | None, message: str, matches: int | None = None,
+           exact: bool = True) -> bool:
+    return model.apply_check(CheckResult(uid, rev, ok, message, matches, exact))
 
 
 def test_review_model_passes_qtmodeltester(qtmodeltester) -> None:
@@ -33,12 +42,16 @@ def test_edit_tick_and_stale_validation(qtbot) -> None:
     assert model.setData(model.index(0, ReviewModel.COL_QUERY), "bad & (")
     assert edited == [uid] and model.row(0).validity == CHECKING
     # A result for the old text arrives late: ignored.
-    assert not model.set_validation(uid, rev, True, "'cystic' & 'fibrosis'", matches=5)
+    assert not _check(model, uid, rev, True, "'cystic' & 'fibrosis'", matches=5)
     assert model.row(0).validity == CHECKING
-    assert model.set_validation(uid, model.row(0).revision, False, "syntax error in tsquery")
+    assert _check(model, uid, model.row(0).revision, False, "syntax error in tsquery")
     assert model.row(0).validity == INVALID
-    shown = model.data(model.index(0, ReviewModel.COL_VALID))
-    assert "syntax error in tsquery" in shown
+    assert model.data(model.index(0, ReviewModel.COL_VALID)) == "✗ invalid"
+    assert model.data(model.index(0, ReviewModel.COL_ERROR)) == "syntax error in tsquery"
+    # the edited row says so, with the model's own text
+    assert model.data(model.index(0, ReviewModel.COL_MODEL)) == "builtin:keywords (edited)"
+    tip = model.data(model.index(0, ReviewModel.COL_QUERY), Qt.ItemDataRole.ToolTipRole)
+    assert "Edited from the model's: cystic & fibrosis" in tip
 
     # Ticks: unticking, tick all skips rows without a query, none clears.
     unchecked = Qt.CheckState.Unchecked.value
@@ -51,12 +64,12 @@ def test_edit_tick_and_stale_validation(qtbot) -> None:
 
     # Valid + count shows the count (estimates marked).
     row = model.row(2)
-    assert model.set_validation(row.uid, row.revision, True, "'lung' <-> 'function'", 1234, exact=False)
+    assert _check(model, row.uid, row.revision, True, "'lung' <-> 'function'", 1234, exact=False)
     assert model.row(2).validity == VALID
     assert model.data(model.index(2, ReviewModel.COL_MATCHES)) == "~1,234"
     # Results for a removed row are dropped.
     model.remove_rows([2])
-    assert not model.set_validation(row.uid, row.revision, True, "x", matches=1)
+    assert not _check(model, row.uid, row.revision, True, "x", matches=1)
 
 
 def test_documents_model(qtmodeltester) -> None:
@@ -71,6 +84,7 @@ def test_documents_model(qtmodeltester) -> None:
     )
     qtmodeltester.check(model, force_py=True)
     assert model.rowCount() == 2
+    assert [model.data(model.index(r, DocumentsModel.COL_RANK)) for r in (0, 1)] == ["1", "2"]
     assert model.data(model.index(0, DocumentsModel.COL_FOUND_BY)) == "q1, q2"
     assert model.data(model.index(1, DocumentsModel.COL_YEAR)) == "1999"
     assert model.data(model.index(0, 0), Qt.ItemDataRole.UserRole).pmid == "9"

@@ -296,9 +296,10 @@ class LiteratureSession:
         """A query the user writes; an empty one is added unticked, for editing."""
         text = text if isinstance(text, str) else ""
         row = QueryRow(query=text, model=HAND_WRITTEN, included=bool(text.strip()))
-        return self._append(row)
+        return self.append(row)
 
-    def _append(self, row: QueryRow) -> QueryRow:
+    def append(self, row: QueryRow) -> QueryRow:
+        """Add a row at the end (a new row with text is to be checked)."""
         if row.runnable and row.validity == UNCHECKED:
             row.validity = CHECKING
         self.rows.append(row)
@@ -370,6 +371,14 @@ class LiteratureSession:
 
     def accept_attempt(self, result: QueryGenerationResult) -> QueryRow | None:
         """One finished attempt of the current round; returns the row it added, if any."""
+        row = self.consider_attempt(result)
+        return self.append(row) if row is not None else None
+
+    def consider_attempt(self, result: QueryGenerationResult) -> QueryRow | None:
+        """Record one finished attempt; returns the row to add for it (not yet added), if any.
+
+        For views that announce an insertion before it happens; :meth:`accept_attempt` adds it too.
+        """
         rnd = self.round
         if rnd is None or rnd.finished:
             return None
@@ -401,7 +410,7 @@ class LiteratureSession:
                                     if repeat else None),
         )
         rnd.offered.append(row.query)
-        return self._append(row)
+        return row
 
     def finish_round(self, cancelled: bool = False) -> GenerationRound | None:
         rnd = self.round

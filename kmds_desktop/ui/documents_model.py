@@ -1,4 +1,5 @@
-"""The merged documents of a literature search run (title, year, journal, source, found by).
+"""The merged documents of a literature search run, best rank first (rank, title, year, journal, source,
+found by). The view starts sorted by rank; clicking a header sorts by that column instead.
 
 Rows are :class:`kmds_desktop.literature.export.ExportDocument` s, so what the table shows is
 exactly what the CSV/RIS/BibTeX exports write. ``UserRole`` returns the document for the detail view.
@@ -19,21 +20,30 @@ AnyIndex = QModelIndex | QPersistentModelIndex
 class DocumentsModel(QAbstractTableModel):
     """Read-only table of documents; sorting is left to a ``QSortFilterProxyModel`` (SortRole)."""
 
-    COL_TITLE, COL_YEAR, COL_JOURNAL, COL_SOURCE, COL_FOUND_BY = range(5)
-    HEADERS = ("Title", "Year", "Journal", "Source", "Found by")
-    #: Role returning a sortable value (year as an int, found-by as the number of queries).
+    COL_RANK, COL_TITLE, COL_YEAR, COL_JOURNAL, COL_SOURCE, COL_FOUND_BY = range(6)
+    HEADERS = ("Rank", "Title", "Year", "Journal", "Source", "Found by")
+    TOOLTIPS = (
+        "Merged rank: the best position any query gave the document (ties: found by more queries)",
+        "", "", "", "", "The queries that found the document",
+    )
+    #: Role returning a sortable value (rank and year as ints, found-by as the number of queries).
     SortRole = Qt.ItemDataRole.UserRole + 1
 
     def __init__(self, parent: Any = None) -> None:
         super().__init__(parent)
         self._docs: list[ExportDocument] = []
+        self._ranks: list[int] = []
 
     def set_documents(
         self, documents: Iterable[Any], found_by: Mapping[Any, Sequence[str]] | None = None
     ) -> None:
-        """Replace the documents; ``found_by`` maps a document id to the queries that found it."""
+        """Replace the documents (in merged rank order, or each with a ``rank``); ``found_by`` maps a
+        document id to the queries that found it (else each document's own ``found_by``)."""
         docs = []
-        for doc in documents:
+        ranks = []
+        for position, doc in enumerate(documents, start=1):
+            rank = doc.get("rank") if isinstance(doc, Mapping) else None
+            ranks.append(int(rank) if rank is not None else position)
             if isinstance(doc, ExportDocument):
                 docs.append(doc)
                 continue
@@ -44,6 +54,7 @@ class DocumentsModel(QAbstractTableModel):
             docs.append(normalize_document(doc, names))
         self.beginResetModel()
         self._docs = docs
+        self._ranks = ranks
         self.endResetModel()
 
     def clear(self) -> None:
@@ -55,6 +66,9 @@ class DocumentsModel(QAbstractTableModel):
     def document(self, row: int) -> ExportDocument:
         return self._docs[row]
 
+    def rank(self, row: int) -> int:
+        return self._ranks[row]
+
     # --- Qt model API -----------------------------------------------------------------------------
     def rowCount(self, parent: AnyIndex = QModelIndex()) -> int:  # noqa: B008, N802 - Qt API
         return 0 if parent.isValid() else len(self._docs)
@@ -65,9 +79,12 @@ class DocumentsModel(QAbstractTableModel):
     def headerData(  # noqa: N802
         self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
     ) -> Any:
-        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
-            if 0 <= section < len(self.HEADERS):
-                return self.HEADERS[section]
+        if orientation != Qt.Orientation.Horizontal or not 0 <= section < len(self.HEADERS):
+            return None
+        if role == Qt.ItemDataRole.DisplayRole:
+            return self.HEADERS[section]
+        if role == Qt.ItemDataRole.ToolTipRole and self.TOOLTIPS[section]:
+            return self.TOOLTIPS[section]
         return None
 
     def flags(self, index: AnyIndex) -> Qt.ItemFlag:
@@ -82,13 +99,19 @@ class DocumentsModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.UserRole:
             return doc
         if role == self.SortRole:
+            if col == self.COL_RANK:
+                return self._ranks[index.row()]
             if col == self.COL_YEAR:
                 return doc.year if doc.year is not None else 0
             if col == self.COL_FOUND_BY:
                 return len(doc.found_by)
             return self._text(doc, col).lower()
         if role == Qt.ItemDataRole.DisplayRole:
+            if col == self.COL_RANK:
+                return str(self._ranks[index.row()])
             return self._text(doc, col)
+        if role == Qt.ItemDataRole.TextAlignmentRole and col == self.COL_RANK:
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         if role == Qt.ItemDataRole.ToolTipRole and col in (self.COL_TITLE, self.COL_FOUND_BY):
             return self._text(doc, col)
         return None

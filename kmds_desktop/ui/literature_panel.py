@@ -1,4 +1,4 @@
-"""The literature search panel: generate queries, review them, run exactly those, read and export results.
+"""The literature search panel: a view of a :class:`~kmds_desktop.app.literature.LiteratureSession`.
 
 Public API (what the main window wires)
 ---------------------------------------
@@ -9,8 +9,9 @@ Public API (what the main window wires)
     (``dsn`` or ``settings.literature``) when first needed.
 Signals
     ``status_changed(str)`` — e.g. "Literature: 8,316 documents" for the status bar.
-    ``message_shown(str, str)`` — (level, text) whenever the in-panel message bar shows something.
+    ``message_shown(str, str)`` — (level, text): the panel's messages, for the window's one message bar.
     ``documents_changed(int)`` — number of documents in the results table (enable Export actions).
+    ``wide_toggled(bool)`` — the user asked for the literature review to take the window's width.
 Methods for the File menu
     ``import_files(paths) -> Job | None`` and ``import_files_dialog()`` — MEDLINE XML, JSONL, PubMedQA JSON.
     ``export_documents(fmt, path=None)`` (``fmt`` in ``"csv" | "ris" | "bibtex"``) and
@@ -18,13 +19,16 @@ Methods for the File menu
     ``refresh_status()``, ``generate()``, ``run_selected()``, ``cancel()``, ``has_documents()``,
     ``shutdown()`` (closes the database the panel opened; call after ``jobs.shutdown()``).
 
-Behaviour
----------
-Generation runs the configured models strictly one after another on a worker; each result becomes a
-row as soon as its model answers. Every query is validated and counted in the database on a worker,
-debounced while the user types; an answer for text that has since been edited is dropped (rows carry
-a revision). Run executes exactly the ticked rows as they are shown, never regenerating. Errors show
-in a message bar inside the panel; rows, edits and ticks are never cleared by an error.
+What the panel decides, and what it does not
+--------------------------------------------
+Every rule about the search (provenance, what generating again replaces, the review rules, the run,
+the search log) is the session's (:mod:`kmds_desktop.app.literature`), the same code the CLI drives.
+The panel renders the session's state, forwards clicks to it, and runs the session's slow functions
+on workers: generation (one model after another; each attempt becomes a row as soon as it finishes),
+checks (debounced while the user types; answers for text edited since are dropped), runs and
+imports. A run may start while generation goes on (it takes the rows ready at that moment).
+Messages go to one place, the window's message bar (``message_shown``); the panel's status line
+shows what is in progress (which model is answering) and the Cancel for runs and imports.
 """
 
 from __future__ import annotations
@@ -53,11 +57,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from kmds_desktop.app import literature as app_lit
+from kmds_desktop.app.messages import user_message
+from kmds_desktop.app.search_log import write_search_log
 from kmds_desktop.literature import export as export_mod
 from kmds_desktop.ui import literature_jobs as lj
 from kmds_desktop.ui.documents_model import DocumentsModel
-from kmds_desktop.ui.literature_widgets import DocumentDetail, MessageBar
-from kmds_desktop.ui.review_model import CHECKING, FAILED, HAND_WRITTEN, INVALID, QueryRow, ReviewModel
+from kmds_desktop.ui.literature_widgets import DocumentDetail
+from kmds_desktop.ui.review_model import CHECKING, QueryRow, ReviewModel
 from kmds_desktop.ui.workers import Job, JobRunner
 
 log = logging.getLogger(__name__)
@@ -67,7 +74,7 @@ VALIDATE_DEBOUNCE_MS = 400
 
 EMPTY_DATABASE_HINT = (
     "<h3>The literature database is empty</h3>"
-    "<p>Fill it with <b>File &gt; Import literature…</b>, or drop a MEDLINE/PubMed XML file "
+    "<p>Fill it with <b>File &gt; Import literature</b>, or drop a MEDLINE/PubMed XML file "
     "(<code>.xml</code>, <code>.xml.gz</code>) or a JSONL file (one record per line) onto this panel.</p>"
     "<p>Queries can be written and checked meanwhile; they match nothing until documents are imported.</p>"
 )
@@ -89,6 +96,7 @@ class LiteraturePanel(QWidget):
     status_changed = Signal(str)
     message_shown = Signal(str, str)  # level, text
     documents_changed = Signal(int)
+    wide_toggled = Signal(bool)
 
     def __init__(
         self,
@@ -108,14 +116,15 @@ class LiteraturePanel(QWidget):
         self._owns_database = database is None
         self._db_waiters: list[tuple[Callable[[Any], None], Callable[[BaseException], None] | None]] = []
         self._open_job: Job | None = None
-        self._current_job: Job | None = None
+        self._generation_job: Job | None = None
+        self._work_job: Job | None = None  # a run or an import (one at a time)
         self._check_in_flight: set[tuple[int, int]] = set()
         self.document_count: int | None = None
-        self.generation: dict[str, Any] = {}
-        self.last_run: dict[str, Any] | None = None
-        self._model_lines: dict[str, str] = {}
+        #: The newest message (level, text) the panel sent to the window's message bar.
+        self.last_message: tuple[str, str] | None = None
 
-        self.review = ReviewModel(self)
+        self.session = app_lit.LiteratureSession(settings.query_generation, settings.literature)
+        self.review = ReviewModel(self.session, self)
         self.documents = DocumentsModel(self)
         self._check_timer = QTimer(self)
         self._check_timer.setSingleShot(True)
@@ -132,24 +141,33 @@ class LiteraturePanel(QWidget):
 
     # --- layout -----------------------------------------------------------------------------------
     def _build_ui(self) -> None:
-        self.message = MessageBar(self)
-
         self.question = QLineEdit()
+        self.question.setObjectName("literatureQuestion")
         self.question.setPlaceholderText("Research question, e.g. Does azithromycin help CF lung function?")
         self.question.returnPressed.connect(self.generate)
         self.generate_button = QPushButton("Generate queries")
+        self.generate_button.setObjectName("generateQueries")
         self.generate_button.setToolTip("Ask each configured model, one after another, for search queries")
-        self.generate_button.clicked.connect(self.generate)
+        self.generate_button.clicked.connect(self._generate_clicked)
+        self.wide_button = QToolButton()
+        self.wide_button.setObjectName("literatureWide")
+        self.wide_button.setText("Wide")
+        self.wide_button.setCheckable(True)
+        self.wide_button.setToolTip("Give the literature search the whole window width (click again to "
+                                    "bring back the KB browser and the question panel)")
+        self.wide_button.toggled.connect(self.wide_toggled.emit)
         top = QHBoxLayout()
         top.addWidget(QLabel("Question:"))
         top.addWidget(self.question, 1)
         top.addWidget(self.generate_button)
+        top.addWidget(self.wide_button)
 
         self.progress_label = QLabel()
         self.progress_label.setWordWrap(True)
         self.progress_label.setObjectName("literatureProgress")
         self.cancel_button = QPushButton("Cancel")
-        self.cancel_button.setToolTip("Stop the running generation, search or import")
+        self.cancel_button.setObjectName("literatureCancel")
+        self.cancel_button.setToolTip("Stop the running search or import")
         self.cancel_button.clicked.connect(self.cancel)
         self.cancel_button.hide()
         progress_row = QHBoxLayout()
@@ -166,23 +184,25 @@ class LiteraturePanel(QWidget):
             | QAbstractItemView.EditTrigger.AnyKeyPressed
         )
         self.review_view.setWordWrap(False)
+        self.review_view.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         header = self.review_view.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        # The query is what the user reads and edits: it gets the most room; long texts are elided
-        # (full text in the tooltip) and the table scrolls sideways in a narrow panel.
-        for col, width in ((ReviewModel.COL_QUERY, 300), (ReviewModel.COL_VALID, 160),
-                           (ReviewModel.COL_ERROR, 160)):
-            header.setSectionResizeMode(col, QHeaderView.ResizeMode.Interactive)
-            header.resizeSection(col, width)
-        header.setStretchLastSection(True)
+        # The query is what the user reads and edits: it takes the room that is left; the error
+        # column has a fixed share (full text in its tooltip), so no column is pushed off to the side.
+        header.setSectionResizeMode(ReviewModel.COL_QUERY, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(ReviewModel.COL_ERROR, QHeaderView.ResizeMode.Interactive)
+        header.resizeSection(ReviewModel.COL_ERROR, 180)
+        header.setStretchLastSection(False)
+        header.setMinimumSectionSize(28)
         self.review_view.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 10)
 
         self.add_button = QPushButton("Add query")
+        self.add_button.setObjectName("addQuery")
         self.add_button.setToolTip("Add a hand-written query and start editing it")
-        self.add_button.clicked.connect(self.add_query)
+        self.add_button.clicked.connect(lambda _checked=False: self.add_query())
         self.remove_button = QPushButton("Remove")
         self.remove_button.setToolTip("Remove the selected queries (Delete)")
-        self.remove_button.clicked.connect(self.remove_selected)
+        self.remove_button.clicked.connect(lambda _checked=False: self.remove_selected())
         delete = QShortcut(QKeySequence(QKeySequence.StandardKey.Delete), self.review_view)
         delete.setContext(Qt.ShortcutContext.WidgetShortcut)
         delete.activated.connect(self.remove_selected)
@@ -191,8 +211,9 @@ class LiteraturePanel(QWidget):
         self.none_button = QPushButton("Tick none")
         self.none_button.clicked.connect(lambda: self.review.set_all_included(False))
         self.run_button = QPushButton("Run selected")
+        self.run_button.setObjectName("runSelected")
         self.run_button.setToolTip("Run exactly the ticked queries as shown")
-        self.run_button.clicked.connect(self.run_selected)
+        self.run_button.clicked.connect(lambda _checked=False: self.run_selected())
         buttons = QHBoxLayout()
         for b in (self.add_button, self.remove_button, self.all_button, self.none_button):
             buttons.addWidget(b)
@@ -213,26 +234,31 @@ class LiteraturePanel(QWidget):
         self.documents_view.setObjectName("documentsTable")
         self.documents_view.setModel(self.proxy)
         self.documents_view.setSortingEnabled(True)
+        # Best first: the merged rank order, until the user clicks another column's header.
+        self.documents_view.sortByColumn(DocumentsModel.COL_RANK, Qt.SortOrder.AscendingOrder)
         self.documents_view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.documents_view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.documents_view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.documents_view.setWordWrap(False)
+        self.documents_view.verticalHeader().setVisible(False)
         dh = self.documents_view.horizontalHeader()
         dh.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        dh.setSectionResizeMode(DocumentsModel.COL_RANK, QHeaderView.ResizeMode.ResizeToContents)
         dh.setSectionResizeMode(DocumentsModel.COL_TITLE, QHeaderView.ResizeMode.Stretch)
         self.documents_view.selectionModel().currentRowChanged.connect(self._show_current_document)
         self.detail = DocumentDetail()
 
         self.results_label = QLabel("Run the ticked queries to see documents here.")
+        self.results_label.setWordWrap(True)
         self.export_button = QToolButton()
         self.export_button.setText("Export")
         self.export_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         menu = QMenu(self.export_button)
-        menu.addAction("Documents as CSV…", lambda: self.export_documents("csv"))
-        menu.addAction("Documents as RIS…", lambda: self.export_documents("ris"))
-        menu.addAction("Documents as BibTeX…", lambda: self.export_documents("bibtex"))
+        menu.addAction("Documents as CSV", lambda: self.export_documents("csv"))
+        menu.addAction("Documents as RIS", lambda: self.export_documents("ris"))
+        menu.addAction("Documents as BibTeX", lambda: self.export_documents("bibtex"))
         menu.addSeparator()
-        menu.addAction("Search log as JSON…", self.export_log)
+        menu.addAction("Search log as JSON", lambda: self.export_log())
         self.export_button.setMenu(menu)
         results_bar = QHBoxLayout()
         results_bar.addWidget(self.results_label, 1)
@@ -257,53 +283,62 @@ class LiteraturePanel(QWidget):
         self.results_stack.addWidget(results_page)
         self.results_stack.addWidget(self.empty_hint)
 
-        split = QSplitter(Qt.Orientation.Vertical)
-        split.addWidget(review_box)
-        split.addWidget(self.results_stack)
-        split.setStretchFactor(0, 1)
-        split.setStretchFactor(1, 1)
+        self.split = QSplitter(Qt.Orientation.Vertical)
+        self.split.addWidget(review_box)
+        self.split.addWidget(self.results_stack)
+        self.split.setStretchFactor(0, 1)
+        self.split.setStretchFactor(1, 1)
+        self.split.setChildrenCollapsible(False)
 
         layout = QVBoxLayout(self)
-        layout.addWidget(self.message)
         layout.addLayout(top)
         layout.addLayout(progress_row)
-        layout.addWidget(split, 1)
+        layout.addWidget(self.split, 1)
 
     # --- messages and state -----------------------------------------------------------------------
     def show_message(self, text: str, level: str = "error") -> None:
-        """Non-modal message inside the panel (errors never discard the user's queries)."""
-        self.message.show_message(text, level)
+        """A message for the window's message bar (the one place messages appear)."""
+        self.last_message = (level, text)
         self.message_shown.emit(level, text)
+
+    def _show_error(self, exc: BaseException, context: str) -> None:
+        self.show_message(user_message(exc, context))
 
     def has_documents(self) -> bool:
         return self.documents.rowCount() > 0
 
+    @property
+    def generating(self) -> bool:
+        return self._generation_job is not None and not self._generation_job.done
+
+    def _working(self) -> bool:
+        return self._work_job is not None and not self._work_job.done
+
     def _busy(self) -> bool:
-        return self._current_job is not None and not self._current_job.done
+        return self.generating or self._working()
+
+    def _sync_settings(self) -> None:
+        self.session.configure(self.settings.query_generation, self.settings.literature)
 
     def _update_buttons(self) -> None:
-        busy = self._busy()
+        self._sync_settings()
         n = len(self.review.included_rows())
         self.run_button.setText(f"Run selected ({n})")
-        self.run_button.setEnabled(n > 0 and not busy)
-        self.generate_button.setEnabled(not busy)
+        self.run_button.setEnabled(n > 0 and not self._working())
+        self.generate_button.setText("Stop generating" if self.generating else "Generate queries")
+        self.generate_button.setEnabled(True)
         self.remove_button.setEnabled(self.review.rowCount() > 0)
-        selectable = getattr(self.settings.query_generation, "allow_query_selection", True)
-        self.review.selectable = selectable
+        selectable = self.session.selectable
         self.all_button.setVisible(selectable)
         self.none_button.setVisible(selectable)
-        self.export_button.setEnabled(self.has_documents() or self.last_run is not None)
+        self.export_button.setEnabled(self.has_documents() or self.session.last_run is not None)
 
-    def _set_progress(self, text: str, cancellable: bool = False) -> None:
+    def _set_progress(self, text: str) -> None:
         self.progress_label.setText(text)
-        self.cancel_button.setVisible(cancellable)
-        self.cancel_button.setEnabled(cancellable)
 
-    def _start_job(self, job: Job | None, label: str) -> Job | None:
+    def _watch(self, job: Job | None) -> Job | None:
         if job is None:
             return None
-        self._current_job = job
-        self._set_progress(label, cancellable=True)
         # Buttons come back as soon as the outcome is known, not only when the thread has ended.
         for signal in (job.result, job.error, job.cancelled, job.finished):
             signal.connect(self._job_done)
@@ -311,17 +346,27 @@ class LiteraturePanel(QWidget):
         return job
 
     def _job_done(self, *_args: Any) -> None:
-        if self._current_job is not None and self._current_job.done:
-            self._current_job = None
-        self.cancel_button.hide()
+        if not self._working():
+            self.cancel_button.hide()
         self._update_buttons()
 
     def cancel(self) -> None:
-        """Cancel the running generation, search or import (the backend call is aborted)."""
-        if self._current_job is not None:
+        """Cancel the running search or import (the backend call is aborted)."""
+        if self._working():
             self.cancel_button.setEnabled(False)
-            self.progress_label.setText(self.progress_label.text() + " — cancelling…")
-            self._current_job.cancel()
+            self._set_progress(self.progress_label.text() + " (cancelling)")
+            self._work_job.cancel()
+
+    def stop_generating(self) -> None:
+        """Cancel the generation in progress (the model's request is aborted)."""
+        if self.generating:
+            self._generation_job.cancel()
+
+    def _generate_clicked(self, _checked: bool = False) -> None:
+        if self.generating:
+            self.stop_generating()
+        else:
+            self.generate()
 
     # --- database ---------------------------------------------------------------------------------
     def _with_database(
@@ -356,7 +401,7 @@ class LiteraturePanel(QWidget):
     def _database_failed(self, exc: BaseException) -> None:
         waiters, self._db_waiters = self._db_waiters, []
         self.status_changed.emit("Literature: database unavailable")
-        self.show_message(f"The literature database is not available: {exc}")
+        self._show_error(exc, "The literature database is not available")
         for _then, failed in waiters:
             if failed is not None:
                 failed(exc)
@@ -367,7 +412,7 @@ class LiteraturePanel(QWidget):
             lambda db: self.jobs.submit(
                 KINDS["status"], lj.database_status, db, label="Reading the literature database status",
                 policy="latest", busy_cursor=False, on_result=self._status_arrived,
-                on_error=lambda exc: self.show_message(f"Cannot read the literature database: {exc}"),
+                on_error=lambda exc: self._show_error(exc, "Cannot read the literature database"),
             )
         )
 
@@ -381,10 +426,7 @@ class LiteraturePanel(QWidget):
 
     def recheck_failed(self) -> None:
         """Check again the rows whose check failed (database was down) once the database answers."""
-        failed = [r for r in self.review.rows() if r.validity == FAILED]
-        for row in failed:
-            self.review.mark_checking(row.uid, row.revision)
-        if failed:
+        if self.review.recheck_failed():
             self._check_timer.start()
 
     def _update_results_page(self) -> None:
@@ -403,111 +445,66 @@ class LiteraturePanel(QWidget):
 
     # --- generation -------------------------------------------------------------------------------
     def generate(self) -> Job | None:
-        """Generate queries for the question with every configured model (serially)."""
+        """A generation round for the question: each configured model in turn, rows as they arrive.
+
+        Generating again replaces the generated rows not yet edited or run (the session's rule);
+        hand-written and edited rows stay, and a proposal equal to one of them is not added again.
+        """
+        if self.generating:
+            self.show_message("Queries are being generated; stop that first or wait for it.", "warning")
+            return None
+        self._sync_settings()
         question = self.question.text().strip()
-        if not question:
+        try:
+            rnd = self.review.begin_round(question, export_mod.utc_now())
+        except ValueError:
             self.show_message("Type a research question first.", "warning")
             return None
-        if self._busy():
-            self.show_message("Wait for the running task to finish, or cancel it.", "warning")
-            return None
-        qg = self.settings.query_generation
-        # Generated rows the user never touched make way for the new ones; edited, hand-written
-        # and already-run rows stay.
-        stale = [i for i, r in enumerate(self.review.rows()) if r.model != HAND_WRITTEN and r.revision == 0
-                 and r.returned is None]
-        self.review.remove_rows(stale)
-        models, per_model = lj.effective_models(qg)
-        self.generation = {
-            "question": question,
-            "models": models,
-            "temperature": qg.temperature,
-            "queries_per_model": per_model,
-            "system_prompt": _default_prompt(),
-            "generated_at": export_mod.utc_now(),
-        }
-        self._model_lines = {m: "waiting" for m in models}
-        self.message.dismiss()
+        agent = self.session.agent(self.database)
         job = self.jobs.submit(
             KINDS["generate"],
-            lj.generate_queries,
+            _generate_round,
+            agent,
             question,
-            qg,
-            self.database,
             label="Generating queries",
             policy="refuse",
-            on_chunk=self._on_generated,
-            on_progress=self._on_generation_progress,
-            on_result=self._on_generation_done,
-            on_error=lambda exc: self.show_message(f"Query generation failed: {exc}"),
-            on_cancelled=lambda: self._set_progress(
-                f"Generation cancelled; {self.review.rowCount()} queries kept. " + self._models_line()
-            ),
+            busy_cursor=False,
+            on_chunk=self._on_attempt,
+            on_result=lambda _result: self._generation_finished(rnd, cancelled=False),
+            on_error=lambda exc: self._generation_failed(rnd, exc),
+            on_cancelled=lambda: self._generation_finished(rnd, cancelled=True),
         )
-        return self._start_job(job, "Generating queries… " + self._models_line())
+        self._generation_job = job
+        self._set_progress("Generating: " + rnd.status_line())
+        return self._watch(job)
 
-    def _models_line(self) -> str:
-        return " · ".join(f"{m}: {s}" for m, s in self._model_lines.items())
+    def _on_attempt(self, result: Any) -> None:
+        rnd = self.session.round
+        self.review.accept_attempt(result)
+        if rnd is not None and not rnd.finished:
+            self._set_progress("Generating: " + rnd.status_line())
 
-    def _on_generation_progress(self, done: int, total: int | None, message: str) -> None:
-        model = message.split(":", 1)[0] if ":" in message else ""
-        # ``builtin:keywords`` has a colon in its name: match the longest configured model prefix.
-        for name in sorted(self._model_lines, key=len, reverse=True):
-            if message.startswith(name + ":"):
-                model = name
-                break
-        if model in self._model_lines and self._model_lines[model] == "waiting":
-            self._model_lines[model] = "generating…"
-        prefix = f"Generating ({done}/{total})… " if total else "Generating… "
-        self._set_progress(prefix + self._models_line(), cancellable=True)
-
-    def _on_generated(self, result: Any) -> None:
-        qg = self.settings.query_generation
-        model = result.model
-        if result.error:
-            self._model_lines[model] = "✗ " + _short_error(result.error)
-        else:
-            ok = sum(1 for r in self.review.rows() if r.model == model and r.query and r.returned is None) + 1
-            self._model_lines[model] = f"✓ {ok} ({result.generation_time:.1f} s)"
-        duplicate = False
-        if result.query and qg.deduplicate_results:
-            from kmds_desktop.literature.query_cleaning import query_key
-
-            key = query_key(result.query)
-            duplicate = any(query_key(r.query) == key for r in self.review.rows() if r.query)
-        if not qg.show_all_queries_to_user and (duplicate or not result.query):
+    def _generation_finished(self, rnd: app_lit.GenerationRound, cancelled: bool) -> None:
+        if self.session.round is not rnd:
             return
-        self.review.add_row(
-            QueryRow(
-                query=result.query,
-                model=model,
-                attempt=result.attempt_number,
-                included=bool(result.query) and not duplicate,
-                generation_time=result.generation_time,
-                temperature=result.temperature,
-                error=result.error or ("same as a query above" if duplicate else None),
-            )
-        )
-        self._set_progress("Generating… " + self._models_line(), cancellable=True)
+        self.session.finish_round(cancelled=cancelled)
+        self._set_progress(rnd.status_line())
+        failed = any(p.finished and not p.queries for p in rnd.progress.values())
+        self.show_message(rnd.summary(), "warning" if failed or cancelled else "info")
+        self._update_buttons()
 
-    def _on_generation_done(self, result: Any) -> None:
-        failed = [r for r in result.all_queries if r.error]
-        ok = [r for r in result.all_queries if not r.error]
-        self._set_progress(
-            f"Generated {len(ok)} queries with {result.model_count} models in "
-            f"{result.total_generation_time:.1f} s. " + self._models_line()
-        )
-        if failed and not ok:
-            self.show_message("No model produced a query: " + "; ".join(
-                f"{r.model}: {r.error}" for r in failed if not r.error.startswith("skipped")))
-        elif failed:
-            self.show_message("Some models failed: " + "; ".join(
-                f"{r.model}: {r.error}" for r in failed if not r.error.startswith("skipped")), "warning")
+    def _generation_failed(self, rnd: app_lit.GenerationRound, exc: BaseException) -> None:
+        if self.session.round is rnd:
+            self.session.finish_round(cancelled=True)
+            self._set_progress(rnd.status_line())
+        self._show_error(exc, "Query generation failed")
+        self._update_buttons()
 
     # --- review table editing ---------------------------------------------------------------------
     def add_query(self, text: str = "") -> QueryRow:
         """Add a hand-written query; with no text, start editing the new row."""
-        row = self.review.add_row(QueryRow(query=text, model=HAND_WRITTEN, included=bool(text.strip())))
+        text = text if isinstance(text, str) else ""
+        row = self.review.add_hand_written(text)
         if not text:
             index = self.review.index(self.review.rowCount() - 1, ReviewModel.COL_QUERY)
             self.review_view.setCurrentIndex(index)
@@ -521,23 +518,19 @@ class LiteraturePanel(QWidget):
         self.review.remove_rows(sorted(rows))
 
     def _submit_checks(self) -> None:
-        items = [
-            lj.CheckItem(r.uid, r.revision, r.query)
-            for r in self.review.rows()
-            if r.validity == CHECKING and (r.uid, r.revision) not in self._check_in_flight
-        ]
+        items = self.session.pending_checks(self._check_in_flight)
         if not items:
             return
         self._with_database(
             lambda db: self._start_checks(db, items), lambda exc: self._checks_failed(items, exc)
         )
 
-    def _start_checks(self, db: Any, items: list[lj.CheckItem]) -> None:
+    def _start_checks(self, db: Any, items: list[app_lit.CheckItem]) -> None:
         keys = {(i.uid, i.revision) for i in items}
         job = self.jobs.submit(
-            KINDS["check"], lj.check_queries, db, items, label="Checking queries", policy="latest",
-            busy_cursor=False, on_chunk=self._on_checked,
-            on_error=lambda exc: self.show_message(f"Cannot check the queries: {exc}"),
+            KINDS["check"], _check_queries, self.session.agent(db), items, label="Checking queries",
+            policy="latest", busy_cursor=False, on_chunk=self.review.apply_check,
+            on_error=lambda exc: self._show_error(exc, "Cannot check the queries"),
         )
         if job is None:
             return
@@ -550,92 +543,80 @@ class LiteraturePanel(QWidget):
 
         job.finished.connect(finished)
 
-    def _checks_failed(self, items: list[lj.CheckItem], exc: BaseException) -> None:
-        for item in items:
-            self.review.set_validation(item.uid, item.revision, None, f"not checked: {exc}")
+    def _checks_failed(self, items: list[app_lit.CheckItem], exc: BaseException) -> None:
+        from kmds_desktop.app.messages import describe_error
 
-    def _on_checked(self, result: lj.CheckResult) -> None:
-        self.review.set_validation(result.uid, result.revision, result.ok, result.message, result.matches,
-                                   result.exact)
+        for item in items:
+            self.review.apply_check(app_lit.CheckResult(item.uid, item.revision, None,
+                                                        f"not checked: {describe_error(exc)}"))
 
     # --- running ----------------------------------------------------------------------------------
     def run_selected(self) -> Job | None:
-        """Run exactly the ticked rows as shown (never regenerates); results fill the documents table."""
-        rows = self.review.included_rows()
-        if not rows:
-            self.show_message("Tick at least one query to run.", "warning")
+        """Run exactly the ticked rows as shown (never regenerates); results fill the documents table.
+
+        Allowed while queries are still being generated: it takes the rows ready now.
+        """
+        if self._working():
+            self.show_message("Wait for the running search or import to finish, or cancel it.", "warning")
             return None
-        if self._busy():
-            self.show_message("Wait for the running task to finish, or cancel it.", "warning")
+        self._sync_settings()
+        try:
+            plan = self.session.plan_run(export_mod.utc_now())
+        except Exception as exc:  # noqa: BLE001 - the review rules' verdict, shown as a message
+            self.show_message(user_message(exc), "warning")
             return None
-        if all(r.validity == INVALID for r in rows):
-            self.show_message(
-                "All ticked queries are invalid; fix them in the table (the error is shown in each row): "
-                + "; ".join(f"'{r.query}': {r.validity_message}" for r in rows)
-            )
-            return None
-        snapshot = [(r.uid, r.revision, r.query) for r in rows]
-        self.message.dismiss()
         holder: dict[str, Job | None] = {}
 
         def start(db: Any) -> None:
-            holder["job"] = self._start_run(db, snapshot)
+            holder["job"] = self._start_run(db, plan)
 
         self._with_database(start)
         return holder.get("job")
 
-    def _start_run(self, db: Any, snapshot: list[tuple[int, int, str]]) -> Job | None:
-        started = export_mod.utc_now()
+    def _start_run(self, db: Any, plan: app_lit.RunPlan) -> Job | None:
+        self.session.database_name = getattr(db, "display_name", "")
+        n = len(plan.queries)
         job = self.jobs.submit(
             KINDS["run"],
-            lj.run_reviewed,
-            db,
-            [text for _, _, text in snapshot],
-            self.settings.query_generation,
+            _execute_run,
+            self.session.agent(db),
+            plan,
             max_rows=self.settings.literature.max_rows,
-            batch_size=self.settings.literature.fetch_batch_size,
             label="Running the ticked queries",
             policy="refuse",
-            on_progress=lambda d, t, m: self._set_progress(f"Running ({d}/{t}): {m}", cancellable=True),
-            on_result=lambda result: self._on_run_done(snapshot, result, started),
+            on_progress=lambda d, t, m: self._set_progress(f"Running ({d}/{t}): {m}"),
+            on_result=lambda result: self._on_run_done(plan, result),
             on_error=self._on_run_failed,
             on_cancelled=lambda: self._set_progress("Search cancelled; the queries are unchanged."),
         )
-        return self._start_job(job, f"Running {len(snapshot)} queries…")
+        if job is None:
+            return None
+        self._work_job = job
+        self.cancel_button.setEnabled(True)
+        self.cancel_button.show()
+        self._set_progress(f"Running {n} {'query' if n == 1 else 'queries'}")
+        return self._watch(job)
 
     def _on_run_failed(self, exc: BaseException) -> None:
         self._set_progress("The search failed; your queries and ticks are unchanged.")
-        self.show_message(f"The search failed: {exc}")
+        self._show_error(exc, "The search failed")
 
-    def _on_run_done(self, snapshot: list[tuple[int, int, str]], result: Any, started: str) -> None:
-        for (uid, revision, _text), stat in zip(snapshot, result.queries, strict=False):
-            unique = [i for i in stat.ids if result.found_by.get(i) == [stat.index]]
-            self.review.set_run_stats(uid, revision, ids=list(stat.ids), unique_ids=unique,
-                                      time_s=stat.time_s, error=stat.error, matches=stat.matches)
-        found_by = {doc_id: result.queries_for(doc_id) for doc_id in result.ids}
-        self.documents.set_documents(result.documents, found_by)
+    def _on_run_done(self, plan: app_lit.RunPlan, result: Any) -> None:
+        self.session.apply_run(plan, result, export_mod.utc_now())
+        self.review.refresh()
+        self.documents.set_documents(self.session.documents)
+        self.documents_view.sortByColumn(DocumentsModel.COL_RANK, Qt.SortOrder.AscendingOrder)
         self.documents_view.resizeColumnToContents(DocumentsModel.COL_YEAR)
-        self.last_run = {
-            "snapshot": snapshot,
-            "result": result,
-            "started": started,
-            "finished": export_mod.utc_now(),
-            "database": getattr(self.database, "display_name", ""),
-        }
-        n_ok = len([q for q in result.queries if q.error is None])
-        incomplete = " — INCOMPLETE: see the failed rows' Error column" if result.incomplete else ""
+        incomplete = " (INCOMPLETE: see the failed rows' Error column)" if result.incomplete else ""
         self.results_label.setText(
-            f"{len(result.documents):,} documents from {n_ok} of {len(result.queries)} queries "
-            f"({result.total_time_s:.2f} s){incomplete}"
-        )
+            f"{len(result.documents):,} documents from {len(result.ok_queries)} of {len(result.queries)} "
+            f"{'query' if len(result.queries) == 1 else 'queries'} ({result.total_time_s:.2f} s){incomplete}")
         self._set_progress(f"Search finished: {len(result.documents):,} documents.")
-        failed = [q for q in result.queries if q.error]
         if result.incomplete:
             message = result.incomplete_message()
             self.show_message(message[:1].upper() + message[1:], "error")
-        elif failed:
-            reasons = "; ".join(f"'{q.query}': {q.error}" for q in failed)
-            self.show_message(f"Some queries could not run: {reasons}", "warning")
+        elif result.failed_queries:
+            self.show_message(self.session.run_summary(), "warning")
         self._update_results_page()
         if self.document_count == 0 and not result.documents:
             self.results_stack.setCurrentWidget(self.empty_hint)
@@ -677,8 +658,8 @@ class LiteraturePanel(QWidget):
             )
         if not files:
             return None
-        if self._busy():
-            self.show_message("Wait for the running task to finish, or cancel it.", "warning")
+        if self._working():
+            self.show_message("Wait for the running search or import to finish, or cancel it.", "warning")
             return None
         holder: dict[str, Job | None] = {}
 
@@ -687,23 +668,28 @@ class LiteraturePanel(QWidget):
             job = self.jobs.submit(
                 KINDS["import"], lj.import_literature, db, files, label=f"Importing {names}", policy="refuse",
                 on_progress=lambda d, t, m: self._set_progress(
-                    f"Importing ({d:,}/{t:,}): {m}" if t else f"Importing: {m}", cancellable=True),
+                    f"Importing ({d:,}/{t:,}): {m}" if t else f"Importing: {m}"),
                 on_result=self._on_imported,
                 on_error=lambda exc: (self._set_progress("Import failed."),
-                                      self.show_message(f"Import failed: {exc}"), self.refresh_status()),
+                                      self._show_error(exc, "Import failed"), self.refresh_status()),
                 on_cancelled=lambda: (
                     self._set_progress("Import cancelled; files finished before it are kept."),
                     self.refresh_status(),
                 ),
             )
-            holder["job"] = self._start_job(job, f"Importing {names}…")
+            if job is not None:
+                self._work_job = job
+                self.cancel_button.setEnabled(True)
+                self.cancel_button.show()
+                self._set_progress(f"Importing {names}")
+            holder["job"] = self._watch(job)
 
         self._with_database(start)
         return holder.get("job")
 
     def _on_imported(self, report: Any) -> None:
         summary = _import_summary(report)
-        self._set_progress(summary)
+        self._set_progress("Import finished.")
         self.show_message(summary, "info")
         self.refresh_status()
 
@@ -744,52 +730,18 @@ class LiteraturePanel(QWidget):
             KINDS["export"], lj.write_export, export_mod.export_documents, docs, str(path), key,
             label=f"Exporting {len(docs)} documents", policy="queue", busy_cursor=False,
             on_result=lambda p: self._set_progress(f"Exported {len(docs)} documents to {p}"),
-            on_error=lambda exc: self.show_message(f"Cannot write {path}: {exc}"),
+            on_error=lambda exc: self._show_error(exc, f"Cannot write {path}"),
         )
 
-    def search_log(self) -> export_mod.SearchLog:
-        """The search log of the last run (question, models, prompt, queries as run, counts, IDs, times)."""
-        gen = self.generation
-        log_ = export_mod.SearchLog(
-            question=gen.get("question") or self.question.text().strip(),
-            models=list(gen.get("models", [])),
-            system_prompt=gen.get("system_prompt") or _default_prompt(),
-            temperature=gen.get("temperature"),
-            queries_per_model=gen.get("queries_per_model"),
-            generated_at=gen.get("generated_at"),
-            app_version=_app_version(),
-        )
-        run = self.last_run
-        if run is None:
-            return log_
-        result = run["result"]
-        rows = {r.uid: r for r in self.review.rows()}
-        for (uid, _rev, text), stat in zip(run["snapshot"], result.queries, strict=False):
-            row = rows.get(uid)
-            unique = [i for i in stat.ids if result.found_by.get(i) == [stat.index]]
-            log_.queries.append(export_mod.LoggedQuery(
-                query=text,
-                model=row.model if row else "",
-                attempt=row.attempt if row else None,
-                generation_time=row.generation_time if row else None,
-                matches=stat.matches,
-                ids=list(stat.ids),
-                unique_ids=unique,
-                time_s=stat.time_s,
-                error=stat.error,
-            ))
-        log_.merged_ids = list(result.ids)
-        log_.document_count = len(result.documents)
-        log_.incomplete = bool(getattr(result, "incomplete", False))
-        log_.failed_queries = [{"query": q.query, "error": q.error, "kind": getattr(q, "error_kind", None)}
-                               for q in result.queries if q.error]
-        log_.run_started_at, log_.run_finished_at = run["started"], run["finished"]
-        log_.database = run["database"]
-        return log_
+    def search_log(self) -> dict[str, Any]:
+        """The search log of the last run: the same document ``literature search --json`` prints."""
+        from kmds_desktop import __version__
+
+        return self.session.search_log(app_version=__version__)
 
     def export_log(self, path: str | Path | None = None) -> Job | None:
-        """Write the search log as JSON so the search can be reproduced."""
-        if self.last_run is None:
+        """Write the search log as JSON so the search can be reproduced (on any copy of the literature)."""
+        if self.session.last_run is None:
             self.show_message("Run a search first: the log records the queries as they ran.", "warning")
             return None
         if path is None:
@@ -797,31 +749,21 @@ class LiteraturePanel(QWidget):
             if path is None:
                 return None
         return self.jobs.submit(
-            KINDS["export"], lj.write_export, export_mod.export_search_log, self.search_log(), str(path),
+            KINDS["export"], lj.write_export, write_search_log, self.search_log(), str(path),
             label="Exporting the search log", policy="queue", busy_cursor=False,
             on_result=lambda p: self._set_progress(f"Search log written to {p}"),
-            on_error=lambda exc: self.show_message(f"Cannot write {path}: {exc}"),
+            on_error=lambda exc: self._show_error(exc, f"Cannot write {path}"),
         )
 
 
-def _default_prompt() -> str:
-    from kmds_desktop.literature.query_generation import DEFAULT_SYSTEM_PROMPT
-
-    return DEFAULT_SYSTEM_PROMPT
-
-
-def _app_version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("kmds-desktop")
-    except Exception:  # noqa: BLE001 - not installed as a distribution
-        return ""
+def _generate_round(agent: Any, question: str, *, chunk: Callable[[Any], None], progress: Any = None,
+                    cancel: Any = None) -> Any:
+    """The session's generation on a worker: each attempt goes out as a chunk."""
+    return app_lit.generate_round(agent, question, on_attempt=chunk, progress=progress, cancel=cancel)
 
 
-def _short_error(error: str) -> str:
-    text = error.split(": ", 1)[-1] if error.startswith(("LLM", "skipped")) else error
-    return text if len(text) <= 80 else text[:77] + "…"
+_check_queries = app_lit.check_queries
+_execute_run = app_lit.execute_run
 
 
 def _import_summary(report: Any) -> str:

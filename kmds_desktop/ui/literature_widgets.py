@@ -1,61 +1,12 @@
-"""Small widgets of the literature panel: the non-modal message bar and the document detail view."""
+"""Small widgets of the literature panel: the document detail view."""
 
 from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QTextBrowser, QWidget
+from PySide6.QtWidgets import QTextBrowser, QWidget
 
 from kmds_desktop.literature.export import ExportDocument
-
-_STYLES = {
-    "error": "background:#fdecea; color:#611a15; border:1px solid #f5c2c0;",
-    "warning": "background:#fff4e5; color:#663c00; border:1px solid #ffd8a8;",
-    "info": "background:#e8f4fd; color:#0d3c61; border:1px solid #b6dcf7;",
-}
-
-
-class MessageBar(QFrame):
-    """A message shown inside the panel (never a modal dialog), dismissed by its close button.
-
-    Errors must not stop the user from working: the queries they edited stay visible and editable
-    beside the message.
-    """
-
-    dismissed = Signal()
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setObjectName("literatureMessage")
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(8, 4, 4, 4)
-        self.label = QLabel()
-        self.label.setWordWrap(True)
-        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        close = QPushButton("✕")
-        close.setFlat(True)
-        close.setToolTip("Dismiss")
-        close.setFixedWidth(28)
-        close.clicked.connect(self.dismiss)
-        layout.addWidget(self.label, 1)
-        layout.addWidget(close, 0, Qt.AlignmentFlag.AlignTop)
-        self.level = ""
-        self.hide()
-
-    def show_message(self, text: str, level: str = "error") -> None:
-        self.level = level
-        self.label.setText(text)
-        self.setStyleSheet(f"QFrame#literatureMessage {{{_STYLES.get(level, _STYLES['info'])}}}")
-        self.show()
-
-    def dismiss(self) -> None:
-        self.hide()
-        self.label.clear()
-        self.dismissed.emit()
-
-    def text(self) -> str:
-        return "" if self.isHidden() else self.label.text()
 
 
 def document_html(doc: ExportDocument) -> str:

@@ -32,6 +32,7 @@ from kmds_desktop import __version__, paths
 from kmds_desktop.config import Settings, SettingsError, save_settings
 from kmds_desktop.ui.ask_panel import AskPanel
 from kmds_desktop.ui.kb_browser import KBBrowser
+from kmds_desktop.ui.literature_panel import LiteraturePanel
 from kmds_desktop.ui.messages import MessageBar
 from kmds_desktop.ui.progress import ProgressStrip
 from kmds_desktop.ui.workers import Job, JobRunner
@@ -222,19 +223,23 @@ class MainWindow(QMainWindow):
             QTimer.singleShot(0, self, self.refresh_llm_status)
 
     # -- construction --
-    def _make_literature_panel(self, kwargs: dict[str, Any]) -> QWidget:
-        try:
-            from kmds_desktop.ui.literature_panel import LiteraturePanel
-        except ImportError as exc:  # the panel is optional: the rest of the app still works
-            log.warning("literature panel unavailable: %s", exc)
-            placeholder = QLabel(f"The literature search is not available: {exc}")
-            placeholder.setWordWrap(True)
-            placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
-            return placeholder
+    def _make_literature_panel(self, kwargs: dict[str, Any]) -> LiteraturePanel:
         panel = LiteraturePanel(self.settings, self.jobs, self, **kwargs)
         panel.status_changed.connect(self._literature_status)
+        # One message surface: the panel's messages appear in the window's bar only.
         panel.message_shown.connect(lambda level, text: self.messages.show_message(text, level))
+        panel.wide_toggled.connect(self.set_literature_wide)
         return panel
+
+    def set_literature_wide(self, wide: bool) -> None:
+        """Give the literature search the window's width (the other panels step aside), or undo it."""
+        self.browser.setVisible(not wide)
+        self.ask.setVisible(not wide)
+        button = self.literature.wide_button
+        if button.isChecked() != wide:
+            button.blockSignals(True)
+            button.setChecked(wide)
+            button.blockSignals(False)
 
     def _literature_status(self, text: str) -> None:
         """Short text in the status bar ("Literature: 6,473 documents"), the full one as tooltip."""
@@ -331,17 +336,14 @@ class MainWindow(QMainWindow):
 
     def _fill_export_menu(self) -> None:
         self.export_menu.clear()
-        panel = self.literature
         formats = (("CSV…", "csv"), ("RIS…", "ris"), ("BibTeX…", "bibtex"))
         for label, fmt in formats:
             action = self.export_menu.addAction(f"Documents as {label}")
             action.setObjectName(f"export:{fmt}")
             action.triggered.connect(lambda _c=False, f=fmt: self._export(f))
-            action.setEnabled(hasattr(panel, "export_documents"))
         log_action = self.export_menu.addAction("Search log (JSON)…")
         log_action.setObjectName("export:log")
         log_action.triggered.connect(lambda _c=False: self._export("log"))
-        log_action.setEnabled(hasattr(panel, "export_log"))
         self.export_menu.addSeparator()
         answer_action = self.export_menu.addAction("Answer as Markdown…")
         answer_action.setObjectName("export:answer")
@@ -650,8 +652,7 @@ class MainWindow(QMainWindow):
             self.index_ready_for = None
         for section in ("llm", "query_generation", "literature", "index"):
             setattr(self.settings, section, getattr(new, section))
-        if hasattr(self.literature, "settings"):
-            self.literature.settings = self.settings
+        self.literature.settings = self.settings
         self.ask.kb_changed(self.kb)
         self.messages.info("Preferences saved.")
         self.refresh_llm_status()
@@ -685,17 +686,13 @@ class MainWindow(QMainWindow):
         self.browser.filter_edit.selectAll()
 
     def _import_literature(self) -> None:
-        if hasattr(self.literature, "import_files_dialog"):
-            self.literature.import_files_dialog()
-        else:
-            self.messages.warning("The literature search is not available in this build.")
+        self.literature.import_files_dialog()
 
     def _export(self, fmt: str) -> None:
-        panel = self.literature
-        if fmt == "log" and hasattr(panel, "export_log"):
-            panel.export_log()
-        elif hasattr(panel, "export_documents"):
-            panel.export_documents(fmt)
+        if fmt == "log":
+            self.literature.export_log()
+        else:
+            self.literature.export_documents(fmt)
 
     def show_about(self) -> None:
         box = QMessageBox(self)

@@ -227,6 +227,13 @@ class PreferencesDialog(QDialog):
         self._row(form, "query_generation.temperature", "Temperature", self.qg_temperature)
         self.qg_host = QLineEdit()
         self._row(form, "query_generation.ollama_host", "Ollama host", self.qg_host)
+        self.qg_timeout = QLineEdit()
+        self.qg_timeout.setObjectName("queryTimeout")
+        self._row(
+            form, "query_generation.timeout_s", "Time limit per attempt (s)", self.qg_timeout,
+            "A model that has not answered one attempt by then is skipped for this round; "
+            "generation goes on with the next model",
+        )
         return page
 
     def _literature_tab(self) -> QWidget:
@@ -326,6 +333,7 @@ class PreferencesDialog(QDialog):
         self.qg_per_model.setText(str(qg.queries_per_model))
         self.qg_temperature.setText(str(qg.temperature))
         self.qg_host.setText(qg.ollama_host)
+        self.qg_timeout.setText(str(qg.timeout_s))
         lit = s.literature
         self.lit_mode.setCurrentIndex(max(0, self.lit_mode.findData(lit.mode)))
         self.lit_host.setText(lit.host)
@@ -394,6 +402,7 @@ class PreferencesDialog(QDialog):
                 "queries_per_model": self.qg_per_model.text().strip(),
                 "temperature": self.qg_temperature.text().strip(),
                 "ollama_host": self.qg_host.text().strip(),
+                "timeout_s": self.qg_timeout.text().strip(),
             }
         )
         data["literature"].update(

@@ -1,82 +1,52 @@
-"""The query-review table: generated and hand-written queries the user ticks, edits and runs.
+"""The query-review table: a Qt view of the rows a :class:`LiteratureSession` holds.
 
-Each row has a stable ``uid`` and an edit ``revision``. Validation and counting run on workers; their
-results come back tagged with (uid, revision) and are dropped when the row was edited (or removed)
-since, so a stale answer can never overwrite what the user sees for newer text. Nothing here ever
-regenerates or rewrites a query: what runs is exactly the text in the table.
+The rows, their provenance and every rule about them (what generating again replaces, what an edit
+resets, which answers are stale) live in :mod:`kmds_desktop.app.literature`; this model only shows
+them and turns Qt edits into session operations, announcing each change to the view. Validation and
+counting answers come back tagged with (uid, revision) and the session drops stale ones.
 """
 
 from __future__ import annotations
 
-import itertools
-from dataclasses import dataclass, field
 from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 
-HAND_WRITTEN = "hand-written"
+from kmds_desktop.app.literature import (
+    CHECKING,
+    FAILED,
+    HAND_WRITTEN,
+    INVALID,
+    UNCHECKED,
+    VALID,
+    CheckResult,
+    LiteratureSession,
+    QueryRow,
+)
+from kmds_desktop.literature.query_generation import QueryGenerationResult
 
-# Validity states of a row.
-UNCHECKED = "unchecked"
-CHECKING = "checking"
-VALID = "valid"
-INVALID = "invalid"
-FAILED = "failed"  # the check itself failed (database down): neither valid nor invalid
-
-_uids = itertools.count(1)
+__all__ = ["CHECKING", "FAILED", "HAND_WRITTEN", "INVALID", "UNCHECKED", "VALID", "QueryRow", "ReviewModel"]
 
 AnyIndex = QModelIndex | QPersistentModelIndex
-
-
-@dataclass
-class QueryRow:
-    """One query in the review table."""
-
-    query: str
-    model: str = HAND_WRITTEN
-    attempt: int | None = None
-    included: bool = True
-    generation_time: float | None = None
-    temperature: float | None = None
-    error: str | None = None
-    validity: str = UNCHECKED
-    validity_message: str = ""
-    normalized: str | None = None
-    matches: int | None = None
-    matches_exact: bool = True
-    # Filled after a run (cleared on edit, since they describe the text that ran).
-    returned: int | None = None
-    unique: int | None = None
-    run_time: float | None = None
-    run_error: str | None = None
-    ids: list[Any] = field(default_factory=list)
-    unique_ids: list[Any] = field(default_factory=list)
-    uid: int = field(default_factory=lambda: next(_uids))
-    revision: int = 0
-
-    @property
-    def runnable(self) -> bool:
-        return bool(self.query.strip())
 
 
 class ReviewModel(QAbstractTableModel):
     """Table model over :class:`QueryRow` s (include, model, attempt, query, validity, matches, ...)."""
 
     COL_INCLUDE, COL_MODEL, COL_ATTEMPT, COL_QUERY, COL_VALID, COL_MATCHES = range(6)
-    COL_GEN_TIME, COL_RETURNED, COL_UNIQUE, COL_ERROR = range(6, 10)
-    HEADERS = ("Run", "Model", "#", "Query", "Validity", "Matches", "Gen. time", "IDs", "Unique", "Error")
+    COL_RETURNED, COL_UNIQUE, COL_ERROR = range(6, 9)
+    HEADERS = ("Run", "Model", "#", "Query", "Validity", "Matches", "IDs", "Unique", "Error")
     TOOLTIPS = (
         "Tick the queries to run",
-        "The model that wrote the query",
+        "Who wrote the query: a model, you (hand-written), or a model's query you edited",
         "Attempt number for this model",
         "The PostgreSQL tsquery; double-click to edit",
         "Checked against the database as you edit",
         "Documents matching in the database, counted before anything is fetched (~ = estimate)",
-        "Seconds the model took to write the query",
         "IDs this query returned in the last run",
         "IDs no other query found in the last run",
-        "Generation or run error",
+        "Why the query is invalid or could not run, or a note (e.g. a repeat)",
     )
 
     #: A row's query text changed (uid): the panel schedules a debounced validation.
@@ -84,11 +54,18 @@ class ReviewModel(QAbstractTableModel):
     #: The set of ticked rows changed.
     selection_changed = Signal()
 
-    def __init__(self, parent: Any = None) -> None:
+    def __init__(self, session: LiteratureSession | None = None, parent: Any = None) -> None:
         super().__init__(parent)
-        self._rows: list[QueryRow] = []
-        #: False when ``query_generation.allow_query_selection`` is off: every query runs.
-        self.selectable = True
+        self.session = session if session is not None else LiteratureSession()
+
+    @property
+    def _rows(self) -> list[QueryRow]:
+        return self.session.rows
+
+    @property
+    def selectable(self) -> bool:
+        """False when ``query_generation.allow_query_selection`` is off: every query runs."""
+        return self.session.selectable
 
     # --- Qt model API -----------------------------------------------------------------------------
     def rowCount(self, parent: AnyIndex = QModelIndex()) -> int:  # noqa: B008, N802 - Qt API
@@ -133,23 +110,31 @@ class ReviewModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.ToolTipRole:
             if col == self.COL_VALID and row.validity_message:
                 return row.validity_message
-            if col == self.COL_ERROR and (row.error or row.run_error):
-                return row.run_error or row.error
+            if col == self.COL_ERROR and self._error_text(row):
+                return self._error_text(row)
             if col == self.COL_QUERY and row.query:
+                if row.original is not None:
+                    return f"{row.query}\n\nEdited from the model's: {row.original}"
                 return row.query
+            if col in (self.COL_MODEL, self.COL_ATTEMPT):
+                made = row.describe_provenance()
+                if row.generation_time is not None:
+                    made += f"; written in {row.generation_time:.1f} s"
+                return made
             return None
         if role == Qt.ItemDataRole.ForegroundRole:
             if col == self.COL_VALID and row.validity in (INVALID, FAILED):
                 return QBrush(QColor("#b00020"))
             if col == self.COL_VALID and row.validity == VALID:
                 return QBrush(QColor("#1b7a1b"))
-            if col == self.COL_ERROR:
+            if col == self.COL_ERROR and (row.run_error or row.validity in (INVALID, FAILED)):
                 return QBrush(QColor("#b00020"))
+            if col == self.COL_MODEL and row.original is not None:
+                return QBrush(QColor("#8a5a00"))
             return None
         if role == Qt.ItemDataRole.TextAlignmentRole and col in (
             self.COL_ATTEMPT,
             self.COL_MATCHES,
-            self.COL_GEN_TIME,
             self.COL_RETURNED,
             self.COL_UNIQUE,
         ):
@@ -158,7 +143,7 @@ class ReviewModel(QAbstractTableModel):
 
     def _display(self, row: QueryRow, col: int, edit: bool) -> Any:
         if col == self.COL_MODEL:
-            return row.model
+            return row.source_label
         if col == self.COL_ATTEMPT:
             return "" if row.attempt is None else str(row.attempt)
         if col == self.COL_QUERY:
@@ -166,24 +151,30 @@ class ReviewModel(QAbstractTableModel):
         if col == self.COL_VALID:
             return {
                 UNCHECKED: "",
-                CHECKING: "checking…",
+                CHECKING: "checking",
                 VALID: "✓ valid",
-                INVALID: f"✗ {row.validity_message}",
-                FAILED: f"? {row.validity_message}",
+                INVALID: "✗ invalid",
+                FAILED: "? not checked",
             }[row.validity]
         if col == self.COL_MATCHES:
             if row.matches is None:
                 return ""
             return f"{row.matches:,}" if row.matches_exact else f"~{row.matches:,}"
-        if col == self.COL_GEN_TIME:
-            return "" if row.generation_time is None else f"{row.generation_time:.1f} s"
         if col == self.COL_RETURNED:
             return "" if row.returned is None else f"{row.returned:,}"
         if col == self.COL_UNIQUE:
             return "" if row.unique is None else f"{row.unique:,}"
         if col == self.COL_ERROR:
-            return row.run_error or row.error or ""
+            return self._error_text(row)
         return None
+
+    @staticmethod
+    def _error_text(row: QueryRow) -> str:
+        if row.run_error:
+            return row.run_error
+        if row.validity in (INVALID, FAILED):
+            return row.validity_message
+        return row.note or ""
 
     def setData(self, index: AnyIndex, value: Any, role: int = Qt.ItemDataRole.EditRole) -> bool:  # noqa: N802
         if not index.isValid() or not 0 <= index.row() < len(self._rows):
@@ -193,7 +184,8 @@ class ReviewModel(QAbstractTableModel):
             checked = _is_checked(value)
             if checked == row.included:
                 return True
-            row.included = checked
+            if not self.session.set_included(row.uid, checked):
+                return False
             self.dataChanged.emit(index, index, [Qt.ItemDataRole.CheckStateRole])
             self.selection_changed.emit()
             return True
@@ -216,124 +208,93 @@ class ReviewModel(QAbstractTableModel):
                 return i
         return -1
 
-    def row_by_uid(self, uid: int) -> QueryRow | None:
-        i = self.row_index(uid)
-        return self._rows[i] if i >= 0 else None
-
     def included_rows(self) -> list[QueryRow]:
         """Ticked rows with a query, in table order: exactly what Run executes."""
-        return [r for r in self._rows if r.included and r.runnable]
+        return self.session.included_rows()
 
     # --- editing ----------------------------------------------------------------------------------
-    def add_row(self, row: QueryRow) -> QueryRow:
-        if row.runnable and row.validity == UNCHECKED:
-            row.validity = CHECKING
+    def add_hand_written(self, text: str = "") -> QueryRow:
+        """A query the user writes (empty: unticked, for editing in place)."""
         n = len(self._rows)
         self.beginInsertRows(QModelIndex(), n, n)
-        self._rows.append(row)
+        row = self.session.add_hand_written(text)
         self.endInsertRows()
-        if row.runnable:
+        self._announce_new(row)
+        return row
+
+    def begin_round(self, question: str, now: str) -> Any:
+        """Start a generation round; the rows it replaces leave the table (see the session's rule)."""
+        self.beginResetModel()
+        try:
+            rnd, _positions = self.session.start_round(question, now)
+        finally:
+            self.endResetModel()
+        self.selection_changed.emit()
+        return rnd
+
+    def accept_attempt(self, result: QueryGenerationResult) -> QueryRow | None:
+        """One finished attempt; a row appears when it brought a query to show."""
+        row = self.session.consider_attempt(result)
+        if row is None:
+            return None
+        n = len(self._rows)
+        self.beginInsertRows(QModelIndex(), n, n)
+        self.session.append(row)
+        self.endInsertRows()
+        self._announce_new(row)
+        return row
+
+    def _announce_new(self, row: QueryRow) -> None:
+        if row.validity == CHECKING:
             self.query_edited.emit(row.uid)
         self.selection_changed.emit()
-        return row
 
     def remove_rows(self, positions: list[int]) -> None:
         for i in sorted(set(positions), reverse=True):
             if 0 <= i < len(self._rows):
                 self.beginRemoveRows(QModelIndex(), i, i)
-                del self._rows[i]
+                self.session.remove([self._rows[i].uid])
                 self.endRemoveRows()
-        self.selection_changed.emit()
-
-    def clear(self) -> None:
-        self.beginResetModel()
-        self._rows.clear()
-        self.endResetModel()
         self.selection_changed.emit()
 
     def set_all_included(self, included: bool) -> None:
         """Tick all / none (rows without a query stay unticked)."""
-        for row in self._rows:
-            row.included = included and row.runnable
+        self.session.set_all_included(included)
         self._changed_rows(0, len(self._rows) - 1, [self.COL_INCLUDE])
         self.selection_changed.emit()
 
     def set_query(self, i: int, text: str) -> None:
-        """Replace the query text of row ``i``; marks it unchecked and forgets stats of the old text."""
+        """Replace the query text of row ``i`` (the session marks it edited and to be checked)."""
         row = self._rows[i]
-        if text == row.query:
+        was_included = row.included
+        if not self.session.edit(row.uid, text):
             return
-        row.query = text
-        row.revision += 1
-        row.normalized = None
-        row.matches = None
-        row.validity = CHECKING if text.strip() else UNCHECKED
-        row.validity_message = ""
-        row.returned = row.unique = row.run_time = None
-        row.run_error = None
-        row.ids, row.unique_ids = [], []
         self._changed_rows(i, i)
         self.query_edited.emit(row.uid)
+        if row.included != was_included:
+            self.selection_changed.emit()
 
     # --- results from workers ---------------------------------------------------------------------
-    def mark_checking(self, uid: int, revision: int) -> None:
-        i = self.row_index(uid)
-        if i >= 0 and self._rows[i].revision == revision and self._rows[i].validity != CHECKING:
-            self._rows[i].validity = CHECKING
-            self._changed_rows(i, i, [self.COL_VALID])
-
-    def set_validation(
-        self,
-        uid: int,
-        revision: int,
-        ok: bool | None,
-        message: str,
-        matches: int | None = None,
-        exact: bool = True,
-    ) -> bool:
-        """Apply a validation (and count) result; False when stale (row edited or removed since).
-
-        ``ok`` None means the check itself failed (e.g. database down); ``message`` says why.
-        """
-        i = self.row_index(uid)
-        if i < 0 or self._rows[i].revision != revision:
+    def apply_check(self, result: CheckResult) -> bool:
+        """Apply a validation (and count) result; False when stale (row edited or removed since)."""
+        if not self.session.apply_check(result):
             return False
-        row = self._rows[i]
-        if ok is None:
-            row.validity, row.validity_message, row.normalized = FAILED, message, None
-        elif ok:
-            row.validity, row.validity_message, row.normalized = VALID, "", message
-        else:
-            row.validity, row.validity_message, row.normalized = INVALID, message, None
-        row.matches = matches if ok else None
-        row.matches_exact = exact
+        i = self.row_index(result.uid)
         self._changed_rows(i, i)
         return True
 
-    def set_run_stats(
-        self,
-        uid: int,
-        revision: int,
-        *,
-        ids: list[Any],
-        unique_ids: list[Any],
-        time_s: float | None,
-        error: str | None,
-        matches: int | None = None,
-    ) -> bool:
-        """Store one query's run statistics; False when the row changed since it ran."""
-        i = self.row_index(uid)
-        if i < 0 or self._rows[i].revision != revision:
-            return False
-        row = self._rows[i]
-        row.ids, row.unique_ids = list(ids), list(unique_ids)
-        row.returned = None if error else len(row.ids)
-        row.unique = None if error else len(row.unique_ids)
-        row.run_time, row.run_error = time_s, error
-        if matches is not None:
-            row.matches, row.matches_exact = matches, True
-        self._changed_rows(i, i)
-        return True
+    def recheck_failed(self) -> list[int]:
+        """Rows whose check failed go back to checking (the database answers again)."""
+        uids = self.session.mark_failed_for_recheck()
+        for uid in uids:
+            i = self.row_index(uid)
+            self._changed_rows(i, i, [self.COL_VALID, self.COL_ERROR])
+        return uids
+
+    def refresh(self) -> None:
+        """Every row may have changed (a run's statistics arrived)."""
+        self._changed_rows(0, len(self._rows) - 1)
+        self.selection_changed.emit()
 
     def _changed_rows(self, first: int, last: int, columns: list[int] | None = None) -> None:
         if last < first or not self._rows:

@@ -138,6 +138,8 @@ class Worker(QObject):
         self._chunks: list[Any] = []
         self._last_chunk = 0.0
         self._lock = threading.Lock()
+        self._emit_lock = threading.Lock()
+        self._flush_timer: threading.Timer | None = None
         self._home_thread = self.thread()  # the GUI thread, which creates workers
 
     # -- callbacks handed to the core function (called on the worker thread) --
@@ -153,13 +155,27 @@ class Worker(QObject):
             self._chunks.append(piece)
             now = time.monotonic()
             if now - self._last_chunk < CHUNK_INTERVAL_S:
+                # Held back to batch a burst; a timer sends it if nothing follows soon (the next
+                # piece may be minutes away: a model that hangs must not hold the rows before it).
+                if self._flush_timer is None:
+                    self._flush_timer = threading.Timer(CHUNK_INTERVAL_S, self._flush_chunks)
+                    self._flush_timer.daemon = True
+                    self._flush_timer.start()
                 return
             self._last_chunk = now
         self._flush_chunks()
 
     def _flush_chunks(self) -> None:
-        with self._lock:
-            pieces, self._chunks = self._chunks, []
+        with self._emit_lock:  # one flusher at a time, so pieces go out in order
+            with self._lock:
+                pieces, self._chunks = self._chunks, []
+                if self._flush_timer is not None:
+                    self._flush_timer.cancel()
+                    self._flush_timer = None
+                self._last_chunk = time.monotonic()
+            self._emit_pieces(pieces)
+
+    def _emit_pieces(self, pieces: list[Any]) -> None:
         # Runs of text go as one signal each (one GUI update instead of hundreds); other pieces
         # go as they are, in order.
         text: list[str] = []

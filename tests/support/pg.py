@@ -4,7 +4,8 @@
 server in the session data folder (exactly what ``open_database()`` uses there), with SciFact,
 PubMed sample, PubMedQA, CF and both raw MEDLINE XML files imported. Tests that write use
 ``pg_empty_database`` (a fresh database on the same server, dropped afterwards). ``pg_external`` is a
-second server on a 127.0.0.1 TCP port with password authentication, for external mode.
+second server on a 127.0.0.1 TCP port with password authentication, for external mode; ``pg_own_server``
+a server of one test's own, for tests that stop it.
 
 Every server started here is stopped, and its files deleted, at session end. Nothing is skipped:
 when PostgreSQL cannot start (for example no unprivileged user can be created as root) the fixture
@@ -23,7 +24,8 @@ from typing import Any
 import psycopg
 import pytest
 
-__all__ = ["pg_database", "pg_dsn", "pg_empty_database", "pg_external", "pg_server", "PG_CORPUS_FILES"]
+__all__ = ["pg_database", "pg_dsn", "pg_empty_database", "pg_external", "pg_own_server", "pg_server",
+           "PG_CORPUS_FILES"]
 
 _SESSION_HOME = Path(os.environ.get("KMDS_DESKTOP_HOME") or tempfile.mkdtemp(prefix="kmds-pg-home-"))
 
@@ -104,4 +106,26 @@ def pg_external(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
         conn.execute("CREATE DATABASE literature_ext")
     dsn = f"host=127.0.0.1 port={server.tcp_port} dbname=literature_ext user=postgres"
     yield {"dsn": dsn, "password": password, "server": server, "admin": admin}
+    server.destroy()
+
+
+@pytest.fixture()
+def pg_own_server() -> Iterator[dict[str, Any]]:
+    """A server of this test's own with an empty literature database: ``{"server", "database"}``.
+
+    For tests that stop the server: the session's server stays up for every other test.
+    """
+    from kmds_desktop.config import LiteratureSettings
+    from kmds_desktop.literature.database import open_database
+    from kmds_desktop.literature.server import EmbeddedServer
+
+    root = Path(tempfile.mkdtemp(prefix="kmds-own-pg-"))
+    server = EmbeddedServer(root, durable=False)
+    server.start()
+    with psycopg.connect(**server.conninfo("postgres"), autocommit=True) as conn:
+        conn.execute("CREATE DATABASE literature_own")
+    dsn = " ".join(f"{k}={v}" for k, v in server.conninfo("literature_own").items())
+    db = open_database(dsn, settings=LiteratureSettings(statement_timeout_ms=30_000))
+    yield {"server": server, "database": db}
+    db.close()
     server.destroy()
