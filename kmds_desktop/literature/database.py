@@ -123,11 +123,13 @@ def _coerce_date(value: Any, *, end: bool, name: str) -> dt.date | None:
 
 
 def _is_pubmed(name: str) -> bool:
-    return name.strip().lower() == "pubmed"
+    """A PubMed source: any name containing "pubmed" (BMLibrarian's rule: "PubMed Central" too)."""
+    return "pubmed" in name.lower()
 
 
 def _is_medrxiv(name: str) -> bool:
-    return name.strip().lower() == "medrxiv"
+    """A medRxiv source: any name containing "medrxiv", as BMLibrarian matches it."""
+    return "medrxiv" in name.lower()
 
 
 class LiteratureDatabase:
@@ -606,7 +608,7 @@ def _normalize(row: Sequence[Any]) -> dict[str, Any]:
     """One fetched row as the dict every caller sees: ISO dates, lists never None, ``pmid`` for PubMed."""
     (doc_id, source_id, source_name, external_id, doi, title, abstract, authors, publication, pub_date,
      mesh, keywords, url, withdrawn) = row
-    pmid = str(external_id) if _is_pubmed(str(source_name)) else None
+    pmid = str(external_id) if _is_pubmed(str(source_name)) and str(external_id).isdigit() else None
     return {
         "id": int(doc_id),
         "source_id": int(source_id),
@@ -623,8 +625,17 @@ def _normalize(row: Sequence[Any]) -> dict[str, Any]:
         "mesh_terms": list(mesh or []),
         "keywords": list(keywords or []),
         "url": url or (f"https://pubmed.ncbi.nlm.nih.gov/{pmid}/" if pmid else None),
-        "withdrawn_date": withdrawn.isoformat() if withdrawn else None,
+        "withdrawn_date": _iso_date(withdrawn),
     }
+
+
+def _iso_date(value: Any) -> str | None:
+    """A date as ``YYYY-MM-DD``, also from a timestamp column (BMLibrarian's ``withdrawn_date``)."""
+    if not value:
+        return None
+    if isinstance(value, dt.datetime):
+        value = value.date()
+    return value.isoformat() if isinstance(value, dt.date) else str(value)[:10]
 
 
 def _is_query_text_error(err: psycopg.Error) -> bool:

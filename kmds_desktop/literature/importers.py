@@ -7,7 +7,9 @@ read at all raises :class:`~kmds_desktop.literature.errors.ImportFileError`; the
 whole file back.
 
 PubMed records from every format use the PMID as external id (source ``pubmed``), so the same article
-imported from JSONL, MEDLINE XML and PubMedQA is one document.
+imported from JSONL, MEDLINE XML and PubMedQA is one document. medRxiv records use the bare DOI as
+external id (``10.1101/...``, never ``medrxiv:10.1101/...``), as BMLibrarian's medRxiv importer stores
+them, so a preprint in a shared BMLibrarian database is one document whichever program imported it.
 """
 
 from __future__ import annotations
@@ -207,6 +209,10 @@ def _jsonl_record(data: Any) -> Record:
         if not source:
             raise ValueError(f"record {rec_id!r} has no source")
         external_id = rec_id
+        if source == "medrxiv":  # BMLibrarian's key for a preprint: the bare DOI
+            bare = rec_id.split(":", 1)[1] if rec_id.lower().startswith("medrxiv:") else rec_id
+            external_id = _clean_doi(data.get("doi")) or _clean_doi(bare) or rec_id
+    is_preprint_doi = source == "medrxiv" and external_id.startswith("10.")
     title, abstract = _clean(data.get("title")), _clean(data.get("abstract"))
     if not title and not abstract:
         raise ValueError(f"record {rec_id or pmid!r} has neither title nor abstract")
@@ -224,11 +230,20 @@ def _jsonl_record(data: Any) -> Record:
         authors=_str_list(data.get("authors")),
         publication=_clean(data.get("journal") or data.get("publication")),
         publication_date=pub_date,
-        doi=_clean_doi(data.get("doi")),
+        doi=_clean_doi(data.get("doi")) or (external_id if is_preprint_doi else None),
         mesh_terms=_str_list(data.get("mesh_terms")),
         keywords=_str_list(data.get("keywords")),
         url=_clean(data.get("url")),
     )
+
+
+def default_url(source: str, external_id: str, doi: str | None) -> str | None:
+    """The landing page BMLibrarian's importers store in ``url`` when a record brings none."""
+    if source == "pubmed" and external_id.isdigit():
+        return f"https://pubmed.ncbi.nlm.nih.gov/{external_id}/"
+    if source == "medrxiv" and (doi or external_id).startswith("10."):
+        return f"https://www.medrxiv.org/content/{doi or external_id}"
+    return None
 
 
 # -- MEDLINE / PubMed XML -------------------------------------------------------------------------------

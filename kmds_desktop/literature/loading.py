@@ -10,6 +10,12 @@ Merging rule: a new non-empty value replaces the stored one; an empty one never 
 year-only or month-only date (stored as the first day of the span) does not replace a more precise
 date inside that span. So JSONL, MEDLINE XML and PubMedQA copies of one PubMed record combine.
 
+A database the app does not own (a BMLibrarian database: no ``kmds_schema_version``) is written the
+way its owner writes it: a source is matched by a name containing ``pubmed``/``medrxiv`` (any case),
+a new source gets the lower-case key as its name (``scifact``), ``url`` gets the landing page
+BMLibrarian's importers store (PubMed, medRxiv) and ``updated_date``, where the table has it, is set
+on every row written. So both programs see each document once and keep each other's fields.
+
 Deletions (MEDLINE ``DeleteCitation``) are applied after the file's records are merged, by setting
 ``withdrawn_date``: searches leave withdrawn documents out, while a saved search log's ID sets
 still fetch them (with the date), so an earlier search stays reproducible.
@@ -31,10 +37,11 @@ from kmds_desktop.literature.importers import (
     Note,
     Record,
     Withdrawal,
+    default_url,
     detect_format,
     read_records,
 )
-from kmds_desktop.literature.schema import KNOWN_SOURCES
+from kmds_desktop.literature.schema import KNOWN_SOURCES, current_version
 from kmds_desktop.tasks import Cancelled, CancelToken, ProgressFn, check, report
 
 _COLUMNS = ("doi", "title", "abstract", "authors", "publication", "publication_date", "mesh_terms",
@@ -115,47 +122,91 @@ def _merge_expr(col: str) -> str:
     return f"COALESCE(NULLIF({new}, ''), {old})"
 
 
-_UPSERT_SQL = (
-    "WITH map AS (SELECT * FROM unnest(%s::text[], %s::int[]) AS m(key, sid)), "
-    "src AS (SELECT DISTINCT ON (m.sid, st.external_id) m.sid AS source_id, st.* "
-    f"FROM {_STAGING} st JOIN map m ON m.key = st.source ORDER BY m.sid, st.external_id, st.seq DESC) "
-    f"INSERT INTO document AS d (source_id, external_id, {', '.join(_COLUMNS)}) "
-    f"SELECT source_id, external_id, {', '.join(_COLUMNS)} FROM src "
-    "ON CONFLICT (source_id, external_id) DO UPDATE SET "
-    + ", ".join(f"{c} = {_merge_expr(c)}" for c in _COLUMNS)
-    + " WHERE ("
-    + ", ".join(f"d.{c}" for c in _COLUMNS)
-    + ") IS DISTINCT FROM ("
-    + ", ".join(_merge_expr(c) for c in _COLUMNS)
-    + ") RETURNING (xmax = 0) AS inserted"
-)
+def _upsert_sql(stamp_updated: bool) -> str:
+    """The merge statement (constant text); ``stamp_updated`` also sets ``updated_date`` on every row
+    inserted or changed (BMLibrarian's column; the app's own schema has none)."""
+    stamp_insert, stamp_select, stamp_set = ("", "", "")
+    if stamp_updated:
+        stamp_insert, stamp_select, stamp_set = (", updated_date", ", CURRENT_TIMESTAMP",
+                                                 ", updated_date = CURRENT_TIMESTAMP")
+    return (
+        "WITH map AS (SELECT * FROM unnest(%s::text[], %s::int[]) AS m(key, sid)), "
+        "src AS (SELECT DISTINCT ON (m.sid, st.external_id) m.sid AS source_id, st.* "
+        f"FROM {_STAGING} st JOIN map m ON m.key = st.source ORDER BY m.sid, st.external_id, st.seq DESC) "
+        f"INSERT INTO document AS d (source_id, external_id, {', '.join(_COLUMNS)}{stamp_insert}) "
+        f"SELECT source_id, external_id, {', '.join(_COLUMNS)}{stamp_select} FROM src "
+        "ON CONFLICT (source_id, external_id) DO UPDATE SET "
+        + ", ".join(f"{c} = {_merge_expr(c)}" for c in _COLUMNS)
+        + stamp_set
+        + " WHERE ("
+        + ", ".join(f"d.{c}" for c in _COLUMNS)
+        + ") IS DISTINCT FROM ("
+        + ", ".join(_merge_expr(c) for c in _COLUMNS)
+        + ") RETURNING (xmax = 0) AS inserted"
+    )
 
 
-def _source_ids(conn: psycopg.Connection, keys: list[str]) -> dict[str, int]:
-    """Map JSONL source keys to ``sources.id``, creating missing sources (matched case-insensitively)."""
+@dataclass(frozen=True)
+class _Target:
+    """How to write into this database: the app's conventions, or its owner's (BMLibrarian's)."""
+
+    foreign: bool = False
+    has_updated_date: bool = False
+    sources_have_url: bool = True
+
+
+def _target(conn: psycopg.Connection) -> _Target:
+    if current_version(conn) is not None:
+        return _Target()
+    rows = conn.execute(
+        "SELECT table_name, column_name FROM information_schema.columns "
+        "WHERE table_name IN ('document', 'sources') AND table_schema = ANY(current_schemas(false))"
+    ).fetchall()
+    columns = {(str(t), str(c)) for t, c in rows}
+    return _Target(foreign=True, has_updated_date=("document", "updated_date") in columns,
+                   sources_have_url=("sources", "url") in columns)
+
+
+def _source_ids(conn: psycopg.Connection, keys: list[str], target: _Target | None = None) -> dict[str, int]:
+    """Map JSONL source keys to ``sources.id``, creating missing sources (matched case-insensitively;
+    ``pubmed``/``medrxiv`` also by a name containing them, BMLibrarian's rule)."""
+    target = target or _Target()
     out: dict[str, int] = {}
     for key in keys:
         name, url = KNOWN_SOURCES.get(key, (key, None))
+        if target.foreign:
+            name = key.lower()  # the owner's names are lower case ("pubmed", "medrxiv")
         row = conn.execute(
             "SELECT id FROM sources WHERE lower(name) = lower(%s) OR lower(name) = lower(%s) "
             "ORDER BY id LIMIT 1",
             (name, key),
         ).fetchone()
-        if row is None:
+        if row is None and key in ("pubmed", "medrxiv"):
             row = conn.execute(
-                "INSERT INTO sources (name, url) VALUES (%s, %s) "
-                "ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name RETURNING id",
-                (name, url),
+                "SELECT id FROM sources WHERE strpos(lower(name), %s) > 0 ORDER BY length(name), id LIMIT 1",
+                (key,),
             ).fetchone()
+        if row is None:
+            if target.sources_have_url:
+                row = conn.execute("INSERT INTO sources (name, url) VALUES (%s, %s) ON CONFLICT DO NOTHING "
+                                   "RETURNING id", (name, url)).fetchone()
+            else:
+                row = conn.execute("INSERT INTO sources (name) VALUES (%s) ON CONFLICT DO NOTHING "
+                                   "RETURNING id", (name,)).fetchone()
+            if row is None:  # created meanwhile by another import
+                row = conn.execute("SELECT id FROM sources WHERE lower(name) = lower(%s) ORDER BY id LIMIT 1",
+                                   (name,)).fetchone()
         assert row is not None
         out[key] = int(row[0])
     return out
 
 
 def import_file(conn: psycopg.Connection, path: Path, *, progress: ProgressFn | None = None,
-                cancel: CancelToken | None = None, done_before: int = 0) -> FileReport:
+                cancel: CancelToken | None = None, done_before: int = 0,
+                target: _Target | None = None) -> FileReport:
     """Import one file in one transaction (see the module docstring)."""
     started = time.perf_counter()
+    target = target or _target(conn)
     fmt = detect_format(path)
     if not path.is_file():
         raise ImportFileError(f"cannot import {path}: no such file")
@@ -192,23 +243,25 @@ def import_file(conn: psycopg.Connection, path: Path, *, progress: ProgressFn | 
                         rep.duplicates += 1
                     keys.add(key)
                     sources.add(item.source)
+                    url = item.url or default_url(item.source, item.external_id, item.doi)
                     copy.write_row((rep.records, item.source, item.external_id, item.doi, item.title,
                                     item.abstract, item.authors, item.publication, item.publication_date,
-                                    item.mesh_terms, item.keywords, item.url))
+                                    item.mesh_terms, item.keywords, url))
                     if rep.records % _PROGRESS_EVERY == 0:
                         check(cancel)
                         report(progress, done_before + rep.records, None,
                                f"{path.name}: {rep.records} records read")
             check(cancel)
             report(progress, done_before + rep.records, None, f"{path.name}: merging {rep.records} records")
-            ids = _source_ids(conn, sorted(sources))
-            rows = conn.execute(_UPSERT_SQL, (list(ids), list(ids.values()))).fetchall()
+            ids = _source_ids(conn, sorted(sources), target)
+            upsert = _upsert_sql(target.has_updated_date)
+            rows = conn.execute(upsert, (list(ids), list(ids.values()))).fetchall()
             rep.inserted = sum(1 for r in rows if r[0])
             rep.updated = len(rows) - rep.inserted
             rep.unchanged = len(keys) - len(rows)
             conn.execute(f"TRUNCATE {_STAGING}")
             if withdrawals:
-                _apply_withdrawals(conn, withdrawals, rep)
+                _apply_withdrawals(conn, withdrawals, rep, target)
             check(cancel)
     except psycopg.errors.QueryCanceled:
         if cancel is not None and cancel.cancelled:
@@ -223,15 +276,18 @@ def import_file(conn: psycopg.Connection, path: Path, *, progress: ProgressFn | 
     return rep
 
 
-def _apply_withdrawals(conn: psycopg.Connection, withdrawals: dict[str, list[str]], rep: FileReport) -> None:
+def _apply_withdrawals(conn: psycopg.Connection, withdrawals: dict[str, list[str]], rep: FileReport,
+                       target: _Target | None = None) -> None:
     """Mark the documents a file deleted as withdrawn (today), and say what happened in a note."""
-    ids = _source_ids(conn, sorted(withdrawals))
+    target = target or _Target()
+    ids = _source_ids(conn, sorted(withdrawals), target)
+    stamp = ", updated_date = CURRENT_TIMESTAMP" if target.has_updated_date else ""
     listed = 0
     for key, external_ids in withdrawals.items():
         unique = list(dict.fromkeys(external_ids))
         listed += len(unique)
         marked = conn.execute(
-            "UPDATE document SET withdrawn_date = current_date "
+            f"UPDATE document SET withdrawn_date = current_date{stamp} "
             "WHERE source_id = %s AND external_id = ANY(%s) AND withdrawn_date IS NULL RETURNING id",
             (ids[key], unique),
         ).fetchall()
@@ -251,10 +307,11 @@ def import_paths(conn: psycopg.Connection, paths: list[Path], *, progress: Progr
     conn.execute("SELECT set_config('statement_timeout', '0', false)")
     for path in paths:
         detect_format(path)  # fail before anything is written when a name is not importable
+    target = _target(conn)
     done = 0
     for path in paths:
         check(cancel)
-        rep = import_file(conn, path, progress=progress, cancel=cancel, done_before=done)
+        rep = import_file(conn, path, progress=progress, cancel=cancel, done_before=done, target=target)
         done += rep.records
         result.files.append(rep)
         report(progress, done, None, f"{path.name}: {rep.inserted} new, {rep.updated} updated, "
