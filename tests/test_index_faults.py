@@ -171,3 +171,92 @@ def test_unreadable_kb_file(tmp_path: Path) -> None:
     with pytest.raises(SemanticIndexError, match="does not exist"):
         index.build(tmp_path / "missing.xml")
     assert bad.read_text() == "<rdf:RDF this is not xml"
+
+
+# --- a damaged or displaced store: one-line reason, and --rebuild keeps the damaged copy aside --------
+def _index_cli(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
+    repo = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "KMDS_DESKTOP_HOME": str(home), "PYTHONPATH": repo}
+    return subprocess.run([sys.executable, "-m", "kmds_desktop", "index", *args, "--quiet"],
+                          capture_output=True, text=True, env=env, timeout=600)
+
+
+@pytest.mark.parametrize("where", ["default", "persist-dir"])
+def test_index_path_that_is_a_file(tmp_path: Path, kmds_data: Path, where: str) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    blocker = home / "index" if where == "default" else tmp_path / "idx"
+    blocker.write_text("not an index")
+    kb_file = str(kmds_data / "example_analytics_kb_app_workflow.xml")
+    extra = [] if where == "default" else ["--persist-dir", str(blocker)]
+
+    failed = _index_cli(kb_file, *extra, home=home)
+    assert failed.returncode == 1 and "Traceback" not in failed.stderr
+    assert failed.stderr.strip().splitlines() == [
+        f"error: the index path {blocker} is not a folder (a file is in its place); move it away, or rebuild "
+        f"it with `kmds-desktop index KB_FILE --rebuild` (the damaged index at {blocker} is moved aside, "
+        "never deleted; your KB files are not touched)"]
+
+    rebuilt = _index_cli(kb_file, *extra, "--rebuild", home=home)
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    [kept] = list(blocker.parent.glob(f"{blocker.name}.broken-*"))
+    assert kept.read_text() == "not an index" and blocker.is_dir()
+    assert "10 entries" in rebuilt.stdout
+
+
+def _two_kb_store(persist: Path, kmds_data: Path) -> None:
+    index = SemanticIndex(persist)
+    index.build(kmds_data / "example_analytics_kb_app_workflow.xml")
+    index.build(kmds_data / "example_ml_kb_exp_workflow.xml")
+    assert index.count(kb_id="*") == 19
+    store.close_local(persist)
+
+
+@pytest.mark.parametrize("damage", ["zero-length", "deleted"])
+def test_empty_or_missing_database_is_damage_not_a_new_index(tmp_path: Path, kmds_data: Path, damage: str,
+                                                             embedding_model) -> None:
+    persist = tmp_path / "idx"
+    _two_kb_store(persist, kmds_data)
+    db = persist / "chroma.sqlite3"
+    if damage == "zero-length":
+        db.write_bytes(b"")
+    else:
+        db.unlink()
+    segments = sorted(p.name for p in persist.iterdir() if p.is_dir())
+    assert segments  # the vectors of both KBs are still there
+
+    with pytest.raises(IndexCorruptedError, match="--rebuild") as info:
+        SemanticIndex(persist)
+    reason = str(info.value)
+    expected = "is empty (0 bytes)" if damage == "zero-length" else "is missing while 2 vector segment"
+    assert expected in reason
+    assert "\n" not in reason
+    assert sorted(p.name for p in persist.iterdir() if p.is_dir()) == segments  # nothing touched
+
+    report, moved = rebuild_index(kmds_data / "example_ml_kb_exp_workflow.xml", persist_dir=persist)
+    assert moved is not None and moved.name.startswith("idx.broken-")
+    assert sorted(p.name for p in moved.iterdir() if p.is_dir()) == segments  # the damaged copy is kept
+    assert report.embedded == 9 and SemanticIndex(persist).count(kb_id="*") == 9
+
+
+def test_rebuild_after_vector_file_damage_keeps_the_damaged_copy(tmp_path: Path, kmds_data: Path,
+                                                                 embedding_model) -> None:
+    persist = tmp_path / "idx"
+    _two_kb_store(persist, kmds_data)
+    # A third collection whose HNSW files are on disk (a large KB's are; small ones stay in the log).
+    client = store.local_client(persist)
+    big = client.get_or_create_collection(
+        "kmds-other-model-00000000-big", embedding_function=None,
+        configuration={"hnsw": {"space": "cosine", "sync_threshold": 2, "batch_size": 2}})
+    big.add(ids=[f"v{i}" for i in range(20)], embeddings=[[float(i), 1.0, 0.5] for i in range(20)])
+    store.close_local(persist)
+    headers = list(persist.glob("*/index_metadata.pickle"))
+    assert len(headers) == 1
+    (headers[0].parent / "header.bin").write_bytes(b"\xff" * 100)  # damaged vector index
+
+    report, moved = rebuild_index(kmds_data / "example_ml_kb_exp_workflow.xml", persist_dir=persist)
+    assert moved is not None and moved.name.startswith("idx.broken-")
+    assert (moved / headers[0].parent.name / "header.bin").read_bytes() == b"\xff" * 100
+    assert report.embedded == 9
+    index = SemanticIndex(persist)
+    assert index.count(kb_id="*") == 9 and index.search("feature engineering")

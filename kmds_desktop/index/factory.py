@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from kmds_desktop.index import store
-from kmds_desktop.index.errors import IndexCorruptedError
+from kmds_desktop.index.errors import IndexCorruptedError, IndexStoreError
 from kmds_desktop.index.semantic_index import BuildReport, SemanticIndex
 from kmds_desktop.tasks import CancelToken, ProgressFn, report
 
@@ -36,10 +36,23 @@ def open_index(
     if idx.mode == "server":
         return SemanticIndex(None, model, chroma_host=idx.chroma_host, chroma_port=idx.chroma_port)
     if persist_dir is None:
-        from kmds_desktop import paths
-
-        persist_dir = paths.index_dir()
+        persist_dir = _default_index_dir()
     return SemanticIndex(persist_dir, model, own_process=own_process)
+
+
+def _default_index_dir() -> Path:
+    """The data folder's ``index/``, created if missing; a file in its place is a clear error."""
+    from kmds_desktop import paths
+
+    try:
+        return paths.index_dir()
+    except OSError as err:
+        path = paths.data_dir(create=False) / "index"
+        if path.exists() and not path.is_dir():
+            raise store.not_a_folder(path) from None
+        raise IndexStoreError(
+            f"cannot use index folder {path}: {err.strerror or err}. Choose a writable folder "
+            "(--data-dir or KMDS_DESKTOP_HOME) or fix its permissions") from None
 
 
 def rebuild_index(
@@ -53,13 +66,16 @@ def rebuild_index(
 ) -> tuple[BuildReport, Path | None]:
     """Embed the KB again from scratch; returns the build report and where a damaged store went.
 
-    A store that cannot be opened is moved aside (``<dir>.broken-<time>``, never deleted) and a
-    fresh one is created; other KBs it held are re-indexed the next time they are opened. A healthy
+    A store that cannot be opened or read (its database, a collection's vector files, or a file in
+    the folder's place) is moved aside (``<dir>.broken-<time>``, never deleted) and a fresh one is
+    created; other KBs it held are re-indexed the next time they are opened. A healthy
     store keeps other KBs' entries and only this KB's entries are dropped. The KB file is only read.
     """
     moved: Path | None = None
     try:
         index = open_index(settings, persist_dir=persist_dir, model_name=model_name)
+        if index.persist_dir is not None:
+            index._on_client(lambda client: store.verify_store(client, index.location))  # noqa: SLF001
     except IndexCorruptedError as err:
         if not err.persist_dir:
             raise

@@ -35,6 +35,7 @@ from kmds_desktop.index.errors import (
 INDEX_FORMAT = 2
 SERVER_CONNECT_TIMEOUT_S = 3.0
 _SQLITE_FILE = "chroma.sqlite3"
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 _settings_template: Any = None
 _clients: dict[str, Any] = {}
@@ -54,7 +55,7 @@ def _settings() -> Any:
 
 def rebuild_hint(persist_dir: str | Path) -> str:
     return (
-        f"rebuild it with `kmds-desktop index KB_FILE --rebuild` (the damaged folder {persist_dir} "
+        f"rebuild it with `kmds-desktop index KB_FILE --rebuild` (the damaged index at {persist_dir} "
         "is moved aside, never deleted; your KB files are not touched)"
     )
 
@@ -143,6 +144,8 @@ def _http_client(host: str, port: int, folder: Path) -> Any:
 
 def _usable_folder(persist_dir: str | Path) -> Path:
     path = Path(persist_dir).expanduser()
+    if path.exists() and not path.is_dir():
+        raise not_a_folder(path)
     try:
         path.mkdir(parents=True, exist_ok=True)
         path = path.resolve()
@@ -171,11 +174,43 @@ def _take_folder_lock(path: Path, wait_s: float = 10.0) -> Any:
     return lock
 
 
+def not_a_folder(path: Path) -> IndexCorruptedError:
+    """The error for an index path where something other than a folder (a file) stands."""
+    return IndexCorruptedError(
+        f"the index path {path} is not a folder (a file is in its place); move it away, or "
+        + rebuild_hint(path), str(path))
+
+
+def _segment_folders(path: Path) -> list[Path]:
+    """ChromaDB's vector segment folders (named by UUID) in an index folder."""
+    try:
+        return [p for p in path.iterdir() if p.is_dir() and _UUID.fullmatch(p.name)]
+    except OSError:
+        return []
+
+
 def _check_sqlite(path: Path) -> None:
-    """Fail early and clearly on a damaged ChromaDB database file (ChromaDB's own error is obscure)."""
+    """Fail early and clearly on a damaged ChromaDB database file (ChromaDB's own error is obscure).
+
+    A missing or zero-length database beside vector segment folders is damage too, not a new
+    index: ChromaDB would silently start an empty one there, and every KB's entries would be gone
+    while the old segments stayed behind, orphaned. (ChromaDB never leaves its database empty: it
+    creates its tables at once.)
+    """
     db = path / _SQLITE_FILE
     if not db.exists():
+        segments = _segment_folders(path)
+        if segments:
+            raise IndexCorruptedError(
+                f"the index database {db} is missing while {len(segments)} vector segment folder(s) "
+                "remain beside it; " + rebuild_hint(path), str(path))
         return
+    try:
+        if db.stat().st_size == 0:
+            raise IndexCorruptedError(f"the index database {db} is empty (0 bytes); " + rebuild_hint(path),
+                                      str(path))
+    except OSError as err:
+        raise IndexStoreError(f"cannot read the index database {db}: {err.strerror or err}") from None
     try:
         con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
         try:
@@ -277,6 +312,38 @@ def store_error(err: BaseException, location: str) -> Exception:
 def lost_index_process(err: BaseException) -> bool:
     """Whether ``err`` means the index process stopped answering (a transport error of its client)."""
     return isinstance(err, IndexProcessStopped) or type(err).__module__.split(".")[0] == "httpx"
+
+
+def verify_store(client: Any, location: str) -> None:
+    """Read every collection of the store once (count, one vector, one nearest-neighbour query).
+
+    Damaged vector files (HNSW) are only noticed by ChromaDB when a collection is searched, so a
+    rebuild calls this first: a store that fails is damaged as a whole and is moved aside, not
+    patched one KB at a time with the damaged copy lost. Raises :class:`IndexCorruptedError`.
+    """
+    try:
+        collections = client.list_collections()
+    except Exception as err:  # noqa: BLE001 - ChromaDB raises many types for a damaged store
+        raise _damaged(location, "its collections cannot be listed", err) from None
+    for found in collections:
+        name = found if isinstance(found, str) else found.name
+        try:
+            col = client.get_collection(name, embedding_function=None)
+            if not col.count():
+                continue
+            got = col.get(limit=1, include=["embeddings"])
+            vectors = got.get("embeddings")
+            if vectors is None or len(vectors) == 0:
+                continue
+            col.query(query_embeddings=[list(vectors[0])], n_results=1, include=[])
+        except Exception as err:  # noqa: BLE001
+            raise _damaged(location, f"collection {name} cannot be searched", err) from None
+
+
+def _damaged(location: str, what: str, err: BaseException) -> IndexCorruptedError:
+    return IndexCorruptedError(
+        f"the index in {location} is damaged: {what} ({type(err).__name__}: {_first_line(err)}); "
+        + rebuild_hint(location), location)
 
 
 def move_aside(persist_dir: str | Path) -> Path:
