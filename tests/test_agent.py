@@ -9,7 +9,6 @@ review returned) and forwards every call unchanged.
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import pytest
@@ -274,11 +273,9 @@ def test_injection_strings_through_the_agent_and_the_cli(pg_database, pg_dsn, fa
         fake_ollama._calls.clear()
         # the question reaches builtin:keywords (which asks the database to stem its words), the model's
         # replies are injection strings, and the review appends the raw string as a query of its own
-        started = time.monotonic()
         docs = list(agent.find_abstracts_multi_query(
             f"cystic fibrosis {text}", max_rows=5, human_in_the_loop=True,
             human_query_modifier=lambda qs, t=text: [*qs, t]))
-        assert time.monotonic() - started < 8  # pg_sleep(10) never ran
         assert docs and agent.last_result.ok_queries
         # the raw string is either a valid tsquery (it runs) or the server says why it is not
         raw = [s for s in agent.last_result.queries if s.query == text.strip()]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 from PySide6.QtCore import QPoint, Qt
@@ -198,9 +197,9 @@ def test_cancel_from_the_progress_strip_stops_a_slow_model(qtbot, make_window, k
     qtbot.waitUntil(lambda: window.progress_strip.row_for("ask") is not None, timeout=10_000)
     assert window.progress_strip.isVisible()
     qtbot.waitUntil(lambda: len(fake_ollama.requests_for("/api/chat")) >= 1, timeout=60_000)
-    started = time.monotonic()
-    with qtbot.waitSignal(job.finished, timeout=10_000):
+    # the model answers after 30 s: the job ends well before, so the request was aborted, not waited out
+    with qtbot.waitSignal(job.finished, timeout=20_000):
         window.progress_strip.row_for("ask").cancel_button.click()
-    assert time.monotonic() - started < 5  # the HTTP request was aborted, not waited out
+    assert not fake_ollama.requests_for("/api/chat")[-1].end, "the model had not answered"
     assert job.state == "cancelled" and window.ask.state.text() == "Cancelled."
     assert window.progress_strip.row_for("ask") is None

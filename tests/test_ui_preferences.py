@@ -8,8 +8,9 @@ import pytest
 from support.fake_ollama import ModelScript
 
 from kmds_desktop import secrets
+from kmds_desktop.app.preferences import probe_llm_backend
 from kmds_desktop.config import Settings, load_settings
-from kmds_desktop.ui.preferences import PreferencesDialog, probe_llm_backend
+from kmds_desktop.ui.preferences import PreferencesDialog
 from kmds_desktop.ui.workers import JobRunner
 
 

@@ -17,7 +17,6 @@ on first use, so a KB never seen before works at once and another KB's entries n
 
 from __future__ import annotations
 
-import inspect
 import logging
 import threading
 import time
@@ -345,7 +344,7 @@ class SearchOrchestrator:
         if ranked is None:
             texts = {o.iri: o.finding for o in observations if o.finding.strip()}
             kwargs: dict[str, Any] = {"kb_id": self.kb_id, "texts": texts}
-            if qvec is not None and _accepts(self.index.rank, "query_vector"):
+            if qvec is not None:
                 kwargs["query_vector"] = qvec
             ranked = self.index.rank(question, list(by_iri), **kwargs)
         out = [_observation_result(by_iri[iri], dist, "template") for iri, dist in ranked if iri in by_iri]
@@ -357,9 +356,9 @@ class SearchOrchestrator:
         return out[: self.n_results]
 
     def _search(self, question: str, qvec: Any, n: int, **filters: Any) -> list[dict[str, Any]]:
-        """``index.search`` on this KB only, passing the question's vector when the index takes it."""
+        """``index.search`` on this KB only, with the question's vector when it was embedded already."""
         kwargs: dict[str, Any] = {"kb_id": self.kb_id, **{k: v for k, v in filters.items() if v}}
-        if qvec is not None and _accepts(self.index.search, "query_vector"):
+        if qvec is not None:
             kwargs["query_vector"] = qvec
         return self.index.search(question, n_results=max(1, n), **kwargs)
 
@@ -539,13 +538,6 @@ def _check_question(query: Any) -> str:
 def _short_reason(err: Exception) -> str:
     text = str(err).strip().split(". ")[0]
     return text if len(text) <= 160 else text[:159] + "…"
-
-
-def _accepts(fn: Callable[..., Any], name: str) -> bool:
-    try:
-        return name in inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return False
 
 
 def _settings_or_default() -> Settings:

@@ -114,14 +114,6 @@ class KnowledgeBase:
             found = next((w for w in self._workflows.values() if w.name == name_or_iri), None)
         return found
 
-    def observations_of(self, workflow: str) -> list[Observation]:
-        wf = self._require_workflow(workflow)
-        return [o for o in self.observations if wf.name in o.workflows]
-
-    @property
-    def unlinked_observations(self) -> list[Observation]:
-        return [o for o in self.observations if o.unlinked]
-
     def counts(self) -> dict[str, int]:
         """Observations per category plus totals (for status bars and the CLI)."""
         out = {c: 0 for c in CATEGORIES}

@@ -89,8 +89,3 @@ def schema_triples() -> list[tuple[str, str, str]]:
             triples.append((iri, DOMAIN, _ref(domain)))
         triples.append((iri, RANGE, rng))
     return triples
-
-
-def declared_terms() -> set[str]:
-    """IRIs of the classes and properties the schema declares (used to spot KMDS content)."""
-    return {s for s, p, o in schema_triples() if p == RDF_TYPE and s.startswith(KMDS_NS)}

@@ -124,10 +124,6 @@ class KBStore:
     def _id(self, iri: str) -> int:
         return self._graph._abbreviate(iri)
 
-    def _ids(self, names: Iterable[str]) -> dict[int, str]:
-        """storid -> local name for KMDS terms (created if absent, which is harmless)."""
-        return {self._id(KMDS_NS + name): name for name in names}
-
     def _add_objs(self, triples: Iterable[tuple[str, str, str]]) -> None:
         rows = [(self._c, self._id(s), self._id(p), self._id(o)) for s, p, o in triples]
         self._db.executemany("INSERT OR IGNORE INTO objs VALUES (?, ?, ?, ?)", rows)

@@ -97,11 +97,6 @@ DEPENDS_ON = "depends_on"
 KM_OBSERVATION = "KMObservation"
 
 
-def kmds_iri(local_name: str) -> str:
-    """Full IRI of a KMDS term or individual."""
-    return KMDS_NS + local_name
-
-
 def local_name(iri: str) -> str:
     """The part after ``#`` (or the last ``/``): KMDS uses it as the display name."""
     if "#" in iri:

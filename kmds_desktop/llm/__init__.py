@@ -17,7 +17,7 @@ from kmds_desktop.llm.errors import (
 )
 from kmds_desktop.llm.factory import BACKENDS, BackendChoice, FunctionBackend, LLMFn, choose_backend, make_llm
 from kmds_desktop.llm.google_backend import DEFAULT_GOOGLE_MODEL, GoogleBackend
-from kmds_desktop.llm.ollama_backend import DEFAULT_OLLAMA_MODEL, OllamaBackend, ping
+from kmds_desktop.llm.ollama_backend import DEFAULT_OLLAMA_MODEL, OllamaBackend
 
 __all__ = [
     "BACKENDS",
@@ -37,5 +37,4 @@ __all__ = [
     "OllamaBackend",
     "choose_backend",
     "make_llm",
-    "ping",
 ]

@@ -15,7 +15,7 @@ from kmds_desktop import secrets
 from kmds_desktop.config import LLMSettings
 from kmds_desktop.llm.errors import LLMBadReply, LLMError
 from kmds_desktop.llm.google_backend import GoogleBackend
-from kmds_desktop.llm.ollama_backend import OllamaBackend
+from kmds_desktop.llm.ollama_backend import OllamaBackend, has_model
 from kmds_desktop.tasks import Cancelled
 
 log = logging.getLogger(__name__)
@@ -58,6 +58,8 @@ class BackendChoice:
     llm: LLMFn | None
     name: str  # "ollama" | "google" | "offline"
     note: str = ""
+    #: What the "auto" probe found of Ollama: "ready", "no-model", "unreachable" ("" when not probed).
+    ollama_state: str = ""
 
 
 def choose_backend(settings: LLMSettings | None = None, backend: str | None = None,
@@ -84,23 +86,23 @@ def choose_backend(settings: LLMSettings | None = None, backend: str | None = No
     notes = []
     try:
         models = ollama.list_models(timeout=probe_timeout)
-        from kmds_desktop.llm.ollama_backend import _has_model
-
-        if _has_model(models, ollama.model):
-            return BackendChoice(ollama, "ollama", f"Ollama answers at {ollama.host}")
+        if has_model(models, ollama.model):
+            return BackendChoice(ollama, "ollama", f"Ollama answers at {ollama.host}", "ready")
         notes.append(f"Ollama at {ollama.host} has no model '{ollama.model}'")
+        state = "no-model"
     except LLMError as err:
         notes.append(f"Ollama not reachable at {ollama.host}")
         log.debug("auto backend: %s", err)
+        state = "unreachable"
     if secrets.google_api_key():
         try:
             return BackendChoice(GoogleBackend(settings.google_model, temperature=settings.temperature,
-                                               timeout=settings.timeout_s), "google", "; ".join(notes))
+                                               timeout=settings.timeout_s), "google", "; ".join(notes), state)
         except LLMError as err:
             notes.append(str(err))
     else:
         notes.append("no Google API key")
-    return BackendChoice(None, "offline", "; ".join(notes))
+    return BackendChoice(None, "offline", "; ".join(notes), state)
 
 
 def make_llm(settings: LLMSettings | None = None, backend: str | None = None) -> tuple[LLMFn | None, str]:

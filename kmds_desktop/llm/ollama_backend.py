@@ -251,7 +251,7 @@ class OllamaBackend:
             models = self.list_models(timeout=timeout)
         except LLMError:
             return False
-        return _has_model(models, self.model)
+        return has_model(models, self.model)
 
     # --- helpers ----------------------------------------------------------------------------------
     def _raise_if_aborted(self, request: _Request, model: str, cancel: CancelToken | None) -> None:
@@ -308,18 +308,10 @@ class OllamaBackend:
             return []
 
 
-def _has_model(models: list[str], wanted: str) -> bool:
-    """Ollama treats ``name`` and ``name:latest`` as the same model."""
+def has_model(models: list[str], wanted: str) -> bool:
+    """Whether ``wanted`` is installed: the one definition (Ollama treats ``name`` and ``name:latest``
+    as the same model)."""
     def norm(name: str) -> str:
         return name if ":" in name else f"{name}:latest"
 
     return norm(wanted) in {norm(m) for m in models}
-
-
-def ping(host: str, timeout: float = 2.0) -> bool:
-    """True when an Ollama server answers at ``host`` (used by the "auto" backend choice)."""
-    try:
-        OllamaBackend(host, timeout=timeout).list_models(timeout=timeout)
-    except LLMError:
-        return False
-    return True

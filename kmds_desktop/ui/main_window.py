@@ -617,7 +617,7 @@ class MainWindow(QMainWindow):
 
     # -- LLM and preferences --
     def refresh_llm_status(self) -> Job | None:
-        from kmds_desktop.ui.preferences import probe_llm_backend
+        from kmds_desktop.app.preferences import probe_llm_backend
 
         self.llm_status.setText(f"LLM: {self.settings.llm.backend} (checking…)")
         return self.jobs.submit(

@@ -3,7 +3,8 @@
 Values are validated by the core's settings model (:func:`kmds_desktop.config.validate_settings`)
 before anything is written; each invalid value is shown in red under its field and nothing is saved
 until all are valid. The Google API key goes to the OS keyring (:mod:`kmds_desktop.secrets`), never
-into the settings file. Listing the models an Ollama server has is a job (network call).
+into the settings file. Listing the models an Ollama server has is a job (network call); whether a
+model is installed is decided by :mod:`kmds_desktop.app.preferences` (the same code the ask job uses).
 """
 
 from __future__ import annotations
@@ -31,50 +32,11 @@ from PySide6.QtWidgets import (
 )
 
 from kmds_desktop import secrets
+from kmds_desktop.app.preferences import list_ollama_models
 from kmds_desktop.config import Settings, SettingsError, save_settings, validate_settings
 from kmds_desktop.ui.workers import JobRunner
 
 _HOST_RE = re.compile(r"^https?://[^\s/:]+(:\d{1,5})?/?$")
-
-
-def list_ollama_models(host: str, *, progress: Any = None, cancel: Any = None) -> list[str]:
-    """Models installed on the Ollama server at ``host`` (raises LLMError naming the host)."""
-    from kmds_desktop.llm import OllamaBackend
-
-    return OllamaBackend(host).list_models(timeout=5.0)
-
-
-def probe_llm_backend(llm: Any, *, progress: Any = None, cancel: Any = None) -> tuple[str, str]:
-    """(status-bar text, tooltip) for the configured LLM backend; never raises for an absent LLM."""
-    from kmds_desktop.llm import LLMError, OllamaBackend
-
-    backend = llm.backend
-    if backend == "offline":
-        return "offline (no LLM; answers are extractive)", "Choose a backend in Edit > Preferences."
-    if backend == "google":
-        has_key = bool(secrets.google_api_key())
-        return (
-            f"google · {llm.google_model}" + ("" if has_key else " (no API key)"),
-            "The key is read from GOOGLE_API_KEY or the OS keyring.",
-        )
-    ollama = OllamaBackend(llm.ollama_host, llm.ollama_model)
-    try:
-        models = ollama.list_models(timeout=2.0)
-    except LLMError as exc:
-        if backend == "auto":
-            if secrets.google_api_key():
-                return f"google · {llm.google_model} (Ollama not reachable)", str(exc)
-            return "offline (Ollama not reachable)", str(exc)
-        return "ollama (not reachable)", str(exc)
-    has = llm.ollama_model in models or f"{llm.ollama_model}:latest" in models
-    if has:
-        return f"ollama · {llm.ollama_model} (ready)", f"{llm.ollama_host}: {len(models)} models"
-    if backend == "auto":
-        return (
-            f"offline (Ollama has no {llm.ollama_model})",
-            f"{llm.ollama_host} has: {', '.join(models) or 'no models'}",
-        )
-    return f"ollama · {llm.ollama_model} (not installed)", f"{llm.ollama_host} has: {', '.join(models)}"
 
 
 def _error_label() -> QLabel:
