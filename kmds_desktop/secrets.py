@@ -5,7 +5,10 @@ Values read here must never be logged or shown; use :func:`redact` on any text t
 
 from __future__ import annotations
 
+import base64
 import os
+import re
+from urllib.parse import unquote
 
 SERVICE = "kmds-desktop"
 GOOGLE_KEY_NAME = "google_api_key"
@@ -61,3 +64,32 @@ def redact(text: str, *secrets: str | None) -> str:
         if secret:
             text = text.replace(secret, "***")
     return text
+
+
+#: ``scheme://user:password@`` (or ``user@``) at the start of an address, with or without a scheme.
+_USERINFO = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)?(?P<userinfo>[^/@\s]*)@(?=[^/\s])")
+
+
+def url_userinfo(url: str) -> str | None:
+    """The ``user:password`` part of an address such as ``http://user:pw@host:11434`` (else None)."""
+    match = _USERINFO.match((url or "").strip())
+    return match.group("userinfo") if match else None
+
+
+def redact_url(url: str) -> str:
+    """``url`` with any ``user:password@`` replaced by ``***@``: how an address is shown or logged."""
+    return _USERINFO.sub(lambda m: f"{m.group('scheme') or ''}***@", (url or "").strip(), count=1)
+
+
+def url_secrets(url: str) -> list[str]:
+    """What :func:`redact` must hide for an address: its user info and password, raw, decoded and
+    base64-encoded (the ``Basic`` credentials they become)."""
+    userinfo = url_userinfo(url)
+    if not userinfo:
+        return []
+    password = userinfo.split(":", 1)[1] if ":" in userinfo else ""
+    found = [userinfo, unquote(userinfo), password, unquote(password)]
+    # as sent in a Basic Authorization header, which a server may echo back
+    found.append(base64.b64encode(unquote(userinfo).encode("utf-8")).decode("ascii"))
+    # longest first, so a password inside the user info is not replaced before the whole
+    return sorted({f for f in found if len(f) >= 3}, key=len, reverse=True)

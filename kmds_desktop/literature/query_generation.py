@@ -179,7 +179,10 @@ class MultiModelQueryGenerator:
             if not host:
                 raise ValueError("the Ollama host is empty: give e.g. 'http://localhost:11434'")
             if ollama_host is not None and ollama_host.strip() != host:
-                raise ValueError(f"two Ollama hosts given: {host!r} and ollama_host={ollama_host!r}")
+                from kmds_desktop.secrets import redact_url
+
+                raise ValueError(f"two Ollama hosts given: {redact_url(host)!r} and "
+                                 f"ollama_host={redact_url(ollama_host)!r}")
             backend, ollama_host = None, host
         elif backend is not None and not callable(getattr(backend, "chat", None)):
             raise TypeError(

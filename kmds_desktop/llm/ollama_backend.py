@@ -11,16 +11,19 @@ stop generating for a client that went away.
 from __future__ import annotations
 
 import functools
+import os
 import socket
 import ssl
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
+from urllib.parse import unquote
 
 import httpcore
 import httpx
 import ollama
 
+from kmds_desktop import secrets
 from kmds_desktop.config import DEFAULT_OLLAMA_HOST
 from kmds_desktop.limits import MAX_REPLY_CHARS
 from kmds_desktop.llm.errors import (
@@ -74,6 +77,16 @@ class _AbortableNetwork(httpcore.SyncBackend):
             pass  # already closed
 
 
+def _basic_auth(host: str) -> dict[str, Any]:
+    """``auth=`` for a host written ``http://user:password@host`` (the ``ollama`` client drops the
+    user info from the address), unless ``OLLAMA_API_KEY`` already authenticates the requests."""
+    userinfo = secrets.url_userinfo(host)
+    if not userinfo or os.environ.get("OLLAMA_API_KEY"):
+        return {}
+    user, _, password = userinfo.partition(":")
+    return {"auth": httpx.BasicAuth(unquote(user), unquote(password))}
+
+
 @functools.cache
 def _ssl_context() -> ssl.SSLContext:
     """One TLS context for every request: building one costs 100+ ms, and each request has its own client."""
@@ -90,7 +103,7 @@ class _Request:
         if pool is not None and hasattr(pool, "_network_backend"):
             pool._network_backend = self.network
         self.client = ollama.Client(host=host, timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
-                                    transport=transport)
+                                    transport=transport, **_basic_auth(host))
         self.reason: str | None = None  # "cancelled" | "timeout" | "too long"
         self._timer: threading.Timer | None = None
         self._remove_hook: Callable[[], None] | None = None
@@ -149,7 +162,10 @@ class OllamaBackend:
     def __init__(self, host: str = DEFAULT_OLLAMA_HOST, model: str = DEFAULT_OLLAMA_MODEL,
                  temperature: float = 0.1, timeout: float = 120.0, *, options: dict[str, Any] | None = None,
                  keep_alive: str | float | None = None) -> None:
-        self.host = (host or DEFAULT_OLLAMA_HOST).rstrip("/")
+        #: The address requests go to (may carry ``user:password@``): never put in a message.
+        self._url = (host or DEFAULT_OLLAMA_HOST).rstrip("/")
+        #: The address as shown in messages, logs and ``repr``: any user info replaced by ``***``.
+        self.host = secrets.redact_url(self._url)
         self.model = model
         self.temperature = temperature
         self.timeout = float(timeout)
@@ -198,7 +214,7 @@ class OllamaBackend:
         messages.append({"role": "user", "content": prompt})
         opts = {**self.options, "temperature": self.temperature if temperature is None else temperature}
         opts.update(options or {})
-        request = _Request(self.host, self.timeout)
+        request = _Request(self._url, self.timeout)
         request.arm(self.timeout, cancel)
         received = False
         try:
@@ -236,7 +252,8 @@ class OllamaBackend:
     # --- server information -----------------------------------------------------------------------
     def list_models(self, timeout: float | None = None) -> list[str]:
         """Names of the models the server has (``/api/tags``), sorted; raises :class:`LLMError`."""
-        client = ollama.Client(host=self.host, timeout=timeout or min(self.timeout, 10.0))
+        client = ollama.Client(host=self._url, timeout=timeout or min(self.timeout, 10.0),
+                               **_basic_auth(self._url))
         try:
             listing = client.list()
         except Exception as err:  # noqa: BLE001
@@ -273,8 +290,22 @@ class OllamaBackend:
             "Try a smaller model, a shorter question, or raise the timeout in Preferences → LLM."
         )
 
+    def _redact(self, text: str) -> str:
+        """``text`` without the API key (a server may echo the Authorization header back) and
+        without the host's ``user:password``."""
+        return secrets.redact(text, os.environ.get("OLLAMA_API_KEY"), *secrets.url_secrets(self._url))
+
     def _translate(self, err: Exception, model: str | None, timeout: float | None = None) -> LLMError:
-        """Map an ``ollama``/``httpx`` exception to the LLMError family with an actionable message."""
+        """Map an ``ollama``/``httpx`` exception to the LLMError family with an actionable message.
+
+        Every message is redacted: the server's own error text can quote the request's key.
+        """
+        translated = self._translate_unredacted(err, model, timeout)
+        translated.args = tuple(self._redact(a) if isinstance(a, str) else a for a in translated.args)
+        return translated
+
+    def _translate_unredacted(self, err: Exception, model: str | None, timeout: float | None = None
+                              ) -> LLMError:
         host = self.host
         if isinstance(err, httpx.TimeoutException):
             return self._timeout_error(model, timeout)

@@ -62,6 +62,7 @@ class RecordedRequest:
     body: dict[str, Any]
     start: float
     end: float = 0.0
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 class FakeOllama:
@@ -190,7 +191,8 @@ class FakeOllama:
     def _serve_completion(self, handler: BaseHTTPRequestHandler, path: str, body: dict[str, Any]) -> None:
         model = body.get("model")
         prompt = self._prompt_of(path, body)
-        record = RecordedRequest(path=path, model=model, prompt=prompt, body=body, start=time.monotonic())
+        record = RecordedRequest(path=path, model=model, prompt=prompt, body=body, start=time.monotonic(),
+                                 headers={k.lower(): v for k, v in handler.headers.items()})
         with self._lock:
             self.requests.append(record)
             self.active += 1
@@ -209,7 +211,11 @@ class FakeOllama:
                 time.sleep(script.delay)
             status = script.status_for(index)
             if status != 200:
-                handler._json(status, {"error": script.error or f"model '{model}' not found"})  # type: ignore[attr-defined]
+                # "{authorization}" in a scripted error echoes the request's header back, as some
+                # proxies and servers do in their error text
+                error = (script.error or f"model '{model}' not found").replace(
+                    "{authorization}", handler.headers.get("Authorization", ""))
+                handler._json(status, {"error": error})  # type: ignore[attr-defined]
                 return
             text = script.reply_for(index, prompt, body)
             stream = body.get("stream", True)
