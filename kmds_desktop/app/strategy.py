@@ -51,12 +51,32 @@ def begin_recording(workbench: SearchWorkbench, session: LiteratureSession, plan
 
 def finish_recording(workbench: SearchWorkbench, number: int, run: RunRecord) -> SavedSet:
     """Store the finished run as set ``number`` (rows as run with provenance, ID sets, counts)."""
-    rows = [(stat.query, dict(provenance))
-            for stat, provenance in zip(run.result.queries, run.provenance, strict=True)]
-    return workbench.complete(number, rows, run.result)
+    return workbench.complete(number, run_rows(run), run.result)
 
 
 def abandon_recording(workbench: SearchWorkbench, number: int) -> None:
     """Drop a numbered run that failed or was cancelled cleanly (nothing of it is kept)."""
     with contextlib.suppress(LiteratureError):
         workbench.history.discard(number)
+
+
+def run_rows(run: RunRecord) -> list[tuple[str, dict[str, Any]]]:
+    """(text, provenance) of each query of a finished run, as the session recorded them."""
+    return [(stat.query, dict(provenance))
+            for stat, provenance in zip(run.result.queries, run.provenance, strict=True)]
+
+
+def record_run(workbench: SearchWorkbench, question: str, details: dict[str, Any],
+               rows: list[tuple[str, dict[str, Any]]], result: Any, *, progress: Any = None,
+               cancel: Any = None) -> SavedSet:
+    """Record a run that already finished (the window's path: a worker writes it after the run), in
+    the same two steps as the CLI, so a crash while writing leaves it incomplete, never half."""
+    if details.get("database_documents") is None and workbench.database is not None:
+        with contextlib.suppress(Exception):
+            details = {**details, "database_documents": int(workbench.database.status()["documents"])}
+    number = workbench.begin(question, details)
+    try:
+        return workbench.complete(number, rows, result)
+    except BaseException:
+        abandon_recording(workbench, number)
+        raise

@@ -253,39 +253,10 @@ def _check(args: argparse.Namespace, wb: Any) -> int:
     if args.json:
         _dump(result.to_dict())
         return 0
-    missing = result.not_in_database
-    print(f"{len(result.papers)} known papers: {len(result.in_database)} in the database, "
-          f"{len(missing)} not in the database (not counted as misses)")
-    for p in missing[:20]:
-        print(f"  not in the database: {p.paper.label} ({p.paper.origin})")
-    if len(missing) > 20:
-        print(f"  ... and {len(missing) - 20} more")
-    for r in result.sets:
-        print(f"{r.label} {_short(r.text, 50)!r}: finds {r.found} of {r.in_database}, recall "
-              f"{_pct(r.recall)}")
-    if result.rows:
-        print("rows behind these sets:")
-    for row in result.rows:
-        print(f"    {row.label} {_short(row.text, 50)!r}: {row.found} of {row.in_database} "
-              f"({_pct(row.recall)})")
-    if result.missed:
-        print(f"missed by #{result.missed[0].set_number}:")
-    for m in result.missed:
-        doc = m.status.document
-        print(f"  - {_short(doc.title if doc else m.status.paper.label, 90)} ({doc.label() if doc else ''})")
-        for reason in m.rows:
-            if reason["matches_query"]:
-                why = f"matches, ranked below the {reason['max_rows']} documents kept"
-            elif reason["missing_words"]:
-                why = "lacks " + ", ".join(reason["missing_words"])
-            else:
-                why = "does not match"
-            print(f"      {reason['row']}: {why}")
+    from kmds_desktop.literature.search_report import known_check_text
+
+    print(known_check_text(result), end="")
     return 0
-
-
-def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.1%}"
 
 
 def _overlap(args: argparse.Namespace, wb: Any) -> int:

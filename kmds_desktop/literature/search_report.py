@@ -17,6 +17,8 @@ from kmds_desktop.literature.history import SavedSet, SearchHistory, describe_pr
 from kmds_desktop.literature.overlap import overlap
 from kmds_desktop.literature.workbench import KnownCheck
 
+_MAX_LISTED = 20
+
 REPORT_FORMAT = "kmds-desktop-search-report/1"
 
 
@@ -245,3 +247,43 @@ def write_report(report: dict[str, Any], path: str | Path, fmt: str | None = Non
     else:
         raise ValueError(f"unknown report format {kind!r}: use md or json")
     return path
+
+
+def _short(text: str, width: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def known_check_text(check: KnownCheck) -> str:
+    """The known-papers check as plain text (the CLI prints it, the window shows it)."""
+    lines: list[str] = []
+    missing = check.not_in_database
+    lines.append(f"{len(check.papers)} known papers: {len(check.in_database)} in the database, "
+                 f"{len(missing)} not in the database (not counted as misses)")
+    for p in missing[:_MAX_LISTED]:
+        lines.append(f"  not in the database: {p.paper.label} ({p.paper.origin})")
+    if len(missing) > _MAX_LISTED:
+        lines.append(f"  ... and {len(missing) - _MAX_LISTED} more")
+    for r in check.sets:
+        lines.append(f"{r.label} {_short(r.text, 50)!r}: finds {r.found} of {r.in_database}, recall "
+                     f"{_pct(r.recall)}")
+    if check.rows:
+        lines.append("rows behind these sets:")
+    for row in check.rows:
+        lines.append(f"    {row.label} {_short(row.text, 50)!r}: {row.found} of {row.in_database} "
+                     f"({_pct(row.recall)})")
+    if check.missed:
+        lines.append(f"missed by #{check.missed[0].set_number}:")
+    for m in check.missed:
+        doc = m.status.document
+        lines.append(f"  - {_short(doc.title if doc else m.status.paper.label, 90)} "
+                     f"({doc.label() if doc else ''})")
+        for reason in m.rows:
+            if reason["matches_query"]:
+                why = f"matches, ranked below the {reason['max_rows']} documents kept"
+            elif reason["missing_words"]:
+                why = "lacks " + ", ".join(reason["missing_words"])
+            else:
+                why = "does not match"
+            lines.append(f"      {reason['row']}: {why}")
+    return "\n".join(lines) + "\n"

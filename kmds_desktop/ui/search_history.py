@@ -1,0 +1,443 @@
+"""The search history window: numbered sets, set algebra with a live count, known papers, the report.
+
+It renders :class:`~kmds_desktop.literature.workbench.SearchWorkbench` (the same code as
+``kmds-desktop literature history/combine/check/report``) and decides nothing of its own: every
+operation, including listing and counting, runs on a worker of the window's :class:`JobRunner`, so
+the GUI thread never waits on SQLite or PostgreSQL. The count follows the typing (debounced, only
+the newest request kept); a bad expression shows its one-line error under the box, with the position.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QDialog,
+    QFileDialog,
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QInputDialog,
+    QLabel,
+    QLineEdit,
+    QMessageBox,
+    QPlainTextEdit,
+    QPushButton,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from kmds_desktop.app.messages import describe_error
+from kmds_desktop.literature.history import SavedSet
+from kmds_desktop.literature.workbench import KnownCheck, SearchWorkbench
+from kmds_desktop.ui.workers import JobRunner
+
+COUNT_DEBOUNCE_MS = 200
+KINDS = {"list": "history.list", "count": "history.count", "combine": "history.write",
+         "check": "history.check", "report": "history.report", "rerun": "history.rerun"}
+_KIND_LABEL = {"search": "search", "rerun": "re-run", "combination": "combination"}
+_COLUMNS = ("Set", "Date", "Documents", "Kind", "Question or expression", "State")
+
+
+def _list_sets(workbench: SearchWorkbench) -> list[SavedSet]:
+    return workbench.history.list_sets()
+
+
+def _count(workbench: SearchWorkbench, expression: str) -> Any:
+    return workbench.count(expression)
+
+
+def _combine(workbench: SearchWorkbench, expression: str, name: str) -> SavedSet:
+    return workbench.combine(expression, name=name)
+
+
+def _check(workbench: SearchWorkbench, text: str, path: str, number: int | None) -> KnownCheck:
+    from kmds_desktop.literature.known_papers import parse_identifiers, read_known_file
+
+    papers = read_known_file(path) if path else parse_identifiers(text)
+    return workbench.check_known(papers, [number] if number else None)
+
+
+def _write_report(workbench: SearchWorkbench, number: int, check: KnownCheck | None, path: str) -> Path:
+    from kmds_desktop.literature.search_report import build_report, write_report
+
+    return write_report(build_report(workbench.history, number, check), path)
+
+
+def _simple(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` for :meth:`JobRunner.submit` without progress/cancel arguments."""
+
+    def run(*args: Any, progress: Any = None, cancel: Any = None) -> Any:
+        return fn(*args)
+
+    return run
+
+
+class SearchHistoryDialog(QDialog):
+    """Non-modal window over the search history of one data folder."""
+
+    #: A new set was saved (its number): the literature panel may want to show it.
+    set_saved = Signal(int)
+
+    def __init__(self, workbench: SearchWorkbench, jobs: JobRunner, parent: QWidget | None = None, *,
+                 database: Callable[[], Any] | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Search history")
+        self.workbench = workbench
+        self.jobs = jobs
+        self._database_getter = database
+        self.sets: list[SavedSet] = []
+        self.last_count: Any = None
+        self.last_check: KnownCheck | None = None
+        self._check_set: int | None = None
+        self.known_file = ""
+        self.last_report: Path | None = None
+        self._has_message = False
+
+        self.table = QTableWidget(0, len(_COLUMNS))
+        self.table.setHorizontalHeaderLabels(list(_COLUMNS))
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.verticalHeader().hide()
+        header = self.table.horizontalHeader()
+        for col in range(len(_COLUMNS)):
+            header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(4, QHeaderView.ResizeMode.Stretch)
+        self.table.itemSelectionChanged.connect(self._update_buttons)
+
+        self.rename_button = QPushButton("Rename…")
+        self.rerun_button = QPushButton("Re-run on today's database")
+        self.delete_button = QPushButton("Delete")
+        self.refresh_button = QPushButton("Refresh")
+        self.rename_button.clicked.connect(lambda _checked=False: self.rename_selected())
+        self.rerun_button.clicked.connect(lambda _checked=False: self.rerun_selected())
+        self.delete_button.clicked.connect(lambda _checked=False: self.delete_selected())
+        self.refresh_button.clicked.connect(lambda _checked=False: self.refresh())
+        actions = QHBoxLayout()
+        for button in (self.rename_button, self.rerun_button, self.delete_button):
+            actions.addWidget(button)
+        actions.addStretch(1)
+        actions.addWidget(self.refresh_button)
+
+        self.expression = QLineEdit()
+        self.expression.setPlaceholderText("#1 AND (#2 OR #3) NOT #4")
+        self.expression.setToolTip("#N is a set, #N.K row K of search N. AND and NOT bind tighter than OR; "
+                                   "NOT keeps what is in the left set and not in the right one.")
+        self.count_label = QLabel("Type an expression over the sets above.")
+        self.count_label.setWordWrap(True)
+        self.count_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.combine_button = QPushButton("Save as a new set")
+        self.combine_button.setEnabled(False)
+        self.combine_button.clicked.connect(lambda _checked=False: self.combine())
+        self._count_timer = QTimer(self)
+        self._count_timer.setSingleShot(True)
+        self._count_timer.setInterval(COUNT_DEBOUNCE_MS)
+        self._count_timer.timeout.connect(self._submit_count)
+        self.expression.textChanged.connect(self._expression_changed)
+        self.expression.returnPressed.connect(self.combine)
+        algebra = QGroupBox("Combine sets")
+        algebra_layout = QVBoxLayout(algebra)
+        line = QHBoxLayout()
+        line.addWidget(self.expression, 1)
+        line.addWidget(self.combine_button)
+        algebra_layout.addLayout(line)
+        algebra_layout.addWidget(self.count_label)
+
+        self.known_edit = QPlainTextEdit()
+        self.known_edit.setPlaceholderText("Papers the strategy must find: PMIDs, DOIs or source ids "
+                                           "(cf:139), one per line, or load a RIS / BibTeX file")
+        self.known_edit.setMaximumHeight(90)
+        self.load_known_button = QPushButton("Load RIS / BibTeX…")
+        self.check_button = QPushButton("Check the selected set")
+        self.load_known_button.clicked.connect(lambda _checked=False: self.load_known_file())
+        self.check_button.clicked.connect(lambda _checked=False: self.check_known())
+        self.check_view = QPlainTextEdit()
+        self.check_view.setReadOnly(True)
+        self.check_view.setPlaceholderText("Which known papers are in the database, which sets and rows "
+                                           "find them, and why the misses are missed.")
+        known = QGroupBox("Known papers")
+        known_layout = QVBoxLayout(known)
+        known_layout.addWidget(self.known_edit)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.load_known_button)
+        buttons.addWidget(self.check_button)
+        buttons.addStretch(1)
+        known_layout.addLayout(buttons)
+        known_layout.addWidget(self.check_view, 1)
+
+        self.export_button = QPushButton("Export report…")
+        self.export_button.clicked.connect(lambda _checked=False: self.export_report())
+        self.status = QLabel("")
+        self.status.setWordWrap(True)
+        bottom = QHBoxLayout()
+        bottom.addWidget(self.status, 1)
+        bottom.addWidget(self.export_button)
+
+        top = QWidget()
+        top_layout = QVBoxLayout(top)
+        top_layout.setContentsMargins(0, 0, 0, 0)
+        top_layout.addWidget(self.table, 1)
+        top_layout.addLayout(actions)
+        top_layout.addWidget(algebra)
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.addWidget(top)
+        splitter.addWidget(known)
+        layout = QVBoxLayout(self)
+        layout.addWidget(splitter, 1)
+        layout.addLayout(bottom)
+        self.resize(1000, 760)
+        self._update_buttons()
+        self.refresh()
+
+    # --- state ------------------------------------------------------------------------------------
+    def selected_number(self) -> int | None:
+        rows = self.table.selectionModel().selectedRows()
+        if not rows:
+            return None
+        item = self.table.item(rows[0].row(), 0)
+        return int(item.data(Qt.ItemDataRole.UserRole)) if item is not None else None
+
+    def select_set(self, number: int) -> None:
+        for row in range(self.table.rowCount()):
+            item = self.table.item(row, 0)
+            if item is not None and item.data(Qt.ItemDataRole.UserRole) == number:
+                self.table.selectRow(row)
+                return
+
+    def _selected(self) -> SavedSet | None:
+        number = self.selected_number()
+        return next((s for s in self.sets if s.number == number), None)
+
+    def _update_buttons(self) -> None:
+        saved = self._selected()
+        self.rename_button.setEnabled(saved is not None)
+        self.delete_button.setEnabled(saved is not None)
+        self.rerun_button.setEnabled(saved is not None and saved.complete and saved.kind != "combination")
+        self.check_button.setEnabled(saved is not None and saved.complete)
+        self.export_button.setEnabled(saved is not None and saved.complete)
+
+    def _set_status(self, text: str, *, message: bool = True) -> None:
+        """Show ``text``; a list refresh (``message=False``) never hides the result of an action."""
+        if not message and self._has_message:
+            return
+        self._has_message = message
+        self.status.setText(text)
+
+    def _database(self) -> Any:
+        getter = self._database_getter
+        db = getter() if getter is not None else self.workbench.database
+        if db is not None:
+            self.workbench.database = db
+        return db
+
+    def _failed(self, what: str) -> Callable[[BaseException], None]:
+        def show(exc: BaseException) -> None:
+            self._set_status(f"{what}: {describe_error(exc)}")
+
+        return show
+
+    # --- the list ---------------------------------------------------------------------------------
+    def refresh(self, select: int | None = None) -> Any:
+        """Read the history again (on a worker) and show it; ``select`` a set afterwards."""
+        keep = select if select is not None else self.selected_number()
+        return self.jobs.submit(KINDS["list"], _simple(_list_sets), self.workbench, policy="latest",
+                                label="Reading the search history", busy_cursor=False,
+                                on_result=lambda sets: self._show_sets(sets, keep),
+                                on_error=self._failed("The search history cannot be read"))
+
+    def _show_sets(self, sets: list[SavedSet], select: int | None) -> None:
+        self.sets = list(sets)
+        self.table.setRowCount(len(sets))
+        for row, s in enumerate(sets):
+            values = (f"#{s.number}", (s.finished_at or s.started_at)[:16].replace("T", " "),
+                      "" if s.document_count is None else f"{s.document_count:,}",
+                      _KIND_LABEL.get(s.kind, s.kind),
+                      s.title if not s.name else f"{s.name} — {s.question or s.expression}", s.state)
+            for col, value in enumerate(values):
+                item = QTableWidgetItem(value)
+                if col == 0:
+                    item.setData(Qt.ItemDataRole.UserRole, s.number)
+                if col == 4:
+                    rows = [f"#{s.number}.{r.position}: {r.text}  ({r.provenance_text()}, "
+                            f"{r.matches} matches)" for r in s.rows]
+                    item.setToolTip("\n".join([s.question or s.expression or "", *rows]))
+                self.table.setItem(row, col, item)
+        if select is not None:
+            self.select_set(select)
+        elif sets:
+            self.table.selectRow(len(sets) - 1)
+        self._update_buttons()
+        self._set_status(f"{len(sets)} sets in the search history" if sets else
+                         "The search history is empty: every search you run is added here.", message=False)
+
+    # --- set algebra ------------------------------------------------------------------------------
+    def _expression_changed(self, _text: str) -> None:
+        self.combine_button.setEnabled(False)
+        self.last_count = None
+        self._count_timer.start()
+
+    def _submit_count(self) -> Any:
+        text = self.expression.text()
+        if not text.strip():
+            self.count_label.setText("Type an expression over the sets above.")
+            return None
+        return self.jobs.submit(KINDS["count"], _simple(_count), self.workbench, text, policy="latest",
+                                label="Counting", busy_cursor=False,
+                                on_result=lambda c, text=text: self._show_count(text, c),
+                                on_error=lambda exc, text=text: self._show_count_error(text, exc))
+
+    def _show_count(self, text: str, count: Any) -> None:
+        if text != self.expression.text():
+            return  # the user typed on; a newer count is coming
+        self.last_count = count
+        self.count_label.setStyleSheet("")
+        self.count_label.setText(f"{count.count:,} documents  —  read as {count.canonical}")
+        self.combine_button.setEnabled(True)
+
+    def _show_count_error(self, text: str, exc: BaseException) -> None:
+        if text != self.expression.text():
+            return
+        self.last_count = None
+        self.count_label.setStyleSheet("color: #b00020;")
+        self.count_label.setText(str(exc))
+        self.combine_button.setEnabled(False)
+
+    def combine(self) -> Any:
+        """Save the expression's result as a new set (after the count showed it is valid)."""
+        text = self.expression.text()
+        if self.last_count is None:
+            self._count_timer.stop()
+            self._submit_count()
+            return None
+        return self.jobs.submit(KINDS["combine"], _simple(_combine), self.workbench, text, "",
+                                policy="queue", label="Saving the combination", on_result=self._combined,
+                                on_error=self._failed("The sets cannot be combined"))
+
+    def _combined(self, saved: SavedSet) -> None:
+        self._set_status(f"Saved #{saved.number}: {saved.document_count:,} documents ({saved.expression})")
+        self.set_saved.emit(saved.number)
+        self.refresh(select=saved.number)
+
+    # --- editing ----------------------------------------------------------------------------------
+    def rename_selected(self, name: str | None = None) -> Any:
+        saved = self._selected()
+        if saved is None:
+            return None
+        if name is None:
+            name, ok = QInputDialog.getText(self, "Rename set", f"Name of #{saved.number}:", text=saved.name)
+            if not ok:
+                return None
+        number = saved.number
+        return self.jobs.submit(KINDS["combine"], _simple(self.workbench.history.rename), number, name,
+                                policy="queue", label="Renaming", busy_cursor=False,
+                                on_result=lambda _s: self.refresh(select=number),
+                                on_error=self._failed("The set cannot be renamed"))
+
+    def delete_selected(self, confirm: bool = True) -> Any:
+        saved = self._selected()
+        if saved is None:
+            return None
+        if confirm:
+            answer = QMessageBox.question(self, "Delete set", f"Delete #{saved.number} from the search "
+                                          "history? Combinations made from it keep their documents.")
+            if answer != QMessageBox.StandardButton.Yes:
+                return None
+        number = saved.number
+        return self.jobs.submit(KINDS["combine"], _simple(self.workbench.history.delete), number,
+                                policy="queue", label="Deleting", busy_cursor=False,
+                                on_result=lambda _r: (self._set_status(f"Deleted #{number}"), self.refresh()),
+                                on_error=self._failed("The set cannot be deleted"))
+
+    def rerun_selected(self) -> Any:
+        saved = self._selected()
+        if saved is None:
+            return None
+        if self._database() is None:
+            self._set_status("Open the literature database first (run a search in the literature panel).")
+            return None
+        return self.jobs.submit(KINDS["rerun"], _rerun, self.workbench, saved.number, policy="refuse",
+                                label=f"Re-running #{saved.number}", on_result=self._rerun_done,
+                                on_error=self._failed("The re-run failed"))
+
+    def _rerun_done(self, result: Any) -> None:
+        self._set_status(f"#{result.new.number}: re-run of #{result.original.number}: "
+                         f"{result.new.document_count:,} documents (was {result.original.document_count:,}), "
+                         f"{len(result.added)} added, {len(result.removed)} removed")
+        self.set_saved.emit(result.new.number)
+        self.refresh(select=result.new.number)
+
+    # --- known papers -----------------------------------------------------------------------------
+    def load_known_file(self, path: str | None = None) -> None:
+        if path is None:
+            path, _ = QFileDialog.getOpenFileName(self, "Known papers", str(Path.home()),
+                                                  "References (*.ris *.bib *.txt);;All files (*)")
+            if not path:
+                return
+        self.known_file = path
+        self.known_edit.setPlainText("")
+        self.known_edit.setPlaceholderText(f"Known papers from {Path(path).name}")
+        self._set_status(f"Known papers will be read from {Path(path).name}")
+
+    def check_known(self) -> Any:
+        saved = self._selected()
+        if saved is None:
+            return None
+        text = self.known_edit.toPlainText()
+        if text.strip():
+            self.known_file = ""
+        if not text.strip() and not self.known_file:
+            self._set_status("Paste known papers or load a RIS / BibTeX file first.")
+            return None
+        if self._database() is None:
+            self._set_status("Open the literature database first (run a search in the literature panel).")
+            return None
+        number = saved.number
+        return self.jobs.submit(KINDS["check"], _simple(_check), self.workbench, text, self.known_file,
+                                number, policy="refuse", label="Checking known papers",
+                                on_result=lambda check: self._checked(number, check),
+                                on_error=self._failed("The known papers cannot be checked"))
+
+    def _checked(self, number: int, check: KnownCheck) -> None:
+        from kmds_desktop.literature.search_report import known_check_text
+
+        self.last_check = check
+        self._check_set = number
+        self.check_view.setPlainText(known_check_text(check))
+        recall = check.sets[-1].recall if check.sets else None
+        last = check.sets[-1]
+        self._set_status(f"#{number} finds {last.found} of {last.in_database} known papers in the database"
+                         + (f" (recall {recall:.1%})" if recall is not None else ""))
+
+    # --- the report -------------------------------------------------------------------------------
+    def export_report(self, path: str | None = None) -> Any:
+        saved = self._selected()
+        if saved is None:
+            return None
+        if path is None:
+            suggested = str(Path.home() / f"search-report-{saved.number}.md")
+            path, _ = QFileDialog.getSaveFileName(self, "Export search report", suggested,
+                                                  "Markdown (*.md);;JSON (*.json)")
+            if not path:
+                return None
+        if Path(path).suffix.lower() not in (".md", ".json"):
+            path = f"{path}.md"
+        check = self.last_check if self._check_set == saved.number else None
+        return self.jobs.submit(KINDS["report"], _simple(_write_report), self.workbench, saved.number, check,
+                                path, policy="queue", label="Writing the report", on_result=self._reported,
+                                on_error=self._failed("The report cannot be written"))
+
+    def _reported(self, path: Path) -> None:
+        self.last_report = Path(path)
+        self._set_status(f"Report written to {path}")
+
+
+def _rerun(workbench: SearchWorkbench, number: int, *, progress: Any = None, cancel: Any = None) -> Any:
+    return workbench.rerun(number, cancel=cancel)

@@ -1,0 +1,110 @@
+"""The search history window, by clicking: live count and errors, combine, known papers, report, edits."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QFileDialog, QMessageBox
+
+from kmds_desktop.literature.history import SearchHistory
+from kmds_desktop.literature.workbench import SearchWorkbench
+from kmds_desktop.ui.search_history import SearchHistoryDialog
+from kmds_desktop.ui.workers import JobRunner
+
+WAIT = 20_000
+TITLES = {"h:1": "Aspirin prevents stroke", "h:2": "Aspirin and heart attack", "h:3": "Statins prevent stroke",
+          "h:4": "Heart failure and statins", "h:5": "Gardening"}
+
+
+@pytest.fixture()
+def jobs(qtbot):
+    runner = JobRunner()
+    yield runner
+    runner.shutdown()
+
+
+@pytest.fixture()
+def workbench(pg_empty_database, tmp_path):
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"id": k, "source": "test", "title": v}) + "\n"
+                              for k, v in TITLES.items()))
+    pg_empty_database.import_files([corpus])
+    history = SearchHistory(tmp_path / "history.sqlite3")
+    wb = SearchWorkbench(history, pg_empty_database)
+    wb.run("aspirin", [("aspirin", {"kind": "hand-written"})], max_rows=50)  # #1: h:1, h:2
+    wb.run("statins", [("statin", {"kind": "generated", "model": "m", "attempt": 1})], max_rows=50)  # #2
+    yield wb
+    history.close()
+
+
+def _dialog(qtbot, workbench, jobs) -> SearchHistoryDialog:
+    dialog = SearchHistoryDialog(workbench, jobs)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    qtbot.waitUntil(lambda: dialog.table.rowCount() == 2, timeout=WAIT)
+    return dialog
+
+
+def _click(qtbot, button) -> None:
+    assert button.isEnabled(), button.text()
+    qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
+
+
+def test_combine_check_and_export_by_clicking(qtbot, workbench, jobs, tmp_path, monkeypatch):
+    dialog = _dialog(qtbot, workbench, jobs)
+    assert dialog.table.item(0, 0).text() == "#1" and dialog.table.item(1, 4).text() == "statins"
+
+    # A bad expression: the error names the position, nothing can be saved.
+    qtbot.keyClicks(dialog.expression, "#1 OR OR #2")
+    qtbot.waitUntil(lambda: "position 7" in dialog.count_label.text(), timeout=WAIT)
+    assert not dialog.combine_button.isEnabled()
+    dialog.expression.clear()
+    qtbot.keyClicks(dialog.expression, "#1 OR #2")
+    qtbot.waitUntil(lambda: dialog.count_label.text().startswith("4 documents"), timeout=WAIT)
+    _click(qtbot, dialog.combine_button)
+    qtbot.waitUntil(lambda: dialog.table.rowCount() == 3, timeout=WAIT)
+    assert dialog.selected_number() == 3 and dialog.table.item(2, 3).text() == "combination"
+    assert {m.external_id for m in workbench.history.members(3)} == {"h:1", "h:2", "h:3", "h:4"}
+
+    # Known papers on the new set: one in the database and found, one missing from the database.
+    for line in ("h:3", "h:5", "PMID 999999999"):
+        qtbot.keyClicks(dialog.known_edit, line)
+        qtbot.keyClick(dialog.known_edit, Qt.Key.Key_Return)
+    _click(qtbot, dialog.check_button)
+    qtbot.waitUntil(lambda: dialog.last_check is not None, timeout=WAIT)
+    text = dialog.check_view.toPlainText()
+    assert "3 known papers: 2 in the database, 1 not in the database" in text
+    assert "#3 '#1 OR #2': finds 1 of 2, recall 50.0%" in text and "Gardening" in text
+    assert "lacks aspirin" in text and "lacks statin" in text
+
+    report = tmp_path / "report.md"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(report), "Markdown (*.md)"))
+    _click(qtbot, dialog.export_button)
+    qtbot.waitUntil(lambda: dialog.last_report is not None, timeout=WAIT)
+    written = report.read_text()
+    assert "# Search report: #1 OR #2" in written and "recall 50.0%" in written
+    assert "| #1.1 | `aspirin` | hand-written | 2 | 2 | 2 |" in written
+
+
+def test_rename_rerun_and_delete_by_clicking(qtbot, workbench, jobs, monkeypatch):
+    dialog = _dialog(qtbot, workbench, jobs)
+    dialog.select_set(1)
+    monkeypatch.setattr("kmds_desktop.ui.search_history.QInputDialog.getText",
+                        lambda *a, **k: ("aspirin strategy", True))
+    _click(qtbot, dialog.rename_button)
+    qtbot.waitUntil(lambda: dialog.table.item(0, 4).text().startswith("aspirin strategy"), timeout=WAIT)
+
+    _click(qtbot, dialog.rerun_button)
+    qtbot.waitUntil(lambda: dialog.table.rowCount() == 3, timeout=WAIT)
+    assert "re-run of #1" in dialog.status.text() and "0 added, 0 removed" in dialog.status.text()
+    assert dialog.table.item(2, 3).text() == "re-run"
+
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.Yes)
+    dialog.select_set(2)
+    _click(qtbot, dialog.delete_button)
+    qtbot.waitUntil(lambda: dialog.table.rowCount() == 2, timeout=WAIT)
+    assert [dialog.table.item(r, 0).text() for r in range(2)] == ["#1", "#3"]
+    assert Path(workbench.history.path).exists()
