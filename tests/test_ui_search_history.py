@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFileDialog, QMessageBox
+from PySide6.QtWidgets import QFileDialog, QLineEdit, QMessageBox
 
 from kmds_desktop.literature.history import SearchHistory
 from kmds_desktop.literature.workbench import SearchWorkbench
@@ -15,8 +15,8 @@ from kmds_desktop.ui.search_history import SearchHistoryDialog
 from kmds_desktop.ui.workers import JobRunner
 
 WAIT = 20_000
-TITLES = {"h:1": "Aspirin prevents stroke", "h:2": "Aspirin and heart attack", "h:3": "Statins prevent stroke",
-          "h:4": "Heart failure and statins", "h:5": "Gardening"}
+TITLES = {"h:1": "Aspirin prevents stroke", "h:2": "Aspirin and heart attack",
+          "h:3": "Statins prevent stroke", "h:4": "Heart failure and statins", "h:5": "Gardening"}
 
 
 @pytest.fixture()
@@ -108,3 +108,70 @@ def test_rename_rerun_and_delete_by_clicking(qtbot, workbench, jobs, monkeypatch
     qtbot.waitUntil(lambda: dialog.table.rowCount() == 2, timeout=WAIT)
     assert [dialog.table.item(r, 0).text() for r in range(2)] == ["#1", "#3"]
     assert Path(workbench.history.path).exists()
+
+
+def test_journey_two_searches_combined_checked_and_reported_in_the_window(
+        qtbot, make_window, pg_database, tmp_path, monkeypatch):
+    """Run two searches in the literature panel, combine them, check known papers, export the report."""
+    from kmds_desktop.config import Settings
+    from kmds_desktop.ui.review_model import CHECKING
+
+    settings = Settings()
+    settings.query_generation.models = ["builtin:keywords"]
+    settings.literature.max_rows = 20
+    window = make_window(settings, auto_index=False,
+                         literature_kwargs={"database": pg_database, "open_on_start": False})
+    panel = window.literature
+
+    def search(query: str) -> None:
+        before = panel.last_recorded
+        if panel.review.rowCount():  # the previous search's row goes: select it, click Remove
+            panel.review_view.selectRow(0)
+            _click(qtbot, panel.remove_button)
+        _click(qtbot, panel.add_button)
+        editor = panel.review_view.viewport().findChild(QLineEdit)
+        assert editor is not None and editor.isVisible()
+        editor.selectAll()
+        qtbot.keyClicks(editor, query)
+        qtbot.keyClick(editor, Qt.Key.Key_Return)
+        qtbot.waitUntil(lambda: panel.review.rowCount() == 1 and panel.review.row(0).query == query,
+                        timeout=WAIT)
+        qtbot.waitUntil(lambda: all(r.validity != CHECKING for r in panel.review.rows()), timeout=WAIT)
+        qtbot.waitUntil(panel.run_button.isEnabled, timeout=WAIT)
+        _click(qtbot, panel.run_button)
+        qtbot.waitUntil(lambda: panel.last_recorded not in (None, before), timeout=WAIT)
+
+    search("cystic <-> fibrosis & calcium")
+    first = [d.get("external_id") for d in panel.session.documents]
+    search("mucus & viscosity")
+    second = [d.get("external_id") for d in panel.session.documents]
+    assert panel.last_recorded == 2 and first and second
+
+    _click(qtbot, panel.history_button)
+    dialog = panel.history_dialog
+    qtbot.waitUntil(lambda: dialog.table.rowCount() == 2, timeout=WAIT)
+    # No question was typed: a search is titled by its rows.
+    assert [dialog.table.item(r, 4).text() for r in range(2)] == ["cystic <-> fibrosis & calcium",
+                                                                   "mucus & viscosity"]
+    qtbot.keyClicks(dialog.expression, "#1 OR #2")
+    union = set(first) | set(second)
+    qtbot.waitUntil(lambda: dialog.count_label.text().startswith(f"{len(union)} documents"), timeout=WAIT)
+    _click(qtbot, dialog.combine_button)
+    qtbot.waitUntil(lambda: dialog.table.rowCount() == 3 and dialog.selected_number() == 3, timeout=WAIT)
+
+    # Known papers: one from each search, and one that is in no database here.
+    for line in (first[0], second[0], "PMID 999999999"):
+        qtbot.keyClicks(dialog.known_edit, line)
+        qtbot.keyClick(dialog.known_edit, Qt.Key.Key_Return)
+    _click(qtbot, dialog.check_button)
+    qtbot.waitUntil(lambda: dialog.last_check is not None, timeout=WAIT)
+    assert "3 known papers: 2 in the database, 1 not in the database" in dialog.check_view.toPlainText()
+    assert "#3 '#1 OR #2': finds 2 of 2, recall 100.0%" in dialog.check_view.toPlainText()
+
+    report = tmp_path / "strategy.md"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(report), "Markdown (*.md)"))
+    _click(qtbot, dialog.export_button)
+    qtbot.waitUntil(lambda: dialog.last_report is not None, timeout=WAIT)
+    text = report.read_text()
+    assert "`cystic <-> fibrosis & calcium` | hand-written" in text and "`mucus & viscosity`" in text
+    assert f"- **Documents in the set**: {len(union)}" in text and "recall 100.0%" in text

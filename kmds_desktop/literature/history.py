@@ -225,7 +225,7 @@ class SavedSet:
             return self.name
         if self.kind == "combination":
             return self.expression or ""
-        return self.question
+        return self.question or " | ".join(r.text for r in self.rows)
 
     def to_dict(self) -> dict[str, Any]:
         return {

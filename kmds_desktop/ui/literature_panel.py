@@ -12,11 +12,13 @@ Signals
     ``message_shown(str, str)`` — (level, text): the panel's messages, for the window's one message bar.
     ``documents_changed(int)`` — number of documents in the results table (enable Export actions).
     ``wide_toggled(bool)`` — the user asked for the literature review to take the window's width.
+    ``history_recorded(int)`` — a finished run was saved in the search history as set #N.
 Methods for the File menu
     ``import_files(paths) -> Job | None`` and ``import_files_dialog()`` — MEDLINE XML, JSONL, PubMedQA JSON.
     ``export_documents(fmt, path=None)`` (``fmt`` in ``"csv" | "ris" | "bibtex"``) and
     ``export_log(path=None)`` — ask for a file name when ``path`` is None.
     ``refresh_status()``, ``generate()``, ``run_selected()``, ``cancel()``, ``has_documents()``,
+    ``open_history()`` (the search history window: sets, set algebra, known papers, report),
     ``shutdown()`` (closes the database the panel opened; call after ``jobs.shutdown()``).
 
 What the panel decides, and what it does not
@@ -87,6 +89,7 @@ KINDS = {
     "run": "literature.run",
     "import": "literature.import",
     "export": "literature.export",
+    "record": "history.record",
 }
 
 
@@ -97,6 +100,7 @@ class LiteraturePanel(QWidget):
     message_shown = Signal(str, str)  # level, text
     documents_changed = Signal(int)
     wide_toggled = Signal(bool)
+    history_recorded = Signal(int)
 
     def __init__(
         self,
@@ -120,6 +124,10 @@ class LiteraturePanel(QWidget):
         self._work_job: Job | None = None  # a run or an import (one at a time)
         self._check_in_flight: set[tuple[int, int]] = set()
         self.document_count: int | None = None
+        self._workbench: Any = None
+        self.history_dialog: Any = None
+        #: The set number the newest finished run was saved as.
+        self.last_recorded: int | None = None
         #: The newest message (level, text) the panel sent to the window's message bar.
         self.last_message: tuple[str, str] | None = None
 
@@ -260,8 +268,13 @@ class LiteraturePanel(QWidget):
         menu.addSeparator()
         menu.addAction("Search log as JSON", lambda: self.export_log())
         self.export_button.setMenu(menu)
+        self.history_button = QPushButton("Search history…")
+        self.history_button.setToolTip("Every run is a numbered set: combine sets (#1 AND #2), check known "
+                                       "papers, export the search report")
+        self.history_button.clicked.connect(lambda _checked=False: self.open_history())
         results_bar = QHBoxLayout()
         results_bar.addWidget(self.results_label, 1)
+        results_bar.addWidget(self.history_button)
         results_bar.addWidget(self.export_button)
 
         docs_split = QSplitter(Qt.Orientation.Vertical)
@@ -436,6 +449,8 @@ class LiteraturePanel(QWidget):
     def shutdown(self) -> None:
         """Close the database the panel opened (call after the job runner has stopped its threads)."""
         self._check_timer.stop()
+        if self._workbench is not None:
+            self._workbench.history.close()
         if self.database is not None and self._owns_database:
             try:
                 self.database.close()
@@ -602,7 +617,8 @@ class LiteraturePanel(QWidget):
         self._show_error(exc, "The search failed")
 
     def _on_run_done(self, plan: app_lit.RunPlan, result: Any) -> None:
-        self.session.apply_run(plan, result, export_mod.utc_now())
+        run = self.session.apply_run(plan, result, export_mod.utc_now())
+        self._record_run(plan, run)
         self.review.refresh()
         self.documents.set_documents(self.session.documents)
         self.documents_view.sortByColumn(DocumentsModel.COL_RANK, Qt.SortOrder.AscendingOrder)
@@ -623,6 +639,62 @@ class LiteraturePanel(QWidget):
         self.documents_changed.emit(self.documents.rowCount())
         self._update_buttons()
         self.recheck_failed()
+
+    # --- the search history -----------------------------------------------------------------------
+    def workbench(self) -> Any:
+        """The search history of the data folder with this panel's database (opened on first use)."""
+        if self._workbench is None:
+            from kmds_desktop.literature.history import SearchHistory
+            from kmds_desktop.literature.workbench import SearchWorkbench
+
+            self._workbench = SearchWorkbench(SearchHistory(), self.database)
+        self._workbench.database = self.database
+        return self._workbench
+
+    def _record_run(self, plan: app_lit.RunPlan, run: app_lit.RunRecord) -> Job | None:
+        """Save the finished run as the next numbered set, on a worker (the same rule as the CLI)."""
+        from kmds_desktop.app import strategy
+
+        try:
+            workbench = self.workbench()
+        except Exception as exc:  # noqa: BLE001 - the search itself succeeded; say why it is not kept
+            self.show_message(f"The run was not added to the search history: {user_message(exc)}", "warning")
+            return None
+        details = strategy.run_details(self.session, plan, None)
+        return self.jobs.submit(
+            KINDS["record"], strategy.record_run, workbench, self.session.question, details,
+            strategy.run_rows(run), run.result, label="Saving the run in the search history", policy="queue",
+            busy_cursor=False, on_result=self._recorded,
+            on_error=lambda exc: self.show_message(
+                f"The run was not added to the search history: {user_message(exc)}", "warning"),
+        )
+
+    def _recorded(self, saved: Any) -> None:
+        self.last_recorded = saved.number
+        if self.progress_label.text().startswith("Search finished"):  # nothing newer to keep on screen
+            self._set_progress(f"Search finished: {saved.document_count:,} documents, saved as "
+                               f"#{saved.number} in the search history.")
+        self.history_recorded.emit(saved.number)
+        if self.history_dialog is not None:
+            self.history_dialog.refresh(select=saved.number)
+
+    def open_history(self) -> Any:
+        """Show the search history window (one per panel, non-modal)."""
+        from kmds_desktop.ui.search_history import SearchHistoryDialog
+
+        if self.history_dialog is None:
+            try:
+                workbench = self.workbench()
+            except Exception as exc:  # noqa: BLE001 - e.g. a history file that is not a database
+                self.show_message(user_message(exc))
+                return None
+            self.history_dialog = SearchHistoryDialog(workbench, self.jobs, self,
+                                                      database=lambda: self.database)
+        else:
+            self.history_dialog.refresh()
+        self.history_dialog.show()
+        self.history_dialog.raise_()
+        return self.history_dialog
 
     def _show_current_document(self, current: QModelIndex, _previous: QModelIndex) -> None:
         if not current.isValid():
