@@ -123,3 +123,90 @@ def test_cli_strategy_journey_on_cf_known_papers(pg_dsn, literature_data, capsys
     assert "set #2 was deleted from the history after it was combined" in report["notes"]
     assert main(["literature", "history", "show", "9"]) == 1
     assert capsys.readouterr().err.strip() == "error: there is no set #9 in the history"
+
+
+def _waiting_on_a_lock(dsn: str) -> int:
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                           "AND datname = current_database()").fetchone()
+    return int(row[0]) if row else 0
+
+
+def test_kill_9_of_the_cli_in_the_middle_of_a_run(pg_empty_database, fake_ollama, tmp_path):
+    """The app killed while its queries run (held by a table lock): the run stays *incomplete*, with no
+    rows and no documents, and the next search is recorded whole under the next number."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    import psycopg
+    from support.fake_ollama import ModelScript
+
+    from kmds_desktop.config import Settings, save_settings
+    from kmds_desktop.literature.history import SearchHistory
+
+    corpus = tmp_path / "c.jsonl"
+    record = {"id": "k:1", "source": "test", "title": "Cystic fibrosis in adults"}
+    corpus.write_text(json.dumps(record) + "\n")
+    pg_empty_database.import_files([corpus])
+    fake_ollama.models["m"] = ModelScript(["cystic & fibrosis"])
+    home = tmp_path / "home"
+    home.mkdir()
+    settings = Settings()
+    settings.query_generation.ollama_host = fake_ollama.url
+    save_settings(settings, home / "settings.json")
+    dsn = pg_empty_database.dsn
+    repo = Path(__file__).resolve().parent.parent
+    argv = [sys.executable, "-m", "kmds_desktop", "--data-dir", str(home), "literature", "search",
+            "Is cystic fibrosis different in adults?", "--models", "m", "--dsn", dsn]
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    history_file = home / "history" / "search_history.sqlite3"
+
+    def running_sets() -> int:
+        if not history_file.exists():
+            return 0
+        history = SearchHistory(history_file)
+        try:
+            return sum(1 for s in history.list_sets() if s.status == "running")
+        finally:
+            history.close()
+
+    with psycopg.connect(dsn) as locker:  # holds every search on the document table
+        locker.execute("LOCK TABLE document IN ACCESS EXCLUSIVE MODE")
+        proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            for _ in range(2400):  # bounded: until the run is numbered and its query waits on the lock
+                if proc.poll() is not None:
+                    raise AssertionError(f"the search ended early: {proc.stderr.read()[-2000:]}")
+                if running_sets() == 1 and _waiting_on_a_lock(dsn) > 0:
+                    break
+                time.sleep(0.05)
+            else:
+                raise AssertionError("the search never reached its queries")
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=60)
+        locker.rollback()
+    assert proc.returncode == -signal.SIGKILL
+
+    history = SearchHistory(history_file)
+    (killed,) = history.list_sets()
+    assert (killed.number, killed.state, killed.rows, killed.document_count) == (1, "incomplete", [], None)
+    assert history.members(1) == [] and history.all_row_ids(1) == {}
+    history.close()
+
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "recorded as #2 in the search history" in done.stderr
+    history = SearchHistory(history_file)
+    states = [(s.number, s.state, len(s.rows), s.document_count) for s in history.list_sets()]
+    assert states == [(1, "incomplete", 0, None), (2, "complete", 1, 1)]
+    history.close()

@@ -40,18 +40,23 @@ def run_details(session: LiteratureSession, plan: RunPlan, database_documents: i
 
 
 def begin_recording(workbench: SearchWorkbench, session: LiteratureSession, plan: RunPlan) -> int:
-    """Number the run in the history before its queries run; returns the set number."""
-    count: int | None
+    """Number the run in the history before its queries run (no database call); returns the number."""
+    return workbench.begin(session.question, run_details(session, plan, None))
+
+
+def _database_size(workbench: SearchWorkbench) -> dict[str, Any]:
+    """``{"database_documents": N}`` for the report, counted once the run is over (informative only)."""
     try:
-        count = int(workbench.database.status()["documents"]) if workbench.database is not None else None
-    except Exception:  # noqa: BLE001 - the size is informative only; the run must not fail on it
-        count = None
-    return workbench.begin(session.question, run_details(session, plan, count))
+        if workbench.database is not None:
+            return {"database_documents": int(workbench.database.status()["documents"])}
+    except Exception:  # noqa: BLE001 - the size is informative; the run is recorded without it
+        pass
+    return {}
 
 
 def finish_recording(workbench: SearchWorkbench, number: int, run: RunRecord) -> SavedSet:
     """Store the finished run as set ``number`` (rows as run with provenance, ID sets, counts)."""
-    return workbench.complete(number, run_rows(run), run.result)
+    return workbench.complete(number, run_rows(run), run.result, _database_size(workbench))
 
 
 def abandon_recording(workbench: SearchWorkbench, number: int) -> None:
@@ -71,12 +76,9 @@ def record_run(workbench: SearchWorkbench, question: str, details: dict[str, Any
                cancel: Any = None) -> SavedSet:
     """Record a run that already finished (the window's path: a worker writes it after the run), in
     the same two steps as the CLI, so a crash while writing leaves it incomplete, never half."""
-    if details.get("database_documents") is None and workbench.database is not None:
-        with contextlib.suppress(Exception):
-            details = {**details, "database_documents": int(workbench.database.status()["documents"])}
     number = workbench.begin(question, details)
     try:
-        return workbench.complete(number, rows, result)
+        return workbench.complete(number, rows, result, _database_size(workbench))
     except BaseException:
         abandon_recording(workbench, number)
         raise
