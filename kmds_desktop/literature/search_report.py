@@ -22,7 +22,7 @@ _MAX_LISTED = 20
 REPORT_FORMAT = "kmds-desktop-search-report/1"
 
 
-def _searches_behind(history: SearchHistory, saved: SavedSet) -> tuple[list[SavedSet], list[str]]:
+def searches_behind(history: SearchHistory, saved: SavedSet) -> tuple[list[SavedSet], list[str]]:
     """The searches a set was built from (itself for a search), followed iteratively; and notes for
     operands deleted since."""
     out: list[SavedSet] = []
@@ -51,7 +51,7 @@ def _searches_behind(history: SearchHistory, saved: SavedSet) -> tuple[list[Save
 def build_report(history: SearchHistory, number: int, known: KnownCheck | None = None) -> dict[str, Any]:
     """The report of set ``number`` as a JSON-ready dict."""
     saved = history.complete_set(number)
-    searches, notes = _searches_behind(history, saved)
+    searches, notes = searches_behind(history, saved)
     combos: list[dict[str, Any]] = []
     todo, seen = [saved.number], set()
     while todo:  # every combination in the chain, so the whole algebra is on record

@@ -65,6 +65,18 @@ def _check(workbench: SearchWorkbench, text: str, path: str, number: int | None)
     return workbench.check_known(papers, [number] if number else None)
 
 
+def _overlap_text(workbench: SearchWorkbench, number: int) -> str:
+    """The row overlap of a search, or of the searches a combination was made from."""
+    from kmds_desktop.literature.overlap import overlap
+    from kmds_desktop.literature.search_report import searches_behind
+
+    saved = workbench.history.complete_set(number)
+    searches, _notes = searches_behind(workbench.history, saved)
+    numbers = [s.number for s in searches if s.complete]
+    head = f"Rows of {', '.join(f'#{n}' for n in numbers)}: documents each pair shares (Jaccard)\n\n"
+    return head + overlap(workbench.history, numbers).markdown()
+
+
 def _write_report(workbench: SearchWorkbench, number: int, check: KnownCheck | None, path: str) -> Path:
     from kmds_desktop.literature.search_report import build_report, write_report
 
@@ -173,12 +185,17 @@ class SearchHistoryDialog(QDialog):
         known_layout.addLayout(buttons)
         known_layout.addWidget(self.check_view, 1)
 
+        self.overlap_button = QPushButton("Row overlap")
+        self.overlap_button.setToolTip("Documents the rows share, each row's unique ones, and per model the "
+                                       "documents no other model's rows found")
+        self.overlap_button.clicked.connect(lambda _checked=False: self.show_overlap())
         self.export_button = QPushButton("Export report…")
         self.export_button.clicked.connect(lambda _checked=False: self.export_report())
         self.status = QLabel("")
         self.status.setWordWrap(True)
         bottom = QHBoxLayout()
         bottom.addWidget(self.status, 1)
+        bottom.addWidget(self.overlap_button)
         bottom.addWidget(self.export_button)
 
         top = QWidget()
@@ -223,6 +240,7 @@ class SearchHistoryDialog(QDialog):
         self.rerun_button.setEnabled(saved is not None and saved.complete and saved.kind != "combination")
         self.check_button.setEnabled(saved is not None and saved.complete)
         self.export_button.setEnabled(saved is not None and saved.complete)
+        self.overlap_button.setEnabled(saved is not None and saved.complete)
 
     def _set_status(self, text: str, *, message: bool = True) -> None:
         """Show ``text``; a list refresh (``message=False``) never hides the result of an action."""
@@ -415,6 +433,18 @@ class SearchHistoryDialog(QDialog):
         last = check.sets[-1]
         self._set_status(f"#{number} finds {last.found} of {last.in_database} known papers in the database"
                          + (f" (recall {recall:.1%})" if recall is not None else ""))
+
+    # --- overlap ----------------------------------------------------------------------------------
+    def show_overlap(self) -> Any:
+        saved = self._selected()
+        if saved is None:
+            return None
+        return self.jobs.submit(KINDS["check"], _simple(_overlap_text), self.workbench, saved.number,
+                                policy="refuse", label="Comparing the rows", busy_cursor=False,
+                                on_result=self._show_overlap, on_error=self._failed("No overlap to show"))
+
+    def _show_overlap(self, text: str) -> None:
+        self.check_view.setPlainText(text)
 
     # --- the report -------------------------------------------------------------------------------
     def export_report(self, path: str | None = None) -> Any:
