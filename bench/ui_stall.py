@@ -8,15 +8,18 @@ time and through the window's own ``JobRunner``:
   * 6,000 literature records are fetched from the embedded PostgreSQL database (imported once into
     ``bench/.data/``).
 The index is the app's default: a folder in the data directory, served by the app's index process
-(ChromaDB's calls hold the GIL, so the app keeps them out of its own process). Before that, the
-app's start-up warm-up job imports torch, sentence-transformers and ChromaDB, loads the embedding
-model and starts the index process; their first import holds the GIL for hundreds of ms, so it is
-reported on its own line (it happens once, right after start-up), as is an idle control (same
-heartbeat, no job: the noise of this machine). Every gap between heartbeats is recorded. For
-contrast, the same slow generation is then run once directly on the GUI thread (what the workers
-exist to avoid).
-Printed: heartbeats, longest gap and 99th percentile in ms for both ways; the last line is the
-longest gap with workers over the 50 ms target (<= 1.0 passes). Usage: ``.venv/bin/python bench/ui_stall.py``.
+(ChromaDB's calls hold the GIL, so the app keeps them out of its own process), which also computes
+the embeddings: torch and sentence-transformers never load in the window's process (their first
+import holds the GIL for 350-650 ms). Before the work, start-up is measured from the window's first
+frame, as ``run_app`` does it: ChromaDB's client is imported before the window is shown (its import
+holds the GIL for tens of ms), then the KB opens and the warm-up job starts the index process and
+loads the embedding model there. An idle control (same heartbeat, no window, no
+job) gives the noise of this machine. Every gap between heartbeats is recorded. For contrast, the
+same slow generation is then run once directly on the GUI thread (what the workers exist to avoid).
+Printed: whether torch/sentence-transformers were imported in the window's process; heartbeats,
+longest gap and 99th percentile for start-up and for the work, each against the 50 ms target, and
+for the GUI-thread contrast; the last line is the longest gap from the first frame (start-up and
+work) over the 50 ms target (<= 1.0 passes). Usage: ``.venv/bin/python bench/ui_stall.py``.
 """
 
 from __future__ import annotations
@@ -84,6 +87,11 @@ def run_until(predicate, timeout_s: float) -> None:
     check.stop()
 
 
+def _verdict(gap_ms: float) -> str:
+    ratio = gap_ms / TARGET_MS
+    return f"{ratio:.2f} x the {TARGET_MS:.0f} ms target ({'ok' if ratio <= 1.0 else 'OVER'})"
+
+
 def literature_database():
     """The embedded database in bench/.data with the SciFact + PubMed sample corpora imported (once)."""
     from kmds_desktop.config import LiteratureSettings
@@ -132,7 +140,7 @@ def main() -> int:
     from kmds_desktop.config import Settings
     from kmds_desktop.kb.synthetic import write_synthetic_kb
     from kmds_desktop.llm import OllamaBackend
-    from kmds_desktop.ui.main_window import MainWindow
+    from kmds_desktop.ui.main_window import MainWindow, load_before_first_frame
 
     app = QApplication.instance() or QApplication(sys.argv)
     loop = qasync.QEventLoop(app)
@@ -153,6 +161,12 @@ def main() -> int:
         settings.llm.backend = "ollama"
         settings.llm.ollama_host = fake.url
         settings.llm.ollama_model = "slow-llm"
+        beat = Heartbeat()
+        beat.start()  # control: the same heartbeat with no window and no job (this machine's noise)
+        run_until(lambda: False, 3.0)
+        n_idle, worst_idle, p99_idle = beat.stop()
+
+        before_frame = load_before_first_frame()  # as run_app does, before the window is shown
         window = MainWindow(
             settings,
             settings_path=DATA / "home" / "settings.json",
@@ -161,22 +175,17 @@ def main() -> int:
             probe_llm=False,
         )  # the app's own index: the data folder's, served by its index process
         window.show()
-        run_until(lambda: False, 0.3)
+        # Start-up as run_app does it, measured from the first frame: the KB opens and the warm-up
+        # job (index process, embedding model, ChromaDB's client) runs, both on workers.
+        beat.start()
         with_kb = []
         window.kb_loaded.connect(with_kb.append)
         window.open_kb(kb_path)
-        run_until(lambda: bool(with_kb), 120)
-        assert with_kb, "the KB did not load"
-
-        beat = Heartbeat()
-        beat.start()  # control: the same heartbeat with no job running (other load on this machine)
-        run_until(lambda: False, 3.0)
-        n_idle, worst_idle, p99_idle = beat.stop()
-
-        beat.start()
-        warm = window.warm_up()  # what the app does right after start-up
-        run_until(lambda: warm.done, 300)
+        warm = window.warm_up()
+        run_until(lambda: bool(with_kb) and warm.done, 300)
         n_warm, worst_warm, p99_warm = beat.stop()
+        assert with_kb, "the KB did not load"
+        assert warm.state == "done", warm.state
 
         beat.start()
         started = time.perf_counter()
@@ -221,23 +230,30 @@ def main() -> int:
         f"jobs: {', '.join(only)}; KB of {N_OBSERVATIONS} observations indexed from scratch; "
         f"{fetched[-1]} documents fetched"
     )
+    heavy = [m for m in ("torch", "sentence_transformers") if m in sys.modules]
+    print(f"heavy libraries in the window's process: {', '.join(heavy) or 'none'}")
     print(
         f"idle control (no job, 3 s): {n_idle} heartbeats, longest gap {worst_idle:7.1f} ms, "
         f"p99 {p99_idle:6.1f} ms; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
     )
+    print(f"before the first frame: ChromaDB's client imported in {before_frame * 1000:.0f} ms")
     print(
-        f"start-up warm-up (once, before any work): {n_warm} heartbeats, longest gap {worst_warm:7.1f} ms, "
-        f"p99 {p99_warm:6.1f} ms"
+        f"start-up (from the first frame: KB load + warm-up, {n_warm} heartbeats): "
+        f"longest gap {worst_warm:7.1f} ms, p99 {p99_warm:6.1f} ms; {_verdict(worst_warm)}"
     )
     print(
-        f"workers:     {elapsed:6.1f} s of work, {n} heartbeats, "
-        f"longest gap {worst:7.1f} ms, p99 {p99:6.1f} ms"
+        f"work     ({elapsed:5.1f} s of jobs on workers, {n} heartbeats):       "
+        f"longest gap {worst:7.1f} ms, p99 {p99:6.1f} ms; {_verdict(worst)}"
     )
     print(
-        f"GUI thread:  one generation, {n_gui} heartbeats, "
+        f"contrast: one generation on the GUI thread ({n_gui} heartbeats): "
         f"longest gap {worst_gui:7.1f} ms, p99 {p99_gui:6.1f} ms"
     )
-    print(f"longest gap with workers / {TARGET_MS:.0f} ms target: {worst / TARGET_MS:.2f}")
+    worst_all = max(worst_warm, worst)
+    print(
+        f"longest gap from the first frame (start-up and work) / {TARGET_MS:.0f} ms target: "
+        f"{worst_all / TARGET_MS:.2f} ({'within target' if worst_all <= TARGET_MS else 'OVER target'})"
+    )
     return 0
 
 

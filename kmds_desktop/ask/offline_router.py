@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from kmds_desktop.ask.catalog import ROUTES
 from kmds_desktop.ask.models import OrchestratorRoute
 from kmds_desktop.kb import SearchFilters
+
+#: ``encode(texts, model_name)`` -> unit-length vectors, one row per text.
+Encoder = Callable[[list[str], str], Any]
 
 #: Below this cosine similarity to every template, a question is a free-text (semantic) search.
 MIN_TEMPLATE_SIMILARITY = 0.42
@@ -73,11 +76,13 @@ class _TemplateVectors:
         self._lock = threading.Lock()
         self._by_model: dict[str, list[tuple[str, Any]]] = {}
 
-    def get(self, model_name: str) -> list[tuple[str, Any]]:
+    def get(self, model_name: str, encode: Encoder | None = None) -> list[tuple[str, Any]]:
+        """The vectors for ``model_name``, computed by ``encode`` (default: in this process)."""
         with self._lock:
             cached = self._by_model.get(model_name)
             if cached is None:
-                from kmds_desktop.index.embeddings import encode
+                if encode is None:
+                    from kmds_desktop.index.embeddings import encode
 
                 specs = [s for s in ROUTES if s.examples]
                 texts = [[s.description, *s.examples] for s in specs]
@@ -95,17 +100,20 @@ _TEMPLATE_VECTORS = _TemplateVectors()
 
 
 def route_offline(question: str, question_vector: Any, model_name: str,
-                  obs_types: Sequence[str] = (), seqs: Sequence[int] = ()) -> OfflineDecision:
+                  obs_types: Sequence[str] = (), seqs: Sequence[int] = (),
+                  encode: Encoder | None = None) -> OfflineDecision:
     """Route ``question`` without an LLM.
 
     ``question_vector`` is the question's unit-length embedding; ``obs_types`` are the KB's
     observation types (for type cues) and ``seqs`` its finding sequence numbers (so "first 3" means
-    the three lowest numbers the KB actually has).
+    the three lowest numbers the KB actually has). ``encode(texts, model_name)`` embeds the
+    templates' examples (once per model); the orchestrator passes its index's, which in the app
+    runs in the index process.
     """
     import numpy as np
 
     similarity: dict[str, float] = {}
-    for intent, vectors in _TEMPLATE_VECTORS.get(model_name):
+    for intent, vectors in _TEMPLATE_VECTORS.get(model_name, encode):
         similarity[intent] = float(np.max(vectors @ np.asarray(question_vector, dtype=np.float32)))
     scores = dict(similarity)
     lowered = question.lower()

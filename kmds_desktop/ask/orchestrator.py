@@ -256,7 +256,7 @@ class SearchOrchestrator:
             question_vector = self._embed(question)
             timings["embed"] = time.perf_counter() - t_embed
             decision = route_offline(question, question_vector, self.embedding_model,
-                                     self._obs_types(), self._seqs())
+                                     self._obs_types(), self._seqs(), encode=self._encode)
             proposed = decision.route
         timings["route"] = time.perf_counter() - t
         result.proposed_route = proposed
@@ -444,10 +444,13 @@ class SearchOrchestrator:
         check(cancel)
         return reply
 
-    def _embed(self, question: str) -> Any:
-        from kmds_desktop.index.embeddings import encode
+    def _encode(self, texts: list[str], model_name: str) -> Any:
+        """Embed where this orchestrator's index embeds: the app's index embeds in its own process,
+        so the window's process never imports torch."""
+        return self.index.encode(texts, model_name)
 
-        return encode([question], self.embedding_model)[0]
+    def _embed(self, question: str) -> Any:
+        return self._encode([question], self.embedding_model)[0]
 
     def _obs_types(self) -> list[str]:
         return sorted({o.obs_type for o in self.kb.observations if o.obs_type})

@@ -43,6 +43,8 @@ COMMAND = "_index-process"
 START_TIMEOUT_S = 60.0
 #: How much lower the index process's CPU priority is than the app's (POSIX ``nice``).
 NICENESS = 10
+#: The environment variable that hands the child its token (the embedding service's password).
+TOKEN_ENV = "KMDS_INDEX_TOKEN"
 #: Exit status of a child that found the folder locked by another program.
 EXIT_LOCKED = 3
 _HOST = "127.0.0.1"
@@ -50,9 +52,20 @@ _HOST = "127.0.0.1"
 
 @dataclass(frozen=True)
 class ServerAddress:
+    """Where an index process answers: Chroma on ``port``, embeddings on ``embed_port`` (with ``token``)."""
+
     host: str
     port: int
     pid: int
+    embed_port: int = 0
+    token: str = ""
+
+
+def _address(info: dict[str, Any]) -> ServerAddress:
+    return ServerAddress(
+        str(info["host"]), int(info["port"]), int(info["pid"]),
+        int(info.get("embed_port") or 0), str(info.get("token") or ""),
+    )
 
 
 def folder_lock(folder: Path) -> Any:
@@ -69,8 +82,7 @@ def folder_lock(folder: Path) -> Any:
 def live_server(folder: Path) -> ServerAddress | None:
     """The address of an index process serving ``folder``, if one is running and answers."""
     try:
-        info = json.loads((folder / SERVER_FILE).read_text(encoding="utf-8"))
-        address = ServerAddress(str(info["host"]), int(info["port"]), int(info["pid"]))
+        address = _address(json.loads((folder / SERVER_FILE).read_text(encoding="utf-8")))
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return address if _answers(address.host, address.port) else None
@@ -189,6 +201,7 @@ def _start(folder: Path) -> IndexProcess:
     # Warnings and errors only: at its default level the server logs every request.
     env = dict(os.environ, ANONYMIZED_TELEMETRY="False", RUST_LOG=os.environ.get("KMDS_INDEX_LOG", "warn"))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
+    env[TOKEN_ENV] = token  # not on the command line, which every user of the machine can read
     log_path = folder / LOG_FILE
     try:
         log = open(log_path, "wb")  # noqa: SIM115 - handed to the child, closed right after
@@ -196,7 +209,7 @@ def _start(folder: Path) -> IndexProcess:
         raise IndexStoreError(f"cannot write in the index folder {folder}: {err.strerror or err}") from None
     try:
         process = subprocess.Popen(
-            [*launch_command(), "--path", str(folder), "--token", token],
+            [*launch_command(), "--path", str(folder)],
             stdin=subprocess.PIPE,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -242,7 +255,7 @@ def _read_own_file(folder: Path, token: str) -> ServerAddress | None:
         info = json.loads((folder / SERVER_FILE).read_text(encoding="utf-8"))
         if info.get("token") != token:
             return None
-        return ServerAddress(str(info["host"]), int(info["port"]), int(info["pid"]))
+        return _address(info)
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -270,6 +283,7 @@ def serve(argv: list[str]) -> int:
     parser.add_argument("--path", required=True)
     parser.add_argument("--token", default="")
     args = parser.parse_args(argv)
+    token = args.token or os.environ.pop(TOKEN_ENV, "") or uuid.uuid4().hex
     folder = Path(args.path).resolve()
     folder.mkdir(parents=True, exist_ok=True)
     lock = folder_lock(folder)
@@ -302,13 +316,21 @@ def serve(argv: list[str]) -> int:
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             if _answers(_HOST, port, timeout=0.5):
-                info = {"host": _HOST, "port": port, "pid": pid, "token": args.token}
+                info = {"host": _HOST, "port": port, "pid": pid, "token": token,
+                        "embed_port": embed_port}
                 tmp = folder / f"{SERVER_FILE}.{pid}.tmp"
-                tmp.write_text(json.dumps(info), encoding="utf-8")
+                # Only the user may read it: the token lets a program use the embedding service.
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                with os.fdopen(fd, "w", encoding="utf-8") as out:
+                    out.write(json.dumps(info))
                 os.replace(tmp, folder / SERVER_FILE)
                 return
             time.sleep(0.05)
 
+    from kmds_desktop.index import embedding_service
+
+    # The app's embeddings are computed here too, so torch never loads in the window's process.
+    embed_port = embedding_service.start(token)
     threading.Thread(target=watch_parent, name="kmds-index-parent", daemon=True).start()
     threading.Thread(target=announce, name="kmds-index-announce", daemon=True).start()
     import chromadb_rust_bindings

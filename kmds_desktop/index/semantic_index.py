@@ -23,9 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from kmds_desktop.index import embeddings, entries, index_process, kb_source, store
+from kmds_desktop.index import embedding_service, embeddings, entries, index_process, kb_source, store
 from kmds_desktop.index.embeddings import DEFAULT_MODEL
 from kmds_desktop.index.errors import (
+    IndexProcessStopped,
     InvalidQueryError,
     KnowledgeBaseReadError,
     SemanticIndexError,
@@ -190,6 +191,30 @@ class SemanticIndex:
         index_process.recover(self.persist_dir)  # type: ignore[arg-type]
         return call(self._client)
 
+    def encode(self, texts: Sequence[str], model_name: str | None = None) -> Any:
+        """Unit-length embeddings of ``texts`` (this index's model unless ``model_name`` is given).
+
+        In own-process mode the index process computes them (see
+        :mod:`~kmds_desktop.index.embedding_service`), so torch and sentence-transformers never load
+        in the desktop app's process; otherwise this process's model does (the CLI, tests).
+        """
+        model = (model_name or self.model_name).strip()
+        if not self.own_process:
+            return embeddings.encode(texts, model)
+        folder: Path = self.persist_dir  # type: ignore[assignment]
+        for attempt in (1, 2):
+            address = index_process.ensure_server(folder)
+            try:
+                return embedding_service.encode_remote(
+                    address.host, address.embed_port, address.token, texts, model,
+                    batch_size=embeddings.ENCODE_BATCH_SIZE,
+                )
+            except IndexProcessStopped:
+                if attempt == 2:
+                    raise
+                index_process.recover(folder)  # replaced on the next ensure_server
+        raise AssertionError("unreachable")  # pragma: no cover
+
     def _list_collections(self) -> dict[str, str]:
         """``{kb_id: collection name}`` of every KB this index's model has in the store."""
         try:
@@ -322,7 +347,7 @@ class SemanticIndex:
                 for start in range(0, total, BUILD_CHUNK):
                     check(cancel)
                     part = pending[start : start + BUILD_CHUNK]
-                    vectors = embeddings.encode([e.text for e in part], self.model_name)
+                    vectors = self.encode([e.text for e in part])
                     if in_flight is not None:
                         in_flight.result()
                         done += BUILD_CHUNK
@@ -435,7 +460,7 @@ class SemanticIndex:
             return []
         report(progress, 1, 3, "embedding the question")
         if query_vector is None:
-            vector = embeddings.encode([query], self.model_name)[0]
+            vector = self.encode([query])[0]
         else:
             vector = _as_vector(query_vector)
         check(cancel)
@@ -502,7 +527,7 @@ class SemanticIndex:
             raise store.store_error(err, self.location) from None
         missing = [iri for iri in dict.fromkeys(iris) if iri not in vectors and texts and texts.get(iri)]
         to_encode = ([query] if query_vector is None else []) + [texts[iri] for iri in missing]  # type: ignore[index]
-        encoded = embeddings.encode(to_encode, self.model_name) if to_encode else []
+        encoded = self.encode(to_encode) if to_encode else []
         qvec = encoded[0] if query_vector is None else _as_vector(query_vector)
         for iri, vec in zip(missing, encoded[1:] if query_vector is None else encoded, strict=True):
             vectors[iri] = vec

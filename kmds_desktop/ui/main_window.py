@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import gc
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +97,28 @@ def _index_kb(
     return index_holder["index"].build_from_onto(kb, progress=progress, cancel=cancel)
 
 
+def load_before_first_frame() -> float:
+    """Import ChromaDB's client before the window is shown; returns the seconds it took.
+
+    Its import holds Python's GIL for 30-40 ms at a time on an idle machine (and several times that
+    on a busy one, where the importing thread is preempted while holding it), so done on a worker
+    after start-up it would freeze the visible window. Done before the first frame, it only delays
+    that frame (by about a second). No automatic garbage collection runs meanwhile (a full one walks
+    every object holding the GIL, over 100 ms with these libraries loaded), and the objects loaded
+    so far move to the permanent generation, which later collections do not walk.
+    """
+    import time
+
+    started = time.perf_counter()
+    gc.disable()
+    try:
+        import chromadb  # noqa: F401 - imported for its one-time start-up cost
+    finally:
+        gc.freeze()
+        gc.enable()
+    return time.perf_counter() - started
+
+
 def warm_up_libraries(
     model_name: str,
     index_holder: dict[str, Any] | None = None,
@@ -106,46 +127,36 @@ def warm_up_libraries(
     progress: Any = None,
     cancel: Any = None,
 ) -> str:
-    """Import the heavy libraries (torch, sentence-transformers, ChromaDB) and load the embedding model.
+    """Start the index process and load the embedding model in it (right after start-up).
 
-    Their first import holds Python's GIL for up to half a second at a time, which would freeze the
-    window if it happened in the middle of the user's work; done once right after start-up, it is
-    over before the first question. It also leaves one CPU core to the GUI thread.
+    The embedding model (torch, sentence-transformers) loads in the index process, never in this
+    one: importing them holds Python's GIL for 350-650 ms at a time, which would freeze the window
+    even from a worker thread. ChromaDB's client is imported before the first frame
+    (:func:`load_before_first_frame`).
     """
     if progress:
-        progress(0, 2, "loading the embedding libraries")
-    import chromadb  # noqa: F401 - imported for its one-time start-up cost
-    import torch
+        progress(0, 2, "starting the semantic index")
+    load_before_first_frame()  # nothing left to import once run_app has done it before the window
+    from kmds_desktop.ui import markdown_render
 
-    # Leave one core to the GUI thread: with every core embedding, the window stutters.
-    torch.set_num_threads(max(1, (os.cpu_count() or 2) - 1))
-
-    from kmds_desktop.index import embeddings
-
-    if progress:
-        progress(1, 2, "loading the embedding model")
-    embeddings.encode(["warm-up"], model_name)  # the first encode imports more modules lazily
-    from kmds_desktop.index import SemanticIndex
-
-    if index_holder is not None and settings is not None and index_holder.get("index") is None:
+    markdown_render.prepare()  # so the first answer does not build it on the GUI thread
+    index = index_holder.get("index") if index_holder is not None else None
+    if index is None and settings is not None:
         # Start the index process now (about a second) rather than when the first build needs it.
         from kmds_desktop.index.errors import SemanticIndexError
         from kmds_desktop.index.factory import open_index
 
         try:
-            index_holder["index"] = open_index(settings, own_process=True)
+            index = open_index(settings, own_process=True)
         except SemanticIndexError as err:  # the first build reports it, with what to do
             log.warning("semantic index not opened at start-up: %s", err)
-    else:
-        SemanticIndex(None).count()  # likewise ChromaDB's first client and query
-    from kmds_desktop.ui import markdown_render
-
-    markdown_render.prepare()  # so the first answer does not build it on the GUI thread
-    # The libraries just loaded leave ~millions of long-lived objects; every full garbage collection
-    # would walk them all while holding the GIL (hundreds of ms, on whichever thread triggers it,
-    # freezing the window). Moving them to the permanent generation keeps later collections short.
-    gc.collect()
-    gc.freeze()
+        else:
+            if index_holder is not None:
+                index_holder["index"] = index
+    if index is not None:
+        if progress:
+            progress(1, 2, "loading the embedding model")
+        index.encode(["warm-up"], model_name)  # where this index embeds: its own process in the app
     return model_name
 
 
