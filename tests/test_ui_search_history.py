@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+import rispy
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog, QLineEdit, QMessageBox
 
@@ -182,3 +183,10 @@ def test_journey_two_searches_combined_checked_and_reported_in_the_window(
     text = report.read_text()
     assert "`cystic <-> fibrosis & calcium` | hand-written" in text and "`mucus & viscosity`" in text
     assert f"- **Documents in the set**: {len(union)}" in text and "recall 100.0%" in text
+
+    # The combination's documents, fetched and exported like any search's; read back with rispy.
+    ris = tmp_path / "combined.ris"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(ris), "RIS (*.ris)"))
+    _click(qtbot, dialog.documents_button)
+    qtbot.waitUntil(lambda: dialog.last_documents is not None, timeout=WAIT)
+    assert len(rispy.loads(ris.read_text())) == len(union)

@@ -42,6 +42,7 @@ from kmds_desktop.ui.workers import JobRunner
 COUNT_DEBOUNCE_MS = 200
 KINDS = {"list": "history.list", "count": "history.count", "combine": "history.write",
          "check": "history.check", "report": "history.report", "rerun": "history.rerun"}
+_DOCUMENT_FORMATS = {".ris": "ris", ".bib": "bibtex", ".csv": "csv"}
 _KIND_LABEL = {"search": "search", "rerun": "re-run", "combination": "combination"}
 _COLUMNS = ("Set", "Date", "Documents", "Kind", "Question or expression", "State")
 
@@ -75,6 +76,14 @@ def _overlap_text(workbench: SearchWorkbench, number: int) -> str:
     numbers = [s.number for s in searches if s.complete]
     head = f"Rows of {', '.join(f'#{n}' for n in numbers)}: documents each pair shares (Jaccard)\n\n"
     return head + overlap(workbench.history, numbers).markdown()
+
+
+def _export_documents(workbench: SearchWorkbench, number: int, path: str) -> tuple[Path, int]:
+    from kmds_desktop.literature.export import export_documents
+
+    fmt = _DOCUMENT_FORMATS[Path(path).suffix.lower()]
+    documents = workbench.documents(number)
+    return export_documents(documents, path, fmt), len(documents)
 
 
 def _write_report(workbench: SearchWorkbench, number: int, check: KnownCheck | None, path: str) -> Path:
@@ -111,6 +120,7 @@ class SearchHistoryDialog(QDialog):
         self._check_set: int | None = None
         self.known_file = ""
         self.last_report: Path | None = None
+        self.last_documents: Path | None = None
         self._has_message = False
 
         self.table = QTableWidget(0, len(_COLUMNS))
@@ -189,6 +199,9 @@ class SearchHistoryDialog(QDialog):
         self.overlap_button.setToolTip("Documents the rows share, each row's unique ones, and per model the "
                                        "documents no other model's rows found")
         self.overlap_button.clicked.connect(lambda _checked=False: self.show_overlap())
+        self.documents_button = QPushButton("Export documents…")
+        self.documents_button.setToolTip("The set's documents, best rank first, as RIS, BibTeX or CSV")
+        self.documents_button.clicked.connect(lambda _checked=False: self.export_documents())
         self.export_button = QPushButton("Export report…")
         self.export_button.clicked.connect(lambda _checked=False: self.export_report())
         self.status = QLabel("")
@@ -196,6 +209,7 @@ class SearchHistoryDialog(QDialog):
         bottom = QHBoxLayout()
         bottom.addWidget(self.status, 1)
         bottom.addWidget(self.overlap_button)
+        bottom.addWidget(self.documents_button)
         bottom.addWidget(self.export_button)
 
         top = QWidget()
@@ -241,6 +255,7 @@ class SearchHistoryDialog(QDialog):
         self.check_button.setEnabled(saved is not None and saved.complete)
         self.export_button.setEnabled(saved is not None and saved.complete)
         self.overlap_button.setEnabled(saved is not None and saved.complete)
+        self.documents_button.setEnabled(saved is not None and saved.complete)
 
     def _set_status(self, text: str, *, message: bool = True) -> None:
         """Show ``text``; a list refresh (``message=False``) never hides the result of an action."""
@@ -445,6 +460,33 @@ class SearchHistoryDialog(QDialog):
 
     def _show_overlap(self, text: str) -> None:
         self.check_view.setPlainText(text)
+
+    # --- documents --------------------------------------------------------------------------------
+    def export_documents(self, path: str | None = None) -> Any:
+        """Fetch the selected set's documents and write them as RIS, BibTeX or CSV (by the suffix)."""
+        saved = self._selected()
+        if saved is None:
+            return None
+        if path is None:
+            suggested = str(Path.home() / f"set-{saved.number}.ris")
+            path, _ = QFileDialog.getSaveFileName(self, "Export documents", suggested,
+                                                  "RIS (*.ris);;BibTeX (*.bib);;CSV (*.csv)")
+            if not path:
+                return None
+        if Path(path).suffix.lower() not in _DOCUMENT_FORMATS:
+            path = f"{path}.ris"
+        if self._database() is None:
+            self._set_status("Open the literature database first (run a search in the literature panel).")
+            return None
+        return self.jobs.submit(KINDS["report"], _simple(_export_documents), self.workbench, saved.number,
+                                path, policy="queue", label="Exporting documents",
+                                on_result=self._documents_done,
+                                on_error=self._failed("The documents cannot be exported"))
+
+    def _documents_done(self, written: tuple[Path, int]) -> None:
+        path, count = written
+        self.last_documents = Path(path)
+        self._set_status(f"{count:,} documents written to {path}")
 
     # --- the report -------------------------------------------------------------------------------
     def export_report(self, path: str | None = None) -> Any:
