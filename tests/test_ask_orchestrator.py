@@ -254,7 +254,9 @@ def test_google_backend_as_llm(analytics_kb, index_dir) -> None:
     assert result.answer == "Model 1 was selected [1]."
 
 
-def test_user_callable_and_backend_choice(fake_ollama, analytics_kb, index_dir, monkeypatch) -> None:
+def test_user_callable_and_backend_choice(
+    fake_ollama, analytics_kb, index_dir, monkeypatch, memory_keyring
+) -> None:
     calls: list[str] = []
 
     def my_llm(prompt: str) -> str:
@@ -288,9 +290,7 @@ def test_user_callable_and_backend_choice(fake_ollama, analytics_kb, index_dir, 
     assert "my server is slow" in result.fallback_reason and result.synthesis == "extractive"
 
     # auto: Ollama answers -> ollama; nothing answers and no key -> offline
-    import kmds_desktop.secrets as secrets
 
-    monkeypatch.setattr(secrets, "_keyring_get", lambda name: None)
     fake_ollama.models["llama3.1:8b"] = ModelScript(replies=[scripted(route_json("exploratory_search"))])
     auto = SearchOrchestrator(analytics_kb, persist_dir=index_dir, ollama_host=fake_ollama.url,
                               backend="auto", settings=Settings())
@@ -392,13 +392,13 @@ def test_google_key_stays_out_of_the_result(analytics_kb, index_dir) -> None:
     assert secret not in json.dumps(result.to_dict(), default=str)
 
 
-def test_auto_offline_says_why_and_that_no_llm_was_used(analytics_kb, index_dir, monkeypatch) -> None:
+def test_auto_offline_says_why_and_that_no_llm_was_used(
+    analytics_kb, index_dir, monkeypatch, memory_keyring
+) -> None:
     import socket
 
-    import kmds_desktop.secrets as secrets
     from kmds_desktop.ask.cli import format_result
 
-    monkeypatch.setattr(secrets, "_keyring_get", lambda name: None)
     monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -180,10 +180,7 @@ def test_google_unknown_model_lists_the_models_the_key_can_use() -> None:
         assert GoogleBackend("gemini-2.5-pro", api_key="test-key", base_url=fake.url)("q") == "fine"
 
 
-def test_google_key_from_environment_and_missing_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    import kmds_desktop.secrets as secrets
-
-    monkeypatch.setattr(secrets, "_keyring_get", lambda name: None)
+def test_google_key_from_environment_and_missing_key(monkeypatch: pytest.MonkeyPatch, memory_keyring) -> None:
     monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
     with pytest.raises(LLMAuthError, match="GOOGLE_API_KEY"):
         GoogleBackend()
@@ -205,10 +202,9 @@ def test_function_backend_maps_errors() -> None:
         FunctionBackend(lambda p: None)("x")  # type: ignore[arg-type, return-value]
 
 
-def test_auto_prefers_ollama_then_google_then_offline(fake_ollama, monkeypatch: pytest.MonkeyPatch) -> None:
-    import kmds_desktop.secrets as secrets
-
-    monkeypatch.setattr(secrets, "_keyring_get", lambda name: None)
+def test_auto_prefers_ollama_then_google_then_offline(
+    fake_ollama, monkeypatch: pytest.MonkeyPatch, memory_keyring
+) -> None:
     monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
     fake_ollama.models["llama3.1:8b"] = ModelScript(replies=["hi"])
     settings = LLMSettings(ollama_host=fake_ollama.url)
@@ -249,15 +245,13 @@ def test_google_timeout_is_actionable() -> None:
 
 
 def test_google_key_never_reaches_logs_errors_or_settings(
-        tmp_path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+        tmp_path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, memory_keyring) -> None:
     """The key is sent to the server (it must be) but appears in no log record, error or settings file."""
     import logging
 
-    import kmds_desktop.secrets as secrets
     from kmds_desktop.config import Settings, load_settings, save_settings
 
     secret = "AIza-very-secret-key-0123456789"
-    monkeypatch.setattr(secrets, "_keyring_get", lambda name: None)
     monkeypatch.setenv("GOOGLE_API_KEY", secret)
     caplog.set_level(logging.DEBUG)
     errors: list[str] = []
@@ -281,11 +275,9 @@ def test_google_key_never_reaches_logs_errors_or_settings(
     assert load_settings(path).llm.backend == "google"
 
 
-def test_auto_prefers_ollama_over_google_when_both_answer(fake_ollama,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    import kmds_desktop.secrets as secrets
-
-    monkeypatch.setattr(secrets, "_keyring_get", lambda name: None)
+def test_auto_prefers_ollama_over_google_when_both_answer(
+    fake_ollama, monkeypatch: pytest.MonkeyPatch, memory_keyring
+) -> None:
     monkeypatch.setenv("GOOGLE_API_KEY", "k")
     fake_ollama.models["llama3.1:8b"] = ModelScript(replies=["hi"])
     choice = choose_backend(LLMSettings(ollama_host=fake_ollama.url))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from PySide6.QtCore import Qt
 from support.fake_ollama import ModelScript
 
 from kmds_desktop import secrets
@@ -81,10 +82,18 @@ def test_models_are_listed_from_the_server_on_a_worker(qtbot, jobs, data_home, f
     assert "mistral:7b  (not installed)" in texts and "qwen2.5:7b  ✓ installed" in texts
     jobs.wait_all(5_000)
 
+    # Nothing listens on port 9: the job's error replaces the "Asking …" line set before it started.
     dialog.ollama_host.setText("http://127.0.0.1:9")
     dialog.refresh_models()
-    qtbot.waitUntil(lambda: "127.0.0.1:9" in dialog.models_state.text(), timeout=15_000)
-    jobs.wait_all(15_000)
+    assert dialog.models_state.text().startswith("Asking http://127.0.0.1:9")
+    assert not dialog.refresh_models_button.isEnabled()
+    (job,) = jobs.running("llm.models")
+    qtbot.waitUntil(lambda: job.done, timeout=15_000)
+    assert job.state == "failed"
+    text = dialog.models_state.text()
+    assert "Cannot reach the Ollama server at http://127.0.0.1:9" in text and "Asking" not in text
+    assert dialog.refresh_models_button.isEnabled()
+    assert dialog.ollama_model.count() == 2, "the models listed before are kept"
 
 
 def test_main_window_applies_saved_preferences(qtbot, make_window):
@@ -140,3 +149,70 @@ def test_statement_timeout_and_chroma_server_are_validated_inline_then_saved(qtb
     assert saved.literature.statement_timeout_ms == 1500
     assert (saved.index.mode, saved.index.chroma_host, saved.index.chroma_port) == (
         "server", "chroma.example.org", 8001)
+
+
+def _click_menu(qtbot, window, title: str, entry: str) -> None:
+    """Open a menu of the window's menu bar and click one of its entries, as a user does."""
+    bar = window.menuBar()
+    menu_action = next(a for a in bar.actions() if a.text() == title)
+    qtbot.mouseClick(bar, Qt.MouseButton.LeftButton, pos=bar.actionGeometry(menu_action).center())
+    menu = menu_action.menu()
+    qtbot.waitUntil(menu.isVisible, timeout=5_000)
+    action = next(a for a in menu.actions() if a.text() == entry)
+    qtbot.mouseClick(menu, Qt.MouseButton.LeftButton, pos=menu.actionGeometry(action).center())
+
+
+def _query_tab(qtbot, dialog) -> None:
+    bar = dialog.tabs.tabBar()
+    index = next(i for i in range(dialog.tabs.count()) if dialog.tabs.tabText(i) == "Query generation")
+    qtbot.mouseClick(bar, Qt.MouseButton.LeftButton, pos=bar.tabRect(index).center())
+    assert dialog.tabs.currentIndex() == index
+
+
+def _click_model(qtbot, dialog, name: str) -> None:
+    view = dialog.qg_models
+    items = [view.item(i) for i in range(view.count())]
+    item = next(i for i in items if i.data(Qt.ItemDataRole.UserRole) == name)
+    qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=view.visualItemRect(item).center())
+
+
+def _listed(dialog) -> dict[str, bool]:
+    items = [dialog.qg_models.item(i) for i in range(dialog.qg_models.count())]
+    return {i.data(Qt.ItemDataRole.UserRole): i.checkState() == Qt.CheckState.Checked for i in items}
+
+
+def test_journey_type_a_model_press_enter_remove_one_and_save(qtbot, make_window, data_home):
+    """Preferences from the menu shortcut; Enter in the model field adds the model (the dialog stays
+    open, as the field's hint promises); a model is removed by the button and by the Delete key."""
+    settings = Settings()
+    settings.query_generation.models = ["builtin:keywords", "mistral:7b", "gemma2:2b"]
+    window = make_window(settings, auto_index=False)
+    _click_menu(qtbot, window, "&Edit", "&Preferences…")
+    qtbot.waitUntil(lambda: isinstance(window.active_dialog, PreferencesDialog), timeout=5_000)
+    dialog = window.active_dialog
+    _query_tab(qtbot, dialog)
+
+    qtbot.mouseClick(dialog.qg_add, Qt.MouseButton.LeftButton)
+    qtbot.keyClicks(dialog.qg_add, "llama3.1:8b")
+    qtbot.keyClick(dialog.qg_add, Qt.Key.Key_Return)
+    assert dialog.isVisible() and dialog.result() == 0, "Enter closed the dialog"
+    assert not (data_home / "settings.json").exists(), "Enter saved the settings"
+    assert _listed(dialog) == {"builtin:keywords": True, "mistral:7b": True, "gemma2:2b": True,
+                               "llama3.1:8b": True}
+    assert dialog.qg_add.text() == ""
+
+    assert not dialog.qg_remove.isEnabled()  # nothing selected yet
+    _click_model(qtbot, dialog, "mistral:7b")
+    assert dialog.qg_remove.isEnabled()
+    qtbot.mouseClick(dialog.qg_remove, Qt.MouseButton.LeftButton)
+    assert "mistral:7b" not in _listed(dialog)
+
+    _click_model(qtbot, dialog, "gemma2:2b")
+    qtbot.keyClick(dialog.qg_models, Qt.Key.Key_Delete)
+    assert list(_listed(dialog)) == ["builtin:keywords", "llama3.1:8b"]
+
+    qtbot.mouseClick(dialog.buttons.button(dialog.buttons.StandardButton.Save), Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not dialog.isVisible(), timeout=5_000)
+    saved = load_settings(data_home / "settings.json")
+    assert saved.query_generation.models == ["builtin:keywords", "llama3.1:8b"]
+    assert window.settings.query_generation.models == ["builtin:keywords", "llama3.1:8b"]

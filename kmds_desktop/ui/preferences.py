@@ -13,7 +13,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
+from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -45,6 +46,17 @@ def _error_label() -> QLabel:
     label.setWordWrap(True)
     label.setVisible(False)
     return label
+
+
+class _OwnEnterLineEdit(QLineEdit):
+    """A line edit that keeps Enter for itself (``returnPressed``): in a dialog, an Enter the line
+    edit lets through presses the default button, so typing a model and pressing Enter, as the
+    field's hint says, would save and close the dialog instead of adding the model."""
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 - Qt's name
+        super().keyPressEvent(event)
+        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            event.accept()
 
 
 class PreferencesDialog(QDialog):
@@ -177,10 +189,25 @@ class PreferencesDialog(QDialog):
             self.qg_models,
             "Ticked models propose queries, one after another. 'builtin:keywords' needs no LLM.",
         )
-        self.qg_add = QLineEdit()
+        self.qg_models.setObjectName("queryModels")
+        self.qg_models.itemSelectionChanged.connect(self._update_remove_button)
+        self.qg_models.installEventFilter(self)  # the Delete key removes the selected models
+        self.qg_add = _OwnEnterLineEdit()
+        self.qg_add.setObjectName("addModel")
         self.qg_add.setPlaceholderText("add a model name and press Enter")
         self.qg_add.returnPressed.connect(self._add_qg_model)
-        form.addRow("", self.qg_add)
+        self.qg_remove = QPushButton("Remove selected")
+        self.qg_remove.setObjectName("removeModel")
+        self.qg_remove.setAutoDefault(False)
+        self.qg_remove.clicked.connect(self._remove_qg_models)
+        row = QHBoxLayout()
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(self.qg_add, 1)
+        row.addWidget(self.qg_remove)
+        holder = QWidget()
+        holder.setLayout(row)
+        form.addRow("", holder)
+        self._update_remove_button()
         self.qg_per_model = QLineEdit()
         self._row(
             form, "query_generation.queries_per_model", "Queries per model", self.qg_per_model, "1 to 3"
@@ -338,6 +365,26 @@ class PreferencesDialog(QDialog):
         if name:
             self._add_model_item(name, True, name in self.available_models or None)
             self.qg_add.clear()
+
+    def _remove_qg_models(self) -> None:
+        """Remove the selected models from the list (Delete key or the button); saved with Save."""
+        for item in self.qg_models.selectedItems():
+            self.qg_models.takeItem(self.qg_models.row(item))
+        self._update_remove_button()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
+        if (
+            watched is self.qg_models
+            and event.type() == QEvent.Type.KeyPress
+            and event.key() in (Qt.Key.Key_Delete, Qt.Key.Key_Backspace)  # type: ignore[attr-defined]
+            and self.qg_models.selectedItems()
+        ):
+            self._remove_qg_models()
+            return True
+        return super().eventFilter(watched, event)
+
+    def _update_remove_button(self) -> None:
+        self.qg_remove.setEnabled(bool(self.qg_models.selectedItems()))
 
     def form_data(self) -> dict[str, Any]:
         """The settings as the form shows them (a dict for the core's validator; ui section kept)."""
