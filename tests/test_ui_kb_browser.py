@@ -148,3 +148,29 @@ def test_double_click_opens_editor(qtbot, browser):
     qtbot.mouseDClick(browser.tree.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
     assert isinstance(browser.active_dialog, ObservationDialog)
     browser.active_dialog.reject()
+
+
+def test_journey_filter_the_tree_with_a_record_selected(qtbot, browser):
+    """Click a record, then type filters: one that keeps it (still selected, details shown) and one
+    that hides it (its details go: they would describe a record the tree no longer shows)."""
+    target = next(o for o in browser.kb.observations if o.obs_type == "Data Quality Observation")
+    index = browser.model.index_for_iri(target.iri)
+    browser.tree.scrollTo(index)
+    with qtbot.waitSignal(browser.observation_selected) as picked:
+        qtbot.mouseClick(browser.tree.viewport(), Qt.MouseButton.LeftButton,
+                         pos=browser.tree.visualRect(index).center())
+    assert picked.args == [target.iri]
+    assert target.name in browser.details.toPlainText()
+
+    qtbot.mouseClick(browser.filter_edit, Qt.MouseButton.LeftButton)
+    qtbot.keyClicks(browser.filter_edit, "Data Quality")
+    qtbot.waitUntil(lambda: browser.model.filter_text == "Data Quality", timeout=2000)
+    assert browser.current_iri() == target.iri and target.name in browser.details.toPlainText()
+
+    browser.filter_edit.selectAll()
+    with qtbot.waitSignal(browser.observation_selected, timeout=2000) as hidden:
+        qtbot.keyClicks(browser.filter_edit, "no such words anywhere")
+    assert hidden.args == [""]
+    assert browser.model.filter_text == "no such words anywhere" and browser.model.rowCount() == 0
+    assert browser.current_iri() == "" and browser.details.toPlainText() == ""
+    assert not browser.edit_button.isEnabled()

@@ -162,8 +162,11 @@ class KBBrowser(QWidget):
             self.tree.expandAll()
         else:
             self._expand_default()
-        if keep:
-            self.select_observation(keep, clear_filter=False)
+        # The model was reset, so the tree has no current item: re-select the observation shown, or,
+        # when the filter hides it, clear its details (they would describe a record not in the tree).
+        if not (keep and self.select_observation(keep, clear_filter=False)):
+            self.details.clear()
+            self.observation_selected.emit("")
         self._update_buttons()
 
     def _expand_default(self) -> None:
