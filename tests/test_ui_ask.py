@@ -203,3 +203,71 @@ def test_cancel_from_the_progress_strip_stops_a_slow_model(qtbot, make_window, k
     assert not fake_ollama.requests_for("/api/chat")[-1].end, "the model had not answered"
     assert job.state == "cancelled" and window.ask.state.text() == "Cancelled."
     assert window.progress_strip.row_for("ask") is None
+
+
+def _click_menu_path(qtbot, window, *titles: str) -> None:
+    """Open the menu bar's menu ``titles[0]`` and click through its (sub)menu entries, as a user does."""
+    bar = window.menuBar()
+    action = next(a for a in bar.actions() if a.text() == titles[0])
+    qtbot.mouseClick(bar, Qt.MouseButton.LeftButton, pos=bar.actionGeometry(action).center())
+    for title in titles[1:]:
+        menu = action.menu()
+        qtbot.waitUntil(menu.isVisible, timeout=5_000)
+        action = next(a for a in menu.actions() if a.text() == title)
+        qtbot.mouseClick(menu, Qt.MouseButton.LeftButton, pos=menu.actionGeometry(action).center())
+
+
+def test_journey_ask_then_open_another_kb(qtbot, make_window, kb_path, kmds_data):
+    """An answer about one KB does not stay on screen once another KB is open: its records and
+    citations are cleared and the state line says why; asking again answers from the new KB."""
+    other = kmds_data / "example_ml_kb_exp_workflow.xml"
+    settings = Settings()
+    settings.llm.backend = "offline"
+    settings.ui.recent_files = [str(other)]
+    window = _window(qtbot, make_window, kb_path, settings)
+    panel = window.ask
+
+    qtbot.mouseClick(panel.question, Qt.MouseButton.LeftButton)
+    qtbot.keyClicks(panel.question, "What data quality problems were found?")
+    with qtbot.waitSignal(panel.answer_finished, timeout=ANSWER_TIMEOUT) as first:
+        qtbot.mouseClick(panel.ask_button, Qt.MouseButton.LeftButton)
+    before = first.args[0]
+    assert before.results and "[1]" in panel.answer.toPlainText()
+    old_iris = {r["iri"] for r in before.results}
+
+    with qtbot.waitSignal(window.kb_loaded, timeout=30_000):
+        _click_menu_path(qtbot, window, "&File", "Open &recent", str(other))
+    assert window.kb.path.name == other.name
+    assert panel.answer.toPlainText() == "" and panel.results.rowCount() == 0
+    assert not panel.route_editor.rerun_button.isEnabled()
+    state = panel.state.text()
+    assert kb_path.name in state and other.name in state and "ask again" in state
+
+    panel.question.selectAll()
+    qtbot.keyClicks(panel.question, "Which models were compared?")
+    with qtbot.waitSignal(panel.answer_finished, timeout=ANSWER_TIMEOUT) as second:
+        qtbot.mouseClick(panel.ask_button, Qt.MouseButton.LeftButton)
+    after = second.args[0]
+    assert after.results and not ({r["iri"] for r in after.results} & old_iris)
+    _click_citation(qtbot, panel.answer, 1)
+    assert window.browser.current_iri() == after.results[0]["iri"]
+    assert window.messages.current is None or "not in the open" not in window.messages.current.text
+
+
+def test_an_answer_still_running_when_another_kb_opens_is_dropped(qtbot, make_window, kb_path, kmds_data,
+                                                                   fake_ollama):
+    fake_ollama.models["slow"] = ModelScript(replies=["never shown"], delay=8)
+    settings = Settings()
+    settings.llm.backend = "ollama"
+    settings.llm.ollama_host = fake_ollama.url
+    settings.llm.ollama_model = "slow"
+    window = _window(qtbot, make_window, kb_path, settings)
+    panel = window.ask
+    job = panel.ask("What data quality problems were found?")
+    assert job is not None
+    with qtbot.waitSignal(window.kb_loaded, timeout=30_000):
+        window.open_kb(kmds_data / "example_ml_kb_exp_workflow.xml")
+    qtbot.waitUntil(lambda: job.done, timeout=ANSWER_TIMEOUT)
+    assert job.state == "cancelled"
+    assert panel.result is None and panel.results.rowCount() == 0 and panel.answer.toPlainText() == ""
+    assert "ask again" in panel.state.text()

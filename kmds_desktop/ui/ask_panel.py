@@ -303,6 +303,12 @@ class RouteEditor(QGroupBox):
         layout.addWidget(self.error)
         layout.addWidget(self.rerun_button, 0, Qt.AlignmentFlag.AlignRight)
 
+    def clear(self, text: str = "Ask a question to see how it is answered.") -> None:
+        """Forget the shown route (its answer is gone): nothing to re-run."""
+        self.summary.setText(html.escape(text))
+        self.error.setVisible(False)
+        self.rerun_button.setEnabled(False)
+
     @staticmethod
     def _seq_box() -> QSpinBox:
         box = QSpinBox()
@@ -404,6 +410,10 @@ class AskPanel(QWidget):
         #: ``(answer text, HTML)`` of the answer being received, rendered by the worker.
         self._rendered: tuple[str, str] | None = None
         self._question = ""
+        #: Which KB is open, and which KB the running or shown answer was asked of (see kb_changed).
+        self._kb: Any = None
+        self._kb_name = ""
+        self._asked_of: Any = None
 
         self.question = QuestionEdit()
         self.question.setObjectName("questionBox")
@@ -484,8 +494,31 @@ class AskPanel(QWidget):
         ui_settings.question_history = list(self.question.history[-100:])
 
     def kb_changed(self, kb: Any) -> None:
-        """The KB was replaced or edited: citations of an old answer may no longer resolve."""
+        """The KB was replaced or edited.
+
+        Replaced by another KB: the answer, its records and its route were about the previous one
+        (its citations name records the open KB does not have), so they are cleared and an answer
+        still being written for it is cancelled and dropped. An edit of the same KB keeps them.
+        """
         self.ask_button.setEnabled(kb is not None)
+        if kb is self._kb:  # edited, saved elsewhere, or the settings changed: the same KB
+            return
+        previous, self._kb = self._kb_name or "the previous knowledge base", kb
+        self._kb_name = Path(str(getattr(kb, "path", "") or "")).name or "the new knowledge base"
+        running = self.job is not None and self.job.running
+        if running:
+            self.job.cancel()  # type: ignore[union-attr]
+        if not (running or self.result is not None or self.results.rowCount() or self._streamed):
+            return  # nothing shown yet
+        self.result = None
+        self._streamed = []
+        self._rendered = None
+        self.results.set_results([])
+        self.answer.clear()
+        self.route_editor.clear()
+        self.state.setText(
+            f"The last answer was about {previous}; {self._kb_name} is open now: ask again to answer from it."
+        )
 
     def ask(self, question: str | None = None, *, route: Any = None) -> Job | None:
         """Answer ``question`` (default: the question box); ``route`` skips the router (re-run)."""
@@ -501,6 +534,9 @@ class AskPanel(QWidget):
             self.message.emit("warning", "Open a knowledge base first (File > Open).", "")
             return None
         settings = ctx["settings"]
+        if kb is not self._kb:
+            self.kb_changed(kb)
+        asked_of = kb
         job = self.jobs.submit(
             "ask",
             answer_question,
@@ -520,6 +556,7 @@ class AskPanel(QWidget):
         if job is None:
             return None
         self.job = job
+        self._asked_of = asked_of
         self._question = text
         self.question.add_to_history(text)
         if question is None and route is None:
@@ -576,7 +613,13 @@ class AskPanel(QWidget):
         return "\n".join(lines) + "\n"
 
     # -- job callbacks --
+    def _for_previous_kb(self) -> bool:
+        """Whether the running answer was asked of a KB that is no longer open (it is dropped)."""
+        return self._asked_of is not self._kb
+
     def _on_chunk(self, piece: Any) -> None:
+        if self._for_previous_kb():
+            return
         if isinstance(piece, tuple) and piece and piece[0] == RETRIEVED:
             self._show_retrieved(piece[1])
             return
@@ -636,6 +679,8 @@ class AskPanel(QWidget):
         QTimer.singleShot(0, self, self._fit_columns)  # after the layout has resized the table
 
     def _on_result(self, result: Any) -> None:
+        if self._for_previous_kb():
+            return
         self.result = result
         if self.results.set_results(result.results):  # usually shown already, when retrieved
             self._fit_columns()
@@ -652,6 +697,8 @@ class AskPanel(QWidget):
         self.answer_finished.emit(result)
 
     def _on_error(self, exc: BaseException) -> None:
+        if self._for_previous_kb():
+            return
         from kmds_desktop.ui.workers import format_exception
 
         summary, details = format_exception(exc)
@@ -660,6 +707,8 @@ class AskPanel(QWidget):
         self.message.emit("error", f"The question could not be answered: {summary}", details)
 
     def _on_cancelled(self) -> None:
+        if self._for_previous_kb():
+            return  # cancelled because another KB was opened; the state line says so
         self.state.setText("Cancelled.")
         if self._streamed:
             self.answer.append("\n\n(cancelled)")
