@@ -22,6 +22,12 @@ How the ``query_generation`` settings act here:
 - ``allow_query_selection``: off -> the modifier may edit queries but not drop any (returning fewer
   queries than it was shown raises :class:`QueryAgentError`); on -> it may tick a subset.
 - ``execution_mode``: only "serial" exists (validated in :mod:`kmds_desktop.config`).
+
+Rows of other kinds (:mod:`kmds_desktop.literature.semantic`): a ``semantic`` row embeds its sentence
+and runs an ID-only nearest-neighbour query on the document vectors; a ``hypothetical`` row does the
+same with an abstract an LLM wrote. The ticked rows' ranked ID lists are merged as the ``retrieval``
+settings say (:mod:`kmds_desktop.literature.fusion`): reciprocal rank fusion by default, optionally
+re-ranked by similarity to the question.
 """
 
 from __future__ import annotations
@@ -34,8 +40,9 @@ from dataclasses import asdict, dataclass, field
 from datetime import date
 from typing import Any
 
-from kmds_desktop.config import QueryGenerationSettings
+from kmds_desktop.config import QueryGenerationSettings, RetrievalSettings
 from kmds_desktop.literature.errors import InvalidQuery, LiteratureError
+from kmds_desktop.literature.fusion import reciprocal_rank_fusion, rerank_by_similarity
 from kmds_desktop.literature.query_cleaning import deduplicate_queries
 from kmds_desktop.literature.query_generation import (
     DEFAULT_SYSTEM_PROMPT,
@@ -43,6 +50,15 @@ from kmds_desktop.literature.query_generation import (
     MultiModelQueryGenerator,
     MultiModelQueryResult,
     QueryGenerationResult,
+)
+from kmds_desktop.literature.semantic import (
+    ROW_HYPOTHETICAL,
+    ROW_SEMANTIC,
+    ROW_TSQUERY,
+    SearchRow,
+    as_row,
+    similarities_to_question,
+    write_hypothetical_abstract,
 )
 from kmds_desktop.tasks import Cancelled, CancelToken, ProgressFn, check, report
 
@@ -85,6 +101,10 @@ class QueryRunStats:
     valid: bool | None = field(default=None, repr=False)
     invalid_reason: str | None = field(default=None, repr=False)
     estimated: bool = field(default=False, repr=False)
+    kind: str = ROW_TSQUERY  # "tsquery", "semantic" or "hypothetical" (see literature.semantic)
+    #: semantic rows: cosine similarity of the first and the last document returned
+    best_similarity: float | None = None
+    last_similarity: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -108,6 +128,7 @@ class ReviewedSearchResult:
     found_by: dict[int, list[int]]  # document id -> indices (into ``queries``) of queries that found it
     documents: list[dict[str, Any]]
     total_time_s: float = 0.0
+    fusion: str = "best_rank"  # how ``ids`` were ordered: "best_rank", "rrf" or "rrf+rerank"
 
     @property
     def ok_queries(self) -> list[QueryRunStats]:
@@ -150,6 +171,7 @@ class ReviewedSearchResult:
             "incomplete": self.incomplete,
             "failed_queries": [{"query": q.query, "error": q.error, "kind": q.error_kind}
                                for q in self.failed_queries],
+            "fusion": self.fusion,
         }
 
 
@@ -197,9 +219,12 @@ class QueryAgent:
 
     def __init__(self, database: Any = None, settings: QueryGenerationSettings | None = None, *,
                  backend: ChatBackend | None = None, system_prompt: str | None = None,
-                 fetch_batch_size: int = 50) -> None:
+                 fetch_batch_size: int = 50, retrieval: RetrievalSettings | None = None,
+                 embedding_model: str = "all-MiniLM-L6-v2") -> None:
         self.database = database
         self.settings = settings or QueryGenerationSettings()
+        self.retrieval = retrieval or RetrievalSettings()
+        self.embedding_model = embedding_model
         self.system_prompt = system_prompt or DEFAULT_SYSTEM_PROMPT
         self.fetch_batch_size = fetch_batch_size
         self.generator = MultiModelQueryGenerator(
@@ -248,6 +273,41 @@ class QueryAgent:
                 question, self.system_prompt, s.models[:1], 1, temperature=s.temperature,
                 progress=progress, cancel=cancel, on_result=on_result,
             )
+
+    # --- rows of other kinds ----------------------------------------------------------------------------
+    def llm_model(self) -> str | None:
+        """The first configured model that is an LLM (not ``builtin:``), or None."""
+        from kmds_desktop.literature.keyword_queries import is_builtin
+
+        models = self.settings.models if self.settings.multi_model_enabled else self.settings.models[:1]
+        return next((m for m in models if not is_builtin(m)), None)
+
+    def hypothetical_abstract(self, question: str, *, cancel: CancelToken | None = None) -> str:
+        """An abstract the first LLM writes to answer ``question`` (the hypothetical row's text)."""
+        model = self.llm_model()
+        if model is None:
+            raise QueryAgentError("a hypothetical-abstract row needs an LLM model in query_generation.models")
+        try:
+            return write_hypothetical_abstract(self.generator.backend, model, question,
+                                               temperature=self.settings.temperature, cancel=cancel)
+        except LiteratureError as err:
+            raise QueryAgentError(str(err)) from None
+
+    def semantic_rows(self, question: str, *, cancel: CancelToken | None = None) -> list[SearchRow]:
+        """The rows the ``retrieval`` settings add beside the generated queries: the question as a
+        semantic row, and a hypothetical abstract when an LLM is configured (its failure is logged and
+        the row left out, so a search never depends on it)."""
+        rows: list[SearchRow] = []
+        if not question.strip():
+            return rows
+        if self.retrieval.semantic_row:
+            rows.append(SearchRow(question.strip(), ROW_SEMANTIC))
+        if self.retrieval.hypothetical_row and self.llm_model() is not None:
+            try:
+                rows.append(SearchRow(self.hypothetical_abstract(question, cancel=cancel), ROW_HYPOTHETICAL))
+            except QueryAgentError as err:
+                log.info("no hypothetical-abstract row: %s", err)
+        return rows
 
     # --- the whole flow -----------------------------------------------------------------------------
     def find_abstracts_multi_query(
@@ -380,13 +440,17 @@ class QueryAgent:
 
     # --- running a reviewed list --------------------------------------------------------------------
     def run_reviewed_queries(
-        self, queries: Sequence[str], max_rows: int = 100, use_pubmed: bool = True,
+        self, queries: Sequence[str | SearchRow], max_rows: int = 100, use_pubmed: bool = True,
         use_medrxiv: bool = True, use_others: bool = True, from_date: date | None = None,
         to_date: date | None = None, *, progress: ProgressFn | None = None,
         cancel: CancelToken | None = None, on_query: Callable[[QueryRunStats], None] | None = None,
-        fetch: bool = True,
+        fetch: bool = True, question: str | None = None,
     ) -> ReviewedSearchResult:
         """Run exactly ``queries`` (never regenerates): validate, run ID-only, merge, fetch once.
+
+        ``queries`` are tsquery strings or :class:`SearchRow` of any kind. The ranked ID lists are
+        merged per ``retrieval.fusion``; with ``retrieval.rerank`` and a ``question`` the first
+        ``rerank_candidates`` merged documents are re-ranked by similarity to the question.
 
         Invalid or failing queries are reported (``on_query`` and the result) and skipped; a valid
         query that could not run makes the result ``incomplete`` (it lists them); if every query
@@ -397,18 +461,21 @@ class QueryAgent:
         """
         if self.database is None:
             raise QueryAgentError("no literature database is open: open one before running queries")
-        queries = [q.strip() for q in queries]
-        if not any(queries):
+        rows = [SearchRow(r.text.strip(), r.kind) for r in map(as_row, queries)]
+        if not any(r.text for r in rows):
             raise QueryAgentError("there is no query to run")
         started = time.perf_counter()
         filters = {"use_pubmed": use_pubmed, "use_medrxiv": use_medrxiv, "use_others": use_others,
                    "from_date": from_date, "to_date": to_date}
-        total = len(queries) + (1 if fetch else 0)
+        total = len(rows) + (1 if fetch else 0)
         stats: list[QueryRunStats] = []
-        for index, query in enumerate(queries):
+        for index, row in enumerate(rows):
             check(cancel)
-            report(progress, index, total, f"query {index + 1} of {len(queries)}: {query}")
-            stat = self._run_one(index, query, max_rows, filters, cancel)
+            report(progress, index, total, f"{row.kind} row {index + 1} of {len(rows)}: {row.text[:80]}")
+            if row.semantic:
+                stat = self._run_semantic(index, row, max_rows, filters, cancel)
+            else:
+                stat = self._run_one(index, row.text, max_rows, filters, cancel)
             stats.append(stat)
             if on_query is not None:
                 on_query(stat)
@@ -416,16 +483,80 @@ class QueryAgent:
         if not ok:
             reasons = "; ".join(f"'{s.query}': {s.error}" for s in stats)
             raise QueryAgentError(f"none of the {len(stats)} queries could run: {reasons}")
-        ids, found_by = merge_ranked([s.ids for s in stats])
+        ids, found_by, fusion = self._merge(stats, question, cancel)
         for stat in ok:
             stat.unique_ids = sum(1 for i in stat.ids if found_by[i] == [stat.index])
         documents: list[dict[str, Any]] = []
         if fetch and ids:
             check(cancel)
-            report(progress, len(queries), total, f"fetching {len(ids)} documents")
+            report(progress, len(rows), total, f"fetching {len(ids)} documents")
             documents = self._fetch(ids, cancel)
         report(progress, total, total, f"{len(ids)} documents from {len(ok)} queries")
-        return ReviewedSearchResult(stats, ids, found_by, documents, time.perf_counter() - started)
+        return ReviewedSearchResult(stats, ids, found_by, documents, time.perf_counter() - started,
+                                    fusion=fusion)
+
+    def _merge(self, stats: list[QueryRunStats], question: str | None,
+               cancel: CancelToken | None) -> tuple[list[int], dict[int, list[int]], str]:
+        """Merge the rows' ranked lists as the ``retrieval`` settings say; see the module docstring."""
+        r = self.retrieval
+        lists = [s.ids for s in stats]
+        if r.fusion == "best_rank":
+            ids, found_by = merge_ranked(lists)
+            fusion = "best_rank"
+        else:
+            weights = [r.semantic_weight if s.kind != ROW_TSQUERY else 1.0 for s in stats]
+            ids, _, found_by = reciprocal_rank_fusion(lists, k=r.fusion_k, weights=weights)
+            fusion = "rrf"
+        if r.rerank and question and question.strip() and ids and r.rerank_weight > 0:
+            from kmds_desktop.literature.vectors import embed_text
+
+            head = ids[: r.rerank_candidates]
+            try:
+                sims = similarities_to_question(self.database, embed_text(question, self.embedding_model),
+                                                head, model_name=self.embedding_model, cancel=cancel)
+            except Cancelled:
+                raise
+            except LiteratureError as err:  # re-ranking is an improvement, never a reason to fail
+                log.info("results not re-ranked: %s", err)
+            else:
+                ids = rerank_by_similarity(head, sims, r.rerank_weight, k=r.fusion_k) + ids[len(head):]
+                fusion += "+rerank"
+        return ids, found_by, fusion
+
+    def _run_semantic(self, index: int, row: SearchRow, max_rows: int, filters: dict[str, Any],
+                      cancel: CancelToken | None) -> QueryRunStats:
+        """A semantic or hypothetical row: embed its text, nearest neighbours ID-only, its statistics
+        (``matches`` = documents with a vector under the same filters)."""
+        from kmds_desktop.literature.vectors import count_with_vectors, embed_text, nearest_ids
+
+        stat = QueryRunStats(index=index, query=row.text, kind=row.kind)
+        start = time.perf_counter()
+        try:
+            if not row.text:
+                raise QueryAgentError("the row's text is empty")
+            ranked = nearest_ids(self.database, embed_text(row.text, self.embedding_model),
+                                 max_rows=max_rows, cancel=cancel, **filters)
+            stat.ids = [i for i, _ in ranked]
+            stat.ids_returned = len(stat.ids)
+            if ranked:
+                stat.best_similarity, stat.last_similarity = ranked[0][1], ranked[-1][1]
+            stat.matches = count_with_vectors(self.database, cancel=cancel, **filters)
+        except Cancelled:
+            raise
+        except Exception as err:  # noqa: BLE001 - one failing row is reported, the others run
+            if cancel is not None and cancel.cancelled:
+                raise Cancelled("cancelled by the user") from None
+            from kmds_desktop.literature.vectors import VectorsUnavailable
+
+            stat.error = str(err) or type(err).__name__
+            # No vectors here (or an empty text) is the row's own problem, like an invalid tsquery; a
+            # lost connection or a timeout means the search lost results.
+            stat.error_kind = "invalid" if isinstance(err, (VectorsUnavailable, QueryAgentError)) else "failed"
+            stat.ids, stat.ids_returned = [], 0
+            log.info("semantic row %r failed: %s", row.text[:80], stat.error)
+        finally:
+            stat.time_s = time.perf_counter() - start
+        return stat
 
     def _run_one(self, index: int, query: str, max_rows: int, filters: dict[str, Any],
                  cancel: CancelToken | None) -> QueryRunStats:

@@ -63,9 +63,11 @@ def register(sub: argparse._SubParsersAction) -> argparse._SubParsersAction:  # 
     emb.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     emb.set_defaults(func=_embed)
 
+    from kmds_desktop.literature.evaluate_cli import register_evaluate
     from kmds_desktop.literature.history_cli import register_history
 
     register_history(lit_sub)
+    register_evaluate(lit_sub)
     return lit_sub
 
 

@@ -359,6 +359,7 @@ class LoggedQuery:
     unique_ids: list[Any] = field(default_factory=list)
     time_s: float | None = None
     error: str | None = None
+    kind: str = "tsquery"  # the row's type: "tsquery", "semantic" or "hypothetical"
 
 
 @dataclass

@@ -1,0 +1,115 @@
+"""Semantic rows: search the literature by meaning beside the full-text (tsquery) rows.
+
+A review-table row has a *kind*: ``tsquery`` (a PostgreSQL full-text query), ``semantic`` (a sentence,
+the question by default, embedded and run as an ID-only nearest-neighbour query on the document
+vectors) or ``hypothetical`` (an abstract an LLM wrote that would answer the question, searched the
+same way: a written-out answer often lies closer to the relevant abstracts than the question does,
+the HyDE idea of Gao et al. 2022). Every kind is shown, edited, ticked and logged like the others.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from kmds_desktop.literature.errors import LiteratureError
+from kmds_desktop.tasks import CancelToken
+
+ROW_TSQUERY = "tsquery"
+ROW_SEMANTIC = "semantic"
+ROW_HYPOTHETICAL = "hypothetical"
+ROW_KINDS = (ROW_TSQUERY, ROW_SEMANTIC, ROW_HYPOTHETICAL)
+#: Kinds whose text is embedded and searched by meaning.
+SEMANTIC_KINDS = (ROW_SEMANTIC, ROW_HYPOTHETICAL)
+#: The longest hypothetical abstract kept (characters); the model reads 256 tokens of it anyway.
+MAX_ABSTRACT_CHARS = 4000
+
+HYPOTHETICAL_PROMPT = """\
+Write the abstract of a biomedical research paper that answers the question below. Write it as it \
+would appear in PubMed: 4 to 6 sentences with the background, what was studied, how, and the main \
+finding, using the field's usual terms and abbreviations. Answer with the abstract text only: no title, \
+no headings, no preamble, no references.
+
+Question: {question}
+"""
+
+
+@dataclass(frozen=True)
+class SearchRow:
+    """One row of the review table as it runs: its text and its kind (see :data:`ROW_KINDS`)."""
+
+    text: str
+    kind: str = ROW_TSQUERY
+
+    def __post_init__(self) -> None:
+        if self.kind not in ROW_KINDS:
+            raise ValueError(f"unknown row kind {self.kind!r}: use one of {', '.join(ROW_KINDS)}")
+
+    @property
+    def semantic(self) -> bool:
+        return self.kind in SEMANTIC_KINDS
+
+
+def as_row(item: Any) -> SearchRow:
+    """A plain string is a tsquery row (what every caller passed before rows had kinds)."""
+    if isinstance(item, SearchRow):
+        return item
+    if isinstance(item, str):
+        return SearchRow(item)
+    raise TypeError(f"a row is a SearchRow or a tsquery string, not {type(item).__name__}")
+
+
+def clean_abstract(reply: str) -> str:
+    """An LLM's reply as an abstract: bounded, without code fences, headings or a leading label."""
+    text = (reply or "")[: MAX_ABSTRACT_CHARS * 2]
+    text = re.sub(r"```[a-zA-Z]*", " ", text)
+    kept = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or re.match(r"\**title\**\s*:", line, re.I):
+            continue  # a heading or the paper's title: not part of the abstract
+        kept.append(re.sub(r"^\**abstract\**\s*:\s*\**\s*", "", line, flags=re.I))
+    return re.sub(r"\s+", " ", " ".join(kept)).strip()[:MAX_ABSTRACT_CHARS]
+
+
+def write_hypothetical_abstract(backend: Any, model: str, question: str, *, temperature: float = 0.1,
+                                cancel: CancelToken | None = None) -> str:
+    """Ask ``model`` (through ``backend.chat``) for an abstract answering ``question``.
+
+    Raises :class:`LiteratureError` with the reason when the model fails or answers nothing usable.
+    """
+    if not question or not question.strip():
+        raise LiteratureError("the question is empty: type a question to write an abstract for")
+    try:
+        reply = backend.chat(HYPOTHETICAL_PROMPT.format(question=question.strip()), None,
+                             temperature=temperature, cancel=cancel, model=model)
+    except LiteratureError:
+        raise
+    except Exception as err:  # noqa: BLE001 - any backend failure becomes one message
+        if cancel is not None and cancel.cancelled:
+            raise
+        raise LiteratureError(f"model '{model}' could not write a hypothetical abstract: {err}") from None
+    abstract = clean_abstract(str(reply))
+    if len(abstract.split()) < 5:
+        raise LiteratureError(f"model '{model}' wrote no usable abstract (reply: {str(reply)[:80]!r})")
+    return abstract
+
+
+def similarities_to_question(db: Any, question_vector: Any, ids: list[int], *, model_name: str,
+                             cancel: CancelToken | None = None) -> dict[int, float]:
+    """Cosine similarity of each candidate to the question: stored vectors, and for candidates without
+    one (imported after the last embedding run, or no vector table) the vector is computed now."""
+    from kmds_desktop.index.embeddings import encode
+    from kmds_desktop.literature.fusion import cosine_similarities
+    from kmds_desktop.literature.vectors import document_texts, stored_vectors
+
+    vectors = dict(stored_vectors(db, ids, cancel=cancel))
+    missing = [i for i in ids if i not in vectors]
+    if missing:
+        texts = {i: t for i, t in document_texts(db, missing, cancel=cancel).items() if t}
+        if texts:
+            order = list(texts)
+            for doc_id, vector in zip(order, encode([texts[i] for i in order], model_name), strict=True):
+                vectors[doc_id] = vector
+    return cosine_similarities(question_vector, vectors)
