@@ -176,3 +176,30 @@ def test_evaluate_command_reports_recall_and_ndcg_per_row_type(pg_empty_database
     assert main(["literature", "evaluate", "--queries", str(queries), "--qrels", str(qrels),
                  "--rows", "magic", "--dsn", db.dsn]) == 1
     assert "unknown row type(s) magic" in capsys.readouterr().err
+
+
+def test_cli_search_with_semantic_rows(embedded_sample, capsys, data_home):
+    db, records, ids = embedded_sample
+    question = records[2]["title"]
+    assert main(["literature", "search", question, "--semantic", "--max-rows", "5", "--dsn", db.dsn,
+                 "--json"]) == 0
+    log = json.loads(capsys.readouterr().out)
+    kinds = [q["kind"] for q in log["queries"]]
+    assert kinds[-1] == "semantic" and set(kinds[:-1]) == {"tsquery"}
+    assert log["queries"][-1]["provenance"]["row_type"] == "semantic"
+    assert log["fusion"] == "rrf+rerank" and ids[records[2]["id"]] in log["merged_ids"][:3]
+    semantic_index = len(kinds) - 1
+    top = next(d for d in log["documents"] if d["id"] == ids[records[2]["id"]])
+    assert semantic_index in top["found_by"]
+
+    # default: the database has vectors, so the question is added as a semantic row
+    assert main(["literature", "search", question, "--max-rows", "3", "--dsn", db.dsn, "--json"]) == 0
+    assert [q["kind"] for q in json.loads(capsys.readouterr().out)["queries"]][-1] == "semantic"
+
+    assert main(["literature", "search", question, "--no-generate", "--semantic", "--no-rerank",
+                 "--max-rows", "3", "--dsn", db.dsn]) == 0
+    captured = capsys.readouterr()
+    assert "semantic" in captured.err and "documents with vectors" in captured.err
+    assert "3 documents from 1 of 1 query (merged: rrf)" in captured.out and "[found by #1]" in captured.out
+    assert main(["literature", "search", question, "--no-generate", "--dsn", db.dsn, "--no-semantic"]) == 1
+    assert "--no-generate needs a semantic row" in capsys.readouterr().err

@@ -24,6 +24,12 @@ Rules the session keeps (and the README states):
   why it failed) and in the log.
 - **Running** takes the ticked rows as shown, lets the agent apply the review rules, runs exactly
   those queries (never regenerating), and lists the merged documents best rank first.
+- **Row types.** Besides full-text (tsquery) rows, a row can be *semantic* (a sentence, the question
+  by default, searched by meaning on the document vectors) or *hypothetical* (an abstract an LLM wrote
+  for the question, searched the same way); see :mod:`kmds_desktop.literature.semantic`. They are
+  shown, edited and ticked like the others, need no tsquery check, and their type is shown in the
+  Model column and recorded in the log. The rows' ranked lists are merged by the ``retrieval``
+  settings (reciprocal rank fusion, re-ranking by similarity to the question when a semantic row ran).
 """
 
 from __future__ import annotations
@@ -33,13 +39,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kmds_desktop.config import LiteratureSettings, QueryGenerationSettings
+from kmds_desktop.config import LiteratureSettings, QueryGenerationSettings, RetrievalSettings
 from kmds_desktop.literature.agent import QueryAgent, ReviewedSearchResult
 from kmds_desktop.literature.query_cleaning import query_key
 from kmds_desktop.literature.query_generation import (
     DEFAULT_SYSTEM_PROMPT,
     FATAL_FOR_MODEL,
     QueryGenerationResult,
+)
+from kmds_desktop.literature.semantic import (
+    ROW_HYPOTHETICAL,
+    ROW_SEMANTIC,
+    ROW_TSQUERY,
+    SEMANTIC_KINDS,
+    SearchRow,
 )
 from kmds_desktop.tasks import Cancelled, CancelToken, ProgressFn, check, report
 
@@ -86,10 +99,17 @@ class QueryRow:
     unique_ids: list[int] = field(default_factory=list)
     uid: int = field(default_factory=lambda: next(_uids))
     revision: int = 0
+    #: "tsquery" (full-text), "semantic" (a sentence searched by meaning) or "hypothetical" (an abstract
+    #: an LLM wrote for the question, searched by meaning).
+    kind: str = ROW_TSQUERY
 
     @property
     def runnable(self) -> bool:
         return bool(self.query.strip())
+
+    @property
+    def semantic(self) -> bool:
+        return self.kind in SEMANTIC_KINDS
 
     @property
     def origin(self) -> str:
@@ -101,16 +121,17 @@ class QueryRow:
     @property
     def source_label(self) -> str:
         """The Model column: the model's name, "hand-written", or "<model> (edited)"."""
-        if self.origin == EDITED:
-            return f"{self.model} (edited)"
-        return self.model
+        label = f"{self.model} (edited)" if self.origin == EDITED else self.model
+        return label if self.kind == ROW_TSQUERY else f"[{self.kind}] {label}"
 
     def provenance(self) -> dict[str, Any]:
         """Where the query came from, as the search log records it."""
+        typed = {} if self.kind == ROW_TSQUERY else {"row_type": self.kind}
         if self.origin == HAND_WRITTEN:
-            return {"kind": HAND_WRITTEN}
+            return {"kind": HAND_WRITTEN, **typed}
         data: dict[str, Any] = {"kind": self.origin, "model": self.model, "attempt": self.attempt,
-                                "temperature": self.temperature, "generation_time": self.generation_time}
+                                "temperature": self.temperature, "generation_time": self.generation_time,
+                                **typed}
         if self.original is not None:
             data["edited_from"] = self.original
         return data
@@ -222,6 +243,13 @@ class RunPlan:
     queries: list[str]  # after the review rules (de-duplication): exactly what runs
     row_of_query: list[int]  # uid of the row each query came from
     started_at: str = ""
+    kinds: list[str] = field(default_factory=list)  # per query: its row type ("tsquery" when empty)
+    question: str = ""  # what semantic re-ranking compares the candidates with
+
+    def search_rows(self) -> list[SearchRow]:
+        """The queries with their row types, as the agent runs them."""
+        kinds = self.kinds or [ROW_TSQUERY] * len(self.queries)
+        return [SearchRow(q, k) for q, k in zip(self.queries, kinds, strict=True)]
 
 
 @dataclass
@@ -246,9 +274,12 @@ class LiteratureSession:
     """The state and quick operations of one literature search (GUI thread or the CLI's thread)."""
 
     def __init__(self, settings: QueryGenerationSettings | None = None,
-                 literature: LiteratureSettings | None = None) -> None:
+                 literature: LiteratureSettings | None = None, retrieval: RetrievalSettings | None = None,
+                 embedding_model: str = "all-MiniLM-L6-v2") -> None:
         self.settings = settings or QueryGenerationSettings()
         self.literature = literature or LiteratureSettings()
+        self.retrieval = retrieval or RetrievalSettings()
+        self.embedding_model = embedding_model
         self.question = ""
         self.rows: list[QueryRow] = []
         self.round: GenerationRound | None = None
@@ -259,11 +290,14 @@ class LiteratureSession:
 
     # --- settings ------------------------------------------------------------------------------
     def configure(self, settings: QueryGenerationSettings,
-                  literature: LiteratureSettings | None = None) -> None:
+                  literature: LiteratureSettings | None = None,
+                  retrieval: RetrievalSettings | None = None) -> None:
         """Use changed settings from now on (Preferences applies at once)."""
         self.settings = settings
         if literature is not None:
             self.literature = literature
+        if retrieval is not None:
+            self.retrieval = retrieval
 
     @property
     def selectable(self) -> bool:
@@ -273,7 +307,8 @@ class LiteratureSession:
     def agent(self, database: Any) -> QueryAgent:
         """A :class:`QueryAgent` with the current settings on ``database``."""
         return QueryAgent(database, self.settings, system_prompt=DEFAULT_SYSTEM_PROMPT,
-                          fetch_batch_size=self.literature.fetch_batch_size)
+                          fetch_batch_size=self.literature.fetch_batch_size, retrieval=self.retrieval,
+                          embedding_model=self.embedding_model)
 
     # --- rows ----------------------------------------------------------------------------------
     def row(self, uid: int) -> QueryRow | None:
@@ -299,11 +334,24 @@ class LiteratureSession:
         return self.append(row)
 
     def append(self, row: QueryRow) -> QueryRow:
-        """Add a row at the end (a new row with text is to be checked)."""
-        if row.runnable and row.validity == UNCHECKED:
+        """Add a row at the end (a new full-text row with text is to be checked)."""
+        if row.semantic:
+            row.validity = VALID if row.runnable else UNCHECKED  # a sentence needs no tsquery check
+        elif row.runnable and row.validity == UNCHECKED:
             row.validity = CHECKING
         self.rows.append(row)
         return row
+
+    def add_semantic(self, text: str | None = None) -> QueryRow:
+        """A semantic row: ``text`` (default: the question) searched by meaning on the document vectors."""
+        text = (text if isinstance(text, str) and text.strip() else self.question).strip()
+        return self.append(QueryRow(query=text, model=HAND_WRITTEN, included=bool(text), kind=ROW_SEMANTIC))
+
+    def add_hypothetical(self, abstract: str, model: str, generation_time: float | None = None) -> QueryRow:
+        """A hypothetical-abstract row: what ``model`` wrote for the question, searched by meaning."""
+        return self.append(QueryRow(query=abstract.strip(), model=model, attempt=1,
+                                    generation_time=generation_time, temperature=self.settings.temperature,
+                                    round=self.round.number if self.round else 0, kind=ROW_HYPOTHETICAL))
 
     def remove(self, uids: Sequence[int]) -> list[int]:
         """Remove rows; returns the positions they had (highest first)."""
@@ -340,7 +388,10 @@ class LiteratureSession:
         row.note = None
         row.normalized = None
         row.matches = None
-        row.validity = CHECKING if text.strip() else UNCHECKED
+        if row.semantic:
+            row.validity = VALID if text.strip() else UNCHECKED
+        else:
+            row.validity = CHECKING if text.strip() else UNCHECKED
         row.validity_message = ""
         row.returned = row.unique = row.run_time = None
         row.run_error = None
@@ -463,10 +514,22 @@ class LiteratureSession:
                 "every ticked query is invalid; fix them in the table (each row shows its error): "
                 + "; ".join(f"'{r.query}': {r.validity_message}" for r in rows))
         offered = list(self.round.offered) if self.round is not None else []
-        returned = [r.query for r in rows]
-        queries = self.agent(None).apply_review(offered or returned, returned)
-        row_of_query = [next(r.uid for r in rows if query_key(r.query) == query_key(q)) for q in queries]
-        return RunPlan([(r.uid, r.revision, r.query) for r in rows], queries, row_of_query, now)
+        text_rows = [r for r in rows if not r.semantic]
+        queries: list[str] = []
+        row_of_query: list[int] = []
+        if text_rows:
+            returned = [r.query for r in text_rows]
+            queries = self.agent(None).apply_review(offered or returned, returned)
+            row_of_query = [next(r.uid for r in text_rows if query_key(r.query) == query_key(q))
+                            for q in queries]
+        kinds = [ROW_TSQUERY] * len(queries)
+        for row in rows:
+            if row.semantic:  # sentences are not de-duplicated as queries: each runs as shown
+                queries.append(row.query.strip())
+                row_of_query.append(row.uid)
+                kinds.append(row.kind)
+        return RunPlan([(r.uid, r.revision, r.query) for r in rows], queries, row_of_query, now,
+                       kinds=kinds, question=self.question)
 
     def apply_run(self, plan: RunPlan, result: ReviewedSearchResult, finished_at: str) -> RunRecord:
         """Store a finished run: per-row statistics, the merged documents in rank order, the record."""
@@ -506,6 +569,8 @@ class LiteratureSession:
         result = run.result
         text = (f"{len(result.documents):,} documents from {len(result.ok_queries)} of "
                 f"{len(result.queries)} {_plural(len(result.queries), 'query', 'queries')}")
+        if any(q.kind != ROW_TSQUERY for q in result.queries) or result.fusion != "best_rank":
+            text += f" (merged: {result.fusion})"
         failed = result.failed_queries
         if failed:
             text += "; could not run: " + "; ".join(f"'{q.query}': {q.error}" for q in failed)
@@ -562,8 +627,12 @@ def check_queries(agent: QueryAgent, items: Sequence[CheckItem], *, chunk: Calla
 
 def execute_run(agent: QueryAgent, plan: RunPlan, *, max_rows: int, progress: ProgressFn | None = None,
                 cancel: CancelToken | None = None) -> ReviewedSearchResult:
-    """Run exactly the plan's queries (ID-only, merged, fetched once)."""
-    return agent.run_reviewed_queries(plan.queries, max_rows=max_rows, progress=progress, cancel=cancel)
+    """Run exactly the plan's queries (ID-only, merged, fetched once). Re-ranking by similarity to the
+    question (``retrieval.rerank``) applies when a semantic row runs: only then are vectors at hand."""
+    rows = plan.search_rows()
+    question = plan.question if any(r.semantic for r in rows) else None
+    return agent.run_reviewed_queries(rows, max_rows=max_rows, progress=progress, cancel=cancel,
+                                      question=question)
 
 
 def _plural(n: int, one: str, many: str) -> str:

@@ -11,8 +11,10 @@ Format ``kmds-desktop-search-log/2``::
 
     question, models, queries_per_model, temperature, system_prompt, settings{...}
     attempts[]   every generation attempt: model, attempt, temperature, query, error, generation_time
-    queries[]    each query that ran: query, model (the Model column), provenance{kind, model, attempt,
-                 temperature, generation_time, edited_from}, matches, ids, refs, unique_ids,
+    queries[]    each query that ran: query, kind (the row type: "tsquery", "semantic" or
+                 "hypothetical"), model (the Model column), provenance{kind, model, attempt,
+                 temperature, generation_time, edited_from, row_type (semantic rows)}, matches (for
+                 a semantic row: the documents with vectors it searched), ids, refs, unique_ids,
                  unique_refs, error, time_s
     documents[]  merged, best rank first: rank, id, ref, source, external_id, pmid, doi, title, year,
                  found_by (indices into queries)
@@ -71,6 +73,7 @@ def build_search_log(session: LiteratureSession, *, app_version: str = "") -> di
             "show_all_queries_to_user": qg.show_all_queries_to_user,
             "allow_query_selection": qg.allow_query_selection,
             "max_rows": session.literature.max_rows,
+            "retrieval": session.retrieval.model_dump(mode="json"),
         },
         "generated_at": rnd.generated_at if rnd else None,
         "attempts": [
@@ -98,6 +101,7 @@ def build_search_log(session: LiteratureSession, *, app_version: str = "") -> di
         unique = [i for i in stat.ids if result.found_by.get(i) == [stat.index]]
         log["queries"].append({
             "query": stat.query,
+            "kind": stat.kind,
             "model": label,
             "provenance": provenance,
             "matches": stat.matches,
@@ -123,6 +127,7 @@ def build_search_log(session: LiteratureSession, *, app_version: str = "") -> di
             "found_by": list(result.found_by.get(doc_id, [])),
         })
     log["merged_ids"] = list(result.ids)
+    log["fusion"] = result.fusion
     log["document_count"] = len(result.documents)
     log["incomplete"] = bool(result.incomplete)
     log["failed_queries"] = [{"query": q.query, "error": q.error, "kind": q.error_kind}

@@ -7,6 +7,12 @@ prints the search log (:mod:`kmds_desktop.app.search_log`): the same document th
 search log* writes for the same reviewed queries, apart from timings. Each run is recorded in the
 search history as a numbered set (:mod:`kmds_desktop.app.strategy`); its number goes to stderr.
 
+Semantic rows (``--semantic``, ``--semantic-text``, ``--hypothetical``) run beside the generated
+full-text rows; by default the question is added as a semantic row when ``retrieval.semantic_row`` is
+on and the database has document vectors (``literature embed``). The rows are merged by reciprocal
+rank fusion (``--fusion``) and, when a semantic row ran, re-ranked by similarity to the question
+(``--rerank``).
+
 When a valid query could not run (lost connection, timeout) the documents of the others are printed,
 the log says ``"incomplete": true`` and lists ``failed_queries`` with their errors, and the command
 exits 1 with a one-line error naming them: a systematic search is never silently partial.
@@ -35,6 +41,22 @@ def register_search(lit_sub: argparse._SubParsersAction) -> None:  # noqa: SLF00
                         help="queries each model proposes, 1-3 (enables multi-model generation)")
     search.add_argument("--max-rows", type=int, default=None, metavar="N",
                         help="documents per query, 1-100000 (default: literature.max_rows)")
+    search.add_argument("--semantic", action=argparse.BooleanOptionalAction, default=None,
+                        help="add the question as a semantic (nearest-neighbour) row; default: when "
+                             "retrieval.semantic_row is on and the database has document vectors")
+    search.add_argument("--semantic-text", action="append", default=[], metavar="SENTENCE",
+                        help="add a semantic row with this sentence (repeatable)")
+    search.add_argument("--hypothetical", action=argparse.BooleanOptionalAction, default=None,
+                        help="add a row searching by an abstract the first LLM model writes for the "
+                             "question (default: retrieval.hypothetical_row, with a semantic row and an "
+                             "LLM model configured)")
+    search.add_argument("--no-generate", action="store_true",
+                        help="run only the semantic rows (no full-text queries are generated)")
+    search.add_argument("--fusion", choices=("rrf", "best_rank"), default=None,
+                        help="how the rows' ranked lists are merged (default: retrieval.fusion)")
+    search.add_argument("--rerank", action=argparse.BooleanOptionalAction, default=None,
+                        help="re-rank the merged candidates by similarity to the question when a semantic "
+                             "row ran (default: retrieval.rerank)")
     search.add_argument("--dsn", help="connect to this PostgreSQL instead of the embedded server")
     search.add_argument("--json", action="store_true",
                         help="print the search log as JSON (attempts, queries with provenance and "
@@ -60,6 +82,12 @@ def _settings(args: argparse.Namespace) -> tuple[Any, Any]:
     except ValidationError as err:  # pydantic validates assignments
         detail = describe_validation_error(err, "query_generation.")
         raise SettingsError(f"invalid option: {detail}") from None
+    retrieval = settings.retrieval.model_copy()
+    if args.fusion:
+        retrieval.fusion = args.fusion
+    if args.rerank is not None:
+        retrieval.rerank = args.rerank
+    settings.retrieval = retrieval
     return settings, qg
 
 
@@ -91,7 +119,7 @@ def _search(args: argparse.Namespace) -> int:
             return 2
         literature.max_rows = args.max_rows
     quiet = args.json
-    session = LiteratureSession(qg, literature)
+    session = LiteratureSession(qg, literature, settings.retrieval, settings.index.embedding_model)
 
     def on_attempt(row: Any) -> None:
         session.accept_attempt(row)
@@ -111,11 +139,17 @@ def _search(args: argparse.Namespace) -> int:
         session.database_name = db.display_name
         agent = session.agent(db)
         rnd, _ = session.start_round(args.question, utc_now())
-        if not quiet:
-            print(f"generating queries with {', '.join(rnd.models)}", file=sys.stderr)
-        generate_round(agent, args.question, on_attempt=on_attempt)
-        session.finish_round()
+        if args.no_generate:
+            session.finish_round()
+        else:
+            if not quiet:
+                print(f"generating queries with {', '.join(rnd.models)}", file=sys.stderr)
+            generate_round(agent, args.question, on_attempt=on_attempt)
+            session.finish_round()
+        _add_semantic_rows(args, session, agent, db, quiet)
         if not session.included_rows():
+            if args.no_generate:
+                raise QueryAgentError("--no-generate needs a semantic row (--semantic or --semantic-text)")
             raise QueryAgentError(f"no query could be generated ({rnd.summary()})")
         plan = session.plan_run(utc_now())
         workbench = SearchWorkbench(SearchHistory(), db)
@@ -142,17 +176,57 @@ def _search(args: argparse.Namespace) -> int:
         print(search_log_json(session.search_log(app_version=_app_version())))
         return _incomplete_exit(result)
     for stat in result.queries:
-        if stat.ok:
-            print(f"  ran '{stat.query}': {stat.matches} matches, {stat.ids_returned} returned "
-                  f"({stat.time_s:.2f} s)", file=sys.stderr)
+        if stat.ok and stat.kind != "tsquery":
+            sims = (f", similarity {stat.best_similarity:.3f}..{stat.last_similarity:.3f}"
+                    if stat.best_similarity is not None else "")
+            print(f"  ran #{stat.index + 1} {stat.kind} '{stat.query[:70]}': {stat.ids_returned} returned of "
+                  f"{stat.matches} documents with vectors{sims} ({stat.time_s:.2f} s)", file=sys.stderr)
+        elif stat.ok:
+            print(f"  ran #{stat.index + 1} '{stat.query}': {stat.matches} matches, {stat.ids_returned} "
+                  f"returned ({stat.time_s:.2f} s)", file=sys.stderr)
         else:
-            print(f"  skipped '{stat.query}': {stat.error}", file=sys.stderr)
+            print(f"  skipped #{stat.index + 1} '{stat.query[:70]}': {stat.error}", file=sys.stderr)
     print(session.run_summary())
     for doc in session.documents:
         year = doc.get("year") or ""
+        found = ", ".join(f"#{i + 1}" for i in result.found_by.get(doc["id"], []))
         print(f"{doc['rank']:>4}. [{doc['id']}] {doc.get('title') or '(no title)'} "
-              f"{f'({year})' if year else ''}".rstrip())
+              f"{f'({year})' if year else ''}".rstrip() + f"  [found by {found}]")
     return _incomplete_exit(result)
+
+
+def _add_semantic_rows(args: argparse.Namespace, session: Any, agent: Any, db: Any, quiet: bool) -> None:
+    """Add the semantic and hypothetical rows this search runs (defaults in the module docstring)."""
+    import time
+
+    from kmds_desktop.literature.agent import QueryAgentError
+    from kmds_desktop.literature.vectors import vector_status
+
+    want_semantic = args.semantic
+    if want_semantic is None:
+        want_semantic = session.retrieval.semantic_row and (
+            bool(args.semantic_text) or vector_status(db, session.embedding_model)["with_vectors"] > 0)
+    added = []
+    if want_semantic:
+        added.append(session.add_semantic())
+    added += [session.add_semantic(t) for t in args.semantic_text if t.strip()]
+    want_hypothetical = args.hypothetical
+    if want_hypothetical is None:
+        has_llm = agent.llm_model() is not None
+        want_hypothetical = bool(added) and session.retrieval.hypothetical_row and has_llm
+    if want_hypothetical:
+        model = agent.llm_model()
+        if not quiet:
+            print(f"writing a hypothetical abstract with {model}", file=sys.stderr)
+        started = time.perf_counter()
+        try:
+            abstract = agent.hypothetical_abstract(session.question)
+        except QueryAgentError as err:
+            if args.hypothetical:  # asked for: its failure is the command's
+                raise
+            print(f"note: no hypothetical-abstract row: {err}", file=sys.stderr)
+            return
+        session.add_hypothetical(abstract, model, time.perf_counter() - started)
 
 
 def _incomplete_exit(result: Any) -> int:

@@ -551,7 +551,8 @@ class QueryAgent:
             stat.error = str(err) or type(err).__name__
             # No vectors here (or an empty text) is the row's own problem, like an invalid tsquery; a
             # lost connection or a timeout means the search lost results.
-            stat.error_kind = "invalid" if isinstance(err, (VectorsUnavailable, QueryAgentError)) else "failed"
+            own_problem = isinstance(err, (VectorsUnavailable, QueryAgentError))
+            stat.error_kind = "invalid" if own_problem else "failed"
             stat.ids, stat.ids_returned = [], 0
             log.info("semantic row %r failed: %s", row.text[:80], stat.error)
         finally:
