@@ -82,7 +82,8 @@ def test_the_app_index_runs_in_its_own_process(folder: Path, kmds_data: Path, em
     index = SemanticIndex(folder, own_process=True)
     assert index.own_process and not index.in_process
     info = _server_info(folder)
-    assert info["host"] == "127.0.0.1" and info["pid"] != os.getpid() and _pid_alive(info["pid"])
+    assert info["pid"] != os.getpid() and _pid_alive(info["pid"])
+    assert Path(info["socket"]).is_socket() and "port" not in info  # ChromaDB has no TCP port
     assert str(folder) not in store._locks  # this process never opened the folder itself  # noqa: SLF001
 
     report = index.build(kmds_data / "test_kb_exp_workflow.xml")
@@ -163,10 +164,10 @@ def test_a_folder_open_elsewhere_is_refused_clearly(folder: Path) -> None:
 
 def test_a_stale_server_file_is_ignored(folder: Path) -> None:
     folder.mkdir(parents=True)
-    port = index_process._free_port()  # noqa: SLF001 - nothing listens there
+    gone = str(folder / "nothing-listens-here.sock")
     (folder / index_process.SERVER_FILE).write_text(
-        json.dumps({"host": "127.0.0.1", "port": port, "pid": 999999, "token": "x"}), encoding="utf-8"
+        json.dumps({"socket": gone, "authkey": "00" * 32, "pid": 999999, "token": "x"}), encoding="utf-8"
     )
     assert index_process.live_server(folder) is None
     index = SemanticIndex(folder, own_process=True)
-    assert _server_info(folder)["port"] != port and index.count() == 0
+    assert _server_info(folder)["socket"] != gone and index.count() == 0

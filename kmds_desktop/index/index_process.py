@@ -1,18 +1,22 @@
-"""The local index in a process of its own: a private Chroma server over the index folder.
+"""The local index in a process of its own, reachable only by this user over a private channel.
 
 ChromaDB's Rust bindings hold Python's GIL for the whole of every write and read call (10-25 ms,
 spikes of ~100 ms), so indexing inside the desktop app froze its window however small the calls
-were made. The app therefore runs the local index as ``chroma run`` in a child process on
-127.0.0.1 and talks to it over HTTP (``chromadb.HttpClient``), exactly as the index's server mode
-talks to a shared server; the GUI process then only waits on sockets.
+were made. The app therefore opens the index folder in a child process and sends it each ChromaDB
+call; the GUI process then only waits on a socket.
+
+Why not ``chroma run`` on 127.0.0.1 (as before): chromadb 1.x's server has no working
+authentication, so every local user could read and write the index while the app ran. The child
+serves its client on a Unix socket in a fresh 0700 folder, behind an HMAC handshake with a random
+key (:mod:`~kmds_desktop.index.private_channel`); no TCP port is opened.
 
 One process owns a folder at a time. Whoever opens the folder, the index process or a plain
 in-process client (the CLI, the self-test), first takes ``.kmds-index.lock`` in it. The index
-process also writes ``kmds-index-process.json`` (host, port, pid) once it answers, so a CLI
-command run while the app is open uses the app's process instead of opening the folder a second
-time. The child reads its standard input until end-of-file and exits then, so it never outlives
-the app, even one that crashed; a file left by a killed process is recognised as dead (its port
-does not answer) and ignored.
+process also writes ``kmds-index-process.json`` (socket, key, pid; mode 0600) once it listens, so
+a CLI command of the same user run while the app is open uses the app's process instead of
+opening the folder a second time. The child reads its standard input until end-of-file and exits
+then, so it never outlives the app, even one that crashed; a file left by a killed process is
+recognised as dead (its socket does not answer) and ignored.
 """
 
 from __future__ import annotations
@@ -21,18 +25,18 @@ import atexit
 import contextlib
 import json
 import os
-import socket
+import secrets
 import subprocess
 import sys
 import threading
 import time
-import urllib.request
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kmds_desktop.index.errors import IndexStoreError
+from kmds_desktop.index.private_channel import RemoteClient, Server, private_socket_path
 
 LOCK_FILE = ".kmds-index.lock"
 SERVER_FILE = "kmds-index-process.json"
@@ -47,23 +51,27 @@ NICENESS = 10
 TOKEN_ENV = "KMDS_INDEX_TOKEN"
 #: Exit status of a child that found the folder locked by another program.
 EXIT_LOCKED = 3
-_HOST = "127.0.0.1"
 
 
 @dataclass(frozen=True)
 class ServerAddress:
-    """Where an index process answers: Chroma on ``port``, embeddings on ``embed_port`` (with ``token``)."""
+    """Where an index process answers: ChromaDB on its private ``socket`` (HMAC key ``authkey``),
+    embeddings on 127.0.0.1:``embed_port`` (bearer ``token``)."""
 
-    host: str
-    port: int
+    socket: str
+    authkey: str = field(repr=False)  # hex; never shown
     pid: int
+    host: str = "127.0.0.1"
     embed_port: int = 0
-    token: str = ""
+    token: str = field(default="", repr=False)
+
+    def client(self) -> RemoteClient:
+        return RemoteClient(self.socket, bytes.fromhex(self.authkey))
 
 
 def _address(info: dict[str, Any]) -> ServerAddress:
     return ServerAddress(
-        str(info["host"]), int(info["port"]), int(info["pid"]),
+        str(info["socket"]), str(info["authkey"]), int(info["pid"]), str(info.get("host") or "127.0.0.1"),
         int(info.get("embed_port") or 0), str(info.get("token") or ""),
     )
 
@@ -81,19 +89,30 @@ def folder_lock(folder: Path) -> Any:
 
 def live_server(folder: Path) -> ServerAddress | None:
     """The address of an index process serving ``folder``, if one is running and answers."""
+    address = _read_server_file(folder)
+    return address if address is not None and _answers(address) else None
+
+
+def _read_server_file(folder: Path, token: str | None = None) -> ServerAddress | None:
     try:
-        address = _address(json.loads((folder / SERVER_FILE).read_text(encoding="utf-8")))
-    except (OSError, ValueError, KeyError, TypeError):
+        info = json.loads((folder / SERVER_FILE).read_text(encoding="utf-8"))
+        if token is not None and info.get("token") != token:
+            return None
+        return _address(info)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    return address if _answers(address.host, address.port) else None
 
 
-def _answers(host: str, port: int, timeout: float = 1.0) -> bool:
+def _answers(address: ServerAddress) -> bool:
+    """Whether the process at ``address`` passes the handshake and answers a heartbeat."""
+    client = address.client()
     try:
-        with urllib.request.urlopen(f"http://{host}:{port}/api/v2/heartbeat", timeout=timeout) as resp:
-            return resp.status == 200 and b"heartbeat" in resp.read()
-    except OSError:
+        client.heartbeat()
+        return True
+    except Exception:  # noqa: BLE001 - gone, or not ours
         return False
+    finally:
+        client.close()
 
 
 class IndexProcess:
@@ -159,7 +178,7 @@ def recover(folder: Path) -> None:
     key = str(folder)
     with _start_lock:
         mine = _started.get(key)
-        if mine is None or (mine.alive() and _answers(mine.address.host, mine.address.port)):
+        if mine is None or (mine.alive() and _answers(mine.address)):
             return
         del _started[key]
     mine.stop(timeout=5)
@@ -225,7 +244,7 @@ def _start(folder: Path) -> IndexProcess:
         code = process.poll()
         if code is not None:
             raise IndexStoreError(_start_failure(folder, code, log_path))
-        address = _read_own_file(folder, token)
+        address = _read_server_file(folder, token)
         if address is not None:
             return IndexProcess(folder, process, address)
         time.sleep(0.05)
@@ -248,16 +267,6 @@ def _start_failure(folder: Path, code: int, log_path: Path) -> str:
         tail = []
     detail = f": {' | '.join(tail)}" if tail else ""
     return f"the index process for {folder} stopped at start (exit status {code}){detail}; see {log_path}"
-
-
-def _read_own_file(folder: Path, token: str) -> ServerAddress | None:
-    try:
-        info = json.loads((folder / SERVER_FILE).read_text(encoding="utf-8"))
-        if info.get("token") != token:
-            return None
-        return _address(info)
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
 
 
 def _remove_server_file(folder: Path, pid: int) -> None:
@@ -290,7 +299,6 @@ def serve(argv: list[str]) -> int:
     if not lock.acquire(blocking=False):
         print(f"the index folder {folder} is locked by another process", file=sys.stderr, flush=True)
         return EXIT_LOCKED
-    port = _free_port()
     pid = os.getpid()
     if hasattr(os, "nice"):
         # Background work: when the index writes or compacts, the window's process gets the CPU first.
@@ -298,9 +306,17 @@ def serve(argv: list[str]) -> int:
             os.nice(NICENESS)
         except OSError:
             pass
+    import chromadb
+    from chromadb.config import Settings
+
+    client = chromadb.PersistentClient(path=str(folder), settings=Settings(anonymized_telemetry=False,
+                                                                           allow_reset=False))
+    authkey = secrets.token_bytes(32)
+    server = Server(client, private_socket_path(), authkey)
 
     def finish() -> None:
         _remove_server_file(folder, pid)
+        server.close()
         with contextlib.suppress(Exception):  # already released by the other path
             lock.release()
 
@@ -312,34 +328,17 @@ def serve(argv: list[str]) -> int:
         finish()
         os._exit(0)
 
-    def announce() -> None:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if _answers(_HOST, port, timeout=0.5):
-                info = {"host": _HOST, "port": port, "pid": pid, "token": token,
-                        "embed_port": embed_port}
-                tmp = folder / f"{SERVER_FILE}.{pid}.tmp"
-                # Only the user may read it: the token lets a program use the embedding service.
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-                with os.fdopen(fd, "w", encoding="utf-8") as out:
-                    out.write(json.dumps(info))
-                os.replace(tmp, folder / SERVER_FILE)
-                return
-            time.sleep(0.05)
-
     from kmds_desktop.index import embedding_service
 
     # The app's embeddings are computed here too, so torch never loads in the window's process.
     embed_port = embedding_service.start(token)
     threading.Thread(target=watch_parent, name="kmds-index-parent", daemon=True).start()
-    threading.Thread(target=announce, name="kmds-index-announce", daemon=True).start()
-    import chromadb_rust_bindings
-
+    info = {"socket": str(server.path), "authkey": authkey.hex(), "pid": pid, "token": token,
+            "host": "127.0.0.1", "embed_port": embed_port}
+    # Only the user may read it: the key opens the index, the token the embedding service.
+    _write_private(folder / SERVER_FILE, json.dumps(info))
     try:
-        # Blocks while serving; the Rust server releases the GIL, so the threads above run.
-        chromadb_rust_bindings.cli(
-            ["chroma", "run", "--path", str(folder), "--host", _HOST, "--port", str(port)]
-        )
+        server.serve_forever()
     except KeyboardInterrupt:
         pass
     finally:
@@ -347,7 +346,12 @@ def serve(argv: list[str]) -> int:
     return 0
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind((_HOST, 0))
-        return int(s.getsockname()[1])
+def _write_private(path: Path, text: str) -> None:
+    """Write ``path`` atomically with mode 0600 from the start."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    with contextlib.suppress(FileNotFoundError):
+        tmp.unlink()
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(tmp, path)

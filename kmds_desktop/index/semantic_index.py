@@ -645,7 +645,10 @@ class _SlicedWriter:
 
 
 def _is_http(client: Any) -> bool:
-    """Whether ``client`` talks to a Chroma server (a CLI using the app's index process does)."""
+    """Whether ``client`` talks to another process: a Chroma server, or the app's index process
+    (which a CLI command uses while the app is open)."""
+    if getattr(client, "remote", False):
+        return True
     server = getattr(client, "_server", None)
     return type(server).__name__ == "FastAPI"
 

@@ -75,7 +75,7 @@ def local_client(persist_dir: str | Path) -> Any:
         _check_sqlite(path)
         address = index_process.live_server(path)
         if address is not None:
-            client = _http_client(address.host, address.port, path)
+            client = _process_channel(address, path)
             _clients[key] = client
             return client
         lock = _take_folder_lock(path)
@@ -123,16 +123,15 @@ def process_client(persist_dir: str | Path) -> Any:
         cached = _clients.get(key)
         if cached is not None and cached[0] == address:
             return cached[1]
-        client = _http_client(address.host, address.port, path)
+        client = _process_channel(address, path)
         _clients[key] = (address, client)
         return client
 
 
-def _http_client(host: str, port: int, folder: Path) -> Any:
-    import chromadb
-
+def _process_channel(address: index_process.ServerAddress, folder: Path) -> Any:
+    """A client of the index process at ``address`` (its private, authenticated channel)."""
+    client = address.client()
     try:
-        client = chromadb.HttpClient(host=host, port=int(port), settings=_settings())
         client.heartbeat()
     except Exception as err:  # noqa: BLE001 - the process went away between the check and now
         raise IndexStoreError(
