@@ -240,8 +240,7 @@ def test_journey_ask_then_open_another_kb(qtbot, make_window, kb_path, kmds_data
     assert window.kb.path.name == other.name
     assert panel.answer.toPlainText() == "" and panel.results.rowCount() == 0
     assert not panel.route_editor.rerun_button.isEnabled()
-    state = panel.state.text()
-    assert kb_path.name in state and other.name in state and "ask again" in state
+    assert other.name in panel.state.text()  # the state line names the KB now open
 
     panel.question.selectAll()
     qtbot.keyClicks(panel.question, "Which models were compared?")
@@ -270,4 +269,4 @@ def test_an_answer_still_running_when_another_kb_opens_is_dropped(qtbot, make_wi
     qtbot.waitUntil(lambda: job.done, timeout=ANSWER_TIMEOUT)
     assert job.state == "cancelled"
     assert panel.result is None and panel.results.rowCount() == 0 and panel.answer.toPlainText() == ""
-    assert "ask again" in panel.state.text()
+    assert "Cancelled" not in panel.state.text()  # it was not the user's cancel
