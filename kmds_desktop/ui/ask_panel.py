@@ -1,7 +1,9 @@
 """The question/answer panel: ask the open KB, read a cited Markdown answer, inspect and edit the route.
 
 One question is one ``"ask"`` job (a second Ask while one runs is refused with a message). The job
-wraps :func:`answer_question`, a plain function around the orchestrator's ``ask_stream``: it first
+wraps :func:`kmds_desktop.app.ask.answer_question`, the application layer's plain function around
+the orchestrator's ``ask_stream``; the rules about the question, its history and what a change of KB
+means for the answer on screen are the :class:`~kmds_desktop.app.ask.AskSession`'s. The job first
 hands over the retrieved result (route, fallback, records) so the route and the table appear at
 once, then streams the answer's text as chunks. ``[n]`` in the answer links to record ``n``;
 clicking it selects the observation in the KB browser (:attr:`AskPanel.citation_activated`).
@@ -45,6 +47,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from kmds_desktop.app.ask import RENDERED, RETRIEVED, AskInputError, AskSession, answer_question
 from kmds_desktop.ui.kb_tree_model import CATEGORY_LABELS, first_line
 from kmds_desktop.ui.markdown_render import to_html
 from kmds_desktop.ui.workers import Job, JobRunner
@@ -64,58 +67,6 @@ _ITEM = r"[ \t]*(?:[-*+]|\d+\.)[ \t]"
 # on the GUI thread); this form is linear and matches the same lines.
 _LIST_AFTER_TEXT = re.compile(rf"(?m)^((?!{_ITEM})[^\n]*\S[^\S\n]*)\n({_ITEM})")
 _TEXT_AFTER_LIST = re.compile(rf"(?m)^({_ITEM}.*)\n((?!{_ITEM})\S)")
-RETRIEVED = "retrieved"
-#: Marks the chunk carrying the finished answer as HTML, rendered on the worker.
-RENDERED = "rendered"
-
-
-def answer_question(
-    kb: Any,
-    settings: Any,
-    index_holder: dict[str, Any],
-    question: str,
-    route: Any = None,
-    *,
-    progress: Any = None,
-    cancel: Any = None,
-    chunk: Any = None,
-) -> Any:
-    """Route, search and stream an answer (runs on a worker; no Qt here).
-
-    ``chunk`` receives ``(RETRIEVED, result)`` once the records are known, then text pieces, then
-    ``(RENDERED, html)``: the Markdown of a long answer takes tens of ms to convert, so it is done
-    here rather than on the GUI thread.
-    Returns the complete :class:`~kmds_desktop.ask.OrchestratorResult`.
-    """
-    from kmds_desktop.ask.orchestrator import SearchOrchestrator
-    from kmds_desktop.index.factory import open_index
-
-    if index_holder.get("index") is None:
-        if progress:
-            progress(0, None, "opening the semantic index")
-        index_holder["index"] = open_index(settings, own_process=True)
-    orchestrator = SearchOrchestrator(
-        kb,
-        settings=settings,
-        index=index_holder["index"],
-        backend=settings.llm.backend,
-        n_results=settings.index.n_results,
-        embedding_model=settings.index.embedding_model,
-    )
-    stream = orchestrator.ask_stream(question, route=route, progress=progress, cancel=cancel)
-    if chunk is not None:
-        chunk((RETRIEVED, stream.result))
-    if progress:
-        progress(3, 4, "writing the answer")
-    for piece in stream:
-        if chunk is not None:
-            chunk(piece)
-    result = stream.result
-    if chunk is not None:
-        chunk((RENDERED, (result.answer, answer_html(result.answer, len(result.results)))))
-    if progress:
-        progress(4, 4, "done")
-    return result
 
 
 def answer_html(text: str, n_results: int) -> str:
@@ -404,6 +355,7 @@ class AskPanel(QWidget):
         super().__init__(parent)
         self.jobs = jobs
         self.context_provider: Any = None  # set by the window: () -> {"kb", "settings", "index_holder"}
+        self.session = AskSession()
         self.result: Any = None
         self.job: Job | None = None
         self._streamed: list[str] = []
@@ -488,28 +440,36 @@ class AskPanel(QWidget):
         self.question.setFocus()
 
     def set_history(self, history: list[str]) -> None:
-        self.question.history = list(history)
+        self.session.history = list(history)
+        self.question.history = list(self.session.history)
 
     def remember_history(self, ui_settings: Any) -> None:
-        ui_settings.question_history = list(self.question.history[-100:])
+        ui_settings.question_history = list(self.session.history)
 
-    def kb_changed(self, kb: Any) -> None:
-        """The KB was replaced or edited.
+    def kb_changed(self, kb: Any, *, edited: bool = False) -> None:
+        """The KB was replaced or ``edited``; what that means for the answer shown is the session's rule
+        (:meth:`~kmds_desktop.app.ask.AskSession.kb_changed`).
 
         Replaced by another KB: the answer, its records and its route were about the previous one
         (its citations name records the open KB does not have), so they are cleared and an answer
-        still being written for it is cancelled and dropped. An edit of the same KB keeps them.
+        still being written for it is cancelled and dropped. An edit of the same KB keeps them,
+        marked as possibly out of date.
         """
         self.ask_button.setEnabled(kb is not None)
-        if kb is self._kb:  # edited, saved elsewhere, or the settings changed: the same KB
+        outcome = self.session.kb_changed(kb, edited=edited)
+        previous = self._kb_name or "the previous knowledge base"
+        if kb is not self._kb:
+            self._kb = kb
+            self._kb_name = Path(str(getattr(kb, "path", "") or "")).name or "the new knowledge base"
+        if outcome == "stale":
+            note = " The knowledge base was edited since: a cited record may have changed."
+            if self.result is not None and note not in self.state.text():
+                self.state.setText(self.state.text() + note)
             return
-        previous, self._kb = self._kb_name or "the previous knowledge base", kb
-        self._kb_name = Path(str(getattr(kb, "path", "") or "")).name or "the new knowledge base"
-        running = self.job is not None and self.job.running
-        if running:
-            self.job.cancel()  # type: ignore[union-attr]
-        if not (running or self.result is not None or self.results.rowCount() or self._streamed):
-            return  # nothing shown yet
+        if outcome != "cleared":
+            return
+        if self.job is not None and self.job.running:
+            self.job.cancel()
         self.result = None
         self._streamed = []
         self._rendered = None
@@ -525,13 +485,12 @@ class AskPanel(QWidget):
         text = (question if question is not None else self.question.toPlainText()).strip()
         if route is not None and not text:
             text = self._question
-        if not text:
-            self.message.emit("warning", "Type a question first.", "")
-            return None
         ctx = self.context_provider() if self.context_provider else {}
         kb = ctx.get("kb")
-        if kb is None:
-            self.message.emit("warning", "Open a knowledge base first (File > Open).", "")
+        try:
+            text = self.session.check(text, kb)
+        except AskInputError as err:
+            self.message.emit("warning", str(err), "")
             return None
         settings = ctx["settings"]
         if kb is not self._kb:
@@ -545,6 +504,7 @@ class AskPanel(QWidget):
             ctx["index_holder"],
             text,
             route,
+            render=answer_html,
             label="Answering",
             on_chunk=self._on_chunk,
             on_result=self._on_result,
@@ -558,6 +518,8 @@ class AskPanel(QWidget):
         self.job = job
         self._asked_of = asked_of
         self._question = text
+        self.session.started(text, kb)
+        self.question.history = list(self.session.history)
         self.question.add_to_history(text)
         if question is None and route is None:
             # The question stays readable next to its answer; selected, so typing replaces it.
@@ -682,6 +644,7 @@ class AskPanel(QWidget):
         if self._for_previous_kb():
             return
         self.result = result
+        self.session.finished(result)
         if self.results.set_results(result.results):  # usually shown already, when retrieved
             self._fit_columns()
         self.route_editor.show_result(result)  # the finished result may add a fallback or backend note

@@ -28,6 +28,8 @@ from PySide6.QtWidgets import (
 )
 
 from kmds_desktop import __version__, paths
+from kmds_desktop.app import workspace
+from kmds_desktop.app.workspace import IndexHolder
 from kmds_desktop.config import Settings, SettingsError, save_settings
 from kmds_desktop.ui.ask_panel import AskPanel
 from kmds_desktop.ui.kb_browser import KBBrowser
@@ -69,32 +71,16 @@ def app_icon() -> QIcon:
 
 
 def initial_kb_path(settings: Settings, kb_file: str | None = None) -> tuple[Path, str | None]:
-    """Which KB to open at start-up, and a note when the remembered one is gone.
-
-    An explicit file wins; then the last KB; the demo KB on first run (no last KB) or when the last
-    one no longer exists.
-    """
-    if kb_file:
-        return Path(kb_file).expanduser(), None
-    last = settings.ui.last_kb
-    if last:
-        if Path(last).exists():
-            return Path(last), None
-        return paths.demo_kb_path(), f"The last knowledge base {last} no longer exists; opened the demo KB."
-    return paths.demo_kb_path(), None
+    """Which KB to open at start-up (the application layer's rule: :func:`workspace.startup_kb`)."""
+    return workspace.startup_kb(settings, kb_file)
 
 
 def _index_kb(
-    index_holder: dict[str, Any], settings: Settings, kb: Any, *, progress: Any = None, cancel: Any = None
+    index_holder: IndexHolder, settings: Settings, kb: Any, *, progress: Any = None, cancel: Any = None
 ) -> Any:
     """Bring the semantic index up to date with ``kb`` (only changed entries are re-embedded)."""
-    from kmds_desktop.index.factory import open_index
-
-    if index_holder.get("index") is None:
-        if progress:
-            progress(0, None, "opening the semantic index")
-        index_holder["index"] = open_index(settings, own_process=True)
-    return index_holder["index"].build_from_onto(kb, progress=progress, cancel=cancel)
+    index = index_holder.get_or_open(settings, progress)
+    return index.build_from_onto(kb, progress=progress, cancel=cancel)
 
 
 def load_before_first_frame() -> float:
@@ -121,7 +107,7 @@ def load_before_first_frame() -> float:
 
 def warm_up_libraries(
     model_name: str,
-    index_holder: dict[str, Any] | None = None,
+    index_holder: IndexHolder | None = None,
     settings: Settings | None = None,
     *,
     progress: Any = None,
@@ -140,36 +126,20 @@ def warm_up_libraries(
     from kmds_desktop.ui import markdown_render
 
     markdown_render.prepare()  # so the first answer does not build it on the GUI thread
-    index = index_holder.get("index") if index_holder is not None else None
-    if index is None and settings is not None:
+    index = index_holder.current if index_holder is not None else None
+    if index is None and index_holder is not None and settings is not None:
         # Start the index process now (about a second) rather than when the first build needs it.
         from kmds_desktop.index.errors import SemanticIndexError
-        from kmds_desktop.index.factory import open_index
 
         try:
-            index = open_index(settings, own_process=True)
+            index = index_holder.get_or_open(settings)  # under the holder's lock: one index, whoever asks
         except SemanticIndexError as err:  # the first build reports it, with what to do
             log.warning("semantic index not opened at start-up: %s", err)
-        else:
-            if index_holder is not None:
-                index_holder["index"] = index
     if index is not None:
         if progress:
             progress(1, 2, "loading the embedding model")
         index.encode(["warm-up"], model_name)  # where this index embeds: its own process in the app
     return model_name
-
-
-def _load_kb(path: str, *, progress: Any = None, cancel: Any = None) -> Any:
-    from kmds_desktop.kb import load_kb
-
-    return load_kb(path, progress=progress, cancel=cancel)
-
-
-def _save_kb(kb: Any, path: str | None = None, *, progress: Any = None, cancel: Any = None) -> Path:
-    from kmds_desktop.kb import save_kb
-
-    return save_kb(kb, path, progress=progress, cancel=cancel)
 
 
 class MainWindow(QMainWindow):
@@ -196,7 +166,7 @@ class MainWindow(QMainWindow):
         self.jobs = jobs or JobRunner(self)
         self.auto_index = auto_index
         self.kb: Any = None
-        self.index_holder: dict[str, Any] = {"index": index}  # opened on the first build when None
+        self.index_holder = IndexHolder(index)  # opened on the first build (or question) when None
         self.index_ready_for: str | None = None  # kb_id the index is up to date with
         self.active_dialog: Any = None
         self._force_close = False
@@ -427,7 +397,7 @@ class MainWindow(QMainWindow):
         self.kb_status.setText(f"Opening {path.name}…")
         return self.jobs.submit(
             "kb.load",
-            _load_kb,
+            workspace.load_kb,
             str(path),
             label=f"Opening {path.name}",
             on_result=lambda kb: self._kb_opened(kb, note),
@@ -440,10 +410,7 @@ class MainWindow(QMainWindow):
         self.index_ready_for = None
         self.browser.set_kb(kb)
         self.ask.kb_changed(kb)
-        is_demo = Path(kb.path).resolve() == paths.demo_kb_path().resolve()
-        if not is_demo:
-            self.settings.ui.add_recent(str(kb.path))
-        self.settings.ui.last_kb = None if is_demo else str(kb.path)
+        workspace.remember_opened(self.settings.ui, kb.path)
         self.persist_settings()
         self._update_recent_menu()
         self._update_title()
@@ -499,7 +466,8 @@ class MainWindow(QMainWindow):
             self.recent_menu.addSeparator()
             self.recent_menu.addAction("Clear the list", self._clear_recent)
         self.recent_menu.addSeparator()
-        self.recent_menu.addAction("Demo knowledge base", lambda: self.open_kb(paths.demo_kb_path()))
+        self.recent_menu.addAction("Demo knowledge base",
+                                   lambda: self.open_kb(workspace.installed_demo_path()))
 
     def _clear_recent(self) -> None:
         self.settings.ui.recent_files = []
@@ -510,7 +478,7 @@ class MainWindow(QMainWindow):
         self._update_title()
         self._update_kb_status()
         self.statusBar().showMessage(f"Unsaved change: {what}", 5000)
-        self.ask.kb_changed(self.kb)
+        self.ask.kb_changed(self.kb, edited=True)
         if self.auto_index:
             self.update_index()  # the index follows edits: only changed entries are re-embedded
 
@@ -520,7 +488,7 @@ class MainWindow(QMainWindow):
         kb = self.kb
         return self.jobs.submit(
             "kb.save",
-            _save_kb,
+            workspace.save_kb,
             kb,
             str(path) if path else None,
             label=f"Saving {Path(kb.path).name}",
@@ -538,10 +506,8 @@ class MainWindow(QMainWindow):
             self.save_kb(name)
 
     def _kb_saved(self, target: Path) -> None:
-        is_demo = Path(target).resolve() == paths.demo_kb_path().resolve()
-        if not is_demo:
-            self.settings.ui.add_recent(str(target))
-            self.settings.ui.last_kb = str(target)
+        if not workspace.is_demo(target):
+            workspace.remember_opened(self.settings.ui, target)
             self.persist_settings()
         self._update_recent_menu()
         self._update_title()
@@ -659,7 +625,7 @@ class MainWindow(QMainWindow):
 
     def _settings_changed(self, new: Settings) -> None:
         if new.index != self.settings.index:
-            self.index_holder["index"] = None  # reopened with the new index settings on the next build
+            self.index_holder.reset()  # reopened with the new index settings on the next use
             self.index_ready_for = None
         for section in ("llm", "query_generation", "literature", "index"):
             setattr(self.settings, section, getattr(new, section))
@@ -773,11 +739,8 @@ class MainWindow(QMainWindow):
         """
         if self.kb is not None and self.kb.dirty:
             try:
-                from kmds_desktop.kb import save_kb
-
-                target = paths.sub_dir("recovery") / f"{Path(self.kb.path).stem}.recovered.xml"
                 original = self.kb.path
-                save_kb(self.kb, target)
+                target = workspace.write_recovery_copy(self.kb)
                 log.warning("unsaved changes to %s were written to %s", original, target)
             except Exception:  # noqa: BLE001 - closing must go on even if the copy fails
                 log.exception("could not write a recovery copy of the knowledge base")

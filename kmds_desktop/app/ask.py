@@ -1,0 +1,133 @@
+"""Asking the open knowledge base: the question, the answer it got, the history, and what a change of KB
+means for an answer on screen.
+
+Rules (the window and a script follow the same ones):
+
+- A question needs text and an open KB; otherwise :class:`AskInputError` says what to do.
+- The answer belongs to the KB it was asked of. Opening another KB (or the same file again) clears
+  it: its records and citations would point into a KB that is no longer open. Editing the open KB
+  keeps it but marks it *stale*: a cited record may have changed or been deleted since.
+- The history keeps the last :data:`HISTORY_LIMIT` questions, newest last, without repeats.
+
+:func:`answer_question` is the slow part (route, search, stream an answer), for a worker or a script;
+the semantic index is opened on first need through the session's
+:class:`~kmds_desktop.app.workspace.IndexHolder` (under its lock).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kmds_desktop.app.workspace import IndexHolder
+
+HISTORY_LIMIT = 100
+#: The chunk that carries the records as soon as they are known (before the answer's text).
+RETRIEVED = "retrieved"
+#: The chunk that carries the finished answer rendered (by ``render``) on the worker.
+RENDERED = "rendered"
+
+
+class AskInputError(ValueError):
+    """The question cannot be asked yet (no text, no KB): the message says what to do."""
+
+
+@dataclass
+class AskSession:
+    """The question/answer state of one window (or script)."""
+
+    history: list[str] = field(default_factory=list)
+    question: str = ""
+    result: Any = None
+    stale: bool = False
+    _kb: Any = field(default=None, repr=False)  # the KB object the answer belongs to
+
+    def check(self, question: str, kb: Any) -> str:
+        """The question to ask, or :class:`AskInputError` saying what is missing."""
+        text = (question or "").strip()
+        if not text:
+            raise AskInputError("Type a question first.")
+        if kb is None:
+            raise AskInputError("Open a knowledge base first (File > Open).")
+        return text
+
+    def started(self, question: str, kb: Any) -> None:
+        """A question went out for ``kb``: it joins the history; the previous answer is gone."""
+        self.question = question
+        self.result = None
+        self.stale = False
+        self._kb = kb
+        self.remember(question)
+
+    def finished(self, result: Any) -> None:
+        self.result = result
+
+    def remember(self, question: str) -> None:
+        if question in self.history:
+            self.history.remove(question)
+        self.history.append(question)
+        del self.history[:-HISTORY_LIMIT]
+
+    def kb_changed(self, kb: Any, *, edited: bool = False) -> str:
+        """The open KB changed: ``"cleared"`` (another KB: the answer is gone), ``"stale"`` (the same
+        KB was ``edited``: the answer stays, marked), or ``""`` (nothing asked yet, or the same KB
+        unchanged: saved, or the settings changed)."""
+        if self._kb is None or (self.result is None and not self.question):
+            self._kb = kb
+            return ""
+        if kb is not self._kb:
+            self.result = None
+            self.question = ""
+            self.stale = False
+            self._kb = kb
+            return "cleared"
+        if not edited:
+            return ""
+        self.stale = True
+        return "stale"
+
+
+def answer_question(
+    kb: Any,
+    settings: Any,
+    index_holder: IndexHolder,
+    question: str,
+    route: Any = None,
+    *,
+    render: Callable[[str, int], str] | None = None,
+    progress: Any = None,
+    cancel: Any = None,
+    chunk: Any = None,
+) -> Any:
+    """Route, search and stream an answer; returns the :class:`~kmds_desktop.ask.OrchestratorResult`.
+
+    ``chunk`` receives ``(RETRIEVED, result)`` once the records are known, then text pieces, then
+    ``(RENDERED, (answer, render(answer, n_records)))`` when ``render`` is given (a long answer's
+    Markdown takes tens of ms to convert: the worker does it, not the window).
+    """
+    from kmds_desktop.ask.orchestrator import SearchOrchestrator
+
+    index = index_holder.get_or_open(settings, progress)
+    orchestrator = SearchOrchestrator(
+        kb,
+        settings=settings,
+        index=index,
+        backend=settings.llm.backend,
+        n_results=settings.index.n_results,
+        embedding_model=settings.index.embedding_model,
+    )
+    stream = orchestrator.ask_stream(question, route=route, progress=progress, cancel=cancel)
+    if chunk is not None:
+        chunk((RETRIEVED, stream.result))
+    if progress:
+        progress(3, 4, "writing the answer")
+    for piece in stream:
+        if chunk is not None:
+            chunk(piece)
+    result = stream.result
+    if chunk is not None and render is not None:
+        chunk((RENDERED, (result.answer, render(result.answer, len(result.results)))))
+    if progress:
+        progress(4, 4, "done")
+    return result

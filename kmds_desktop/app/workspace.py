@@ -1,0 +1,186 @@
+"""The open knowledge base as a user works with it: which KB opens at start-up, open, save, save as,
+recent files, the recovery copy, the demo KB, and the semantic index the KB's questions use.
+
+Rules kept here (the window follows them; a script can too):
+
+- **Start-up**: a file named on the command line; else the last KB, if it still exists (else the
+  demo KB, with a note saying why); else, on first run, the demo KB.
+- **The demo KB is opened as a copy** in the data folder (``demo/demo_kb.xml``, made on first use
+  and kept with the user's edits afterwards), so saving can never overwrite the installed
+  ``resources/demo_kb.xml``; saving *to* the installed file is refused with a message.
+- **Recent files and the last KB** record the user's own files only, never the demo copy.
+- **Recovery copy**: when the app must close with unsaved edits (the session ends), they go to
+  ``recovery/<name>.recovered.xml`` in the data folder, never over the user's file.
+- **The semantic index** is opened once, on first need, from whichever worker needs it first:
+  :class:`IndexHolder` opens it under a lock (two workers cannot both find it missing and open two).
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kmds_desktop import paths
+from kmds_desktop.config import Settings, UISettings
+
+DEMO_COPY_NAME = "demo_kb.xml"
+
+
+class DemoOverwriteError(ValueError):
+    """Saving to the installed demo KB: the app's own resource is never written."""
+
+
+class IndexHolder:
+    """The semantic index of this app session, opened on first use under a lock.
+
+    ``get_or_open(settings)`` is what workers call; ``current`` reads it without opening; ``reset()``
+    forgets it (the index settings changed: the next use opens the new one). The mapping form
+    ``holder["index"]`` / ``holder.get("index")`` reads and sets the same value.
+    """
+
+    def __init__(self, index: Any | None = None, opener: Callable[[Settings], Any] | None = None) -> None:
+        self._index = index
+        self._lock = threading.Lock()
+        self._opener = opener  # default: the settings' index in the app's own index process
+
+    @property
+    def current(self) -> Any | None:
+        return self._index
+
+    def get_or_open(self, settings: Settings, progress: Any = None) -> Any:
+        """The index, opening it (in its own process) if no one has yet."""
+        with self._lock:
+            if self._index is None:
+                if progress:
+                    progress(0, None, "opening the semantic index")
+                self._index = (self._opener or _open_own_index)(settings)
+            return self._index
+
+    def reset(self) -> None:
+        with self._lock:
+            self._index = None
+
+    # the mapping form (``holder["index"]``), for callers written against a dict
+    def __getitem__(self, key: str) -> Any:
+        if key != "index":
+            raise KeyError(key)
+        return self._index
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        if key != "index":
+            raise KeyError(key)
+        with self._lock:
+            self._index = value
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._index if key == "index" and self._index is not None else default
+
+
+def _open_own_index(settings: Settings) -> Any:
+    from kmds_desktop.index.factory import open_index
+
+    return open_index(settings, own_process=True)
+
+
+def installed_demo_path() -> Path:
+    """The demo KB shipped with the app (read-only for the app)."""
+    return paths.demo_kb_path()
+
+
+def demo_copy_path() -> Path:
+    """The user's copy of the demo KB in the data folder (what the app opens as "the demo KB")."""
+    return paths.sub_dir("demo") / DEMO_COPY_NAME
+
+
+def _same(a: str | Path, b: str | Path) -> bool:
+    try:
+        return Path(a).expanduser().resolve() == Path(b).expanduser().resolve()
+    except OSError:
+        return False
+
+
+def is_demo(path: str | Path) -> bool:
+    """Whether ``path`` is the demo KB (the installed file or the user's copy)."""
+    return _same(path, installed_demo_path()) or _same(path, demo_copy_path())
+
+
+def path_to_open(path: str | Path) -> Path:
+    """The file to load for ``path``: the installed demo KB becomes the user's copy (made once)."""
+    path = Path(path).expanduser()
+    if not _same(path, installed_demo_path()):
+        return path
+    copy = demo_copy_path()
+    if not copy.exists():
+        tmp = copy.with_suffix(".xml.tmp")
+        shutil.copyfile(installed_demo_path(), tmp)
+        tmp.replace(copy)
+    return copy
+
+
+def check_save_target(target: str | Path) -> Path:
+    """Refuse the installed demo KB as a save target (one line for the user); returns the path."""
+    target = Path(target).expanduser()
+    if _same(target, installed_demo_path()):
+        raise DemoOverwriteError(
+            f"{target} is the demo knowledge base installed with the app and is never overwritten; "
+            "use Save as to keep your changes in a file of your own")
+    return target
+
+
+def startup_kb(settings: Settings, kb_file: str | None = None) -> tuple[Path, str | None]:
+    """Which KB to open at start-up, and a note when the remembered one is gone.
+
+    The demo KB is named by its installed path; :func:`load_kb` opens the user's copy of it.
+    """
+    if kb_file:
+        return Path(kb_file).expanduser(), None
+    last = settings.ui.last_kb
+    if last:
+        if Path(last).exists():
+            return Path(last), None
+        return installed_demo_path(), f"The last knowledge base {last} no longer exists; opened the demo KB."
+    return installed_demo_path(), None
+
+
+def remember_opened(ui: UISettings, path: str | Path) -> None:
+    """A KB was opened or saved at ``path``: recent files and the last KB (the user's files only)."""
+    if is_demo(path):
+        ui.last_kb = None
+        return
+    ui.add_recent(str(path))
+    ui.last_kb = str(path)
+
+
+def recovery_path(kb_path: str | Path) -> Path:
+    """Where unsaved edits of ``kb_path`` go when the app must close without asking."""
+    return paths.sub_dir("recovery") / f"{Path(kb_path).stem}.recovered.xml"
+
+
+# --- the slow parts: plain functions for a worker --------------------------------------------------
+
+
+def load_kb(path: str | Path, *, progress: Any = None, cancel: Any = None) -> Any:
+    """Load a KB file (the demo KB as the user's copy)."""
+    from kmds_desktop.kb import load_kb as _load
+
+    return _load(str(path_to_open(path)), progress=progress, cancel=cancel)
+
+
+def save_kb(kb: Any, path: str | Path | None = None, *, progress: Any = None, cancel: Any = None) -> Path:
+    """Save ``kb`` (to ``path``, or its own file); never to the installed demo KB."""
+    from kmds_desktop.kb import save_kb as _save
+
+    check_save_target(path if path is not None else kb.path)
+    return Path(_save(kb, str(path) if path is not None else None, progress=progress, cancel=cancel))
+
+
+def write_recovery_copy(kb: Any) -> Path:
+    """Write unsaved edits to the recovery copy; returns where."""
+    from kmds_desktop.kb import save_kb as _save
+
+    target = recovery_path(kb.path)
+    _save(kb, target)
+    return target
