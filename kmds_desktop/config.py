@@ -118,7 +118,9 @@ class IndexSettings(_Section):
     chroma_host: str = "127.0.0.1"
     chroma_port: int = Field(8000, ge=1, le=65535)
     embedding_model: str = "all-MiniLM-L6-v2"
-    n_results: int = Field(5, ge=1, le=100)
+    #: Most records an answer shows (a listing shows every match up to it, an open question its
+    #: relevant records up to it); the CLI's ``ask --limit`` overrides it for one question.
+    n_results: int = Field(50, ge=1, le=1000)
 
 
 class UISettings(_Section):

@@ -45,11 +45,11 @@ def test_each_intent_is_reachable_by_a_plain_question(ml_orch, question: str, in
     assert result.fallback_reason is None
     assert result.route_explanation.startswith("Offline router:")
     assert result.results
-    category = {"exploratory_search": "exploratory", "data_representation_search": "data_representation",
-                "modelling_choice_search": "modelling_choice",
-                "model_selection_search": "model_selection"}.get(intent)
-    if category:
-        assert {r["category"] for r in result.results} == {category}
+    # the template was guessed from the question's meaning, so an open question ranks the whole KB
+    # (preferring the template's category): every record is the KB's, best first
+    assert all(ml_orch.kb.observation(r["iri"]) is not None for r in result.results)
+    distances = [r["distance"] for r in result.results]
+    assert result.listing or distances == sorted(distances)
     assert result.answer.startswith("No LLM was used (offline mode)")
     for i in range(1, len(result.results) + 1):
         assert f"[{i}]" in result.answer
@@ -80,11 +80,11 @@ def test_observation_type_cue(ml_orch) -> None:
     assert result.results and {r["obs_type"] for r in result.results} == {"Data Quality Observation"}
 
 
-def test_extractive_answer_groups_by_type(ml_orch) -> None:
+def test_extractive_answer_groups_by_workflow(ml_orch) -> None:
     result = ml_orch.ask("Show every observation in this knowledge base")
-    types = [r["obs_type"] for r in result.results]
-    for obs_type in set(types):
-        assert f"\n{obs_type}:\n" in result.answer
+    assert result.listing and len(result.results) == 5 and result.total_matches == 9 and result.truncated
+    assert "\nWorkflow retail_customer_modelling:\n" in result.answer
+    assert "the first 5 of the 9 matching observations (raise the limit" in result.answer
     assert result.answer.count("\n- ") == len(result.results)
 
 
@@ -174,7 +174,7 @@ def test_six_intents_on_the_analytics_kb(kmds_data: Path, index_dir: Path) -> No
         else:
             assert result.fallback_reason is None and result.intent_class == intent
         if category:
-            assert {r["category"] for r in result.results} == {category}
+            assert result.results[0]["category"] == category
     resolution = orch.ask("how long are tickets open before they are closed").results[0]["finding"]
     assert "resol" in resolution.lower()
 
@@ -182,4 +182,4 @@ def test_six_intents_on_the_analytics_kb(kmds_data: Path, index_dir: Path) -> No
 def test_cli_rejects_a_zero_result_count(kmds_data: Path) -> None:
     kb = str(kmds_data / "example_analytics_kb_app_workflow.xml")
     code, out, err = _cli("ask", kb, "q", "--backend", "offline", "-n", "0")
-    assert code == 1 and out == "" and err.strip() == "error: -n/--n-results must be at least 1, not 0"
+    assert code == 1 and out == "" and err.strip() == "error: -n/--limit must be at least 1, not 0"

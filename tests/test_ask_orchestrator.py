@@ -64,7 +64,9 @@ def test_valid_route_runs_template_ranked_and_cited(fake_ollama, analytics_kb, i
     assert result.intent_class == "exploratory_search"
     assert result.route_explanation == "exploratory_search fits"
     assert result.route == result.proposed_route
-    assert len(result.results) == 3
+    # an open question: the relevant records only (here the one about datetime formats), never padded
+    assert 1 <= len(result.results) <= 3 and not result.listing
+    assert "datetime formats" in result.results[0]["finding"]
     assert {r["category"] for r in result.results} == {"exploratory"}
     distances = [r["distance"] for r in result.results]
     assert distances == sorted(distances)
@@ -116,7 +118,7 @@ def test_unusable_route_falls_back_to_semantic(fake_ollama, analytics_kb, index_
     assert result.fallback_code == code and result.fallback_reason
     assert result.intent_class == "semantic_search" and result.proposed_route is None
     assert "Fell back to semantic search" in result.route_explanation
-    assert len(result.results) == 5 and all(r["source"] == "semantic" for r in result.results)
+    assert 1 <= len(result.results) <= 5 and all(r["source"] == "semantic" for r in result.results)
     assert all(analytics_kb.observation(r["iri"]) for r in result.results)
     assert result.synthesis == "llm" and result.answer.startswith("Two data quality")
 
@@ -131,8 +133,10 @@ def test_filters_are_applied(fake_ollama, ml_kb, index_dir) -> None:
                 and "data quality" in o.obs_type.lower() and o.finding_seq is not None
                 and 2 <= o.finding_seq <= 4}
     assert expected and {r["iri"] for r in result.results} == expected
-    assert result.route.filters == SearchFilters(obs_type_filter="Data Quality", finding_seq_min=2,
-                                                 finding_seq_max=4)
+    # the LLM's "Data Quality" is spelled as the KB spells the type
+    assert result.route.filters == SearchFilters(obs_type_filter="Data Quality Observation",
+                                                 finding_seq_min=2, finding_seq_max=4)
+    assert result.listing and [r["finding_seq"] for r in result.results] == [2, 3, 4]
 
 
 def test_empty_template_falls_back_to_semantic(fake_ollama, analytics_kb, index_dir) -> None:
@@ -142,7 +146,9 @@ def test_empty_template_falls_back_to_semantic(fake_ollama, analytics_kb, index_
     assert result.fallback_code == "empty_template"
     assert "modelling_choice_search found no observations" in result.fallback_reason
     assert result.proposed_route.intent_class == "modelling_choice_search"
-    assert result.intent_class == "semantic_search" and len(result.results) == 5
+    assert result.intent_class == "semantic_search" and 1 <= len(result.results) <= 5
+    distances = [r["distance"] for r in result.results]
+    assert distances == sorted(distances)
 
 
 def test_filters_matching_nothing_fall_back(fake_ollama, analytics_kb, index_dir) -> None:
@@ -192,7 +198,7 @@ def test_synthesis_failure_gives_extractive_answer(fake_ollama, analytics_kb, in
     assert result.fallback_reason is None and result.intent_class == "exploratory_search"
     assert result.synthesis == "extractive" and "out of memory" in result.synthesis_error
     assert result.answer.startswith("The LLM could not write an answer")
-    assert "Data Quality Observation:" in result.answer
+    assert "Workflow ITSM modelling:" in result.answer and "Data Quality Observation" in result.answer
     assert all(f"[{i}]" in result.answer for i in range(1, len(result.results) + 1))
 
 
@@ -324,7 +330,8 @@ def test_index_is_per_kb_and_built_when_missing(tmp_path: Path, analytics_kb, ml
 
 
 def test_template_ranking_matches_exact_ranking(kmds_data: Path, index_dir: Path) -> None:
-    """With more records than wanted, the filtered index query must give the exact top records."""
+    """The relevant records are the leading records of the exact ranking (identical findings of the
+    KB's two workflows merged into one record citing both)."""
     kb = load_kb(kmds_data / "test_kb_exp_workflow.xml")
     def llm(prompt: str) -> str:
         return route_json("data_representation_search") if "JSON" in prompt else "ok"
@@ -334,9 +341,17 @@ def test_template_ranking_matches_exact_ranking(kmds_data: Path, index_dir: Path
     result = orch.ask(question)
     members = [o.iri for o in kb.observations if o.category == "data_representation"]
     assert len(members) > 4 and result.fallback_reason is None
-    exact = orch.index.rank(question, members, kb_id=kb.kb_id)[:4]
-    assert [r["iri"] for r in result.results] == [iri for iri, _ in exact]
-    assert [r["distance"] for r in result.results] == pytest.approx([d for _, d in exact], abs=1e-4)
+    exact, seen = [], set()
+    for iri, distance in orch.index.rank(question, members, kb_id=kb.kb_id):
+        text = kb.observation(iri).finding
+        if text not in seen:
+            seen.add(text)
+            exact.append((iri, distance))
+    n = len(result.results)
+    assert 1 <= n <= 4
+    assert [r["iri"] for r in result.results] == [iri for iri, _ in exact[:n]]
+    assert [r["distance"] for r in result.results] == pytest.approx([d for _, d in exact[:n]], abs=1e-4)
+    assert all(len(r["workflows"]) == 2 and r["also"] for r in result.results)
 
 
 def test_edited_kb_is_reindexed_and_cleared_index_rebuilt(kmds_data: Path, index_dir: Path) -> None:
@@ -357,7 +372,8 @@ def test_edited_kb_is_reindexed_and_cleared_index_rebuilt(kmds_data: Path, index
 def test_every_citation_maps_to_its_result(fake_ollama, ml_kb, index_dir) -> None:
     """[n] in the synthesis prompt and in the answer is results[n-1], for every n."""
     answer = " ".join(f"Point {i} [{i}]." for i in range(1, 6))
-    fake_ollama.models[MODEL] = ModelScript(replies=[scripted(route_json("all_observations_search"), answer)])
+    listing = json.dumps({"intent_class": "all_observations_search", "listing": True, "explanation": "all"})
+    fake_ollama.models[MODEL] = ModelScript(replies=[scripted(listing, answer)])
     result = make(ml_kb, index_dir, fake_ollama.url, n_results=5).ask("Summarise what was found")
     assert result.synthesis == "llm" and len(result.results) == 5 and result.answer == answer
     prompt = fake_ollama.completion_requests()[-1].prompt

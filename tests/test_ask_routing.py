@@ -107,6 +107,7 @@ def test_synthesis_prompt_numbers_records_in_result_order() -> None:
     first, second = prompt.index("[1] (Data Quality Observation"), prompt.index("[2] (Modelling Choice")
     assert first < second < prompt.index("[3] (Data Quality")
     assert "intent MODEL_SELECTION" in prompt and "ONLY the numbered records" in prompt
+    assert "workflow wf" in prompt and "name each workflow" in prompt
 
 
 def test_reasoning_preamble_is_not_part_of_the_answer() -> None:
@@ -119,11 +120,30 @@ def test_citations_outside_the_records_are_dropped() -> None:
     assert cited_numbers("x [2] y [1] z [2]") == [2, 1]
 
 
-def test_extractive_answer_groups_by_type_and_cites() -> None:
+def test_extractive_answer_groups_by_workflow_names_it_and_cites() -> None:
     text = extractive_answer(RECORDS, "Heading.")
     lines = text.splitlines()
     assert lines[0] == "Heading."
-    quality = lines.index("Data Quality Observation:")
-    assert lines[quality + 1].endswith("[1]") and lines[quality + 2].endswith("[3]")
-    assert lines.index("Modelling Choice Observation:") > quality
+    workflow = lines.index("Workflow wf:")
+    assert lines[workflow + 1].startswith("- Data Quality Observation 1: ")
+    assert lines[workflow + 1].endswith("[1]")
+    assert lines[workflow + 2].startswith("- Modelling Choice Observation 2: ")
+    unlinked = lines.index("Not linked to a workflow:")
+    assert unlinked > workflow and lines[unlinked + 1].endswith("[3]")
     assert all(len(line) < 300 for line in lines)
+
+
+def test_merged_duplicate_cites_both_places() -> None:
+    from kmds_desktop.ask.relevance import group_by_workflow, merge_duplicates
+
+    copy = {**RECORDS[0], "iri": "http://x#a2", "workflow_name": "other", "workflows": ["other"],
+            "finding": "  missing values in   ticket dates.", "finding_seq": 4}
+    first = {**RECORDS[0], "workflows": ["wf"]}
+    merged = group_by_workflow(merge_duplicates([first, RECORDS[1], copy]))
+    assert [r["iri"] for r in merged] == ["http://x#a", "http://x#b"]
+    assert merged[0]["workflows"] == ["wf", "other"]
+    assert merged[0]["also"] == [{"iri": "http://x#a2", "name": None, "workflow_name": "other",
+                                  "finding_seq": 4}]
+    text = extractive_answer(merged, "Heading.")
+    assert "Workflow wf and other:" in text and "(also recorded in other finding 4)" in text
+    assert "also recorded as other finding 4" in synthesis_prompt("q", merged)

@@ -10,6 +10,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from kmds_desktop.ask.relevance import workflow_label
+
 #: Characters of each finding shown to the LLM (long Markdown findings would crowd out the others).
 PROMPT_FINDING_CHARS = 1200
 #: Characters of each finding quoted in an extractive answer.
@@ -19,14 +21,27 @@ _CITATION = re.compile(r"\[(\d+)\]")
 
 
 def record_label(result: dict[str, Any]) -> str:
+    """Type, workflow(s), sequence number and intent of a record, as the LLM and the reader see it."""
     parts = [str(result.get("obs_type") or result.get("category") or "observation")]
-    if result.get("workflow_name"):
-        parts.append(f"workflow {result['workflow_name']}")
+    parts.append(f"workflow {workflow_label(result)}")
     if result.get("finding_seq") is not None:
         parts.append(f"finding {result['finding_seq']}")
     if result.get("intent"):
         parts.append(f"intent {result['intent']}")
+    also = _also(result)
+    if also:
+        parts.append(f"also recorded as {also}")
     return ", ".join(parts)
+
+
+def _also(result: dict[str, Any]) -> str:
+    """The other places an identical finding was recorded (merged duplicates)."""
+    places = []
+    for copy in result.get("also") or []:
+        where = copy.get("workflow_name") or "no workflow"
+        seq = f" finding {copy['finding_seq']}" if copy.get("finding_seq") is not None else ""
+        places.append(f"{where}{seq}")
+    return "; ".join(places)
 
 
 def synthesis_prompt(question: str, results: Sequence[dict[str, Any]]) -> str:
@@ -35,8 +50,9 @@ def synthesis_prompt(question: str, results: Sequence[dict[str, Any]]) -> str:
         "Answer the question using ONLY the numbered records from a knowledge base of data-science "
         "observations below.",
         "Be concise (a few sentences or a short list). Cite the records you use as [1], [2], ... right "
-        "after the statement they support. If the records do not answer the question, say so plainly. "
-        "Do not invent facts or cite numbers that are not listed.",
+        "after the statement they support. The records come from one or more workflows: when they come "
+        "from more than one, group the answer by workflow and name each workflow. If the records do not "
+        "answer the question, say so plainly. Do not invent facts or cite numbers that are not listed.",
         "",
         "Records:",
     ]
@@ -79,30 +95,42 @@ def _excerpt(text: str, limit: int = EXTRACT_CHARS) -> str:
 
 
 def extractive_answer(results: Sequence[dict[str, Any]], heading: str) -> str:
-    """The records themselves, grouped by observation type, each with its ``[n]`` citation."""
+    """The records themselves, grouped by workflow (named), each line saying the record's type and
+    sequence number, with its ``[n]`` citation; a merged duplicate names its other places too."""
     if not results:
         return f"{heading}\n\nNo matching observations were found in this knowledge base."
     groups: dict[str, list[tuple[int, dict[str, Any]]]] = {}
     for i, result in enumerate(results, start=1):
-        key = str(result.get("obs_type") or result.get("category") or "Observation")
-        groups.setdefault(key, []).append((i, result))
+        groups.setdefault(workflow_label(result), []).append((i, result))
     lines = [heading]
-    for obs_type, items in groups.items():
-        lines += ["", f"{obs_type}:"]
+    for workflow, items in groups.items():
+        lines += ["", f"Workflow {workflow}:" if workflow != "no workflow" else "Not linked to a workflow:"]
         for i, result in items:
-            lines.append(f"- {_excerpt(str(result.get('finding', '')))} [{i}]")
+            kind = str(result.get("obs_type") or result.get("category") or "Observation")
+            seq = f" {result['finding_seq']}" if result.get("finding_seq") is not None else ""
+            also = _also(result)
+            also_text = f" (also recorded in {also})" if also else ""
+            lines.append(f"- {kind}{seq}: {_excerpt(str(result.get('finding', '')))} [{i}]{also_text}")
     return "\n".join(lines)
 
 
-def _records(n: int) -> str:
-    return "the most relevant observation" if n == 1 else f"the {n} most relevant observations"
+def _records(n: int, listing: bool, total: int | None) -> str:
+    if listing:
+        if total is not None and total > n:
+            return f"the first {n} of the {total} matching observations (raise the limit to see the rest)"
+        return "the one matching observation" if n == 1 else f"all {n} matching observations"
+    if total is not None and total > n:
+        return f"the {n} most relevant of {total} relevant observations (raise the limit to see the rest)"
+    return "the one relevant observation" if n == 1 else f"the {n} relevant observations"
 
 
-def offline_heading(n: int) -> str:
-    return (f"No LLM was used (offline mode): here {'is' if n == 1 else 'are'} {_records(n)}, "
-            "grouped by type." if n else "No LLM was used (offline mode).")
+def offline_heading(n: int, listing: bool = False, total: int | None = None) -> str:
+    """Heading of an offline (extractive) answer: how many records, and which kind of answer."""
+    order = "in workflow and sequence order" if listing else "best first, grouped by workflow"
+    return (f"No LLM was used (offline mode): here {'is' if n == 1 else 'are'} "
+            f"{_records(n, listing, total)}, {order}." if n else "No LLM was used (offline mode).")
 
 
-def fallback_heading(reason: str, n: int) -> str:
+def fallback_heading(reason: str, n: int, listing: bool = False, total: int | None = None) -> str:
     return (f"The LLM could not write an answer ({reason}), so this is an extractive summary of "
-            f"{_records(n)}, grouped by type.")
+            f"{_records(n, listing, total)}, grouped by workflow.")

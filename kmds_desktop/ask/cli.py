@@ -32,7 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     p.add_argument("--model", metavar="NAME",
                    help="LLM model (default: setting llm.ollama_model/google_model)")
     p.add_argument("--ollama-host", metavar="URL", help="Ollama server (default: setting llm.ollama_host)")
-    p.add_argument("-n", "--n-results", type=int, default=None, help="number of records (default: setting)")
+    p.add_argument("-n", "--limit", "--n-results", dest="n_results", type=int, default=None, metavar="N",
+                   help="most records an answer shows (default: setting index.n_results, 50): a listing "
+                        "shows every match up to N, an open question its relevant records up to N")
     p.add_argument("--persist-dir", metavar="DIR", help="index folder (default: DATA_DIR/index)")
     p.add_argument("--json", action="store_true", help="print the whole result as JSON")
     p.set_defaults(func=run)
@@ -42,7 +44,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     out = out or sys.stdout
     err = err or sys.stderr
     if args.n_results is not None and args.n_results < 1:
-        err.write(f"error: -n/--n-results must be at least 1, not {args.n_results}\n")
+        err.write(f"error: -n/--limit must be at least 1, not {args.n_results}\n")
         return 1
     from kmds_desktop.config import SettingsError, load_settings
 
@@ -89,6 +91,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
 
 
 def format_result(data: dict[str, Any]) -> str:
+    from kmds_desktop.ask.relevance import workflow_label
+
     """Answer, route and numbered records as plain text."""
     lines = [data["answer"].strip(), ""]
     route = f"Route: {data['intent_class']} — {data['route_explanation']}"
@@ -98,12 +102,16 @@ def format_result(data: dict[str, Any]) -> str:
     note = f" — {data['backend_note']}" if data.get("backend_note") else ""
     lines.append(f"Backend: {data['backend']} (answer: {data['synthesis']}){note}")
     if data["results"]:
-        lines += ["", "Records:"]
+        shown, total = len(data["results"]), data.get("total_matches") or len(data["results"])
+        kind = "matching" if data.get("listing") else "relevant"
+        more = f" (limit {data.get('limit')}: --limit N shows more)" if total > shown else ""
+        lines += ["", f"Records: {shown} of {total} {kind}{more}"]
         for i, r in enumerate(data["results"], start=1):
             seq = f" #{r['finding_seq']}" if r.get("finding_seq") is not None else ""
             finding = " ".join(str(r.get("finding", "")).split())
             finding = finding if len(finding) <= 160 else finding[:159] + "…"
-            lines.append(f"[{i}] {r.get('obs_type', '')}{seq} ({r.get('workflow_name') or 'no workflow'}): "
-                         f"{finding}")
+            lines.append(f"[{i}] {r.get('obs_type', '')}{seq} (workflow {workflow_label(r)}): {finding}")
             lines.append(f"    {r['iri']}")
+            for copy in r.get("also") or []:
+                lines.append(f"    also {copy['iri']} ({copy.get('workflow_name') or 'no workflow'})")
     return "\n".join(lines) + "\n"

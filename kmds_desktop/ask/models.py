@@ -43,6 +43,8 @@ def describe_filters(filters: SearchFilters | None) -> str:
         parts.append(f"findings {low} to {high}")
     if filters.keyword:
         parts.append(f"keyword {filters.keyword!r}")
+    if getattr(filters, "workflow", None):
+        parts.append(f"workflow {filters.workflow!r}")
     return ", ".join(parts)
 
 
@@ -54,6 +56,10 @@ class OrchestratorRoute(BaseModel):
     intent_class: IntentClass
     filters: SearchFilters = Field(default_factory=SearchFilters)
     explanation: str = ""
+    #: True: the question asks for a listing (every matching record, in workflow and sequence
+    #: order); False: an open question (the relevant records, best first); None: decide from the
+    #: question's wording and the filters (see :func:`kmds_desktop.ask.relevance.is_listing`).
+    listing: bool | None = None
 
     def describe_filters(self) -> str:
         """The filters in words (``"type contains 'EDA', findings 2 to 3"``; ``""`` for none): one
@@ -65,7 +71,7 @@ class OrchestratorRoute(BaseModel):
         data = self.filters.model_dump()
         data.update(changes)
         return OrchestratorRoute(intent_class=self.intent_class, filters=SearchFilters(**data),
-                                 explanation=self.explanation)
+                                 explanation=self.explanation, listing=self.listing)
 
 
 @dataclass
@@ -94,6 +100,18 @@ class OrchestratorResult:
     question: str = ""
     #: Seconds per step ("embed", "route", "search", "synthesis", "total").
     timings: dict[str, float] = field(default_factory=dict)
+    #: True when the records are a listing (every match, workflow and sequence order); False when
+    #: they are the records relevant to an open question (best first, grouped by workflow).
+    listing: bool = False
+    #: The most records an answer shows (the orchestrator's ``n_results``; CLI ``--limit``).
+    limit: int = 0
+    #: How many records matched before the limit (after merging duplicates).
+    total_matches: int = 0
+
+    @property
+    def truncated(self) -> bool:
+        """Whether the limit left matching records out (raise ``limit`` to see them)."""
+        return self.total_matches > len(self.results)
 
     @property
     def citations(self) -> dict[int, str]:
@@ -105,4 +123,5 @@ class OrchestratorResult:
         data = asdict(self)
         data["route"] = self.route.model_dump() if self.route is not None else None
         data["proposed_route"] = self.proposed_route.model_dump() if self.proposed_route is not None else None
+        data["truncated"] = self.truncated
         return data

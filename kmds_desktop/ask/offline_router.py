@@ -4,20 +4,25 @@ The question's embedding (computed once per question, shared with ranking) is co
 embeddings of each template's description and example questions; the best match wins when it is
 clear enough, otherwise the question goes to semantic search. Cues a similarity score cannot see
 are read directly: a sequence range ("first 3 findings", "findings 2 to 5", "finding 4"), quoted
-words (a keyword filter), a category named outright ("model selection", "feature engineering"),
-and an observation type named outright ("data quality observations").
+words (a keyword filter), a category named outright ("model selection"), and, from the KB's own
+vocabulary (:mod:`~kmds_desktop.ask.kb_vocabulary`), an observation type ("data quality problems"),
+a workflow ("the penguin body mass regression workflow") and the sequence numbers "first/last N"
+refer to. Whether the question asks for a listing or is an open question is read from its wording
+and filters (:func:`~kmds_desktop.ask.relevance.is_listing`).
 """
 
 from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from kmds_desktop.ask.catalog import ROUTES
+from kmds_desktop.ask.kb_vocabulary import GENERIC_TYPES, KBVocabulary, normalise_name, type_stem
 from kmds_desktop.ask.models import OrchestratorRoute
+from kmds_desktop.ask.relevance import is_listing
 from kmds_desktop.kb import SearchFilters
 
 #: ``encode(texts, model_name)`` -> unit-length vectors, one row per text.
@@ -33,21 +38,24 @@ _NUMBER_WORDS = {
     "ten": 10, "eleven": 11, "twelve": 12,
 }
 _NUM = r"(\d+|" + "|".join(_NUMBER_WORDS) + r")"
-_ITEM = r"(?:findings?|observations?|steps?|entries|records?)"
-_RANGE = re.compile(
-    rf"{_ITEM}\s*(?:#|no\.?|number)?\s*{_NUM}\s*(?:to|through|thru|until|-|–|and)\s*{_NUM}", re.I
-)
+_ITEM = (r"(?:findings?|observations?|steps?|entries|records?|choices|assumptions|descriptions|statements"
+         r"|summaries)")
+_TO = r"\s*(?:to|through|thru|until|-|–|and)\s*"
+_RANGE = re.compile(rf"{_ITEM}\s*(?:#|no\.?|numbers?|numbered)?\s*{_NUM}{_TO}{_NUM}\b", re.I)
+_NUMBERED = re.compile(rf"\b(?:numbered|numbers?|nos?\.?|#)\s*{_NUM}{_TO}{_NUM}\b", re.I)
 _BETWEEN = re.compile(rf"{_ITEM}.{{0,20}}?between\s+{_NUM}\s+and\s+{_NUM}", re.I)
-_FIRST = re.compile(rf"\b(?:first|top|earliest)\s+{_NUM}\s+(?:\w+\s+){{0,3}}?{_ITEM}", re.I)
-_LAST = re.compile(rf"\b(?:last|latest|final)\s+{_NUM}\s+(?:\w+\s+){{0,3}}?{_ITEM}", re.I)
-_SINGLE = re.compile(rf"\b{_ITEM}\s*(?:#|no\.?|number)\s*{_NUM}\b|\b(?:finding|observation)\s+(\d+)\b", re.I)
+_FIRST = re.compile(rf"\b(?:first|top|earliest)\s+{_NUM}\s+(?:[\w-]+\s+){{0,4}}?{_ITEM}", re.I)
+_LAST = re.compile(rf"\b(?:last|latest|final)\s+{_NUM}\s+(?:[\w-]+\s+){{0,4}}?{_ITEM}", re.I)
+_SINGLE = re.compile(rf"\b{_ITEM}\s*(?:#|no\.?|number(?:ed)?)\s*{_NUM}\b|\b(?:finding|observation)\s+(\d+)\b",
+                     re.I)
 _AFTER = re.compile(rf"{_ITEM}\s+(?:after|from|since)\s+(?:#|number\s+)?{_NUM}(?!\s*(?:to|-|–|and))", re.I)
-_QUOTED = re.compile(r"[\"“”']([^\"“”']{2,60})[\"“”']")
+_QUOTED = re.compile(r"[\"“”]([^\"“”]{2,60})[\"“”]|(?<![\w])'([^']{2,60})'(?![\w])")
+_WORKFLOW_PHRASE = re.compile(r"((?:[\w-]+\s+){1,6})workflow\b", re.I)
 
 #: Phrases that name a template outright (lower case, matched as substrings).
 _CATEGORY_CUES: dict[str, tuple[str, ...]] = {
-    "exploratory_search": ("exploratory", "exploration", "explore", "eda", "data quality", "missing value",
-                           "outlier", "relevance observation"),
+    "exploratory_search": ("exploratory", "exploration", "explore", "eda", "data quality", "outlier",
+                           "relevance observation"),
     "data_representation_search": ("data representation", "feature engineering", "engineered feature",
                                    "transformation", "transformed", "encoding", "representation"),
     "modelling_choice_search": ("modelling choice", "modeling choice", "modelling assumption",
@@ -57,10 +65,11 @@ _CATEGORY_CUES: dict[str, tuple[str, ...]] = {
                                "model comparison", "best model", "best performing", "evaluation metric"),
     "all_observations_search": ("all observations", "all findings", "every observation", "every finding",
                                 "all the observations", "all the findings", "list observations",
-                                "list findings", "list all", "overview of all"),
+                                "list findings", "list all", "overview of all", "everything"),
 }
-#: Observation types too generic to be a filter when named (they are the category itself).
-_GENERIC_TYPES = {"model selection observation", "modelling choice observation", "experimental observation"}
+#: Category names a type stem must not equal (naming the category narrows nothing).
+_CATEGORY_WORDS = {"exploratory", "data representation", "modelling choice", "modeling choice",
+                   "model selection", "experimental"}
 
 
 @dataclass(frozen=True)
@@ -100,18 +109,19 @@ _TEMPLATE_VECTORS = _TemplateVectors()
 
 
 def route_offline(question: str, question_vector: Any, model_name: str,
-                  obs_types: Sequence[str] = (), seqs: Sequence[int] = (),
-                  encode: Encoder | None = None) -> OfflineDecision:
+                  vocabulary: KBVocabulary | None = None, encode: Encoder | None = None) -> OfflineDecision:
     """Route ``question`` without an LLM.
 
-    ``question_vector`` is the question's unit-length embedding; ``obs_types`` are the KB's
-    observation types (for type cues) and ``seqs`` its finding sequence numbers (so "first 3" means
-    the three lowest numbers the KB actually has). ``encode(texts, model_name)`` embeds the
+    ``question_vector`` is the question's unit-length embedding; ``vocabulary`` is the KB's own
+    (observation types, workflow names, sequence numbers per workflow and category), so a type or
+    workflow named in the question becomes a filter and "first 3" means the three lowest numbers
+    the KB actually has where the question looks. ``encode(texts, model_name)`` embeds the
     templates' examples (once per model); the orchestrator passes its index's, which in the app
     runs in the index process.
     """
     import numpy as np
 
+    vocab = vocabulary or KBVocabulary({}, [], [])
     similarity: dict[str, float] = {}
     for intent, vectors in _TEMPLATE_VECTORS.get(model_name, encode):
         similarity[intent] = float(np.max(vectors @ np.asarray(question_vector, dtype=np.float32)))
@@ -121,13 +131,14 @@ def route_offline(question: str, question_vector: Any, model_name: str,
     for intent in cued:
         scores[intent] += CUE_BONUS
 
-    filters, notes = _filters_from_cues(question, obs_types, seqs)
+    notes: list[str] = []
+    obs_type = _type_from_question(question, vocab)
+    workflow = _workflow_from_question(question, vocab)
     best = max(scores, key=lambda k: scores[k])
-    has_seq = filters.finding_seq_min is not None or filters.finding_seq_max is not None
     category_cued = [c for c in cued if c != "all_observations_search"]
-    if has_seq and not category_cued:
-        best = "all_observations_search"
-        why = "the question asks for a range of findings"
+    if obs_type:
+        best = f"{_category_of(obs_type, vocab)}_search"
+        why = f"the question names the observation type {obs_type!r}"
     elif scores[best] >= MIN_TEMPLATE_SIMILARITY:
         named = " and named in the question" if best in cued else ""
         why = f"closest template (similarity {similarity[best]:.2f}){named}"
@@ -135,62 +146,123 @@ def route_offline(question: str, question_vector: Any, model_name: str,
         best = "semantic_search"
         top = max(similarity.values())
         why = f"no template is close enough (best similarity {top:.2f}): free-text search"
-    if filters.obs_type_filter and best in ("semantic_search",):
+    category = _CATEGORY_OF_INTENT.get(best)
+    seq_min, seq_max, seq_note = _range_from_question(question, vocab, category, workflow)
+    has_seq = seq_min is not None or seq_max is not None
+    if (has_seq or workflow) and not category_cued and not obs_type:
         best = "all_observations_search"
-        why = "the question names an observation type"
-    explanation = f"Offline router: {why}" + (f"; {'; '.join(notes)}" if notes else "") + "."
-    route = OrchestratorRoute(intent_class=best, filters=filters, explanation=explanation)
+        why = "the question asks for a range of findings" if has_seq else "the question names a workflow"
+        if has_seq:  # the range was read for the old template's category: read it again for all
+            seq_min, seq_max, seq_note = _range_from_question(question, vocab, None, workflow)
+    if best == "semantic_search" and workflow:
+        best = "all_observations_search"
+    keyword = None
+    if m := _QUOTED.search(question):
+        keyword = (m.group(1) or m.group(2)).strip()
+    for label, value in (("type", obs_type), ("workflow", workflow), ("", seq_note),
+                         ("keyword", f'"{keyword}"' if keyword else None)):
+        if value:
+            notes.append(f"{label} {value}".strip())
+    filters = SearchFilters(obs_type_filter=obs_type, finding_seq_min=seq_min, finding_seq_max=seq_max,
+                            keyword=keyword, workflow=workflow)
+    listing = is_listing(question, filters)
+    mode = "a listing: every match in workflow and sequence order" if listing \
+        else "an open question: the relevant records"
+    explanation = f"Offline router: {why}" + (f"; {'; '.join(notes)}" if notes else "") + f"; {mode}."
+    route = OrchestratorRoute(intent_class=best, filters=filters, explanation=explanation, listing=listing)
     return OfflineDecision(route, scores)
+
+
+_CATEGORY_OF_INTENT = {
+    "exploratory_search": "exploratory",
+    "data_representation_search": "data_representation",
+    "modelling_choice_search": "modelling_choice",
+    "model_selection_search": "model_selection",
+}
+
+
+def category_named(question: str, intent_class: str) -> bool:
+    """Whether ``question`` names ``intent_class``'s category outright ("model selection", "feature
+    engineering", ...), rather than a router guessing it from the question's meaning."""
+    lowered = question.lower()
+    return any(cue in lowered for cue in _CATEGORY_CUES.get(intent_class, ()))
 
 
 def _num(text: str) -> int:
     return int(text) if text.isdigit() else _NUMBER_WORDS[text.lower()]
 
 
-def _filters_from_cues(question: str, obs_types: Sequence[str], seqs: Sequence[int]) -> tuple[SearchFilters,
-                                                                                               list[str]]:
-    notes: list[str] = []
-    seq_min: int | None = None
-    seq_max: int | None = None
-    ordered = sorted(set(seqs))
-    if m := (_RANGE.search(question) or _BETWEEN.search(question)):
-        seq_min, seq_max = sorted((_num(m.group(1)), _num(m.group(2))))
-        notes.append(f"findings {seq_min} to {seq_max}")
-    elif m := _FIRST.search(question):
-        n = _num(m.group(1))
-        if ordered:
-            seq_min, seq_max = ordered[0], ordered[min(n, len(ordered)) - 1]
-        else:
-            seq_min, seq_max = 1, n
-        notes.append(f"first {n} findings")
-    elif m := _LAST.search(question):
-        n = _num(m.group(1))
-        if ordered:
-            seq_min, seq_max = ordered[-min(n, len(ordered))], ordered[-1]
-            notes.append(f"last {n} findings")
-    elif m := _AFTER.search(question):
-        seq_min = _num(m.group(1))
-        notes.append(f"findings from {seq_min}")
-    elif m := _SINGLE.search(question):
-        value = m.group(1) or m.group(2)
-        seq_min = seq_max = _num(value)
-        notes.append(f"finding {seq_min}")
+def _category_of(obs_type: str, vocab: KBVocabulary) -> str:
+    for category, types in vocab.types_by_category.items():
+        if obs_type in types:
+            return category
+    return "all_observations"
 
-    keyword = None
-    if m := _QUOTED.search(question):
-        keyword = m.group(1).strip()
-        notes.append(f'keyword "{keyword}"')
 
-    obs_type = None
-    lowered = question.lower()
-    for name in sorted(set(obs_types), key=len, reverse=True):
-        if not name or name.lower() in _GENERIC_TYPES:
+def _type_from_question(question: str, vocab: KBVocabulary) -> str | None:
+    """The KB's observation type the question names: its full name, or the words that set it apart
+    ("data quality", "feature engineering"); a one-word stem ("relevance") only before
+    "observation(s)"/"finding(s)". Types that merely restate their category are never a filter."""
+    lowered = normalise_name(question)
+    for name in sorted(vocab.obs_types, key=len, reverse=True):
+        norm = normalise_name(name)
+        if not norm or norm in GENERIC_TYPES:
             continue
-        stem = re.sub(r"\s+(observation|statement|description|summary)$", "", name.strip(), flags=re.I)
-        stem = stem.lower()
-        if name.lower() in lowered or (len(stem) > 6 and f"{stem} observation" in lowered):
-            obs_type = name
-            notes.append(f"type {name}")
-            break
-    return SearchFilters(obs_type_filter=obs_type, finding_seq_min=seq_min, finding_seq_max=seq_max,
-                         keyword=keyword), notes
+        stem = type_stem(name)
+        if norm in lowered:
+            return name
+        if not stem or stem in _CATEGORY_WORDS:
+            continue
+        if " " in stem:
+            if re.search(rf"\b{re.escape(stem)}", lowered):
+                return name
+        elif re.search(rf"\b{re.escape(stem)}\s+(?:observations?|findings?)\b", lowered):
+            return name
+    return None
+
+
+def _workflow_from_question(question: str, vocab: KBVocabulary) -> str | None:
+    """The KB's workflow the question names: its whole name, or "the <words> workflow" where the
+    words belong to one workflow's name only."""
+    found = vocab.find_workflow(question)
+    if found or not vocab.workflows:
+        return found
+    for m in _WORKFLOW_PHRASE.finditer(question):
+        words = {w for w in normalise_name(m.group(1)).split() if len(w) > 2 and w not in _STOP}
+        if not words:
+            continue
+        hits = [w for w in vocab.workflows if words <= set(normalise_name(w).split())]
+        if len(hits) == 1:
+            return hits[0]
+    return None
+
+
+_STOP = {"the", "and", "for", "from", "with", "this", "that", "all", "of", "in", "our", "its"}
+
+
+def _range_from_question(question: str, vocab: KBVocabulary, category: str | None,
+                         workflow: str | None) -> tuple[int | None, int | None, str | None]:
+    """``(seq_min, seq_max, note)`` from "findings 2 to 4", "numbered 1 to 3", "first/last N",
+    "finding 4", "findings from 3"; first/last N read against the numbers of ``category`` in
+    ``workflow`` (the whole KB when None)."""
+    if m := (_RANGE.search(question) or _NUMBERED.search(question) or _BETWEEN.search(question)):
+        low, high = sorted((_num(m.group(1)), _num(m.group(2))))
+        return low, high, f"findings {low} to {high}"
+    ordered = vocab.seqs_in(category, workflow)
+    if m := _FIRST.search(question):
+        n = _num(m.group(1))
+        if ordered:
+            return ordered[0], ordered[min(n, len(ordered)) - 1], f"first {n} findings"
+        return 1, n, f"first {n} findings"
+    if m := _LAST.search(question):
+        n = _num(m.group(1))
+        if ordered:
+            return ordered[-min(n, len(ordered))], ordered[-1], f"last {n} findings"
+        return None, None, None
+    if m := _AFTER.search(question):
+        low = _num(m.group(1))
+        return low, None, f"findings from {low}"
+    if m := _SINGLE.search(question):
+        value = _num(m.group(1) or m.group(2))
+        return value, value, f"finding {value}"
+    return None, None, None

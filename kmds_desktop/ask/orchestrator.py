@@ -2,10 +2,15 @@
 
 Steps of :meth:`SearchOrchestrator.ask`:
 
-1. route — the LLM gets a prompt listing every template and replies with JSON, parsed tolerantly
-   and validated by pydantic; without an LLM the offline router decides from embeddings and cues;
-2. search — the chosen template runs with the route's filters and its records are ranked by
-   similarity to the question (stored index vectors), keeping the ``n_results`` closest;
+1. route — the LLM gets a prompt listing every template and the KB's own vocabulary (types,
+   workflows, sequence numbers, intents) and replies with JSON, parsed tolerantly and validated by
+   pydantic; without an LLM the offline router decides from embeddings, cues and that vocabulary;
+2. search — the chosen template runs with the route's filters. A listing ("show", "list",
+   "first 3", "findings 2 to 4", a named type or workflow) keeps every match in workflow and
+   sequence order; an open question keeps the records relevant to it, best first, and stops where
+   relevance drops (:mod:`~kmds_desktop.ask.relevance`). Identical findings are merged (both
+   citations kept), records are grouped by workflow, and at most ``n_results`` are shown (the
+   visible limit; ``total_matches`` says how many matched);
 3. synthesis — the LLM writes a concise answer citing records as ``[n]`` (``results[n-1]``);
    without an LLM, or when synthesis fails, the answer is extractive and says so;
 4. fallback — an invalid or unknown route, a failing LLM, or a template that finds nothing leads
@@ -34,8 +39,16 @@ from kmds_desktop.ask.answers import (
     synthesis_prompt,
 )
 from kmds_desktop.ask.catalog import ROUTE_BY_INTENT
+from kmds_desktop.ask.kb_vocabulary import KBVocabulary
 from kmds_desktop.ask.models import OrchestratorResult, OrchestratorRoute
-from kmds_desktop.ask.offline_router import route_offline
+from kmds_desktop.ask.offline_router import category_named, route_offline
+from kmds_desktop.ask.relevance import (
+    DEFAULT_LIMIT,
+    group_by_workflow,
+    is_listing,
+    merge_duplicates,
+    relevant,
+)
 from kmds_desktop.ask.routing import RouteError, parse_route, routing_prompt
 from kmds_desktop.config import Settings, SettingsError, load_settings
 from kmds_desktop.index.embeddings import DEFAULT_MODEL
@@ -60,6 +73,10 @@ BACKEND_CHOICES = ("auto", "ollama", "google", "offline")
 #: LLM failures that will repeat on the next call, so synthesis is not attempted after routing hit one.
 _PERSISTENT_LLM_ERRORS = (LLMUnreachable, LLMModelNotFound, LLMAuthError, LLMTimeout)
 _STEPS = 4
+#: Templates with more records than this are ranked by a filtered index query, not one by one.
+RANK_EXACTLY_MAX = 500
+#: Similarity added to records of the category the router guessed (but the question did not name).
+PREFERRED_BONUS = 0.05
 
 
 class SearchOrchestrator:
@@ -77,7 +94,9 @@ class SearchOrchestrator:
     (the records are still found, by semantic search, and quoted extractively). The app passes
     "auto" (Ollama if it answers, else Google if a key is set, else offline); "ollama" and
     "offline" are the other choices. ``model`` overrides the configured model of the chosen
-    backend; ``ollama_host`` the configured host. ``n_results`` is the visible limit on records
+    backend; ``ollama_host`` the configured host. ``n_results`` is the visible limit on the records
+    an answer shows (default :data:`~kmds_desktop.ask.relevance.DEFAULT_LIMIT`); a listing shows
+    every match up to it, an open question the relevant records up to it.
     """
 
     def __init__(
@@ -88,7 +107,7 @@ class SearchOrchestrator:
         llm_fn: LLMFn | None = None,
         model: str | None = None,
         embedding_model: str = DEFAULT_MODEL,
-        n_results: int = 5,
+        n_results: int | None = None,
         backend: str = "google",
         settings: Settings | None = None,
         ollama_host: str | None = None,
@@ -96,6 +115,8 @@ class SearchOrchestrator:
     ) -> None:
         if backend not in BACKEND_CHOICES:
             raise ValueError(f"unknown backend {backend!r}: choose one of {', '.join(BACKEND_CHOICES)}")
+        if n_results is None:
+            n_results = DEFAULT_LIMIT
         if isinstance(n_results, bool) or not isinstance(n_results, int) or n_results < 1:
             raise ValueError(f"n_results must be a whole number of at least 1, not {n_results!r}")
         self.kb: KnowledgeBase = kb_path if isinstance(kb_path, KnowledgeBase) else load_kb(kb_path)
@@ -241,8 +262,9 @@ class SearchOrchestrator:
             try:
                 if self._llm_error is not None:
                     raise self._llm_error
-                reply = self._call_llm(routing_prompt(question, self._obs_types()), cancel)
-                proposed = parse_route(reply)
+                vocabulary = self.vocabulary()
+                reply = self._call_llm(routing_prompt(question, vocabulary), cancel)
+                proposed = _in_kb_terms(parse_route(reply), vocabulary)
             except Cancelled:
                 raise
             except RouteError as err:
@@ -255,8 +277,8 @@ class SearchOrchestrator:
             t_embed = time.perf_counter()
             question_vector = self._embed(question)
             timings["embed"] = time.perf_counter() - t_embed
-            decision = route_offline(question, question_vector, self.embedding_model,
-                                     self._obs_types(), self._seqs(), encode=self._encode)
+            decision = route_offline(question, question_vector, self.embedding_model, self.vocabulary(),
+                                     encode=self._encode)
             proposed = decision.route
         timings["route"] = time.perf_counter() - t
         result.proposed_route = proposed
@@ -267,8 +289,10 @@ class SearchOrchestrator:
         t = time.perf_counter()
         results: list[dict[str, Any]] = []
         ran = proposed
+        listing = False
         if proposed is not None and fallback is None:
-            results, empty_reason = self._run_route(question, question_vector, proposed)
+            guessed = route is None and self._llm is None and self._llm_error is None  # offline router
+            results, listing, empty_reason = self._run_route(question, question_vector, proposed, guessed)
             if not results:
                 fallback = empty_reason
         if fallback is not None:
@@ -276,13 +300,19 @@ class SearchOrchestrator:
             ran = OrchestratorRoute(intent_class="semantic_search", filters=SearchFilters(),
                                     explanation=f"Fell back to semantic search: {reason.rstrip('.')}.")
             results = self._semantic(question, question_vector)
+            listing = False
             result.fallback_code, result.fallback_reason = code, reason
         timings["search"] = time.perf_counter() - t
         assert ran is not None
         result.route = ran
         result.intent_class = ran.intent_class
         result.route_explanation = _explanation(proposed, ran, fallback)
-        result.results = results
+        result.listing = listing
+        result.limit = self.n_results
+        result.total_matches = len(results)
+        result.results = results[: self.n_results]
+        for r in result.results:
+            r.setdefault("kb_id", self.kb_id)
         timings["total"] = time.perf_counter() - started
         return result
 
@@ -302,58 +332,72 @@ class SearchOrchestrator:
 
     _llm_failure: LLMError | None = None
 
-    def _run_route(self, question: str, qvec: Any,
-                   route: OrchestratorRoute) -> tuple[list[dict[str, Any]], tuple[str, str]]:
-        """Results of ``route`` and, when there are none, the fallback code and reason."""
+    def _run_route(self, question: str, qvec: Any, route: OrchestratorRoute, guessed: bool = False,
+                   ) -> tuple[list[dict[str, Any]], bool, tuple[str, str]]:
+        """Every record of ``route`` (merged, grouped; the caller applies the limit), whether they
+        are a listing, and the fallback code and reason for when there are none.
+
+        ``guessed``: the offline router chose the template from the question's meaning alone; an
+        open question that does not name the category then ranks the whole KB, preferring it.
+        """
         filters = route.filters
         described = route.describe_filters()
+        listing = is_listing(question, filters, route.listing)
         if route.intent_class == "semantic_search":
-            if not described:
-                return self._semantic(question, qvec), ("empty_template", "the semantic search found nothing")
+            if not described and not listing:
+                return (self._semantic(question, qvec), False,
+                        ("empty_template", "the semantic search found nothing"))
             candidates = TEMPLATES["all_observations_search"](self.kb, filters)
-            return (self._rank(question, qvec, candidates, None, filters),
-                    ("empty_filtered", f"no observation matches the filters ({described})"))
-        template = TEMPLATES[route.intent_class]
-        candidates = template(self.kb, filters)
-        where = f" with the filters ({described})" if described else ""
-        category = ROUTE_BY_INTENT[route.intent_class].category
-        return (self._rank(question, qvec, candidates, category, filters),
-                ("empty_template", f"the template {route.intent_class} found no observations{where}"))
+            empty = ("empty_filtered", f"no observation matches the filters ({described})")
+            category = None
+        else:
+            candidates = TEMPLATES[route.intent_class](self.kb, filters)
+            where = f" with the filters ({described})" if described else ""
+            empty = ("empty_template", f"the template {route.intent_class} found no observations{where}")
+            category = ROUTE_BY_INTENT[route.intent_class].category
+        if listing:
+            records = [_observation_result(o, None, "template") for o in candidates]
+            return group_by_workflow(merge_duplicates(records)), True, empty
+        prefer = None
+        if (guessed and candidates and category is not None and not described
+                and not category_named(question, route.intent_class)):
+            # the router only guessed the category from the question's meaning: relevant records
+            # of other categories still count, the guessed one is preferred
+            candidates, prefer, category = list(self.kb.observations), category, None
+        return self._relevant(question, qvec, candidates, category, filters, prefer), False, empty
 
-    def _rank(self, question: str, qvec: Any, observations: list[Observation], category: str | None,
-              filters: SearchFilters) -> list[dict[str, Any]]:
-        """Template records ordered by similarity to the question, best ``n_results``.
+    def _relevant(self, question: str, qvec: Any, observations: list[Observation], category: str | None,
+                  filters: SearchFilters, prefer: str | None = None) -> list[dict[str, Any]]:
+        """The template's records relevant to the question: ranked by similarity (stored index
+        vectors), cut where relevance drops, duplicates merged, grouped by workflow.
 
-        When the template holds more records than wanted and its filters are ones the index can
-        apply too (category, type), one filtered index query yields the best ones at the cost of a
-        bare search; otherwise (a sequence or keyword filter, few records, or too few hits) the
-        records are ranked exactly from their stored vectors.
+        A large template whose filters the index can apply too (category, type, workflow) is
+        ranked by one filtered index query for the best ``n_results`` (cheap at any KB size);
+        otherwise every record is ranked exactly from its stored vector.
         """
-        if not observations:
+        by_iri = {o.iri: o for o in observations if o.finding.strip()}
+        if not by_iri:
             return []
-        by_iri = {o.iri: o for o in observations}
         ranked: list[tuple[str, float]] | None = None
         index_sees_all = (filters.finding_seq_min is None and filters.finding_seq_max is None
-                          and not filters.keyword)
-        if len(by_iri) > self.n_results and index_sees_all:
+                          and not filters.keyword and not filters.workflow)
+        if len(by_iri) > RANK_EXACTLY_MAX and index_sees_all:
             hits = self._search(question, qvec, self.n_results + len(self.kb.workflows),
                                 category=category, obs_type=filters.obs_type_filter)
-            picked = [(str(h["iri"]), float(h["distance"])) for h in hits if h.get("iri") in by_iri]
-            if len(picked) >= self.n_results:
-                ranked = picked[: self.n_results]
-        if ranked is None:
-            texts = {o.iri: o.finding for o in observations if o.finding.strip()}
+            ranked = [(str(h["iri"]), float(h["distance"])) for h in hits if h.get("iri") in by_iri]
+        if not ranked:
+            texts = {iri: o.finding for iri, o in by_iri.items()}
             kwargs: dict[str, Any] = {"kb_id": self.kb_id, "texts": texts}
             if qvec is not None:
                 kwargs["query_vector"] = qvec
             ranked = self.index.rank(question, list(by_iri), **kwargs)
-        out = [_observation_result(by_iri[iri], dist, "template") for iri, dist in ranked if iri in by_iri]
-        if len(out) < self.n_results:  # records without text cannot be ranked: keep them, last
-            seen = {r["iri"] for r in out}
-            out += [_observation_result(o, None, "template") for o in observations if o.iri not in seen]
-        for r in out:
-            r["kb_id"] = self.kb_id
-        return out[: self.n_results]
+        scored = [(by_iri[iri], 1.0 - dist + (PREFERRED_BONUS if by_iri[iri].category == prefer else 0.0))
+                  for iri, dist in ranked if iri in by_iri]
+        scored.sort(key=lambda pair: -pair[1])
+        kept = relevant(scored)
+        distance = {iri: dist for iri, dist in ranked}
+        records = [_observation_result(obs, distance[obs.iri], "template") for obs, _ in kept]
+        return group_by_workflow(merge_duplicates(records))
 
     def _search(self, question: str, qvec: Any, n: int, **filters: Any) -> list[dict[str, Any]]:
         """``index.search`` on this KB only, with the question's vector when it was embedded already."""
@@ -363,22 +407,25 @@ class SearchOrchestrator:
         return self.index.search(question, n_results=max(1, n), **kwargs)
 
     def _semantic(self, question: str, qvec: Any) -> list[dict[str, Any]]:
-        """Semantic search of this KB's index entries; observations only, enriched from the KB."""
-        hits = self._search(question, qvec, self.n_results + len(self.kb.workflows))
+        """Semantic search of this KB's index entries: the observations relevant to the question
+        (cut where relevance drops), enriched from the KB, merged and grouped by workflow."""
+        n = self.n_results + len(self.kb.workflows)
+        hits = self._search(question, qvec, n)
         if not hits and self.kb.observations:  # the index was cleared behind our back: rebuild once
             self.refresh_index()
-            hits = self._search(question, qvec, self.n_results + len(self.kb.workflows))
-        out = []
+            hits = self._search(question, qvec, n)
+        scored = []
         for hit in hits:
             obs = self.kb.observation(str(hit.get("iri", "")))
             if obs is None:  # a workflow description, or an entry of an observation deleted since
                 continue
-            found = _observation_result(obs, hit.get("distance"), "semantic")
-            found["kb_id"] = str(hit.get("kb_id") or self.kb_id)
+            scored.append(((obs, str(hit.get("kb_id") or self.kb_id)), 1.0 - float(hit.get("distance", 1.0))))
+        out = []
+        for (obs, kb_id), sim in relevant(scored):
+            found = _observation_result(obs, 1.0 - sim, "semantic")
+            found["kb_id"] = kb_id
             out.append(found)
-            if len(out) == self.n_results:
-                break
-        return out
+        return group_by_workflow(merge_duplicates(out))
 
     def _synthesis_chunks(self, result: OrchestratorResult, cancel: CancelToken | None,
                           stream: bool) -> Iterator[str]:
@@ -387,7 +434,8 @@ class SearchOrchestrator:
         llm_down = self._llm_error or self._llm_failure
         if self._llm is None and self._llm_error is None:
             result.synthesis = "offline"
-            result.answer = extractive_answer(result.results, offline_heading(n))
+            result.answer = extractive_answer(result.results,
+                                              offline_heading(n, result.listing, result.total_matches))
             yield result.answer
             return
         if not result.results:
@@ -428,7 +476,9 @@ class SearchOrchestrator:
                                   partial: str) -> Iterator[str]:
         result.synthesis = "extractive"
         result.synthesis_error = str(err)
-        extract = extractive_answer(result.results, fallback_heading(_short_reason(err), len(result.results)))
+        heading = fallback_heading(_short_reason(err), len(result.results), result.listing,
+                                   result.total_matches)
+        extract = extractive_answer(result.results, heading)
         text = f"\n\n{extract}" if partial else extract
         result.answer = (partial + text).strip()
         yield text
@@ -452,11 +502,9 @@ class SearchOrchestrator:
     def _embed(self, question: str) -> Any:
         return self._encode([question], self.embedding_model)[0]
 
-    def _obs_types(self) -> list[str]:
-        return sorted({o.obs_type for o in self.kb.observations if o.obs_type})
-
-    def _seqs(self) -> list[int]:
-        return [o.finding_seq for o in self.kb.observations if o.finding_seq is not None]
+    def vocabulary(self) -> KBVocabulary:
+        """This KB's own vocabulary (types, workflows, sequence numbers, intents) for the routers."""
+        return KBVocabulary.of(self.kb)
 
 
 class AnswerStream:
@@ -513,6 +561,17 @@ def _explanation(proposed: OrchestratorRoute | None, ran: OrchestratorRoute,
     if fallback is None or proposed is None or not proposed.explanation.strip():
         return ran.explanation
     return f"{proposed.explanation.strip()} {ran.explanation}"
+
+
+def _in_kb_terms(route: OrchestratorRoute, vocabulary: KBVocabulary) -> OrchestratorRoute:
+    """The LLM's type and workflow filters spelled as the KB spells them (case, ``_``, a type's
+    distinctive words), so that "data quality" filters on "Data Quality Observation"."""
+    filters = route.filters
+    obs_type = vocabulary.resolve_type(filters.obs_type_filter)
+    workflow = vocabulary.resolve_workflow(filters.workflow)
+    if obs_type == filters.obs_type_filter and workflow == filters.workflow:
+        return route
+    return route.with_filters(obs_type_filter=obs_type, workflow=workflow)
 
 
 def _observation_result(obs: Observation, distance: float | None, source: str) -> dict[str, Any]:

@@ -13,15 +13,17 @@ import ast
 import itertools
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import ValidationError
 
 from kmds_desktop.ask.catalog import ROUTES
+from kmds_desktop.ask.kb_vocabulary import KBVocabulary
 from kmds_desktop.ask.models import INTENT_CLASSES, OrchestratorRoute
 from kmds_desktop.limits import too_long_reason
 
-_FILTER_KEYS = ("obs_type_filter", "finding_seq_min", "finding_seq_max", "keyword")
+_FILTER_KEYS = ("obs_type_filter", "finding_seq_min", "finding_seq_max", "keyword", "workflow")
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
 #: Reasoning models (deepseek-r1, qwen3) think aloud first; drafts in there are not the answer.
@@ -51,27 +53,42 @@ class RouteError(ValueError):
         self.code = code
 
 
-def routing_prompt(question: str, obs_types: list[str] | None = None) -> str:
-    """The prompt that asks the LLM for a route: every template, what it searches, the filters."""
+def routing_prompt(question: str, vocabulary: KBVocabulary | Sequence[str] | None = None) -> str:
+    """The prompt that asks the LLM for a route: every template, the KB's own vocabulary (its
+    observation types, workflow names, sequence numbers and intents; a plain list is read as the
+    observation types), the filters, and whether the question asks for a listing."""
+    if vocabulary is not None and not isinstance(vocabulary, KBVocabulary):
+        vocabulary = KBVocabulary({"(any)": sorted(str(t) for t in vocabulary)}, [], [])
     lines = [
         "You route questions about a KMDS knowledge base of data-science observations to a search template.",
         "Templates (intent_class: what it searches):",
     ]
     for spec in ROUTES:
         lines.append(f"- {spec.intent_class}: {spec.description}")
+    lines.append("")
+    if vocabulary is not None:
+        lines += vocabulary.describe()
+        lines.append("")
+    example_type = vocabulary.obs_types[0] if vocabulary is not None and vocabulary.obs_types \
+        else "Data Quality Observation"
     lines += [
-        "",
-        "Optional filters (use null when the question does not ask for one):",
-        "- obs_type_filter: an observation type, e.g. "
-        + (", ".join(f'"{t}"' for t in obs_types) if obs_types else '"Data Quality Observation"'),
+        "Filters (use null when the question does not ask for one; spell types and workflows exactly "
+        "as listed):",
+        f'- obs_type_filter: one observation type, e.g. "{example_type}" ("data quality problems" -> '
+        '"Data Quality Observation" when listed)',
+        "- workflow: one workflow name, when the question names a workflow",
         "- finding_seq_min, finding_seq_max: inclusive range of finding sequence numbers "
-        '(e.g. "the first 3 findings" -> 1 and 3)',
+        '("the first 3 findings" -> 1 and 3; "findings 2 to 4" -> 2 and 4; "the last 2" -> the two '
+        "highest numbers listed for that workflow and template)",
         "- keyword: a word that must appear in the finding text (only when the question quotes or "
         "insists on an exact term)",
+        "listing: true when the question asks to show or list records (\"show\", \"list\", \"first/last N\", "
+        "a range, a named type or workflow): every match is returned in order; false for an open question "
+        "(only the relevant records are returned).",
         "",
         "Reply with one JSON object and nothing else, in this form:",
-        '{"intent_class": "<one of the templates>", "filters": {"obs_type_filter": null, '
-        '"finding_seq_min": null, "finding_seq_max": null, "keyword": null}, '
+        '{"intent_class": "<one of the templates>", "filters": {"obs_type_filter": null, "workflow": null, '
+        '"finding_seq_min": null, "finding_seq_max": null, "keyword": null}, "listing": false, '
         '"explanation": "<one sentence: why this template>"}',
         "",
         f"Question: {question}",
@@ -227,7 +244,10 @@ def _normalise(obj: dict[str, Any]) -> dict[str, Any]:
             value = None
         clean[key] = value
     explanation = obj.get("explanation") or obj.get("reason") or ""
-    return {"intent_class": intent, "filters": clean, "explanation": str(explanation)}
+    out = {"intent_class": intent, "filters": clean, "explanation": str(explanation)}
+    if isinstance(obj.get("listing"), bool):
+        out["listing"] = obj["listing"]
+    return out
 
 
 def _snippet(text: str, limit: int = 120) -> str:

@@ -16,7 +16,8 @@ class SearchFilters(BaseModel):
     """Optional narrowing the router may extract from a question; ``None`` fields are ignored.
 
     Text filters are case-insensitive substrings; the sequence range is inclusive, and an
-    observation with no ``finding_seq`` is outside any range that has a bound.
+    observation with no ``finding_seq`` is outside any range that has a bound. ``workflow`` keeps
+    observations of a workflow whose name contains it (case-insensitive, ``_`` read as a space).
     """
 
     model_config = ConfigDict(extra="ignore", str_strip_whitespace=True)
@@ -25,6 +26,7 @@ class SearchFilters(BaseModel):
     finding_seq_min: int | None = None
     finding_seq_max: int | None = None
     keyword: str | None = None
+    workflow: str | None = None
 
     @model_validator(mode="after")
     def _blank_is_none(self) -> SearchFilters:
@@ -33,6 +35,8 @@ class SearchFilters(BaseModel):
             self.obs_type_filter = None
         if self.keyword == "":
             self.keyword = None
+        if self.workflow == "":
+            self.workflow = None
         return self
 
     def matches(self, obs: Observation) -> bool:
@@ -40,6 +44,10 @@ class SearchFilters(BaseModel):
             return False
         if self.keyword and self.keyword.lower() not in obs.finding.lower():
             return False
+        if self.workflow:
+            wanted = _name_key(self.workflow)
+            if not any(wanted in _name_key(w) for w in obs.workflows):
+                return False
         if self.finding_seq_min is not None or self.finding_seq_max is not None:
             seq = obs.finding_seq
             if seq is None:
@@ -49,6 +57,10 @@ class SearchFilters(BaseModel):
             if self.finding_seq_max is not None and seq > self.finding_seq_max:
                 return False
         return True
+
+
+def _name_key(name: str) -> str:
+    return " ".join(name.replace("_", " ").replace("-", " ").lower().split())
 
 
 def _search(

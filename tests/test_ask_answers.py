@@ -1,0 +1,194 @@
+"""Answers a researcher can trust, on the demo KB and the shared KBs: the journeys of issue 15 in
+offline mode and with the fake Ollama server (real ``ollama`` client), the real embedding model and
+a real (in-memory) ChromaDB index.
+
+Listings return every match in workflow and sequence order up to a visible limit; open questions
+return the relevant records and stop where relevance drops; the routers read the KB's own
+vocabulary; answers group by workflow and name it; identical findings are merged, citing both.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.fake_ollama import ModelScript
+
+from kmds_desktop.ask.cli import format_result
+from kmds_desktop.config import LLMSettings, Settings
+from kmds_desktop.index import SemanticIndex
+from kmds_desktop.kb import load_kb
+from kmds_desktop.search import SearchOrchestrator
+
+REPO = Path(__file__).resolve().parent.parent
+W1, W2 = "penguin species classification", "penguin body mass regression"
+MODEL = "router:1b"
+
+
+@pytest.fixture(scope="module")
+def demo_kb():
+    return load_kb(REPO / "resources" / "demo_kb.xml")
+
+
+@pytest.fixture(scope="module")
+def retail_kb(kmds_data: Path):
+    return load_kb(kmds_data / "example_ml_kb_exp_workflow.xml")
+
+
+@pytest.fixture(scope="module")
+def twin_kb(kmds_data: Path):
+    """Two workflows recording identical findings."""
+    return load_kb(kmds_data / "test_kb_exp_workflow.xml")
+
+
+@pytest.fixture(scope="module")
+def index() -> SemanticIndex:
+    return SemanticIndex(None)
+
+
+def offline(kb: Any, index: SemanticIndex, **kw: Any) -> SearchOrchestrator:
+    return SearchOrchestrator(kb, backend="offline", settings=Settings(), index=index, **kw)
+
+
+def places(result: Any) -> list[tuple[str, str, int | None]]:
+    return [(r["workflow_name"], r["category"], r["finding_seq"]) for r in result.results]
+
+
+# --------------------------------------------------------------------------- offline
+
+
+def test_first_three_exploratory_findings_are_listed_in_order(demo_kb, index) -> None:
+    result = offline(demo_kb, index).ask("Show the first 3 exploratory findings")
+    assert result.listing and result.intent_class == "exploratory_search"
+    assert (result.route.filters.finding_seq_min, result.route.filters.finding_seq_max) == (1, 3)
+    assert places(result) == [(W1, "exploratory", 1), (W1, "exploratory", 2), (W1, "exploratory", 3),
+                              (W2, "exploratory", 1), (W2, "exploratory", 2), (W2, "exploratory", 3)]
+    assert result.total_matches == 6 and not result.truncated
+    assert "all 6 matching observations, in workflow and sequence order" in result.answer
+    assert result.answer.index(f"Workflow {W1}:") < result.answer.index(f"Workflow {W2}:")
+    assert "5 most relevant" not in result.answer
+
+
+def test_data_quality_question_lists_every_typed_record(demo_kb, retail_kb, index) -> None:
+    result = offline(demo_kb, index).ask("What data quality problems were found?")
+    assert result.route.filters.obs_type_filter == "Data Quality Observation" and result.listing
+    findings = [r["finding"] for r in result.results]
+    assert len(findings) == 5 and {r["obs_type"] for r in result.results} == {"Data Quality Observation"}
+    assert any(f.startswith("sex is missing for 11 penguins") for f in findings)
+    assert not any("344 rows" in f for f in findings)
+    retail = offline(retail_kb, index).ask("What data quality problems were found?")
+    assert [r["finding_seq"] for r in retail.results] == [1, 2, 3, 4, 5]
+    assert any(r["finding"].startswith("Some Prices are not numbers") for r in retail.results)
+
+
+def test_open_question_stops_where_relevance_drops(retail_kb, index) -> None:
+    result = offline(retail_kb, index).ask("Were there negative prices?")
+    assert not result.listing
+    assert result.results[0]["finding"].startswith("Some Prices are not numbers")
+    assert len(result.results) < 3  # not padded with unrelated records
+    scores = [r["score"] for r in result.results]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_numbered_range_and_named_workflow_become_filters(demo_kb, index) -> None:
+    numbered = offline(demo_kb, index).ask("Show modelling choices numbered 1 to 3")
+    assert numbered.intent_class == "modelling_choice_search"
+    assert (numbered.route.filters.finding_seq_min, numbered.route.filters.finding_seq_max) == (1, 3)
+    assert [(r["workflow_name"], r["finding_seq"]) for r in numbered.results] == [
+        (W1, 1), (W1, 2), (W1, 3), (W2, 1), (W2, 2), (W2, 3)]
+    last = offline(demo_kb, index).ask(f"Show the last 2 model selection findings of the {W1} workflow")
+    assert last.route.filters.workflow == W1
+    assert places(last) == [(W1, "model_selection", 5), (W1, "model_selection", 6)]
+
+
+def test_answers_name_the_workflow_of_each_record(demo_kb, index) -> None:
+    result = offline(demo_kb, index).ask("Which model was selected?")
+    workflows = [r["workflow_name"] for r in result.results]
+    assert {W1, W2} <= set(workflows)
+    selected = [r for r in result.results if r["obs_type"] == "Model Selection Statement"]
+    assert {r["workflow_name"] for r in selected} == {W1, W2}
+    assert f"Workflow {W1}:" in result.answer and f"Workflow {W2}:" in result.answer
+    text = format_result(result.to_dict())
+    assert f"(workflow {W1})" in text and f"(workflow {W2})" in text
+
+
+def test_identical_findings_are_merged_citing_both(twin_kb, index) -> None:
+    result = offline(twin_kb, index).ask("Show exploratory findings 2 to 4")
+    assert [r["finding"] for r in result.results] == [f"Exploratory Observation - {i}" for i in (2, 3, 4)]
+    for r in result.results:
+        assert r["workflows"] == ["test application workflow", "test experiment workflow"]
+        assert [a["workflow_name"] for a in r["also"]] == ["test experiment workflow"]
+        assert r["also"][0]["iri"] != r["iri"] and twin_kb.observation(r["also"][0]["iri"]) is not None
+    assert result.answer.count("(also recorded in test experiment workflow finding") == 3
+
+
+def test_the_limit_is_visible_and_can_be_raised(demo_kb, index, tmp_path: Path) -> None:
+    capped = offline(demo_kb, index, n_results=2).ask("Show the first 3 exploratory findings")
+    assert len(capped.results) == 2 and capped.total_matches == 6 and capped.truncated
+    assert capped.limit == 2 and capped.to_dict()["truncated"] is True
+    assert "the first 2 of the 6 matching observations (raise the limit" in capped.answer
+    from kmds_desktop.cli import main
+
+    kb = str(REPO / "resources" / "demo_kb.xml")
+    for limit, shown in (("2", 2), ("10", 6)):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            code = main(["--data-dir", str(tmp_path / "home"), "ask", kb,
+                         "Show the first 3 exploratory findings", "--backend", "offline", "--json",
+                         "--persist-dir", str(tmp_path / "idx"), "--limit", limit])
+        data = json.loads(out.getvalue())
+        assert code == 0 and len(data["results"]) == shown and data["total_matches"] == 6
+        assert data["limit"] == int(limit) and data["truncated"] is (shown < 6)
+
+
+# --------------------------------------------------------------------------- fake Ollama
+
+
+def llm_orchestrator(kb: Any, index: SemanticIndex, url: str) -> SearchOrchestrator:
+    settings = Settings(llm=LLMSettings(ollama_host=url, ollama_model=MODEL, timeout_s=30))
+    return SearchOrchestrator(kb, backend="ollama", settings=settings, index=index)
+
+
+def test_llm_router_is_given_the_kbs_vocabulary(fake_ollama, demo_kb, index) -> None:
+    route = {"intent_class": "exploratory_search", "listing": True, "explanation": "type named",
+             "filters": {"obs_type_filter": "data quality", "workflow": "Penguin_Body_Mass_Regression"}}
+
+    def reply(prompt: str, body: dict[str, Any]) -> str:
+        return json.dumps(route) if "Reply with one JSON object" in prompt else "Two problems [1] [2]."
+
+    fake_ollama.models[MODEL] = ModelScript(replies=[reply])
+    result = llm_orchestrator(demo_kb, index, fake_ollama.url).ask(
+        "What data quality problems were found in the body mass workflow?")
+    prompt = fake_ollama.completion_requests()[0].prompt
+    for word in ('"Data Quality Observation"', '"Feature Engineering Observation"', f'"{W1}"', f'"{W2}"',
+                 f"{W1} / exploratory: 1-8", "DATA_HETEROGENEITY_ASSESSMENT", "listing", "workflow"):
+        assert word in prompt, word
+    # the LLM's loose spellings are read in the KB's own terms
+    assert result.route.filters.obs_type_filter == "Data Quality Observation"
+    assert result.route.filters.workflow == W2
+    assert places(result) == [(W2, "exploratory", 3), (W2, "exploratory", 6)]
+    synthesis = fake_ollama.completion_requests()[-1].prompt
+    assert f"workflow {W2}" in synthesis and result.answer == "Two problems [1] [2]."
+
+
+def test_llm_open_question_and_listing_flag(fake_ollama, retail_kb, demo_kb, index) -> None:
+    def script(route: dict[str, Any]):
+        def reply(prompt: str, body: dict[str, Any]) -> str:
+            return json.dumps(route) if "Reply with one JSON object" in prompt else "Answer [1]."
+        return reply
+
+    fake_ollama.models[MODEL] = ModelScript(replies=[script(
+        {"intent_class": "semantic_search", "listing": False, "explanation": "a topic"})])
+    result = llm_orchestrator(retail_kb, index, fake_ollama.url).ask("Were there negative prices?")
+    assert not result.listing and len(result.results) < 3
+    assert result.results[0]["finding"].startswith("Some Prices are not numbers")
+    fake_ollama.models[MODEL] = ModelScript(replies=[script(
+        {"intent_class": "exploratory_search", "listing": True, "explanation": "first three",
+         "filters": {"finding_seq_min": 1, "finding_seq_max": 3}})])
+    listed = llm_orchestrator(demo_kb, index, fake_ollama.url).ask("Show the first 3 exploratory findings")
+    assert listed.listing and [r["finding_seq"] for r in listed.results] == [1, 2, 3, 1, 2, 3]
+    assert [r["workflow_name"] for r in listed.results] == [W1] * 3 + [W2] * 3
