@@ -259,3 +259,31 @@ def test_a_finished_worker_is_destroyed_on_the_gui_thread(qtbot, runner):
     qtbot.waitUntil(lambda: bool(destroyed_on), timeout=5_000)
     assert job.value == "done"
     assert destroyed_on == [threading.main_thread().ident]
+
+
+def test_concurrent_jobs_share_one_progress_line_and_one_cancel(qtbot, runner):
+    """Two slow jobs: one line naming both, one bar, one Cancel whose menu stops either or both."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QProgressBar, QToolButton
+
+    from kmds_desktop.ui.progress import ProgressStrip
+
+    strip = ProgressStrip(runner)
+    qtbot.addWidget(strip)
+    strip.show()
+    first = runner.submit("first", _slow_count, 3000, delay=0.01, label="Building the index")
+    second = runner.submit("second", _slow_count, 3000, delay=0.01, label="Generating queries")
+    qtbot.waitUntil(lambda: len(strip.rows()) == 2, timeout=10_000)
+    assert len(strip.findChildren(QProgressBar)) == 1 and len(strip.findChildren(QToolButton)) == 1
+    assert strip.label.text().startswith("2 tasks: Generating queries")
+    assert "Building the index" in strip.label.toolTip() and "Generating queries" in strip.label.toolTip()
+    actions = [a.text() for a in strip.cancel_button.menu().actions() if a.text()]
+    assert actions == ["Stop: Building the index", "Stop: Generating queries", "Stop all"]
+    with qtbot.waitSignal(second.finished, timeout=10_000):
+        strip.cancel_button.menu().actions()[1].trigger()
+    assert second.state == "cancelled" and first.running
+    qtbot.waitUntil(lambda: len(strip.rows()) == 1, timeout=10_000)
+    assert strip.cancel_button.menu() is None and strip.label.text().startswith("Building the index")
+    with qtbot.waitSignal(first.finished, timeout=10_000):
+        qtbot.mouseClick(strip.cancel_button, Qt.MouseButton.LeftButton)
+    assert first.state == "cancelled" and strip.isHidden()

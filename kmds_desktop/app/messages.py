@@ -47,19 +47,30 @@ _OWN_FAMILIES: tuple[type[BaseException], ...] = (
 
 
 def describe_error(exc: BaseException) -> str:
-    """The exception as words for a user: its own message, or a plain phrase for its kind."""
+    """What failed, in words for a user: the exception's own message (one line), or a plain phrase
+    for its kind when it has none. Never the exception's class name."""
     text = " ".join(str(exc).split())
     if text:
-        if isinstance(exc, (*_OWN_FAMILIES, OSError, ValueError)):
-            return text
-        return f"unexpected error: {text}"
+        return text
     for kind, phrase in _FALLBACK:
         if isinstance(exc, kind):
             return phrase
     return "unexpected error (see the log file for details)"
 
 
+def is_expected(exc: BaseException) -> bool:
+    """Whether ``exc`` is one of the app's own failures (a message written for users) or an OS one."""
+    return isinstance(exc, (*_OWN_FAMILIES, OSError, ValueError))
+
+
 def user_message(exc: BaseException, context: str = "") -> str:
-    """``"<context>: <what failed>"`` in one line, with no exception class name in it."""
+    """``"<context>: <what failed>"`` in one line, with no exception class name in it.
+
+    Without a context, a failure that is not one of the app's own is introduced as unexpected.
+    """
     detail = describe_error(exc)
-    return f"{context}: {detail}" if context else detail[:1].upper() + detail[1:]
+    if context:
+        return f"{context}: {detail}"
+    if not is_expected(exc):
+        return f"Unexpected error: {detail}"
+    return detail[:1].upper() + detail[1:]

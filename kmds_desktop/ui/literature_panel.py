@@ -30,7 +30,8 @@ on workers: generation (one model after another; each attempt becomes a row as s
 checks (debounced while the user types; answers for text edited since are dropped), runs and
 imports. A run may start while generation goes on (it takes the rows ready at that moment).
 Messages go to one place, the window's message bar (``message_shown``); the panel's status line
-shows what is in progress (which model is answering) and the Cancel for runs and imports.
+says what the search is doing (which model is answering); progress bars and Cancel are the
+window's one progress area (``Generate queries`` turns into ``Stop generating`` meanwhile).
 """
 
 from __future__ import annotations
@@ -173,14 +174,8 @@ class LiteraturePanel(QWidget):
         self.progress_label = QLabel()
         self.progress_label.setWordWrap(True)
         self.progress_label.setObjectName("literatureProgress")
-        self.cancel_button = QPushButton("Cancel")
-        self.cancel_button.setObjectName("literatureCancel")
-        self.cancel_button.setToolTip("Stop the running search or import")
-        self.cancel_button.clicked.connect(self.cancel)
-        self.cancel_button.hide()
         progress_row = QHBoxLayout()
         progress_row.addWidget(self.progress_label, 1)
-        progress_row.addWidget(self.cancel_button)
 
         self.review_view = QTableView()
         self.review_view.setObjectName("reviewTable")
@@ -359,14 +354,11 @@ class LiteraturePanel(QWidget):
         return job
 
     def _job_done(self, *_args: Any) -> None:
-        if not self._working():
-            self.cancel_button.hide()
         self._update_buttons()
 
     def cancel(self) -> None:
         """Cancel the running search or import (the backend call is aborted)."""
         if self._working():
-            self.cancel_button.setEnabled(False)
             self._set_progress(self.progress_label.text() + " (cancelling)")
             self._work_job.cancel()
 
@@ -607,8 +599,6 @@ class LiteraturePanel(QWidget):
         if job is None:
             return None
         self._work_job = job
-        self.cancel_button.setEnabled(True)
-        self.cancel_button.show()
         self._set_progress(f"Running {n} {'query' if n == 1 else 'queries'}")
         return self._watch(job)
 
@@ -751,8 +741,6 @@ class LiteraturePanel(QWidget):
             )
             if job is not None:
                 self._work_job = job
-                self.cancel_button.setEnabled(True)
-                self.cancel_button.show()
                 self._set_progress(f"Importing {names}")
             holder["job"] = self._watch(job)
 

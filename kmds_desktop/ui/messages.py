@@ -28,6 +28,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from kmds_desktop.app.messages import user_message
+
 log = logging.getLogger(__name__)
 
 _COLOURS = {"info": "#e8f1fb", "warning": "#fff4d6", "error": "#fde2e1"}
@@ -115,8 +117,7 @@ class MessageBar(QWidget):
 
     def show_exception(self, exc: BaseException, context: str = "") -> Message:
         """An exception as a one-line message naming what failed, the traceback under Details."""
-        summary = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        text = f"{context}: {summary}" if context else summary
+        text = user_message(exc, context)  # one line, no class name; the traceback is under Details
         details = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         return self.error(text, details)
 

@@ -1,81 +1,133 @@
-"""A non-modal progress strip for the status bar: one row per slow job, each with a Cancel button.
+"""The window's one progress area (in the status bar): every slow job in one line, one bar, one Cancel.
 
-It appears only for jobs that run longer than :data:`~kmds_desktop.ui.workers.SHOW_PROGRESS_MS`
-(the runner's ``job_shown`` signal), so quick jobs never flicker, and it never blocks the window the
-way a modal progress dialog would: the user can keep browsing while an index builds.
+A job appears only when it runs longer than :data:`~kmds_desktop.ui.workers.SHOW_PROGRESS_MS` (the
+runner's ``job_shown`` signal), so quick jobs never flicker, and the area never blocks the window
+the way a modal progress dialog would. Several jobs at once (a warm-up, an index build, a search)
+share the line: it names them all (each in full in the tooltip), the bar follows the newest, and
+Cancel stops the only job, or offers a menu (each job, or all) when there are several.
 """
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QWidget
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QMenu, QProgressBar, QToolButton, QWidget
 
 from kmds_desktop.ui.workers import Job, JobRunner
 
+#: Widest the progress line may grow in the status bar (longer text is elided; the tooltip has it all).
+LABEL_WIDTH = 520
 
-class _JobRow(QWidget):
-    def __init__(self, job: Job, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
+
+class JobEntry:
+    """One job shown in the area: its label, last progress, and how to stop it."""
+
+    def __init__(self, strip: ProgressStrip, job: Job) -> None:
+        self.strip = strip
         self.job = job
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        self.label = QLabel(job.label)
-        self.bar = QProgressBar()
-        self.bar.setFixedWidth(140)
-        self.bar.setMaximumHeight(16)
-        self.bar.setTextVisible(False)
-        self.cancel_button = QPushButton("Cancel")
-        self.cancel_button.setObjectName(f"cancel:{job.kind}")
-        self.cancel_button.setToolTip(f"Stop: {job.label}")
-        self.cancel_button.clicked.connect(self._cancel)
-        layout.addWidget(self.label)
-        layout.addWidget(self.bar)
-        layout.addWidget(self.cancel_button)
-        self.update_progress(*job.last_progress)
-        job.progress.connect(self.update_progress)
+        self.done, self.total, self.message = 0, None, ""
+        done, total, message = job.last_progress
+        self.update(done, total, message)
 
-    def update_progress(self, done: int, total: object, message: str) -> None:
-        if isinstance(total, int) and total > 0:
-            self.bar.setRange(0, total)
-            self.bar.setValue(min(done, total))
-        else:
-            self.bar.setRange(0, 0)  # busy indicator when the total is unknown
-        self.label.setText(f"{self.job.label}: {message}" if message else self.job.label)
+    def update(self, done: int, total: object, message: str) -> None:
+        self.done, self.message = done, message
+        self.total = total if isinstance(total, int) else None
 
-    def _cancel(self) -> None:
-        self.cancel_button.setEnabled(False)
-        self.label.setText(f"{self.job.label}: cancelling…")
+    @property
+    def text(self) -> str:
+        return f"{self.job.label}: {self.message}" if self.message else self.job.label
+
+    @property
+    def cancel_button(self) -> QToolButton:
+        """The area's one Cancel button (with only this job shown, a click cancels it)."""
+        return self.strip.cancel_button
+
+    def cancel(self) -> None:
         self.job.cancel()
 
 
 class ProgressStrip(QWidget):
-    """Shows the runner's slow jobs; hides itself when none is left."""
+    """Shows the runner's slow jobs in one line; hides itself when none is left."""
 
     def __init__(self, jobs: JobRunner, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self._rows: dict[int, _JobRow] = {}
-        self._layout = QHBoxLayout(self)
-        self._layout.setContentsMargins(0, 0, 0, 0)
+        self.setObjectName("progressArea")
+        self._entries: dict[int, JobEntry] = {}
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.label = QLabel()
+        self.label.setObjectName("progressText")
+        self.bar = QProgressBar()
+        self.bar.setFixedWidth(140)
+        self.bar.setMaximumHeight(16)
+        self.bar.setTextVisible(False)
+        self.cancel_button = QToolButton()
+        self.cancel_button.setObjectName("cancelJobs")
+        self.cancel_button.setText("Cancel")
+        self.cancel_button.clicked.connect(self._cancel_clicked)
+        self._menu = QMenu(self.cancel_button)
+        layout.addWidget(self.label)
+        layout.addWidget(self.bar)
+        layout.addWidget(self.cancel_button)
         jobs.job_shown.connect(self._show_job)
         jobs.job_finished.connect(self._job_finished)
         self.setVisible(False)
 
-    def rows(self) -> list[_JobRow]:
-        return list(self._rows.values())
+    def rows(self) -> list[JobEntry]:
+        return list(self._entries.values())
 
-    def row_for(self, kind: str) -> _JobRow | None:
-        return next((r for r in self._rows.values() if r.job.kind == kind), None)
+    def row_for(self, kind: str) -> JobEntry | None:
+        return next((e for e in self._entries.values() if e.job.kind == kind), None)
 
     def _show_job(self, job: Job) -> None:
-        if id(job) in self._rows or not job.running:
+        if id(job) in self._entries or not job.running:
             return
-        row = _JobRow(job, self)
-        self._rows[id(job)] = row
-        self._layout.addWidget(row)
-        self.setVisible(True)
+        entry = JobEntry(self, job)
+        self._entries[id(job)] = entry
+        job.progress.connect(lambda d, t, m, e=entry: (e.update(d, t, m), self._refresh()))
+        self._refresh()
 
     def _job_finished(self, job: Job) -> None:
-        row = self._rows.pop(id(job), None)
-        if row is not None:
-            self._layout.removeWidget(row)
-            row.deleteLater()
-        self.setVisible(bool(self._rows))
+        if self._entries.pop(id(job), None) is not None:
+            self._refresh()
+
+    def _refresh(self) -> None:
+        entries = list(self._entries.values())
+        self.setVisible(bool(entries))
+        if not entries:
+            return
+        newest = entries[-1]
+        if len(entries) == 1:
+            text = newest.text
+        else:
+            text = f"{len(entries)} tasks: " + " · ".join(e.text for e in reversed(entries))
+        self.label.setToolTip("\n".join(e.text for e in entries))
+        metrics = self.label.fontMetrics()
+        self.label.setText(metrics.elidedText(text, Qt.TextElideMode.ElideRight, LABEL_WIDTH))
+        if newest.total:
+            self.bar.setRange(0, newest.total)
+            self.bar.setValue(min(newest.done, newest.total))
+        else:
+            self.bar.setRange(0, 0)  # busy indicator when the total is unknown
+        self._menu.clear()
+        if len(entries) == 1:
+            self.cancel_button.setMenu(None)
+            self.cancel_button.setPopupMode(QToolButton.ToolButtonPopupMode.DelayedPopup)
+            self.cancel_button.setToolTip(f"Stop: {newest.job.label}")
+        else:
+            for entry in entries:
+                self._menu.addAction(f"Stop: {entry.job.label}", entry.cancel)
+            self._menu.addSeparator()
+            self._menu.addAction("Stop all", self._cancel_all)
+            self.cancel_button.setMenu(self._menu)
+            self.cancel_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+            self.cancel_button.setToolTip("Choose what to stop")
+
+    def _cancel_clicked(self) -> None:
+        entries = list(self._entries.values())
+        if len(entries) == 1:
+            self.label.setText(f"{entries[0].job.label}: cancelling")
+            entries[0].cancel()
+
+    def _cancel_all(self) -> None:
+        for entry in list(self._entries.values()):
+            entry.cancel()

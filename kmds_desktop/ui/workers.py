@@ -575,7 +575,9 @@ class JobRunner(QObject):
 
 def format_exception(exc: BaseException) -> tuple[str, str]:
     """(one-line summary for the message bar, full traceback for "Details")."""
-    summary = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    from kmds_desktop.app.messages import describe_error
+
+    summary = describe_error(exc)
     details = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     return summary, details
 
