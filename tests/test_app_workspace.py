@@ -117,3 +117,11 @@ def test_answers_belong_to_the_kb_they_were_asked_of() -> None:
     for q in ["a", "b", "a"]:
         session.remember(q)
     assert session.history == ["what models?", "b", "a"]
+
+
+def test_dropped_files_go_where_they_belong() -> None:
+    assert workspace.route_dropped(["/x/kb.xml", "/x/more.owl"]) == ("kb", ["/x/kb.xml"])
+    assert workspace.route_dropped(["/x/kb.xml", "/x/papers.jsonl", "/x/medline.xml.gz"]) == (
+        "literature", ["/x/papers.jsonl", "/x/medline.xml.gz"])
+    assert workspace.route_dropped(["/x/notes.txt"]) == ("", [])
+    assert workspace.droppable("/x/A.RDF") and not workspace.droppable("/x/a.pdf")

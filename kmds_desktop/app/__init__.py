@@ -12,6 +12,13 @@ Modules:
   generation rounds, checks, runs through :class:`~kmds_desktop.literature.agent.QueryAgent`,
   merged documents in rank order and the search log.
 - :mod:`kmds_desktop.app.search_log` — the search log document (reproducible on any database).
+- :mod:`kmds_desktop.app.literature_data` — the literature database and files: importable files,
+  open, status, import, export writers.
+- :mod:`kmds_desktop.app.ask` — asking the open KB: the question, its answer, the history, what a
+  change of KB does to the answer; ``answer_question`` (route, search, stream).
+- :mod:`kmds_desktop.app.workspace` — the open KB: start-up rule, the demo KB as a copy, save rules,
+  recent files, the recovery copy, dropped files; the semantic index opened once (``IndexHolder``).
+- :mod:`kmds_desktop.app.preferences` — the LLM status and model lists, decided as the ask job does.
 - :mod:`kmds_desktop.app.messages` — one-line messages for users from exceptions (no class names).
 - :mod:`kmds_desktop.app.strategy` — each run of a literature session recorded in the search history
   (numbered sets for set algebra, known-papers checks and the search report).

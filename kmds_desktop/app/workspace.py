@@ -27,6 +27,10 @@ from kmds_desktop import paths
 from kmds_desktop.config import Settings, UISettings
 
 DEMO_COPY_NAME = "demo_kb.xml"
+#: Files that open as a knowledge base (KMDS files are RDF/XML).
+KB_SUFFIXES = (".xml", ".owl", ".rdf")
+#: Files only the literature import reads (a plain ``.xml`` is tried as a KB first).
+LITERATURE_ONLY_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".json", ".json.gz", ".xml.gz")
 
 
 class DemoOverwriteError(ValueError):
@@ -152,6 +156,21 @@ def remember_opened(ui: UISettings, path: str | Path) -> None:
         return
     ui.add_recent(str(path))
     ui.last_kb = str(path)
+
+
+def route_dropped(files: list[str]) -> tuple[str, list[str]]:
+    """What files dropped on the window are for: ``("literature", files)`` when any is a literature
+    file (those are imported), else ``("kb", [first KB file])``, else ``("", [])``."""
+    literature = [f for f in files if f.lower().endswith(LITERATURE_ONLY_SUFFIXES)]
+    if literature:
+        return "literature", literature
+    kb_files = [f for f in files if f.lower().endswith(KB_SUFFIXES)]
+    return ("kb", kb_files[:1]) if kb_files else ("", [])
+
+
+def droppable(path: str) -> bool:
+    """Whether the window accepts ``path`` dropped on it."""
+    return path.lower().endswith(KB_SUFFIXES + LITERATURE_ONLY_SUFFIXES)
 
 
 def recovery_path(kb_path: str | Path) -> Path:

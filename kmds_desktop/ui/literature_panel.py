@@ -61,10 +61,10 @@ from PySide6.QtWidgets import (
 )
 
 from kmds_desktop.app import literature as app_lit
+from kmds_desktop.app import literature_data as lj
 from kmds_desktop.app.messages import user_message
 from kmds_desktop.app.search_log import write_search_log
 from kmds_desktop.literature import export as export_mod
-from kmds_desktop.ui import literature_jobs as lj
 from kmds_desktop.ui.documents_model import DocumentsModel
 from kmds_desktop.ui.literature_widgets import DocumentDetail
 from kmds_desktop.ui.review_model import CHECKING, QueryRow, ReviewModel

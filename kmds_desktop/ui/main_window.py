@@ -41,9 +41,6 @@ from kmds_desktop.ui.workers import Job, JobRunner
 log = logging.getLogger(__name__)
 
 APP_TITLE = "KMDS Desktop"
-KB_SUFFIXES = (".xml", ".owl", ".rdf")
-#: Files only the literature import reads (a plain .xml is tried as a KB: KMDS files are RDF/XML).
-LITERATURE_ONLY_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".json", ".json.gz", ".xml.gz")
 KB_FILE_FILTER = "KMDS knowledge bases (*.xml *.owl *.rdf);;All files (*)"
 
 SHORTCUTS_HTML = """
@@ -696,8 +693,7 @@ class MainWindow(QMainWindow):
     # -- drag and drop --
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802 - Qt API
         urls = event.mimeData().urls() if event.mimeData().hasUrls() else []
-        wanted = KB_SUFFIXES + LITERATURE_ONLY_SUFFIXES
-        if any(u.isLocalFile() and u.toLocalFile().lower().endswith(wanted) for u in urls):
+        if any(u.isLocalFile() and workspace.droppable(u.toLocalFile()) for u in urls):
             event.acceptProposedAction()
         else:
             event.ignore()
@@ -705,17 +701,15 @@ class MainWindow(QMainWindow):
     def dropEvent(self, event: QDropEvent) -> None:  # noqa: N802 - Qt API
         """A KB file opens; literature files (JSONL, compressed MEDLINE) go to the literature import."""
         files = [u.toLocalFile() for u in event.mimeData().urls() if u.isLocalFile()]
-        literature = [f for f in files if f.lower().endswith(LITERATURE_ONLY_SUFFIXES)]
-        if literature and hasattr(self.literature, "import_files"):
+        what, chosen = workspace.route_dropped(files)
+        if what == "literature":
             event.acceptProposedAction()
-            self.literature.import_files(literature)
-            return
-        for name in files:
-            if name.lower().endswith(KB_SUFFIXES):
-                event.acceptProposedAction()
-                self.open_kb(name)
-                return
-        event.ignore()
+            self.literature.import_files(chosen)
+        elif what == "kb":
+            event.acceptProposedAction()
+            self.open_kb(chosen[0])
+        else:
+            event.ignore()
 
     # -- closing --
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt API

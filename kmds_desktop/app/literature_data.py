@@ -1,8 +1,8 @@
-"""Plain functions the literature panel runs on its QThread workers: opening the database, its status,
-imports and export writers. The search itself (generation, checks, runs) is the application layer's
-(:mod:`kmds_desktop.app.literature`), shared with the CLI.
+"""The literature database and files as the app uses them: which files can be imported, opening the
+database, its status, imports and export writers (the search itself is :mod:`kmds_desktop.app.literature`).
 
-No Qt here: each function takes ``progress=`` and ``cancel=``, so the panel only wires signals.
+Each function takes ``progress=`` and ``cancel=``, so the window runs it on a worker and only wires
+signals; a script calls it directly.
 """
 
 from __future__ import annotations
@@ -12,11 +12,12 @@ from typing import Any
 
 from kmds_desktop.tasks import CancelToken, ProgressFn, report
 
-#: File names the panel accepts for import (drop or dialog).
+#: File names the literature import accepts (drop or dialog).
 IMPORT_SUFFIXES = (".xml", ".xml.gz", ".jsonl", ".jsonl.gz", ".json", ".json.gz", ".ndjson")
 
 
 def importable(path: str) -> bool:
+    """Whether ``path`` is named like a file the literature import reads."""
     return path.lower().endswith(IMPORT_SUFFIXES)
 
 
