@@ -17,6 +17,7 @@ import pytest
 from support.fake_ollama import ModelScript
 
 from kmds_desktop.ask import RouteError, parse_route
+from kmds_desktop.ask.answers import strip_reasoning
 from kmds_desktop.ask.routing import MAX_DECODED_OBJECTS, MAX_ROUTE_DEPTH, MAX_SCAN_TOKENS
 from kmds_desktop.config import LLMSettings, Settings
 from kmds_desktop.kb import load_kb
@@ -162,3 +163,34 @@ def test_literature_generation_records_hostile_replies_and_goes_on(fake_ollama) 
     for row in result.all_queries:  # the kept raw reply (review table, search log) stays small
         assert len(row.raw_reply) <= RAW_REPLY_KEPT + 60
     assert len(json.dumps(result.to_dict())) < 50_000
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ("<think>draft</think>The answer [1].", "The answer [1]."),
+        ("<THINK>a</think>x<think>b</Think>y", "xy"),
+        ("<think>unclosed, kept", "<think>unclosed, kept"),
+        ("a<think>1</think>b<think>2", "ab<think>2"),
+    ],
+)
+def test_strip_reasoning_matches_the_pattern_it_replaces(answer: str, expected: str) -> None:
+    import re
+
+    assert strip_reasoning(answer) == expected
+    assert expected == re.sub(r"<think>.*?</think>", "", answer, flags=re.DOTALL | re.IGNORECASE).strip()
+
+
+def test_ask_answers_after_a_hostile_synthesis_reply(fake_ollama, analytics_kb, index_dir) -> None:
+    route = '{"intent_class": "exploratory_search", "filters": {}, "explanation": "EDA"}'
+    hostile = "<think>" * (MB // 7)  # unclosed, a megabyte of them
+
+    def reply(prompt: str, body: dict[str, Any]) -> str:
+        return route if "Reply with one JSON object" in prompt else hostile
+
+    fake_ollama.models[MODEL] = ModelScript(replies=[reply], chunk_size=64 * 1024)
+    settings = Settings(llm=LLMSettings(ollama_host=fake_ollama.url, ollama_model=MODEL, timeout_s=60))
+    result = SearchOrchestrator(analytics_kb, persist_dir=index_dir, backend="ollama",
+                                settings=settings).ask("Which data quality problems were found?")
+    assert result.fallback_reason is None and result.results
+    assert result.answer  # answered (the old pattern would take hours here)
