@@ -1,15 +1,15 @@
 """Benchmark: parsing a 1 MB hostile LLM reply against parsing a 1 MB valid one.
 
-Both parsers that read model replies are measured: the router's ``parse_route`` (ask) and the
-literature query cleaner ``clean_query_with_reason``. The valid replies are 1 MB of model text
-(a route after a long explanation; a query followed by one), which a parser must read through at
-least once to find the answer or to see the reply's layout. The
-hostile ones are the shapes that used to crash or take minutes to hours: deep JSON nesting, a
-megabyte of ``{``, of ``{}`` pairs, of quotes, of nested parentheses, of half-written
-``to_tsquery(`` calls. Each hostile reply and the valid one are parsed alternately 9 times
-and the best time of each counts. A bounded parser
-spends about the same on either: target ratio (slowest hostile / valid, per parser) ≤ 2.
-Run: ``.venv/bin/python bench/hostile_reply.py``; the last line is the worst ratio.
+The parsers that read model replies are measured: the router's ``parse_route`` (ask), the
+literature query cleaner ``clean_query_with_reason`` and the answer's ``strip_reasoning``. The
+valid replies are 1 MB of model text (a route after a long explanation; a query followed by one;
+an answer after a long ``<think>`` part), which a parser must read through at least once to find
+the answer or to see the reply's layout. The hostile ones are the shapes that used to crash or
+take minutes to hours: deep JSON nesting, a megabyte of ``{``, of ``{}`` pairs, of quotes, of
+nested parentheses, of half-written ``to_tsquery(`` calls, of unclosed ``<think>``. Each hostile
+reply and the valid one are parsed alternately 9 times and the best time of each counts. A
+bounded parser spends about the same on either: target ratio (slowest hostile / valid, per
+parser) ≤ 2. Run: ``.venv/bin/python bench/hostile_reply.py``; the last line is the worst ratio.
 """
 
 from __future__ import annotations
@@ -55,6 +55,7 @@ def paired_times(fn: Callable[[str], object], valid: str, hostile: str) -> tuple
 
 
 def main() -> int:
+    from kmds_desktop.ask.answers import strip_reasoning
     from kmds_desktop.ask.routing import parse_route
     from kmds_desktop.literature.query_cleaning import clean_query_with_reason
 
@@ -77,6 +78,11 @@ def main() -> int:
             "half-written to_tsquery calls": _fit("to_tsquery(''"),
             "1 MB of curly quotes": _fit("\u201c"),
             "lines of operators": _fit("a & " * 499 + "\n"),
+        }),
+        "strip_reasoning": (strip_reasoning, "<think>" + _fit(explanation, "</think>Two issues [1].")[7:], {
+            "1 MB of unclosed <think>": _fit("<think>"),
+            "1 MB of <think></think> pairs": _fit("<think></think>"),
+            "1 MB of </think>": _fit("</think>"),
         }),
     }
     worst = 0.0
