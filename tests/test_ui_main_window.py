@@ -257,16 +257,20 @@ def test_help_and_preferences_open_without_blocking(qtbot, make_window):
         qtbot.wait(10)
 
 
-def test_sigterm_closes_the_app_cleanly_and_stops_the_embedded_server(tmp_path):
+def test_sigterm_closes_the_app_cleanly_and_stops_the_embedded_server():
     """Logout or `kill` must not leave the private PostgreSQL server running or skip saving settings."""
     import signal
     import subprocess
     import sys
+    import tempfile
     import time
+    from pathlib import Path
 
     from kmds_desktop.index import index_process
 
-    home = tmp_path / "home"
+    # Not under tmp_path: any pytest starting meanwhile resets /tmp/pytest-of-<user> to 0700, which
+    # locks the server's unprivileged user out of its data folder when the tests run as root.
+    home = Path(tempfile.mkdtemp(prefix="kmds-sigterm-test-")) / "home"
     served = home / "index" / index_process.SERVER_FILE
     # Ready once the KB is open, the database counted, and the warm-up has started the index process.
     script = _app_script(
@@ -316,6 +320,7 @@ def test_sigterm_closes_the_app_cleanly_and_stops_the_embedded_server(tmp_path):
     finally:
         if pid_file.exists():  # never leave a server behind, even when the test fails
             os.kill(int(pid_file.read_text().split()[0]), signal.SIGTERM)
+        shutil.rmtree(home.parent, ignore_errors=True)
 
 
 def test_menus_and_status_bar_have_every_entry(qtbot, make_window, kmds_data):
