@@ -291,6 +291,8 @@ def test_the_data_folder_and_what_the_app_writes_there_are_private():
     code = cli.main(["--data-dir", sys.argv[1], "kb", "show", str(paths.demo_kb_path())])
     save_settings(Settings())
     save_kb(load_kb(paths.demo_kb_path()), paths.sub_dir("recovery") / "demo.recovered.xml")
+    from kmds_desktop.app.workspace import path_to_open
+    path_to_open(paths.demo_kb_path())  # the user's copy of the demo KB
     sys.exit(code)
     """
     env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -300,7 +302,8 @@ def test_the_data_folder_and_what_the_app_writes_there_are_private():
         assert done.returncode == 0, done.stderr
         written = [data, *data.rglob("*")]
         assert {p.name for p in written} >= {"logs", "kmds-desktop.log", "settings.json", "recovery",
-                                             "demo.recovered.xml"}
+                                             "demo.recovered.xml", "demo"}
+        assert any(p.parent.name == "demo" and p.suffix == ".xml" for p in written)
         loose = [f"{p} {stat.S_IMODE(p.stat().st_mode):o}" for p in written
                  if stat.S_IMODE(p.stat().st_mode) & (0o066 if os.geteuid() == 0 else 0o077)]
         assert loose == []
