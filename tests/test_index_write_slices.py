@@ -28,7 +28,7 @@ def test_slow_writes_shrink_the_slices(kmds_data, embedding_model, monkeypatch: 
 
     monkeypatch.setattr(Collection, "upsert", counting_upsert)
     monkeypatch.setattr(semantic_index_module, "WRITE_BUDGET_S", 0.0)  # every call counts as slow
-    index = SemanticIndex(None)
+    index = SemanticIndex(None, responsive=True)
     report = index.build_from_onto(load_kb(kmds_data / "test_kb_exp_workflow.xml"))
     assert report.embedded == 30 and index.count() == 30
     assert sum(sizes) == 30 and len(sizes) >= 3  # one embedding step, several write calls
@@ -70,3 +70,24 @@ def test_every_entry_is_written_once_in_order() -> None:
     writer(part, [[0.0]] * 100)
     assert recorder.ids == [e.id for e in part]
     assert all(0 < s <= semantic_index_module.WRITE_SLICE_MAX for s in recorder.sizes)
+
+
+def test_without_a_gui_each_step_is_one_write(kmds_data, embedding_model,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI and the index process have no GUI thread to protect: one upsert per embedded step."""
+    from chromadb.api.models.Collection import Collection
+
+    sizes: list[int] = []
+    real_upsert = Collection.upsert
+
+    def counting_upsert(self, *args, **kwargs):
+        sizes.append(len(kwargs["ids"]))
+        return real_upsert(self, *args, **kwargs)
+
+    monkeypatch.setattr(Collection, "upsert", counting_upsert)
+    monkeypatch.setattr(semantic_index_module, "BUILD_CHUNK", 12)
+    index = SemanticIndex(None)
+    assert not index.responsive
+    report = index.build_from_onto(load_kb(kmds_data / "test_kb_exp_workflow.xml"))
+    assert report.embedded == 30 and sizes == [12, 12, 6]
+    index.close()
