@@ -65,6 +65,8 @@ class ProgressStrip(QWidget):
         self.cancel_button.setText("Cancel")
         self.cancel_button.clicked.connect(self._cancel_clicked)
         self._menu = QMenu(self.cancel_button)
+        self._menu_keys: tuple[int, ...] = ()
+        self._menu.triggered.connect(self._menu_chosen)
         layout.addWidget(self.label)
         layout.addWidget(self.bar)
         layout.addWidget(self.cancel_button)
@@ -94,6 +96,7 @@ class ProgressStrip(QWidget):
         entries = list(self._entries.values())
         self.setVisible(bool(entries))
         if not entries:
+            self._menu_keys = ()
             return
         newest = entries[-1]
         if len(entries) == 1:
@@ -108,19 +111,34 @@ class ProgressStrip(QWidget):
             self.bar.setValue(min(newest.done, newest.total))
         else:
             self.bar.setRange(0, 0)  # busy indicator when the total is unknown
+        keys = tuple(id(e) for e in entries)
+        if keys == self._menu_keys:
+            return  # the same jobs: the menu stands (rebuilt only when a job comes or goes)
+        self._menu_keys = keys
         self._menu.clear()
         if len(entries) == 1:
             self.cancel_button.setMenu(None)
             self.cancel_button.setPopupMode(QToolButton.ToolButtonPopupMode.DelayedPopup)
             self.cancel_button.setToolTip(f"Stop: {newest.job.label}")
         else:
-            for entry in entries:
-                self._menu.addAction(f"Stop: {entry.job.label}", entry.cancel)
+            # One slot for the whole menu, each action carrying its job's key: no Python closure
+            # per action (PySide mis-counted a bool reference in those at interpreter exit).
+            for key, entry in zip(keys, entries, strict=True):
+                self._menu.addAction(f"Stop: {entry.job.label}").setData(key)
             self._menu.addSeparator()
-            self._menu.addAction("Stop all", self._cancel_all)
+            self._menu.addAction("Stop all").setData(0)
             self.cancel_button.setMenu(self._menu)
             self.cancel_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
             self.cancel_button.setToolTip("Choose what to stop")
+
+    def _menu_chosen(self, action) -> None:
+        key = action.data()
+        if key == 0:
+            self._cancel_all()
+            return
+        entry = next((e for e in self._entries.values() if id(e) == key), None)
+        if entry is not None:
+            entry.cancel()
 
     def _cancel_clicked(self) -> None:
         entries = list(self._entries.values())

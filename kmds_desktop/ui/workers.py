@@ -103,6 +103,13 @@ LIVE_THREADS: weakref.WeakSet[QThread] = weakref.WeakSet()
 LIVE_RUNNERS: weakref.WeakSet[JobRunner] = weakref.WeakSet()
 
 
+def _flush_later(ref: weakref.ref[Worker]) -> None:
+    """Timer callback: flush a worker's held-back pieces if the worker still exists."""
+    worker = ref()
+    if worker is not None:
+        worker._flush_chunks()
+
+
 class Worker(QObject):
     """Runs one plain function on a QThread and reports through signals (superqt's idea).
 
@@ -158,7 +165,10 @@ class Worker(QObject):
                 # Held back to batch a burst; a timer sends it if nothing follows soon (the next
                 # piece may be minutes away: a model that hangs must not hold the rows before it).
                 if self._flush_timer is None:
-                    self._flush_timer = threading.Timer(CHUNK_INTERVAL_S, self._flush_chunks)
+                    # The timer holds only a weak reference: a timer thread holding the last
+                    # reference would destroy the worker off the GUI thread (see _home_thread).
+                    self._flush_timer = threading.Timer(CHUNK_INTERVAL_S, _flush_later,
+                                                        (weakref.ref(self),))
                     self._flush_timer.daemon = True
                     self._flush_timer.start()
                 return
