@@ -1,4 +1,5 @@
-"""The window's process never loads torch or sentence-transformers: the index process embeds.
+"""The window's process never loads torch, sentence-transformers or ChromaDB: the index process
+embeds and stores, and the window reaches it over the index's private channel.
 
 Their first import holds Python's GIL for 350-650 ms, which freezes the window even when done on a
 worker thread (see ``bench/ui_stall.py``). The real app runs in a child process (this test process
@@ -24,6 +25,8 @@ from PySide6.QtWidgets import QApplication
 app = QApplication(sys.argv)
 state = {"asked": False, "answer": None}
 
+HEAVY = ("torch", "sentence_transformers", "transformers", "chromadb")
+
 def window():
     wins = [w for w in app.topLevelWidgets() if w.objectName() == "mainWindow"]
     return wins[0] if wins else None
@@ -47,7 +50,7 @@ def check():
     result = state["answer"]
     index = win.index_holder["index"]
     print("RESULT " + json.dumps({
-        "modules": sorted(m for m in ("torch", "sentence_transformers", "transformers") if m in sys.modules),
+        "modules": sorted(m for m in HEAVY if m in sys.modules),
         "backend": result.backend,
         "records": len(result.results),
         "pid": os.getpid(),

@@ -69,7 +69,7 @@ def run_app(kb_file: str | None = None) -> int:
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
-    from kmds_desktop.ui.main_window import MainWindow, app_icon, initial_kb_path, load_before_first_frame
+    from kmds_desktop.ui.main_window import MainWindow, app_icon, initial_kb_path, settle_before_first_frame
     from kmds_desktop.ui.messages import install_excepthook, uninstall_excepthook
 
     app = QApplication.instance() or QApplication(sys.argv)
@@ -82,7 +82,7 @@ def run_app(kb_file: str | None = None) -> int:
     asyncio.set_event_loop(loop)
 
     settings, settings_note = load_settings_or_defaults()
-    load_before_first_frame()  # what would hold the GIL for tens of ms, before the window is shown
+    settle_before_first_frame()
     window = MainWindow(settings)
     install_excepthook(window.messages)
     if settings_note:

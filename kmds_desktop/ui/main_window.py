@@ -80,26 +80,16 @@ def _index_kb(
     return index.build_from_onto(kb, progress=progress, cancel=cancel)
 
 
-def load_before_first_frame() -> float:
-    """Import ChromaDB's client before the window is shown; returns the seconds it took.
+def settle_before_first_frame() -> None:
+    """Move every object loaded so far to the permanent generation, before the window is shown.
 
-    Its import holds Python's GIL for 30-40 ms at a time on an idle machine (and several times that
-    on a busy one, where the importing thread is preempted while holding it), so done on a worker
-    after start-up it would freeze the visible window. Done before the first frame, it only delays
-    that frame (by about a second). No automatic garbage collection runs meanwhile (a full one walks
-    every object holding the GIL, over 100 ms with these libraries loaded), and the objects loaded
-    so far move to the permanent generation, which later collections do not walk.
+    A full garbage collection walks every tracked object while holding the GIL (on whichever thread
+    happens to trigger it); after start-up's imports that is hundreds of thousands of long-lived
+    objects, tens of ms of frozen window each time. Frozen ones are never walked again. Nothing
+    heavy is imported here: torch and sentence-transformers load only in the index process, and the
+    index is reached over its private channel, so ChromaDB is not imported in this process at all.
     """
-    import time
-
-    started = time.perf_counter()
-    gc.disable()
-    try:
-        import chromadb  # noqa: F401 - imported for its one-time start-up cost
-    finally:
-        gc.freeze()
-        gc.enable()
-    return time.perf_counter() - started
+    gc.freeze()
 
 
 def warm_up_libraries(
@@ -114,12 +104,10 @@ def warm_up_libraries(
 
     The embedding model (torch, sentence-transformers) loads in the index process, never in this
     one: importing them holds Python's GIL for 350-650 ms at a time, which would freeze the window
-    even from a worker thread. ChromaDB's client is imported before the first frame
-    (:func:`load_before_first_frame`).
+    even from a worker thread; ChromaDB runs in the index process too.
     """
     if progress:
         progress(0, 2, "starting the semantic index")
-    load_before_first_frame()  # nothing left to import once run_app has done it before the window
     from kmds_desktop.ui import markdown_render
 
     markdown_render.prepare()  # so the first answer does not build it on the GUI thread
