@@ -217,7 +217,9 @@ def report_markdown(report: dict[str, Any]) -> str:
                 given = "" if m["label"] == m["external_id"] else f"{m['label']}; "
                 lines.append(f"- **{_cell(m['title'])}** ({given}{ident})")
                 for reason in m["rows"]:
-                    if reason["matches_query"]:
+                    if reason.get("semantic"):
+                        why = f"searched by meaning: not among its {reason['max_rows']} nearest documents"
+                    elif reason["matches_query"]:
                         why = (f"matches the query but ranked below the row's {reason['max_rows']} "
                                "kept documents")
                     elif reason["missing_words"]:
@@ -279,7 +281,9 @@ def known_check_text(check: KnownCheck) -> str:
         lines.append(f"  - {_short(doc.title if doc else m.status.paper.label, 90)} "
                      f"({doc.label() if doc else ''})")
         for reason in m.rows:
-            if reason["matches_query"]:
+            if reason.get("semantic"):
+                why = f"searched by meaning, not among its {reason['max_rows']} nearest documents"
+            elif reason["matches_query"]:
                 why = f"matches, ranked below the {reason['max_rows']} documents kept"
             elif reason["missing_words"]:
                 why = "lacks " + ", ".join(reason["missing_words"])

@@ -33,6 +33,17 @@ from kmds_desktop.literature.identities import (
 from kmds_desktop.literature.known_papers import KnownPaper
 
 
+def search_row(text: str, provenance: dict[str, Any]) -> Any:
+    """The row as the agent runs it: full-text, or semantic / hypothetical (``row_type`` in provenance)."""
+    from kmds_desktop.literature.semantic import SearchRow
+
+    return SearchRow(text, provenance.get("row_type") or "tsquery")
+
+
+def is_semantic(provenance: dict[str, Any]) -> bool:
+    return (provenance.get("row_type") or "tsquery") != "tsquery"
+
+
 def provenance_of_generated(result: Any) -> dict[str, Any]:
     """Provenance of a row taken from a :class:`QueryGenerationResult`."""
     return {"kind": "generated", "model": result.model, "attempt": result.attempt_number,
@@ -229,8 +240,10 @@ class SearchWorkbench:
         info.setdefault("database_documents", self._document_count())
         number = self.history.begin_search(question, self.database_name, info, kind=kind)
         try:
-            result = agent.run_reviewed_queries([t for t, _ in rows], max_rows=max_rows, fetch=False,
-                                                on_query=on_query, cancel=cancel)
+            # No question: no re-ranking by similarity, which only reorders the union (and would load
+            # the embedding model); the set is the rows' documents either way.
+            result = agent.run_reviewed_queries([search_row(t, p) for t, p in rows], max_rows=max_rows,
+                                                fetch=False, on_query=on_query, cancel=cancel)
         except BaseException:
             self.history.discard(number)  # a clean failure records nothing; only a crash leaves it incomplete
             raise
@@ -416,7 +429,7 @@ class SearchWorkbench:
                     s.found_by_sets.append(saved.number)
             set_recalls.append(Recall(saved.label, len(found), len(known_docs), saved.title))
             # The rows behind the set: its own, or those of the searches a combination was made from.
-            for _, text, (label, _cutoff) in self._rows_behind(saved):
+            for _, text, (label, _cutoff, _semantic) in self._rows_behind(saved):
                 if label in seen_rows:
                     continue
                 seen_rows.add(label)
@@ -435,17 +448,21 @@ class SearchWorkbench:
                 continue
             reasons: list[dict[str, Any]] = []
             if explain and rows:
-                for reason in explain_misses(self._db(), doc_id, [(p, t) for p, t, _ in rows]):
-                    label, cutoff = next((lbl, cut) for p, _, (lbl, cut) in rows if p == reason.position)
-                    reasons.append({"row": label, "text": reason.text, "matches_query": reason.matches_query,
-                                    "missing_words": reason.missing_words, "max_rows": cutoff})
+                full_text = [(p, t) for p, t, (_l, _c, semantic) in rows if not semantic]
+                explained = {r.position: r for r in explain_misses(self._db(), doc_id, full_text)}
+                for key, text, (label, cutoff, semantic) in rows:
+                    reason = explained.get(key)
+                    reasons.append({"row": label, "text": text, "semantic": semantic,
+                                    "matches_query": reason.matches_query if reason else False,
+                                    "missing_words": reason.missing_words if reason else [],
+                                    "max_rows": cutoff})
             missed.append(MissedPaper(strategy.number, status, reasons))
         return KnownCheck(statuses, set_recalls, row_recalls, missed)
 
-    def _rows_behind(self, saved: SavedSet) -> list[tuple[int, str, tuple[str, int | None]]]:
-        """(key, query text, (label "#N.K", the row's max_rows)) of the rows of a search, or of the searches a
-        combination was made from (followed iteratively, each set once)."""
-        out: list[tuple[int, str, tuple[str, int | None]]] = []
+    def _rows_behind(self, saved: SavedSet) -> list[tuple[int, str, tuple[str, int | None, bool]]]:
+        """(key, text, (label "#N.K", the row's max_rows, semantic?)) of the rows of a search, or of the
+        searches a combination was made from (followed iteratively, each set once)."""
+        out: list[tuple[int, str, tuple[str, int | None, bool]]] = []
         todo: list[tuple[int, int]] = [(saved.number, 0)]  # (set, row or 0 for all its rows)
         seen: set[tuple[int, int]] = set()
         while todo:
@@ -468,5 +485,6 @@ class SearchWorkbench:
             cutoff = current.details.get("max_rows")
             for row in current.rows:
                 if row.ok and only_row in (0, row.position):
-                    out.append((len(out), row.text, (f"#{current.number}.{row.position}", cutoff)))
+                    out.append((len(out), row.text, (f"#{current.number}.{row.position}", cutoff,
+                                                     is_semantic(row.provenance))))
         return out
