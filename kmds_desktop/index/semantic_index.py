@@ -350,7 +350,11 @@ class SemanticIndex:
         report(progress, 0, total, f"embedding {total} texts")
         done = 0
         in_flight: Future[None] | None = None
-        write = _SlicedWriter(collection, adaptive=self.responsive and self.in_process)
+        # over a socket (the app's index process, a Chroma server) slices stay at WRITE_SLICE_MAX:
+        # the client serialises each call on the caller's thread, which in the app is a worker
+        # beside the GUI thread; in this process without a GUI, a whole step goes in one call
+        write = _SlicedWriter(collection, adaptive=self.responsive and self.in_process,
+                              size=BUILD_CHUNK if self.in_process else WRITE_SLICE_MAX)
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kmds-index-writer") as writer:
             try:
                 for start in range(0, total, BUILD_CHUNK):
@@ -614,15 +618,16 @@ class _SlicedWriter:
     so the size goes back up and stays at least there. After each slice the writer pauses for
     :data:`WRITE_PAUSE_S` without the GIL, so a waiting GUI thread gets its turn.
 
-    Not adaptive (no GUI thread shares the store's process), a step goes in one call: every call
-    has a fixed cost (and the store's HNSW and SQLite work amortises over larger calls), so 16-entry
-    slices cost about three times the CPU time of one 512-entry call.
+    Not adaptive (no GUI thread shares the store's process), slices are ``size`` entries (a whole
+    step in this process): every call has a fixed cost (and the store's HNSW and SQLite work
+    amortises over larger calls), so 16-entry slices cost about three times the CPU time of one
+    512-entry call.
     """
 
-    def __init__(self, collection: Any, *, adaptive: bool = True) -> None:
+    def __init__(self, collection: Any, *, adaptive: bool = True, size: int | None = None) -> None:
         self.collection = collection
         self.adaptive = adaptive
-        self.size = WRITE_SLICE_START if adaptive else BUILD_CHUNK
+        self.size = WRITE_SLICE_START if adaptive else (size or BUILD_CHUNK)
         self.floor = WRITE_SLICE_MIN
         self._last: tuple[int, float] | None = None
 
