@@ -136,3 +136,24 @@ print("CONNECTED")
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "refused", out.stdout + out.stderr
+
+
+def test_a_killed_index_process_leaves_no_socket_folder_after_the_restart(served) -> None:
+    import signal
+    import time
+
+    folder, info, index = served
+    old = Path(info["socket"]).parent
+    os.kill(info["pid"], signal.SIGKILL)
+    for _ in range(200):  # until reaped (the event waited on; the loop only bounds it)
+        try:
+            with open(f"/proc/{info['pid']}/status", encoding="ascii") as f:
+                if "State:\tZ" in f.read():
+                    break
+        except OSError:
+            break
+        time.sleep(0.05)
+    assert old.exists()  # a SIGKILL gives the process no chance to clean up
+    assert index.count() == 30  # the next call starts a new process
+    new = json.loads((folder / index_process.SERVER_FILE).read_text(encoding="utf-8"))
+    assert new["pid"] != info["pid"] and not old.exists()

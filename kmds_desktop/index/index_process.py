@@ -26,6 +26,7 @@ import contextlib
 import json
 import os
 import secrets
+import stat
 import subprocess
 import sys
 import threading
@@ -36,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from kmds_desktop.index.errors import IndexStoreError
-from kmds_desktop.index.private_channel import RemoteClient, Server, private_socket_path
+from kmds_desktop.index.private_channel import SOCKET_NAME, RemoteClient, Server, private_socket_path
 
 LOCK_FILE = ".kmds-index.lock"
 SERVER_FILE = "kmds-index-process.json"
@@ -45,6 +46,8 @@ LOG_FILE = "kmds-index-process.log"
 COMMAND = "_index-process"
 #: How long the app waits for a new index process to answer.
 START_TIMEOUT_S = 60.0
+#: How long a liveness check waits for an index process's heartbeat.
+ANSWER_TIMEOUT_S = 10.0
 #: How much lower the index process's CPU priority is than the app's (POSIX ``nice``).
 NICENESS = 10
 #: The environment variable that hands the child its token (the embedding service's password).
@@ -103,16 +106,55 @@ def _read_server_file(folder: Path, token: str | None = None) -> ServerAddress |
         return None
 
 
-def _answers(address: ServerAddress) -> bool:
-    """Whether the process at ``address`` passes the handshake and answers a heartbeat."""
-    client = address.client()
+def _answers(address: ServerAddress, timeout: float = ANSWER_TIMEOUT_S) -> bool:
+    """Whether the process at ``address`` passes the handshake and answers a heartbeat in time.
+
+    The check runs on a helper thread that is left behind if the process never answers (a hung
+    process must not hang the app; a live one answers in milliseconds, or after a long ChromaDB
+    call in it has finished).
+    """
+    answered = threading.Event()
+
+    def check() -> None:
+        client = address.client()
+        try:
+            client.heartbeat()
+            answered.set()
+        except Exception:  # noqa: BLE001 - gone, or not ours
+            pass
+        finally:
+            client.close()
+
+    thread = threading.Thread(target=check, name="kmds-index-heartbeat", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    return answered.is_set()
+
+
+def _remove_dead_socket(folder: Path) -> None:
+    """Remove the socket folder named in ``folder``'s server file (its process no longer answers)."""
+    address = _read_server_file(folder)
+    if address is not None:
+        _remove_socket_folder(address)
+
+
+def _remove_socket_folder(address: ServerAddress) -> None:
+    """Remove the socket folder a killed index process left behind (in /tmp or the runtime
+    folder): only a folder of ours, named as we name them, holding at most our socket."""
+    sock = Path(address.socket)
+    parent = sock.parent
     try:
-        client.heartbeat()
-        return True
-    except Exception:  # noqa: BLE001 - gone, or not ours
-        return False
-    finally:
-        client.close()
+        info = os.lstat(parent)
+        if (not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid()
+                or not parent.name.startswith("kmds-index-") or sock.name != SOCKET_NAME):
+            return
+        if {p.name for p in parent.iterdir()} - {SOCKET_NAME}:
+            return
+        if sock.exists() and stat.S_ISSOCK(os.lstat(sock).st_mode):
+            sock.unlink()
+        parent.rmdir()
+    except OSError:
+        pass
 
 
 class IndexProcess:
@@ -141,6 +183,7 @@ class IndexProcess:
                 self.process.kill()
                 self.process.wait(timeout=timeout)
         _remove_server_file(self.folder, self.address.pid)
+        _remove_socket_folder(self.address)  # a killed process cannot remove it itself
 
 
 _started: dict[str, IndexProcess] = {}
@@ -167,6 +210,7 @@ def ensure_server(folder: Path) -> ServerAddress:
         running = live_server(folder)  # e.g. a second window of the app on the same data folder
         if running is not None:
             return running
+        _remove_dead_socket(folder)
         started = _start(folder)
         _started[key] = started
         return started.address
