@@ -75,6 +75,7 @@ def test_semantic_row_runs_beside_tsquery_rows_with_its_own_statistics(embedded_
     agent = QueryAgent(db, retrieval=RetrievalSettings(rerank=False))
     result = agent.run_reviewed_queries(["cell | protein", SearchRow(sentence, "semantic")], max_rows=10,
                                         question=sentence)
+    assert agent.retrieval.fusion_k == 20 and agent.retrieval.semantic_weight == 3.0
     text_row, semantic_row = result.queries
     assert (text_row.kind, semantic_row.kind) == ("tsquery", "semantic")
     assert semantic_row.ok and semantic_row.ids_returned == 10 and semantic_row.matches == 24
@@ -82,7 +83,7 @@ def test_semantic_row_runs_beside_tsquery_rows_with_its_own_statistics(embedded_
     assert semantic_row.best_similarity > semantic_row.last_similarity
     assert result.fusion == "rrf"
     # found-by keeps which rows found each document; the fused order is reciprocal rank fusion
-    expected, _, found_by = reciprocal_rank_fusion([text_row.ids, semantic_row.ids], k=60)
+    expected, _, found_by = reciprocal_rank_fusion([text_row.ids, semantic_row.ids], k=20, weights=[1, 3])
     assert result.ids == expected and result.found_by == found_by
     assert 1 in result.found_by[ids[target["id"]]]
     assert result.queries_for(ids[target["id"]])[-1] == sentence
@@ -181,8 +182,8 @@ def test_evaluate_command_reports_recall_and_ndcg_per_row_type(pg_empty_database
 def test_cli_search_with_semantic_rows(embedded_sample, capsys, data_home):
     db, records, ids = embedded_sample
     question = records[2]["title"]
-    assert main(["literature", "search", question, "--semantic", "--max-rows", "5", "--dsn", db.dsn,
-                 "--json"]) == 0
+    assert main(["literature", "search", question, "--semantic", "--rerank", "--max-rows", "5",
+                 "--dsn", db.dsn, "--json"]) == 0
     log = json.loads(capsys.readouterr().out)
     kinds = [q["kind"] for q in log["queries"]]
     assert kinds[-1] == "semantic" and set(kinds[:-1]) == {"tsquery"}
@@ -200,6 +201,7 @@ def test_cli_search_with_semantic_rows(embedded_sample, capsys, data_home):
                  "--max-rows", "3", "--dsn", db.dsn]) == 0
     captured = capsys.readouterr()
     assert "semantic" in captured.err and "documents with vectors" in captured.err
+    # re-ranking is off by default
     assert "3 documents from 1 of 1 query (merged: rrf)" in captured.out and "[found by #1]" in captured.out
     assert main(["literature", "search", question, "--no-generate", "--dsn", db.dsn, "--no-semantic"]) == 1
     assert "--no-generate needs a semantic row" in capsys.readouterr().err

@@ -65,7 +65,7 @@ def test_builtin_keywords_without_database_varies_per_attempt() -> None:
     words = content_words(QUESTION)
     assert "aspirin" in words and "Does" not in words and "risk" not in words and "reduce" not in words
     builder = KeywordQueryBuilder()
-    strict, broad, pairs = (builder.query(QUESTION, a) for a in (1, 2, 3))
+    strict, pairs, broad = (builder.query(QUESTION, a) for a in (1, 2, 3))  # strict to broad
     assert " & " in strict and "|" not in strict
     assert broad.startswith("aspirin:* |") and "diabetic:*" in broad
     assert pairs.count("&") >= 3 and "|" in pairs

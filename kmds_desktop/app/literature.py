@@ -280,6 +280,9 @@ class LiteratureSession:
         self.literature = literature or LiteratureSettings()
         self.retrieval = retrieval or RetrievalSettings()
         self.embedding_model = embedding_model
+        #: who embeds semantic rows (None: this process). The window sets its index's ``encode``, so
+        #: the index process embeds and torch never loads in the window's process.
+        self.encoder: Any = None
         self.question = ""
         self.rows: list[QueryRow] = []
         self.round: GenerationRound | None = None
@@ -308,7 +311,7 @@ class LiteratureSession:
         """A :class:`QueryAgent` with the current settings on ``database``."""
         return QueryAgent(database, self.settings, system_prompt=DEFAULT_SYSTEM_PROMPT,
                           fetch_batch_size=self.literature.fetch_batch_size, retrieval=self.retrieval,
-                          embedding_model=self.embedding_model)
+                          embedding_model=self.embedding_model, encoder=self.encoder)
 
     # --- rows ----------------------------------------------------------------------------------
     def row(self, uid: int) -> QueryRow | None:
@@ -522,14 +525,14 @@ class LiteratureSession:
             queries = self.agent(None).apply_review(offered or returned, returned)
             row_of_query = [next(r.uid for r in text_rows if query_key(r.query) == query_key(q))
                             for q in queries]
-        kinds = [ROW_TSQUERY] * len(queries)
-        for row in rows:
-            if row.semantic:  # sentences are not de-duplicated as queries: each runs as shown
-                queries.append(row.query.strip())
-                row_of_query.append(row.uid)
-                kinds.append(row.kind)
-        return RunPlan([(r.uid, r.revision, r.query) for r in rows], queries, row_of_query, now,
-                       kinds=kinds, question=self.question)
+        # Sentences are not de-duplicated as queries: each semantic row runs as shown. Everything
+        # runs in table order.
+        planned = [(self.position(uid), q, ROW_TSQUERY, uid)
+                   for q, uid in zip(queries, row_of_query, strict=True)]
+        planned += [(self.position(r.uid), r.query.strip(), r.kind, r.uid) for r in rows if r.semantic]
+        planned.sort(key=lambda p: p[0])
+        return RunPlan([(r.uid, r.revision, r.query) for r in rows], [p[1] for p in planned],
+                       [p[3] for p in planned], now, kinds=[p[2] for p in planned], question=self.question)
 
     def apply_run(self, plan: RunPlan, result: ReviewedSearchResult, finished_at: str) -> RunRecord:
         """Store a finished run: per-row statistics, the merged documents in rank order, the record."""

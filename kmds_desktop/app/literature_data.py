@@ -44,6 +44,16 @@ def import_literature(
     return db.import_files(list(paths), progress=progress, cancel=cancel)
 
 
+def embed_literature(
+    db: Any, model_name: str, encoder: Any, *, progress: ProgressFn | None = None,
+    cancel: CancelToken | None = None,
+) -> Any:
+    """Embed the documents that need a vector (``literature embed``'s code, batch by batch)."""
+    from kmds_desktop.literature.vectors import embed_documents
+
+    return embed_documents(db, model_name=model_name, encoder=encoder, progress=progress, cancel=cancel)
+
+
 def write_export(
     writer: Callable[..., Any], *args: Any, progress: ProgressFn | None = None,
     cancel: CancelToken | None = None,

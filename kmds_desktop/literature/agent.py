@@ -220,11 +220,13 @@ class QueryAgent:
     def __init__(self, database: Any = None, settings: QueryGenerationSettings | None = None, *,
                  backend: ChatBackend | None = None, system_prompt: str | None = None,
                  fetch_batch_size: int = 50, retrieval: RetrievalSettings | None = None,
-                 embedding_model: str = "all-MiniLM-L6-v2") -> None:
+                 embedding_model: str = "all-MiniLM-L6-v2", encoder: Any = None) -> None:
         self.database = database
         self.settings = settings or QueryGenerationSettings()
         self.retrieval = retrieval or RetrievalSettings()
         self.embedding_model = embedding_model
+        #: who embeds semantic rows' texts (None: this process; see ``literature.vectors.Encoder``)
+        self.encoder = encoder
         self.system_prompt = system_prompt or DEFAULT_SYSTEM_PROMPT
         self.fetch_batch_size = fetch_batch_size
         self.generator = MultiModelQueryGenerator(
@@ -512,8 +514,9 @@ class QueryAgent:
 
             head = ids[: r.rerank_candidates]
             try:
-                sims = similarities_to_question(self.database, embed_text(question, self.embedding_model),
-                                                head, model_name=self.embedding_model, cancel=cancel)
+                sims = similarities_to_question(
+                    self.database, embed_text(question, self.embedding_model, self.encoder), head,
+                    model_name=self.embedding_model, cancel=cancel, encoder=self.encoder)
             except Cancelled:
                 raise
             except LiteratureError as err:  # re-ranking is an improvement, never a reason to fail
@@ -534,7 +537,7 @@ class QueryAgent:
         try:
             if not row.text:
                 raise QueryAgentError("the row's text is empty")
-            ranked = nearest_ids(self.database, embed_text(row.text, self.embedding_model),
+            ranked = nearest_ids(self.database, embed_text(row.text, self.embedding_model, self.encoder),
                                  max_rows=max_rows, cancel=cancel, **filters)
             stat.ids = [i for i, _ in ranked]
             stat.ids_returned = len(stat.ids)

@@ -4,20 +4,29 @@ Why it exists: the whole literature flow (generate, review, run, merge, fetch) m
 without Ollama, and it gives every LLM a fixed, explainable baseline to be compared with. It can be
 listed in ``query_generation.models`` beside real models.
 
-What it does: it keeps the content words of the question (stop words and words that only carry a
+What it does: it keeps the content terms of the question (stop words and words that only carry a
 claim's polarity such as "increases" or "associated" are dropped), and when a database is at hand it
-lets PostgreSQL stem each word with the same ``english`` configuration as the search vectors and asks
-how many documents contain it, so the rarest (most specific) words count as key terms. Without a
-database the longest words stand in for the most specific ones, and ``to_tsquery`` stems at run time.
+lets PostgreSQL stem each term with the same ``english`` configuration as the search vectors and asks
+how many documents contain it, so the rarest (most specific) terms count as key terms. Without a
+database, or with an empty one (every count is 0), the longest terms stand in for the most specific
+ones, and ``to_tsquery`` stems at run time.
 
-Each attempt is a different strategy, so that several attempts widen the net instead of repeating:
+Short terms that carry meaning are kept: a single capital letter or a short number right after a word
+joins it as a phrase (``vitamin D`` -> ``vitamin <-> d``, ``hepatitis B``, ``type 2``), so "vitamin D"
+does not find vitamin C, E or K papers; gene symbols and codes (``CD4``, ``p53``, ``BRCA1``) and
+hyphenated terms (``IL-6``, ``non-small-cell``) stay whole.
 
-1. strict: the key terms joined with ``&`` (precise, may find nothing for a long question);
-2. broad: every content word as a prefix ``word:*`` joined with ``|`` (ranked, it behaves like a
-   bag-of-words search and finds something for almost any question);
-3. pairs: any two of the key terms, ``(a & b) | (a & c) | ...`` (between the two).
+Each attempt is a different strategy, from strict to broad, so that several attempts widen the net
+instead of repeating:
 
-The stop-word list was chosen on the SciFact *train* claims only.
+1. strict: the rarest key terms joined with ``&``, only as many as still match something;
+2. pairs: any two of the key terms, ``(a & b) | (a & c) | ...`` (checked for flooding like 3.);
+3. broad: the content terms joined with ``|`` (prefix ``word:*`` for long words), checked against its
+   match count: while it would match more than :data:`FLOOD_SHARE` of the database (at least
+   :data:`FLOOD_MIN` documents), the most common term is left out, so a broad query widens the net
+   without flooding the results with documents that share one common word.
+
+The stop-word list and the thresholds were chosen on the SciFact *train* claims and ``pubmed_sample``.
 """
 
 from __future__ import annotations
@@ -34,6 +43,11 @@ BUILTIN_PREFIX = "builtin:"
 STRICT_TERMS = 3
 PAIR_TERMS = 5
 BROAD_TERMS = 12
+#: A broad query may match at most this share of the database (and always FLOOD_MIN documents).
+FLOOD_SHARE = 0.03
+FLOOD_MIN = 200
+#: Words at least this long get a prefix (``word:*``) in the broad query; shorter ones flood.
+PREFIX_MIN_LENGTH = 6
 
 # English function words (PostgreSQL drops most of these itself; we drop them early so that the
 # "key term" choice is not wasted on them) plus words that state a claim's direction or hedge it
@@ -60,6 +74,9 @@ _STOP_WORDS = frozenset(
     """.split()
 )
 _WORD = re.compile(r"[A-Za-z0-9α-ωΑ-Ω][\w\-α-ωΑ-Ω]*")
+#: A short token that qualifies the word before it: one capital letter (vitamin D, hepatitis B) or a
+#: number of up to three digits (type 2, phase 3).
+_QUALIFIER = re.compile(r"[A-Z]|\d{1,3}")
 
 
 class TermStatistics(Protocol):
@@ -71,12 +88,26 @@ class TermStatistics(Protocol):
 
 
 def content_words(question: str) -> list[str]:
-    """Words of ``question`` that can carry its subject, in order, case-insensitively unique."""
+    """Terms of ``question`` that can carry its subject, in order, case-insensitively unique.
+
+    A qualifier (see :data:`_QUALIFIER`) right after a kept word is joined to it with a space
+    ("vitamin D", "type 2"): :func:`_safe_term` makes that a phrase.
+    """
     words: list[str] = []
     seen: set[str] = set()
-    for match in _WORD.finditer(question or ""):
+    previous_kept = False
+    text = question or ""
+    for match in _WORD.finditer(text):
         word = match.group().strip("-_")
         lower = word.lower()
+        adjacent = previous_kept and text[match.start() - 1: match.start()] == " "
+        if word and adjacent and _QUALIFIER.fullmatch(word) and words:
+            joined = f"{words[-1]} {word}"
+            seen.add(joined.lower())
+            words[-1] = joined
+            previous_kept = False
+            continue
+        previous_kept = False
         if not word or lower in _STOP_WORDS or lower in seen:
             continue
         if lower.isdigit() and len(lower) < 4:
@@ -85,12 +116,15 @@ def content_words(question: str) -> list[str]:
             continue
         seen.add(lower)
         words.append(word)
+        previous_kept = True
     return words
 
 
 def _safe_term(word: str) -> str:
-    """A word as a tsquery operand: only characters ``to_tsquery`` accepts inside a term."""
-    return re.sub(r"[^\w\-]", "", word).strip("-_")
+    """A term as a tsquery operand: only characters ``to_tsquery`` accepts inside a term; a term of
+    several words ("vitamin D") becomes a phrase (``vitamin <-> D``)."""
+    parts = [re.sub(r"[^\w\-]", "", p).strip("-_") for p in word.split()]
+    return " <-> ".join(p for p in parts if p)
 
 
 @dataclass
@@ -122,8 +156,25 @@ class KeywordQueryBuilder:
         except Exception:  # noqa: BLE001 - a failing look-up only costs the stemming of this word
             return True, f"'{text.lower()}'"
 
-    def _frequency(self, term: str) -> int | None:
+    def _total(self) -> int | None:
+        """Documents in the database (None: unknown or no database)."""
         if self.database is None:
+            return None
+        if "\x00total" not in self._counts:
+            status = getattr(self.database, "status", None)
+            try:
+                self._counts["\x00total"] = int(status()["documents"]) if status else -1
+            except Exception:  # noqa: BLE001 - unknown size: no flood limit from it
+                self._counts["\x00total"] = -1
+        total = self._counts["\x00total"]
+        return None if total < 0 else total
+
+    def _counts_usable(self) -> bool:
+        """Counts rank terms only when the database has documents (an empty one counts 0 for all)."""
+        return self.database is not None and self._total() != 0
+
+    def _frequency(self, term: str) -> int | None:
+        if not self._counts_usable():
             return None
         if term not in self._counts:
             try:
@@ -171,7 +222,7 @@ class KeywordQueryBuilder:
         precise without making it empty for a long question.
         """
         keys = self.key_terms(question, STRICT_TERMS)
-        if self.database is None or len(keys) < 2:
+        if not self._counts_usable() or len(keys) < 2:
             return " & ".join(keys)
         by_rarity = sorted(keys, key=lambda t: (self._frequency(t) or float("inf"), keys.index(t)))
         chosen = [by_rarity[0]]
@@ -182,8 +233,8 @@ class KeywordQueryBuilder:
             chosen.append(term)
         return " & ".join(t for t in keys if t in chosen)
 
-    def _conjunction_count(self, terms: list[str]) -> int:
-        query = " & ".join(terms)
+    def _conjunction_count(self, terms: list[str], operator: str = " & ") -> int:
+        query = operator.join(terms)
         if query not in self._counts:
             try:
                 self._counts[query] = int(self.database.count_matches(query))  # type: ignore[union-attr]
@@ -191,17 +242,48 @@ class KeywordQueryBuilder:
                 return 1
         return self._counts[query]
 
+    def _broad(self, question: str) -> str:
+        """The content terms OR-ed (long words as prefixes), leaving out the most common ones while
+        the query would flood the results (see the module docstring)."""
+        terms = self.terms(question)[:BROAD_TERMS]
+        operands = [f"{t}:*" if len(t) >= PREFIX_MIN_LENGTH and " " not in t else t for t in terms]
+        limit = self._flood_limit()
+        if limit is None:
+            return " | ".join(operands)
+        while len(operands) > 2 and self._conjunction_count(operands, " | ") > limit:
+            # leave out the operand that matches most documents on its own
+            counts = [self._conjunction_count([o], " | ") for o in operands]
+            operands.pop(max(range(len(operands)), key=lambda i: (counts[i], i)))
+        return " | ".join(operands)
+
     def query(self, question: str, attempt: int = 1) -> str:
-        """The query for attempt ``attempt`` (1-based; attempts above 3 cycle through the strategies)."""
+        """The query for attempt ``attempt`` (1-based; attempts above 3 cycle through the strategies):
+        strict, pairs, broad."""
         strategy = (max(attempt, 1) - 1) % 3
         if strategy == 0:
             return self._strict(question)
-        if strategy == 1:
-            return " | ".join(f"{t}:*" for t in self.terms(question)[:BROAD_TERMS])
+        if strategy == 2:
+            return self._broad(question)
+        return self._pairs(question)
+
+    def _pairs(self, question: str) -> str:
+        """Any two key terms; while that floods (see :meth:`_broad`), the most common term goes."""
         keys = self.key_terms(question, PAIR_TERMS)
-        if len(keys) < 3:
-            return " & ".join(keys) if len(keys) == 2 else " | ".join(keys)
-        return " | ".join(f"({a} & {b})" for a, b in combinations(keys, 2))
+
+        def build(terms: list[str]) -> str:
+            if len(terms) < 3:
+                return " & ".join(terms) if len(terms) == 2 else " | ".join(terms)
+            return " | ".join(f"({a} & {b})" for a, b in combinations(terms, 2))
+
+        limit = self._flood_limit()
+        while limit is not None and len(keys) > 3 and self._conjunction_count([build(keys)]) > limit:
+            keys.remove(max(keys, key=lambda t: (self._frequency(t) or 0, keys.index(t))))
+        return build(keys)
+
+    def _flood_limit(self) -> int | None:
+        """How many matches make a query flood the results (None: unknown, no database)."""
+        total = self._total() if self._counts_usable() else None
+        return None if total is None else max(FLOOD_MIN, int(total * FLOOD_SHARE))
 
 
 def is_builtin(model: str) -> bool:

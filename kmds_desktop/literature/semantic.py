@@ -97,19 +97,19 @@ def write_hypothetical_abstract(backend: Any, model: str, question: str, *, temp
 
 
 def similarities_to_question(db: Any, question_vector: Any, ids: list[int], *, model_name: str,
-                             cancel: CancelToken | None = None) -> dict[int, float]:
+                             cancel: CancelToken | None = None, encoder: Any = None) -> dict[int, float]:
     """Cosine similarity of each candidate to the question: stored vectors, and for candidates without
     one (imported after the last embedding run, or no vector table) the vector is computed now."""
-    from kmds_desktop.index.embeddings import encode
     from kmds_desktop.literature.fusion import cosine_similarities
-    from kmds_desktop.literature.vectors import document_texts, stored_vectors
+    from kmds_desktop.literature.vectors import document_texts, encoder_for, stored_vectors
 
+    encode = encoder_for(model_name, encoder)
     vectors = dict(stored_vectors(db, ids, cancel=cancel))
     missing = [i for i in ids if i not in vectors]
     if missing:
         texts = {i: t for i, t in document_texts(db, missing, cancel=cancel).items() if t}
         if texts:
             order = list(texts)
-            for doc_id, vector in zip(order, encode([texts[i] for i in order], model_name), strict=True):
+            for doc_id, vector in zip(order, encode([texts[i] for i in order]), strict=True):
                 vectors[doc_id] = vector
     return cosine_similarities(question_vector, vectors)

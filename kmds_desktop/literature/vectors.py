@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -58,6 +58,25 @@ _CREATE_INDEX = (
     f"CREATE INDEX IF NOT EXISTS idx_{VECTOR_TABLE}_hnsw ON {VECTOR_TABLE} "
     "USING hnsw (embedding vector_cosine_ops)"
 )
+
+
+#: ``encoder(texts) -> unit-length float32 rows``: who computes embeddings. None means this process's
+#: model (:func:`kmds_desktop.index.embeddings.encode`); the window passes its index's ``encode`` so
+#: the index process embeds and torch never loads in the window's process.
+Encoder = Callable[[Sequence[str]], "np.ndarray"]
+
+
+def encoder_for(model_name: str, encoder: Encoder | None = None) -> Encoder:
+    """``encoder`` itself, or one that embeds with ``model_name`` in this process."""
+    if encoder is not None:
+        return encoder
+
+    def local(texts: Sequence[str]) -> np.ndarray:
+        from kmds_desktop.index.embeddings import encode
+
+        return encode(texts, model_name)
+
+    return local
 
 
 class VectorsUnavailable(LiteratureError):
@@ -176,12 +195,8 @@ def vector_literal(vector: Iterable[float]) -> str:
     return "[" + ",".join(f"{float(x):.7g}" for x in vector) + "]"
 
 
-def _check_dimensions(model_name: str) -> None:
-    from kmds_desktop.index.embeddings import get_model
-
-    model = get_model(model_name)
-    dimension = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
-    dim = int(dimension() or 0)
+def _check_dimensions(model_name: str, encode: Encoder) -> None:
+    dim = int(encode(["dimension check"]).shape[1])
     if dim != DIMENSIONS:
         raise VectorsUnavailable(
             f"embedding model {model_name!r} makes {dim}-dimensional vectors, but the literature "
@@ -198,18 +213,19 @@ def embed_documents(
     allow_external: bool = False,
     progress: ProgressFn | None = None,
     cancel: CancelToken | None = None,
+    encoder: Encoder | None = None,
 ) -> EmbedReport:
     """Embed every document that needs a vector (new, changed, or another model), batch by batch.
 
     Runs on its own connection, so searches on ``db`` keep working. Each batch is committed: a cancel
     (``cancel``, checked between batches and cancelling the statement in flight) or a crash loses at
     most the batch in progress, and the next run goes on from there. ``limit`` stops after that many
-    documents. A cancel returns the report with ``cancelled=True`` instead of raising.
+    documents. A cancel returns the report with ``cancelled=True`` instead of raising. ``encoder``
+    computes the vectors (default: ``model_name`` in this process; see :data:`Encoder`).
     """
-    from kmds_desktop.index.embeddings import encode
-
+    encode = encoder_for(model_name, encoder)
     ensure_vectors(db, allow_external=allow_external)
-    _check_dimensions(model_name)
+    _check_dimensions(model_name, encode)
     batch_size = max(1, int(batch_size))
     rep = EmbedReport(model=model_name)
     started = time.perf_counter()
@@ -229,7 +245,7 @@ def embed_documents(
             if not rows:
                 break
             t0 = time.perf_counter()
-            vectors = encode([r[1] for r in rows], model_name)
+            vectors = encode([r[1] for r in rows])
             rep.encode_seconds += time.perf_counter() - t0
             check(cancel)
             with conn.transaction(), conn.cursor() as cur:
@@ -277,11 +293,9 @@ def vector_status(db: Any, model_name: str = "all-MiniLM-L6-v2") -> dict[str, An
 
 
 # -- searching ------------------------------------------------------------------------------------
-def embed_text(text: str, model_name: str = "all-MiniLM-L6-v2") -> np.ndarray:
+def embed_text(text: str, model_name: str = "all-MiniLM-L6-v2", encoder: Encoder | None = None) -> np.ndarray:
     """The unit-length vector of one sentence (a semantic row's text, a hypothetical abstract)."""
-    from kmds_desktop.index.embeddings import encode
-
-    return encode([text], model_name)[0]
+    return encoder_for(model_name, encoder)([text])[0]
 
 
 def _filters(db: Any, use_pubmed: bool, use_medrxiv: bool, use_others: bool, from_date: Any,
@@ -345,16 +359,35 @@ def nearest_ids(
     )
 
     def run(conn: psycopg.Connection) -> list[tuple[int, float]]:
-        _require_table(conn)
+        iterative = _iterative_scan(db, conn)
         with conn.transaction():
-            conn.execute("SELECT set_config('hnsw.ef_search', %(ef)s, true)", params)
-            with contextlib.suppress(psycopg.Error), conn.transaction():  # pgvector < 0.8 lacks it
-                conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
+            if iterative:
+                conn.execute("SELECT set_config('hnsw.ef_search', %(ef)s, true), "
+                             "set_config('hnsw.iterative_scan', 'relaxed_order', true)", params)
+            else:
+                conn.execute("SELECT set_config('hnsw.ef_search', %(ef)s, true)", params)
             rows = conn.execute(sql, params).fetchall()  # type: ignore[arg-type]  # constant SQL
         # relaxed_order may return neighbours slightly out of order: sort by similarity, then id.
         return sorted(((int(r[0]), float(r[1])) for r in rows), key=lambda p: (-p[1], p[0]))
 
     return db._run(run, cancel)
+
+
+def _iterative_scan(db: Any, conn: psycopg.Connection) -> bool:
+    """Whether pgvector has iterative index scans (0.8+); raises :class:`VectorsUnavailable` when the
+    database has no vector table. Looked up once per database object (a search saves round trips)."""
+    cached = getattr(db, "_kmds_vector_iterative", None)
+    if cached is not None:
+        return bool(cached)
+    _require_table(conn)
+    row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+    try:
+        version = tuple(int(p) for p in str(row[0]).split(".")[:2]) if row else (0, 0)
+    except ValueError:
+        version = (0, 0)
+    supported = version >= (0, 8)
+    db._kmds_vector_iterative = supported
+    return supported
 
 
 def count_with_vectors(db: Any, use_pubmed: bool = True, use_medrxiv: bool = True, use_others: bool = True,

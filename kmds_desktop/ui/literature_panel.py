@@ -89,6 +89,7 @@ KINDS = {
     "generate": "literature.generate",
     "run": "literature.run",
     "import": "literature.import",
+    "embed": "literature.embed",
     "export": "literature.export",
     "record": "history.record",
 }
@@ -132,7 +133,9 @@ class LiteraturePanel(QWidget):
         #: The newest message (level, text) the panel sent to the window's message bar.
         self.last_message: tuple[str, str] | None = None
 
-        self.session = app_lit.LiteratureSession(settings.query_generation, settings.literature)
+        self.session = app_lit.LiteratureSession(settings.query_generation, settings.literature,
+                                                 settings.retrieval, settings.index.embedding_model)
+        self._embed_job: Job | None = None
         self.review = ReviewModel(self.session, self)
         self.documents = DocumentsModel(self)
         self._check_timer = QTimer(self)
@@ -203,6 +206,11 @@ class LiteraturePanel(QWidget):
         self.add_button.setObjectName("addQuery")
         self.add_button.setToolTip("Add a hand-written query and start editing it")
         self.add_button.clicked.connect(lambda _checked=False: self.add_query())
+        self.semantic_button = QPushButton("Add semantic row")
+        self.semantic_button.setObjectName("addSemantic")
+        self.semantic_button.setToolTip("Add a row that searches by meaning: the question (editable) is "
+                                        "compared with the document vectors ('literature embed')")
+        self.semantic_button.clicked.connect(lambda _checked=False: self.add_semantic_row())
         self.remove_button = QPushButton("Remove")
         self.remove_button.setToolTip("Remove the selected queries (Delete)")
         self.remove_button.clicked.connect(lambda _checked=False: self.remove_selected())
@@ -218,7 +226,8 @@ class LiteraturePanel(QWidget):
         self.run_button.setToolTip("Run exactly the ticked queries as shown")
         self.run_button.clicked.connect(lambda _checked=False: self.run_selected())
         buttons = QHBoxLayout()
-        for b in (self.add_button, self.remove_button, self.all_button, self.none_button):
+        for b in (self.add_button, self.semantic_button, self.remove_button, self.all_button,
+                  self.none_button):
             buttons.addWidget(b)
         buttons.addStretch(1)
         buttons.addWidget(self.run_button)
@@ -326,7 +335,8 @@ class LiteraturePanel(QWidget):
         return self.generating or self._working()
 
     def _sync_settings(self) -> None:
-        self.session.configure(self.settings.query_generation, self.settings.literature)
+        self.session.configure(self.settings.query_generation, self.settings.literature,
+                               self.settings.retrieval)
 
     def _update_buttons(self) -> None:
         self._sync_settings()
@@ -517,6 +527,12 @@ class LiteraturePanel(QWidget):
             self.review_view.setCurrentIndex(index)
             self.review_view.edit(index)
         return row
+
+    def add_semantic_row(self, text: str = "") -> QueryRow:
+        """Add a semantic row (the question by default); its type shows in the Model column."""
+        if not (text or self.session.question):
+            self.session.question = self.question.text().strip()
+        return self.review.add_semantic(text if isinstance(text, str) else "")
 
     def remove_selected(self) -> None:
         rows = {i.row() for i in self.review_view.selectionModel().selectedRows()}
@@ -752,6 +768,30 @@ class LiteraturePanel(QWidget):
         self._set_progress("Import finished.")
         self.show_message(summary, "info")
         self.refresh_status()
+        if self.settings.retrieval.embed_after_import:
+            self.embed_documents()
+
+    def embed_documents(self) -> Job | None:
+        """Embed new or changed documents in the background (semantic rows use them; searches never
+        wait for it). Through the session's encoder, so the window's process never loads torch."""
+        if self._embed_job is not None:
+            return None
+
+        def start(db: Any) -> None:
+            job = self.jobs.submit(
+                KINDS["embed"], lj.embed_literature, db, self.session.embedding_model, self.session.encoder,
+                label="Embedding documents for semantic rows", policy="refuse", busy_cursor=False,
+                on_progress=lambda d, t, m: self._set_progress(f"Embedding for semantic rows: {m}"),
+                on_result=lambda rep: self._set_progress(
+                    f"Embedded {rep.embedded:,} documents for semantic rows"
+                    + (f" ({rep.remaining:,} left for the next run)" if rep.remaining else "")),
+                on_error=lambda exc: self.show_message(f"Documents were not embedded: {exc}", "warning"),
+                on_finished=lambda: setattr(self, "_embed_job", None),
+            )
+            self._embed_job = job
+
+        self._with_database(start)
+        return self._embed_job
 
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802 - Qt API
         urls = event.mimeData().urls() if event.mimeData().hasUrls() else []

@@ -191,11 +191,22 @@ class MainWindow(QMainWindow):
     # -- construction --
     def _make_literature_panel(self, kwargs: dict[str, Any]) -> LiteraturePanel:
         panel = LiteraturePanel(self.settings, self.jobs, self, **kwargs)
+        # Semantic rows and the embedding after an import embed through the index process, so torch
+        # never loads in the window's process (called on workers).
+        panel.session.encoder = self._literature_encoder
         panel.status_changed.connect(self._literature_status)
         # One message surface: the panel's messages appear in the window's bar only.
         panel.message_shown.connect(lambda level, text: self.messages.show_message(text, level))
         panel.wide_toggled.connect(self.set_literature_wide)
         return panel
+
+    def _literature_encoder(self, texts: Any) -> Any:
+        """Embed texts in the index process (opened on first use, as for the KB index)."""
+        from kmds_desktop.index.factory import open_index
+
+        if self.index_holder.get("index") is None:
+            self.index_holder["index"] = open_index(self.settings, own_process=True)
+        return self.index_holder["index"].encode(list(texts), self.settings.index.embedding_model)
 
     def set_literature_wide(self, wide: bool) -> None:
         """Give the literature search the window's width (the other panels step aside), or undo it."""

@@ -222,6 +222,15 @@ class ReviewModel(QAbstractTableModel):
         self._announce_new(row)
         return row
 
+    def add_semantic(self, text: str = "") -> QueryRow:
+        """A semantic row: ``text`` (default: the question) searched by meaning on the document vectors."""
+        n = len(self._rows)
+        self.beginInsertRows(QModelIndex(), n, n)
+        row = self.session.add_semantic(text)
+        self.endInsertRows()
+        self._announce_new(row)
+        return row
+
     def begin_round(self, question: str, now: str) -> Any:
         """Start a generation round; the rows it replaces leave the table (see the session's rule)."""
         self.beginResetModel()

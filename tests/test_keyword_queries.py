@@ -1,0 +1,54 @@
+"""The built-in generator keeps short meaningful terms, goes from strict to broad without flooding,
+and does something sensible on an empty database (real PostgreSQL with the shared corpora)."""
+
+from __future__ import annotations
+
+from kmds_desktop.literature.keyword_queries import FLOOD_MIN, KeywordQueryBuilder, content_words
+from kmds_desktop.literature.query_cleaning import clean_query
+
+
+def test_short_meaningful_terms_are_kept():
+    assert content_words("Does vitamin D supplementation prevent fractures?")[0] == "vitamin D"
+    assert content_words("Hepatitis B vaccination in infants")[0] == "Hepatitis B"
+    words = content_words("IL-6 and TNF-alpha in CD4 T cells of type 2 diabetes patients with p53 loss")
+    assert {"IL-6", "TNF-alpha", "CD4 T", "type 2", "p53"} <= set(words)
+    assert content_words("Erlotinib in non-small-cell lung cancer")[1] == "non-small-cell"
+    # a lone short word after a stop word is not a qualifier ("after 2 weeks")
+    assert "2" not in " ".join(content_words("Pain after 2 weeks of aspirin"))
+    strict = KeywordQueryBuilder().query("Does vitamin D supplementation prevent fractures?", 1)
+    assert "vitamin <-> D" in strict and clean_query(strict) == strict
+
+
+def test_vitamin_d_query_does_not_find_other_vitamins(pg_database):
+    builder = KeywordQueryBuilder(pg_database)
+    question = "Vitamin D deficiency is common in older adults"
+    strict = builder.query(question, 1)
+    assert "vitamin <-> D" in strict.replace("Vitamin", "vitamin")
+    ids = pg_database.find_abstract_ids(strict, max_rows=1000)
+    docs = pg_database.fetch_documents_by_ids(ids)
+    assert docs
+    text = [(d["title"] + " " + d["abstract"]).lower() for d in docs]
+    assert all("vitamin d" in t for t in text)
+
+
+def test_broad_query_is_checked_against_its_match_count(pg_database):
+    builder = KeywordQueryBuilder(pg_database)
+    question = "Erlotinib improves survival in non-small-cell lung cancer"
+    strict, pairs, broad = (builder.query(question, a) for a in (1, 2, 3))
+    counts = [pg_database.count_matches(q) for q in (strict, pairs, broad)]
+    assert 0 < counts[0] <= min(counts[1], counts[2])  # strict first, then broader
+    total = pg_database.status()["documents"]
+    limit = max(FLOOD_MIN, int(0.03 * total))
+    naive = " | ".join(f"{t}:*" for t in builder.terms(question))
+    assert pg_database.count_matches(naive) > limit  # what the broad query was before: it flooded
+    assert counts[1] <= limit and counts[2] <= limit and "rlotinib" in broad
+
+
+def test_empty_database_gives_a_query_of_the_key_terms(pg_empty_database):
+    builder = KeywordQueryBuilder(pg_empty_database)
+    question = "Does vitamin D supplementation reduce fracture risk in older women?"
+    strict = builder.query(question, 1)
+    assert strict.count("&") == 2 and "vitamin <-> D" in strict and "supplementation" in strict
+    ok, _ = pg_empty_database.validate_tsquery(strict)
+    assert ok
+    assert all(builder.query(question, a) for a in (2, 3))
