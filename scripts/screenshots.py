@@ -1,12 +1,21 @@
 """Save PNGs of the app's main states into docs/screenshots/ (run by ``make screenshots`` under xvfb-run).
 
-States: a KB open with an observation selected; an answer with citations (offline mode, the question
-still in its box, a citation clicked so the KB browser shows the cited record); the literature review
-table after a run: three queries from the built-in keyword model (multi-model generation, three
-queries per model) plus a hand-written one, each with its validity, matches, IDs returned and IDs no
-other query found, the merged documents with "found by", and one document's detail. Everything the app
-writes goes to ``bench/.data/screenshots/`` (git-ignored); the literature corpus is imported there
-once. Runs on the real display given by ``DISPLAY`` (xvfb) or offscreen when there is none.
+The window is 1600x1000 (the screen ``make screenshots`` gives Xvfb) and laid out as the app lays it
+out; nothing is resized or fitted for the picture. States:
+
+- ``kb-open.png``: the demo KB (the user's copy in the data folder) with an observation selected;
+- ``answer-with-citations.png``: an offline answer, the question still in its box, a citation
+  clicked so the KB browser shows the cited record;
+- ``literature-review.png``: the literature search given the window's width (Wide), the review
+  table after generation (three queries from the built-in keyword model plus a hand-written one),
+  every column readable: run, model, query, validity, matches, IDs, unique, error;
+- ``literature-results.png``: the same after Run selected: per-query IDs and unique counts, the
+  merged documents best rank first, one document's detail;
+- ``error.png``: a file that is not a KB opened: the message bar says why and the open KB stays.
+
+Everything the app writes goes to ``bench/.data/screenshots/`` (git-ignored); the literature corpus
+is imported there once. Runs on the real display given by ``DISPLAY`` (xvfb) or offscreen when there
+is none.
 """
 
 from __future__ import annotations
@@ -65,6 +74,16 @@ def main() -> int:
     from kmds_desktop.ui.main_window import MainWindow, app_icon
 
     OUT.mkdir(parents=True, exist_ok=True)
+    import shutil
+
+    # A first session's pictures: no search history or demo-KB copy left by an earlier run (the
+    # imported corpus and the index are kept, they only save time).
+    for name in ("history", "demo", "settings.json"):
+        target = DATA / "home" / name
+        if target.is_dir():
+            shutil.rmtree(target)
+        elif target.exists():
+            target.unlink()
     app = QApplication.instance() or QApplication(sys.argv)
     app.setWindowIcon(app_icon())
 
@@ -82,8 +101,8 @@ def main() -> int:
     qg.queries_per_model = 3
     window = MainWindow(settings, settings_path=DATA / "home" / "settings.json",
                         literature_kwargs={"database": db}, probe_llm=True)
-    window.resize(1560, 940)
-    window.splitter.setSizes([380, 600, 580])
+    window.move(0, 0)
+    window.resize(1600, 1000)
     window.show()
 
     loaded = []
@@ -91,7 +110,8 @@ def main() -> int:
     from kmds_desktop import paths
 
     window.open_kb(paths.demo_kb_path())  # what a new user sees first: 2 workflows, 42 observations
-    wait_for(lambda: bool(loaded) and window.index_ready_for is not None)
+    warm = window.warm_up()  # as run_app does at start-up: the index process loads the model
+    wait_for(lambda: bool(loaded) and window.index_ready_for is not None and (warm is None or warm.done))
     kb = window.kb
     window.browser.select_observation(kb.observations[3].iri)
     wait_for(lambda: "documents" in window.lit_status.text() or "unavailable" in window.lit_status.text(), 60)
@@ -106,7 +126,22 @@ def main() -> int:
     window.ask.activate_citation(1)
     shoot(window, "answer-with-citations.png")
 
+    # An error: a file that is not a knowledge base. The message bar says why; the demo KB stays open.
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="kmds-"))
+    bad = folder / "meeting-notes.xml"
+    bad.write_text("<notes><note>not a knowledge base</note></notes>\n", encoding="utf-8")
+    before = window.messages.current
+    window.open_kb(bad)
+    wait_for(lambda: window.messages.current is not None and window.messages.current is not before, 60)
+    wait_for(lambda: not window.jobs.is_busy("kb.load"), 60)
+    shoot(window, "error.png")
+    window.messages.dismiss()
+    shutil.rmtree(folder, ignore_errors=True)
+
     panel = window.literature
+    panel.wide_button.click()  # the review gets the window's width, as a user does for this work
     panel.question.setText("Does vitamin D supplementation reduce cancer risk or mortality?")
     job = panel.generate()
     wait_for(lambda: job is None or job.done, 120)
@@ -114,22 +149,14 @@ def main() -> int:
     wait_for(lambda: all(r.validity not in ("checking", "unchecked") for r in panel.review.rows()), 60)
     wait_for(lambda: not window.jobs.is_busy("literature.check"), 60)
     settle(1.0)
+    shoot(window, "literature-review.png")
+
     run = panel.run_selected()
     wait_for(lambda: run is None or run.done, 120)
     settle(1.0)
     if panel.documents.rowCount():
         panel.select_document(0)
-    # The review table is the subject here: give the literature panel most of the width and fit
-    # its columns so every one (run, model, attempt, query, validity, matches, time, IDs, unique,
-    # error) is on screen.
-    window.splitter.setSizes([260, 430, 870])
-    view = panel.review_view
-    view.resizeColumnsToContents()
-    from kmds_desktop.ui.review_model import ReviewModel
-
-    view.setColumnWidth(ReviewModel.COL_QUERY, min(view.columnWidth(ReviewModel.COL_QUERY), 330))
-    view.setColumnWidth(ReviewModel.COL_ERROR, 60)
-    shoot(window, "literature-review.png")
+    shoot(window, "literature-results.png")
 
     window.jobs.shutdown()
     window._force_close = True

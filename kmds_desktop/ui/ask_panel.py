@@ -395,8 +395,8 @@ class AskPanel(QWidget):
         self.answer.setOpenLinks(False)
         self.answer.anchorClicked.connect(self._anchor_clicked)
         self.answer.setPlaceholderText(
-            "Answers appear here. Citations like [1] link to the records in the table below; click one "
-            "to select the observation in the KB browser."
+            # One short line: Qt does not wrap a placeholder, and a long one was cut off mid-sentence.
+            "Answers appear here. Click a citation like [1] to see its record."
         )
         self.route_editor = RouteEditor()
         self.route_editor.rerun_requested.connect(lambda route: self.ask(route=route))
@@ -615,9 +615,14 @@ class AskPanel(QWidget):
         asks the model and the style for every cell and role and took 8-25 ms of the GUI thread.
         """
         rows = self.results.rowCount()
-        if rows == 0:
-            return
         table = self.table
+        if rows == 0:
+            # No records yet: every column as wide as its title, so the finding gets the rest (at
+            # Qt's default width each, the finding's column was squeezed to a few letters).
+            header = table.horizontalHeader()
+            for col in (0, 2, 3, 4, 5, 6):
+                table.setColumnWidth(col, header.sectionSizeHint(col))
+            return
         metrics = table.fontMetrics()
         header = table.horizontalHeader()
         # The item delegate's text margin: the focus frame's margin plus one pixel on each side.
