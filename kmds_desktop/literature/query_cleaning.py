@@ -100,7 +100,8 @@ def _extract(reply: str) -> tuple[str, str | None]:
     if len(raw_lines) > MAX_REPLY_LINES:
         limit_reason = f"no query in the first {MAX_REPLY_LINES:,} lines of the reply"
     for raw_line in raw_lines[:MAX_REPLY_LINES]:
-        line = raw_line.strip()
+        # a far longer line is passed over unstripped (stripping would copy it for nothing)
+        line = raw_line if len(raw_line) > MAX_QUERY_CHARS + 64 else raw_line.strip()
         if len(line) > MAX_QUERY_CHARS:
             limit_reason = (f"the reply has lines too long to be a query ({len(line):,} characters; "
                             f"a query has at most {MAX_QUERY_CHARS:,})")
