@@ -262,9 +262,9 @@ class LiteraturePanel(QWidget):
 
         self.results_label = QLabel("Run the ticked queries to see documents here.")
         self.results_label.setWordWrap(True)
-        self.export_button = QToolButton()
-        self.export_button.setText("Export")
-        self.export_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        # A push button sizes itself for its menu arrow; an instant-popup tool button drew the arrow
+        # over its own text ("Export.").
+        self.export_button = QPushButton("Export")
         menu = QMenu(self.export_button)
         menu.addAction("Documents as CSV", lambda: self.export_documents("csv"))
         menu.addAction("Documents as RIS", lambda: self.export_documents("ris"))
