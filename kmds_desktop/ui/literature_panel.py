@@ -155,7 +155,9 @@ class LiteraturePanel(QWidget):
     def _build_ui(self) -> None:
         self.question = QLineEdit()
         self.question.setObjectName("literatureQuestion")
-        self.question.setPlaceholderText("Research question, e.g. Does azithromycin help CF lung function?")
+        # Short enough to show whole beside the buttons at 1600 px; the example is in the tooltip.
+        self.question.setPlaceholderText("Your research question")
+        self.question.setToolTip("A research question, e.g. Does azithromycin help CF lung function?")
         self.question.returnPressed.connect(self.generate)
         self.generate_button = QPushButton("Generate queries")
         self.generate_button.setObjectName("generateQueries")
