@@ -159,6 +159,8 @@ def test_kill_9_of_the_cli_in_the_middle_of_a_run(pg_empty_database, fake_ollama
     home.mkdir()
     settings = Settings()
     settings.query_generation.ollama_host = fake_ollama.url
+    # The query waits on the lock until it is killed, however slow a loaded machine is to see it waiting.
+    settings.literature.statement_timeout_ms = 600_000
     save_settings(settings, home / "settings.json")
     dsn = pg_empty_database.dsn
     repo = Path(__file__).resolve().parent.parent

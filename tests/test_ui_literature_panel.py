@@ -12,7 +12,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
+from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QLineEdit
 from test_export import parse_bibtex, parse_ris
@@ -202,14 +202,20 @@ def test_cancel_slow_generation(qtbot, jobs, fake_ollama, pg_database) -> None:
     assert panel.generate_button.isEnabled()
 
 
+def _centre(panel: LiteraturePanel) -> QPoint:
+    # QDragEnterEvent takes a QPoint (its QPointF overload exists only from PySide6 6.12, which the
+    # project does not use); QDropEvent takes a QPointF.
+    return panel.rect().center()
+
+
 def _drop(panel: LiteraturePanel, path: Path) -> None:
     mime = QMimeData()
     mime.setUrls([QUrl.fromLocalFile(str(path))])
-    enter = QDragEnterEvent(QPointF(panel.rect().center()), Qt.DropAction.CopyAction, mime,
+    enter = QDragEnterEvent(_centre(panel), Qt.DropAction.CopyAction, mime,
                             Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier)
     panel.dragEnterEvent(enter)
     assert enter.isAccepted()
-    drop = QDropEvent(QPointF(panel.rect().center()), Qt.DropAction.CopyAction, mime,
+    drop = QDropEvent(QPointF(_centre(panel)), Qt.DropAction.CopyAction, mime,
                       Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier)
     panel.dropEvent(drop)
 
