@@ -98,11 +98,11 @@ class RetrievalSettings(_Section):
     vectors, computed on demand for candidates without one), mixed with the fused order by
     ``rerank_weight`` (0: fused order only, 1: similarity only).
 
-    Defaults measured on SciFact *train* claims (``bench/retrieval_quality.py``, three
-    ``builtin:keywords`` rows and the semantic row): k = 20 with semantic weight 3 gave nDCG@10 0.710
-    against 0.673 for k = 60 with equal weights; re-ranking by similarity on top lowered it (0.689 to
-    0.706), so it is off by default. Several full-text rows outvote one semantic row at equal weights,
-    while the semantic row alone is the better ranker (0.660 against 0.610).
+    Defaults measured on SciFact *train* claims (three ``builtin:keywords`` rows and the semantic
+    row; README, *Retrieval quality*): k = 20 with semantic weight 3 gave nDCG@10 0.710 against 0.673
+    for k = 60 with equal weights; re-ranking by similarity on top lowered it (0.687 to 0.706), so it
+    is off by default. Several full-text rows outvote one semantic row at equal weights, while the
+    semantic row alone is the better ranker (0.660 against 0.61).
     """
 
     semantic_row: bool = True  # add a semantic row (the question) to every search
