@@ -29,10 +29,12 @@ def register_search(lit_sub: argparse._SubParsersAction) -> None:  # noqa: SLF00
     """Add the ``search`` subcommand under ``literature``."""
     search = lit_sub.add_parser(
         "search",
-        help="generate full-text queries for a question with one or more models and run them",
+        help="generate full-text queries for a question with one or more models and run them, beside "
+             "semantic rows",
         description="Generate PostgreSQL full-text queries for QUESTION (models from the settings' "
-                    "query_generation section, or --models), run them ID-only, merge the results and "
-                    "fetch the documents once. 'builtin:keywords' needs no LLM.",
+                    "query_generation section, or --models), run them ID-only beside semantic rows "
+                    "(--semantic, on by default when the database has vectors), merge the results by "
+                    "reciprocal rank fusion and fetch the documents once. 'builtin:keywords' needs no LLM.",
     )
     search.add_argument("question", metavar="QUESTION")
     search.add_argument("--models", help="comma-separated models, e.g. 'llama3.1:8b,builtin:keywords' "
