@@ -88,7 +88,19 @@ def settle_before_first_frame() -> None:
     objects, tens of ms of frozen window each time. Frozen ones are never walked again. Nothing
     heavy is imported here: torch and sentence-transformers load only in the index process, and the
     index is reached over its private channel, so ChromaDB is not imported in this process at all.
+
+    What the first jobs import is imported here instead, before the first frame: numpy's C
+    extensions (the embedding client's arrays) and the KB reader initialise holding the GIL for up
+    to about 100 ms, which froze the window when the warm-up or the KB load imported them on a
+    worker (measured on a quiet machine with py-spy --gil).
     """
+    import numpy  # noqa: F401
+    import owlready2  # noqa: F401
+
+    import kmds_desktop.app.workspace  # noqa: F401
+    import kmds_desktop.index.embedding_service  # noqa: F401
+    import kmds_desktop.index.factory  # noqa: F401
+
     gc.freeze()
 
 
