@@ -163,14 +163,22 @@ def test_private_folder_check_refuses_symlinks_and_foreign_owners(tmp_path):
 _STARTER = """
 import os, sys, time
 from pathlib import Path
-go = Path(sys.argv[1])
+from kmds_desktop.literature import open_database
+go, count = Path(sys.argv[1]), int(sys.argv[2])
+(go.parent / f"ready-{os.getpid()}").touch()  # imported: the race starts when all are
 for _ in range(2000):  # wait for the common start signal (bounded)
     if go.exists():
         break
     time.sleep(0.005)
-from kmds_desktop.literature import open_database
 db = open_database()
-print(db.status()["schema_version"], db.server.pid())
+print(db.status()["schema_version"], db.server.pid(), flush=True)
+# Stay until every process has its connection: one that finished and left first would stop the
+# shared server as its last user, and the next would rightly start another.
+(go.parent / f"in-{os.getpid()}").touch()
+for _ in range(6000):  # bounded: 60 s
+    if len(list(go.parent.glob("in-*"))) >= count:
+        break
+    time.sleep(0.01)
 db.close()
 """
 
@@ -183,10 +191,13 @@ def test_processes_starting_at_once_on_a_fresh_data_folder_all_succeed():
         go = home / "go"
         env = {**os.environ, "KMDS_DESKTOP_HOME": str(home), "PYTHONPATH": str(REPO)}
         count = 3 if run % 2 == 0 else 2
-        procs = [subprocess.Popen([sys.executable, "-c", _STARTER, str(go)], cwd=REPO, env=env,
+        procs = [subprocess.Popen([sys.executable, "-c", _STARTER, str(go), str(count)], cwd=REPO, env=env,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                  for _ in range(count)]
-        time.sleep(0.5)
+        for _ in range(600):  # bounded: until every process has imported the app (60 s)
+            if len(list(home.glob("ready-*"))) >= count:
+                break
+            time.sleep(0.1)
         go.touch()
         outs = [p.communicate(timeout=180) for p in procs]
         try:
