@@ -22,9 +22,9 @@ from kmds_desktop.app.literature import (
     VALID,
     CheckResult,
     LiteratureSession,
+    QueryGenerationResult,
     QueryRow,
 )
-from kmds_desktop.literature.query_generation import QueryGenerationResult
 
 __all__ = ["CHECKING", "FAILED", "HAND_WRITTEN", "INVALID", "UNCHECKED", "VALID", "QueryRow", "ReviewModel"]
 
