@@ -43,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
 
-    from kmds_desktop.ask.cli import register as register_ask
+    from kmds_desktop.commands.ask import register as register_ask
     from kmds_desktop.commands.literature_search import register_search
     from kmds_desktop.index.cli import register as register_index
     from kmds_desktop.kb.cli import register as register_kb

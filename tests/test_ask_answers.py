@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from support.fake_ollama import ModelScript
 
-from kmds_desktop.ask.cli import format_result
+from kmds_desktop.commands.ask import format_result
 from kmds_desktop.config import LLMSettings, Settings
 from kmds_desktop.index import SemanticIndex
 from kmds_desktop.kb import load_kb

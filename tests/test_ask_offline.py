@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kmds_desktop.ask.cli import register
+from kmds_desktop.commands.ask import register
 from kmds_desktop.config import Settings
 from kmds_desktop.kb import load_kb
 from kmds_desktop.search import SearchOrchestrator

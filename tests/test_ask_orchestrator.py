@@ -413,7 +413,7 @@ def test_auto_offline_says_why_and_that_no_llm_was_used(
 ) -> None:
     import socket
 
-    from kmds_desktop.ask.cli import format_result
+    from kmds_desktop.commands.ask import format_result
 
     monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
     with socket.socket() as s:

@@ -9,9 +9,14 @@ Rules (the window and a script follow the same ones):
   keeps it but marks it *stale*: a cited record may have changed or been deleted since.
 - The history keeps the last :data:`HISTORY_LIMIT` questions, newest last, without repeats.
 
-:func:`answer_question` is the slow part (route, search, stream an answer), for a worker or a script;
-the semantic index is opened on first need through the session's
-:class:`~kmds_desktop.app.workspace.IndexHolder` (under its lock).
+:func:`answer_question` is the slow part (route, search, stream an answer), for a worker; the window
+calls :meth:`AskSession.check` and :meth:`AskSession.started` on the GUI thread, runs it on a worker,
+then calls :meth:`AskSession.finished`. A script or the CLI (``kmds-desktop ask``) does the same
+steps in one call, :meth:`AskSession.answer`, so both faces give the same answer to the same question.
+A command's options (``--backend``, ``--model``, ``--ollama-host``, ``--limit``) become settings
+with :func:`settings_for_ask`, the settings the window's Preferences write. The semantic index is
+opened on first need through the session's :class:`~kmds_desktop.app.workspace.IndexHolder` (under
+its lock).
 """
 
 from __future__ import annotations
@@ -20,7 +25,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import ValidationError
+
 from kmds_desktop.app.workspace import IndexHolder
+from kmds_desktop.config import Settings, SettingsError, describe_validation_error
 
 HISTORY_LIMIT = 100
 #: The chunk that carries the records as soon as they are known (before the answer's text).
@@ -63,6 +71,28 @@ class AskSession:
     def finished(self, result: Any) -> None:
         self.result = result
 
+    def answer(
+        self,
+        kb: Any,
+        settings: Any,
+        index_holder: IndexHolder,
+        question: str,
+        route: Any = None,
+        *,
+        progress: Any = None,
+        cancel: Any = None,
+    ) -> Any:
+        """Ask ``question`` of ``kb`` and wait for the answer: the window's steps in one call.
+
+        For a script or the CLI, on the calling thread. Raises :class:`AskInputError` like
+        :meth:`check`; the answer is kept as :attr:`result`, the question joins the history.
+        """
+        text = self.check(question, kb)
+        self.started(text, kb)
+        result = answer_question(kb, settings, index_holder, text, route, progress=progress, cancel=cancel)
+        self.finished(result)
+        return result
+
     def remember(self, question: str) -> None:
         if question in self.history:
             self.history.remove(question)
@@ -86,6 +116,38 @@ class AskSession:
             return ""
         self.stale = True
         return "stale"
+
+
+def settings_for_ask(
+    settings: Settings,
+    *,
+    backend: str | None = None,
+    model: str | None = None,
+    ollama_host: str | None = None,
+    n_results: int | None = None,
+) -> Settings:
+    """A copy of ``settings`` with one question's overrides (the CLI's options), validated as
+    Preferences validates them (:class:`~kmds_desktop.config.SettingsError` names the value).
+
+    ``model`` is the model of whichever backend answers (Ollama's and Google's).
+    """
+    llm = settings.llm.model_copy()
+    index = settings.index.model_copy()
+    section = "llm."
+    try:
+        if backend:
+            llm.backend = backend  # type: ignore[assignment] - validated on assignment
+        if model:
+            llm.ollama_model = model
+            llm.google_model = model
+        if ollama_host:
+            llm.ollama_host = ollama_host
+        section = "index."
+        if n_results is not None:
+            index.n_results = n_results
+    except ValidationError as err:
+        raise SettingsError(describe_validation_error(err, section)) from None
+    return settings.model_copy(update={"llm": llm, "index": index})
 
 
 def answer_question(

@@ -50,6 +50,22 @@ class IndexHolder:
         self._lock = threading.Lock()
         self._opener = opener  # default: the settings' index in the app's own index process
 
+    @classmethod
+    def in_process(cls, persist_dir: str | Path | None = None) -> IndexHolder:
+        """A script's holder: the index opens in the calling process (a command runs no GUI thread
+        to keep free), from ``persist_dir`` when given, else as the settings say."""
+
+        def opener(settings: Settings) -> Any:
+            from kmds_desktop.index.factory import open_index
+
+            if persist_dir is not None:
+                from kmds_desktop.index import SemanticIndex
+
+                return SemanticIndex(persist_dir, settings.index.embedding_model)
+            return open_index(settings)
+
+        return cls(opener=opener)
+
     @property
     def current(self) -> Any | None:
         return self._index

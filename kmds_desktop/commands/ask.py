@@ -1,8 +1,13 @@
 """``kmds-desktop ask KB_FILE QUESTION [--backend auto|ollama|google|offline] [--json]``.
 
-Runs the same orchestrator as the GUI's Ask panel. Plain output is the answer, the route and
-the cited records; ``--json`` prints the whole result. Nothing heavy is imported until the
-command runs, so ``kmds-desktop --help`` stays fast. User errors print one line on stderr, exit 1.
+Drives the same :class:`~kmds_desktop.app.ask.AskSession` as the window's Ask panel: the KB opens as
+the window opens it (:func:`kmds_desktop.app.workspace.load_kb`: the installed demo KB is read from
+the user's copy in the data folder), the options become settings
+(:func:`~kmds_desktop.app.ask.settings_for_ask`) and
+:meth:`~kmds_desktop.app.ask.AskSession.answer` routes, searches and answers. The index opens in
+this process (the window's runs in its own). Plain output is the answer, the route and the cited
+records; ``--json`` prints the whole result. Nothing heavy is imported until the command runs, so
+``kmds-desktop --help`` stays fast. User errors print one line on stderr, exit 1.
 """
 
 from __future__ import annotations
@@ -46,37 +51,20 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     if args.n_results is not None and args.n_results < 1:
         err.write(f"error: -n/--limit must be at least 1, not {args.n_results}\n")
         return 1
+    from kmds_desktop.app import workspace
+    from kmds_desktop.app.ask import AskSession, settings_for_ask
     from kmds_desktop.config import SettingsError, load_settings
-
-    try:
-        settings = load_settings()
-    except SettingsError as exc:
-        err.write(f"error: {exc}\n")
-        return 1
-    from kmds_desktop.ask import SearchOrchestrator
     from kmds_desktop.index.errors import SemanticIndexError
     from kmds_desktop.kb import KnowledgeBaseError
     from kmds_desktop.tasks import Cancelled
 
     try:
-        index = None
-        if args.persist_dir is None:  # the data folder's index (or the configured server)
-            from kmds_desktop.index import open_index
-
-            index = open_index(settings, model_name=settings.index.embedding_model)
-        orchestrator = SearchOrchestrator(
-            args.kb_file,
-            persist_dir=args.persist_dir,
-            index=index,
-            model=args.model,
-            embedding_model=settings.index.embedding_model,
-            n_results=args.n_results if args.n_results is not None else settings.index.n_results,
-            backend=args.backend or settings.llm.backend,
-            settings=settings,
-            ollama_host=args.ollama_host,
-        )
-        result = orchestrator.ask(args.question)
-    except (KnowledgeBaseError, SemanticIndexError, ValueError) as exc:
+        settings = settings_for_ask(load_settings(), backend=args.backend, model=args.model,
+                                    ollama_host=args.ollama_host, n_results=args.n_results)
+        kb = workspace.load_kb(args.kb_file)
+        holder = workspace.IndexHolder.in_process(args.persist_dir)
+        result = AskSession().answer(kb, settings, holder, args.question)
+    except (KnowledgeBaseError, SemanticIndexError, SettingsError, ValueError, OSError) as exc:
         err.write(f"error: {exc}\n")
         return 1
     except (Cancelled, KeyboardInterrupt):
@@ -91,9 +79,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
 
 
 def format_result(data: dict[str, Any]) -> str:
+    """Answer, route and numbered records as plain text."""
     from kmds_desktop.ask.relevance import workflow_label
 
-    """Answer, route and numbered records as plain text."""
     lines = [data["answer"].strip(), ""]
     route = f"Route: {data['intent_class']} — {data['route_explanation']}"
     lines.append(route)

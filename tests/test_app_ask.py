@@ -1,0 +1,120 @@
+"""One ask path for both faces: ``kmds-desktop ask`` and the window's steps give the same answer.
+
+The window checks and starts a question on the GUI thread, runs
+:func:`~kmds_desktop.app.ask.answer_question` on a worker and hands the result back to its
+:class:`~kmds_desktop.app.ask.AskSession`; the CLI makes the same session do it in one call. Both are
+run here on the demo KB, offline and with the fake Ollama server (real ``ollama`` client), with the
+real embedding model and a real ChromaDB index, and their results compared field by field (apart
+from timings). No Qt.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.fake_ollama import ModelScript
+
+from kmds_desktop.app import workspace
+from kmds_desktop.app.ask import AskInputError, AskSession, answer_question, settings_for_ask
+from kmds_desktop.config import Settings, SettingsError
+
+MODEL = "router:1b"
+QUESTION = "What data quality problems were found in the body mass workflow?"
+
+
+def _cli(*argv: str) -> tuple[int, dict[str, Any], str]:
+    from kmds_desktop.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(argv))
+    return code, (json.loads(out.getvalue()) if out.getvalue().strip() else {}), err.getvalue()
+
+
+def _as_the_window_does(settings: Settings, holder: workspace.IndexHolder, question: str) -> dict[str, Any]:
+    """The window's steps: check and start on "the GUI thread", answer on a worker, then finish."""
+    session = AskSession()
+    kb = workspace.load_kb(workspace.installed_demo_path())
+    text = session.check(question, kb)
+    session.started(text, kb)
+    box: dict[str, Any] = {}
+    chunks: list[Any] = []
+    worker = threading.Thread(target=lambda: box.update(
+        result=answer_question(kb, settings, holder, text, chunk=chunks.append)))
+    worker.start()
+    worker.join()
+    session.finished(box["result"])
+    assert session.result is box["result"] and session.history == [text]
+    assert "".join(c for c in chunks if isinstance(c, str)) == box["result"].answer  # streamed in full
+    return _comparable(box["result"].to_dict())
+
+
+def _comparable(data: dict[str, Any]) -> dict[str, Any]:
+    data = dict(data)
+    data.pop("timings", None)
+    return json.loads(json.dumps(data, default=str))
+
+
+def test_offline_cli_and_window_give_the_same_answer(data_home: Path, tmp_path: Path) -> None:
+    index_dir = tmp_path / "index"
+    demo = str(workspace.installed_demo_path())
+    code, cli, err = _cli("ask", demo, QUESTION, "--backend", "offline", "--json",
+                          "--persist-dir", str(index_dir), "--limit", "7")
+    assert code == 0, err
+    settings = settings_for_ask(Settings(), backend="offline", n_results=7)
+    window = _as_the_window_does(settings, workspace.IndexHolder.in_process(index_dir), QUESTION)
+    assert _comparable(cli) == window
+    assert window["backend"] == "offline" and window["results"] and window["limit"] == 7
+    # the demo KB was read from the user's copy, as the window opens it
+    assert workspace.demo_copy_path().exists()
+
+
+def test_fake_ollama_cli_and_window_give_the_same_answer(
+    fake_ollama, data_home: Path, tmp_path: Path
+) -> None:
+    route = {"intent_class": "exploratory_search", "listing": True, "explanation": "type named",
+             "filters": {"obs_type_filter": "data quality", "workflow": "Penguin_Body_Mass_Regression"}}
+
+    def reply(prompt: str, body: dict[str, Any]) -> str:
+        return json.dumps(route) if "Reply with one JSON object" in prompt else "Two problems [1] [2]."
+
+    fake_ollama.models[MODEL] = ModelScript(replies=[reply])
+    index_dir = tmp_path / "index"
+    code, cli, err = _cli("ask", str(workspace.installed_demo_path()), QUESTION, "--backend", "ollama",
+                          "--model", MODEL, "--ollama-host", fake_ollama.url, "--json",
+                          "--persist-dir", str(index_dir))
+    assert code == 0, err
+    asked_by_cli = len(fake_ollama.completion_requests())
+    settings = settings_for_ask(Settings(), backend="ollama", model=MODEL, ollama_host=fake_ollama.url)
+    window = _as_the_window_does(settings, workspace.IndexHolder.in_process(index_dir), QUESTION)
+    assert _comparable(cli) == window
+    assert window["answer"] == "Two problems [1] [2]." and window["backend"] == "ollama"
+    assert window["route"]["filters"]["obs_type_filter"] == "Data Quality Observation"
+    # both faces asked the model the same things: the router, then the synthesis
+    prompts = [r.prompt for r in fake_ollama.completion_requests()]
+    assert asked_by_cli == 2 and prompts[:2] == prompts[2:]
+
+
+def test_a_command_option_out_of_range_is_a_settings_error_naming_it() -> None:
+    with pytest.raises(SettingsError, match=r"^index\.n_results: "):
+        settings_for_ask(Settings(), n_results=5000)
+    with pytest.raises(SettingsError, match=r"^llm\.backend: "):
+        settings_for_ask(Settings(), backend="telepathy")
+    base = Settings()
+    changed = settings_for_ask(base, model="m:1b", ollama_host="http://127.0.0.1:1")
+    assert (changed.llm.ollama_model, changed.llm.google_model) == ("m:1b", "m:1b")
+    assert base.llm.ollama_model != "m:1b"  # the settings given are not changed
+
+
+def test_cli_question_rules_are_the_sessions(data_home: Path) -> None:
+    """An empty question is refused by the session's rule, with the session's words, before any work."""
+    code, out, err = _cli("ask", str(workspace.installed_demo_path()), "   ", "--backend", "offline")
+    with pytest.raises(AskInputError) as refused:
+        AskSession().check("   ", object())
+    assert code == 1 and out == {} and err.strip() == f"error: {refused.value}"
