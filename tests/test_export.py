@@ -1,4 +1,4 @@
-"""Exports of literature results parse back to the same values (CSV, RIS, BibTeX, JSON log)."""
+"""Exports of literature results parse back to the same values (CSV, RIS, BibTeX, the JSON search log)."""
 
 from __future__ import annotations
 
@@ -14,14 +14,11 @@ import pytest
 import rispy
 from bibtexparser.middlewares import LatexDecodingMiddleware, SeparateCoAuthors, SplitNameParts
 
+from kmds_desktop.app.search_log import FORMAT, load_search_log, write_search_log
 from kmds_desktop.literature.citation_names import key_stem, parse_author, to_ascii
 from kmds_desktop.literature.export import (
-    LoggedQuery,
-    SearchLog,
     bibtex_escape,
     export_documents,
-    export_search_log,
-    load_search_log,
     normalize_document,
 )
 
@@ -197,24 +194,22 @@ def test_unknown_format_is_refused(tmp_path: Path) -> None:
         export_documents(DOCS, tmp_path / "x.doc", "doc")
 
 
-def test_search_log_round_trip(tmp_path: Path) -> None:
-    log = SearchLog(
-        question="Does azithromycin help CF?",
-        models=["m1", "m2"],
-        system_prompt="Write a tsquery",
-        temperature=0.2,
-        queries_per_model=1,
-        queries=[
-            LoggedQuery(query="azithromycin & cf", model="m1", attempt=1, matches=3, ids=[1, 2, 3],
-                        unique_ids=[3], time_s=0.01),
-            LoggedQuery(query="(cystic & fibrosis)", model="hand-written", ids=[1, 2]),
-        ],
-        merged_ids=[1, 2, 3],
-        document_count=3,
-        run_started_at="2026-01-01T00:00:00+00:00",
-    )
-    path = export_search_log(log, tmp_path / "log.json")
-    raw = json.loads(path.read_text(encoding="utf-8"))
-    assert raw["format"] == "kmds-desktop-search-log/1"
-    assert raw["queries"][0]["unique_ids"] == [3]
+def test_search_log_round_trip_and_refusals(tmp_path: Path) -> None:
+    """The one search-log writer (the app layer's) reads back what it wrote, private to the user,
+    and refuses a file that is not a log of its format."""
+    log = {"format": FORMAT, "question": "Does azithromycin help CF?", "models": ["m1", "m2"],
+           "queries": [{"query": "azithromycin & cf", "kind": "tsquery", "ids": [1, 2, 3],
+                        "refs": ["pubmed:1", "pubmed:2", "pubmed:3"], "unique_ids": [3]}],
+           "merged_ids": [1, 2, 3], "document_count": 3, "incomplete": False, "failed_queries": []}
+    path = write_search_log(log, tmp_path / "log.json")
     assert load_search_log(path) == log
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({**log, "format": "kmds-desktop-search-log/1"}), encoding="utf-8")
+    with pytest.raises(ValueError, match="not a KMDS Desktop search log"):
+        load_search_log(old)
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    with pytest.raises(ValueError, match="nested too deeply"):
+        load_search_log(deep)
+

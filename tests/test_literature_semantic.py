@@ -13,7 +13,6 @@ from kmds_desktop.cli import main
 from kmds_desktop.config import QueryGenerationSettings, RetrievalSettings
 from kmds_desktop.index.embeddings import encode
 from kmds_desktop.literature import QueryAgent
-from kmds_desktop.literature.export import LoggedQuery, SearchLog
 from kmds_desktop.literature.fusion import reciprocal_rank_fusion, rerank_by_similarity
 from kmds_desktop.literature.semantic import SearchRow, clean_abstract, similarities_to_question
 from kmds_desktop.literature.vectors import embed_documents
@@ -87,11 +86,6 @@ def test_semantic_row_runs_beside_tsquery_rows_with_its_own_statistics(embedded_
     assert result.ids == expected and result.found_by == found_by
     assert 1 in result.found_by[ids[target["id"]]]
     assert result.queries_for(ids[target["id"]])[-1] == sentence
-    # the search log records the row's type
-    logged = [LoggedQuery(query=s.query, kind=s.kind) for s in result.queries]
-    log = SearchLog(question=sentence, queries=logged)
-    assert [q.kind for q in SearchLog.from_dict(json.loads(json.dumps(log.to_dict()))).queries] == \
-        ["tsquery", "semantic"]
 
 
 def test_rerank_uses_stored_vectors_and_computes_missing_ones(embedded_sample, literature_data, tmp_path):

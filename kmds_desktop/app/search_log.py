@@ -19,6 +19,7 @@ Format ``kmds-desktop-search-log/2``::
     documents[]  merged, best rank first: rank, id, ref, source, external_id, pmid, doi, title, year,
                  found_by (indices into queries)
     merged_ids, document_count, database, app_version, generated_at, run_started_at, run_finished_at
+                 (ISO-8601 UTC, seconds: :func:`utc_now`, the search history's clock)
     incomplete   true when a valid query could not run (lost connection, timeout): the documents are
                  only part of what the queries find
     failed_queries[]  every query that did not run: query, error, kind ("invalid": its text was
@@ -32,8 +33,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kmds_desktop.literature.history import utc_now
+
 if TYPE_CHECKING:
     from kmds_desktop.app.literature import LiteratureSession
+
+__all__ = ["FORMAT", "VOLATILE_KEYS", "build_search_log", "document_ref", "load_search_log",
+           "search_log_json", "utc_now", "without_volatile", "write_search_log"]
 
 FORMAT = "kmds-desktop-search-log/2"
 

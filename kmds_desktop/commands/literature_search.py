@@ -97,13 +97,12 @@ def _search(args: argparse.Namespace) -> int:
     """The same session the window drives: generate a round, run every query it offered, print."""
     from kmds_desktop.app.literature import LiteratureSession, execute_run, generate_round
     from kmds_desktop.app.messages import describe_error
-    from kmds_desktop.app.search_log import search_log_json
+    from kmds_desktop.app.search_log import search_log_json, utc_now
     from kmds_desktop.app.strategy import abandon_recording, begin_recording, finish_recording
     from kmds_desktop.config import SettingsError
     from kmds_desktop.literature.agent import QueryAgentError
     from kmds_desktop.literature.database import open_database
     from kmds_desktop.literature.errors import LiteratureError
-    from kmds_desktop.literature.export import utc_now
     from kmds_desktop.literature.history import SearchHistory
     from kmds_desktop.literature.workbench import SearchWorkbench
 

@@ -1,22 +1,19 @@
-"""Export literature search results: documents as CSV, RIS and BibTeX, the search log as JSON.
+"""Export literature search results: documents as CSV, RIS and BibTeX.
 
 Plain Python (no Qt) so the GUI, the CLI and tests share one writer. Documents may be dicts or
 objects with attributes (whatever the database layer returns); :func:`normalize_document` reads
-the common field names once so every format sees the same values.
-
-The search log records everything needed to reproduce a search: the question, the models, the
-prompt and temperature, each query exactly as it ran with its counts and ID sets, and timestamps.
+the common field names once so every format sees the same values. The search log (everything needed
+to repeat a search) is the application layer's: :mod:`kmds_desktop.app.search_log`.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
-from datetime import UTC, date, datetime
+from dataclasses import dataclass, field
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -336,89 +333,3 @@ def export_documents(
     # newline="" keeps the CSV module's line endings; UTF-8 without BOM is what Zotero and pandas expect.
     path.write_text(text, encoding="utf-8", newline="")
     return path
-
-
-# --- search log -----------------------------------------------------------------------------------
-
-
-def utc_now() -> str:
-    """ISO-8601 UTC timestamp used throughout the search log."""
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-@dataclass
-class LoggedQuery:
-    """One query exactly as it ran, with what it found."""
-
-    query: str
-    model: str = ""
-    attempt: int | None = None
-    generation_time: float | None = None
-    matches: int | None = None
-    ids: list[Any] = field(default_factory=list)
-    unique_ids: list[Any] = field(default_factory=list)
-    time_s: float | None = None
-    error: str | None = None
-    kind: str = "tsquery"  # the row's type: "tsquery", "semantic" or "hypothetical"
-
-
-@dataclass
-class SearchLog:
-    """Everything needed to reproduce a literature search (serialised as JSON)."""
-
-    question: str
-    models: list[str] = field(default_factory=list)
-    system_prompt: str = ""
-    temperature: float | None = None
-    queries_per_model: int | None = None
-    queries: list[LoggedQuery] = field(default_factory=list)
-    merged_ids: list[Any] = field(default_factory=list)
-    document_count: int = 0
-    generated_at: str | None = None
-    run_started_at: str | None = None
-    run_finished_at: str | None = None
-    database: str = ""
-    app_version: str = ""
-    #: True when a valid query could not run (lost connection, timeout): the documents are only part
-    #: of what the queries find. ``failed_queries`` lists every query that did not run, with its error.
-    incomplete: bool = False
-    failed_queries: list[dict[str, Any]] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["format"] = "kmds-desktop-search-log/1"
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> SearchLog:
-        known = {f for f in cls.__dataclass_fields__ if f != "queries"}
-        log = cls(**{k: v for k, v in data.items() if k in known})
-        qfields = set(LoggedQuery.__dataclass_fields__)
-        log.queries = [
-            LoggedQuery(**{k: v for k, v in q.items() if k in qfields}) for q in data.get("queries", [])
-        ]
-        return log
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, (datetime, date)):
-        return value.isoformat()
-    if isinstance(value, (set, frozenset)):
-        return sorted(value, key=str)
-    return str(value)
-
-
-def search_log_to_json(log: SearchLog) -> str:
-    return json.dumps(log.to_dict(), indent=2, ensure_ascii=False, default=_json_default)
-
-
-def export_search_log(log: SearchLog, path: str | Path) -> Path:
-    """Write the search log as pretty-printed UTF-8 JSON; returns the path."""
-    path = Path(path)
-    path.write_text(search_log_to_json(log) + "\n", encoding="utf-8")
-    return path
-
-
-def load_search_log(path: str | Path) -> SearchLog:
-    """Read a search log written by :func:`export_search_log` (to reproduce or audit a search)."""
-    return SearchLog.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))

@@ -97,6 +97,7 @@ _SCHEMA = (
 
 
 def utc_now() -> str:
+    """ISO-8601 UTC to the second: the search history's and the search log's timestamps."""
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 

@@ -63,7 +63,7 @@ from PySide6.QtWidgets import (
 from kmds_desktop.app import literature as app_lit
 from kmds_desktop.app import literature_data as lj
 from kmds_desktop.app.messages import user_message
-from kmds_desktop.app.search_log import write_search_log
+from kmds_desktop.app.search_log import utc_now, write_search_log
 from kmds_desktop.literature import export as export_mod
 from kmds_desktop.ui.documents_model import DocumentsModel
 from kmds_desktop.ui.literature_widgets import DocumentDetail
@@ -475,7 +475,7 @@ class LiteraturePanel(QWidget):
         self._sync_settings()
         question = self.question.text().strip()
         try:
-            rnd = self.review.begin_round(question, export_mod.utc_now())
+            rnd = self.review.begin_round(question, utc_now())
         except ValueError:
             self.show_message("Type a research question first.", "warning")
             return None
@@ -586,7 +586,7 @@ class LiteraturePanel(QWidget):
             return None
         self._sync_settings()
         try:
-            plan = self.session.plan_run(export_mod.utc_now())
+            plan = self.session.plan_run(utc_now())
         except Exception as exc:  # noqa: BLE001 - the review rules' verdict, shown as a message
             self.show_message(user_message(exc), "warning")
             return None
@@ -625,7 +625,7 @@ class LiteraturePanel(QWidget):
         self._show_error(exc, "The search failed")
 
     def _on_run_done(self, plan: app_lit.RunPlan, result: Any) -> None:
-        run = self.session.apply_run(plan, result, export_mod.utc_now())
+        run = self.session.apply_run(plan, result, utc_now())
         self._record_run(plan, run)
         self.review.refresh()
         self.documents.set_documents(self.session.documents)
