@@ -21,11 +21,14 @@ from kmds_desktop.app.literature import (
     check_queries,
     execute_run,
     generate_round,
+    not_checked,
 )
+from kmds_desktop.app.literature_data import DatabaseOnDemand, open_literature_database
 from kmds_desktop.app.messages import user_message
 from kmds_desktop.app.search_log import FORMAT, document_ref, without_volatile
 from kmds_desktop.config import LiteratureSettings, QueryGenerationSettings
 from kmds_desktop.literature.agent import QueryAgentError
+from kmds_desktop.literature.errors import LiteratureError
 from kmds_desktop.llm.errors import LLMTimeout, LLMUnreachable
 
 QUESTION = "Is Pseudomonas aeruginosa infection in cystic fibrosis patients treated with antibiotics?"
@@ -176,6 +179,68 @@ def test_checks_go_through_the_agent(pg_database) -> None:
     assert bad.validity == "invalid" and "syntax" in bad.validity_message
     session.edit(good.uid, Q_ANTI)
     assert not session.apply_check(results[0]), "an answer for older text is dropped"
+
+
+def test_checks_wait_for_the_session_and_stale_answers_are_dropped() -> None:
+    """What is checked after a pause in typing and when an answer is stale: the session decides (the
+    window only waits the delay), so a script checking rows gets the same rules."""
+    session = _session()
+    row = session.add_hand_written(Q_CF)
+    items = session.take_checks()
+    assert [(i.uid, i.text) for i in items] == [(row.uid, Q_CF)]
+    assert session.take_checks() == [], "rows whose check is running are not sent again"
+    session.edit(row.uid, Q_ANTI)  # typed while the check ran
+    again = session.take_checks()
+    assert [(i.uid, i.text) for i in again] == [(row.uid, Q_ANTI)]
+    assert not session.apply_check(CheckResult(row.uid, items[0].revision, True, Q_CF, 3))
+    assert row.validity == "checking", "an answer for the older text is dropped"
+    assert session.checks_done(items) is False  # the newer text's check is already running
+    assert session.apply_check(CheckResult(row.uid, again[0].revision, True, Q_ANTI, 5))
+    assert session.checks_done(again) is False and row.validity == "valid" and row.matches == 5
+    session.edit(row.uid, Q_CF)
+    items = session.take_checks()
+    session.edit(row.uid, Q_ANTI)
+    assert session.checks_done(items) is True, "edited while its check ran: check again after the delay"
+    down = not_checked(session.take_checks(), LiteratureError("the server is not running"))
+    assert [session.apply_check(r) for r in down] == [True]
+    assert (row.validity, row.validity_message) == ("failed", "not checked: the server is not running")
+
+
+def test_the_database_opens_once_on_first_need(pg_dsn) -> None:
+    """The window queues what needs the database and opens it once; a script waits for it."""
+    on_demand = DatabaseOnDemand(LiteratureSettings(), pg_dsn)
+    got: list[Any] = []
+    failures: list[BaseException] = []
+    assert on_demand.database is None
+    assert on_demand.when_open(got.append, failures.append) is True  # the first need opens it
+    assert on_demand.when_open(got.append) is False and got == []  # the next waits for it
+    err = LiteratureError("could not start")
+    assert on_demand.failed(err) == [failures.append] and on_demand.database is None
+    assert on_demand.when_open(got.append, failures.append) is True  # tried again at the next need
+    db = open_literature_database(on_demand.settings, on_demand.dsn)
+    for then in on_demand.opened(db):
+        then(db)
+    assert got == [db] and on_demand.when_open(got.append) is False and got == [db, db]
+    assert on_demand.get() is db
+    on_demand.close()
+    assert on_demand.database is None
+    with pytest.raises(LiteratureError, match="closed"):
+        db.status()
+    # a script (or a worker) waits for it; several at once open one
+    import threading
+
+    script = DatabaseOnDemand(LiteratureSettings(), pg_dsn)
+    seen: list[Any] = []
+    threads = [threading.Thread(target=lambda: seen.append(script.get())) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(seen) == 3 and seen[0] is seen[1] is seen[2] and seen[0].status()["documents"] > 0
+    given = DatabaseOnDemand(LiteratureSettings(), database=seen[0])
+    given.close()  # handed in: the caller's to close
+    assert given.database is seen[0] and seen[0].status()["documents"] > 0
+    script.close()
 
 
 def test_run_lists_documents_in_rank_order_with_identifiers(pg_database) -> None:

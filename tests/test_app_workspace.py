@@ -125,3 +125,59 @@ def test_dropped_files_go_where_they_belong() -> None:
         "literature", ["/x/papers.jsonl", "/x/medline.xml.gz"])
     assert workspace.route_dropped(["/x/notes.txt"]) == ("", [])
     assert workspace.droppable("/x/A.RDF") and not workspace.droppable("/x/a.pdf")
+
+
+def test_the_index_follows_the_open_kb(data_home, kmds_data) -> None:
+    """When the index is brought up to date with the KB, and when the KB counts as indexed: the
+    window's rule, without Qt (real KBs, the real embedding model, an in-memory ChromaDB index)."""
+    from kmds_desktop.index import SemanticIndex
+
+    holder = IndexHolder(SemanticIndex(None))
+    follower = workspace.IndexFollower(holder)
+    settings = Settings()
+    first = workspace.load_kb(kmds_data / "example_ml_kb_exp_workflow.xml")
+    other = workspace.load_kb(kmds_data / "example_analytics_kb_app_workflow.xml")
+    assert follower.kb_opened(first) and not follower.is_ready(first)
+    report = workspace.update_index(holder, settings, first)
+    assert report.embedded >= len(first.observations)
+    assert follower.built(first, first) and follower.is_ready(first)
+
+    assert follower.kb_opened(other) and not follower.is_ready(other)  # another KB: not indexed yet
+    assert not follower.built(first, other), "a build for the KB that was closed meanwhile"
+    assert not follower.is_ready(other)
+    workspace.update_index(holder, settings, other)
+    assert follower.built(other, other) and follower.is_ready(other)
+
+    obs = other.observations[0]
+    other.update_observation(obs.iri, finding="Tickets reopen within a week")
+    assert follower.kb_edited(other) and follower.kb_saved(other)
+    edit = workspace.update_index(holder, settings, other)
+    assert edit.embedded == 1, "an edit embeds only what changed"
+
+    assert follower.rebuild(other) and not follower.is_ready(other)
+    assert not follower.settings_changed(settings.index, settings.index.model_copy())
+    assert holder.current is not None
+    changed = settings.index.model_copy(update={"n_results": 7})
+    assert follower.settings_changed(settings.index, changed) and holder.current is None
+    manual = workspace.IndexFollower(holder, auto=False)  # tests, a script that indexes itself
+    assert not manual.kb_opened(other) and not manual.kb_edited(other) and manual.rebuild(other)
+    assert not follower.kb_opened(None) and not follower.rebuild(None)
+
+
+def test_unsaved_edits_are_asked_about_before_they_could_be_lost(data_home, kmds_data, tmp_path) -> None:
+    own = tmp_path / "mine.xml"
+    own.write_bytes((kmds_data / "example_ml_kb_exp_workflow.xml").read_bytes())
+    kb = workspace.load_kb(own)
+    assert workspace.unsaved_changes_prompt(kb, "close") is None and not workspace.has_unsaved_changes(kb)
+    assert workspace.unsaved_changes_prompt(None, "close") is None
+    first = kb.observations[0]
+    kb.update_observation(first.iri, finding="edited")
+    prompt = workspace.unsaved_changes_prompt(kb, "open other.xml")
+    assert prompt is not None and workspace.has_unsaved_changes(kb)
+    assert prompt.text == "mine.xml has unsaved changes. Save them before you open other.xml?"
+    assert prompt.choices == ("save", "discard", "cancel") and prompt.default == "save"
+    assert workspace.after_unsaved_choice(kb, "cancel") == "stay" and kb.dirty
+    assert workspace.after_unsaved_choice(kb, "") == "stay" and kb.dirty  # the dialog was closed
+    assert workspace.after_unsaved_choice(kb, "save") == "save" and kb.dirty  # dirty until saved
+    assert workspace.after_unsaved_choice(kb, "discard") == "proceed" and not kb.dirty
+    assert workspace.unsaved_changes_prompt(kb, "close") is None

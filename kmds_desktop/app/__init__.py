@@ -9,15 +9,16 @@ called from one thread (the GUI thread or the CLI's main thread).
 Modules:
 
 - :mod:`kmds_desktop.app.literature` — a literature search: question, review rows with provenance,
-  generation rounds, checks, runs through :class:`~kmds_desktop.literature.agent.QueryAgent`,
-  merged documents in rank order and the search log.
+  generation rounds, checks (which rows, when, stale answers), runs through
+  :class:`~kmds_desktop.literature.agent.QueryAgent`, merged documents in rank order and the search log.
 - :mod:`kmds_desktop.app.search_log` — the search log document (reproducible on any database).
 - :mod:`kmds_desktop.app.literature_data` — the literature database and files: importable files,
-  open, status, import, export writers.
+  open on first need (``DatabaseOnDemand``), status, import, export writers.
 - :mod:`kmds_desktop.app.ask` — asking the open KB: the question, its answer, the history, what a
   change of KB does to the answer; ``answer_question`` (route, search, stream).
 - :mod:`kmds_desktop.app.workspace` — the open KB: start-up rule, the demo KB as a copy, save rules,
-  recent files, the recovery copy, dropped files; the semantic index opened once (``IndexHolder``).
+  the unsaved-changes question, recent files, the recovery copy, dropped files; the semantic index
+  opened once (``IndexHolder``) and following the open KB (``IndexFollower``, ``update_index``).
 - :mod:`kmds_desktop.app.preferences` — the LLM status and model lists, decided as the ask job does.
 - :mod:`kmds_desktop.app.messages` — one-line messages for users from exceptions (no class names).
 - :mod:`kmds_desktop.app.strategy` — each run of a literature session recorded in the search history

@@ -69,6 +69,10 @@ FAILED = "failed"  # the check itself failed (database down): neither valid nor 
 
 _uids = itertools.count(1)
 
+#: Quiet time after the last keystroke before an edited query is checked: a check per keystroke
+#: would keep the database busy with queries the user is still writing (the window's timer waits it).
+CHECK_DELAY_S = 0.4
+
 
 @dataclass
 class QueryRow:
@@ -290,6 +294,7 @@ class LiteratureSession:
         self.last_run: RunRecord | None = None
         self.documents: list[dict[str, Any]] = []  # merged, best rank first, each with "rank"
         self.database_name = ""
+        self._checking: set[tuple[int, int]] = set()  # (uid, revision) a check job is answering
 
     # --- settings ------------------------------------------------------------------------------
     def configure(self, settings: QueryGenerationSettings,
@@ -474,10 +479,24 @@ class LiteratureSession:
         return rnd
 
     # --- checks --------------------------------------------------------------------------------
-    def pending_checks(self, in_flight: set[tuple[int, int]] | None = None) -> list[CheckItem]:
-        busy = in_flight or set()
+    def pending_checks(self) -> list[CheckItem]:
+        """The rows (as of now) that wait for a check and that no check job is answering."""
         return [CheckItem(r.uid, r.revision, r.query) for r in self.rows
-                if r.validity == CHECKING and (r.uid, r.revision) not in busy]
+                if r.validity == CHECKING and (r.uid, r.revision) not in self._checking]
+
+    def take_checks(self) -> list[CheckItem]:
+        """:meth:`pending_checks`, now counted as being answered until :meth:`checks_done` (so a
+        second pause in typing does not send the same rows again while their check runs)."""
+        items = self.pending_checks()
+        self._checking |= {(i.uid, i.revision) for i in items}
+        return items
+
+    def checks_done(self, items: Sequence[CheckItem]) -> bool:
+        """A check job for ``items`` ended (answered, failed or replaced by a newer one). True when
+        rows still wait for a check (edited while it ran): check again after :data:`CHECK_DELAY_S`.
+        Answers for text edited since are dropped by :meth:`apply_check` (the revision moved on)."""
+        self._checking -= {(i.uid, i.revision) for i in items}
+        return bool(self.pending_checks())
 
     def apply_check(self, result: CheckResult) -> bool:
         """Apply a check; False when stale (the row was edited or removed since)."""
@@ -614,10 +633,8 @@ def check_queries(agent: QueryAgent, items: Sequence[CheckItem], *, chunk: Calla
         except Exception as err:
             if cancel is not None and cancel.cancelled:
                 raise Cancelled("cancelled by the user") from None
-            from kmds_desktop.app.messages import describe_error
-
-            for rest in items[i:]:
-                chunk(CheckResult(rest.uid, rest.revision, None, f"not checked: {describe_error(err)}"))
+            for result in not_checked(items[i:], err):
+                chunk(result)
             raise
         if stat.valid:
             chunk(CheckResult(item.uid, item.revision, True, stat.normalized or "", stat.matches,
@@ -626,6 +643,14 @@ def check_queries(agent: QueryAgent, items: Sequence[CheckItem], *, chunk: Calla
             chunk(CheckResult(item.uid, item.revision, False, stat.invalid_reason or ""))
     report(progress, len(items), len(items), "queries checked")
     return len(items)
+
+
+def not_checked(items: Sequence[CheckItem], err: BaseException) -> list[CheckResult]:
+    """The answers for ``items`` when they could not be checked (the database is down or could not
+    be opened): each row says why, and is checked again once the database answers."""
+    from kmds_desktop.app.messages import describe_error
+
+    return [CheckResult(i.uid, i.revision, None, f"not checked: {describe_error(err)}") for i in items]
 
 
 def execute_run(agent: QueryAgent, plan: RunPlan, *, max_rows: int, progress: ProgressFn | None = None,

@@ -1,5 +1,6 @@
 """The literature database and files as the app uses them: which files can be imported, opening the
-database, its status, imports and export writers (the search itself is :mod:`kmds_desktop.app.literature`).
+database (on first need: :class:`DatabaseOnDemand`), its status, imports and export writers (the search
+itself is :mod:`kmds_desktop.app.literature`).
 
 Each function takes ``progress=`` and ``cancel=``, so the window runs it on a worker and only wires
 signals; a script calls it directly.
@@ -7,6 +8,7 @@ signals; a script calls it directly.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -30,6 +32,77 @@ def open_literature_database(
 
     report(progress, 0, None, "opening the literature database")
     return open_database(dsn, settings=settings)
+
+
+Waiter = tuple[Callable[[Any], None], Callable[[BaseException], None] | None]
+
+
+class DatabaseOnDemand:
+    """The literature database of one window or script, opened when something first needs it.
+
+    Starting the embedded server takes seconds, and the KB browser and the ask panel never need it:
+    nothing opens it before a status, a check, a generation or a run asks. Two ways to wait for it:
+
+    - a script (or a worker) calls :meth:`get`, which opens it once under a lock;
+    - the window, whose GUI thread must not wait, calls :meth:`when_open` with what to do once it
+      is open: the first caller is told to start opening it (on a worker, with
+      :func:`open_literature_database`), later ones queue; :meth:`opened` / :meth:`failed` give back
+      the queued actions to call.
+
+    A database handed in (``database=``) belongs to the caller: :meth:`close` leaves it open.
+    """
+
+    def __init__(self, settings: Any, dsn: str | None = None, database: Any | None = None) -> None:
+        self.settings = settings  # LiteratureSettings, read when opening (Preferences may change it)
+        self.dsn = dsn
+        self.database = database
+        self._owns = database is None
+        self._waiters: list[Waiter] = []
+        self._opening = False
+        self._lock = threading.Lock()
+
+    @property
+    def opening(self) -> bool:
+        return self._opening
+
+    def get(self, progress: ProgressFn | None = None) -> Any:
+        """The database, opened now if no one has yet (blocks: for a script or a worker)."""
+        with self._lock:
+            if self.database is None:
+                self.database = open_literature_database(self.settings, self.dsn, progress=progress)
+            return self.database
+
+    def when_open(self, then: Callable[[Any], None],
+                  failed: Callable[[BaseException], None] | None = None) -> bool:
+        """Call ``then(db)`` now if the database is open; else queue it. True: the caller must start
+        opening it (nobody is yet) and report with :meth:`opened` or :meth:`failed`."""
+        if self.database is not None:
+            then(self.database)
+            return False
+        self._waiters.append((then, failed))
+        if self._opening:
+            return False
+        self._opening = True
+        return True
+
+    def opened(self, db: Any) -> list[Callable[[Any], None]]:
+        """It opened: the queued actions, to call with ``db``."""
+        self.database, self._opening = db, False
+        waiters, self._waiters = self._waiters, []
+        return [then for then, _failed in waiters]
+
+    def failed(self, exc: BaseException) -> list[Callable[[BaseException], None]]:
+        """It could not be opened: the queued failure actions, to call with ``exc`` (the next need
+        tries again)."""
+        self._opening = False
+        waiters, self._waiters = self._waiters, []
+        return [failed for _then, failed in waiters if failed is not None]
+
+    def close(self) -> None:
+        """Close the database if this object opened it."""
+        if self.database is not None and self._owns:
+            db, self.database = self.database, None
+            db.close()
 
 
 def database_status(

@@ -13,6 +13,14 @@ Rules kept here (the window follows them; a script can too):
   ``recovery/<name>.recovered.xml`` in the data folder, never over the user's file.
 - **The semantic index** is opened once, on first need, from whichever worker needs it first:
   :class:`IndexHolder` opens it under a lock (two workers cannot both find it missing and open two).
+- **The index follows the open KB** (:class:`IndexFollower`): opening another KB, editing or saving
+  the open one, or asking for a rebuild brings the index up to date (only changed entries are
+  embedded again, :func:`update_index`); until that has finished for the KB now open, the KB is not
+  "indexed". New index settings (another model, folder or server) close the index: the next use
+  opens the new one and the KB is indexed there.
+- **Unsaved edits are never lost silently**: before another KB opens or the app closes, an edited
+  KB asks Save / Discard / Cancel (:func:`unsaved_changes_prompt`, :func:`after_unsaved_choice`);
+  Save goes first and the action runs once the save succeeded.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from __future__ import annotations
 import shutil
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +106,106 @@ class IndexHolder:
 
     def get(self, key: str, default: Any = None) -> Any:
         return self._index if key == "index" and self._index is not None else default
+
+
+class IndexFollower:
+    """Whether the semantic index is up to date with the open KB, and what each change asks of it.
+
+    Each ``kb_*`` method says whether to bring the index up to date now (run :func:`update_index` on
+    a worker, then report with :meth:`built`). ``auto`` off (tests, a script that indexes itself):
+    only :meth:`rebuild` asks for it.
+    """
+
+    def __init__(self, holder: IndexHolder, *, auto: bool = True) -> None:
+        self.holder = holder
+        self.auto = auto
+        self.ready_for: str | None = None  # kb_id of the KB the index was last brought up to date with
+
+    def is_ready(self, kb: Any) -> bool:
+        """The index is up to date with ``kb`` (as of its last build: edits since wait for the next)."""
+        return kb is not None and self.ready_for == getattr(kb, "kb_id", None)
+
+    def kb_opened(self, kb: Any) -> bool:
+        self.ready_for = None
+        return self.auto and kb is not None
+
+    def kb_edited(self, kb: Any) -> bool:
+        """Only the changed entries are embedded again."""
+        return self.auto and kb is not None
+
+    def kb_saved(self, kb: Any) -> bool:
+        return self.auto and kb is not None
+
+    def rebuild(self, kb: Any) -> bool:
+        """The user asked for it: the KB is not indexed until the build ends."""
+        self.ready_for = None
+        return kb is not None
+
+    def built(self, kb: Any, open_kb: Any) -> bool:
+        """A build for ``kb`` ended; True when it is the KB still open (now indexed)."""
+        if kb is not open_kb or kb is None:
+            return False
+        self.ready_for = kb.kb_id
+        return True
+
+    def settings_changed(self, old: Any, new: Any) -> bool:
+        """New ``index`` settings: True when they differ (the index closes; the next use opens the
+        new one, and the open KB is built there: the caller asks for :meth:`rebuild`)."""
+        if old == new:
+            return False
+        self.holder.reset()
+        self.ready_for = None
+        return True
+
+
+def update_index(
+    holder: IndexHolder, settings: Settings, kb: Any, *, progress: Any = None, cancel: Any = None
+) -> Any:
+    """Bring the semantic index up to date with ``kb`` (only changed entries are embedded again)."""
+    index = holder.get_or_open(settings, progress)
+    return index.build_from_onto(kb, progress=progress, cancel=cancel)
+
+
+def encode_texts(holder: IndexHolder, settings: Settings, texts: Any) -> Any:
+    """Embed ``texts`` where the index embeds (the app's index process: torch never loads in the
+    window's process); the literature search's semantic rows use it."""
+    return holder.get_or_open(settings).encode(list(texts), settings.index.embedding_model)
+
+
+@dataclass(frozen=True)
+class UnsavedPrompt:
+    """What to ask before an action would drop unsaved edits: Save (default), Discard or Cancel."""
+
+    title: str
+    text: str
+    choices: tuple[str, ...] = ("save", "discard", "cancel")
+    default: str = "save"
+
+
+def has_unsaved_changes(kb: Any) -> bool:
+    """Whether ``kb`` has edits not yet saved (closing without asking writes a recovery copy)."""
+    return kb is not None and bool(getattr(kb, "dirty", False))
+
+
+def unsaved_changes_prompt(kb: Any, what: str) -> UnsavedPrompt | None:
+    """None when nothing would be lost by ``what`` (e.g. "open other.xml", "close"); else the
+    question to ask first."""
+    if not has_unsaved_changes(kb):
+        return None
+    name = Path(str(kb.path)).name
+    return UnsavedPrompt("Unsaved changes", f"{name} has unsaved changes. Save them before you {what}?")
+
+
+def after_unsaved_choice(kb: Any, choice: str) -> str:
+    """What the user's answer means: ``"save"`` (save, then do the action once saved), ``"proceed"``
+    (Discard: the edits are dropped, the action runs now) or ``"stay"`` (Cancel, or the dialog was
+    closed: nothing happens)."""
+    if choice == "save":
+        return "save"
+    if choice == "discard":
+        kb.dirty = False
+        return "proceed"
+    return "stay"
 
 
 def _open_own_index(settings: Settings) -> Any:

@@ -6,7 +6,8 @@ Public API (what the main window wires)
     ``settings`` is the app's :class:`kmds_desktop.config.Settings` (read at each action, so changes
     made in Preferences apply at once); ``jobs`` the window's :class:`~kmds_desktop.ui.workers.JobRunner`.
     ``database`` injects an open :class:`LiteratureDatabase`; otherwise the panel opens one on a worker
-    (``dsn`` or ``settings.literature``) when first needed.
+    (``dsn`` or ``settings.literature``) when first needed (the rule is
+    :class:`~kmds_desktop.app.literature_data.DatabaseOnDemand`'s).
 Signals
     ``status_changed(str)`` — e.g. "Literature: 8,316 documents" for the status bar.
     ``message_shown(str, str)`` — (level, text): the panel's messages, for the window's one message bar.
@@ -27,7 +28,8 @@ Every rule about the search (provenance, what generating again replaces, the rev
 the search log) is the session's (:mod:`kmds_desktop.app.literature`), the same code the CLI drives.
 The panel renders the session's state, forwards clicks to it, and runs the session's slow functions
 on workers: generation (one model after another; each attempt becomes a row as soon as it finishes),
-checks (debounced while the user types; answers for text edited since are dropped), runs and
+checks (after a pause in typing, :data:`~kmds_desktop.app.literature.CHECK_DELAY_S`; which rows
+and whether an answer is stale are the session's), runs and
 imports. A run may start while generation goes on (it takes the rows ready at that moment).
 Messages go to one place, the window's message bar (``message_shown``); the panel's status line
 says what the search is doing (which model is answering); progress bars and Cancel are the
@@ -67,13 +69,10 @@ from kmds_desktop.app.search_log import utc_now, write_search_log
 from kmds_desktop.literature import export as export_mod
 from kmds_desktop.ui.documents_model import DocumentsModel
 from kmds_desktop.ui.literature_widgets import DocumentDetail
-from kmds_desktop.ui.review_model import CHECKING, QueryRow, ReviewModel
+from kmds_desktop.ui.review_model import QueryRow, ReviewModel
 from kmds_desktop.ui.workers import Job, JobRunner
 
 log = logging.getLogger(__name__)
-
-#: Pause after the last keystroke before a query is validated and counted.
-VALIDATE_DEBOUNCE_MS = 400
 
 EMPTY_DATABASE_HINT = (
     "<h3>The literature database is empty</h3>"
@@ -117,14 +116,10 @@ class LiteraturePanel(QWidget):
         super().__init__(parent)
         self.settings = settings
         self.jobs = jobs
-        self.dsn = dsn
-        self.database = database
-        self._owns_database = database is None
-        self._db_waiters: list[tuple[Callable[[Any], None], Callable[[BaseException], None] | None]] = []
+        self.db = lj.DatabaseOnDemand(settings.literature, dsn, database)
         self._open_job: Job | None = None
         self._generation_job: Job | None = None
         self._work_job: Job | None = None  # a run or an import (one at a time)
-        self._check_in_flight: set[tuple[int, int]] = set()
         self.document_count: int | None = None
         self._workbench: Any = None
         self.history_dialog: Any = None
@@ -140,7 +135,7 @@ class LiteraturePanel(QWidget):
         self.documents = DocumentsModel(self)
         self._check_timer = QTimer(self)
         self._check_timer.setSingleShot(True)
-        self._check_timer.setInterval(VALIDATE_DEBOUNCE_MS)
+        self._check_timer.setInterval(round(app_lit.CHECK_DELAY_S * 1000))
         self._check_timer.timeout.connect(self._submit_checks)
         self.review.query_edited.connect(lambda _uid: self._check_timer.start())
         self.review.selection_changed.connect(self._update_buttons)
@@ -390,17 +385,13 @@ class LiteraturePanel(QWidget):
         self, then: Callable[[Any], None], failed: Callable[[BaseException], None] | None = None
     ) -> None:
         """Call ``then(db)`` once the database is open (opening it on a worker if needed)."""
-        if self.database is not None:
-            then(self.database)
-            return
-        self._db_waiters.append((then, failed))
-        if self._open_job is not None and not self._open_job.done:
+        if not self.db.when_open(then, failed):
             return
         self._open_job = self.jobs.submit(
             KINDS["open"],
             lj.open_literature_database,
             self.settings.literature,
-            self.dsn,
+            self.db.dsn,
             label="Opening the literature database",
             policy="refuse",
             busy_cursor=False,
@@ -409,19 +400,21 @@ class LiteraturePanel(QWidget):
             on_cancelled=lambda: self._database_failed(RuntimeError("opening the database was cancelled")),
         )
 
+    @property
+    def database(self) -> Any | None:
+        """The open literature database, or None until something has needed it."""
+        return self.db.database
+
     def _database_opened(self, db: Any) -> None:
-        self.database = db
-        waiters, self._db_waiters = self._db_waiters, []
-        for then, _failed in waiters:
+        for then in self.db.opened(db):
             then(db)
 
     def _database_failed(self, exc: BaseException) -> None:
-        waiters, self._db_waiters = self._db_waiters, []
+        waiting = self.db.failed(exc)
         self.status_changed.emit("Literature: database unavailable")
         self._show_error(exc, "The literature database is not available")
-        for _then, failed in waiters:
-            if failed is not None:
-                failed(exc)
+        for failed in waiting:
+            failed(exc)
 
     def refresh_status(self) -> None:
         """Count the documents in the database (status bar text and the empty-database hint)."""
@@ -455,12 +448,10 @@ class LiteraturePanel(QWidget):
         self._check_timer.stop()
         if self._workbench is not None:
             self._workbench.history.close()
-        if self.database is not None and self._owns_database:
-            try:
-                self.database.close()
-            except Exception:  # noqa: BLE001 - closing on exit must not raise
-                log.debug("closing the literature database failed", exc_info=True)
-            self.database = None
+        try:
+            self.db.close()
+        except Exception:  # noqa: BLE001 - closing on exit must not raise
+            log.debug("closing the literature database failed", exc_info=True)
 
     # --- generation -------------------------------------------------------------------------------
     def generate(self) -> Job | None:
@@ -543,7 +534,8 @@ class LiteraturePanel(QWidget):
         self.review.remove_rows(sorted(rows))
 
     def _submit_checks(self) -> None:
-        items = self.session.pending_checks(self._check_in_flight)
+        """The pause in typing is over: check what the session says waits for a check."""
+        items = self.session.take_checks()
         if not items:
             return
         self._with_database(
@@ -551,29 +543,24 @@ class LiteraturePanel(QWidget):
         )
 
     def _start_checks(self, db: Any, items: list[app_lit.CheckItem]) -> None:
-        keys = {(i.uid, i.revision) for i in items}
         job = self.jobs.submit(
             KINDS["check"], _check_queries, self.session.agent(db), items, label="Checking queries",
             policy="latest", busy_cursor=False, on_chunk=self.review.apply_check,
             on_error=lambda exc: self._show_error(exc, "Cannot check the queries"),
         )
         if job is None:
+            self._checks_ended(items)
             return
-        self._check_in_flight |= keys
+        job.finished.connect(lambda: self._checks_ended(items))
 
-        def finished() -> None:
-            self._check_in_flight -= keys
-            if any(r.validity == CHECKING for r in self.review.rows()):
-                self._check_timer.start()
-
-        job.finished.connect(finished)
+    def _checks_ended(self, items: list[app_lit.CheckItem]) -> None:
+        if self.session.checks_done(items):  # rows were edited meanwhile
+            self._check_timer.start()
 
     def _checks_failed(self, items: list[app_lit.CheckItem], exc: BaseException) -> None:
-        from kmds_desktop.app.messages import describe_error
-
-        for item in items:
-            self.review.apply_check(app_lit.CheckResult(item.uid, item.revision, None,
-                                                        f"not checked: {describe_error(exc)}"))
+        for result in app_lit.not_checked(items, exc):
+            self.review.apply_check(result)
+        self._checks_ended(items)
 
     # --- running ----------------------------------------------------------------------------------
     def run_selected(self) -> Job | None:

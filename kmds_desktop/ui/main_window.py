@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
 
 from kmds_desktop import __version__, paths
 from kmds_desktop.app import workspace
-from kmds_desktop.app.workspace import IndexHolder
+from kmds_desktop.app.workspace import IndexFollower, IndexHolder
 from kmds_desktop.config import Settings, SettingsError, save_settings
 from kmds_desktop.ui.ask_panel import AskPanel
 from kmds_desktop.ui.kb_browser import KBBrowser
@@ -70,14 +70,6 @@ def app_icon() -> QIcon:
 def initial_kb_path(settings: Settings, kb_file: str | None = None) -> tuple[Path, str | None]:
     """Which KB to open at start-up (the application layer's rule: :func:`workspace.startup_kb`)."""
     return workspace.startup_kb(settings, kb_file)
-
-
-def _index_kb(
-    index_holder: IndexHolder, settings: Settings, kb: Any, *, progress: Any = None, cancel: Any = None
-) -> Any:
-    """Bring the semantic index up to date with ``kb`` (only changed entries are re-embedded)."""
-    index = index_holder.get_or_open(settings, progress)
-    return index.build_from_onto(kb, progress=progress, cancel=cancel)
 
 
 def settle_before_first_frame() -> None:
@@ -161,10 +153,10 @@ class MainWindow(QMainWindow):
         self.settings = settings or Settings()
         self.settings_path = settings_path
         self.jobs = jobs or JobRunner(self)
-        self.auto_index = auto_index
         self.kb: Any = None
         self.index_holder = IndexHolder(index)  # opened on the first build (or question) when None
-        self.index_ready_for: str | None = None  # kb_id the index is up to date with
+        #: when the index is brought up to date with the open KB (the application layer's rule)
+        self.index_follower = IndexFollower(self.index_holder, auto=auto_index)
         self.active_dialog: Any = None
         self._force_close = False
         self.setObjectName("mainWindow")
@@ -214,11 +206,7 @@ class MainWindow(QMainWindow):
 
     def _literature_encoder(self, texts: Any) -> Any:
         """Embed texts in the index process (opened on first use, as for the KB index)."""
-        from kmds_desktop.index.factory import open_index
-
-        if self.index_holder.get("index") is None:
-            self.index_holder["index"] = open_index(self.settings, own_process=True)
-        return self.index_holder["index"].encode(list(texts), self.settings.index.embedding_model)
+        return workspace.encode_texts(self.index_holder, self.settings, texts)
 
     def set_literature_wide(self, wide: bool) -> None:
         """Give the literature search the window's width (the other panels step aside), or undo it."""
@@ -400,8 +388,8 @@ class MainWindow(QMainWindow):
     def open_kb(self, path: str | Path, *, note: str | None = None) -> Job | None:
         """Load ``path`` on a worker; the current KB stays open until the new one has loaded."""
         path = Path(path).expanduser()
-        if self.kb is not None and self.kb.dirty:
-            return self._ask_save_then(lambda: self.open_kb(path, note=note), f"open {path.name}")
+        if self._ask_save_then(lambda: self.open_kb(path, note=note), f"open {path.name}"):
+            return None
         self.kb_status.setText(f"Opening {path.name}…")
         return self.jobs.submit(
             "kb.load",
@@ -415,7 +403,7 @@ class MainWindow(QMainWindow):
 
     def _kb_opened(self, kb: Any, note: str | None) -> None:
         self.kb = kb
-        self.index_ready_for = None
+        build = self.index_follower.kb_opened(kb)
         self.browser.set_kb(kb)
         self.ask.kb_changed(kb)
         workspace.remember_opened(self.settings.ui, kb.path)
@@ -428,7 +416,7 @@ class MainWindow(QMainWindow):
         elif kb.notes:
             self.messages.info(f"{Path(kb.path).name}: " + "; ".join(kb.notes))
         self.kb_loaded.emit(kb)
-        if self.auto_index:
+        if build:
             self.update_index()
 
     def _kb_failed(self, path: Path, exc: BaseException) -> None:
@@ -444,9 +432,7 @@ class MainWindow(QMainWindow):
         counts = self.kb.counts() if hasattr(self.kb, "counts") else {}
         n_obs = counts.get("observations", len(self.kb.observations))
         n_wf = counts.get("workflows", len(self.kb.workflows))
-        index = ""
-        if self.index_ready_for == self.kb.kb_id:
-            index = " · indexed"
+        index = " · indexed" if self.index_follower.is_ready(self.kb) else ""
         self.kb_status.setText(
             f"KB: {Path(self.kb.path).name} — {n_wf} workflow{'s' if n_wf != 1 else ''}, "
             f"{n_obs} observation{'s' if n_obs != 1 else ''}{index}"
@@ -487,8 +473,8 @@ class MainWindow(QMainWindow):
         self._update_kb_status()
         self.statusBar().showMessage(f"Unsaved change: {what}", 5000)
         self.ask.kb_changed(self.kb, edited=True)
-        if self.auto_index:
-            self.update_index()  # the index follows edits: only changed entries are re-embedded
+        if self.index_follower.kb_edited(self.kb):
+            self.update_index()  # only changed entries are re-embedded
 
     def save_kb(self, path: str | Path | None = None) -> Job | None:
         if self.kb is None:
@@ -521,37 +507,44 @@ class MainWindow(QMainWindow):
         self._update_title()
         self.statusBar().showMessage(f"Saved {target}", 5000)
         self.kb_saved.emit(str(target))
-        if self.auto_index:
+        if self.index_follower.kb_saved(self.kb):
             self.update_index()
 
-    def _ask_save_then(self, action: Any, what: str) -> None:
-        """Ask Save / Discard / Cancel for unsaved changes, then run ``action`` (non-blocking)."""
-        box = QMessageBox(
-            QMessageBox.Icon.Warning,
-            "Unsaved changes",
-            f"{Path(self.kb.path).name} has unsaved changes. Save them before you {what}?",
-            QMessageBox.StandardButton.Save
-            | QMessageBox.StandardButton.Discard
-            | QMessageBox.StandardButton.Cancel,
-            self,
-        )
-        box.setDefaultButton(QMessageBox.StandardButton.Save)
+    def _ask_save_then(self, action: Any, what: str) -> bool:
+        """When ``what`` would drop unsaved edits, ask the application layer's question (non-blocking)
+        and run ``action`` as the answer says; returns False when nothing needed asking."""
+        prompt = workspace.unsaved_changes_prompt(self.kb, what)
+        if prompt is None:
+            return False
+        buttons = {
+            "save": QMessageBox.StandardButton.Save,
+            "discard": QMessageBox.StandardButton.Discard,
+            "cancel": QMessageBox.StandardButton.Cancel,
+        }
+        box = QMessageBox(QMessageBox.Icon.Warning, prompt.title, prompt.text,
+                          QMessageBox.StandardButton.NoButton, self)
+        for choice in prompt.choices:
+            box.addButton(buttons[choice])
+        box.setDefaultButton(buttons[prompt.default])
+        kb = self.kb
 
         def done(_result: int) -> None:
             self.active_dialog = None
-            choice = box.standardButton(box.clickedButton())
-            if choice == QMessageBox.StandardButton.Save:
+            clicked = box.standardButton(box.clickedButton())
+            choice = next((c for c, b in buttons.items() if b == clicked), "cancel")
+            then = workspace.after_unsaved_choice(kb, choice)
+            if then == "save":
                 job = self.save_kb()
                 if job is not None:
                     job.result.connect(lambda _v: action())
-            elif choice == QMessageBox.StandardButton.Discard:
-                self.kb.dirty = False
+            elif then == "proceed":
                 action()
 
         box.finished.connect(done)
         box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose, True)
         self.active_dialog = box
         box.open()
+        return True
 
     # -- index --
     def warm_up(self) -> Job | None:
@@ -576,7 +569,7 @@ class MainWindow(QMainWindow):
         kb = self.kb
         return self.jobs.submit(
             "index.build",
-            _index_kb,
+            workspace.update_index,
             self.index_holder,
             self.settings,
             kb,
@@ -589,16 +582,14 @@ class MainWindow(QMainWindow):
         )
 
     def _index_done(self, kb: Any, report: Any) -> None:
-        if kb is self.kb:
-            self.index_ready_for = kb.kb_id
+        if self.index_follower.built(kb, self.kb):
             self._update_kb_status()
         self.index_updated.emit(report)
 
     def rebuild_index(self) -> None:
-        if self.kb is None:
-            return
-        self.index_ready_for = None
-        self.update_index()
+        if self.index_follower.rebuild(self.kb):
+            self._update_kb_status()
+            self.update_index()
 
     # -- LLM and preferences --
     def refresh_llm_status(self) -> Job | None:
@@ -632,23 +623,23 @@ class MainWindow(QMainWindow):
         dialog.open()
 
     def _settings_changed(self, new: Settings) -> None:
-        if new.index != self.settings.index:
-            self.index_holder.reset()  # reopened with the new index settings on the next use
-            self.index_ready_for = None
+        rebuild = self.index_follower.settings_changed(self.settings.index, new.index)
         for section in ("llm", "query_generation", "literature", "index"):
             setattr(self.settings, section, getattr(new, section))
         self.literature.settings = self.settings
         self.ask.kb_changed(self.kb)
         self.messages.info("Preferences saved.")
         self.refresh_llm_status()
+        if rebuild and self.index_follower.kb_opened(self.kb):  # the new index has not seen the KB yet
+            self._update_kb_status()
+            self.update_index()
 
     def ask_context(self) -> dict[str, Any]:
         """What the ask panel needs to answer: the KB, the index (if built) and the settings."""
         index = self.index_holder.get("index")
-        ready = self.kb is not None and self.index_ready_for == getattr(self.kb, "kb_id", None)
         return {
             "kb": self.kb,
-            "index": index if ready else None,
+            "index": index if self.index_follower.is_ready(self.kb) else None,
             "settings": self.settings,
             "index_holder": self.index_holder,
         }
@@ -724,9 +715,8 @@ class MainWindow(QMainWindow):
 
     # -- closing --
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt API
-        if not self._force_close and self.kb is not None and self.kb.dirty:
+        if not self._force_close and self._ask_close():
             event.ignore()
-            self._ask_close()
             return
         self._remember_layout()
         self.ask.remember_history(self.settings.ui)
@@ -742,7 +732,7 @@ class MainWindow(QMainWindow):
         The copy is written next to the other app data (``recovery/`` in the data folder), never over
         the user's file, and the window says where it is in the log.
         """
-        if self.kb is not None and self.kb.dirty:
+        if workspace.has_unsaved_changes(self.kb):
             try:
                 original = self.kb.path
                 target = workspace.write_recovery_copy(self.kb)
@@ -752,14 +742,15 @@ class MainWindow(QMainWindow):
         self._force_close = True
         self.close()
 
-    def _ask_close(self) -> None:
-        """Closing with unsaved changes: Save (then close once saved), Discard, or Cancel."""
+    def _ask_close(self) -> bool:
+        """Closing with unsaved changes: Save (then close once saved), Discard, or Cancel; False when
+        there is nothing to ask."""
 
         def close_now() -> None:
             self._force_close = True
             self.close()
 
-        self._ask_save_then(close_now, "close")
+        return self._ask_save_then(close_now, "close")
 
 
 __all__ = ["MainWindow", "initial_kb_path"]
