@@ -54,7 +54,7 @@ def main() -> int:
         dsn = " ".join(f"{k}={v}" for k, v in server.conninfo("embed_bench").items())
         db = open_database(dsn, settings=LiteratureSettings(statement_timeout_ms=0))
         db.import_files([corpus])
-        texts = [r[0] for r in db._run(lambda c: c.execute(
+        texts = [r[0] for r in db.run(lambda c: c.execute(
             f"SELECT {TEXT_SQL} FROM document d ORDER BY d.id").fetchall())]
         encode(texts[:64])  # load and warm the model
 

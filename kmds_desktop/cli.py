@@ -44,10 +44,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     from kmds_desktop.commands.ask import register as register_ask
+    from kmds_desktop.commands.literature import register as register_literature
     from kmds_desktop.commands.literature_search import register_search
     from kmds_desktop.index.cli import register as register_index
     from kmds_desktop.kb.cli import register as register_kb
-    from kmds_desktop.literature.cli import register as register_literature
 
     register_kb(sub)
     register_index(sub)

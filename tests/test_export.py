@@ -19,6 +19,7 @@ from kmds_desktop.literature.citation_names import key_stem, parse_author, to_as
 from kmds_desktop.literature.export import (
     bibtex_escape,
     export_documents,
+    format_for_path,
     normalize_document,
 )
 
@@ -192,6 +193,9 @@ def test_bibtex_escape_keeps_braces_balanced() -> None:
 def test_unknown_format_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="csv, ris, bibtex"):
         export_documents(DOCS, tmp_path / "x.doc", "doc")
+    assert [format_for_path(f"set.{ext}") for ext in ("RIS", "bib", "csv")] == ["ris", "bibtex", "csv"]
+    with pytest.raises(ValueError, match=r"set\.doc: the documents file must end in \.csv, \.ris, \.bib"):
+        format_for_path("set.doc")
 
 
 def test_search_log_round_trip_and_refusals(tmp_path: Path) -> None:

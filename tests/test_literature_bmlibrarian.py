@@ -121,7 +121,7 @@ def test_reading_a_bmlibrarian_database(bmlibrarian):
     pubmed_only = db.find_abstract_ids("asthma", use_medrxiv=False, use_others=False)
     others_only = db.find_abstract_ids("asthma", use_pubmed=False, use_medrxiv=False)
     docs = {d["external_id"]: d for d in db.fetch_documents_by_ids(
-        [r[0] for r in db._run(lambda c: c.execute("SELECT id FROM document").fetchall())])}
+        [r[0] for r in db.run(lambda c: c.execute("SELECT id FROM document").fetchall())])}
     assert {docs[k]["id"] for k in ("100", "PMC7")} == pubmed_only  # the withdrawn 101 is left out
     assert others_only == set()
     assert docs["101"]["withdrawn_date"] == "2021-06-30"  # a date, not timestamp text

@@ -62,7 +62,7 @@ def embedded_sample(pg_empty_database, literature_data, tmp_path):
     path, records = _sample(literature_data, tmp_path, 24)
     pg_empty_database.import_files([path])
     assert embed_documents(pg_empty_database).embedded == 24
-    ids = {e: i for e, i in pg_empty_database._run(
+    ids = {e: i for e, i in pg_empty_database.run(
         lambda c: c.execute("SELECT external_id, id FROM document").fetchall())}
     return pg_empty_database, records, ids
 
@@ -92,7 +92,7 @@ def test_rerank_uses_stored_vectors_and_computes_missing_ones(embedded_sample, l
     db, records, ids = embedded_sample
     late, late_records = _sample(literature_data, tmp_path, 5, skip=100)
     db.import_files([late])  # imported after embedding: no stored vector
-    by_external = dict(db._run(lambda c: c.execute("SELECT external_id, id FROM document").fetchall()))
+    by_external = dict(db.run(lambda c: c.execute("SELECT external_id, id FROM document").fetchall()))
     new_ids = [by_external[r["id"]] for r in late_records]
     question = late_records[0]["title"]
     sims = similarities_to_question(db, encode([question])[0], [ids[records[0]["id"]], *new_ids],

@@ -12,27 +12,19 @@ from kmds_desktop.config import SettingsError
 from kmds_desktop.index.errors import SemanticIndexError
 from kmds_desktop.kb.model import KnowledgeBaseError
 from kmds_desktop.literature.errors import LiteratureError
-from kmds_desktop.llm.errors import (
-    LLMAuthError,
-    LLMBadReply,
-    LLMError,
-    LLMModelNotFound,
-    LLMQuotaError,
-    LLMTimeout,
-    LLMUnreachable,
-)
+from kmds_desktop.llm import errors as llm
 from kmds_desktop.tasks import Cancelled
 
 #: Wording for an error that came without a message of its own.
 _FALLBACK: tuple[tuple[type[BaseException], str], ...] = (
     (Cancelled, "cancelled"),
-    (LLMTimeout, "the model did not answer within the time limit"),
-    (LLMUnreachable, "the LLM server could not be reached"),
-    (LLMModelNotFound, "the model is not installed on the server"),
-    (LLMAuthError, "the API key is missing or was refused"),
-    (LLMQuotaError, "the provider's quota or rate limit was reached"),
-    (LLMBadReply, "the model's reply was unusable"),
-    (LLMError, "the LLM gave no reply"),
+    (llm.LLMTimeout, "the model did not answer within the time limit"),
+    (llm.LLMUnreachable, "the LLM server could not be reached"),
+    (llm.LLMModelNotFound, "the model is not installed on the server"),
+    (llm.LLMAuthError, "the API key is missing or was refused"),
+    (llm.LLMQuotaError, "the provider's quota or rate limit was reached"),
+    (llm.LLMBadReply, "the model's reply was unusable"),
+    (llm.LLMError, "the LLM gave no reply"),
     (SettingsError, "the settings are invalid"),
     (MemoryError, "out of memory"),
     (TimeoutError, "the operation timed out"),
@@ -42,7 +34,7 @@ _FALLBACK: tuple[tuple[type[BaseException], str], ...] = (
 
 #: Exception families whose message is written for users (shown without a prefix).
 _OWN_FAMILIES: tuple[type[BaseException], ...] = (
-    LLMError, SettingsError, Cancelled, LiteratureError, SemanticIndexError, KnowledgeBaseError,
+    llm.LLMError, SettingsError, Cancelled, LiteratureError, SemanticIndexError, KnowledgeBaseError,
 )
 
 

@@ -24,6 +24,8 @@ import argparse
 import sys
 from typing import Any
 
+from kmds_desktop.commands.common import DSN_HELP, fail, generation_settings, guarded, literature_database
+
 
 def register_search(lit_sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     """Add the ``search`` subcommand under ``literature``."""
@@ -59,7 +61,7 @@ def register_search(lit_sub: argparse._SubParsersAction) -> None:  # noqa: SLF00
     search.add_argument("--rerank", action=argparse.BooleanOptionalAction, default=None,
                         help="re-rank the merged candidates by similarity to the question when a semantic "
                              "row ran (default: retrieval.rerank)")
-    search.add_argument("--dsn", help="connect to this PostgreSQL instead of the embedded server")
+    search.add_argument("--dsn", help=DSN_HELP)
     search.add_argument("--json", action="store_true",
                         help="print the search log as JSON (attempts, queries with provenance and "
                              "statistics, documents in rank order with source, PMID/DOI), as the window "
@@ -67,57 +69,25 @@ def register_search(lit_sub: argparse._SubParsersAction) -> None:  # noqa: SLF00
     search.set_defaults(func=_search)
 
 
-def _settings(args: argparse.Namespace) -> tuple[Any, Any]:
-    from pydantic import ValidationError
-
-    from kmds_desktop.config import SettingsError, describe_validation_error, load_settings
-
-    settings = load_settings()
-    qg = settings.query_generation.model_copy()
-    try:
-        if args.models:
-            qg.models = [m for m in args.models.split(",") if m.strip()]
-            qg.multi_model_enabled = True
-        if args.queries_per_model:
-            qg.queries_per_model = args.queries_per_model
-            qg.multi_model_enabled = True
-    except ValidationError as err:  # pydantic validates assignments
-        detail = describe_validation_error(err, "query_generation.")
-        raise SettingsError(f"invalid option: {detail}") from None
-    retrieval = settings.retrieval.model_copy()
-    if args.fusion:
-        retrieval.fusion = args.fusion
-    if args.rerank is not None:
-        retrieval.rerank = args.rerank
-    settings.retrieval = retrieval
-    return settings, qg
-
-
+@guarded
 def _search(args: argparse.Namespace) -> int:
     """The same session the window drives: generate a round, run every query it offered, print."""
     from kmds_desktop.app.literature import LiteratureSession, execute_run, generate_round
-    from kmds_desktop.app.messages import describe_error
     from kmds_desktop.app.search_log import search_log_json, utc_now
     from kmds_desktop.app.strategy import abandon_recording, begin_recording, finish_recording
-    from kmds_desktop.config import SettingsError
+    from kmds_desktop.config import load_settings
     from kmds_desktop.literature.agent import QueryAgentError
-    from kmds_desktop.literature.database import open_database
-    from kmds_desktop.literature.errors import LiteratureError
     from kmds_desktop.literature.history import SearchHistory
     from kmds_desktop.literature.workbench import SearchWorkbench
 
-    try:
-        settings, qg = _settings(args)
-    except SettingsError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    settings = load_settings()
+    qg, settings.retrieval = generation_settings(args, settings)
     literature = settings.literature.model_copy()
     if args.max_rows is not None:
         cap = _max_rows_cap()
         if not 1 <= args.max_rows <= cap:
-            print(f"error: --max-rows must be between 1 and {cap:,} (the same limit as the "
-                  f"literature.max_rows setting), not {args.max_rows:,}", file=sys.stderr)
-            return 2
+            return fail(f"--max-rows must be between 1 and {cap:,} (the same limit as the "
+                        f"literature.max_rows setting), not {args.max_rows:,}", 2)
         literature.max_rows = args.max_rows
     quiet = args.json
     session = LiteratureSession(qg, literature, settings.retrieval, settings.index.embedding_model)
@@ -129,14 +99,7 @@ def _search(args: argparse.Namespace) -> int:
             print(f"  [{row.model} #{row.attempt_number}, {row.generation_time:.2f} s] {shown}",
                   file=sys.stderr)
 
-    try:
-        db = open_database(dsn=args.dsn, settings=literature)
-    except LiteratureError as err:
-        print(f"error: {describe_error(err)}", file=sys.stderr)
-        return 1
-    workbench: Any = None
-    number: int | None = None
-    try:
+    with literature_database(args, literature) as db:
         session.database_name = db.display_name
         agent = session.agent(db)
         rnd, _ = session.start_round(args.question, utc_now())
@@ -154,22 +117,15 @@ def _search(args: argparse.Namespace) -> int:
             raise QueryAgentError(f"no query could be generated ({rnd.summary()})")
         plan = session.plan_run(utc_now())
         workbench = SearchWorkbench(SearchHistory(), db)
-        number = begin_recording(workbench, session, plan)
-        result = execute_run(agent, plan, max_rows=literature.max_rows)
-        saved = finish_recording(workbench, number, session.apply_run(plan, result, utc_now()))
-        number = None
-    except (QueryAgentError, LiteratureError, ValueError) as err:
-        print(f"error: {describe_error(err)}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("cancelled", file=sys.stderr)
-        return 130
-    finally:
-        if workbench is not None:
+        number: int | None = begin_recording(workbench, session, plan)
+        try:
+            result = execute_run(agent, plan, max_rows=literature.max_rows)
+            saved = finish_recording(workbench, number, session.apply_run(plan, result, utc_now()))
+            number = None
+        finally:
             if number is not None:  # failed or cancelled cleanly: nothing of the run is kept
                 abandon_recording(workbench, number)
             workbench.history.close()
-        db.close()
 
     print(f"recorded as #{saved.number} in the search history", file=sys.stderr)
 
@@ -232,10 +188,7 @@ def _add_semantic_rows(args: argparse.Namespace, session: Any, agent: Any, db: A
 
 def _incomplete_exit(result: Any) -> int:
     """1 with a one-line error when valid queries could not run (what ran was printed), else 0."""
-    if result.incomplete:
-        print(f"error: {result.incomplete_message()}", file=sys.stderr)
-        return 1
-    return 0
+    return fail(result.incomplete_message()) if result.incomplete else 0
 
 
 def _max_rows_cap() -> int:

@@ -212,8 +212,19 @@ class LiteratureDatabase:
             with contextlib.suppress(Exception):
                 conn.close()
 
-    def _run(self, fn: Callable[[psycopg.Connection], T], cancel: CancelToken | None = None) -> T:
-        """Run ``fn(conn)`` under the lock, translating server errors into :class:`LiteratureError`."""
+    def fetch_all(
+        self, sql: str, params: Any = (), cancel: CancelToken | None = None
+    ) -> list[tuple[Any, ...]]:
+        """The rows of one statement (constant text, bound ``params``), through :meth:`run`: for the
+        package's look-ups by identity (the workbench, the evaluation)."""
+        return self.run(lambda c: c.execute(sql, params).fetchall(), cancel)
+
+    def run(self, fn: Callable[[psycopg.Connection], T], cancel: CancelToken | None = None) -> T:
+        """Run ``fn(conn)`` under the lock, translating server errors into :class:`LiteratureError`.
+
+        The one way statements reach the server: one connection at a time, cancellable (``cancel``
+        cancels the statement in progress), a lost connection reported as
+        :class:`DatabaseUnavailable` and reconnected on the next call."""
         check(cancel)
         with self._lock:
             conn = self._connection()
@@ -281,7 +292,7 @@ class LiteratureDatabase:
     def _init_schema(self) -> None:
         from kmds_desktop.literature.schema import ensure_schema
 
-        state = self._run(ensure_schema)
+        state = self.run(ensure_schema)
         self.schema_version = state.version
         self.schema_owner = state.owner
 
@@ -293,7 +304,7 @@ class LiteratureDatabase:
         now = time.monotonic()
         if not fresh and cached is not None and now - cached[0] < SOURCES_TTL_S:
             return list(cached[1])
-        rows = self._run(lambda c: [(int(r[0]), str(r[1])) for r in c.execute(
+        rows = self.run(lambda c: [(int(r[0]), str(r[1])) for r in c.execute(
             "SELECT id, name FROM sources ORDER BY id").fetchall()])
         self._sources_cache = (now, rows)
         return list(rows)
@@ -370,7 +381,7 @@ class LiteratureDatabase:
             f"SELECT d.id, ts_rank_cd(d.search_vector, {tsq}) AS rank FROM document d WHERE {where} "
             "ORDER BY rank DESC, d.id ASC LIMIT %(limit)s OFFSET %(offset)s"
         )
-        rows = self._run(lambda c: self._execute(c, sql, params).fetchall(), cancel)
+        rows = self.run(lambda c: self._execute(c, sql, params).fetchall(), cancel)
         return [(int(r[0]), float(r[1])) for r in rows]
 
     def find_abstract_ids(
@@ -434,10 +445,10 @@ class LiteratureDatabase:
             return int(plan[0]["Plan"]["Plan Rows"]) if plan else 0
 
         try:
-            return MatchCount(self._run(exact, cancel))
+            return MatchCount(self.run(exact, cancel))
         except QueryTimeout:
             log.info("exact count timed out; returning the planner's estimate")
-            return MatchCount(self._run(estimate, cancel), estimated=True)
+            return MatchCount(self.run(estimate, cancel), estimated=True)
 
     def _execute(self, conn: psycopg.Connection, sql: str, params: dict[str, Any]) -> psycopg.Cursor:
         try:
@@ -475,7 +486,7 @@ class LiteratureDatabase:
                 return False, "the query has no searchable words (only stop words or punctuation)"
             return True, normalized
 
-        return self._run(ask)
+        return self.run(ask)
 
     # -- fetch ------------------------------------------------------------------------------------
     def iter_document_batches(
@@ -498,7 +509,7 @@ class LiteratureDatabase:
         if order == "auto":
             order = "given" if isinstance(document_ids, (list, tuple)) else "newest"
         if order == "newest" and ids:
-            rows = self._run(lambda c: c.execute(
+            rows = self.run(lambda c: c.execute(
                 "SELECT id FROM document WHERE id = ANY(%s) "
                 "ORDER BY publication_date DESC NULLS LAST, id ASC", (ids,)).fetchall(), cancel)
             ids = [int(r[0]) for r in rows]
@@ -508,7 +519,7 @@ class LiteratureDatabase:
         for start in range(0, total, batch_size):
             check(cancel)
             chunk = ids[start:start + batch_size]
-            rows = self._run(lambda c, chunk=chunk: c.execute(_FETCH_SQL, (chunk,)).fetchall(), cancel)
+            rows = self.run(lambda c, chunk=chunk: c.execute(_FETCH_SQL, (chunk,)).fetchall(), cancel)
             by_id = {int(r[0]): _normalize(r) for r in rows}
             batch = [by_id[i] for i in chunk if i in by_id]
             done += len(chunk)
@@ -594,7 +605,7 @@ class LiteratureDatabase:
                 "sources": counts,
             }
 
-        return self._run(collect)
+        return self.run(collect)
 
 
 _FETCH_SQL = (

@@ -123,8 +123,7 @@ def external_ids(db: Any, ids: Iterable[int]) -> dict[int, str]:
     wanted = sorted({int(i) for i in ids})
     if not wanted:
         return {}
-    rows = db._run(lambda c: c.execute("SELECT id, external_id FROM document WHERE id = ANY(%s)",
-                                       (wanted,)).fetchall())
+    rows = db.fetch_all("SELECT id, external_id FROM document WHERE id = ANY(%s)", (wanted,))
     return {int(r[0]): str(r[1]) for r in rows}
 
 

@@ -317,6 +317,17 @@ def documents_to_bibtex(
 _WRITERS = {"csv": documents_to_csv, "ris": documents_to_ris, "bibtex": documents_to_bibtex}
 
 
+def format_for_path(path: str | Path) -> str:
+    """The document format a file name asks for by its suffix (``.ris``, ``.bib``, ``.csv``);
+    ``ValueError`` for any other."""
+    suffix = Path(path).suffix.lower()
+    for fmt, ext in DOCUMENT_FORMATS.items():
+        if suffix == ext:
+            return fmt
+    raise ValueError(f"{path}: the documents file must end in "
+                     f"{', '.join(DOCUMENT_FORMATS.values())}")
+
+
 def export_documents(
     documents: Iterable[Any],
     path: str | Path,

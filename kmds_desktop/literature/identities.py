@@ -3,7 +3,7 @@
 Why a module of its own: the history keeps documents by internal id *and* by source + external id
 (PMID, SciFact or CF id), the known-papers check finds papers by PMID, DOI, source id or title, and
 explaining a miss needs the lexemes PostgreSQL indexed for a document. All statements are constant
-text with bound values; they run through the database object's own locked, cancellable runner.
+text with bound values; they run through the database's own locked, cancellable runner (``fetch_all``).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ class DocumentIdentity:
 
 
 def _rows(db: Any, sql: str, params: Sequence[Any] | dict[str, Any]) -> list[tuple[Any, ...]]:
-    return db._run(lambda c: c.execute(sql, params).fetchall())  # noqa: SLF001 - the db's own runner
+    return db.fetch_all(sql, params)
 
 
 _IDENTITY_SQL = ("SELECT d.id, s.name, d.external_id, d.doi, coalesce(d.title, '') FROM document d "

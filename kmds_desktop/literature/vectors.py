@@ -147,7 +147,7 @@ def ensure_vectors(db: Any, *, allow_external: bool = False) -> None:
             )
         create_vector_table(conn)
 
-    db._run(run)
+    db.run(run)
 
 
 # -- embedding ------------------------------------------------------------------------------------
@@ -289,7 +289,7 @@ def vector_status(db: Any, model_name: str = "all-MiniLM-L6-v2") -> dict[str, An
         return {"available": True, "extension": extension, "with_vectors": int(with_vectors[0]),
                 "needing": int(needing[0]), "model": model_name}
 
-    return db._run(collect)
+    return db.run(collect)
 
 
 # -- searching ------------------------------------------------------------------------------------
@@ -370,7 +370,7 @@ def nearest_ids(
         # relaxed_order may return neighbours slightly out of order: sort by similarity, then id.
         return sorted(((int(r[0]), float(r[1])) for r in rows), key=lambda p: (-p[1], p[0]))
 
-    return db._run(run, cancel)
+    return db.run(run, cancel)
 
 
 def _iterative_scan(db: Any, conn: psycopg.Connection) -> bool:
@@ -406,7 +406,7 @@ def count_with_vectors(db: Any, use_pubmed: bool = True, use_medrxiv: bool = Tru
             params).fetchone()
         return int(row[0]) if row else 0
 
-    return db._run(run, cancel)
+    return db.run(run, cancel)
 
 
 def stored_vectors(db: Any, ids: Iterable[int], *,
@@ -426,7 +426,7 @@ def stored_vectors(db: Any, ids: Iterable[int], *,
             (wanted,)).fetchall()
         return {int(r[0]): np.asarray(r[1][1:-1].split(","), dtype=np.float32) for r in rows}
 
-    return db._run(run, cancel)
+    return db.run(run, cancel)
 
 
 def document_texts(db: Any, ids: Iterable[int], *, cancel: CancelToken | None = None) -> dict[int, str]:
@@ -434,6 +434,6 @@ def document_texts(db: Any, ids: Iterable[int], *, cancel: CancelToken | None = 
     wanted = sorted({int(i) for i in ids})
     if not wanted:
         return {}
-    rows = db._run(lambda c: c.execute(
+    rows = db.run(lambda c: c.execute(
         f"SELECT d.id, {TEXT_SQL} FROM document d WHERE d.id = ANY(%s)", (wanted,)).fetchall(), cancel)
     return {int(r[0]): str(r[1] or "") for r in rows}

@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
 )
 
 from kmds_desktop.app.messages import describe_error
+from kmds_desktop.app.strategy import export_set_documents
 from kmds_desktop.literature.history import SavedSet
 from kmds_desktop.literature.workbench import KnownCheck, SearchWorkbench
 from kmds_desktop.ui.workers import JobRunner
@@ -42,7 +43,6 @@ from kmds_desktop.ui.workers import JobRunner
 COUNT_DEBOUNCE_MS = 200
 KINDS = {"list": "history.list", "count": "history.count", "combine": "history.write",
          "check": "history.check", "report": "history.report", "rerun": "history.rerun"}
-_DOCUMENT_FORMATS = {".ris": "ris", ".bib": "bibtex", ".csv": "csv"}
 _KIND_LABEL = {"search": "search", "rerun": "re-run", "combination": "combination"}
 _COLUMNS = ("Set", "Date", "Documents", "Kind", "Question or expression", "State")
 
@@ -76,14 +76,6 @@ def _overlap_text(workbench: SearchWorkbench, number: int) -> str:
     numbers = [s.number for s in searches if s.complete]
     head = f"Rows of {', '.join(f'#{n}' for n in numbers)}: documents each pair shares (Jaccard)\n\n"
     return head + overlap(workbench.history, numbers).markdown()
-
-
-def _export_documents(workbench: SearchWorkbench, number: int, path: str) -> tuple[Path, int]:
-    from kmds_desktop.literature.export import export_documents
-
-    fmt = _DOCUMENT_FORMATS[Path(path).suffix.lower()]
-    documents = workbench.documents(number)
-    return export_documents(documents, path, fmt), len(documents)
 
 
 def _write_report(workbench: SearchWorkbench, number: int, check: KnownCheck | None, path: str) -> Path:
@@ -462,23 +454,28 @@ class SearchHistoryDialog(QDialog):
         self.check_view.setPlainText(text)
 
     # --- documents --------------------------------------------------------------------------------
+    def _save_path(self, path: str | None, title: str, suggested: str, filters: str,
+                   suffixes: tuple[str, ...]) -> str | None:
+        """``path``, or the one the user picks; without a known suffix the first is added."""
+        if path is None:
+            path, _ = QFileDialog.getSaveFileName(self, title, str(Path.home() / suggested), filters)
+            if not path:
+                return None
+        return path if Path(path).suffix.lower() in suffixes else f"{path}{suffixes[0]}"
+
     def export_documents(self, path: str | None = None) -> Any:
         """Fetch the selected set's documents and write them as RIS, BibTeX or CSV (by the suffix)."""
         saved = self._selected()
         if saved is None:
             return None
+        path = self._save_path(path, "Export documents", f"set-{saved.number}.ris",
+                               "RIS (*.ris);;BibTeX (*.bib);;CSV (*.csv)", (".ris", ".bib", ".csv"))
         if path is None:
-            suggested = str(Path.home() / f"set-{saved.number}.ris")
-            path, _ = QFileDialog.getSaveFileName(self, "Export documents", suggested,
-                                                  "RIS (*.ris);;BibTeX (*.bib);;CSV (*.csv)")
-            if not path:
-                return None
-        if Path(path).suffix.lower() not in _DOCUMENT_FORMATS:
-            path = f"{path}.ris"
+            return None
         if self._database() is None:
             self._set_status("Open the literature database first (run a search in the literature panel).")
             return None
-        return self.jobs.submit(KINDS["report"], _simple(_export_documents), self.workbench, saved.number,
+        return self.jobs.submit(KINDS["report"], _simple(export_set_documents), self.workbench, saved.number,
                                 path, policy="queue", label="Exporting documents",
                                 on_result=self._documents_done,
                                 on_error=self._failed("The documents cannot be exported"))
@@ -493,14 +490,10 @@ class SearchHistoryDialog(QDialog):
         saved = self._selected()
         if saved is None:
             return None
+        path = self._save_path(path, "Export search report", f"search-report-{saved.number}.md",
+                               "Markdown (*.md);;JSON (*.json)", (".md", ".json"))
         if path is None:
-            suggested = str(Path.home() / f"search-report-{saved.number}.md")
-            path, _ = QFileDialog.getSaveFileName(self, "Export search report", suggested,
-                                                  "Markdown (*.md);;JSON (*.json)")
-            if not path:
-                return None
-        if Path(path).suffix.lower() not in (".md", ".json"):
-            path = f"{path}.md"
+            return None
         check = self.last_check if self._check_set == saved.number else None
         return self.jobs.submit(KINDS["report"], _simple(_write_report), self.workbench, saved.number, check,
                                 path, policy="queue", label="Writing the report", on_result=self._reported,

@@ -3,9 +3,19 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
+
+from kmds_desktop.commands.common import (
+    DSN_HELP,
+    end_progress,
+    fail,
+    generation_settings,
+    guarded,
+    literature_database,
+    print_json,
+    progress_line,
+)
 
 
 def register_evaluate(lit_sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
@@ -32,17 +42,15 @@ def register_evaluate(lit_sub: argparse._SubParsersAction) -> None:  # noqa: SLF
     ev.add_argument("--max-rows", type=int, default=100, metavar="N", help="documents per row (default 100)")
     ev.add_argument("--rerank", action=argparse.BooleanOptionalAction, default=None,
                     help="re-rank fused candidates by similarity to the question (default: retrieval.rerank)")
-    ev.add_argument("--dsn", help="connect to this PostgreSQL instead of the embedded server")
+    ev.add_argument("--dsn", help=DSN_HELP)
     ev.add_argument("--json", action="store_true", help="print the table as JSON")
     ev.set_defaults(func=_evaluate)
 
 
+@guarded
 def _evaluate(args: argparse.Namespace) -> int:
-    from pydantic import ValidationError
-
-    from kmds_desktop.config import describe_validation_error, load_settings
+    from kmds_desktop.config import load_settings
     from kmds_desktop.literature.agent import QueryAgent
-    from kmds_desktop.literature.database import open_database
     from kmds_desktop.literature.errors import LiteratureError
     from kmds_desktop.literature.evaluation import (
         evaluate_runs,
@@ -54,63 +62,30 @@ def _evaluate(args: argparse.Namespace) -> int:
 
     rows = [r.strip() for r in args.rows.split(",") if r.strip()]
     if args.max_rows < 1 or (args.limit is not None and args.limit < 1):
-        print("error: --max-rows and --limit must be at least 1", file=sys.stderr)
-        return 2
+        return fail("--max-rows and --limit must be at least 1", 2)
     settings = load_settings()
-    qg = settings.query_generation.model_copy()
-    retrieval = settings.retrieval.model_copy()
-    try:
-        if args.models:
-            qg.models = [m for m in args.models.split(",") if m.strip()]
-            qg.multi_model_enabled = True
-        if args.queries_per_model:
-            qg.queries_per_model = args.queries_per_model
-            qg.multi_model_enabled = True
-        if args.rerank is not None:
-            retrieval.rerank = args.rerank
-    except ValidationError as err:
-        detail = describe_validation_error(err, "query_generation.")
-        print(f"error: invalid option: {detail}", file=sys.stderr)
-        return 2
+    qg, retrieval = generation_settings(args, settings)
     try:
         questions = load_questions(args.queries, args.split)[: args.limit]
         qrels = load_qrels(args.qrels)
-    except LiteratureError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    except LiteratureError as err:  # the files named: the command's input, as its options
+        return fail(str(err), 2)
     questions = [q for q in questions if q.id in qrels]
     if not questions:
-        print("error: none of the questions has a judgement in --qrels", file=sys.stderr)
-        return 2
+        return fail("none of the questions has a judgement in --qrels", 2)
 
-    def progress(done: int, total: int | None, message: str) -> None:
-        if not args.json:
-            print(f"\r{message:<60}", end="", file=sys.stderr, flush=True)
-
-    try:
-        db = open_database(dsn=args.dsn, settings=settings.literature)
-    except LiteratureError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
-    try:
+    with literature_database(args, settings.literature) as db:
         agent = QueryAgent(db, qg, retrieval=retrieval, embedding_model=settings.index.embedding_model)
-        runs = run_questions(agent, questions, rows, max_rows=args.max_rows, progress=progress)
+        runs = run_questions(agent, questions, rows, max_rows=args.max_rows,
+                             progress=progress_line(args.json, width=60))
         table = evaluate_runs(db, runs, qrels, [*rows, "fused"])
-    except LiteratureError as err:
-        print(f"\nerror: {err}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("\ncancelled", file=sys.stderr)
-        return 130
-    finally:
-        db.close()
+    end_progress()
     errors = [e for r in runs for e in r.errors]
     if args.json:
         payload: dict[str, Any] = {"questions": len(questions), "rows": rows, "measures": table,
                                    "errors": errors[:50], "error_count": len(errors)}
-        print(json.dumps(payload, indent=2))
+        print_json(payload)
         return 0
-    print(file=sys.stderr)
     print(format_table(table, len(questions)))
     if errors:
         print(f"{len(errors)} row(s) failed, e.g.: {errors[0]}", file=sys.stderr)

@@ -9,12 +9,13 @@ information as JSON. The window's history panel drives the same :class:`SearchWo
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable
 from typing import Any
 
-_DSN_HELP = "connect to this PostgreSQL instead of the embedded server"
+from kmds_desktop.commands.common import DSN_HELP as _DSN_HELP
+from kmds_desktop.commands.common import guarded, literature_database
+from kmds_desktop.commands.common import print_json as _dump
 
 
 def register_history(lit_sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
@@ -102,42 +103,25 @@ def _set_number(text: str) -> int:
 
 def _wrap(handler: Callable[..., int], needs_db: bool | Callable[[Any], bool] = False,
           ) -> Callable[[argparse.Namespace], int]:
-    """Open the history (and the database when needed), run ``handler``, turn errors into one line."""
+    """Open the history (and the database when needed), run ``handler``; errors are
+    :func:`~kmds_desktop.commands.common.guarded`'s one line."""
 
+    @guarded
     def run(args: argparse.Namespace) -> int:
-        from kmds_desktop.literature.errors import LiteratureError
+        from contextlib import nullcontext
+
         from kmds_desktop.literature.history import SearchHistory
         from kmds_desktop.literature.workbench import SearchWorkbench
 
-        db = None
-        try:
-            history = SearchHistory()
-        except LiteratureError as err:
-            print(f"error: {err}", file=sys.stderr)
-            return 1
+        history = SearchHistory()
         try:
             wanted = needs_db(args) if callable(needs_db) else needs_db
-            if wanted:
-                from kmds_desktop.literature.database import open_database
-
-                db = open_database(dsn=getattr(args, "dsn", None))
-            return handler(args, SearchWorkbench(history, db))
-        except (LiteratureError, ValueError) as err:
-            print(f"error: {err}", file=sys.stderr)
-            return 1
-        except KeyboardInterrupt:
-            print("cancelled", file=sys.stderr)
-            return 130
+            with literature_database(args) if wanted else nullcontext() as db:
+                return handler(args, SearchWorkbench(history, db))
         finally:
-            if db is not None:
-                db.close()
             history.close()
 
     return run
-
-
-def _dump(data: Any) -> None:
-    print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
 
 def _short(text: str, width: int = 70) -> str:
@@ -271,22 +255,16 @@ def _overlap(args: argparse.Namespace, wb: Any) -> int:
 
 
 def _report(args: argparse.Namespace, wb: Any) -> int:
-    from pathlib import Path
-
-    from kmds_desktop.literature.export import export_documents
+    from kmds_desktop.app.strategy import export_set_documents
+    from kmds_desktop.literature.export import format_for_path
     from kmds_desktop.literature.search_report import build_report, report_markdown, write_report
 
     known = wb.check_known(_load_known(args), [args.number]) if args.known else None
     report = build_report(wb.history, args.number, known)
     if args.documents:
-        path = Path(args.documents)
-        fmt = {".ris": "ris", ".bib": "bibtex", ".csv": "csv"}.get(path.suffix.lower())
-        if fmt is None:
-            raise ValueError(f"{path}: the documents file must end in .ris, .bib or .csv")
-        docs = wb.documents(args.number)
-        export_documents(docs, path, fmt)
-        report["documents_file"] = {"path": str(path), "format": fmt, "documents": len(docs)}
-        print(f"wrote {len(docs)} documents to {path}", file=sys.stderr)
+        path, count = export_set_documents(wb, args.number, args.documents)
+        report["documents_file"] = {"path": str(path), "format": format_for_path(path), "documents": count}
+        print(f"wrote {count} documents to {path}", file=sys.stderr)
     if args.out:
         out = write_report(report, args.out, "json" if args.json else None)
         print(f"wrote the report of #{args.number} to {out}", file=sys.stderr)
