@@ -21,23 +21,31 @@ import pytest
 from support.fake_ollama import ModelScript
 
 from kmds_desktop.app import workspace
-from kmds_desktop.app.ask import AskInputError, AskSession, answer_question, settings_for_ask
+from kmds_desktop.app.ask import (
+    AskInputError,
+    AskSession,
+    answer_markdown,
+    answer_question,
+    settings_for_ask,
+)
 from kmds_desktop.config import Settings, SettingsError
 
 MODEL = "router:1b"
 QUESTION = "What data quality problems were found in the body mass workflow?"
 
 
-def _cli(*argv: str) -> tuple[int, dict[str, Any], str]:
+def _cli(*argv: str) -> tuple[int, Any, str]:
+    """Exit code, stdout (parsed when --json) and stderr of ``kmds-desktop ARGV``."""
     from kmds_desktop.cli import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(list(argv))
-    return code, (json.loads(out.getvalue()) if out.getvalue().strip() else {}), err.getvalue()
+    text = out.getvalue()
+    return code, (json.loads(text) if "--json" in argv else text), err.getvalue()
 
 
-def _as_the_window_does(settings: Settings, holder: workspace.IndexHolder, question: str) -> dict[str, Any]:
+def _as_the_window_does(settings: Settings, holder: workspace.IndexHolder, question: str) -> Any:
     """The window's steps: check and start on "the GUI thread", answer on a worker, then finish."""
     session = AskSession()
     kb = workspace.load_kb(workspace.installed_demo_path())
@@ -52,7 +60,7 @@ def _as_the_window_does(settings: Settings, holder: workspace.IndexHolder, quest
     session.finished(box["result"])
     assert session.result is box["result"] and session.history == [text]
     assert "".join(c for c in chunks if isinstance(c, str)) == box["result"].answer  # streamed in full
-    return _comparable(box["result"].to_dict())
+    return box["result"]
 
 
 def _comparable(data: dict[str, Any]) -> dict[str, Any]:
@@ -68,9 +76,16 @@ def test_offline_cli_and_window_give_the_same_answer(data_home: Path, tmp_path: 
                           "--persist-dir", str(index_dir), "--limit", "7")
     assert code == 0, err
     settings = settings_for_ask(Settings(), backend="offline", n_results=7)
-    window = _as_the_window_does(settings, workspace.IndexHolder.in_process(index_dir), QUESTION)
+    result = _as_the_window_does(settings, workspace.IndexHolder.in_process(index_dir), QUESTION)
+    window = _comparable(result.to_dict())
     assert _comparable(cli) == window
     assert window["backend"] == "offline" and window["results"] and window["limit"] == 7
+    # --markdown prints the document the window's Export > Answer as Markdown writes
+    code, markdown, err = _cli("ask", demo, QUESTION, "--backend", "offline", "--markdown",
+                               "--persist-dir", str(index_dir), "--limit", "7")
+    assert code == 0, err
+    assert markdown == answer_markdown(result)
+    assert markdown.startswith(f"# {QUESTION}\n") and f"[{len(result.results)}] " in markdown
     # the demo KB was read from the user's copy, as the window opens it
     assert workspace.demo_copy_path().exists()
 
@@ -92,7 +107,8 @@ def test_fake_ollama_cli_and_window_give_the_same_answer(
     assert code == 0, err
     asked_by_cli = len(fake_ollama.completion_requests())
     settings = settings_for_ask(Settings(), backend="ollama", model=MODEL, ollama_host=fake_ollama.url)
-    window = _as_the_window_does(settings, workspace.IndexHolder.in_process(index_dir), QUESTION)
+    window = _comparable(_as_the_window_does(settings, workspace.IndexHolder.in_process(index_dir),
+                                             QUESTION).to_dict())
     assert _comparable(cli) == window
     assert window["answer"] == "Two problems [1] [2]." and window["backend"] == "ollama"
     assert window["route"]["filters"]["obs_type_filter"] == "Data Quality Observation"
@@ -117,4 +133,4 @@ def test_cli_question_rules_are_the_sessions(data_home: Path) -> None:
     code, out, err = _cli("ask", str(workspace.installed_demo_path()), "   ", "--backend", "offline")
     with pytest.raises(AskInputError) as refused:
         AskSession().check("   ", object())
-    assert code == 1 and out == {} and err.strip() == f"error: {refused.value}"
+    assert code == 1 and out == "" and err.strip() == f"error: {refused.value}"

@@ -108,11 +108,13 @@ def test_answers_belong_to_the_kb_they_were_asked_of() -> None:
     with pytest.raises(AskInputError, match="Open a knowledge base"):
         session.check("what?", None)
     session.started(session.check(" what models? ", kb_a), kb_a)
+    assert session.for_open_kb()
     session.finished("answer about A")
     assert session.kb_changed(kb_a) == "" and not session.stale, "saved or settings changed: same answer"
     assert session.kb_changed(kb_a, edited=True) == "stale" and session.result == "answer about A"
     assert session.stale
     assert session.kb_changed(kb_b) == "cleared" and session.result is None and not session.stale
+    assert not session.for_open_kb(), "what still arrives for the answer about A is dropped"
     assert session.kb_changed(kb_b) == ""
     for q in ["a", "b", "a"]:
         session.remember(q)

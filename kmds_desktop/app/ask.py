@@ -49,7 +49,8 @@ class AskSession:
     question: str = ""
     result: Any = None
     stale: bool = False
-    _kb: Any = field(default=None, repr=False)  # the KB object the answer belongs to
+    _kb: Any = field(default=None, repr=False)  # the KB open now (as the session was last told)
+    _asked_of: Any = field(default=None, repr=False)  # the KB the last question was asked of
 
     def check(self, question: str, kb: Any) -> str:
         """The question to ask, or :class:`AskInputError` saying what is missing."""
@@ -65,11 +66,16 @@ class AskSession:
         self.question = question
         self.result = None
         self.stale = False
-        self._kb = kb
+        self._kb = self._asked_of = kb
         self.remember(question)
 
     def finished(self, result: Any) -> None:
         self.result = result
+
+    def for_open_kb(self) -> bool:
+        """Whether the last question (its answer running or shown) was asked of the KB open now.
+        When another KB was opened meanwhile, what still arrives for it is dropped, not shown."""
+        return self._asked_of is self._kb
 
     def answer(
         self,
@@ -116,6 +122,28 @@ class AskSession:
             return ""
         self.stale = True
         return "stale"
+
+
+def one_line(text: Any, width: int) -> str:
+    """``text``'s first non-empty line without Markdown list/heading marks, cut to ``width`` with "…"."""
+    line = next((ln.strip() for ln in str(text or "").splitlines() if ln.strip()), "")
+    line = line.lstrip("#*- ").strip()
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def answer_markdown(result: Any) -> str:
+    """The answer as a Markdown document: the question, the answer, the numbered records it cites
+    (``[n]`` is record n), the route and the backend. The window's *Export answer as Markdown* and
+    ``kmds-desktop ask --markdown`` write this same document."""
+    r = result
+    lines = [f"# {r.question}", "", r.answer, "", "## Records", ""]
+    for i, row in enumerate(r.results, 1):
+        lines.append(f"[{i}] {one_line(row.get('finding'), 200)} — {row.get('obs_type')} ({row.get('iri')})")
+    lines += ["", f"Route: {r.intent_class}. {r.route_explanation}"]
+    if r.fallback_reason:
+        lines.append(f"Fallback: {r.fallback_reason}")
+    lines.append(f"Backend: {r.backend}")
+    return "\n".join(lines) + "\n"
 
 
 def settings_for_ask(

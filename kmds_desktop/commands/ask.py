@@ -1,4 +1,4 @@
-"""``kmds-desktop ask KB_FILE QUESTION [--backend auto|ollama|google|offline] [--json]``.
+"""``kmds-desktop ask KB_FILE QUESTION [--backend auto|ollama|google|offline] [--json|--markdown]``.
 
 Drives the same :class:`~kmds_desktop.app.ask.AskSession` as the window's Ask panel: the KB opens as
 the window opens it (:func:`kmds_desktop.app.workspace.load_kb`: the installed demo KB is read from
@@ -6,8 +6,9 @@ the user's copy in the data folder), the options become settings
 (:func:`~kmds_desktop.app.ask.settings_for_ask`) and
 :meth:`~kmds_desktop.app.ask.AskSession.answer` routes, searches and answers. The index opens in
 this process (the window's runs in its own). Plain output is the answer, the route and the cited
-records; ``--json`` prints the whole result. Nothing heavy is imported until the command runs, so
-``kmds-desktop --help`` stays fast. User errors print one line on stderr, exit 1.
+records; ``--json`` prints the whole result, ``--markdown`` the answer as the window exports it.
+Nothing heavy is imported until the command runs, so ``kmds-desktop --help`` stays fast. User
+errors print one line on stderr, exit 1.
 """
 
 from __future__ import annotations
@@ -41,7 +42,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
                    help="most records an answer shows (default: setting index.n_results, 50): a listing "
                         "shows every match up to N, an open question its relevant records up to N")
     p.add_argument("--persist-dir", metavar="DIR", help="index folder (default: DATA_DIR/index)")
-    p.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    out_format = p.add_mutually_exclusive_group()
+    out_format.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    out_format.add_argument("--markdown", action="store_true",
+                            help="print the answer as the Markdown document the window's "
+                                 "Export > Answer as Markdown writes")
     p.set_defaults(func=run)
 
 
@@ -73,6 +78,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     if args.json:
         json.dump(result.to_dict(), out, indent=2, ensure_ascii=False, default=str)
         out.write("\n")
+    elif args.markdown:
+        from kmds_desktop.app.ask import answer_markdown
+
+        out.write(answer_markdown(result))
     else:
         out.write(format_result(result.to_dict()))
     return 0

@@ -47,7 +47,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from kmds_desktop.app.ask import RENDERED, RETRIEVED, AskInputError, AskSession, answer_question
+from kmds_desktop.app.ask import (
+    RENDERED,
+    RETRIEVED,
+    AskInputError,
+    AskSession,
+    answer_markdown,
+    answer_question,
+)
 from kmds_desktop.ui.kb_tree_model import CATEGORY_LABELS, first_line
 from kmds_desktop.ui.markdown_render import to_html
 from kmds_desktop.ui.workers import Job, JobRunner
@@ -362,10 +369,9 @@ class AskPanel(QWidget):
         #: ``(answer text, HTML)`` of the answer being received, rendered by the worker.
         self._rendered: tuple[str, str] | None = None
         self._question = ""
-        #: Which KB is open, and which KB the running or shown answer was asked of (see kb_changed).
+        #: Which KB is open (its name is shown when an answer is cleared; see kb_changed).
         self._kb: Any = None
         self._kb_name = ""
-        self._asked_of: Any = None
 
         self.question = QuestionEdit()
         self.question.setObjectName("questionBox")
@@ -495,7 +501,6 @@ class AskPanel(QWidget):
         settings = ctx["settings"]
         if kb is not self._kb:
             self.kb_changed(kb)
-        asked_of = kb
         job = self.jobs.submit(
             "ask",
             answer_question,
@@ -516,7 +521,6 @@ class AskPanel(QWidget):
         if job is None:
             return None
         self.job = job
-        self._asked_of = asked_of
         self._question = text
         self.session.started(text, kb)
         self.question.history = list(self.session.history)
@@ -559,25 +563,13 @@ class AskPanel(QWidget):
         )
 
     def answer_markdown(self) -> str:
-        """The answer with its question, route and numbered records, as a Markdown document."""
-        r = self.result
-        if r is None:
-            return ""
-        lines = [f"# {r.question}", "", r.answer, "", "## Records", ""]
-        for i, row in enumerate(r.results, 1):
-            lines.append(
-                f"[{i}] {first_line(row.get('finding'), 200)} — {row.get('obs_type')} ({row.get('iri')})"
-            )
-        lines += ["", f"Route: {r.intent_class}. {r.route_explanation}"]
-        if r.fallback_reason:
-            lines.append(f"Fallback: {r.fallback_reason}")
-        lines.append(f"Backend: {r.backend}")
-        return "\n".join(lines) + "\n"
+        """The answer shown, as :func:`kmds_desktop.app.ask.answer_markdown` writes it."""
+        return "" if self.result is None else answer_markdown(self.result)
 
     # -- job callbacks --
     def _for_previous_kb(self) -> bool:
         """Whether the running answer was asked of a KB that is no longer open (it is dropped)."""
-        return self._asked_of is not self._kb
+        return not self.session.for_open_kb()
 
     def _on_chunk(self, piece: Any) -> None:
         if self._for_previous_kb():
