@@ -66,7 +66,6 @@ def _quit_on_signals(window: object) -> None:
 def run_app(kb_file: str | None = None) -> int:
     """Show the main window and run until it closes; returns the exit code."""
     import qasync
-    from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
     from kmds_desktop.ui.main_window import MainWindow, app_icon, initial_kb_path, settle_before_first_frame
@@ -89,8 +88,7 @@ def run_app(kb_file: str | None = None) -> int:
         window.messages.warning(settings_note)
     path, note = initial_kb_path(settings, kb_file)
     window.show()
-    QTimer.singleShot(0, window, lambda: window.open_kb(path, note=note))
-    QTimer.singleShot(0, window, window.warm_up)
+    window.start_up(path, note=note)  # the KB and the warm-up, once the first frame is on screen
 
     closed = asyncio.Event()
     app.aboutToQuit.connect(closed.set)

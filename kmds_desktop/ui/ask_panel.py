@@ -389,6 +389,10 @@ class AskPanel(QWidget):
         )
         self.state = QLabel("")
         self.state.setObjectName("askState")
+        # Wrapped: a long progress line ("preparing the index: index up to date: 402 entries: …")
+        # unwrapped made it the panel's minimum width, and the whole window grew by ~100 px (and
+        # was repainted in full) when it appeared.
+        self.state.setWordWrap(True)
         top = QHBoxLayout()
         top.addWidget(self.question, 1)
         buttons = QVBoxLayout()
@@ -628,7 +632,7 @@ class AskPanel(QWidget):
         for col in (0, 5, 6):
             table.setColumnWidth(col, width(col))
         free = self._results_viewport.width() - sum(table.columnWidth(c) for c in (0, 5, 6))
-        limit = max(48, min(cap, free // 6))
+        limit = max(32, min(cap, free // 6))  # a narrow panel: the finding keeps its share
         for col in (2, 3, 4):
             table.setColumnWidth(col, min(width(col), limit))
 

@@ -56,7 +56,7 @@ def observation_matches(obs: Any, needle: str) -> bool:
 
 
 class _Node:
-    __slots__ = ("kind", "label", "key", "obs", "parent", "children", "count", "tooltip")
+    __slots__ = ("kind", "label", "key", "obs", "parent", "children", "count", "tooltip", "position")
 
     def __init__(self, kind: str, label: str, key: str = "", obs: Any = None, parent: _Node | None = None):
         self.kind = kind
@@ -67,9 +67,16 @@ class _Node:
         self.children: list[_Node] = []
         self.count = 0
         self.tooltip = ""
+        self.position = 0  # row under the parent, set by add()
+
+    def add(self, child: _Node) -> None:
+        child.position = len(self.children)
+        self.children.append(child)
 
     def row(self) -> int:
-        return self.parent.children.index(self) if self.parent is not None else 0
+        """Stored, not searched: Qt asks for the parent of every index it lays out or paints, and
+        ``children.index`` made each answer linear in the siblings (hundreds of observations)."""
+        return self.position
 
 
 class KBTreeModel(QAbstractItemModel):
@@ -138,16 +145,16 @@ class KBTreeModel(QAbstractItemModel):
             node.tooltip = f"{wf.kind}\n{wf.description or ''}".strip()
             self._add_categories(node, by_workflow.get(wf.name, []))
             if node.count or not self._filter:
-                root.children.append(node)
+                root.add(node)
         for name in sorted(set(by_workflow) - known):  # link to a workflow the KB does not define
             node = _Node("workflow", name, key=name, parent=root)
             self._add_categories(node, by_workflow[name])
-            root.children.append(node)
+            root.add(node)
         if unlinked:
             node = _Node("unlinked", UNLINKED_LABEL, key="", parent=root)
             node.tooltip = "Observations that no workflow lists"
             self._add_categories(node, unlinked)
-            root.children.append(node)
+            root.add(node)
         return root
 
     @staticmethod
@@ -167,9 +174,9 @@ class KBTreeModel(QAbstractItemModel):
                 leaf = _Node("observation", label, key=obs.iri, obs=obs, parent=cat_node)
                 leaf.tooltip = f"{obs.obs_type}" + (f" — {obs.intent}" if obs.intent else "")
                 leaf.count = 1
-                cat_node.children.append(leaf)
+                cat_node.add(leaf)
             cat_node.count = len(items)
-            parent.children.append(cat_node)
+            parent.add(cat_node)
         parent.count = sum(c.count for c in parent.children)
 
     def _walk(self, node: _Node) -> Iterable[_Node]:

@@ -11,10 +11,11 @@ from __future__ import annotations
 import base64
 import gc
 import logging
+import sys
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
+from PySide6.QtCore import QByteArray, QEvent, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QIcon, QKeySequence
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -72,6 +73,10 @@ def initial_kb_path(settings: Settings, kb_file: str | None = None) -> tuple[Pat
     return workspace.startup_kb(settings, kb_file)
 
 
+#: How long a thread may hold the GIL while another waits for it (Python's default is 5 ms).
+GUI_SWITCH_INTERVAL_S = 0.001
+
+
 def settle_before_first_frame() -> None:
     """Move every object loaded so far to the permanent generation, before the window is shown.
 
@@ -85,7 +90,14 @@ def settle_before_first_frame() -> None:
     extensions (the embedding client's arrays) and the KB reader initialise holding the GIL for up
     to about 100 ms, which froze the window when the warm-up or the KB load imported them on a
     worker (measured on a quiet machine with py-spy --gil).
+
+    Python's thread switch interval drops from 5 ms to :data:`GUI_SWITCH_INTERVAL_S`. Every paint,
+    layout or signal that calls into Python (a slot, an overridden event handler, a model's
+    ``data``) needs the GIL; while a worker runs Python code (the KB parser, the Markdown builder,
+    row conversion) the GUI thread waits up to one interval for it, and a single layout makes
+    several such calls: 5 ms each added up to 30 ms stalls right after the first frame.
     """
+    sys.setswitchinterval(GUI_SWITCH_INTERVAL_S)
     import numpy  # noqa: F401
     import owlready2  # noqa: F401
 
@@ -137,6 +149,7 @@ class MainWindow(QMainWindow):
     kb_loaded = Signal(object)  # KnowledgeBase
     kb_saved = Signal(str)
     index_updated = Signal(object)  # BuildReport
+    first_frame_shown = Signal()  # once, right after the window's first paint
 
     def __init__(
         self,
@@ -159,6 +172,9 @@ class MainWindow(QMainWindow):
         self.index_follower = IndexFollower(self.index_holder, auto=auto_index)
         self.active_dialog: Any = None
         self._force_close = False
+        self.first_frame_done = False
+        self.startup_jobs: list[Job] = []
+        self.installEventFilter(self)  # until the first paint (see eventFilter)
         self.setObjectName("mainWindow")
         self.setWindowIcon(app_icon())
         self.setAcceptDrops(True)
@@ -191,6 +207,53 @@ class MainWindow(QMainWindow):
         self._update_title()
         if probe_llm:
             QTimer.singleShot(0, self, self.refresh_llm_status)
+
+    # -- start-up --
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt API
+        """Notice the window's first paint, then stop filtering (each filtered event costs a call into
+        Python, which waits for the GIL while a worker holds it)."""
+        if watched is self and event.type() == QEvent.Type.Paint and not self.first_frame_done:
+            self.removeEventFilter(self)
+            # Posted: it runs once the whole window has been painted and flushed, not inside the paint.
+            QTimer.singleShot(0, self, self._first_frame)
+        return False
+
+    def _first_frame(self) -> None:
+        if not self.first_frame_done:
+            self.first_frame_done = True
+            self.first_frame_shown.emit()
+
+    def after_first_frame(self, action: Any, *, fallback_ms: int = 1000) -> None:
+        """Run ``action`` once the window's first frame is on screen (soon, if it already is).
+
+        The first frame is the widest paint of the session (every panel, first use of the style's
+        caches); work started before it -- a job whose thread competes for the GIL, the slots that
+        show its result -- only delays it. A window that is never painted (started minimised) runs
+        ``action`` after ``fallback_ms`` all the same.
+        """
+        if self.first_frame_done:
+            QTimer.singleShot(0, self, action)
+            return
+        pending = [True]
+
+        def once() -> None:
+            if pending:
+                pending.clear()
+                action()
+
+        self.first_frame_shown.connect(once)
+        QTimer.singleShot(fallback_ms, self, once)
+
+    def start_up(self, kb_path: str | Path, *, note: str | None = None) -> None:
+        """What follows ``show()`` at start-up (``run_app`` and the stall benchmark): once the first frame
+        is on screen, open ``kb_path`` and start the warm-up job; both jobs are in :attr:`startup_jobs`."""
+
+        def begin() -> None:
+            for job in (self.open_kb(kb_path, note=note), self.warm_up()):
+                if job is not None:
+                    self.startup_jobs.append(job)
+
+        self.after_first_frame(begin)
 
     # -- construction --
     def _make_literature_panel(self, kwargs: dict[str, Any]) -> LiteraturePanel:
