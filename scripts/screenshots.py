@@ -7,10 +7,11 @@ out; nothing is resized or fitted for the picture. States:
 - ``answer-with-citations.png``: an offline answer, the question still in its box, a citation
   clicked so the KB browser shows the cited record;
 - ``literature-review.png``: the literature search given the window's width (Wide), the review
-  table after generation (three queries from the built-in keyword model plus a hand-written one),
-  every column readable: run, model, query, validity, matches, IDs, unique, error;
-- ``literature-results.png``: the same after Run selected: per-query IDs and unique counts, the
-  merged documents best rank first, one document's detail;
+  table after generation (the question as a semantic row, three queries from the built-in keyword
+  model, plus a hand-written one), every column readable: run, model, query, validity, matches, IDs,
+  unique, error;
+- ``literature-results.png``: the same after Run selected: per-row IDs and unique counts, the
+  fused documents best rank first with the rows that found each ("found by"), one document's detail;
 - ``error.png``: a file that is not a KB opened: the message bar says why and the open KB stays.
 
 Everything the app writes goes to ``bench/.data/screenshots/`` (git-ignored); the literature corpus
@@ -92,6 +93,11 @@ def main() -> int:
         print("importing the SciFact and PubMed sample corpora (first run only)…", flush=True)
         db.import_files([SHARED / "literature" / "scifact" / "corpus.jsonl",
                          SHARED / "literature" / "pubmed_sample" / "corpus.jsonl"])
+    from kmds_desktop.literature.vectors import embed_documents, vector_status
+
+    if vector_status(db)["needing"] != 0:  # the window embeds after an import; done here once, up front
+        print("embedding the documents for semantic rows (first run only)…", flush=True)
+        embed_documents(db)
 
     settings = Settings()
     settings.llm.backend = "offline"

@@ -85,7 +85,7 @@ def test_documents_model(qtmodeltester) -> None:
     qtmodeltester.check(model, force_py=True)
     assert model.rowCount() == 2
     assert [model.data(model.index(r, DocumentsModel.COL_RANK)) for r in (0, 1)] == ["1", "2"]
-    assert model.data(model.index(0, DocumentsModel.COL_FOUND_BY)) == "q1, q2"
+    assert model.data(model.index(0, DocumentsModel.COL_FOUND_BY)) == "q1; q2"
     assert model.data(model.index(1, DocumentsModel.COL_YEAR)) == "1999"
     assert model.data(model.index(0, 0), Qt.ItemDataRole.UserRole).pmid == "9"
     model.clear()

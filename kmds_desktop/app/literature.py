@@ -30,6 +30,13 @@ Rules the session keeps (and the README states):
   shown, edited and ticked like the others, need no tsquery check, and their type is shown in the
   Model column and recorded in the log. The rows' ranked lists are merged by the ``retrieval``
   settings (reciprocal rank fusion, re-ranking by similarity to the question when a semantic row ran).
+- **Rows the retrieval settings add.** When the database has document vectors, a generation round
+  (:func:`generate_round` with ``retrieval_rows=True``; the CLI's ``literature search`` by the same
+  :func:`plan_retrieval_rows`) adds the question as a semantic row (``retrieval.semantic_row``) and,
+  when an LLM is configured, asks it for a hypothetical abstract (``retrieval.hypothetical_row``),
+  after the query models. A failed abstract is reported on the round and adds no row; every other
+  row stays usable. Generating again replaces the question's semantic row and the abstract unless
+  the user edited or ran them (the same rule as for generated rows).
 """
 
 from __future__ import annotations
@@ -73,6 +80,9 @@ _uids = itertools.count(1)
 #: would keep the database busy with queries the user is still writing (the window's timer waits it).
 CHECK_DELAY_S = 0.4
 
+#: Longest start of a semantic row's sentence the "found by" column shows (the log has it all).
+FOUND_BY_CHARS = 60
+
 
 @dataclass
 class QueryRow:
@@ -106,6 +116,9 @@ class QueryRow:
     #: "tsquery" (full-text), "semantic" (a sentence searched by meaning) or "hypothetical" (an abstract
     #: an LLM wrote for the question, searched by meaning).
     kind: str = ROW_TSQUERY
+    #: Added by the ``retrieval`` settings (the question's semantic row): a new round replaces it
+    #: unless it was edited (``revision``) or ran.
+    from_settings: bool = False
 
     @property
     def runnable(self) -> bool:
@@ -174,6 +187,30 @@ class ModelProgress:
 
 
 @dataclass
+class RetrievalRows:
+    """What a round adds besides the models' queries (see :func:`plan_retrieval_rows`)."""
+
+    semantic: str | None = None  # the question, as a semantic row
+    hypothetical_model: str | None = None  # the LLM asked for a hypothetical abstract
+    with_vectors: int = 0  # documents with a vector (none: neither row is added)
+    reason: str = ""  # why no row is added, for a status line
+
+
+@dataclass
+class HypotheticalAttempt:
+    """An LLM's hypothetical abstract for the question, or why it could not write one."""
+
+    model: str
+    abstract: str = ""
+    seconds: float = 0.0
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.abstract) and self.error is None
+
+
+@dataclass
 class GenerationRound:
     """One press of Generate: the question, the plan, and every attempt as it finished."""
 
@@ -190,6 +227,9 @@ class GenerationRound:
     cancelled: bool = False
     offered: list[str] = field(default_factory=list)  # the queries this round added as rows
     repeats_dropped: int = 0  # proposals equal to a row already shown
+    #: The model asked for a hypothetical abstract after the query models (None: none is asked).
+    hypothetical_model: str | None = None
+    hypothetical: HypotheticalAttempt | None = None  # its outcome, once it answered
 
     @property
     def current_model(self) -> str | None:
@@ -203,7 +243,25 @@ class GenerationRound:
 
     def status_line(self) -> str:
         current = self.current_model
-        return " · ".join(self.progress[m].describe(m == current) for m in self.models)
+        parts = [self.progress[m].describe(m == current) for m in self.models]
+        if self.hypothetical_model is not None:
+            parts.append(self._hypothetical_status(running=current is None))
+        return " · ".join(parts)
+
+    def _hypothetical_status(self, running: bool) -> str:
+        done = self.hypothetical
+        if done is not None and done.ok:
+            return f"hypothetical abstract: ✓ {done.model} ({done.seconds:.1f} s)"
+        if done is not None:
+            return f"hypothetical abstract: ✗ {done.error}"
+        if self.finished or self.cancelled:
+            return "hypothetical abstract: not written"
+        return f"hypothetical abstract: {self.hypothetical_model} writing" if running else \
+            "hypothetical abstract: waiting"
+
+    @property
+    def hypothetical_failed(self) -> bool:
+        return self.hypothetical is not None and not self.hypothetical.ok
 
     def summary(self) -> str:
         """What the round produced, counting only what really happened."""
@@ -217,6 +275,10 @@ class GenerationRound:
             text += f" ({self.repeats_dropped} already in the table)"
         if failed:
             text += "; failed: " + "; ".join(f"{p.model}: {p.error or 'no query'}" for p in failed)
+        if self.hypothetical is not None and self.hypothetical.ok:
+            text += f"; a hypothetical abstract from {self.hypothetical.model}"
+        elif self.hypothetical is not None:
+            text += f"; no hypothetical-abstract row: {self.hypothetical.error}"
         return text
 
 
@@ -418,8 +480,8 @@ class LiteratureSession:
         models, per_model = planned_models(self.settings)
         self._rounds += 1
         self.question = question
-        replaced = [r.uid for r in self.rows
-                    if r.model != HAND_WRITTEN and r.original is None and r.returned is None]
+        replaced = [r.uid for r in self.rows if r.returned is None and (
+            (r.model != HAND_WRITTEN and r.original is None) or (r.from_settings and r.revision == 0))]
         positions = self.remove(replaced)
         self.round = GenerationRound(
             number=self._rounds, question=question, models=models, queries_per_model=per_model,
@@ -428,10 +490,19 @@ class LiteratureSession:
         )
         return self.round, positions
 
-    def accept_attempt(self, result: QueryGenerationResult) -> QueryRow | None:
-        """One finished attempt of the current round; returns the row it added, if any."""
-        row = self.consider_attempt(result)
+    def accept_attempt(self, result: Any) -> QueryRow | None:
+        """One item :func:`generate_round` reported (a finished attempt, the retrieval-rows plan or
+        the hypothetical abstract); returns the row it added, if any."""
+        row = self.consider(result)
         return self.append(row) if row is not None else None
+
+    def consider(self, item: Any) -> QueryRow | None:
+        """Record one item of the round; returns the row to add for it (not yet added), if any."""
+        if isinstance(item, RetrievalRows):
+            return self.consider_retrieval_rows(item)
+        if isinstance(item, HypotheticalAttempt):
+            return self.consider_hypothetical(item)
+        return self.consider_attempt(item)
 
     def consider_attempt(self, result: QueryGenerationResult) -> QueryRow | None:
         """Record one finished attempt; returns the row to add for it (not yet added), if any.
@@ -470,6 +541,31 @@ class LiteratureSession:
         )
         rnd.offered.append(row.query)
         return row
+
+    def consider_retrieval_rows(self, plan: RetrievalRows) -> QueryRow | None:
+        """The round's semantic row (not yet added; None when not wanted or already shown) and the
+        model it will ask for a hypothetical abstract."""
+        rnd = self.round
+        if rnd is None or rnd.finished:
+            return None
+        rnd.hypothetical_model = plan.hypothetical_model
+        text = (plan.semantic or "").strip()
+        if not text or any(r.semantic and query_key(r.query) == query_key(text) for r in self.rows):
+            return None
+        return QueryRow(query=text, model=HAND_WRITTEN, included=True, kind=ROW_SEMANTIC,
+                        round=rnd.number, from_settings=True)
+
+    def consider_hypothetical(self, attempt: HypotheticalAttempt) -> QueryRow | None:
+        """Record the round's hypothetical abstract; returns its row (not yet added) when it has one."""
+        rnd = self.round
+        if rnd is None or rnd.finished:
+            return None
+        rnd.hypothetical = attempt
+        if not attempt.ok:
+            return None
+        return QueryRow(query=attempt.abstract.strip(), model=attempt.model, attempt=1,
+                        generation_time=attempt.seconds, temperature=self.settings.temperature,
+                        round=rnd.number, kind=ROW_HYPOTHETICAL)
 
     def finish_round(self, cancelled: bool = False) -> GenerationRound | None:
         rnd = self.round
@@ -572,7 +668,10 @@ class LiteratureSession:
             row.run_time, row.run_error = stat.time_s, stat.error
             if stat.matches is not None:
                 row.matches, row.matches_exact = stat.matches, True
-        found_by = {doc_id: result.queries_for(doc_id) for doc_id in result.ids}
+        names = [self._found_by_name(stat.kind, stat.query, self.row(uid))
+                 for uid, stat in zip(plan.row_of_query, result.queries, strict=False)]
+        found_by = {doc_id: [names[i] for i in result.found_by.get(doc_id, []) if i < len(names)]
+                    for doc_id in result.ids}
         documents = []
         for rank, doc in enumerate(result.documents, start=1):
             item = dict(doc)
@@ -583,6 +682,19 @@ class LiteratureSession:
         self.last_run = RunRecord(plan, result, provenance, labels, plan.started_at, finished_at,
                                   self.database_name)
         return self.last_run
+
+    @staticmethod
+    def _found_by_name(kind: str, text: str, row: QueryRow | None) -> str:
+        """How the documents table and the exports name a row in "found by": a full-text row by its
+        query; a semantic row by its type and the start of its sentence; a hypothetical abstract (a
+        paragraph) by its type and model. The search log keeps the full texts, by index."""
+        if kind == ROW_HYPOTHETICAL:
+            model = row.source_label.removeprefix(f"[{ROW_HYPOTHETICAL}] ") if row else "an LLM"
+            return f"hypothetical abstract ({model})"
+        if kind == ROW_SEMANTIC:
+            short = text if len(text) <= FOUND_BY_CHARS else text[: FOUND_BY_CHARS - 1].rstrip() + "…"
+            return f"semantic: {short}"
+        return text
 
     def run_summary(self) -> str:
         run = self.last_run
@@ -609,11 +721,72 @@ class LiteratureSession:
 # --- the slow parts: plain functions for a worker or the CLI ---------------------------------------
 
 
-def generate_round(agent: QueryAgent, question: str, *, on_attempt: Callable[[QueryGenerationResult], None],
-                   progress: ProgressFn | None = None, cancel: CancelToken | None = None) -> Any:
-    """Ask the models (through the agent, one call at a time); each attempt goes to ``on_attempt``."""
-    return agent.convert_question_multi_model(question, progress=progress, cancel=cancel,
-                                              on_result=on_attempt)
+def plan_retrieval_rows(agent: QueryAgent, question: str, *,
+                        cancel: CancelToken | None = None) -> RetrievalRows:
+    """Which rows the ``retrieval`` settings add for ``question`` on the agent's database.
+
+    Both need document vectors (a semantic row finds nothing without them, and a search must never
+    wait for embedding): with none, neither is added and ``reason`` says why. The hypothetical
+    abstract also needs an LLM among the configured models (``builtin:`` generators write none).
+    """
+    from kmds_desktop.literature.vectors import vector_status
+
+    r = agent.retrieval
+    question = (question or "").strip()
+    if not question or not (r.semantic_row or r.hypothetical_row):
+        return RetrievalRows(reason="semantic rows are off in Preferences > Retrieval")
+    if agent.database is None:
+        return RetrievalRows(reason="the literature database is not open")
+    check(cancel)
+    try:
+        with_vectors = int(vector_status(agent.database, agent.embedding_model)["with_vectors"])
+    except Exception as err:  # noqa: BLE001 - no vectors to search; the full-text rows still run
+        return RetrievalRows(reason=f"document vectors unavailable: {err}")
+    if with_vectors == 0:
+        return RetrievalRows(reason="no document has a vector yet (embedding runs after an import)")
+    model = agent.llm_model() if r.hypothetical_row else None
+    return RetrievalRows(semantic=question if r.semantic_row else None, hypothetical_model=model,
+                         with_vectors=with_vectors)
+
+
+def write_hypothetical(agent: QueryAgent, question: str, *,
+                       cancel: CancelToken | None = None) -> HypotheticalAttempt:
+    """The agent's first LLM writes an abstract that would answer ``question``; a failure is returned
+    (with the reason), not raised, so the other rows of the round stay usable. A cancel raises."""
+    import time
+
+    from kmds_desktop.literature.agent import QueryAgentError
+
+    model = agent.llm_model() or "(no LLM)"
+    started = time.perf_counter()
+    try:
+        abstract = agent.hypothetical_abstract(question, cancel=cancel)
+    except QueryAgentError as err:
+        if cancel is not None and cancel.cancelled:
+            raise Cancelled("cancelled by the user") from None
+        return HypotheticalAttempt(model, seconds=time.perf_counter() - started, error=str(err))
+    return HypotheticalAttempt(model, abstract, time.perf_counter() - started)
+
+
+def generate_round(agent: QueryAgent, question: str, *, on_attempt: Callable[[Any], None],
+                   progress: ProgressFn | None = None, cancel: CancelToken | None = None,
+                   retrieval_rows: bool = False) -> Any:
+    """Ask the models (through the agent, one call at a time); each attempt goes to ``on_attempt``.
+
+    With ``retrieval_rows`` the round also gets the rows the ``retrieval`` settings add: first the
+    :class:`RetrievalRows` plan, then the models' :class:`QueryGenerationResult` s, then (when the
+    plan names a model) the :class:`HypotheticalAttempt`, all through ``on_attempt`` in that order.
+    """
+    plan = plan_retrieval_rows(agent, question, cancel=cancel) if retrieval_rows else None
+    if plan is not None:
+        on_attempt(plan)
+    result = agent.convert_question_multi_model(question, progress=progress, cancel=cancel,
+                                                on_result=on_attempt)
+    if plan is not None and plan.hypothetical_model is not None:
+        check(cancel)
+        report(progress, 0, None, f"{plan.hypothetical_model} is writing a hypothetical abstract")
+        on_attempt(write_hypothetical(agent, question, cancel=cancel))
+    return result
 
 
 def check_queries(agent: QueryAgent, items: Sequence[CheckItem], *, chunk: Callable[[CheckResult], None],

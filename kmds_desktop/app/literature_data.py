@@ -106,9 +106,31 @@ class DatabaseOnDemand:
 
 
 def database_status(
-    db: Any, *, progress: ProgressFn | None = None, cancel: CancelToken | None = None
+    db: Any, model_name: str | None = None, *, progress: ProgressFn | None = None,
+    cancel: CancelToken | None = None,
 ) -> dict[str, Any]:
-    return db.status()
+    """``db.status()``, with ``"vectors"`` (``literature status``'s count of documents with a vector)
+    when ``model_name`` is given; a failure there is reported in it, never raised."""
+    status = db.status()
+    if model_name is not None:
+        from kmds_desktop.literature.vectors import vector_status
+
+        try:
+            status["vectors"] = vector_status(db, model_name)
+        except Exception as err:  # noqa: BLE001 - the document count still stands
+            status["vectors"] = {"available": False, "with_vectors": 0, "needing": None, "error": str(err)}
+    return status
+
+
+def describe_vectors(vectors: dict[str, Any] | None) -> str:
+    """A few words for the window's status: "8,000 with vectors", "316 to embed", "no vectors"."""
+    if not vectors:
+        return ""
+    if not vectors.get("available"):
+        return "no vectors"
+    text = f"{int(vectors.get('with_vectors') or 0):,} with vectors"
+    needing = vectors.get("needing")
+    return text + (f", {int(needing):,} to embed" if needing else "")
 
 
 def import_literature(
@@ -118,13 +140,17 @@ def import_literature(
 
 
 def embed_literature(
-    db: Any, model_name: str, encoder: Any, *, progress: ProgressFn | None = None,
+    db: Any, model_name: str, encoder: Any, retrieval: Any = None, *, progress: ProgressFn | None = None,
     cancel: CancelToken | None = None,
 ) -> Any:
-    """Embed the documents that need a vector (``literature embed``'s code, batch by batch)."""
-    from kmds_desktop.literature.vectors import embed_documents
+    """Embed the documents that need a vector (``literature embed``'s code, batch by batch), with the
+    batch size and the external-database opt-in of ``retrieval`` (:class:`RetrievalSettings`)."""
+    from kmds_desktop.literature.vectors import EMBED_BATCH_SIZE, embed_documents
 
-    return embed_documents(db, model_name=model_name, encoder=encoder, progress=progress, cancel=cancel)
+    batch = int(getattr(retrieval, "embed_batch_size", EMBED_BATCH_SIZE))
+    allow = bool(getattr(retrieval, "allow_vectors_in_external_database", False))
+    return embed_documents(db, model_name=model_name, encoder=encoder, batch_size=batch, allow_external=allow,
+                           progress=progress, cancel=cancel)
 
 
 def write_export(

@@ -154,8 +154,7 @@ def _search(args: argparse.Namespace) -> int:
 
 def _add_semantic_rows(args: argparse.Namespace, session: Any, agent: Any, db: Any, quiet: bool) -> None:
     """Add the semantic and hypothetical rows this search runs (defaults in the module docstring)."""
-    import time
-
+    from kmds_desktop.app.literature import write_hypothetical
     from kmds_desktop.literature.agent import QueryAgentError
     from kmds_desktop.literature.vectors import vector_status
 
@@ -175,15 +174,13 @@ def _add_semantic_rows(args: argparse.Namespace, session: Any, agent: Any, db: A
         model = agent.llm_model()
         if not quiet:
             print(f"writing a hypothetical abstract with {model}", file=sys.stderr)
-        started = time.perf_counter()
-        try:
-            abstract = agent.hypothetical_abstract(session.question)
-        except QueryAgentError as err:
+        attempt = write_hypothetical(agent, session.question)  # the window's code, on its worker
+        if not attempt.ok:
             if args.hypothetical:  # asked for: its failure is the command's
-                raise
-            print(f"note: no hypothetical-abstract row: {err}", file=sys.stderr)
+                raise QueryAgentError(attempt.error or "no hypothetical abstract")
+            print(f"note: no hypothetical-abstract row: {attempt.error}", file=sys.stderr)
             return
-        session.add_hypothetical(abstract, model, time.perf_counter() - started)
+        session.add_hypothetical(attempt.abstract, attempt.model, attempt.seconds)
 
 
 def _incomplete_exit(result: Any) -> int:

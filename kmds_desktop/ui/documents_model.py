@@ -23,8 +23,11 @@ class DocumentsModel(QAbstractTableModel):
     COL_RANK, COL_TITLE, COL_YEAR, COL_JOURNAL, COL_SOURCE, COL_FOUND_BY = range(6)
     HEADERS = ("Rank", "Title", "Year", "Journal", "Source", "Found by")
     TOOLTIPS = (
-        "Merged rank: the best position any query gave the document (ties: found by more queries)",
-        "", "", "", "", "The queries that found the document",
+        "Fused rank of the ticked rows (Preferences > Retrieval: reciprocal rank fusion, or the best "
+        "position any row gave the document)",
+        "", "", "", "",
+        "The rows that found the document: full-text queries, semantic rows (the start of the sentence) and "
+        "hypothetical abstracts (the model that wrote it)",
     )
     #: Role returning a sortable value (rank and year as ints, found-by as the number of queries).
     SortRole = Qt.ItemDataRole.UserRole + 1
@@ -126,5 +129,5 @@ class DocumentsModel(QAbstractTableModel):
         if col == self.COL_SOURCE:
             return doc.source
         if col == self.COL_FOUND_BY:
-            return ", ".join(doc.found_by)
+            return "; ".join(doc.found_by)  # a semantic row's sentence may hold commas
         return ""

@@ -18,7 +18,8 @@ Methods for the File menu
     ``import_files(paths) -> Job | None`` and ``import_files_dialog()`` — MEDLINE XML, JSONL, PubMedQA JSON.
     ``export_documents(fmt, path=None)`` (``fmt`` in ``"csv" | "ris" | "bibtex"``) and
     ``export_log(path=None)`` — ask for a file name when ``path`` is None.
-    ``refresh_status()``, ``generate()``, ``run_selected()``, ``cancel()``, ``has_documents()``,
+    ``refresh_status()`` (documents and vectors, for the status bar), ``generate()``, ``run_selected()``,
+    ``cancel()``, ``has_documents()``, ``embed_documents()`` (vectors for semantic rows, in the background),
     ``open_history()`` (the search history window: sets, set algebra, known papers, report),
     ``shutdown()`` (closes the database the panel opened; call after ``jobs.shutdown()``).
 
@@ -27,7 +28,8 @@ What the panel decides, and what it does not
 Every rule about the search (provenance, what generating again replaces, the review rules, the run,
 the search log) is the session's (:mod:`kmds_desktop.app.literature`), the same code the CLI drives.
 The panel renders the session's state, forwards clicks to it, and runs the session's slow functions
-on workers: generation (one model after another; each attempt becomes a row as soon as it finishes),
+on workers: generation (one model after another; each attempt becomes a row as soon as it finishes;
+with document vectors, the question's semantic row first and an LLM's hypothetical abstract last),
 checks (after a pause in typing, :data:`~kmds_desktop.app.literature.CHECK_DELAY_S`; which rows
 and whether an answer is stale are the session's), runs and
 imports. A run may start while generation goes on (it takes the rows ready at that moment).
@@ -121,6 +123,8 @@ class LiteraturePanel(QWidget):
         self._generation_job: Job | None = None
         self._work_job: Job | None = None  # a run or an import (one at a time)
         self.document_count: int | None = None
+        #: The last ``literature status`` count of document vectors (None until read).
+        self.vectors: dict[str, Any] | None = None
         self._workbench: Any = None
         self.history_dialog: Any = None
         #: The set number the newest finished run was saved as.
@@ -208,6 +212,10 @@ class LiteraturePanel(QWidget):
         self.semantic_button.setToolTip("Add a row that searches by meaning: the question (editable) is "
                                         "compared with the document vectors ('literature embed')")
         self.semantic_button.clicked.connect(lambda _checked=False: self.add_semantic_row())
+        self.embed_button = QPushButton("Embed documents")
+        self.embed_button.setObjectName("embedDocuments")
+        self.embed_button.setToolTip(self._embed_tooltip())
+        self.embed_button.clicked.connect(lambda _checked=False: self.embed_documents())
         self.remove_button = QPushButton("Remove")
         self.remove_button.setToolTip("Remove the selected queries (Delete)")
         self.remove_button.clicked.connect(lambda _checked=False: self.remove_selected())
@@ -227,6 +235,7 @@ class LiteraturePanel(QWidget):
                   self.none_button):
             buttons.addWidget(b)
         buttons.addStretch(1)
+        buttons.addWidget(self.embed_button)
         buttons.addWidget(self.run_button)
 
         review_box = QWidget()
@@ -347,6 +356,7 @@ class LiteraturePanel(QWidget):
         self.all_button.setVisible(selectable)
         self.none_button.setVisible(selectable)
         self.export_button.setEnabled(self.has_documents() or self.session.last_run is not None)
+        self.embed_button.setEnabled(not self.embedding)
 
     def _set_progress(self, text: str) -> None:
         self.progress_label.setText(text)
@@ -420,7 +430,8 @@ class LiteraturePanel(QWidget):
         """Count the documents in the database (status bar text and the empty-database hint)."""
         self._with_database(
             lambda db: self.jobs.submit(
-                KINDS["status"], lj.database_status, db, label="Reading the literature database status",
+                KINDS["status"], lj.database_status, db, self.session.embedding_model,
+                label="Reading the literature database status",
                 policy="latest", busy_cursor=False, on_result=self._status_arrived,
                 on_error=lambda exc: self._show_error(exc, "Cannot read the literature database"),
             )
@@ -430,7 +441,11 @@ class LiteraturePanel(QWidget):
         count = int(status.get("documents") or 0)
         self.document_count = count
         where = status.get("database") or ""
-        self.status_changed.emit(f"Literature: {count:,} documents" + (f" ({where})" if where else ""))
+        self.vectors = status.get("vectors")
+        vectors = lj.describe_vectors(self.vectors)
+        self.status_changed.emit(f"Literature: {count:,} documents" + (f", {vectors}" if vectors else "")
+                                 + (f" ({where})" if where else ""))
+        self.embed_button.setToolTip(self._embed_tooltip())
         self._update_results_page()
         self.recheck_failed()
 
@@ -499,7 +514,7 @@ class LiteraturePanel(QWidget):
             return
         self.session.finish_round(cancelled=cancelled)
         self._set_progress(rnd.status_line())
-        failed = any(p.finished and not p.queries for p in rnd.progress.values())
+        failed = any(p.finished and not p.queries for p in rnd.progress.values()) or rnd.hypothetical_failed
         self.show_message(rnd.summary(), "warning" if failed or cancelled else "info")
         self._update_buttons()
 
@@ -762,25 +777,53 @@ class LiteraturePanel(QWidget):
 
     def embed_documents(self) -> Job | None:
         """Embed new or changed documents in the background (semantic rows use them; searches never
-        wait for it). Through the session's encoder, so the window's process never loads torch."""
-        if self._embed_job is not None:
+        wait for it). Through the session's encoder, so the window's process never loads torch.
+
+        The job is in the window's one progress area (its Cancel stops it after the batch in flight;
+        the batches written are kept and the next run goes on from there); the status line counts the
+        documents with vectors when it ends.
+        """
+        if self._embed_job is not None and not self._embed_job.done:
+            self.show_message("Documents are being embedded already (see the progress area).", "info")
             return None
 
         def start(db: Any) -> None:
             job = self.jobs.submit(
                 KINDS["embed"], lj.embed_literature, db, self.session.embedding_model, self.session.encoder,
+                self.settings.retrieval,
                 label="Embedding documents for semantic rows", policy="refuse", busy_cursor=False,
                 on_progress=lambda d, t, m: self._set_progress(f"Embedding for semantic rows: {m}"),
-                on_result=lambda rep: self._set_progress(
-                    f"Embedded {rep.embedded:,} documents for semantic rows"
-                    + (f" ({rep.remaining:,} left for the next run)" if rep.remaining else "")),
-                on_error=lambda exc: self.show_message(f"Documents were not embedded: {exc}", "warning"),
-                on_finished=lambda: setattr(self, "_embed_job", None),
+                on_result=self._embedded,
+                on_error=lambda exc: self.show_message(
+                    user_message(exc, "Documents were not embedded (full-text rows still work)"), "warning"),
+                on_cancelled=lambda: self._set_progress(
+                    "Embedding cancelled; the documents embedded so far keep their vectors, and the next "
+                    "run (Embed documents, or the next import) goes on from there."),
+                on_finished=self._embed_finished,
             )
             self._embed_job = job
+            self._update_buttons()
 
         self._with_database(start)
         return self._embed_job
+
+    def _embedded(self, rep: Any) -> None:
+        self._set_progress(f"Embedded {rep.embedded:,} documents for semantic rows"
+                           + (f" ({rep.remaining:,} left for the next run)" if rep.remaining else ""))
+
+    def _embed_finished(self) -> None:
+        self._embed_job = None
+        self._update_buttons()
+        self.refresh_status()
+
+    @property
+    def embedding(self) -> bool:
+        return self._embed_job is not None and not self._embed_job.done
+
+    def _embed_tooltip(self) -> str:
+        vectors = lj.describe_vectors(self.vectors)
+        return ("Embed the documents that have no vector yet, in the background, for semantic rows"
+                + (f" (now: {vectors})" if vectors else ""))
 
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802 - Qt API
         urls = event.mimeData().urls() if event.mimeData().hasUrls() else []
@@ -847,8 +890,10 @@ class LiteraturePanel(QWidget):
 
 def _generate_round(agent: Any, question: str, *, chunk: Callable[[Any], None], progress: Any = None,
                     cancel: Any = None) -> Any:
-    """The session's generation on a worker: each attempt goes out as a chunk."""
-    return app_lit.generate_round(agent, question, on_attempt=chunk, progress=progress, cancel=cancel)
+    """The session's generation on a worker, with the rows the retrieval settings add (the question's
+    semantic row, a hypothetical abstract): each item goes out as a chunk."""
+    return app_lit.generate_round(agent, question, on_attempt=chunk, progress=progress, cancel=cancel,
+                                  retrieval_rows=True)
 
 
 _check_queries = app_lit.check_queries

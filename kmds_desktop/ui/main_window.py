@@ -687,7 +687,7 @@ class MainWindow(QMainWindow):
 
     def _settings_changed(self, new: Settings) -> None:
         rebuild = self.index_follower.settings_changed(self.settings.index, new.index)
-        for section in ("llm", "query_generation", "literature", "index"):
+        for section in ("llm", "query_generation", "literature", "retrieval", "index"):
             setattr(self.settings, section, getattr(new, section))
         self.literature.settings = self.settings
         self.ask.kb_changed(self.kb)

@@ -1,4 +1,4 @@
-"""The Preferences dialog: LLM, query generation, literature database and semantic index settings.
+"""The Preferences dialog: LLM, query generation, literature database, retrieval and semantic index.
 
 Values are validated by the core's settings model (:func:`kmds_desktop.config.validate_settings`)
 before anything is written; each invalid value is shown in red under its field and nothing is saved
@@ -87,6 +87,7 @@ class PreferencesDialog(QDialog):
         self.tabs.addTab(self._llm_tab(), "LLM")
         self.tabs.addTab(self._query_tab(), "Query generation")
         self.tabs.addTab(self._literature_tab(), "Literature database")
+        self.tabs.addTab(self._retrieval_tab(), "Retrieval")
         self.tabs.addTab(self._index_tab(), "Semantic index")
         self.general_error = _error_label()
         self.buttons = QDialogButtonBox(
@@ -288,6 +289,64 @@ class PreferencesDialog(QDialog):
                 field.setText(str(info[key]))
         return None, (str(info["password"]) if info.get("password") else None)
 
+    def _retrieval_tab(self) -> QWidget:
+        """Semantic rows, how the rows' lists are merged, and embedding (``RetrievalSettings``).
+
+        The number fields keep Enter for themselves: Enter checks the values and shows what is wrong
+        under the field, and never saves or closes the dialog (Save does).
+        """
+        page = QWidget()
+        page.setObjectName("retrievalTab")
+        form = QFormLayout(page)
+        self.ret_semantic = QCheckBox("Add the question as a semantic row when generating")
+        self.ret_semantic.setObjectName("semanticRow")
+        self.ret_hypothetical = QCheckBox("Ask the LLM for a hypothetical abstract row (needs an LLM model)")
+        self.ret_hypothetical.setObjectName("hypotheticalRow")
+        self._row(form, "retrieval.semantic_row", "Semantic rows", self.ret_semantic,
+                  "Rows searched by meaning on the document vectors; added only when the database has "
+                  "vectors. 'Add semantic row' adds one by hand.")
+        self._row(form, "retrieval.hypothetical_row", "", self.ret_hypothetical)
+        self.ret_fusion = QComboBox()
+        self.ret_fusion.setObjectName("fusionMethod")
+        self.ret_fusion.addItem("Reciprocal rank fusion", "rrf")
+        self.ret_fusion.addItem("Best rank of any row", "best_rank")
+        self._row(form, "retrieval.fusion", "Merge the rows by", self.ret_fusion)
+        self.ret_fusion_k = self._number_field("fusionK")
+        self._row(form, "retrieval.fusion_k", "Fusion constant k", self.ret_fusion_k,
+                  "1 to 1000: a document scores the sum of weight / (k + rank) over the rows; larger k "
+                  "flattens the difference between the first ranks")
+        self.ret_semantic_weight = self._number_field("semanticWeight")
+        self._row(form, "retrieval.semantic_weight", "Semantic row weight", self.ret_semantic_weight,
+                  "0 to 10; full-text rows weigh 1")
+        self.ret_rerank = QCheckBox("Re-rank the merged candidates by similarity to the question")
+        self.ret_rerank.setObjectName("rerank")
+        self._row(form, "retrieval.rerank", "Re-ranking", self.ret_rerank)
+        self.ret_rerank_weight = self._number_field("rerankWeight")
+        self._row(form, "retrieval.rerank_weight", "Re-ranking weight", self.ret_rerank_weight,
+                  "0 (merged order only) to 1 (similarity only)")
+        self.ret_embed = QCheckBox("Embed new documents in the background after an import")
+        self.ret_embed.setObjectName("embedAfterImport")
+        self._row(form, "retrieval.embed_after_import", "Embedding", self.ret_embed)
+        self.ret_external = QCheckBox("Allow a vector table in an external database (e.g. BMLibrarian's)")
+        self.ret_external.setObjectName("allowExternalVectors")
+        self._row(form, "retrieval.allow_vectors_in_external_database", "", self.ret_external,
+                  "Off: nothing is created in a database the app does not manage; semantic rows find "
+                  "nothing there until vectors exist")
+        self.ret_rerank.toggled.connect(self._update_enabled)
+        return page
+
+    def _number_field(self, name: str) -> QLineEdit:
+        field = _OwnEnterLineEdit()
+        field.setObjectName(name)
+        field.returnPressed.connect(self.check_fields)
+        return field
+
+    def check_fields(self) -> dict[str, str]:
+        """Validate the form and show every problem under its field, saving nothing (Enter in a field)."""
+        _settings, errors = self.validate()
+        self.show_errors(errors)
+        return errors
+
     def _index_tab(self) -> QWidget:
         page = QWidget()
         form = QFormLayout(page)
@@ -330,6 +389,16 @@ class PreferencesDialog(QDialog):
         self.lit_dbname.setText(lit.dbname)
         self.lit_user.setText(lit.user)
         self.lit_timeout.setText(str(lit.statement_timeout_ms))
+        r = s.retrieval
+        self.ret_semantic.setChecked(r.semantic_row)
+        self.ret_hypothetical.setChecked(r.hypothetical_row)
+        self.ret_fusion.setCurrentIndex(max(0, self.ret_fusion.findData(r.fusion)))
+        self.ret_fusion_k.setText(str(r.fusion_k))
+        self.ret_semantic_weight.setText(str(r.semantic_weight))
+        self.ret_rerank.setChecked(r.rerank)
+        self.ret_rerank_weight.setText(str(r.rerank_weight))
+        self.ret_embed.setChecked(r.embed_after_import)
+        self.ret_external.setChecked(r.allow_vectors_in_external_database)
         idx = s.index
         self.index_mode.setCurrentIndex(max(0, self.index_mode.findData(idx.mode)))
         self.chroma_host.setText(idx.chroma_host)
@@ -345,6 +414,7 @@ class PreferencesDialog(QDialog):
         server = self.index_mode.currentData() == "server"
         self.chroma_host.setEnabled(server)
         self.chroma_port.setEnabled(server)
+        self.ret_rerank_weight.setEnabled(self.ret_rerank.isChecked())
 
     def _add_model_item(self, name: str, checked: bool, available: bool | None = None) -> None:
         for i in range(self.qg_models.count()):
@@ -422,6 +492,19 @@ class PreferencesDialog(QDialog):
                 "dbname": self.lit_dbname.text().strip(),
                 "user": self.lit_user.text().strip(),
                 "statement_timeout_ms": self.lit_timeout.text().strip(),
+            }
+        )
+        data["retrieval"].update(
+            {
+                "semantic_row": self.ret_semantic.isChecked(),
+                "hypothetical_row": self.ret_hypothetical.isChecked(),
+                "fusion": self.ret_fusion.currentData(),
+                "fusion_k": self.ret_fusion_k.text().strip(),
+                "semantic_weight": self.ret_semantic_weight.text().strip(),
+                "rerank": self.ret_rerank.isChecked(),
+                "rerank_weight": self.ret_rerank_weight.text().strip(),
+                "embed_after_import": self.ret_embed.isChecked(),
+                "allow_vectors_in_external_database": self.ret_external.isChecked(),
             }
         )
         data["index"].update(

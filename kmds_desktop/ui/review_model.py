@@ -21,9 +21,11 @@ from kmds_desktop.app.literature import (
     UNCHECKED,
     VALID,
     CheckResult,
+    HypotheticalAttempt,
     LiteratureSession,
     QueryGenerationResult,
     QueryRow,
+    RetrievalRows,
 )
 
 __all__ = ["CHECKING", "FAILED", "HAND_WRITTEN", "INVALID", "UNCHECKED", "VALID", "QueryRow", "ReviewModel"]
@@ -39,9 +41,11 @@ class ReviewModel(QAbstractTableModel):
     HEADERS = ("Run", "Model", "#", "Query", "Validity", "Matches", "IDs", "Unique", "Error")
     TOOLTIPS = (
         "Tick the queries to run",
-        "Who wrote the query: a model, you (hand-written), or a model's query you edited",
+        "Who wrote the query: a model, you (hand-written), or a model's query you edited; "
+        "[semantic] and [hypothetical] mark rows searched by meaning",
         "Attempt number for this model",
-        "The PostgreSQL tsquery; double-click to edit",
+        "The PostgreSQL tsquery, or for a semantic/hypothetical row the text searched by meaning; "
+        "double-click to edit",
         "Checked against the database as you edit",
         "Documents matching in the database, counted before anything is fetched (~ = estimate)",
         "IDs this query returned in the last run",
@@ -241,9 +245,11 @@ class ReviewModel(QAbstractTableModel):
         self.selection_changed.emit()
         return rnd
 
-    def accept_attempt(self, result: QueryGenerationResult) -> QueryRow | None:
-        """One finished attempt; a row appears when it brought a query to show."""
-        row = self.session.consider_attempt(result)
+    def accept_attempt(self, result: QueryGenerationResult | RetrievalRows | HypotheticalAttempt,
+                       ) -> QueryRow | None:
+        """One item of the round (an attempt, the retrieval-rows plan, the hypothetical abstract); a row
+        appears when it brought something to show."""
+        row = self.session.consider(result)
         if row is None:
             return None
         n = len(self._rows)

@@ -1,0 +1,249 @@
+"""Hybrid retrieval in the real main window, driven by clicks and typing (pytest-qt, offscreen).
+
+Journeys: import documents and watch them embedded in the background (the status bar counts the
+vectors; Cancel in the one progress area stops it; Embed documents goes on from there); generate with
+an LLM configured and get the question's semantic row and a hypothetical abstract beside the
+queries, edit and tick them, run, and read the fused documents with "found by"; the LLM failing the
+abstract; the retrieval settings in Preferences.
+
+Real parts: the window, PostgreSQL with pgvector (a fresh database per test), the shipped embedding
+model in the index process, the fake Ollama server through the real ``ollama`` client.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLineEdit, QPushButton, QStyle, QStyleOptionViewItem
+from support.fake_ollama import ModelScript
+
+from kmds_desktop.config import Settings, load_settings
+from kmds_desktop.literature.vectors import vector_status
+from kmds_desktop.ui.documents_model import DocumentsModel
+from kmds_desktop.ui.literature_panel import LiteraturePanel
+from kmds_desktop.ui.preferences import PreferencesDialog
+from kmds_desktop.ui.review_model import CHECKING, ReviewModel
+
+WAIT = 180_000
+LEFT = Qt.MouseButton.LeftButton
+QUERY = "cell | protein"
+
+
+def _abstract(title: str) -> str:
+    return (f"{title}. We studied this question in a cohort and measured the outcome with standard "
+            "methods. The main finding supports the hypothesis.")
+
+
+def _sample(literature_data: Path, tmp_path: Path, n: int) -> tuple[Path, list[dict[str, Any]]]:
+    lines = (literature_data / "scifact" / "corpus.jsonl").read_text(encoding="utf-8").splitlines()[:n]
+    records = [json.loads(line) for line in lines]
+    path = tmp_path / "sample.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path, records
+
+
+def _window(make_window, database: Any, models: list[str], host: str = "http://127.0.0.1:9",
+            batch: int = 64) -> tuple[Any, LiteraturePanel]:
+    settings = Settings()
+    qg = settings.query_generation
+    qg.multi_model_enabled, qg.models, qg.queries_per_model, qg.ollama_host = True, models, 1, host
+    settings.literature.max_rows = 20
+    settings.retrieval.embed_batch_size = batch
+    window = make_window(settings, auto_index=False,
+                         literature_kwargs={"database": database, "open_on_start": False})
+    window.resize(1600, 1000)
+    return window, window.literature
+
+
+def _click(qtbot, button: QPushButton) -> None:
+    assert button.isVisible() and button.isEnabled(), f"{button.text()!r} cannot be clicked"
+    qtbot.mouseClick(button, LEFT)
+
+
+def _import_and_embed(qtbot, window: Any, panel: LiteraturePanel, path: Path, n: int) -> None:
+    panel.import_files([path])  # File > Import literature asks for the file; this is its answer
+    qtbot.waitUntil(lambda: f"{n:,} with vectors" in window.lit_status.text(), timeout=WAIT)
+    assert not panel.embedding
+
+
+def _tick_box(qtbot, panel: LiteraturePanel, row: int) -> None:
+    """Click the check box in the Run column of ``row``, where the style draws it."""
+    view = panel.review_view
+    index = panel.review.index(row, ReviewModel.COL_INCLUDE)
+    option = QStyleOptionViewItem()
+    view.initViewItemOption(option)
+    option.rect = view.visualRect(index)
+    option.features |= QStyleOptionViewItem.ViewItemFeature.HasCheckIndicator
+    box = view.style().subElementRect(QStyle.SubElement.SE_ItemViewItemCheckIndicator, option, view)
+    qtbot.mouseClick(view.viewport(), LEFT, pos=box.center())
+
+
+def _edit_cell(qtbot, panel: LiteraturePanel, row: int, text: str) -> None:
+    view = panel.review_view
+    centre = view.visualRect(panel.review.index(row, ReviewModel.COL_QUERY)).center()
+    qtbot.mouseClick(view.viewport(), LEFT, pos=centre)
+    qtbot.mouseDClick(view.viewport(), LEFT, pos=centre)
+    editor = view.viewport().findChild(QLineEdit)
+    assert editor is not None and editor.isVisible(), "no in-place editor opened"
+    editor.selectAll()
+    qtbot.keyClicks(editor, text)
+    qtbot.keyClick(editor, Qt.Key.Key_Return)
+
+
+def _generate(qtbot, panel: LiteraturePanel, question: str) -> None:
+    panel.question.clear()
+    qtbot.mouseClick(panel.question, LEFT)
+    qtbot.keyClicks(panel.question, question)
+    _click(qtbot, panel.generate_button)
+    qtbot.waitUntil(lambda: panel.session.round is not None and panel.session.round.finished, timeout=WAIT)
+    qtbot.waitUntil(lambda: not panel.generating, timeout=WAIT)
+    qtbot.waitUntil(lambda: all(r.validity != CHECKING for r in panel.review.rows()), timeout=WAIT)
+
+
+def test_semantic_and_hypothetical_rows_are_generated_edited_ticked_and_fused(
+        qtbot, make_window, fake_ollama, pg_empty_database, literature_data, tmp_path) -> None:
+    path, records = _sample(literature_data, tmp_path, 16)
+    target = records[5]
+    fake_ollama.models["m"] = ModelScript(
+        [lambda prompt, _body: _abstract(target["title"]) if "Write the abstract" in prompt else QUERY])
+    window, panel = _window(make_window, pg_empty_database, ["m"], fake_ollama.url)
+    _import_and_embed(qtbot, window, panel, path, 16)
+
+    _generate(qtbot, panel, target["title"])
+    labels = [panel.review.index(r, ReviewModel.COL_MODEL).data() for r in range(panel.review.rowCount())]
+    assert labels == ["[semantic] hand-written", "m", "[hypothetical] m"]
+    assert panel.review.row(0).query == target["title"]
+    assert panel.review.row(2).query.startswith(target["title"])
+    assert "hypothetical abstract: ✓ m" in panel.progress_label.text()
+    assert window.messages.current.text.endswith("; a hypothetical abstract from m")
+
+    # The hypothetical abstract is edited like any row: the model's text is kept as the original.
+    edited = _abstract(target["title"]) + " Children were included."
+    _edit_cell(qtbot, panel, 2, edited)
+    qtbot.waitUntil(lambda: panel.review.row(2).query == edited, timeout=WAIT)
+    assert panel.review.index(2, ReviewModel.COL_MODEL).data() == "[hypothetical] m (edited)"
+    # ... and ticked like any row.
+    _tick_box(qtbot, panel, 2)
+    assert not panel.review.row(2).included and panel.run_button.text() == "Run selected (2)"
+    _tick_box(qtbot, panel, 2)
+    assert panel.review.row(2).included and panel.run_button.text() == "Run selected (3)"
+
+    _click(qtbot, panel.run_button)
+    qtbot.waitUntil(lambda: panel.session.last_run is not None and panel.run_button.isEnabled(), timeout=WAIT)
+    # Each row has its own statistics.
+    for r in range(3):
+        row = panel.review.row(r)
+        assert row.returned and row.returned > 0 and row.run_error is None, row.kind
+        assert panel.review.index(r, ReviewModel.COL_RETURNED).data() == f"{row.returned:,}"
+    assert panel.review.index(0, ReviewModel.COL_MATCHES).data() == "16"
+    # Fused, best first, with the rows that found each document.
+    first = panel.documents.document(panel.proxy.mapToSource(panel.proxy.index(0, 0)).row())
+    assert first.title == target["title"]
+    found_by = panel.proxy.index(0, DocumentsModel.COL_FOUND_BY).data()
+    assert found_by.startswith(f"semantic: {target['title'][:40]}") and found_by.endswith(
+        "hypothetical abstract (m (edited))"), found_by
+    log = panel.search_log()
+    assert [q["kind"] for q in log["queries"]] == ["semantic", "tsquery", "hypothetical"]
+    assert log["queries"][2]["provenance"]["edited_from"].startswith(target["title"])
+    # Readable at 1600 x 1000: the found-by column is on screen, not scrolled away.
+    view = panel.documents_view
+    assert view.columnViewportPosition(DocumentsModel.COL_FOUND_BY) + 40 <= view.viewport().width()
+
+
+def test_a_failing_llm_keeps_the_other_rows(qtbot, make_window, fake_ollama, pg_empty_database,
+                                            literature_data, tmp_path) -> None:
+    path, records = _sample(literature_data, tmp_path, 8)
+    fake_ollama.models["m"] = ModelScript([QUERY], statuses=[200, 500])
+    window, panel = _window(make_window, pg_empty_database, ["m"], fake_ollama.url)
+    _import_and_embed(qtbot, window, panel, path, 8)
+    _generate(qtbot, panel, records[0]["title"])
+    assert [r.kind for r in panel.review.rows()] == ["semantic", "tsquery"]
+    message = window.messages.current
+    assert message.level == "warning"
+    assert "no hypothetical-abstract row: model 'm' could not write" in message.text
+    assert "hypothetical abstract: ✗" in panel.progress_label.text()
+    assert panel.run_button.isEnabled() and panel.run_button.text() == "Run selected (2)"
+
+
+def test_embedding_is_cancelled_from_the_progress_area_and_resumed(qtbot, make_window, pg_empty_database,
+                                                                   literature_data, tmp_path) -> None:
+    n = 100
+    path, _records = _sample(literature_data, tmp_path, n)
+    window, panel = _window(make_window, pg_empty_database, ["builtin:keywords"], batch=4)
+    panel.import_files([path])
+    strip = window.progress_strip
+    qtbot.waitUntil(lambda: strip.row_for("literature.embed") is not None, timeout=WAIT)
+    qtbot.waitUntil(lambda: vector_status(pg_empty_database)["with_vectors"] >= 4, timeout=WAIT)
+    assert strip.isVisible() and "Embedding documents" in strip.label.text()
+    assert not panel.embed_button.isEnabled()
+    _click(qtbot, strip.cancel_button)
+    qtbot.waitUntil(lambda: not panel.embedding, timeout=WAIT)
+    assert "Embedding cancelled" in panel.progress_label.text()
+    done = vector_status(pg_empty_database)["with_vectors"]
+    assert 4 <= done < n
+    expected = f"Literature: {n} documents, {done} with vectors, {n - done} to embed"
+    qtbot.waitUntil(lambda: window.lit_status.text() == expected, timeout=WAIT)  # read when it stopped
+
+    _click(qtbot, panel.embed_button)  # goes on from there
+    qtbot.waitUntil(lambda: f"{n} with vectors" in window.lit_status.text(), timeout=WAIT)
+    assert window.lit_status.text() == f"Literature: {n} documents, {n} with vectors"
+    assert "Embedded " in panel.progress_label.text()
+
+
+def _retrieval_tab(qtbot, dialog: PreferencesDialog) -> None:
+    bar = dialog.tabs.tabBar()
+    index = next(i for i in range(dialog.tabs.count()) if dialog.tabs.tabText(i) == "Retrieval")
+    qtbot.mouseClick(bar, LEFT, pos=bar.tabRect(index).center())
+    assert dialog.tabs.currentIndex() == index
+
+
+def _type(qtbot, field: QLineEdit, text: str) -> None:
+    qtbot.mouseClick(field, LEFT)
+    field.selectAll()
+    qtbot.keyClicks(field, text)
+    qtbot.keyClick(field, Qt.Key.Key_Return)
+
+
+def test_retrieval_preferences_are_validated_on_enter_and_saved(qtbot, make_window, data_home) -> None:
+    window = make_window(Settings(), auto_index=False)
+    window.open_preferences()
+    dialog = window.active_dialog
+    assert isinstance(dialog, PreferencesDialog)
+    _retrieval_tab(qtbot, dialog)
+    assert dialog.ret_semantic.isChecked() and dialog.ret_fusion_k.text() == "20"
+    assert not dialog.ret_rerank_weight.isEnabled(), "the weight is for re-ranking, off by default"
+
+    _type(qtbot, dialog.ret_fusion_k, "0")
+    assert dialog.isVisible() and dialog.result() == 0, "Enter closed the dialog"
+    assert not (data_home / "settings.json").exists(), "Enter saved the settings"
+    error = dialog.field_errors["retrieval.fusion_k"]
+    assert error.isVisible() and "1" in error.text()
+    _type(qtbot, dialog.ret_semantic_weight, "eleven")
+    assert dialog.field_errors["retrieval.semantic_weight"].isVisible()
+
+    _type(qtbot, dialog.ret_fusion_k, "40")
+    _type(qtbot, dialog.ret_semantic_weight, "2.5")
+    assert not dialog.field_errors["retrieval.fusion_k"].isVisible()
+    assert not dialog.field_errors["retrieval.semantic_weight"].isVisible()
+    qtbot.mouseClick(dialog.ret_hypothetical, LEFT)
+    qtbot.mouseClick(dialog.ret_rerank, LEFT)
+    assert dialog.ret_rerank_weight.isEnabled()
+    _type(qtbot, dialog.ret_rerank_weight, "0.3")
+    qtbot.mouseClick(dialog.ret_external, LEFT)
+    qtbot.mouseClick(dialog.ret_embed, LEFT)
+    dialog.ret_fusion.setCurrentIndex(dialog.ret_fusion.findData("best_rank"))
+    assert dialog.isVisible()
+
+    _click(qtbot, dialog.buttons.button(dialog.buttons.StandardButton.Save))
+    qtbot.waitUntil(lambda: not dialog.isVisible(), timeout=10_000)
+    saved = load_settings(data_home / "settings.json").retrieval
+    assert (saved.fusion_k, saved.semantic_weight, saved.rerank, saved.rerank_weight) == (40, 2.5, True, 0.3)
+    assert (saved.semantic_row, saved.hypothetical_row, saved.fusion) == (True, False, "best_rank")
+    assert saved.allow_vectors_in_external_database and not saved.embed_after_import
+    # The window uses them at once: the literature session merges by the new settings.
+    panel = window.literature
+    panel._update_buttons()
+    assert panel.session.retrieval == saved
