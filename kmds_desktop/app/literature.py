@@ -729,7 +729,7 @@ def plan_retrieval_rows(agent: QueryAgent, question: str, *,
     wait for embedding): with none, neither is added and ``reason`` says why. The hypothetical
     abstract also needs an LLM among the configured models (``builtin:`` generators write none).
     """
-    from kmds_desktop.literature.vectors import vector_status
+    from kmds_desktop.literature.vectors import VectorsUnavailable, count_with_vectors
 
     r = agent.retrieval
     question = (question or "").strip()
@@ -738,9 +738,13 @@ def plan_retrieval_rows(agent: QueryAgent, question: str, *,
     if agent.database is None:
         return RetrievalRows(reason="the literature database is not open")
     check(cancel)
-    try:
-        with_vectors = int(vector_status(agent.database, agent.embedding_model)["with_vectors"])
+    try:  # one count (what the semantic row will search), not the status's count of those to embed
+        with_vectors = count_with_vectors(agent.database, cancel=cancel)
+    except VectorsUnavailable:
+        with_vectors = 0
     except Exception as err:  # noqa: BLE001 - no vectors to search; the full-text rows still run
+        if cancel is not None and cancel.cancelled:
+            raise Cancelled("cancelled by the user") from None
         return RetrievalRows(reason=f"document vectors unavailable: {err}")
     if with_vectors == 0:
         return RetrievalRows(reason="no document has a vector yet (embedding runs after an import)")
