@@ -20,8 +20,9 @@ beside the app all along gives the machine's share of each phase's longest gap (
 every process). Every gap between heartbeats is recorded. For contrast, the same slow generation is
 then run once directly on the GUI thread (what the workers exist to avoid).
 Printed: whether torch, sentence-transformers or ChromaDB were imported in the window's process; heartbeats,
-longest gap and 99th percentile for start-up and for the work, each against the 50 ms target and
-with the plain process's longest gap beside it, and for the GUI-thread contrast; the last line is
+longest gap (when, and how much of it the GUI thread spent running rather than waiting) and 99th
+percentile for start-up and for the work, each against the 50 ms target and with the plain
+process's longest gap beside it, and for the GUI-thread contrast; the last line is
 the longest gap from the first frame (start-up and work) over the 50 ms target (<= 1.0 passes).
 Usage: ``.venv/bin/python bench/ui_stall.py``.
 """
@@ -53,30 +54,50 @@ LITERATURE = ROOT.parent / "shared" / "data" / "literature"
 
 
 class Heartbeat:
-    """Timestamps of a 10 ms GUI-thread timer; gaps show how long the GUI thread was blocked."""
+    """Timestamps of a 10 ms GUI-thread timer; gaps show how long the GUI thread was blocked.
+
+    Each tick also reads the GUI thread's CPU time, so the longest gap says how much of it the GUI
+    thread spent running (its own work: slots, layout, paint) rather than waiting (for the GIL, or
+    for the machine to run it at all).
+    """
 
     def __init__(self) -> None:
         from PySide6.QtCore import Qt, QTimer
 
         self.ticks: list[float] = []
+        self.cpu: list[float] = []
+        self.longest_at_s = 0.0  # start of the longest gap, seconds after start()
+        self.longest_cpu_ms = 0.0  # GUI-thread CPU time within the longest gap
         self.timer = QTimer()
         self.timer.setTimerType(Qt.TimerType.PreciseTimer)
         self.timer.setInterval(10)
-        self.timer.timeout.connect(lambda: self.ticks.append(time.monotonic()))
+        self.timer.timeout.connect(self._tick)
+
+    def _tick(self) -> None:
+        self.ticks.append(time.monotonic())
+        self.cpu.append(time.thread_time())
 
     def start(self) -> None:
-        self.ticks = [time.monotonic()]
+        self.ticks, self.cpu = [time.monotonic()], [time.thread_time()]
         self.window = (self.ticks[0], self.ticks[0])
         self.timer.start()
 
     def stop(self) -> tuple[int, float, float]:
         self.timer.stop()
-        self.ticks.append(time.monotonic())
+        self._tick()
         self.window = (self.ticks[0], self.ticks[-1])
         gaps = [(b - a) * 1000 for a, b in zip(self.ticks, self.ticks[1:], strict=False)]
+        if gaps:
+            i = max(range(len(gaps)), key=gaps.__getitem__)
+            self.longest_at_s = self.ticks[i] - self.ticks[0]
+            self.longest_cpu_ms = (self.cpu[i + 1] - self.cpu[i]) * 1000
         gaps.sort()
         p99 = gaps[min(len(gaps) - 1, int(len(gaps) * 0.99))] if gaps else 0.0
         return len(gaps), (gaps[-1] if gaps else 0.0), p99
+
+    def longest(self) -> str:
+        """Where the last phase's longest gap was and how much of it the GUI thread ran."""
+        return f"at {self.longest_at_s:.2f} s, GUI thread running {self.longest_cpu_ms:.1f} ms of it"
 
 
 class MachineNoise:
@@ -233,7 +254,7 @@ def main() -> int:
             300,
         )
         n_warm, worst_warm, p99_warm = beat.stop()
-        startup_window = beat.window
+        startup_window, startup_where = beat.window, beat.longest()
         assert first_frame, "the window was never painted"
         to_first_frame = (first_frame[0] - shown_at) * 1000
         assert with_kb, "the KB did not load"
@@ -262,7 +283,7 @@ def main() -> int:
         run_until(lambda: all(j.done for j in jobs), 600)
         elapsed = time.perf_counter() - started
         n, worst, p99 = beat.stop()
-        work_window = beat.window
+        work_window, work_where = beat.window, beat.longest()
         states = {j.kind: j.state for j in jobs}
         assert all(s == "done" for s in states.values()), states
         result = ask_job.value if ask_job is not None else None
@@ -294,12 +315,13 @@ def main() -> int:
     print(
         f"start-up (from the first frame, {to_first_frame:.0f} ms after show(): KB load + warm-up, "
         f"{n_warm} heartbeats): "
-        f"longest gap {worst_warm:7.1f} ms, p99 {p99_warm:6.1f} ms; {_verdict(worst_warm)}; "
+        f"longest gap {worst_warm:7.1f} ms ({startup_where}), p99 {p99_warm:6.1f} ms; "
+        f"{_verdict(worst_warm)}; "
         f"a plain process beside it: {noise_startup:.1f} ms"
     )
     print(
         f"work     ({elapsed:5.1f} s of jobs on workers, {n} heartbeats):       "
-        f"longest gap {worst:7.1f} ms, p99 {p99:6.1f} ms; {_verdict(worst)}; "
+        f"longest gap {worst:7.1f} ms ({work_where}), p99 {p99:6.1f} ms; {_verdict(worst)}; "
         f"a plain process beside it: {noise_work:.1f} ms"
     )
     print(
