@@ -89,7 +89,9 @@ def settle_before_first_frame() -> None:
     What the first jobs import is imported here instead, before the first frame: numpy's C
     extensions (the embedding client's arrays) and the KB reader initialise holding the GIL for up
     to about 100 ms, which froze the window when the warm-up or the KB load imported them on a
-    worker (measured on a quiet machine with py-spy --gil).
+    worker (measured on a quiet machine with py-spy --gil). The question-answering modules (about
+    30 ms of module set-up, compiled patterns included) were the first question's imports, on its
+    worker, at the moment the window starts showing the answer's progress.
 
     Python's thread switch interval drops from 5 ms to :data:`GUI_SWITCH_INTERVAL_S`. Every paint,
     layout or signal that calls into Python (a slot, an overridden event handler, a model's
@@ -102,6 +104,7 @@ def settle_before_first_frame() -> None:
     import owlready2  # noqa: F401
 
     import kmds_desktop.app.workspace  # noqa: F401
+    import kmds_desktop.ask.orchestrator  # noqa: F401 - the first question's routing and templates
     import kmds_desktop.index.embedding_service  # noqa: F401
     import kmds_desktop.index.factory  # noqa: F401
 
