@@ -117,7 +117,8 @@ def main() -> int:
 
     window.open_kb(paths.demo_kb_path())  # what a new user sees first: 2 workflows, 42 observations
     warm = window.warm_up()  # as run_app does at start-up: the index process loads the model
-    wait_for(lambda: bool(loaded) and window.index_ready_for is not None and (warm is None or warm.done))
+    wait_for(lambda: bool(loaded) and window.index_follower.is_ready(window.kb)
+             and (warm is None or warm.done))
     kb = window.kb
     window.browser.select_observation(kb.observations[3].iri)
     wait_for(lambda: "documents" in window.lit_status.text() or "unavailable" in window.lit_status.text(), 60)

@@ -56,6 +56,6 @@ def test_semantic_row_in_the_review_table(qtbot, jobs, pg_empty_database, litera
     first = panel.documents.document(0)
     assert first.title == target["title"]
     found = first.found_by[0]
-    assert f"semantic: {target['title']}"[:50] in found and "cell | protein" not in found
+    assert f"semantic: {target['title']}"[:45] in found and "cell | protein" not in found
     log = panel.search_log()
     assert [q["kind"] for q in log["queries"]] == ["semantic", "tsquery"] and log["fusion"] == "rrf"

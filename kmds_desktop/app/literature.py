@@ -81,7 +81,7 @@ _uids = itertools.count(1)
 CHECK_DELAY_S = 0.4
 
 #: Longest start of a semantic row's sentence the "found by" column shows (the log has it all).
-FOUND_BY_CHARS = 60
+FOUND_BY_CHARS = 40
 
 
 @dataclass

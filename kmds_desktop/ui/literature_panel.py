@@ -76,6 +76,9 @@ from kmds_desktop.ui.workers import Job, JobRunner
 
 log = logging.getLogger(__name__)
 
+#: The largest share of the documents table's width the "Found by" column takes after a run.
+FOUND_BY_SHARE = 0.3
+
 EMPTY_DATABASE_HINT = (
     "<h3>The literature database is empty</h3>"
     "<p>Fill it with <b>File &gt; Import literature</b>, or drop a MEDLINE/PubMed XML file "
@@ -633,6 +636,7 @@ class LiteraturePanel(QWidget):
         self.documents.set_documents(self.session.documents)
         self.documents_view.sortByColumn(DocumentsModel.COL_RANK, Qt.SortOrder.AscendingOrder)
         self.documents_view.resizeColumnToContents(DocumentsModel.COL_YEAR)
+        self._fit_found_by()
         incomplete = " (INCOMPLETE: see the failed rows' Error column)" if result.incomplete else ""
         self.results_label.setText(
             f"{len(result.documents):,} documents from {len(result.ok_queries)} of {len(result.queries)} "
@@ -649,6 +653,14 @@ class LiteraturePanel(QWidget):
         self.documents_changed.emit(self.documents.rowCount())
         self._update_buttons()
         self.recheck_failed()
+
+    def _fit_found_by(self) -> None:
+        """Give "Found by" the width its names need, up to :data:`FOUND_BY_SHARE` of the table (the
+        title keeps the rest; the full list is in the tooltip and the document's detail)."""
+        view = self.documents_view
+        column = DocumentsModel.COL_FOUND_BY
+        need = max(view.sizeHintForColumn(column), view.horizontalHeader().sectionSizeHint(column))
+        view.setColumnWidth(column, min(need, int(view.viewport().width() * FOUND_BY_SHARE)))
 
     # --- the search history -----------------------------------------------------------------------
     def workbench(self) -> Any:
