@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 import time
 
+from PySide6.QtCore import Qt
+
 from kmds_desktop.ui import markdown_render
 from kmds_desktop.ui.ask_panel import answer_html
 from kmds_desktop.ui.workers import GUI_SWITCH_INTERVAL_S, JobRunner
@@ -97,3 +99,43 @@ def test_the_finished_answer_does_not_reload_the_records_shown_when_retrieved(qt
     assert model.set_results([dict(r) for r in rows]) is False
     assert model.set_results(rows + [{"finding": "g", "iri": "urn:x#2"}]) is True
     assert resets == [1] and model.rowCount() == 2
+
+
+def test_painting_the_records_table_runs_no_python(qtbot) -> None:
+    """Each call from a paint into Python waits for the GIL behind a busy worker (about ten roles per
+    visible cell): the records are held by Qt's item model, so a repaint calls no Python code."""
+    from kmds_desktop.ui.ask_panel import AskPanel
+
+    runner = JobRunner()
+    panel = AskPanel(runner)
+    qtbot.addWidget(panel)
+    panel.resize(900, 600)
+    panel.show()
+    rows = [
+        {"finding": f"Finding {i}\nmore", "obs_type": f"Type {i}", "category": "exploratory",
+         "workflow_name": f"Workflow {i}", "finding_seq": i, "score": 0.5, "iri": f"urn:x#{i}"}
+        for i in range(12)
+    ]
+    panel.results.set_results(rows)
+    qtbot.waitExposed(panel)
+    calls: list[str] = []
+
+    def profile(frame, event, _arg):
+        if event == "call":
+            calls.append(f"{frame.f_code.co_filename}:{frame.f_code.co_name}")
+
+    sys.setprofile(profile)
+    try:
+        panel.table.viewport().grab()
+    finally:
+        sys.setprofile(None)
+    assert calls == []
+    # What the table shows is what the records say.
+    model = panel.results
+    assert model.rowCount() == 12 and model.columnCount() == 7
+    assert [model.index(3, c).data() for c in range(7)] == [
+        "[4]", "Finding 3", "Type 3", "Exploratory", "Workflow 3", "3", "0.500"]
+    assert model.index(3, 1).data(Qt.ItemDataRole.ToolTipRole) == "Finding 3\nmore"
+    assert model.index(3, 4).data(Qt.ItemDataRole.UserRole) == "urn:x#3"
+    assert not model.flags(model.index(3, 1)) & Qt.ItemFlag.ItemIsEditable
+    runner.shutdown()

@@ -17,15 +17,20 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import (
-    QAbstractTableModel,
     QModelIndex,
-    QPersistentModelIndex,
     Qt,
     QTimer,
     QUrl,
     Signal,
 )
-from PySide6.QtGui import QKeyEvent, QKeySequence, QShortcut, QTextCharFormat
+from PySide6.QtGui import (
+    QKeyEvent,
+    QKeySequence,
+    QShortcut,
+    QStandardItem,
+    QStandardItemModel,
+    QTextCharFormat,
+)
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -93,13 +98,22 @@ def answer_html(text: str, n_results: int) -> str:
     return _CITATION.sub(link, body)
 
 
-class ResultsModel(QAbstractTableModel):
-    """The records behind an answer; row ``n-1`` is citation ``[n]``."""
+class ResultsModel(QStandardItemModel):
+    """The records behind an answer; row ``n-1`` is citation ``[n]``.
+
+    The cells are stored in Qt's own item model, not answered by a Python ``data()``: painting the
+    table asks each visible cell for about ten roles, and each call into Python waits for the GIL
+    while a worker runs Python code (a fetch, an index build); a Python model's repaint took
+    twice as long, and longer still beside a busy worker.
+    """
 
     COLUMNS = ("#", "Finding", "Type", "Category", "Workflow", "Seq", "Score")
+    _FLAGS = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+    _RIGHT = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
 
     def __init__(self, parent: Any = None) -> None:
-        super().__init__(parent)
+        super().__init__(0, len(self.COLUMNS), parent)
+        self.setHorizontalHeaderLabels(list(self.COLUMNS))
         self._rows: list[dict[str, Any]] = []
 
     def set_results(self, rows: list[dict[str, Any]]) -> bool:
@@ -108,63 +122,48 @@ class ResultsModel(QAbstractTableModel):
         if rows == self._rows:
             return False
         self.beginResetModel()
-        self._rows = rows
+        # Filled silently inside one reset: views re-read everything once, at endResetModel.
+        blocked = self.blockSignals(True)
+        try:
+            self._rows = rows
+            self.setRowCount(0)
+            self.setRowCount(len(rows))
+            for r, row in enumerate(rows):
+                for c, item in enumerate(self._items(r, row)):
+                    self.setItem(r, c, item)
+        finally:
+            self.blockSignals(blocked)
         self.endResetModel()
         return True
 
+    def _items(self, r: int, row: dict[str, Any]) -> list[QStandardItem]:
+        seq = row.get("finding_seq")
+        score = row.get("score")
+        texts = (
+            f"[{r + 1}]",
+            first_line(row.get("finding"), 120),
+            row.get("obs_type") or "",
+            CATEGORY_LABELS.get(row.get("category") or "", row.get("category") or ""),
+            row.get("workflow_name") or "(unlinked)",
+            "" if seq is None else str(seq),
+            "" if score is None else f"{float(score):.3f}",
+        )
+        items = []
+        for c, text in enumerate(texts):
+            item = QStandardItem(text)
+            item.setFlags(self._FLAGS)
+            item.setData(row.get("iri"), Qt.ItemDataRole.UserRole)
+            if c == 1:
+                item.setToolTip(row.get("finding") or "")
+            elif c in (2, 3, 4):
+                item.setToolTip(text)  # the column may be capped
+            else:
+                item.setTextAlignment(self._RIGHT)
+            items.append(item)
+        return items
+
     def row_dict(self, row: int) -> dict[str, Any]:
         return self._rows[row]
-
-    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:  # noqa: B008, N802
-        return 0 if parent.isValid() else len(self._rows)
-
-    def columnCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:  # noqa: B008, N802
-        return 0 if parent.isValid() else len(self.COLUMNS)
-
-    def headerData(
-        self,
-        section: int,
-        orientation: Qt.Orientation,  # noqa: N802 - Qt API
-        role: int = Qt.ItemDataRole.DisplayRole,
-    ) -> Any:
-        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
-            if 0 <= section < len(self.COLUMNS):
-                return self.COLUMNS[section]
-        return None
-
-    def data(
-        self, index: QModelIndex | QPersistentModelIndex, role: int = Qt.ItemDataRole.DisplayRole
-    ) -> Any:
-        if not index.isValid() or not (0 <= index.row() < len(self._rows)):
-            return None
-        row = self._rows[index.row()]
-        col = index.column()
-        if role == Qt.ItemDataRole.DisplayRole:
-            if col == 0:
-                return f"[{index.row() + 1}]"
-            if col == 1:
-                return first_line(row.get("finding"), 120)
-            if col == 2:
-                return row.get("obs_type") or ""
-            if col == 3:
-                return CATEGORY_LABELS.get(row.get("category") or "", row.get("category") or "")
-            if col == 4:
-                return row.get("workflow_name") or "(unlinked)"
-            if col == 5:
-                seq = row.get("finding_seq")
-                return "" if seq is None else str(seq)
-            if col == 6:
-                score = row.get("score")
-                return "" if score is None else f"{float(score):.3f}"
-        if role == Qt.ItemDataRole.ToolTipRole and col == 1:
-            return row.get("finding")
-        if role == Qt.ItemDataRole.ToolTipRole and col in (2, 3, 4):
-            return self.data(index, Qt.ItemDataRole.DisplayRole)  # the column may be capped
-        if role == Qt.ItemDataRole.UserRole:
-            return row.get("iri")
-        if role == Qt.ItemDataRole.TextAlignmentRole and col in (0, 5, 6):
-            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        return None
 
 
 class QuestionEdit(QPlainTextEdit):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import gc
 import logging
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -73,10 +72,6 @@ def initial_kb_path(settings: Settings, kb_file: str | None = None) -> tuple[Pat
     return workspace.startup_kb(settings, kb_file)
 
 
-#: How long a thread may hold the GIL while another waits for it (Python's default is 5 ms).
-GUI_SWITCH_INTERVAL_S = 0.001
-
-
 def settle_before_first_frame() -> None:
     """Move every object loaded so far to the permanent generation, before the window is shown.
 
@@ -92,14 +87,7 @@ def settle_before_first_frame() -> None:
     worker (measured on a quiet machine with py-spy --gil). The question-answering modules (about
     30 ms of module set-up, compiled patterns included) were the first question's imports, on its
     worker, at the moment the window starts showing the answer's progress.
-
-    Python's thread switch interval drops from 5 ms to :data:`GUI_SWITCH_INTERVAL_S`. Every paint,
-    layout or signal that calls into Python (a slot, an overridden event handler, a model's
-    ``data``) needs the GIL; while a worker runs Python code (the KB parser, the Markdown builder,
-    row conversion) the GUI thread waits up to one interval for it, and a single layout makes
-    several such calls: 5 ms each added up to 30 ms stalls right after the first frame.
     """
-    sys.setswitchinterval(GUI_SWITCH_INTERVAL_S)
     import numpy  # noqa: F401
     import owlready2  # noqa: F401
 
