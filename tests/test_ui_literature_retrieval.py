@@ -13,6 +13,7 @@ model in the index process, the fake Ollama server through the real ``ollama`` c
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -170,6 +171,43 @@ def test_a_failing_llm_keeps_the_other_rows(qtbot, make_window, fake_ollama, pg_
     assert message.level == "warning"
     assert "no hypothetical-abstract row: model 'm' could not write" in message.text
     assert "hypothetical abstract: ✗" in panel.progress_label.text()
+    assert panel.run_button.isEnabled() and panel.run_button.text() == "Run selected (2)"
+
+
+def test_stop_generating_while_the_llm_writes_the_abstract(qtbot, make_window, fake_ollama, pg_empty_database,
+                                                          literature_data, tmp_path) -> None:
+    """The abstract is written on the generation worker: the progress area and the status line say so,
+    and Stop generating aborts it; the rows already there stay."""
+    path, records = _sample(literature_data, tmp_path, 8)
+    release = threading.Event()
+
+    def reply(prompt: str, _body: dict[str, Any]) -> str:
+        if "Write the abstract" in prompt:
+            release.wait(WAIT / 1000)  # a slow model: answers only when the test lets it
+            return _abstract(records[0]["title"])
+        return QUERY
+
+    fake_ollama.models["m"] = ModelScript([reply])
+    window, panel = _window(make_window, pg_empty_database, ["m"], fake_ollama.url)
+    try:
+        _import_and_embed(qtbot, window, panel, path, 8)
+        panel.question.clear()
+        qtbot.mouseClick(panel.question, LEFT)
+        qtbot.keyClicks(panel.question, records[0]["title"])
+        _click(qtbot, panel.generate_button)
+        writing = "hypothetical abstract: m writing"
+        qtbot.waitUntil(lambda: writing in panel.progress_label.text(), timeout=WAIT)
+        strip = window.progress_strip
+        qtbot.waitUntil(lambda: "writing a hypothetical abstract" in strip.label.text(), timeout=WAIT)
+        assert [r.kind for r in panel.review.rows()] == ["semantic", "tsquery"]
+        assert panel.generate_button.text() == "Stop generating"
+        _click(qtbot, panel.generate_button)
+        qtbot.waitUntil(lambda: not panel.generating, timeout=WAIT)
+    finally:
+        release.set()
+    assert [r.kind for r in panel.review.rows()] == ["semantic", "tsquery"]
+    assert "hypothetical abstract: not written" in panel.progress_label.text()
+    assert window.messages.current.text.startswith("Generation cancelled: 1 query from 1 of 1 model")
     assert panel.run_button.isEnabled() and panel.run_button.text() == "Run selected (2)"
 
 

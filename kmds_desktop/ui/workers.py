@@ -54,8 +54,9 @@ so :class:`kmds_desktop.ui.progress.ProgressStrip` shows a non-modal progress ba
 button in the status bar. Quick jobs therefore never flicker anything.
 
 Progress signals are throttled on the worker side (at most one every :data:`PROGRESS_INTERVAL_S`,
-plus the final one) and chunks are batched the same way, so a tight core loop cannot flood the GUI
-thread's event queue.
+plus the final one, and a new step: a new message without a total, such as "m is writing an
+abstract", which no later report would bring to the screen) and chunks are batched the same way, so a
+tight core loop cannot flood the GUI thread's event queue.
 """
 
 from __future__ import annotations
@@ -142,6 +143,7 @@ class Worker(QObject):
         self._pass_progress = pass_progress
         self._wants_chunks = wants_chunks
         self._last_progress = 0.0
+        self._last_message = ""
         self._chunks: list[Any] = []
         self._last_chunk = 0.0
         self._lock = threading.Lock()
@@ -153,8 +155,10 @@ class Worker(QObject):
     def _progress(self, done: int, total: int | None, message: str = "") -> None:
         now = time.monotonic()
         final = total is not None and done >= total
-        if final or now - self._last_progress >= PROGRESS_INTERVAL_S:
+        step = total is None and message != self._last_message
+        if final or step or now - self._last_progress >= PROGRESS_INTERVAL_S:
             self._last_progress = now
+            self._last_message = message
             self.progress.emit(int(done), total, str(message))
 
     def _chunk(self, piece: Any) -> None:
