@@ -290,3 +290,73 @@ def test_retrieval_preferences_are_validated_on_enter_and_saved(qtbot, make_wind
     panel = window.literature
     panel._update_buttons()
     assert panel.session.retrieval == saved
+
+
+FOREIGN_DDL = """
+CREATE TABLE sources (id serial PRIMARY KEY, name text UNIQUE NOT NULL, url text, is_reputable boolean,
+                      is_free boolean);
+CREATE TABLE document (
+  id serial PRIMARY KEY, source_id integer REFERENCES sources(id), external_id text NOT NULL, doi text,
+  title text, abstract text, authors text[], publication text, publication_date date, mesh_terms text[],
+  keywords text[], url text, withdrawn_date date,
+  search_vector tsvector GENERATED ALWAYS AS (
+    setweight(to_tsvector('english', coalesce(title,'')),'A') ||
+    setweight(to_tsvector('english', coalesce(abstract,'')),'B')) STORED,
+  UNIQUE (source_id, external_id));
+INSERT INTO sources (name) VALUES ('pubmed');
+INSERT INTO document (source_id, external_id, title, abstract) VALUES
+  (1, '100', 'Asthma in children', 'Inhaled corticosteroids reduce exacerbations.'),
+  (1, '101', 'Heart failure', 'Beta blockers lower mortality.');
+"""
+
+
+def test_a_database_the_app_does_not_manage_gets_vectors_only_after_opting_in(qtbot, make_window, pg_server,
+                                                                             data_home) -> None:
+    """A BMLibrarian-like database: Embed documents creates nothing and says where to opt in; after
+    ticking the opt-in in Preferences > Retrieval, the same click embeds."""
+    import secrets as pysecrets
+
+    import psycopg
+
+    from kmds_desktop.config import LiteratureSettings
+    from kmds_desktop.literature.database import open_database
+
+    name = f"foreign_{pysecrets.token_hex(4)}"
+    admin = pg_server.conninfo("postgres")
+    with psycopg.connect(**admin, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")  # generated name
+    info = pg_server.conninfo(name)
+    with psycopg.connect(**info, autocommit=True) as conn:
+        conn.execute(FOREIGN_DDL)
+    db = open_database(" ".join(f"{k}={v}" for k, v in info.items()), settings=LiteratureSettings())
+    try:
+        assert db.schema_owner != "app"
+        window = make_window(Settings(), auto_index=False, literature_kwargs={"database": db})
+        panel = window.literature
+        before = "Literature: 2 documents, no vectors"
+        qtbot.waitUntil(lambda: window.lit_status.text() == before, timeout=WAIT)
+
+        _click(qtbot, panel.embed_button)
+        qtbot.waitUntil(lambda: not panel.embedding and window.messages.current is not None, timeout=WAIT)
+        message = window.messages.current
+        assert message.level == "warning" and "not managed by KMDS Desktop" in message.text
+        where = "tick 'Allow a vector table in an external database' in Preferences > Retrieval"
+        assert where in message.text
+        assert vector_status(db)["available"] is False, "nothing was created"
+
+        window.open_preferences()
+        dialog = window.active_dialog
+        _retrieval_tab(qtbot, dialog)
+        assert dialog.ret_external.text().startswith("Allow a vector table in an external database")
+        qtbot.mouseClick(dialog.ret_external, LEFT)
+        _click(qtbot, dialog.buttons.button(dialog.buttons.StandardButton.Save))
+        qtbot.waitUntil(lambda: not dialog.isVisible(), timeout=10_000)
+        assert window.settings.retrieval.allow_vectors_in_external_database
+
+        _click(qtbot, panel.embed_button)
+        qtbot.waitUntil(lambda: window.lit_status.text() == "Literature: 2 documents, 2 with vectors",
+                        timeout=WAIT)
+    finally:
+        db.close()
+        with psycopg.connect(**admin, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")

@@ -14,6 +14,9 @@ from typing import Any
 
 from kmds_desktop.tasks import CancelToken, ProgressFn, report
 
+#: The Preferences > Retrieval check box that lets the app add vectors to a database it does not manage.
+EXTERNAL_OPT_IN = "Allow a vector table in an external database"
+
 #: File names the literature import accepts (drop or dialog).
 IMPORT_SUFFIXES = (".xml", ".xml.gz", ".jsonl", ".jsonl.gz", ".json", ".json.gz", ".ndjson")
 
@@ -144,13 +147,25 @@ def embed_literature(
     cancel: CancelToken | None = None,
 ) -> Any:
     """Embed the documents that need a vector (``literature embed``'s code, batch by batch), with the
-    batch size and the external-database opt-in of ``retrieval`` (:class:`RetrievalSettings`)."""
-    from kmds_desktop.literature.vectors import EMBED_BATCH_SIZE, embed_documents
+    batch size and the external-database opt-in of ``retrieval`` (:class:`RetrievalSettings`).
+
+    On a database the app does not manage, without the opt-in, nothing is created and the error says
+    where the window's opt-in is (the core's message names the CLI's flag and the setting).
+    """
+    from kmds_desktop.literature.vectors import EMBED_BATCH_SIZE, VectorsUnavailable, embed_documents
 
     batch = int(getattr(retrieval, "embed_batch_size", EMBED_BATCH_SIZE))
     allow = bool(getattr(retrieval, "allow_vectors_in_external_database", False))
-    return embed_documents(db, model_name=model_name, encoder=encoder, batch_size=batch, allow_external=allow,
-                           progress=progress, cancel=cancel)
+    try:
+        return embed_documents(db, model_name=model_name, encoder=encoder, batch_size=batch,
+                               allow_external=allow, progress=progress, cancel=cancel)
+    except VectorsUnavailable as err:
+        if allow or getattr(db, "schema_owner", "app") == "app":
+            raise
+        raise VectorsUnavailable(
+            "this database is not managed by KMDS Desktop (e.g. a BMLibrarian database), so the app created "
+            "nothing in it; to let it add the extension 'vector' and one table of document vectors (its own "
+            f"tables stay as they are), tick '{EXTERNAL_OPT_IN}' in Preferences > Retrieval") from err
 
 
 def write_export(

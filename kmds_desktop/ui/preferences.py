@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
 )
 
 from kmds_desktop import secrets
+from kmds_desktop.app.literature_data import EXTERNAL_OPT_IN
 from kmds_desktop.app.preferences import list_ollama_models
 from kmds_desktop.config import Settings, SettingsError, save_settings, validate_settings
 from kmds_desktop.ui.workers import JobRunner
@@ -327,7 +328,7 @@ class PreferencesDialog(QDialog):
         self.ret_embed = QCheckBox("Embed new documents in the background after an import")
         self.ret_embed.setObjectName("embedAfterImport")
         self._row(form, "retrieval.embed_after_import", "Embedding", self.ret_embed)
-        self.ret_external = QCheckBox("Allow a vector table in an external database (e.g. BMLibrarian's)")
+        self.ret_external = QCheckBox(EXTERNAL_OPT_IN + " (e.g. BMLibrarian's)")
         self.ret_external.setObjectName("allowExternalVectors")
         self._row(form, "retrieval.allow_vectors_in_external_database", "", self.ret_external,
                   "Off: nothing is created in a database the app does not manage; semantic rows find "
