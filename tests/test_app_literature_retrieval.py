@@ -83,6 +83,10 @@ def test_a_round_adds_the_semantic_row_and_the_hypothetical_abstract(fake_ollama
     kinds = [(r.kind, r.model, r.query[:30]) for r in session.rows]
     assert kinds == [("semantic", HAND_WRITTEN, question[:30]), ("tsquery", "m", QUERY),
                      ("hypothetical", "m", target["title"][:30])]
+    assert session.rows[0].source_label == "[semantic] question"
+    session.edit(session.rows[0].uid, question + " In adults?")
+    assert session.rows[0].source_label == "[semantic] hand-written", "edited: the user's sentence now"
+    session.edit(session.rows[0].uid, question)
     hypothetical = session.rows[2]
     assert hypothetical.included and hypothetical.source_label == "[hypothetical] m"
     made = hypothetical.provenance()

@@ -115,7 +115,7 @@ def test_semantic_and_hypothetical_rows_are_generated_edited_ticked_and_fused(
 
     _generate(qtbot, panel, target["title"])
     labels = [panel.review.index(r, ReviewModel.COL_MODEL).data() for r in range(panel.review.rowCount())]
-    assert labels == ["[semantic] hand-written", "m", "[hypothetical] m"]
+    assert labels == ["[semantic] question", "m", "[hypothetical] m"]
     assert panel.review.row(0).query == target["title"]
     assert panel.review.row(2).query.startswith(target["title"])
     assert "hypothetical abstract: ✓ m" in panel.progress_label.text()

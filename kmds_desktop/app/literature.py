@@ -64,6 +64,8 @@ from kmds_desktop.literature.semantic import (
 from kmds_desktop.tasks import Cancelled, CancelToken, ProgressFn, check, report
 
 GENERATED = "generated"
+#: The Model column of the question's semantic row (added by the retrieval settings, not edited).
+QUESTION_ROW = "question"
 HAND_WRITTEN = "hand-written"
 EDITED = "edited"
 
@@ -137,8 +139,11 @@ class QueryRow:
 
     @property
     def source_label(self) -> str:
-        """The Model column: the model's name, "hand-written", or "<model> (edited)"."""
+        """The Model column: the model's name, "hand-written", "<model> (edited)", or for the semantic
+        row the retrieval settings added, "question" until it is edited."""
         label = f"{self.model} (edited)" if self.origin == EDITED else self.model
+        if self.from_settings and self.revision == 0 and self.kind == ROW_SEMANTIC:
+            label = QUESTION_ROW
         return label if self.kind == ROW_TSQUERY else f"[{self.kind}] {label}"
 
     def provenance(self) -> dict[str, Any]:
@@ -411,6 +416,13 @@ class LiteratureSession:
             row.validity = CHECKING
         self.rows.append(row)
         return row
+
+    def add_question_row(self) -> QueryRow:
+        """The question as a semantic row, as the ``retrieval`` settings add it (a new round replaces it
+        unless it was edited or ran; the Model column says "question")."""
+        text = self.question.strip()
+        return self.append(QueryRow(query=text, model=HAND_WRITTEN, included=bool(text), kind=ROW_SEMANTIC,
+                                    round=self.round.number if self.round else 0, from_settings=True))
 
     def add_semantic(self, text: str | None = None) -> QueryRow:
         """A semantic row: ``text`` (default: the question) searched by meaning on the document vectors."""

@@ -164,7 +164,7 @@ def _add_semantic_rows(args: argparse.Namespace, session: Any, agent: Any, db: A
             bool(args.semantic_text) or vector_status(db, session.embedding_model)["with_vectors"] > 0)
     added = []
     if want_semantic:
-        added.append(session.add_semantic())
+        added.append(session.add_question_row())  # the rule the window's generation round applies
     added += [session.add_semantic(t) for t in args.semantic_text if t.strip()]
     want_hypothetical = args.hypothetical
     if want_hypothetical is None:
