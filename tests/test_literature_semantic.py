@@ -187,9 +187,11 @@ def test_cli_search_with_semantic_rows(embedded_sample, capsys, data_home):
     top = next(d for d in log["documents"] if d["id"] == ids[records[2]["id"]])
     assert semantic_index in top["found_by"]
 
-    # default: the database has vectors, so the question is added as a semantic row
+    # default: the database has vectors, so the round adds the question as a semantic row, first (as
+    # the window's round does)
     assert main(["literature", "search", question, "--max-rows", "3", "--dsn", db.dsn, "--json"]) == 0
-    assert [q["kind"] for q in json.loads(capsys.readouterr().out)["queries"]][-1] == "semantic"
+    queries = json.loads(capsys.readouterr().out)["queries"]
+    assert [q["kind"] for q in queries][0] == "semantic" and queries[0]["model"] == "[semantic] question"
 
     assert main(["literature", "search", question, "--no-generate", "--semantic", "--no-rerank",
                  "--max-rows", "3", "--dsn", db.dsn]) == 0

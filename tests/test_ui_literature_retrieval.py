@@ -360,3 +360,39 @@ def test_a_database_the_app_does_not_manage_gets_vectors_only_after_opting_in(qt
         db.close()
         with psycopg.connect(**admin, autocommit=True) as conn:
             conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def test_window_log_equals_the_cli_json_with_semantic_rows(qtbot, make_window, fake_ollama, pg_empty_database,
+                                                           literature_data, tmp_path, data_home, capsys,
+                                                           monkeypatch) -> None:
+    """The same question with vectors and an LLM: the window's exported log and ``literature search
+    --json`` list the same rows (semantic, full-text, hypothetical) in the same order, and the same
+    fused documents."""
+    from kmds_desktop.app.search_log import load_search_log, without_volatile
+    from kmds_desktop.cli import main
+    from kmds_desktop.config import save_settings
+
+    path, records = _sample(literature_data, tmp_path, 16)
+    target = records[5]
+    fake_ollama.models["m"] = ModelScript(
+        [lambda prompt, _body: _abstract(target["title"]) if "Write the abstract" in prompt else QUERY])
+    window, panel = _window(make_window, pg_empty_database, ["m"], fake_ollama.url)
+    _import_and_embed(qtbot, window, panel, path, 16)
+    _generate(qtbot, panel, target["title"])
+    _click(qtbot, panel.run_button)
+    qtbot.waitUntil(lambda: panel.session.last_run is not None and panel.run_button.isEnabled(), timeout=WAIT)
+    monkeypatch.setattr(panel, "_ask_path", lambda *_a: str(tmp_path / "window-log.json"))
+    action = next(a for a in panel.export_button.menu().actions() if a.text().startswith("Search log"))
+    action.trigger()
+    qtbot.waitUntil((tmp_path / "window-log.json").exists, timeout=WAIT)
+    qtbot.waitUntil(lambda: "Search log written" in panel.progress_label.text(), timeout=WAIT)
+    window_log = load_search_log(tmp_path / "window-log.json")
+
+    save_settings(window.settings, data_home / "settings.json")  # the CLI reads the same settings
+    code = main(["literature", "search", target["title"], "--dsn", str(pg_empty_database.dsn), "--json"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    cli_log = json.loads(out.out)
+    assert [q["kind"] for q in window_log["queries"]] == ["semantic", "tsquery", "hypothetical"]
+    assert [q["model"] for q in window_log["queries"]] == ["[semantic] question", "m", "[hypothetical] m"]
+    assert without_volatile(window_log) == without_volatile(cli_log)

@@ -8,8 +8,10 @@ search log* writes for the same reviewed queries, apart from timings. Each run i
 search history as a numbered set (:mod:`kmds_desktop.app.strategy`); its number goes to stderr.
 
 Semantic rows (``--semantic``, ``--semantic-text``, ``--hypothetical``) run beside the generated
-full-text rows; by default the question is added as a semantic row when ``retrieval.semantic_row`` is
-on and the database has document vectors (``literature embed``). The rows are merged by reciprocal
+full-text rows. Without those options the generation round adds the rows the ``retrieval`` settings
+ask for, as in the window: when the database has document vectors (``literature embed``), the
+question as a semantic row first and, with an LLM among the models, its hypothetical abstract last
+(:func:`~kmds_desktop.app.literature.plan_retrieval_rows`). The rows are merged by reciprocal
 rank fusion (``--fusion``) and, when a semantic row ran, re-ranked by similarity to the question
 (``--rerank``).
 
@@ -72,7 +74,13 @@ def register_search(lit_sub: argparse._SubParsersAction) -> None:  # noqa: SLF00
 @guarded
 def _search(args: argparse.Namespace) -> int:
     """The same session the window drives: generate a round, run every query it offered, print."""
-    from kmds_desktop.app.literature import LiteratureSession, execute_run, generate_round
+    from kmds_desktop.app.literature import (
+        HypotheticalAttempt,
+        LiteratureSession,
+        RetrievalRows,
+        execute_run,
+        generate_round,
+    )
     from kmds_desktop.app.search_log import search_log_json, utc_now
     from kmds_desktop.app.strategy import abandon_recording, begin_recording, finish_recording
     from kmds_desktop.config import load_settings
@@ -92,11 +100,26 @@ def _search(args: argparse.Namespace) -> int:
     quiet = args.json
     session = LiteratureSession(qg, literature, settings.retrieval, settings.index.embedding_model)
 
-    def on_attempt(row: Any) -> None:
-        session.accept_attempt(row)
-        if not quiet:
-            shown = row.query if row.ok else f"(failed: {row.error})"
-            print(f"  [{row.model} #{row.attempt_number}, {row.generation_time:.2f} s] {shown}",
+    # Without explicit semantic options the round adds the retrieval settings' rows as the window's
+    # does (the question's semantic row first, an LLM's hypothetical abstract last), so both faces
+    # give the same table and the same search log.
+    by_settings = args.semantic is None and args.hypothetical is None and not args.no_generate
+
+    def on_attempt(item: Any) -> None:
+        session.accept_attempt(item)
+        if quiet:
+            return
+        if isinstance(item, RetrievalRows):
+            if item.semantic:
+                print(f"  [semantic row] {item.semantic}", file=sys.stderr)
+            if item.hypothetical_model:
+                print(f"  {item.hypothetical_model} will write a hypothetical abstract", file=sys.stderr)
+        elif isinstance(item, HypotheticalAttempt):
+            shown = item.abstract[:70] + "…" if item.ok else f"(no hypothetical-abstract row: {item.error})"
+            print(f"  [{item.model} hypothetical abstract, {item.seconds:.2f} s] {shown}", file=sys.stderr)
+        else:
+            shown = item.query if item.ok else f"(failed: {item.error})"
+            print(f"  [{item.model} #{item.attempt_number}, {item.generation_time:.2f} s] {shown}",
                   file=sys.stderr)
 
     with literature_database(args, literature) as db:
@@ -108,9 +131,9 @@ def _search(args: argparse.Namespace) -> int:
         else:
             if not quiet:
                 print(f"generating queries with {', '.join(rnd.models)}", file=sys.stderr)
-            generate_round(agent, args.question, on_attempt=on_attempt)
+            generate_round(agent, args.question, on_attempt=on_attempt, retrieval_rows=by_settings)
             session.finish_round()
-        _add_semantic_rows(args, session, agent, db, quiet)
+        _add_semantic_rows(args, session, agent, db, quiet, by_settings)
         if not session.included_rows():
             if args.no_generate:
                 raise QueryAgentError("--no-generate needs a semantic row (--semantic or --semantic-text)")
@@ -152,8 +175,15 @@ def _search(args: argparse.Namespace) -> int:
     return _incomplete_exit(result)
 
 
-def _add_semantic_rows(args: argparse.Namespace, session: Any, agent: Any, db: Any, quiet: bool) -> None:
-    """Add the semantic and hypothetical rows this search runs (defaults in the module docstring)."""
+def _add_semantic_rows(args: argparse.Namespace, session: Any, agent: Any, db: Any, quiet: bool,
+                       by_settings: bool = False) -> None:
+    """Add the semantic and hypothetical rows this search runs (defaults in the module docstring);
+    with ``by_settings`` the round has added the settings' rows already, so only ``--semantic-text``."""
+    if by_settings:
+        for text in args.semantic_text:
+            if text.strip():
+                session.add_semantic(text)
+        return
     from kmds_desktop.app.literature import write_hypothetical
     from kmds_desktop.literature.agent import QueryAgentError
     from kmds_desktop.literature.vectors import vector_status
