@@ -112,8 +112,10 @@ class MachineNoise:
         "ticks, stop = [time.monotonic()], threading.Event()\n"
         "windows = []\n"
         "def read():\n"
-        "    windows.extend(json.loads(sys.stdin.readline()))\n"
-        "    stop.set()\n"
+        "    try:\n"  # an empty line: the bench ended without asking (it failed); stop all the same
+        "        windows.extend(json.loads(sys.stdin.readline() or '[]'))\n"
+        "    finally:\n"
+        "        stop.set()\n"
         "threading.Thread(target=read, daemon=True).start()\n"
         "while not stop.is_set():\n"
         "    time.sleep(0.01)\n"

@@ -237,12 +237,28 @@ class MainWindow(QMainWindow):
 
     def start_up(self, kb_path: str | Path, *, note: str | None = None) -> None:
         """What follows ``show()`` at start-up (``run_app`` and the stall benchmark): once the first frame
-        is on screen, open ``kb_path`` and start the warm-up job; both jobs are in :attr:`startup_jobs`."""
+        is on screen, open ``kb_path``; once the KB is shown (or has failed), start the warm-up job.
+        Both jobs are in :attr:`startup_jobs`.
+
+        One after the other: the warm-up's first steps (building the Markdown converter, starting
+        the index process) ran Python beside the KB's arrival, when the GUI thread fills and first
+        paints the tree, each call into Python waiting for the GIL. The warm-up takes seconds (the
+        embedding model loads in the index process); the KB load before it, a fraction of one.
+        """
+
+        def warm_up() -> None:
+            job = self.warm_up()
+            if job is not None:
+                self.startup_jobs.append(job)
 
         def begin() -> None:
-            for job in (self.open_kb(kb_path, note=note), self.warm_up()):
-                if job is not None:
-                    self.startup_jobs.append(job)
+            job = self.open_kb(kb_path, note=note)
+            if job is None:
+                warm_up()
+                return
+            self.startup_jobs.append(job)
+            # Queued: after the tree's first paint, which the KB's arrival has just requested.
+            job.finished.connect(lambda: QTimer.singleShot(0, self, warm_up))
 
         self.after_first_frame(begin)
 
