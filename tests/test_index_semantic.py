@@ -327,3 +327,36 @@ def test_in_memory_indexes_are_private(exp_kb, app_kb, embedding_model) -> None:
     assert first.count(kb_id=ALL_KBS) == 30 and second.count(kb_id=ALL_KBS) == 10
     first.close()
     assert second.count() == 10
+
+
+def test_entries_of_the_previous_layout_are_read_then_replaced(exp_kb, embedding_model) -> None:
+    """Index format 2 kept every field as a metadata key and the text as a ChromaDB document:
+    such a store still answers with the text, and the next build re-embeds it in the new layout."""
+    from kmds_desktop.index import entries
+
+    index = SemanticIndex(None)
+    source = entries.from_knowledge_base(exp_kb)
+    old = entries.make_entries(source, DEFAULT_MODEL)
+    metadatas = []
+    for e in old:
+        fields = entries.result_fields(e.metadata)
+        meta = {k: v for k, v in fields.items() if k not in ("finding", "intent") and v is not None}
+        meta.update({k: v for k, v in e.metadata.items() if k.startswith(entries.WORKFLOW_FLAG_PREFIX)})
+        meta.update(content_hash="0" * 40, meta_hash="1" * 40)
+        metadatas.append(meta)
+    collection = index._collection(source.kb_id)
+    collection.upsert(ids=[e.id for e in old], embeddings=embeddings.encode([e.text for e in old]),
+                      documents=[e.text for e in old], metadatas=metadatas)
+    index.attach(exp_kb)
+    target = exp_kb.observations[0]
+    hit = next(h for h in index.search(target.finding, n_results=5) if h["iri"] == target.iri)
+    assert hit["finding"] == target.finding.strip() and hit["category"] == target.category
+
+    report = index.build_from_onto(exp_kb)
+    assert report.embedded == report.total == len(old) and index.count() == len(old)
+    stored = collection.get(include=["metadatas"])["metadatas"]
+    assert all(entries.HASH_KEY in m and "content_hash" not in m and "iri" not in m for m in stored)
+    hit = next(h for h in index.search(target.finding, n_results=5) if h["iri"] == target.iri)
+    assert hit["finding"] == target.finding.strip() and hit["kb_id"] == exp_kb.kb_id
+    assert index.build_from_onto(exp_kb).unchanged == len(old)
+    index.close()

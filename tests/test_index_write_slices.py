@@ -72,9 +72,11 @@ def test_every_entry_is_written_once_in_order() -> None:
     assert all(0 < s <= semantic_index_module.WRITE_SLICE_MAX for s in recorder.sizes)
 
 
-def test_without_a_gui_each_step_is_one_write(kmds_data, embedding_model,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    """The CLI and the index process have no GUI thread to protect: one upsert per embedded step."""
+def test_without_a_gui_steps_are_written_in_large_calls(kmds_data, embedding_model,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI has no GUI thread to protect: embedded steps are written STORE_BATCH at a time
+    (each ChromaDB call has a fixed cost), the rest at the end; no document text is handed to
+    ChromaDB (its full-text index of documents is a large part of a write's cost)."""
     from chromadb.api.models.Collection import Collection
 
     sizes: list[int] = []
@@ -82,12 +84,18 @@ def test_without_a_gui_each_step_is_one_write(kmds_data, embedding_model,
 
     def counting_upsert(self, *args, **kwargs):
         sizes.append(len(kwargs["ids"]))
+        assert kwargs.get("documents") is None
         return real_upsert(self, *args, **kwargs)
 
     monkeypatch.setattr(Collection, "upsert", counting_upsert)
     monkeypatch.setattr(semantic_index_module, "BUILD_CHUNK", 12)
+    monkeypatch.setattr(semantic_index_module, "STORE_BATCH", 24)
     index = SemanticIndex(None)
     assert not index.responsive
-    report = index.build_from_onto(load_kb(kmds_data / "test_kb_exp_workflow.xml"))
-    assert report.embedded == 30 and sizes == [12, 12, 6]
+    kb = load_kb(kmds_data / "test_kb_exp_workflow.xml")
+    report = index.build_from_onto(kb)
+    assert report.embedded == 30 and sizes == [24, 6] and index.count() == 30
+    hit = index.search(kb.observations[0].finding, n_results=1)[0]
+    assert hit["finding"] == kb.observations[0].finding.strip() and hit["distance"] < 1e-4
+    assert kb.observation(hit["iri"]).finding.strip() == hit["finding"]  # the text comes back
     index.close()

@@ -18,7 +18,6 @@ from __future__ import annotations
 import hmac
 import http.client
 import json
-import os
 import threading
 from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -101,24 +100,33 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
 
 
+_encode_lock = threading.Lock()  # one forward pass at a time: they share the cores
+
+
+def encode_here(texts: Sequence[str], model: str, batch_size: int) -> np.ndarray:
+    """Embed ``texts`` in this (the index) process: for ``POST /embed`` and for the build steps
+    the index process embeds and stores in one call (``embed_upsert`` of its private channel).
+
+    torch keeps its default threads (one per core), as in the CLI and a bare ``encode``: with one
+    core left idle a full build took about twice as long. The window does not need that core kept
+    free: the index process runs at ``nice`` 10, so the scheduler gives the window's process the
+    CPU first whenever it wants it.
+    """
+    from kmds_desktop.index import embeddings
+
+    with _encode_lock:
+        return embeddings.encode(texts, model, batch_size=batch_size)
+
+
 class _EmbedServer(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(self, token: str) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.token = token
-        self._encode_lock = threading.Lock()  # one forward pass at a time: they share the cores
 
     def encode(self, texts: list[str], model: str, batch_size: int) -> np.ndarray:
-        from kmds_desktop.index import embeddings
-
-        with self._encode_lock:
-            if not embeddings.model_loaded(model):
-                import torch
-
-                # The index process runs at a lower priority; one core is still left to the window.
-                torch.set_num_threads(max(1, (os.cpu_count() or 2) - 1))
-            return embeddings.encode(texts, model, batch_size=batch_size)
+        return encode_here(texts, model, batch_size)
 
 
 def start(token: str) -> int:

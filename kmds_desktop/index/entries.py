@@ -5,6 +5,15 @@ several KBs share one store and an edited KB updates in place (KMDS itself keyed
 number and overwrote them). Each entry carries two hashes: ``content_hash`` (the embedded text and
 the model) decides whether to embed again, ``meta_hash`` whether only the metadata needs updating.
 
+What is stored with a vector is kept to few metadata keys, because ChromaDB writes each key as a
+row of its SQLite store and that, not the vector, is most of a build's storage cost: the keys the
+search filters on (``category``, ``obs_type``, one ``in_workflow:<name>`` flag per workflow), both
+hashes in one key (:data:`HASH_KEY`) and everything a result shows, the text included, as one JSON
+string (:data:`RECORD_KEY`). The text is not given to ChromaDB as a *document*: documents go into a
+trigram full-text index that nothing here searches, which cost about a quarter of the store's
+time (index format 3; :func:`result_fields` and :func:`stored_hashes` still read format-2 entries,
+which a build then re-embeds).
+
 The source is our :class:`~kmds_desktop.kb.KnowledgeBase` (read duck-typed: ``kb_id``,
 ``observations``, ``workflows``) or an owlready2 ontology of a KMDS file, read directly.
 """
@@ -14,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +33,11 @@ WORKFLOW_CATEGORY = "workflow"
 WORKFLOW_SEQ = -1
 #: Prefix of the boolean metadata keys that mark each workflow an observation belongs to.
 WORKFLOW_FLAG_PREFIX = "in_workflow:"
+#: Metadata key holding ``content_hash`` followed by ``meta_hash`` (40 hex digits each).
+HASH_KEY = "hash"
+#: Metadata key holding the text and the fields a result shows, as JSON (see :func:`result_fields`).
+RECORD_KEY = "record"
+_HASH_LEN = 40
 
 _CLASS_TO_CATEGORY = {
     "ExploratoryObservation": "exploratory",
@@ -51,11 +65,11 @@ class Entry:
 
     @property
     def content_hash(self) -> str:
-        return str(self.metadata["content_hash"])
+        return stored_hashes(self.metadata)[0]
 
     @property
     def meta_hash(self) -> str:
-        return str(self.metadata["meta_hash"])
+        return stored_hashes(self.metadata)[1]
 
 
 @dataclass(frozen=True)
@@ -117,43 +131,73 @@ def make_entries(source: SourceKB, model_name: str) -> list[Entry]:
         text = (wf.description or "").strip()
         if not text:
             continue
-        # Few metadata keys: each one is a row in ChromaDB's SQLite store, written per entry.
-        meta: dict[str, Any] = {
-            "kb_id": source.kb_id,
-            "iri": wf.iri,
+        filters: dict[str, Any] = {
             "category": WORKFLOW_CATEGORY,
             "obs_type": wf.kind or "Workflow",
-            "workflow_name": wf.name,
-            "finding_seq": WORKFLOW_SEQ,
             WORKFLOW_FLAG_PREFIX + wf.name: True,
         }
-        entries.append(_finish(entry_id(source.kb_id, "wf", wf.iri), text, meta, model_name))
+        record = {"kb_id": source.kb_id, "iri": wf.iri, "workflow_name": wf.name,
+                  "finding_seq": WORKFLOW_SEQ}
+        entries.append(_finish(entry_id(source.kb_id, "wf", wf.iri), text, filters, record, model_name))
     for obs in source.observations:
         text = (obs.finding or "").strip()
         if not text:
             continue
-        meta = {
-            "kb_id": source.kb_id,
-            "iri": obs.iri,
-            "category": obs.category,
-            "obs_type": obs.obs_type or "",
-            "workflow_name": obs.workflows[0] if obs.workflows else "",
-        }
+        filters = {"category": obs.category, "obs_type": obs.obs_type or ""}
+        for name in obs.workflows:
+            filters[WORKFLOW_FLAG_PREFIX + name] = True
+        record = {"kb_id": source.kb_id, "iri": obs.iri,
+                  "workflow_name": obs.workflows[0] if obs.workflows else ""}
         if obs.finding_seq is not None:
-            meta["finding_seq"] = int(obs.finding_seq)
+            record["finding_seq"] = int(obs.finding_seq)
         intent = clean_intent(obs.intent)
         if intent is not None:
-            meta["intent"] = intent
-        for name in obs.workflows:
-            meta[WORKFLOW_FLAG_PREFIX + name] = True
-        entries.append(_finish(entry_id(source.kb_id, "obs", obs.iri), text, meta, model_name))
+            record["intent"] = intent
+        entries.append(_finish(entry_id(source.kb_id, "obs", obs.iri), text, filters, record, model_name))
     return entries
 
 
-def _finish(eid: str, text: str, meta: dict[str, Any], model_name: str) -> Entry:
-    meta["content_hash"] = _hash(model_name, text)
-    meta["meta_hash"] = _hash(sorted(meta.items()))
+def _finish(eid: str, text: str, filters: dict[str, Any], record: dict[str, Any], model_name: str) -> Entry:
+    record["text"] = text
+    meta = {**filters, RECORD_KEY: json.dumps(record, ensure_ascii=False, separators=(",", ":"))}
+    meta[HASH_KEY] = _hash(model_name, text) + _hash(sorted(meta.items()))
     return Entry(eid, text, meta)
+
+
+def stored_hashes(meta: Mapping[str, Any]) -> tuple[str, str]:
+    """``(content_hash, meta_hash)`` of a stored entry's metadata (format 3, or 2: two keys)."""
+    both = meta.get(HASH_KEY)
+    if isinstance(both, str) and len(both) == 2 * _HASH_LEN:
+        return both[:_HASH_LEN], both[_HASH_LEN:]
+    return str(meta.get("content_hash", "")), str(meta.get("meta_hash", ""))
+
+
+def result_fields(meta: Mapping[str, Any], document: str | None = None) -> dict[str, Any]:
+    """The fields of a search result from a stored entry: ``finding`` (its text), ``obs_type``,
+    ``workflow_name``, ``finding_seq``, ``iri``, ``category``, ``kb_id`` and ``intent`` (None when
+    the observation has none). Format-2 entries kept these as metadata keys and the text as the
+    ChromaDB document."""
+    fields: Mapping[str, Any] = meta
+    raw = meta.get(RECORD_KEY)
+    if isinstance(raw, str):
+        try:
+            record = json.loads(raw)
+        except ValueError:
+            record = None
+        if isinstance(record, dict):
+            fields = record
+            document = record.get("text")
+    seq = fields.get("finding_seq")
+    return {
+        "finding": str(document or ""),
+        "obs_type": str(meta.get("obs_type", "")),
+        "workflow_name": str(fields.get("workflow_name") or ""),
+        "finding_seq": int(seq) if isinstance(seq, (int, float)) and not isinstance(seq, bool) else None,
+        "iri": str(fields.get("iri") or ""),
+        "category": str(meta.get("category", "")),
+        "kb_id": str(fields.get("kb_id") or ""),
+        "intent": clean_intent(fields.get("intent")),
+    }
 
 
 # --------------------------------------------------------------------------------------------

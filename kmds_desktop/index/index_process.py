@@ -355,8 +355,10 @@ def serve(argv: list[str]) -> int:
 
     client = chromadb.PersistentClient(path=str(folder), settings=Settings(anonymized_telemetry=False,
                                                                            allow_reset=False))
+    from kmds_desktop.index import embedding_service
+
     authkey = secrets.token_bytes(32)
-    server = Server(client, private_socket_path(), authkey)
+    server = Server(client, private_socket_path(), authkey, embed=embedding_service.encode_here)
 
     def finish() -> None:
         _remove_server_file(folder, pid)
@@ -371,8 +373,6 @@ def serve(argv: list[str]) -> int:
             pass
         finish()
         os._exit(0)
-
-    from kmds_desktop.index import embedding_service
 
     # The app's embeddings are computed here too, so torch never loads in the window's process.
     embed_port = embedding_service.start(token)

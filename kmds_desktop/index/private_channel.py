@@ -33,6 +33,9 @@ from kmds_desktop.index.errors import IndexProcessStopped
 SOCKET_NAME = "index.sock"
 #: Methods a client may call on a collection (nothing else is dispatched).
 COLLECTION_METHODS = frozenset({"count", "get", "query", "add", "upsert", "update", "delete", "peek"})
+#: The index process's own collection call: embed texts there and upsert them with their vectors
+#: (see :meth:`Server.embed_upsert`).
+EMBED_UPSERT = "embed_upsert"
 #: Methods a client may call on the ChromaDB client itself.
 CLIENT_METHODS = frozenset({"heartbeat", "list_collections", "get_collection", "get_or_create_collection",
                             "create_collection", "delete_collection"})
@@ -59,8 +62,10 @@ def private_socket_path() -> Path:
 class Server:
     """Serves ``client`` (a ChromaDB client) on ``path`` to connections that know ``authkey``."""
 
-    def __init__(self, client: Any, path: Path, authkey: bytes) -> None:
+    def __init__(self, client: Any, path: Path, authkey: bytes,
+                 embed: Callable[[list[str], str, int], Any] | None = None) -> None:
         self.client = client
+        self._embed = embed
         self.path = path
         self._authkey = authkey
         # No authkey here: the handshake runs on each connection's own thread (below), so a client
@@ -119,10 +124,24 @@ class Server:
                 col = getattr(self.client, method)(*args, **kwargs)
                 return col.name, dict(col.metadata or {})
             return getattr(self.client, method)(*args, **kwargs)
+        if method == EMBED_UPSERT and self._embed is not None:
+            return self.embed_upsert(collection, *args, **kwargs)
         if method not in COLLECTION_METHODS:
             raise ValueError(f"unknown collection call {method!r}")
         col = self.client.get_collection(collection, embedding_function=None)
         return getattr(col, method)(*args, **kwargs)
+
+    def embed_upsert(self, collection: str, ids: list[str], texts: list[str], metadatas: list[Any],
+                     model: str, batch_size: int) -> int:
+        """Embed ``texts`` here and upsert them: one call per build step instead of an embedding
+        request whose vectors travel to the app and back in an upsert (both serialised, and the
+        write then overlapped the next step's embedding on the same cores)."""
+        if not (len(ids) == len(texts) == len(metadatas)):
+            raise ValueError("ids, texts and metadatas must have the same length")
+        col = self.client.get_collection(collection, embedding_function=None)
+        vectors = self._embed(list(texts), str(model), int(batch_size))  # type: ignore[misc]
+        col.upsert(ids=list(ids), embeddings=vectors, metadatas=list(metadatas))
+        return len(ids)
 
 
 # ------------------------------------------------------------------------------------- client side
@@ -202,6 +221,6 @@ class RemoteCollection:
         self.metadata = metadata or {}
 
     def __getattr__(self, method: str) -> Callable[..., Any]:
-        if method not in COLLECTION_METHODS:
+        if method not in COLLECTION_METHODS and method != EMBED_UPSERT:
             raise AttributeError(method)
         return lambda *args, **kwargs: self._client.call(self.name, method, *args, **kwargs)

@@ -29,6 +29,7 @@ from kmds_desktop.index.errors import (
     IndexProcessStopped,
     InvalidQueryError,
     KnowledgeBaseReadError,
+    ModelLoadError,
     SemanticIndexError,
 )
 from kmds_desktop.tasks import Cancelled, CancelToken, ProgressFn, check, report
@@ -36,9 +37,11 @@ from kmds_desktop.tasks import Cancelled, CancelToken, ProgressFn, check, report
 log = logging.getLogger(__name__)
 
 #: Texts embedded per step; progress and cancel act between steps. Large, so the model runs full
-#: batches; the step is then written in one call (in short slices only for a ``responsive`` index,
-#: see :class:`_SlicedWriter`).
+#: batches (see :meth:`SemanticIndex._embed_and_store` for how steps are written).
 BUILD_CHUNK = 512
+#: Entries per ChromaDB write when nothing else shares the store's process (the CLI): each call
+#: has a fixed cost, and ChromaDB accepts at most about 5,400 per call.
+STORE_BATCH = 2048
 #: Longest a single ChromaDB write call should take, in seconds. ChromaDB's Rust bindings hold
 #: Python's GIL for the whole call while their own threads write, so one 512-entry upsert froze
 #: the GUI thread for ~200 ms; slices sized to this budget, with the GIL handed back between them,
@@ -93,8 +96,9 @@ class SemanticIndex:
     ``responsive=True`` is for a store in a process whose GUI thread must keep drawing while a
     build runs: each embedded step is then written in short slices with Python's GIL handed back
     between them (:class:`_SlicedWriter`), which costs about three times the store's CPU time. The
-    app does not need it (its store lives in the index process) and neither does the CLI, so by
-    default a step is written in one call, and a full build costs little more than the embedding.
+    app does not need it (its store lives in the index process, which embeds and writes each step
+    in one call) and neither does the CLI, so by default embedded steps are written in turn, in
+    large calls, and a full build costs little more than the embedding.
     """
 
     #: The embedding model used when none is named (KMDS's ``SemanticIndex.DEFAULT_MODEL``).
@@ -336,11 +340,19 @@ class SemanticIndex:
         progress: ProgressFn | None,
         cancel: CancelToken | None,
     ) -> None:
-        """Embed ``pending`` step by step; each step is written while the next one is embedded.
+        """Embed ``pending`` step by step (progress and cancel between steps) and store it.
 
-        Writing overlaps embedding on a single writer thread (at most one write in flight), so the
-        store's cost hides behind the model's. On cancel or error the write in flight finishes
-        first, so what is stored always matches its content hash.
+        Three ways, by where the store is:
+
+        * the app's index process: each step is one call there that embeds and writes
+          (:meth:`_store_steps_remotely`), so no vector crosses the socket;
+        * this process, no window to keep drawing (the CLI, tests): embed, then write in calls of
+          :data:`STORE_BATCH` entries, one after the other (:meth:`_store_steps_in_turn`);
+        * a window in this process (``responsive``) or another store (a Chroma server, the app's
+          process seen from the CLI): writes overlap the next step's embedding on one writer thread,
+          in slices (:meth:`_store_steps_overlapped`).
+
+        Whatever was written before a cancel or an error matches its content hash.
         """
         total = len(pending)
         if total == 0:
@@ -348,11 +360,104 @@ class SemanticIndex:
         # Similar lengths in one step waste less padding (encode sorts only within its call).
         pending = sorted(pending, key=lambda e: len(e.text))
         report(progress, 0, total, f"embedding {total} texts")
+        if self.own_process:
+            self._store_steps_remotely(collection, pending, progress, cancel)
+        elif self.in_process and not self.responsive:
+            self._store_steps_in_turn(collection, pending, progress, cancel)
+        else:
+            self._store_steps_overlapped(collection, pending, progress, cancel)
+
+    def _store_steps_in_turn(
+        self,
+        collection: Any,
+        pending: list[entries.Entry],
+        progress: ProgressFn | None,
+        cancel: CancelToken | None,
+    ) -> None:
+        """Embed a step, then write; no writer thread beside the model.
+
+        On a 2-core machine torch's threads already use both cores, so a write overlapping the
+        next step only competes with them (a thread of the forward pass waits at every barrier for
+        the one that lost its core), and costs more CPU and wall-clock than writing in turn.
+        Embedded steps are written :data:`STORE_BATCH` at a time: each ChromaDB call has a fixed
+        cost. A cancel writes what was embedded first.
+        """
+        total = len(pending)
+        done = 0
+        embedded = 0
+        batch: list[tuple[list[entries.Entry], Any]] = []
+
+        def flush() -> None:
+            nonlocal done
+            if not batch:
+                return
+            import numpy as np
+
+            part = [e for step, _ in batch for e in step]
+            vectors = batch[0][1] if len(batch) == 1 else np.concatenate([v for _, v in batch])
+            collection.upsert(ids=[e.id for e in part], embeddings=vectors,
+                              metadatas=[e.metadata for e in part])
+            batch.clear()
+            done += len(part)
+
+        try:
+            for start in range(0, total, BUILD_CHUNK):
+                check(cancel)
+                part = pending[start : start + BUILD_CHUNK]
+                batch.append((part, self.encode([e.text for e in part])))
+                embedded += len(part)
+                if embedded - done >= STORE_BATCH or embedded == total:
+                    flush()
+                report(progress, embedded, total, f"embedded {embedded} of {total}")
+        except Cancelled:
+            flush()  # what was embedded is kept: the next build continues from there
+            raise
+
+    def _store_steps_remotely(
+        self,
+        collection: Any,
+        pending: list[entries.Entry],
+        progress: ProgressFn | None,
+        cancel: CancelToken | None,
+    ) -> None:
+        """The app's way: the index process embeds each step and writes it, in one call.
+
+        The window's process only sends the texts and metadata of a step and waits on the socket;
+        the vectors never travel (before, they came back from the embedding service and went out
+        again in an upsert, and the write overlapped the next step's embedding on the same cores).
+        """
+        total = len(pending)
+        for start in range(0, total, BUILD_CHUNK):
+            check(cancel)
+            part = pending[start : start + BUILD_CHUNK]
+            try:
+                collection.embed_upsert([e.id for e in part], [e.text for e in part],
+                                        [e.metadata for e in part], self.model_name,
+                                        embeddings.ENCODE_BATCH_SIZE)
+            except Exception as err:  # noqa: BLE001 - a model that cannot load is not a store fault
+                if type(err).__name__ == "ModelLoadError":
+                    raise ModelLoadError(str(err)) from None
+                raise
+            done = start + len(part)
+            report(progress, done, total, f"embedded {done} of {total}")
+
+    def _store_steps_overlapped(
+        self,
+        collection: Any,
+        pending: list[entries.Entry],
+        progress: ProgressFn | None,
+        cancel: CancelToken | None,
+    ) -> None:
+        """Each step is written while the next one is embedded, on one writer thread.
+
+        For a window in this process, writes go in short adaptive slices (:class:`_SlicedWriter`);
+        to another store (a Chroma server, the app's process used from the CLI) they go in
+        :data:`WRITE_SLICE_MAX` slices and the write's cost is that store's. On cancel or error
+        the write in flight finishes first.
+        """
+        total = len(pending)
         done = 0
         in_flight: Future[None] | None = None
-        # over a socket (the app's index process, a Chroma server) slices stay at WRITE_SLICE_MAX:
-        # the client serialises each call on the caller's thread, which in the app is a worker
-        # beside the GUI thread; in this process without a GUI, a whole step goes in one call
         write = _SlicedWriter(collection, adaptive=self.responsive and self.in_process,
                               size=BUILD_CHUNK if self.in_process else WRITE_SLICE_MAX)
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kmds-index-writer") as writer:
@@ -389,9 +494,7 @@ class SemanticIndex:
                 got = collection.get(include=["metadatas"], limit=_HASH_PAGE, offset=offset)
                 for eid, meta in zip(got["ids"], got["metadatas"] or [], strict=False):
                     if meta is not None:
-                        out[eid] = (
-                            str(meta.get("content_hash", "")), str(meta.get("meta_hash", "")), frozenset(meta)
-                        )
+                        out[eid] = (*entries.stored_hashes(meta), frozenset(meta))
                 time.sleep(0)
         except Exception as err:  # noqa: BLE001
             raise store.store_error(err, self.location) from None
@@ -535,7 +638,7 @@ class SemanticIndex:
                 got = collection.get(ids=ids[i : i + _GET_CHUNK], include=["embeddings", "metadatas"])
                 for meta, emb in zip(got["metadatas"] or [], got["embeddings"], strict=False):
                     if meta is not None:
-                        vectors[str(meta["iri"])] = emb
+                        vectors[entries.result_fields(meta)["iri"]] = emb
         except Exception as err:  # noqa: BLE001
             raise store.store_error(err, self.location) from None
         missing = [iri for iri in dict.fromkeys(iris) if iri not in vectors and texts and texts.get(iri)]
@@ -639,7 +742,6 @@ class _SlicedWriter:
             self.collection.upsert(
                 ids=[e.id for e in piece],
                 embeddings=vectors[start : start + len(piece)],
-                documents=[e.text for e in piece],
                 metadatas=[e.metadata for e in piece],
             )
             took = time.perf_counter() - began
@@ -702,20 +804,12 @@ def _check_query(query: Any) -> str:
 
 
 def _result(document: str | None, meta: Mapping[str, Any], distance: float) -> dict[str, Any]:
-    seq = meta.get("finding_seq")
-    out: dict[str, Any] = {
-        "finding": document or "",
-        "obs_type": str(meta.get("obs_type", "")),
-        "workflow_name": str(meta.get("workflow_name", "")),
-        "finding_seq": int(seq) if seq is not None else None,
-        "distance": distance,
-        "iri": str(meta.get("iri", "")),
-        "category": str(meta.get("category", "")),
-        "kb_id": str(meta.get("kb_id", "")),
-    }
-    intent = entries.clean_intent(meta.get("intent"))
-    if intent is not None:
-        out["intent"] = intent
+    fields = entries.result_fields(meta, document)
+    out = {key: fields[key] for key in ("finding", "obs_type", "workflow_name", "finding_seq")}
+    out["distance"] = distance
+    out.update((key, fields[key]) for key in ("iri", "category", "kb_id"))
+    if fields["intent"] is not None:  # documented: present only when the observation has one
+        out["intent"] = fields["intent"]
     return out
 
 

@@ -32,7 +32,7 @@ from kmds_desktop.index.errors import (
 )
 
 #: Bumped when the layout of entries changes; stored on the collection.
-INDEX_FORMAT = 2
+INDEX_FORMAT = 3
 SERVER_CONNECT_TIMEOUT_S = 3.0
 _SQLITE_FILE = "chroma.sqlite3"
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
