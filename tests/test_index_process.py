@@ -14,9 +14,17 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from kmds_desktop.index import DEFAULT_MODEL, SemanticIndex, embeddings, index_process, store
+from kmds_desktop.index import (
+    DEFAULT_MODEL,
+    SemanticIndex,
+    embedding_service,
+    embeddings,
+    index_process,
+    store,
+)
 from kmds_desktop.index.errors import IndexStoreError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -104,6 +112,42 @@ def test_the_app_index_runs_in_its_own_process(folder: Path, kmds_data: Path, em
     assert not (folder / index_process.SERVER_FILE).exists()
     plain = SemanticIndex(folder)
     assert plain.in_process and plain.count(report.kb_id) == 30
+
+
+def test_the_index_process_embeds_and_writes_each_step(folder: Path, kmds_data: Path, embedding_model,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The app's build sends texts, not vectors: each step is one call in which the index process
+    embeds and writes; what it stored is what this process's model gives. A model the index
+    process cannot load is a ModelLoadError naming it, not a damaged index."""
+    from kmds_desktop.index import ModelLoadError, entries
+    from kmds_desktop.index import semantic_index as semantic_index_module
+    from kmds_desktop.kb import load_kb
+
+    monkeypatch.setattr(semantic_index_module, "BUILD_CHUNK", 12)
+    index = SemanticIndex(folder, own_process=True)
+    calls: list[str] = []
+    real_call = type(index._client).call  # noqa: SLF001
+
+    def recording_call(self, collection, method, *args, **kwargs):
+        calls.append(method)
+        return real_call(self, collection, method, *args, **kwargs)
+
+    monkeypatch.setattr(type(index._client), "call", recording_call)  # noqa: SLF001
+    monkeypatch.setattr(embedding_service, "encode_remote", _no_remote_encode)
+    kb = load_kb(kmds_data / "test_kb_exp_workflow.xml")
+    report = index.build_from_onto(kb)
+    assert report.embedded == 30 and calls.count("embed_upsert") == 3 and "upsert" not in calls
+    wanted = entries.make_entries(entries.from_knowledge_base(kb), DEFAULT_MODEL)
+    got = index._collection(kb.kb_id).get(ids=[wanted[0].id], include=["embeddings"])  # noqa: SLF001
+    np.testing.assert_allclose(got["embeddings"][0], embeddings.encode([wanted[0].text])[0], atol=1e-5)
+
+    other = SemanticIndex(folder, "no-such-model", own_process=True)
+    with pytest.raises(ModelLoadError, match="no-such-model"):
+        other.build_from_onto(kb)
+
+
+def _no_remote_encode(*args, **kwargs):  # noqa: ANN002, ANN003
+    raise AssertionError("a build step must not fetch vectors from the index process")
 
 
 def test_a_stopped_index_process_is_started_again(folder: Path, kmds_data: Path, embedding_model) -> None:
