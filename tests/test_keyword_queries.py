@@ -3,7 +3,7 @@ and does something sensible on an empty database (real PostgreSQL with the share
 
 from __future__ import annotations
 
-from kmds_desktop.literature.keyword_queries import FLOOD_MIN, KeywordQueryBuilder, content_words
+from kmds_desktop.literature.keyword_queries import FLOOD_MIN, FLOOD_SHARE, KeywordQueryBuilder, content_words
 from kmds_desktop.literature.query_cleaning import clean_query
 
 
@@ -31,17 +31,23 @@ def test_vitamin_d_query_does_not_find_other_vitamins(pg_database):
     assert all("vitamin d" in t for t in text)
 
 
-def test_broad_query_is_checked_against_its_match_count(pg_database):
-    builder = KeywordQueryBuilder(pg_database)
+def test_broad_query_is_checked_against_its_match_count(pg_database, monkeypatch):
+    import kmds_desktop.literature.keyword_queries as keyword_queries
+
     question = "Erlotinib improves survival in non-small-cell lung cancer"
-    strict, pairs, broad = (builder.query(question, a) for a in (1, 2, 3))
+    strict, pairs, broad = (KeywordQueryBuilder(pg_database).query(question, a) for a in (1, 2, 3))
     counts = [pg_database.count_matches(q) for q in (strict, pairs, broad)]
     assert 0 < counts[0] <= min(counts[1], counts[2])  # strict first, then broader
+    assert ":*" not in broad and "rlotinib" in broad  # stems, not prefixes
     total = pg_database.status()["documents"]
-    limit = max(FLOOD_MIN, int(0.03 * total))
-    naive = " | ".join(f"{t}:*" for t in builder.terms(question))
-    assert pg_database.count_matches(naive) > limit  # what the broad query was before: it flooded
-    assert counts[1] <= limit and counts[2] <= limit and "rlotinib" in broad
+    assert counts[2] <= max(FLOOD_MIN, int(FLOOD_SHARE * total))
+    # With a limit the whole OR exceeds, the most common terms go until it fits; the rare one stays.
+    everything = pg_database.count_matches(" | ".join(KeywordQueryBuilder(pg_database).terms(question)))
+    monkeypatch.setattr(keyword_queries, "FLOOD_MIN", 1)
+    monkeypatch.setattr(keyword_queries, "FLOOD_SHARE", (everything // 3) / total)
+    narrowed = KeywordQueryBuilder(pg_database).query(question, 3)
+    assert narrowed.count("|") < broad.count("|") and "rlotinib" in narrowed
+    assert pg_database.count_matches(narrowed) <= max(1, everything // 3) < everything
 
 
 def test_empty_database_gives_a_query_of_the_key_terms(pg_empty_database):

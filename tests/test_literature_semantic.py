@@ -201,3 +201,16 @@ def test_cli_search_with_semantic_rows(embedded_sample, capsys, data_home):
     assert "3 documents from 1 of 1 query (merged: rrf)" in captured.out and "[found by #1]" in captured.out
     assert main(["literature", "search", question, "--no-generate", "--dsn", db.dsn, "--no-semantic"]) == 1
     assert "--no-generate needs a semantic row" in capsys.readouterr().err
+
+
+def test_rerank_mixes_similarity_with_full_text_evidence():
+    fused = [1, 2, 3]
+    sims = {1: 0.2, 2: 0.3, 3: 0.4}
+    lexical = {1: 1.0, 2: 0.1}  # 3 was found by the semantic row only
+    assert rerank_by_similarity(fused, sims, weight=0.0, lexical=lexical) == [1, 2, 3]
+    assert rerank_by_similarity(fused, sims, weight=1.0, lexical=lexical) == [3, 2, 1]
+    # 1: 0.3 * 1.0 + 0.7 * 0 = 0.3; 2: 0.03 + 0.35; 3: 0 + 0.7
+    assert rerank_by_similarity(fused, sims, weight=0.7, lexical=lexical) == [3, 2, 1]
+    assert rerank_by_similarity(fused, sims, weight=0.2, lexical=lexical) == [1, 3, 2]
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        rerank_by_similarity(fused, sims, weight=1.5)

@@ -67,7 +67,7 @@ def test_builtin_keywords_without_database_varies_per_attempt() -> None:
     builder = KeywordQueryBuilder()
     strict, pairs, broad = (builder.query(QUESTION, a) for a in (1, 2, 3))  # strict to broad
     assert " & " in strict and "|" not in strict
-    assert broad.startswith("aspirin:* |") and "diabetic:*" in broad
+    assert broad.startswith("aspirin | ") and "diabetic" in broad and ":*" not in broad
     assert pairs.count("&") >= 3 and "|" in pairs
     assert len({strict, broad, pairs}) == 3
     assert all(clean_query(q) == q for q in (strict, broad, pairs))  # already canonical

@@ -42,7 +42,11 @@ from typing import Any
 
 from kmds_desktop.config import QueryGenerationSettings, RetrievalSettings
 from kmds_desktop.literature.errors import InvalidQuery, LiteratureError
-from kmds_desktop.literature.fusion import reciprocal_rank_fusion, rerank_by_similarity
+from kmds_desktop.literature.fusion import (
+    best_lexical_scores,
+    reciprocal_rank_fusion,
+    rerank_by_similarity,
+)
 from kmds_desktop.literature.query_cleaning import deduplicate_queries
 from kmds_desktop.literature.query_generation import (
     DEFAULT_SYSTEM_PROMPT,
@@ -97,6 +101,8 @@ class QueryRunStats:
     #: query could not run (lost connection, timeout...), so the search lost its results.
     error_kind: str | None = None
     ids: list[int] = field(default_factory=list, repr=False)  # best rank first
+    #: full-text rows: each id's rank score, in ``ids`` order (for re-ranking; not in the search log)
+    scores: list[float] = field(default_factory=list, repr=False)
     # Set by ``check_query`` only (the review table's check before anything runs).
     valid: bool | None = field(default=None, repr=False)
     invalid_reason: str | None = field(default=None, repr=False)
@@ -112,7 +118,7 @@ class QueryRunStats:
 
     def to_dict(self, with_ids: bool = True) -> dict[str, Any]:
         data = asdict(self)
-        for key in ("valid", "invalid_reason", "estimated"):
+        for key in ("valid", "invalid_reason", "estimated", "scores"):
             data.pop(key)
         if not with_ids:
             data.pop("ids")
@@ -522,7 +528,9 @@ class QueryAgent:
             except LiteratureError as err:  # re-ranking is an improvement, never a reason to fail
                 log.info("results not re-ranked: %s", err)
             else:
-                ids = rerank_by_similarity(head, sims, r.rerank_weight, k=r.fusion_k) + ids[len(head):]
+                full_text = [s for s in stats if s.kind == ROW_TSQUERY and len(s.scores) == len(s.ids)]
+                lexical = best_lexical_scores([(s.ids, s.scores) for s in full_text])
+                ids = rerank_by_similarity(head, sims, r.rerank_weight, lexical=lexical) + ids[len(head):]
                 fusion += "+rerank"
         return ids, found_by, fusion
 
@@ -576,8 +584,10 @@ class QueryAgent:
                 stat.error_kind = "invalid"
                 return stat
             stat.normalized = normalized
-            ranked = db.find_abstract_ids_ranked(query, max_rows=max_rows, cancel=cancel, **filters)
+            ranked = db.find_abstract_ids_ranked(query, max_rows=max_rows, cancel=cancel,
+                                                 ranking=self.retrieval.fulltext_ranking, **filters)
             stat.ids = _ranked_ids(ranked)
+            stat.scores = [float(item[1]) for item in ranked if isinstance(item, (tuple, list))]
             stat.ids_returned = len(stat.ids)
             stat.matches = int(db.count_matches(query, cancel=cancel, **filters))
         except Cancelled:

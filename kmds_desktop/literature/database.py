@@ -59,6 +59,7 @@ import psycopg.errors
 from psycopg.conninfo import conninfo_to_dict
 
 from kmds_desktop import secrets
+from kmds_desktop.literature import term_weights
 from kmds_desktop.literature.errors import (
     DatabaseUnavailable,
     InvalidQuery,
@@ -162,6 +163,7 @@ class LiteratureDatabase:
         self.schema_version: int | None = None
         self.schema_owner = "app"
         self._sources_cache: tuple[float, list[tuple[int, str]]] | None = None
+        self._term_stats = term_weights.TermStatistics()
 
     # -- connection handling ---------------------------------------------------------------
     @property
@@ -364,25 +366,59 @@ class LiteratureDatabase:
         to_date: Any = None,
         offset: int = 0,
         *,
+        ranking: Literal["idf", "ts_rank_cd"] = "ts_rank_cd",
         cancel: CancelToken | None = None,
     ) -> list[tuple[int, float]]:
-        """``(id, rank)`` pairs, best first (``ts_rank_cd`` descending, then id ascending).
+        """``(id, rank)`` pairs, best first (rank descending, then id ascending).
 
         ``plain=True`` reads the text as a person types it (``websearch_to_tsquery``); otherwise it
-        must be ``to_tsquery`` syntax and bad syntax raises :class:`InvalidQuery`.
+        must be ``to_tsquery`` syntax and bad syntax raises :class:`InvalidQuery`. ``ranking``:
+        ``ts_rank_cd`` (PostgreSQL's cover density, every word alike; BMLibrarian's order) or ``idf``
+        (each term's ``ts_rank`` weighted by its rarity, see :mod:`kmds_desktop.literature.term_weights`).
         """
+        if ranking not in ("idf", "ts_rank_cd"):
+            raise ValueError(f"unknown ranking '{ranking}': use idf or ts_rank_cd")
         max_rows, offset = _non_negative(max_rows, "max_rows"), _non_negative(offset, "offset")
         params = self._search_params(ts_query_str, use_pubmed, use_medrxiv, use_others, from_date, to_date)
         if params is None or max_rows == 0:
             return []
         where, tsq = self._where(plain, params["from_date"], params["to_date"])
         params.update(limit=max_rows, offset=offset)
+        rank = f"ts_rank_cd(d.search_vector, {tsq})"
+        if ranking == "idf":
+            terms, weights = self._term_weights(tsq, params, cancel)
+            if terms:
+                rank = term_weights.rank_expression(len(terms))
+                params.update({f"t{i}": t for i, t in enumerate(terms)})
+                params.update({f"w{i}": w for i, w in enumerate(weights)})
         sql = (
-            f"SELECT d.id, ts_rank_cd(d.search_vector, {tsq}) AS rank FROM document d WHERE {where} "
+            f"SELECT d.id, {rank} AS rank FROM document d WHERE {where} "
             "ORDER BY rank DESC, d.id ASC LIMIT %(limit)s OFFSET %(offset)s"
         )
         rows = self.run(lambda c: self._execute(c, sql, params).fetchall(), cancel)
         return [(int(r[0]), float(r[1])) for r in rows]
+
+    def _term_weights(self, tsq: str, params: dict[str, Any],
+                      cancel: CancelToken | None) -> tuple[list[str], list[float]]:
+        """The query's distinct terms and their idf over the whole collection (counts cached)."""
+
+        def collect(conn: psycopg.Connection) -> list[str]:
+            printed = self._execute(conn, f"SELECT ({tsq})::text", params).fetchone()[0] or ""
+            terms = term_weights.operands(str(printed))
+            need_total, unknown = self._term_stats.missing(terms)
+            total = None
+            if need_total:
+                total = int(conn.execute("SELECT count(*) FROM document").fetchone()[0])
+            counts = {}
+            if unknown:
+                counts = {str(t): int(n) for t, n in conn.execute(
+                    "SELECT t, (SELECT count(*) FROM document WHERE search_vector @@ t::tsquery) "
+                    "FROM unnest(%s::text[]) AS t", (unknown,)).fetchall()}
+            self._term_stats.store(total, counts)
+            return terms
+
+        terms = self.run(collect, cancel)
+        return terms, self._term_stats.weights(terms)
 
     def find_abstract_ids(
         self,
@@ -577,6 +613,7 @@ class LiteratureDatabase:
             ) from None
         finally:
             self._sources_cache = None
+            self._term_stats.clear()
             with contextlib.suppress(Exception):
                 conn.close()
 

@@ -6,11 +6,12 @@ calibration between a ``ts_rank_cd`` and a cosine similarity, which are not comp
 document several rows agree on rises. ``k`` (``retrieval.fusion_k``, default 60 as in the paper and in
 BMLibrarian) damps the head: with a larger ``k`` the first ranks weigh less against agreement.
 
-Re-ranking: the fused candidates are ordered again by mixing their fused order with their cosine
-similarity to the question (vectors stored in the database; computed on demand for candidates that
-have none, e.g. imported after the last ``literature embed``). Both signals enter as ranks, mixed by
-``weight`` (0: the fused order, 1: similarity only), again by reciprocal rank, so neither scale
-dominates. Measured on SciFact *train* claims by ``bench/retrieval_quality.py``.
+Re-ranking: the fused candidates are ordered again by mixing their cosine similarity to the question
+(vectors stored in the database; computed on demand for candidates that have none, e.g. imported
+after the last ``literature embed``) with their full-text evidence (the best score a full-text row
+gave them), both scaled to 0-1, by ``weight`` (0: the evidence, 1: similarity only). Fusion picks
+the candidates from every row; the mix orders them by how well they match in meaning and in rare
+terms. Measured on SciFact *train* claims by ``bench/retrieval_quality.py``.
 """
 
 from __future__ import annotations
@@ -62,25 +63,51 @@ def rerank_by_similarity(
     similarities: Mapping[int, float],
     weight: float = 0.5,
     k: int = RRF_K,
+    lexical: Mapping[int, float] | None = None,
 ) -> list[int]:
     """Order ``ids`` (a fused list, best first) again by mixing in their similarity to the question.
 
-    Each id's new score is ``(1 - weight) / (k + fused_rank) + weight / (k + similarity_rank)``; ids
-    without a similarity keep only their fused share (they sink but stay). ``weight`` 0 keeps the
-    order, 1 sorts by similarity alone.
+    Each id's new score is ``weight * similarity + (1 - weight) * evidence``, both on a 0-1 scale:
+    the similarity scaled min-max over the candidates, the evidence the id's ``lexical`` score (its
+    best full-text score, each row's scores divided by the row's top score; 0 for an id no full-text
+    row found) or, without ``lexical``, its fused position (1 for the first, falling linearly).
+    Scores rather than ranks are mixed because a clear lead in similarity or in term matches should
+    count as one; measured on SciFact *train* claims (README, *Retrieval quality*). Ids without a
+    similarity keep only their evidence share. ``weight`` 0 keeps the evidence order (the fused order
+    without ``lexical``), 1 sorts by similarity alone. ``k`` is accepted for callers of the earlier
+    rank-mixing version and unused.
     """
+    del k
     if not 0.0 <= weight <= 1.0:
         raise ValueError(f"the re-ranking weight must be between 0 and 1, not {weight}")
-    by_similarity = sorted((i for i in ids if i in similarities), key=lambda i: (-similarities[i], i))
-    sim_rank = {doc_id: r for r, doc_id in enumerate(by_similarity, start=1)}
+    known = [similarities[i] for i in ids if i in similarities]
+    low, high = (min(known), max(known)) if known else (0.0, 0.0)
+    spread = (high - low) or 1.0
+    count = max(len(ids) - 1, 1)
     score = {}
-    for fused_rank, doc_id in enumerate(ids, start=1):
-        value = (1.0 - weight) / (k + fused_rank)
-        if doc_id in sim_rank:
-            value += weight / (k + sim_rank[doc_id])
+    for position, doc_id in enumerate(ids):
+        evidence = lexical.get(doc_id, 0.0) if lexical is not None else 1.0 - position / count
+        value = (1.0 - weight) * evidence
+        if doc_id in similarities:
+            value += weight * (similarities[doc_id] - low) / spread
         score[doc_id] = value
-    position = {doc_id: p for p, doc_id in enumerate(ids)}
-    return sorted(ids, key=lambda i: (-score[i], position[i]))
+    position_of = {doc_id: p for p, doc_id in enumerate(ids)}
+    return sorted(ids, key=lambda i: (-score[i], position_of[i]))
+
+
+def best_lexical_scores(rows: Sequence[tuple[Sequence[int], Sequence[float]]]) -> dict[int, float]:
+    """Each id's best full-text score over ``rows`` of ``(ids, scores)``, every row's scores divided by
+    its top score (so rows of different queries, whose raw scores do not compare, count alike)."""
+    best: dict[int, float] = {}
+    for ids, scores in rows:
+        top = max(scores, default=0.0)
+        if top <= 0:
+            continue
+        for doc_id, value in zip(ids, scores, strict=False):
+            share = max(0.0, float(value)) / top
+            if share > best.get(doc_id, -1.0):
+                best[doc_id] = share
+    return best
 
 
 def cosine_similarities(query_vector: np.ndarray, vectors: Mapping[int, np.ndarray]) -> dict[int, float]:
