@@ -81,7 +81,9 @@ def test_flow_runs_the_reviewed_queries_and_merges_their_ids(pg_database, fake_o
     assert [s.query for s in stats] == ran and all(s.ok for s in stats)
 
     # merged ids == union of each query's own result computed separately
-    separately = [pg_database.find_abstract_ids(q, max_rows=15) for q in ran]
+    ranking = agent.retrieval.fulltext_ranking
+    separately = [{i for i, _ in pg_database.find_abstract_ids_ranked(q, max_rows=15, ranking=ranking)}
+                  for q in ran]
     result = agent.last_result
     assert set(result.ids) == set().union(*separately) and len(result.ids) == len(set(result.ids))
     for stat, own in zip(result.queries, separately, strict=True):

@@ -76,3 +76,21 @@ def test_operands_read_every_term_of_a_printed_tsquery():
 def test_best_lexical_scores_scale_each_row_by_its_top():
     rows = [([1, 2], [4.0, 1.0]), ([2, 3], [0.5, 0.25]), ([9], [0.0])]
     assert best_lexical_scores(rows) == {1: 1.0, 2: 1.0, 3: 0.5}
+
+
+def test_search_command_ranks_by_the_chosen_ranking(small_corpus, capsys, data_home):
+    from kmds_desktop.cli import main
+
+    def search(ranking: str) -> dict:
+        # one query from the built-in generator: the broad one, as its third attempt would be alone
+        assert main(["literature", "search", "Does erlotinib help in cancer?", "--models", "builtin:keywords",
+                     "--queries-per-model", "3", "--no-rerank", "--fusion", "best_rank", "--ranking", ranking,
+                     "--dsn", small_corpus.dsn, "--json"]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    by_rarity, by_density = search("idf"), search("ts_rank_cd")
+    assert by_rarity["settings"]["retrieval"]["fulltext_ranking"] == "idf"
+    assert by_density["settings"]["retrieval"]["fulltext_ranking"] == "ts_rank_cd"
+    assert by_rarity["documents"][0]["external_id"] == "test:rare"
+    ranks = {d["external_id"]: n for n, d in enumerate(by_density["documents"])}
+    assert ranks["test:common"] < ranks["test:filler-0"]  # cover density: the word said most often

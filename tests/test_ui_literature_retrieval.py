@@ -257,7 +257,8 @@ def test_retrieval_preferences_are_validated_on_enter_and_saved(qtbot, make_wind
     assert isinstance(dialog, PreferencesDialog)
     _retrieval_tab(qtbot, dialog)
     assert dialog.ret_semantic.isChecked() and dialog.ret_fusion_k.text() == "20"
-    assert not dialog.ret_rerank_weight.isEnabled(), "the weight is for re-ranking, off by default"
+    assert dialog.ret_rerank.isChecked() and dialog.ret_rerank_weight.isEnabled(), "re-ranking: on by default"
+    assert dialog.ret_ranking.currentData() == "idf"
 
     _type(qtbot, dialog.ret_fusion_k, "0")
     assert dialog.isVisible() and dialog.result() == 0, "Enter closed the dialog"
@@ -273,8 +274,11 @@ def test_retrieval_preferences_are_validated_on_enter_and_saved(qtbot, make_wind
     assert not dialog.field_errors["retrieval.semantic_weight"].isVisible()
     qtbot.mouseClick(dialog.ret_hypothetical, LEFT)
     qtbot.mouseClick(dialog.ret_rerank, LEFT)
+    assert not dialog.ret_rerank_weight.isEnabled(), "the weight is for re-ranking, now off"
+    qtbot.mouseClick(dialog.ret_rerank, LEFT)
     assert dialog.ret_rerank_weight.isEnabled()
     _type(qtbot, dialog.ret_rerank_weight, "0.3")
+    dialog.ret_ranking.setCurrentIndex(dialog.ret_ranking.findData("ts_rank_cd"))
     qtbot.mouseClick(dialog.ret_external, LEFT)
     qtbot.mouseClick(dialog.ret_embed, LEFT)
     dialog.ret_fusion.setCurrentIndex(dialog.ret_fusion.findData("best_rank"))
@@ -285,6 +289,7 @@ def test_retrieval_preferences_are_validated_on_enter_and_saved(qtbot, make_wind
     saved = load_settings(data_home / "settings.json").retrieval
     assert (saved.fusion_k, saved.semantic_weight, saved.rerank, saved.rerank_weight) == (40, 2.5, True, 0.3)
     assert (saved.semantic_row, saved.hypothetical_row, saved.fusion) == (True, False, "best_rank")
+    assert saved.fulltext_ranking == "ts_rank_cd"
     assert saved.allow_vectors_in_external_database and not saved.embed_after_import
     # The window uses them at once: the literature session merges by the new settings.
     panel = window.literature

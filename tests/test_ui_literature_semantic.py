@@ -58,4 +58,4 @@ def test_semantic_row_in_the_review_table(qtbot, jobs, pg_empty_database, litera
     found = first.found_by[0]
     assert f"semantic: {target['title']}"[:45] in found and "cell | protein" not in found
     log = panel.search_log()
-    assert [q["kind"] for q in log["queries"]] == ["semantic", "tsquery"] and log["fusion"] == "rrf"
+    assert [q["kind"] for q in log["queries"]] == ["semantic", "tsquery"] and log["fusion"] == "rrf+rerank"

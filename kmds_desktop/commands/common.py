@@ -106,8 +106,8 @@ def guarded(
 
 def generation_settings(args: argparse.Namespace, settings: Any) -> tuple[Any, Any]:
     """Copies of the ``query_generation`` and ``retrieval`` sections with the command's options
-    (``--models``, ``--queries-per-model``, ``--fusion``, ``--rerank``) applied and validated as the
-    settings are; :class:`~kmds_desktop.config.SettingsError` names a bad value."""
+    (``--models``, ``--queries-per-model``, ``--fusion``, ``--rerank``, ``--ranking``) applied and
+    validated as the settings are; :class:`~kmds_desktop.config.SettingsError` names a bad value."""
     from pydantic import ValidationError
 
     from kmds_desktop.config import SettingsError, describe_validation_error
@@ -129,6 +129,8 @@ def generation_settings(args: argparse.Namespace, settings: Any) -> tuple[Any, A
             retrieval.fusion = args.fusion
         if getattr(args, "rerank", None) is not None:
             retrieval.rerank = args.rerank
+        if getattr(args, "ranking", None):
+            retrieval.fulltext_ranking = args.ranking
     except ValidationError as err:
         raise SettingsError(f"invalid option: {describe_validation_error(err, 'retrieval.')}") from None
     return qg, retrieval

@@ -319,12 +319,17 @@ class PreferencesDialog(QDialog):
         self.ret_semantic_weight = self._number_field("semanticWeight")
         self._row(form, "retrieval.semantic_weight", "Semantic row weight", self.ret_semantic_weight,
                   "0 to 10; full-text rows weigh 1")
+        self.ret_ranking = QComboBox()
+        self.ret_ranking.setObjectName("fulltextRanking")
+        self.ret_ranking.addItem("Term rarity (idf-weighted, like BM25)", "idf")
+        self.ret_ranking.addItem("Cover density (ts_rank_cd, every word alike)", "ts_rank_cd")
+        self._row(form, "retrieval.fulltext_ranking", "Rank full-text rows by", self.ret_ranking)
         self.ret_rerank = QCheckBox("Re-rank the merged candidates by similarity to the question")
         self.ret_rerank.setObjectName("rerank")
         self._row(form, "retrieval.rerank", "Re-ranking", self.ret_rerank)
         self.ret_rerank_weight = self._number_field("rerankWeight")
         self._row(form, "retrieval.rerank_weight", "Re-ranking weight", self.ret_rerank_weight,
-                  "0 (merged order only) to 1 (similarity only)")
+                  "0 (full-text scores only) to 1 (similarity to the question only)")
         self.ret_embed = QCheckBox("Embed new documents in the background after an import")
         self.ret_embed.setObjectName("embedAfterImport")
         self._row(form, "retrieval.embed_after_import", "Embedding", self.ret_embed)
@@ -396,6 +401,7 @@ class PreferencesDialog(QDialog):
         self.ret_fusion.setCurrentIndex(max(0, self.ret_fusion.findData(r.fusion)))
         self.ret_fusion_k.setText(str(r.fusion_k))
         self.ret_semantic_weight.setText(str(r.semantic_weight))
+        self.ret_ranking.setCurrentIndex(max(0, self.ret_ranking.findData(r.fulltext_ranking)))
         self.ret_rerank.setChecked(r.rerank)
         self.ret_rerank_weight.setText(str(r.rerank_weight))
         self.ret_embed.setChecked(r.embed_after_import)
@@ -502,6 +508,7 @@ class PreferencesDialog(QDialog):
                 "fusion": self.ret_fusion.currentData(),
                 "fusion_k": self.ret_fusion_k.text().strip(),
                 "semantic_weight": self.ret_semantic_weight.text().strip(),
+                "fulltext_ranking": self.ret_ranking.currentData(),
                 "rerank": self.ret_rerank.isChecked(),
                 "rerank_weight": self.ret_rerank_weight.text().strip(),
                 "embed_after_import": self.ret_embed.isChecked(),
