@@ -5,10 +5,20 @@ Real parts: the fake Ollama server through the real ``ollama`` client; the in-me
 
 from __future__ import annotations
 
+import pytest
 from support.fake_ollama import ModelScript
 
-from kmds_desktop.app.preferences import list_ollama_models, probe_llm_backend
-from kmds_desktop.config import LLMSettings
+from kmds_desktop.app.ask import settings_for_ask
+from kmds_desktop.app.preferences import (
+    extra_errors,
+    field_of,
+    list_ollama_models,
+    probe_llm_backend,
+    server_address_error,
+    split_conninfo,
+    validate_form,
+)
+from kmds_desktop.config import LLMSettings, Settings, SettingsError
 from kmds_desktop.llm.factory import choose_backend
 
 
@@ -35,3 +45,41 @@ def test_status_says_what_asking_would_use(fake_ollama, memory_keyring) -> None:
     gone = LLMSettings(backend="auto", ollama_host="http://127.0.0.1:9", ollama_model="foo")
     assert probe_llm_backend(gone)[0] == "offline (Ollama not reachable)"
     assert probe_llm_backend(LLMSettings(backend="offline"))[0].startswith("offline (no LLM")
+
+
+def test_server_addresses_are_checked_in_the_form_and_on_the_command_line() -> None:
+    assert server_address_error("http://127.0.0.1:11434") is None
+    assert server_address_error(" https://ollama.lab/ ") is None
+    for bad in ("", "127.0.0.1:11434", "http://host:11434/api", "ftp://host", "http://a b"):
+        assert server_address_error(bad), bad
+    with pytest.raises(SettingsError, match=r"llm\.ollama_host: not a server address"):
+        settings_for_ask(Settings(), ollama_host="localhost:11434")
+    assert settings_for_ask(Settings(), ollama_host="http://h:1").llm.ollama_host == "http://h:1"
+
+
+def test_form_errors_land_under_the_field_they_belong_to() -> None:
+    data = Settings().model_dump(mode="json")
+    assert validate_form(data, ["llm.ollama_host"])[1] == {}
+    data["llm"]["ollama_host"] = "localhost"
+    data["llm"]["google_model"] = "  "
+    data["query_generation"]["models"] = ["a", 5]  # a list item's error goes to the list's field
+    data["literature"]["port"] = "not a port"
+    data["ui"]["unknown"] = 1
+    fields = ["llm.ollama_host", "llm.google_model", "query_generation.models", "literature.port"]
+    settings, errors = validate_form(data, fields)
+    assert settings is None
+    assert set(errors) >= {"llm.ollama_host", "llm.google_model", "literature.port"}
+    assert errors["llm.google_model"] == "cannot be empty"
+    assert extra_errors(data) == {"llm.ollama_host": errors["llm.ollama_host"],
+                                  "llm.google_model": "cannot be empty"}
+    assert field_of("query_generation.models.1", fields) == "query_generation.models"
+    assert field_of("ui.unknown", fields) == ""
+
+
+def test_connection_string_splits_into_the_settings_fields_and_a_password() -> None:
+    fields, password = split_conninfo("postgresql://alice:s3cret@db.lab:6543/papers")
+    assert fields == {"host": "db.lab", "port": "6543", "dbname": "papers", "user": "alice"}
+    assert password == "s3cret"
+    assert split_conninfo("host=h dbname=d") == ({"host": "h", "dbname": "d"}, None)
+    with pytest.raises(ValueError, match="not a valid connection string"):
+        split_conninfo("host=h port")

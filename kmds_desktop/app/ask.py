@@ -27,6 +27,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from kmds_desktop.app.preferences import server_address_error
 from kmds_desktop.app.workspace import IndexHolder
 from kmds_desktop.config import Settings, SettingsError, describe_validation_error
 
@@ -169,6 +170,9 @@ def settings_for_ask(
             llm.ollama_model = model
             llm.google_model = model
         if ollama_host:
+            problem = server_address_error(ollama_host)
+            if problem:  # the check Preferences makes on the same setting
+                raise SettingsError(f"llm.ollama_host: {problem}")
             llm.ollama_host = ollama_host
         section = "index."
         if n_results is not None:

@@ -5,17 +5,35 @@ ask job uses :func:`kmds_desktop.llm.factory.choose_backend` (and
 :func:`kmds_desktop.llm.ollama_backend.has_model`, where ``foo`` and ``foo:latest`` are the same
 model), so the status the window shows is computed by the same functions. Both are blocking network
 calls (``progress=``/``cancel=`` for a worker).
+
+The form's checks live here too (server addresses, empty model names, which field a validation
+error belongs to, a connection string split into fields), so the CLI's options are checked as the
+dialog checks the same settings.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Collection
 from typing import Any
 
 from kmds_desktop import secrets
-from kmds_desktop.config import LLMSettings
+from kmds_desktop.config import LLMSettings, Settings, SettingsError, validate_settings
 from kmds_desktop.llm.errors import LLMError
 from kmds_desktop.llm.factory import choose_backend
 from kmds_desktop.llm.ollama_backend import OllamaBackend, has_model
+
+#: An LLM server's address as the settings want it: scheme, host, optional port, nothing else.
+SERVER_ADDRESS_RE = re.compile(r"^https?://[^\s/:]+(:\d{1,5})?/?$")
+SERVER_ADDRESS_HINT = "not a server address: write it like http://127.0.0.1:11434"
+
+#: Settings that are server addresses, and settings that name a model (the settings model accepts
+#: any string for both, so a typo would only show when the first question fails).
+SERVER_ADDRESS_KEYS = ("llm.ollama_host", "query_generation.ollama_host")
+MODEL_NAME_KEYS = ("llm.ollama_model", "llm.google_model", "index.embedding_model")
+
+#: The connection-string keys that have a field of their own in the literature settings.
+CONNINFO_FIELDS = ("host", "port", "dbname", "user")
 
 #: Seconds the status probe waits for an Ollama server (the window's status bar, Preferences).
 PROBE_TIMEOUT_S = 2.0
@@ -54,3 +72,78 @@ def probe_llm_backend(llm: LLMSettings, *, progress: Any = None, cancel: Any = N
     if has_model(models, llm.ollama_model):
         return f"ollama · {llm.ollama_model} (ready)", listed
     return f"ollama · {llm.ollama_model} (not installed)", listed
+
+
+def server_address_error(text: str | None) -> str | None:
+    """Why ``text`` is not an LLM server address (None when it is one).
+
+    Why not in the settings model: it accepts any string (old settings files must still load), so
+    the window's form and the CLI's ``--ollama-host`` check the value here before they set it.
+    """
+    return None if SERVER_ADDRESS_RE.match((text or "").strip()) else SERVER_ADDRESS_HINT
+
+
+def extra_errors(data: dict[str, Any]) -> dict[str, str]:
+    """``{"section.name": message}`` for the checks the settings model does not make on ``data``
+    (a settings dict as :func:`~kmds_desktop.config.validate_settings` takes it): server addresses
+    and empty model names."""
+    errors: dict[str, str] = {}
+    for key in SERVER_ADDRESS_KEYS:
+        section, name = key.split(".")
+        problem = server_address_error(data.get(section, {}).get(name))
+        if problem:
+            errors[key] = problem
+    for key in MODEL_NAME_KEYS:
+        section, name = key.split(".")
+        if not str(data.get(section, {}).get(name) or "").strip():
+            errors[key] = "cannot be empty"
+    return errors
+
+
+def field_of(key: str, fields: Collection[str]) -> str:
+    """The form field a validation error's key belongs to: the key itself, else its
+    ``section.name`` (a list item such as ``query_generation.models.2`` belongs to the list's
+    field), else ``""`` (the form's general error line)."""
+    if key in fields:
+        return key
+    parent = ".".join(key.split(".")[:2])
+    return parent if parent in fields else ""
+
+
+def validate_form(
+    data: dict[str, Any], fields: Collection[str] = ()
+) -> tuple[Settings | None, dict[str, str]]:
+    """Validated settings, or None and ``{field: message}`` for every problem in ``data``.
+
+    Each error is put under the field (one of ``fields``) it belongs to (see :func:`field_of`);
+    the first message for a field wins. The dialog shows them under its fields; nothing here
+    knows about widgets.
+    """
+    errors = extra_errors(data)
+    settings: Settings | None = None
+    try:
+        settings = validate_settings(data)
+    except SettingsError as exc:
+        text = str(exc).removeprefix("invalid settings: ")
+        for part in text.split("; "):
+            key, _, msg = part.partition(": ")
+            errors.setdefault(field_of(key, fields), msg or part)
+    return (None if errors else settings), errors
+
+
+def split_conninfo(text: str) -> tuple[dict[str, str], str | None]:
+    """A PostgreSQL connection string (``key=value`` pairs or a ``postgresql://`` URL) as the
+    literature settings' fields (``host``, ``port``, ``dbname``, ``user``; those it names) and
+    its password (None when it has none; it belongs in the OS keyring, never in the settings).
+
+    Raises ValueError with libpq's reason when ``text`` is not a connection string.
+    """
+    from psycopg import conninfo
+
+    try:
+        info = conninfo.conninfo_to_dict(text.strip())
+    except Exception as exc:  # noqa: BLE001 - psycopg raises ProgrammingError with libpq's reason
+        raise ValueError(f"not a valid connection string ({exc})") from None
+    fields = {key: str(info[key]) for key in CONNINFO_FIELDS if info.get(key)}
+    return fields, (str(info["password"]) if info.get("password") else None)
+

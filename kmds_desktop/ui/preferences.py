@@ -9,7 +9,6 @@ model is installed is decided by :mod:`kmds_desktop.app.preferences` (the same c
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -34,11 +33,14 @@ from PySide6.QtWidgets import (
 
 from kmds_desktop import secrets
 from kmds_desktop.app.literature_data import EXTERNAL_OPT_IN
-from kmds_desktop.app.preferences import list_ollama_models
-from kmds_desktop.config import Settings, SettingsError, save_settings, validate_settings
+from kmds_desktop.app.preferences import (
+    list_ollama_models,
+    server_address_error,
+    split_conninfo,
+    validate_form,
+)
+from kmds_desktop.config import Settings, SettingsError, save_settings
 from kmds_desktop.ui.workers import JobRunner
-
-_HOST_RE = re.compile(r"^https?://[^\s/:]+(:\d{1,5})?/?$")
 
 
 def _error_label() -> QLabel:
@@ -273,12 +275,10 @@ class PreferencesDialog(QDialog):
         text = self.lit_dsn.text().strip()
         if not text:
             return None, None
-        from psycopg import conninfo
-
         try:
-            info = conninfo.conninfo_to_dict(text)
-        except Exception as exc:  # noqa: BLE001 - psycopg raises ProgrammingError with libpq's reason
-            return f"not a valid connection string ({exc})", None
+            fields, password = split_conninfo(text)
+        except ValueError as exc:
+            return str(exc), None
         self.lit_mode.setCurrentIndex(self.lit_mode.findData("external"))
         for key, field in (
             ("host", self.lit_host),
@@ -286,9 +286,9 @@ class PreferencesDialog(QDialog):
             ("dbname", self.lit_dbname),
             ("user", self.lit_user),
         ):
-            if info.get(key):
-                field.setText(str(info[key]))
-        return None, (str(info["password"]) if info.get("password") else None)
+            if key in fields:
+                field.setText(fields[key])
+        return None, password
 
     def _retrieval_tab(self) -> QWidget:
         """Semantic rows, how the rows' lists are merged, and embedding (``RetrievalSettings``).
@@ -526,33 +526,10 @@ class PreferencesDialog(QDialog):
         )
         return data
 
-    def _extra_errors(self, data: dict[str, Any]) -> dict[str, str]:
-        """Checks the settings model cannot make (it accepts any string as a host)."""
-        errors = {}
-        for key in ("llm.ollama_host", "query_generation.ollama_host"):
-            section, name = key.split(".")
-            if not _HOST_RE.match(data[section][name] or ""):
-                errors[key] = "not a server address: write it like http://127.0.0.1:11434"
-        for key in ("llm.ollama_model", "llm.google_model", "index.embedding_model"):
-            section, name = key.split(".")
-            if not data[section][name]:
-                errors[key] = "cannot be empty"
-        return errors
-
     def validate(self) -> tuple[Settings | None, dict[str, str]]:
-        """Validated settings, or None and ``{field key: message}`` for every invalid field."""
-        data = self.form_data()
-        errors = self._extra_errors(data)
-        settings: Settings | None = None
-        try:
-            settings = validate_settings(data)
-        except SettingsError as exc:
-            text = str(exc).removeprefix("invalid settings: ")
-            for part in text.split("; "):
-                key, _, msg = part.partition(": ")
-                field = key if key in self.fields else ".".join(key.split(".")[:2])
-                errors.setdefault(field if field in self.fields else "", msg or part)
-        return (None if errors else settings), errors
+        """Validated settings, or None and ``{field key: message}`` for every invalid field
+        (the checks and the field each error belongs to are :func:`validate_form`'s)."""
+        return validate_form(self.form_data(), self.fields)
 
     def show_errors(self, errors: dict[str, str]) -> None:
         for key, label in self.field_errors.items():
@@ -611,10 +588,9 @@ class PreferencesDialog(QDialog):
     # -- models from the server --
     def refresh_models(self) -> None:
         host = self.ollama_host.text().strip()
-        if not _HOST_RE.match(host):
-            self.show_errors(
-                {"llm.ollama_host": "not a server address: write it like http://127.0.0.1:11434"}
-            )
+        problem = server_address_error(host)
+        if problem:
+            self.show_errors({"llm.ollama_host": problem})
             return
         self.models_state.setText(f"Asking {host} for its models…")
         self.refresh_models_button.setEnabled(False)
