@@ -10,7 +10,9 @@ import json
 
 import rispy
 
+from kmds_desktop.app.strategy import searches_overlap
 from kmds_desktop.cli import main
+from kmds_desktop.literature.history import SearchHistory
 
 CF_QUESTION_ID = "1"
 
@@ -110,7 +112,16 @@ def test_cli_strategy_journey_on_cf_known_papers(pg_dsn, literature_data, capsys
 
     overlap = _json(capsys, ["literature", "overlap", "1", "--json"])
     assert len(overlap["rows"]) == len(first["queries"])
-    assert overlap["union"] == len(ids1)
+    assert overlap["union"] == len(ids1) and overlap["searches"] == [1]
+    # A combination stands for the searches behind it, the same numbers as the window's Row overlap.
+    both = _json(capsys, ["literature", "overlap", "3", "--json"])
+    assert both["searches"] == [1, 2] and both["union"] == len(ids1 | ids2)
+    assert main(["literature", "overlap", "3"]) == 0
+    history = SearchHistory()
+    try:
+        assert capsys.readouterr().out == searches_overlap(history, [3]).text()
+    finally:
+        history.close()
 
     assert main(["literature", "history", "rename", "1", "CF calcium"]) == 0
     assert main(["literature", "history", "delete", "2"]) == 0

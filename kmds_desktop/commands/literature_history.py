@@ -75,7 +75,9 @@ def register_history(lit_sub: argparse._SubParsersAction) -> None:  # noqa: SLF0
 
     over = lit_sub.add_parser("overlap", help="documents shared by the rows of searches (counts, Jaccard, "
                                               "unique per row and per model)")
-    over.add_argument("numbers", type=_set_number, nargs="+", metavar="N")
+    over.add_argument("numbers", type=_set_number, nargs="+", metavar="N",
+                      help="searches or combinations (a combination stands for the searches it was made "
+                           "from, as in the window's Row overlap)")
     over.add_argument("--json", action="store_true")
     over.set_defaults(func=_wrap(_overlap))
 
@@ -244,13 +246,13 @@ def _check(args: argparse.Namespace, wb: Any) -> int:
 
 
 def _overlap(args: argparse.Namespace, wb: Any) -> int:
-    from kmds_desktop.literature.overlap import overlap
+    from kmds_desktop.app.strategy import searches_overlap
 
-    result = overlap(wb.history, list(args.numbers))
+    result = searches_overlap(wb.history, list(args.numbers))
     if args.json:
         _dump(result.to_dict())
     else:
-        print(result.markdown(), end="")
+        print(result.text(), end="")
     return 0
 
 

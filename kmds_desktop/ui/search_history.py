@@ -35,7 +35,7 @@ from PySide6.QtWidgets import (
 )
 
 from kmds_desktop.app.messages import describe_error
-from kmds_desktop.app.strategy import export_set_documents
+from kmds_desktop.app.strategy import export_set_documents, searches_overlap
 from kmds_desktop.literature.history import SavedSet
 from kmds_desktop.literature.workbench import KnownCheck, SearchWorkbench
 from kmds_desktop.ui.workers import JobRunner
@@ -68,14 +68,7 @@ def _check(workbench: SearchWorkbench, text: str, path: str, number: int | None)
 
 def _overlap_text(workbench: SearchWorkbench, number: int) -> str:
     """The row overlap of a search, or of the searches a combination was made from."""
-    from kmds_desktop.literature.overlap import overlap
-    from kmds_desktop.literature.search_report import searches_behind
-
-    saved = workbench.history.complete_set(number)
-    searches, _notes = searches_behind(workbench.history, saved)
-    numbers = [s.number for s in searches if s.complete]
-    head = f"Rows of {', '.join(f'#{n}' for n in numbers)}: documents each pair shares (Jaccard)\n\n"
-    return head + overlap(workbench.history, numbers).markdown()
+    return searches_overlap(workbench.history, [number]).text()
 
 
 def _write_report(workbench: SearchWorkbench, number: int, check: KnownCheck | None, path: str) -> Path:
