@@ -26,6 +26,7 @@ from kmds_desktop.app.ask import (
     AskSession,
     answer_markdown,
     answer_question,
+    edited_route,
     settings_for_ask,
 )
 from kmds_desktop.config import Settings, SettingsError
@@ -134,3 +135,16 @@ def test_cli_question_rules_are_the_sessions(data_home: Path) -> None:
     with pytest.raises(AskInputError) as refused:
         AskSession().check("   ", object())
     assert code == 1 and out == "" and err.strip() == f"error: {refused.value}"
+
+
+def test_an_edited_route_is_checked_before_the_route_model_takes_it() -> None:
+    route = edited_route("exploratory_search", obs_type="  EDA ", keyword="", finding_min=2, finding_max=2)
+    assert route.filters.obs_type_filter == "EDA" and route.filters.keyword is None
+    assert (route.filters.finding_seq_min, route.filters.finding_seq_max) == (2, 2)
+    assert route.explanation == "Route edited by the user."
+    open_ended = edited_route("semantic_search", finding_min=3)
+    assert (open_ended.filters.finding_seq_min, open_ended.filters.finding_seq_max) == (3, None)
+    with pytest.raises(ValueError, match="the finding range 5 to 2 is empty"):
+        edited_route("exploratory_search", finding_min=5, finding_max=2)
+    with pytest.raises(ValueError, match="intent_class"):
+        edited_route("no_such_template")

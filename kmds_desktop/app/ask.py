@@ -132,6 +132,41 @@ def one_line(text: Any, width: int) -> str:
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
+def edited_route(
+    intent_class: str,
+    *,
+    obs_type: str | None = None,
+    keyword: str | None = None,
+    finding_min: int | None = None,
+    finding_max: int | None = None,
+) -> Any:
+    """The route a user edited (template, filters), validated by the orchestrator's route model.
+
+    Why here: the model accepts a range whose first finding is after its last, and the template
+    then finds nothing with no word of why; the check comes first so the user reads the cause.
+    Blank text filters and absent bounds (None) mean "no filter". Raises ValueError (pydantic's
+    ValidationError is one) naming the problem.
+    """
+    from kmds_desktop.ask.models import OrchestratorRoute
+
+    if finding_min is not None and finding_max is not None and finding_min > finding_max:
+        raise ValueError(
+            f"the finding range {finding_min} to {finding_max} is empty: the first number must not be larger"
+        )
+    return OrchestratorRoute.model_validate(
+        {
+            "intent_class": intent_class,
+            "filters": {
+                "obs_type_filter": (obs_type or "").strip() or None,
+                "keyword": (keyword or "").strip() or None,
+                "finding_seq_min": finding_min,
+                "finding_seq_max": finding_max,
+            },
+            "explanation": "Route edited by the user.",
+        }
+    )
+
+
 def answer_markdown(result: Any) -> str:
     """The answer as a Markdown document: the question, the answer, the numbered records it cites
     (``[n]`` is record n), the route and the backend. The window's *Export answer as Markdown* and

@@ -59,6 +59,7 @@ from kmds_desktop.app.ask import (
     AskSession,
     answer_markdown,
     answer_question,
+    edited_route,
 )
 from kmds_desktop.ui.kb_tree_model import CATEGORY_LABELS, first_line
 from kmds_desktop.ui.markdown_render import to_html
@@ -317,26 +318,15 @@ class RouteEditor(QGroupBox):
         self.seq_max.setValue(-1 if f.finding_seq_max is None else f.finding_seq_max)
 
     def route(self) -> Any:
-        """The edited route, validated by the orchestrator's pydantic model (ValueError if invalid)."""
-        from kmds_desktop.ask.models import OrchestratorRoute
-
-        low = self.seq_min.value()
-        high = self.seq_max.value()
-        if low >= 0 and high >= 0 and low > high:
-            raise ValueError(
-                f"the finding range {low} to {high} is empty: the first number must not be larger"
-            )
-        return OrchestratorRoute.model_validate(
-            {
-                "intent_class": self.template.currentData(),
-                "filters": {
-                    "obs_type_filter": self.obs_type.text().strip() or None,
-                    "keyword": self.keyword.text().strip() or None,
-                    "finding_seq_min": None if low < 0 else low,
-                    "finding_seq_max": None if high < 0 else high,
-                },
-                "explanation": "Route edited by the user.",
-            }
+        """The edited route (:func:`~kmds_desktop.app.ask.edited_route`; ValueError if invalid);
+        a spin box at -1 is no bound."""
+        low, high = self.seq_min.value(), self.seq_max.value()
+        return edited_route(
+            self.template.currentData(),
+            obs_type=self.obs_type.text(),
+            keyword=self.keyword.text(),
+            finding_min=None if low < 0 else low,
+            finding_max=None if high < 0 else high,
         )
 
     def _rerun(self) -> None:
