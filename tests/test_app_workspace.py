@@ -183,3 +183,16 @@ def test_unsaved_edits_are_asked_about_before_they_could_be_lost(data_home, kmds
     assert workspace.after_unsaved_choice(kb, "save") == "save" and kb.dirty  # dirty until saved
     assert workspace.after_unsaved_choice(kb, "discard") == "proceed" and not kb.dirty
     assert workspace.unsaved_changes_prompt(kb, "close") is None
+
+
+def test_a_new_observation_starts_in_the_selected_category_and_workflow() -> None:
+    known = ["ITSM modelling", "EDA"]
+    under_wf = [("observation", "urn:o1"), ("category", "data_quality"), ("workflow", "EDA")]
+    assert workspace.new_observation_defaults(under_wf, known) == ("data_quality", "EDA")
+    on_workflow = [("workflow", "ITSM modelling")]
+    assert workspace.new_observation_defaults(on_workflow, known) == (None, "ITSM modelling")
+    unlinked = [("category", "modelling_choice"), ("unlinked", "")]
+    assert workspace.new_observation_defaults(unlinked, known) == ("modelling_choice", None)
+    undefined = [("category", "data_quality"), ("workflow", "only linked to")]
+    assert workspace.new_observation_defaults(undefined, known) == ("data_quality", None)
+    assert workspace.new_observation_defaults([], known) == (None, None)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import shutil
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -328,3 +328,24 @@ def write_recovery_copy(kb: Any) -> Path:
     target = recovery_path(kb.path)
     _save(kb, target)
     return target
+
+
+def new_observation_defaults(
+    selection: Sequence[tuple[str, str]], workflow_names: Collection[str]
+) -> tuple[str | None, str | None]:
+    """(category, workflow) a new observation starts with, from where the user is in the KB tree.
+
+    ``selection`` is the selected node and its ancestors, nearest first, as ``(kind, key)``:
+    kinds ``observation`` (key: IRI), ``category`` (key: category id), ``workflow`` (key: its
+    name) and ``unlinked`` (observations no workflow lists). The category is the nearest category
+    node's; the workflow is the nearest workflow node's when the KB defines it (a name that
+    observations link to but the KB does not define cannot be chosen), none under ``unlinked``.
+    Why here: which record a new observation joins is the app's rule, not the tree widget's.
+    """
+    category = next((key for kind, key in selection if kind == "category"), None)
+    workflow = None
+    for kind, key in selection:
+        if kind in ("workflow", "unlinked"):
+            workflow = key if kind == "workflow" and key in workflow_names else None
+            break
+    return category, workflow

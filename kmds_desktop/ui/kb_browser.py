@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from kmds_desktop.app.workspace import new_observation_defaults
 from kmds_desktop.ui.kb_tree_model import CATEGORY_LABELS, KBTreeModel, KindRole
 from kmds_desktop.ui.markdown_render import to_html
 from kmds_desktop.ui.observation_editor import ObservationDialog, WorkflowDialog
@@ -288,14 +289,9 @@ class KBBrowser(QWidget):
     def add_observation(self) -> None:
         if self.kb is None:
             return
-        index = self.tree.currentIndex()
-        wf = self.model.workflow_at(index)
-        node = self.model.node(index)
-        category = None
-        while node is not None and category is None:
-            if node.kind == "category":
-                category = node.key
-            node = node.parent
+        category, workflow = new_observation_defaults(
+            self.model.selection_path(self.tree.currentIndex()), self._workflow_names()
+        )
 
         def apply(values: dict[str, Any]) -> Any:
             return self.kb.add_observation(
@@ -309,7 +305,7 @@ class KBBrowser(QWidget):
 
         dialog = ObservationDialog(
             self._workflow_names(),
-            default_workflow=wf.name if wf is not None else None,
+            default_workflow=workflow,
             default_category=category,
             apply=apply,
             parent=self,

@@ -190,6 +190,16 @@ class KBTreeModel(QAbstractItemModel):
             return None
         return index.internalPointer()
 
+    def selection_path(self, index: _Index) -> list[tuple[str, str]]:
+        """The node at ``index`` and its ancestors, nearest first, as ``(kind, key)`` (the form
+        :func:`kmds_desktop.app.workspace.new_observation_defaults` reads)."""
+        path = []
+        node = self.node(index)
+        while node is not None and node.kind != "root":
+            path.append((node.kind, node.key))
+            node = node.parent
+        return path
+
     def observation_at(self, index: _Index) -> Any:
         node = self.node(index)
         return node.obs if node is not None and node.kind == "observation" else None
