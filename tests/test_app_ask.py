@@ -27,6 +27,7 @@ from kmds_desktop.app.ask import (
     answer_markdown,
     answer_question,
     edited_route,
+    one_line,
     settings_for_ask,
 )
 from kmds_desktop.config import Settings, SettingsError
@@ -148,3 +149,9 @@ def test_an_edited_route_is_checked_before_the_route_model_takes_it() -> None:
         edited_route("exploratory_search", finding_min=5, finding_max=2)
     with pytest.raises(ValueError, match="intent_class"):
         edited_route("no_such_template")
+
+
+def test_one_line_is_the_first_text_line_without_markdown_marks_cut_to_width() -> None:
+    assert one_line("\n\n## **Residuals** look normal\nmore", 90) == "Residuals** look normal"
+    assert one_line(None, 10) == "" and one_line("- item", 10) == "item"
+    assert one_line("abcdefghijkl", 6) == "abcde…"

@@ -60,8 +60,9 @@ from kmds_desktop.app.ask import (
     answer_markdown,
     answer_question,
     edited_route,
+    one_line,
 )
-from kmds_desktop.ui.kb_tree_model import CATEGORY_LABELS, first_line
+from kmds_desktop.ui.kb_tree_model import CATEGORY_LABELS
 from kmds_desktop.ui.markdown_render import to_html
 from kmds_desktop.ui.workers import Job, JobRunner
 
@@ -142,7 +143,7 @@ class ResultsModel(QStandardItemModel):
         score = row.get("score")
         texts = (
             f"[{r + 1}]",
-            first_line(row.get("finding"), 120),
+            one_line(row.get("finding"), 120),
             row.get("obs_type") or "",
             CATEGORY_LABELS.get(row.get("category") or "", row.get("category") or ""),
             row.get("workflow_name") or "(unlinked)",

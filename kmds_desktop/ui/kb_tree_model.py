@@ -13,6 +13,8 @@ from typing import Any
 
 from PySide6.QtCore import QAbstractItemModel, QModelIndex, QPersistentModelIndex, Qt
 
+from kmds_desktop.app.ask import one_line
+
 CATEGORY_LABELS = {
     "exploratory": "Exploratory",
     "data_representation": "Data representation",
@@ -39,12 +41,6 @@ def _items(container: Any) -> list[Any]:
     if isinstance(container, dict):
         return list(container.values())
     return list(container)
-
-
-def first_line(text: str | None, width: int = 90) -> str:
-    line = next((ln.strip() for ln in (text or "").splitlines() if ln.strip()), "")
-    line = line.lstrip("#*- ").strip()
-    return line if len(line) <= width else line[: width - 1] + "…"
 
 
 def observation_matches(obs: Any, needle: str) -> bool:
@@ -170,7 +166,7 @@ class KBTreeModel(QAbstractItemModel):
             cat_node = _Node("category", CATEGORY_LABELS.get(cat, cat), key=cat, parent=parent)
             for obs in items:
                 seq = f"#{obs.finding_seq} " if obs.finding_seq is not None else ""
-                label = f"{seq}{first_line(obs.finding) or obs.name}"
+                label = f"{seq}{one_line(obs.finding, 90) or obs.name}"
                 leaf = _Node("observation", label, key=obs.iri, obs=obs, parent=cat_node)
                 leaf.tooltip = f"{obs.obs_type}" + (f" — {obs.intent}" if obs.intent else "")
                 leaf.count = 1
