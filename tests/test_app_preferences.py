@@ -13,6 +13,7 @@ from kmds_desktop.app.preferences import (
     extra_errors,
     field_of,
     list_ollama_models,
+    load_settings_or_defaults,
     probe_llm_backend,
     server_address_error,
     split_conninfo,
@@ -83,3 +84,15 @@ def test_connection_string_splits_into_the_settings_fields_and_a_password() -> N
     assert split_conninfo("host=h dbname=d") == ({"host": "h", "dbname": "d"}, None)
     with pytest.raises(ValueError, match="not a valid connection string"):
         split_conninfo("host=h port")
+
+
+def test_a_broken_settings_file_gives_defaults_and_is_kept_aside(data_home) -> None:
+    from kmds_desktop import paths
+
+    assert load_settings_or_defaults() == (Settings(), None)  # no file yet: defaults, no message
+    path = paths.settings_file()
+    path.write_text('{"llm": {"temperature": "hot"}}')
+    settings, note = load_settings_or_defaults()
+    assert settings == Settings() and note is not None
+    assert "llm.temperature" in note and str(path) + ".broken" in note
+    assert path.with_name("settings.json.broken").read_text() == path.read_text()

@@ -196,3 +196,13 @@ def test_a_new_observation_starts_in_the_selected_category_and_workflow() -> Non
     undefined = [("category", "data_quality"), ("workflow", "only linked to")]
     assert workspace.new_observation_defaults(undefined, known) == ("data_quality", None)
     assert workspace.new_observation_defaults([], known) == (None, None)
+
+
+def test_the_kb_filter_matches_finding_type_or_intent_ignoring_case() -> None:
+    from types import SimpleNamespace
+
+    obs = SimpleNamespace(finding="Timestamps had mixed formats", obs_type="Data Quality Observation",
+                          intent=None)
+    assert workspace.observation_matches(obs, "")
+    assert workspace.observation_matches(obs, "TIMESTAMPS") and workspace.observation_matches(obs, "quality")
+    assert not workspace.observation_matches(obs, "survival")

@@ -204,6 +204,8 @@ def test_workflow_add_rename_delete(kmds_data: Path, tmp_path: Path) -> None:
         (lambda kb: kb.add_observation("exploratory", "bad \x00 byte"), "cannot store"),
         (lambda kb: kb.add_observation("exploratory", "lone \ud800 surrogate"), "U\\+D800"),
         (lambda kb: kb.add_observation("exploratory", "x", finding_seq="three"), "whole number"),
+        (lambda kb: kb.add_observation("exploratory", " \n "), "finding cannot be empty"),
+        (lambda kb: kb.update_observation(kb.observations[0].iri, finding=""), "finding cannot be empty"),
         (lambda kb: kb.update_observation("missing", finding="x"), "no observation"),
         (lambda kb: kb.update_observation(kb.observations[0].iri, iri="x"), "cannot change"),
         (lambda kb: kb.add_workflow("test application workflow"), "already exists"),

@@ -14,11 +14,12 @@ dialog checks the same settings.
 from __future__ import annotations
 
 import re
+import shutil
 from collections.abc import Collection
 from typing import Any
 
-from kmds_desktop import secrets
-from kmds_desktop.config import LLMSettings, Settings, SettingsError, validate_settings
+from kmds_desktop import paths, secrets
+from kmds_desktop.config import LLMSettings, Settings, SettingsError, load_settings, validate_settings
 from kmds_desktop.llm.errors import LLMError
 from kmds_desktop.llm.factory import choose_backend
 from kmds_desktop.llm.ollama_backend import OllamaBackend, has_model
@@ -147,3 +148,23 @@ def split_conninfo(text: str) -> tuple[dict[str, str], str | None]:
     fields = {key: str(info[key]) for key in CONNINFO_FIELDS if info.get(key)}
     return fields, (str(info["password"]) if info.get("password") else None)
 
+
+
+def load_settings_or_defaults() -> tuple[Settings, str | None]:
+    """The user's settings, or defaults plus a message when the file is unusable (the window's
+    start-up; a command fails with exit 2 instead, naming the bad value).
+
+    A broken file is copied aside (``settings.json.broken``) before defaults are used, so saving the
+    defaults later never destroys what the user wrote.
+    """
+    try:
+        return load_settings(), None
+    except SettingsError as exc:
+        path = paths.settings_file()
+        backup = path.with_name(path.name + ".broken")
+        try:
+            shutil.copy2(path, backup)
+            where = f" A copy of the file was kept as {backup}."
+        except OSError:
+            where = ""
+        return Settings(), f"The settings could not be used, so defaults apply: {exc}.{where}"

@@ -330,6 +330,16 @@ def write_recovery_copy(kb: Any) -> Path:
     return target
 
 
+def observation_matches(obs: Any, needle: str) -> bool:
+    """Whether an observation passes the KB filter: a case-insensitive substring of its finding,
+    type or intent (an empty filter passes all). The window's filter box uses it; here so the rule
+    is testable and usable without the tree widget."""
+    if not needle:
+        return True
+    needle = needle.casefold()
+    return any(needle in (value or "").casefold() for value in (obs.finding, obs.obs_type, obs.intent))
+
+
 def new_observation_defaults(
     selection: Sequence[tuple[str, str]], workflow_names: Collection[str]
 ) -> tuple[str | None, str | None]:

@@ -175,7 +175,7 @@ class KnowledgeBase:
                 name=name,
                 category=category,
                 obs_type=self._check_obs_type(obs_type, category),
-                finding=self._check_text(finding, "finding"),
+                finding=self._check_finding(finding),
                 finding_seq=self._check_seq(finding_seq),
                 intent=self._check_intent(intent),
                 workflows=wf_names,
@@ -205,7 +205,7 @@ class KnowledgeBase:
                 old,
                 category=category,
                 obs_type=self._check_obs_type(obs_type, category),
-                finding=self._check_text(changes.get("finding", old.finding), "finding"),
+                finding=self._check_finding(changes["finding"]) if "finding" in changes else old.finding,
                 finding_seq=self._check_seq(changes.get("finding_seq", old.finding_seq)),
                 intent=self._check_intent(changes.get("intent", old.intent)),
                 workflows=self._in_workflow_order(
@@ -387,6 +387,14 @@ class KnowledgeBase:
                 "remove it and try again",
                 path=self.path,
             )
+        return text
+
+    def _check_finding(self, text: Any) -> str:
+        """A finding the user writes (added or edited) says something: one rule for the window's
+        dialog and every other caller. Findings already in a loaded file are kept as they are."""
+        text = self._check_text(text, "finding")
+        if not text.strip():
+            raise KnowledgeBaseError("the finding cannot be empty", path=self.path)
         return text
 
     def _check_optional_text(self, text: Any, what: str) -> str | None:

@@ -9,33 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import shutil
 import signal
 import sys
 
-from kmds_desktop import __version__, paths
-from kmds_desktop.config import Settings, SettingsError, load_settings
+from kmds_desktop import __version__
 
 log = logging.getLogger(__name__)
-
-
-def load_settings_or_defaults() -> tuple[Settings, str | None]:
-    """The user's settings, or defaults plus a message when the file is unusable.
-
-    A broken file is copied aside (``settings.json.broken``) before defaults are used, so saving the
-    defaults later never destroys what the user wrote.
-    """
-    try:
-        return load_settings(), None
-    except SettingsError as exc:
-        path = paths.settings_file()
-        backup = path.with_name(path.name + ".broken")
-        try:
-            shutil.copy2(path, backup)
-            where = f" A copy of the file was kept as {backup}."
-        except OSError:
-            where = ""
-        return Settings(), f"The settings could not be used, so defaults apply: {exc}.{where}"
 
 
 def _quit_on_signals(window: object) -> None:
@@ -68,6 +47,7 @@ def run_app(kb_file: str | None = None) -> int:
     import qasync
     from PySide6.QtWidgets import QApplication
 
+    from kmds_desktop.app.preferences import load_settings_or_defaults
     from kmds_desktop.ui.main_window import MainWindow, app_icon, initial_kb_path, settle_before_first_frame
     from kmds_desktop.ui.messages import install_excepthook, uninstall_excepthook
 

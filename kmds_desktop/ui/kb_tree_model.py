@@ -14,6 +14,7 @@ from typing import Any
 from PySide6.QtCore import QAbstractItemModel, QModelIndex, QPersistentModelIndex, Qt
 
 from kmds_desktop.app.ask import one_line
+from kmds_desktop.app.workspace import observation_matches
 
 CATEGORY_LABELS = {
     "exploratory": "Exploratory",
@@ -41,14 +42,6 @@ def _items(container: Any) -> list[Any]:
     if isinstance(container, dict):
         return list(container.values())
     return list(container)
-
-
-def observation_matches(obs: Any, needle: str) -> bool:
-    """Case-insensitive substring match over finding, type and intent (the filter box's rule)."""
-    if not needle:
-        return True
-    needle = needle.casefold()
-    return any(needle in (value or "").casefold() for value in (obs.finding, obs.obs_type, obs.intent))
 
 
 class _Node:
