@@ -9,8 +9,9 @@ One run measures, on the same synthetic KB (written by the KB core's generator):
   (a) full build vs a bare ``SentenceTransformer.encode`` of the same texts with the same batch
       size and normalisation (target <= 1.15: storage and bookkeeping cost at most 15% over the
       embedding).
-The bare encode runs once before the builds and once after them, and each build is compared with
-the mean of the two, so load that comes and goes on a shared machine weighs on both sides alike.
+A bare encode runs right before and right after each full build ((a), then (d)), and each build is
+compared with the mean of the two next to it, so load that comes and goes on a shared machine
+weighs on both sides alike (the bare encode alone swung from 40 s to 290 s within one run).
 Ratios are given in wall-clock and in CPU time (every thread of this process, plus the index
 process for (d)), which other load disturbs less. The last line is ratio (a).
 Usage: ``.venv/bin/python bench/index_build.py [N_OBSERVATIONS] [--app]``.
@@ -82,6 +83,7 @@ def main() -> None:
         full = index.build_from_onto(kb)
         full_s, full_cpu = time.perf_counter() - t0, time.process_time() - c0
         print(f"full build: {full_s:.2f} s ({full_cpu:.1f} s CPU; {full.summary()})", flush=True)
+        bare_runs.append(bare_encode())
 
         rng = random.Random(1)
         changed = rng.sample(kb.observations, max(1, len(kb.observations) // 100))
@@ -119,12 +121,13 @@ def main() -> None:
             index_process.stop_all()
         print(f"app's index process, full build: {app_s:.2f} s ({app_cpu:.1f} s CPU, both processes; "
               f"{app_build.summary()})", flush=True)
-    bare_runs.append(bare_encode())
-    bare_s = statistics.fmean(t for t, _ in bare_runs)
-    bare_cpu = statistics.fmean(c for _, c in bare_runs)
-    if "--app" in sys.argv:
-        print(f"(d) app's index process, full build / bare encode: {app_s / bare_s:.3f} "
-              f"(CPU time {app_cpu / bare_cpu:.3f})")
+        bare_runs.append(bare_encode())
+        app_bare_s = statistics.fmean(t for t, _ in bare_runs[1:])
+        app_bare_cpu = statistics.fmean(c for _, c in bare_runs[1:])
+        print(f"(d) app's index process, full build / bare encode: {app_s / app_bare_s:.3f} "
+              f"(CPU time {app_cpu / app_bare_cpu:.3f})")
+    bare_s = statistics.fmean(t for t, _ in bare_runs[:2])
+    bare_cpu = statistics.fmean(c for _, c in bare_runs[:2])
     print(f"(c) warm search latency, median of 100 queries: {statistics.median(latencies):.1f} ms")
     # Wall-clock on a shared machine swings with other load; CPU time of this process does not.
     print(
