@@ -25,8 +25,11 @@ def test_import_reports_counts_skips_and_failures(pg_empty_database, tmp_path, c
     assert main(["literature", "import", "--quiet", str(good), "--dsn", dsn]) == 0
     out = capsys.readouterr().out
     assert "1 records, 1 new" in out and "skipped line 2: not valid JSON" in out
-    assert main(["literature", "import", "-q", str(good), "--dsn", dsn]) == 0
-    assert "0 new, 0 updated, 1 unchanged" in capsys.readouterr().out
+    assert "1 documents have no vector yet" in out and "literature embed" in out
+    assert main(["literature", "import", "-q", "--embed", str(good), "--dsn", dsn]) == 0
+    out = capsys.readouterr().out
+    assert "0 new, 0 updated, 1 unchanged" in out and "embedded 1 documents" in out
+    assert "no vector yet" not in out
     assert main(["literature", "import", "-q", str(tmp_path / "nope.jsonl"), "--dsn", dsn]) == 1
     assert "nope.jsonl" in capsys.readouterr().err
     assert pg_empty_database.status()["documents"] == 1

@@ -50,6 +50,9 @@ def register(sub: argparse._SubParsersAction) -> argparse._SubParsersAction:  # 
     imp.add_argument("files", nargs="+", metavar="FILE")
     imp.add_argument("--dsn", help=DSN_HELP)
     imp.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+    imp.add_argument("--embed", action="store_true",
+                     help="embed the new documents right after the import (as 'literature embed' does; "
+                          "the window does it in the background when retrieval.embed_after_import is on)")
     imp.set_defaults(func=_import)
 
     emb = lit_sub.add_parser(
@@ -157,4 +160,33 @@ def _import(args: argparse.Namespace) -> int:
                     print(f"  skipped {skipped.position}: {skipped.message}")
                 if len(rep.skipped) > _MAX_SKIPPED_SHOWN:
                     print(f"  ... and {len(rep.skipped) - _MAX_SKIPPED_SHOWN} more skipped")
+        if code == 0:
+            code = _after_import(args, db)
     return code
+
+
+def _after_import(args: argparse.Namespace, db: Any) -> int:
+    """Embed the new documents (``--embed``) or say how many semantic rows cannot find yet."""
+    from kmds_desktop.config import load_settings
+    from kmds_desktop.literature.errors import LiteratureError
+    from kmds_desktop.literature.vectors import embed_documents, vector_status
+
+    settings = load_settings()
+    try:
+        if args.embed:
+            rep = embed_documents(
+                db, model_name=settings.index.embedding_model, batch_size=settings.retrieval.embed_batch_size,
+                allow_external=settings.retrieval.allow_vectors_in_external_database,
+                progress=progress_line(args.quiet))
+            end_progress()
+            print(f"embedded {rep.embedded} documents in {rep.seconds:.1f} s ({rep.per_second:.1f}/s); "
+                  f"{rep.remaining} still need a vector")
+            return 0
+        status = vector_status(db, settings.index.embedding_model)
+    except LiteratureError as err:
+        return fail(str(err))
+    missing = status["needing"] or 0
+    if status["available"] and missing > 0:
+        print(f"{missing} documents have no vector yet, so semantic rows cannot find them: run "
+              "'kmds-desktop literature embed' (or import with --embed)")
+    return 0
