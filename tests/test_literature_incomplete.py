@@ -163,7 +163,7 @@ def test_cli_exits_non_zero_when_a_query_is_lost(pg_empty_database, fake_ollama,
                 waiting = watcher.execute(
                     "SELECT pid, query FROM pg_stat_activity WHERE application_name = 'kmds-desktop' "
                     "AND wait_event_type = 'Lock' AND datname = current_database()").fetchall()
-                search = [pid for pid, query in waiting if "ts_rank_cd" in query]
+                search = [pid for pid, query in waiting if "search_vector @@" in query]  # a row's search
                 if search:
                     backend = search[0]
                     break

@@ -32,7 +32,7 @@ def jobs(qtbot):
 def _search_waiting(watcher: psycopg.Connection) -> int | None:
     row = watcher.execute(
         "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() "
-        "AND query LIKE '%ts_rank_cd%'").fetchone()
+        "AND query LIKE '%search_vector @@%'").fetchone()
     return int(row[0]) if row else None
 
 

@@ -406,15 +406,13 @@ class LiteratureDatabase:
             printed = self._execute(conn, f"SELECT ({tsq})::text", params).fetchone()[0] or ""
             terms = term_weights.operands(str(printed))
             need_total, unknown = self._term_stats.missing(terms)
-            total = None
-            if need_total:
-                total = int(conn.execute("SELECT count(*) FROM document").fetchone()[0])
-            counts = {}
-            if unknown:
-                counts = {str(t): int(n) for t, n in conn.execute(
-                    "SELECT t, (SELECT count(*) FROM document WHERE search_vector @@ t::tsquery) "
-                    "FROM unnest(%s::text[]) AS t", (unknown,)).fetchall()}
-            self._term_stats.store(total, counts)
+            if terms and (need_total or unknown):  # one statement: the collection size and the counts
+                rows = conn.execute(
+                    "SELECT (SELECT count(*) FROM document), t, "
+                    "(SELECT count(*) FROM document WHERE search_vector @@ t::tsquery) "
+                    "FROM unnest(%s::text[]) AS t", (unknown or terms,)).fetchall()
+                self._term_stats.store(int(rows[0][0]) if rows else None,
+                                       {str(t): int(n) for _, t, n in rows})
             return terms
 
         terms = self.run(collect, cancel)
