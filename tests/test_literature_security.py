@@ -254,7 +254,12 @@ def test_a_server_crash_gives_no_traceback_and_the_next_request_restarts_it():
         print("no-error")
     except DatabaseUnavailable as err:
         print("unavailable:", str(err).splitlines()[0][:60])
-    print(db.status()["schema_version"], db.server.pid() != first)
+    try:
+        print(db.status()["schema_version"], db.server.pid() != first)
+    except Exception:
+        import sys
+        print(open(db.server.log_path, errors="replace").read()[-4000:], file=sys.stderr)
+        raise
     """
     env = {**os.environ, "KMDS_DESKTOP_HOME": str(home), "PYTHONPATH": str(REPO)}
     try:

@@ -74,6 +74,9 @@ log = logging.getLogger(__name__)
 EMBEDDED_DBNAME = "kmds_literature"
 #: How long the source list is reused before it is read again (sources change only on import).
 SOURCES_TTL_S = 30.0
+_EMBEDDED_CONNECT_RETRY_S = 10.0
+"""How long a refused connection to the embedded server is retried (restarting it) before failing."""
+
 T = TypeVar("T")
 
 __all__ = ["LiteratureDatabase", "MatchCount", "open_database", "open_embedded"]
@@ -186,21 +189,41 @@ class LiteratureDatabase:
     def _connect(self) -> psycopg.Connection:
         if self._closed:
             raise LiteratureError("the literature database was closed; open it again")
-        if self.server is not None:
-            self.server.ensure_running()
-        try:
-            params = {"connect_timeout": 10, "application_name": "kmds-desktop", **self._conninfo}
-            conn = psycopg.connect(**params, password=self._password, autocommit=True)
-            conn.execute("SELECT set_config('statement_timeout', %s, false)",
-                         (str(self.statement_timeout_ms),))
-        except psycopg.Error as err:
-            raise DatabaseUnavailable(
-                self._redact(
-                    f"cannot connect to the literature database {self.display_name}: {err}. "
-                    "Check that the server is running and the host, port, user and password are right."
-                )
-            ) from None
-        return conn
+        # The embedded server is ours to restart: a refused connection right after a crash or a
+        # restart (its socket not yet answering, or the server gone again) is retried for a few
+        # seconds, restarting it when needed, before the user is told; an external server is not.
+        deadline = time.monotonic() + (_EMBEDDED_CONNECT_RETRY_S if self.server is not None else 0.0)
+        while True:
+            if self.server is not None:
+                self.server.ensure_running()
+            try:
+                params = {"connect_timeout": 10, "application_name": "kmds-desktop", **self._conninfo}
+                conn = psycopg.connect(**params, password=self._password, autocommit=True)
+                conn.execute("SELECT set_config('statement_timeout', %s, false)",
+                             (str(self.statement_timeout_ms),))
+                return conn
+            except psycopg.Error as err:
+                if time.monotonic() < deadline and isinstance(err, psycopg.OperationalError):
+                    log.info("the embedded PostgreSQL refused a connection (%s); retrying", err)
+                    time.sleep(0.25)
+                    continue
+                raise DatabaseUnavailable(
+                    self._redact(
+                        f"cannot connect to the literature database {self.display_name}: {err}. "
+                        + (self._server_log_hint() if self.server is not None else
+                           "Check that the server is running and the host, port, user and password "
+                           "are right.")
+                    )
+                ) from None
+
+    def _server_log_hint(self) -> str:
+        """What to do when the embedded server will not answer: its log's last lines say why."""
+        tail = ""
+        with contextlib.suppress(OSError, AttributeError):
+            lines = Path(self.server.log_path).read_text(errors="replace").splitlines()  # type: ignore[union-attr]
+            tail = "\n".join(lines[-8:])
+        hint = "The embedded server did not answer after a restart; restarting the app starts it afresh."
+        return f"{hint}\nIts log ({self.server.log_path}) ends:\n{tail}" if tail else hint  # type: ignore[union-attr]
 
     def _connection(self) -> psycopg.Connection:
         if self._conn is None or self._conn.closed or self._conn.broken:
