@@ -12,6 +12,9 @@ One run measures, on the same synthetic KB (written by the KB core's generator):
 A bare encode runs right before and right after each full build ((a), then (d)), and each build is
 compared with the mean of the two next to it, so load that comes and goes on a shared machine
 weighs on both sides alike (the bare encode alone swung from 40 s to 290 s within one run).
+(e) The build embeds each distinct text once, in batches of equal token count
+(``embeddings.encode``); that call alone, before and after the build, shows what storage and
+bookkeeping cost on top of the embedding the build really does.
 Ratios are given in wall-clock and in CPU time (every thread of this process, plus the index
 process for (d)), which other load disturbs less. The last line is ratio (a).
 Usage: ``.venv/bin/python bench/index_build.py [N_OBSERVATIONS] [--app]``.
@@ -77,6 +80,16 @@ def main() -> None:
 
     bare_runs = [bare_encode()]
 
+    def own_encode() -> tuple[float, float]:
+        t0, c0 = time.perf_counter(), time.process_time()
+        embeddings.encode(texts, DEFAULT_MODEL)
+        took, cpu = time.perf_counter() - t0, time.process_time() - c0
+        print(f"the build's embedding call alone (embeddings.encode: {len(set(texts))} distinct texts, "
+              f"token-count batches): {took:.2f} s ({cpu:.1f} s CPU)", flush=True)
+        return took, cpu
+
+    own_runs = [own_encode()]
+
     with tempfile.TemporaryDirectory(prefix="kmds-index-bench-", dir=data) as tmp:
         index = SemanticIndex(Path(tmp) / "index")
         t0, c0 = time.perf_counter(), time.process_time()
@@ -84,6 +97,7 @@ def main() -> None:
         full_s, full_cpu = time.perf_counter() - t0, time.process_time() - c0
         print(f"full build: {full_s:.2f} s ({full_cpu:.1f} s CPU; {full.summary()})", flush=True)
         bare_runs.append(bare_encode())
+        own_runs.append(own_encode())
 
         rng = random.Random(1)
         changed = rng.sample(kb.observations, max(1, len(kb.observations) // 100))
@@ -128,6 +142,11 @@ def main() -> None:
               f"(CPU time {app_cpu / app_bare_cpu:.3f})")
     bare_s = statistics.fmean(t for t, _ in bare_runs[:2])
     bare_cpu = statistics.fmean(c for _, c in bare_runs[:2])
+    own_s = statistics.fmean(t for t, _ in own_runs)
+    own_cpu = statistics.fmean(c for _, c in own_runs)
+    print(f"(e) full build / the build's embedding call alone (its storage and bookkeeping): "
+          f"{full_s / own_s:.3f} (CPU time {full_cpu / own_cpu:.3f}); that call / bare encode: "
+          f"{own_s / bare_s:.3f} (CPU time {own_cpu / bare_cpu:.3f})")
     print(f"(c) warm search latency, median of 100 queries: {statistics.median(latencies):.1f} ms")
     # Wall-clock on a shared machine swings with other load; CPU time of this process does not.
     print(

@@ -171,7 +171,9 @@ def encode(
     """Unit-length float32 embeddings of ``texts`` (shape ``(len(texts), dim)``).
 
     Unit length makes cosine similarity a dot product, which is what :func:`rank` and the index's
-    stored vectors rely on.
+    stored vectors rely on. Each distinct text is embedded once (knowledge bases repeat findings
+    word for word), and the forward passes take texts of equal token count together
+    (:func:`_token_ordered_batches`), so less of each pass is padding.
     """
     import numpy as np
 
@@ -179,14 +181,46 @@ def encode(
     if len(texts) == 0:
         dim = int(model.get_sentence_embedding_dimension() or 0)
         return np.zeros((0, dim), dtype=np.float32)
-    vectors = model.encode(
-        list(texts),
-        batch_size=batch_size,
-        normalize_embeddings=True,
-        convert_to_numpy=True,
-        show_progress_bar=False,
-    )
-    return np.asarray(vectors, dtype=np.float32)
+    distinct = list(dict.fromkeys(texts))
+    row_of = {text: i for i, text in enumerate(distinct)}
+    unique_vectors: np.ndarray | None = None
+    for positions in _token_ordered_batches(model, distinct, batch_size):
+        vectors = model.encode(
+            [distinct[i] for i in positions],
+            batch_size=batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        if unique_vectors is None:
+            unique_vectors = np.empty((len(distinct), vectors.shape[1]), dtype=np.float32)
+        unique_vectors[positions] = vectors
+    assert unique_vectors is not None
+    if len(distinct) == len(texts):
+        return unique_vectors
+    return unique_vectors[[row_of[text] for text in texts]]
+
+
+def _token_ordered_batches(model: Any, texts: list[str], batch_size: int) -> list[list[int]]:
+    """Positions of ``texts`` in forward-pass batches of ``batch_size``, shortest in tokens first.
+
+    ``SentenceTransformer.encode`` orders a call's texts by characters, not tokens, so a batch of
+    similar character counts can still pad to its longest tokenisation: on KMDS findings the
+    passes cost 15-35 % more than with batches of equal token counts. One text (a query) or one
+    batch skips the tokenisation. Ties are broken by the text, so the batching is reproducible.
+    """
+    batch_size = max(1, int(batch_size))
+    if len(texts) <= batch_size:
+        return [list(range(len(texts)))]
+    tokenizer = getattr(model, "tokenizer", None)
+    limit = int(getattr(model, "max_seq_length", 0) or 512)
+    try:
+        ids = tokenizer(texts, truncation=True, max_length=limit)["input_ids"]  # type: ignore[misc]
+        lengths = [len(row) for row in ids]
+    except Exception:  # noqa: BLE001 - a model without a callable tokenizer: order by characters
+        lengths = [len(text) for text in texts]
+    order = sorted(range(len(texts)), key=lambda i: (lengths[i], texts[i]))
+    return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
 
 
 def cosine_distances(query_vector: np.ndarray, vectors: np.ndarray) -> np.ndarray:

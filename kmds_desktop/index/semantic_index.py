@@ -357,8 +357,9 @@ class SemanticIndex:
         total = len(pending)
         if total == 0:
             return
-        # Similar lengths in one step waste less padding (encode sorts only within its call).
-        pending = sorted(pending, key=lambda e: len(e.text))
+        # Similar lengths in one step waste less padding (encode sorts only within its call), and
+        # equal texts side by side land in one step, where encode embeds each distinct text once.
+        pending = sorted(pending, key=lambda e: (len(e.text), e.text))
         report(progress, 0, total, f"embedding {total} texts")
         if self.own_process:
             self._store_steps_remotely(collection, pending, progress, cancel)
