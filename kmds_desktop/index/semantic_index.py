@@ -12,6 +12,7 @@ The interface follows the KMDS search module's ``SemanticIndex`` (``build``, ``b
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import logging
 import threading
 import time
@@ -23,7 +24,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from kmds_desktop.index import embedding_service, embeddings, entries, index_process, kb_source, store
+from kmds_desktop.index import (
+    embedding_service,
+    embeddings,
+    entries,
+    hash_manifest,
+    index_process,
+    kb_source,
+    store,
+)
 from kmds_desktop.index.embeddings import DEFAULT_MODEL
 from kmds_desktop.index.errors import (
     IndexProcessStopped,
@@ -290,9 +299,13 @@ class SemanticIndex:
         wanted = entries.make_entries(source, self.model_name)
         report(progress, 0, None, "comparing with the stored index")
         check(cancel)
-        with self._write_lock:
+        manifest = self._hash_manifest(source.kb_id)
+        with self._write_lock, (manifest.locked(cancel) if manifest else contextlib.nullcontext()):
             collection = self._collection(source.kb_id)
-            stored = self._stored_hashes(collection)
+            recorded = manifest.read() if manifest else None
+            from_manifest = recorded is not None and hash_manifest.matches_store(recorded, collection)
+            stored = recorded if from_manifest else self._stored_hashes(collection)
+            assert stored is not None
             to_embed = [
                 _dropping_old_keys(e, stored) for e in wanted
                 if e.id not in stored or stored[e.id][0] != e.content_hash
@@ -303,9 +316,12 @@ class SemanticIndex:
             ]
             wanted_ids = {e.id for e in wanted}
             to_delete = [eid for eid in stored if eid not in wanted_ids]
+            changes = bool(to_delete or to_describe or to_embed)
             self.kb_id = source.kb_id
             self._obs_types.pop(source.kb_id, None)
             try:
+                if manifest and changes:
+                    manifest.discard()  # a build stopped half-way leaves no manifest behind
                 if to_delete:
                     for i in range(0, len(to_delete), _GET_CHUNK):
                         collection.delete(ids=to_delete[i : i + _GET_CHUNK])
@@ -316,6 +332,13 @@ class SemanticIndex:
                             ids=[e.id for e in part], metadatas=[e.metadata for e in part]
                         )
                 self._embed_and_store(collection, to_embed, progress, cancel)
+                if manifest and (changes or not from_manifest):
+                    written = {e.id for e in to_embed} | {e.id for e in to_describe}
+                    manifest.write({
+                        e.id: (e.content_hash, e.meta_hash, frozenset(e.metadata)) if e.id in written
+                        else stored[e.id]
+                        for e in wanted
+                    })
             except (SemanticIndexError, Cancelled):
                 raise
             except Exception as err:  # noqa: BLE001 - ChromaDB raises many kinds
@@ -332,6 +355,13 @@ class SemanticIndex:
         report(progress, len(to_embed), len(to_embed), f"index up to date: {result.summary()}")
         log.info("index %s for KB %s: %s", self.location, source.kb_id, result.summary())
         return result
+
+    def _hash_manifest(self, kb_id: str) -> hash_manifest.HashManifest | None:
+        """The stored hashes' manifest of ``kb_id``'s collection; None for an index kept in memory
+        or on a Chroma server (nothing beside the store is ours to write)."""
+        if self.persist_dir is None:
+            return None
+        return hash_manifest.HashManifest(self.persist_dir, store.collection_name(self._prefix, kb_id))
 
     def _embed_and_store(
         self,
@@ -537,6 +567,8 @@ class SemanticIndex:
                 for kb in [scope] if scope is not None else list(names):
                     if kb in names:
                         self._client.delete_collection(names[kb])
+                        if self.persist_dir is not None:
+                            hash_manifest.HashManifest(self.persist_dir, names[kb]).discard()
             except SemanticIndexError:
                 raise
             except Exception as err:  # noqa: BLE001
