@@ -51,3 +51,20 @@ def test_batches_hold_texts_of_equal_token_count_in_a_reproducible_order():
     assert lengths == sorted(lengths)  # shortest first, across batches
     assert batches == embeddings._token_ordered_batches(model, texts, 4)
     assert embeddings._token_ordered_batches(model, texts[:3], 4) == [[0, 1, 2]]
+
+
+def test_build_steps_count_distinct_texts_and_keep_equal_ones_together(monkeypatch):
+    from kmds_desktop.index import entries
+    from kmds_desktop.index import semantic_index as semantic_index_module
+
+    monkeypatch.setattr(semantic_index_module, "BUILD_CHUNK", 3)
+    texts = sorted(["a", "a", "a", "b", "c", "c", "d", "e", "e", "e", "e", "f", "g"])
+    pending = [entries.Entry(f"id{i}", t, {}) for i, t in enumerate(texts)]
+    steps = list(semantic_index_module._steps(pending))
+    assert [e for step in steps for e in step] == pending  # nothing lost, order kept
+    assert [len({e.text for e in step}) for step in steps] == [3, 3, 1]
+    seen: set[str] = set()
+    for step in steps:
+        here = {e.text for e in step}
+        assert not here & seen  # a text never spans two steps
+        seen |= here

@@ -18,7 +18,7 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,8 +45,9 @@ from kmds_desktop.tasks import Cancelled, CancelToken, ProgressFn, check, report
 
 log = logging.getLogger(__name__)
 
-#: Texts embedded per step; progress and cancel act between steps. Large, so the model runs full
-#: batches (see :meth:`SemanticIndex._embed_and_store` for how steps are written).
+#: Distinct texts embedded per step (entries repeating a text ride along); progress and cancel act
+#: between steps. Large, so the model runs full batches (see
+#: :meth:`SemanticIndex._embed_and_store` for how steps are written).
 BUILD_CHUNK = 512
 #: Entries per ChromaDB write when nothing else shares the store's process (the CLI): each call
 #: has a fixed cost, and ChromaDB accepts at most about 5,400 per call.
@@ -432,9 +433,8 @@ class SemanticIndex:
             done += len(part)
 
         try:
-            for start in range(0, total, BUILD_CHUNK):
+            for part in _steps(pending):
                 check(cancel)
-                part = pending[start : start + BUILD_CHUNK]
                 batch.append((part, self.encode([e.text for e in part])))
                 embedded += len(part)
                 if embedded - done >= STORE_BATCH or embedded == total:
@@ -458,9 +458,9 @@ class SemanticIndex:
         again in an upsert, and the write overlapped the next step's embedding on the same cores).
         """
         total = len(pending)
-        for start in range(0, total, BUILD_CHUNK):
+        done = 0
+        for part in _steps(pending):
             check(cancel)
-            part = pending[start : start + BUILD_CHUNK]
             try:
                 collection.embed_upsert([e.id for e in part], [e.text for e in part],
                                         [e.metadata for e in part], self.model_name,
@@ -469,7 +469,7 @@ class SemanticIndex:
                 if type(err).__name__ == "ModelLoadError":
                     raise ModelLoadError(str(err)) from None
                 raise
-            done = start + len(part)
+            done += len(part)
             report(progress, done, total, f"embedded {done} of {total}")
 
     def _store_steps_overlapped(
@@ -493,15 +493,16 @@ class SemanticIndex:
                               size=BUILD_CHUNK if self.in_process else WRITE_SLICE_MAX)
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kmds-index-writer") as writer:
             try:
-                for start in range(0, total, BUILD_CHUNK):
+                previous = 0
+                for part in _steps(pending):
                     check(cancel)
-                    part = pending[start : start + BUILD_CHUNK]
                     vectors = self.encode([e.text for e in part])
                     if in_flight is not None:
                         in_flight.result()
-                        done += BUILD_CHUNK
+                        done += previous
                         report(progress, done, total, f"embedded {done} of {total}")
                     in_flight = writer.submit(write, part, vectors)
+                    previous = len(part)
                 if in_flight is not None:
                     in_flight.result()
                     in_flight = None
@@ -730,6 +731,25 @@ class SemanticIndex:
             cached = sorted(found)
             self._obs_types[key] = cached
         return cached
+
+
+def _steps(pending: Sequence[entries.Entry]) -> Iterator[list[entries.Entry]]:
+    """``pending`` (ordered so equal texts sit together) in steps of :data:`BUILD_CHUNK` distinct
+    texts: entries repeating a text are embedded once (by :func:`embeddings.encode`), so a step
+    counted in entries would leave the model's last batch of each step part empty."""
+    step: list[entries.Entry] = []
+    distinct = 0
+    last: str | None = None
+    for entry in pending:
+        if entry.text != last:
+            if distinct >= BUILD_CHUNK:
+                yield step
+                step, distinct = [], 0
+            distinct += 1
+            last = entry.text
+        step.append(entry)
+    if step:
+        yield step
 
 
 def _dropping_old_keys(
