@@ -119,8 +119,14 @@ def clean_intent(value: Any) -> str | None:
     return text
 
 
+# One encoder each, made once: ``json.dumps`` with options builds a new encoder per call, which was
+# a third of an update's bookkeeping on 10,000 observations. The output is the same text.
+_HASH_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str)
+_RECORD_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def _hash(*parts: Any) -> str:
-    raw = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)
+    raw = _HASH_JSON.encode(parts)
     return hashlib.sha1(raw.encode("utf-8")).hexdigest()
 
 
@@ -159,7 +165,7 @@ def make_entries(source: SourceKB, model_name: str) -> list[Entry]:
 
 def _finish(eid: str, text: str, filters: dict[str, Any], record: dict[str, Any], model_name: str) -> Entry:
     record["text"] = text
-    meta = {**filters, RECORD_KEY: json.dumps(record, ensure_ascii=False, separators=(",", ":"))}
+    meta = {**filters, RECORD_KEY: _RECORD_JSON.encode(record)}
     meta[HASH_KEY] = _hash(model_name, text) + _hash(sorted(meta.items()))
     return Entry(eid, text, meta)
 

@@ -95,7 +95,7 @@ class HashManifest:
         fd, tmp = tempfile.mkstemp(prefix=".manifest-", dir=self.folder)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(payload, fh, separators=(",", ":"))
+                fh.write(json.dumps(payload, separators=(",", ":")))  # one write: dump() makes many
             os.replace(tmp, self.path)
         except BaseException:
             with contextlib.suppress(OSError):
