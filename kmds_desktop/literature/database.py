@@ -218,10 +218,7 @@ class LiteratureDatabase:
 
     def _server_log_hint(self) -> str:
         """What to do when the embedded server will not answer: its log's last lines say why."""
-        tail = ""
-        with contextlib.suppress(OSError, AttributeError):
-            lines = Path(self.server.log_path).read_text(errors="replace").splitlines()  # type: ignore[union-attr]
-            tail = "\n".join(lines[-8:])
+        tail = self.server.log_tail(8) if self.server is not None else ""
         hint = "The embedded server did not answer after a restart; restarting the app starts it afresh."
         return f"{hint}\nIts log ({self.server.log_path}) ends:\n{tail}" if tail else hint  # type: ignore[union-attr]
 

@@ -163,6 +163,19 @@ def _serves_data_dir(proc: object, pgdata: Path) -> bool | None:
     return None
 
 
+def _log_tail(path: Path, lines: int, max_bytes: int = 16384) -> str:
+    """The last ``lines`` lines of a server log, reading at most its last ``max_bytes`` (a log that
+    grew for months is not read whole to explain one failure); "" when it cannot be read."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - max_bytes))
+            data = fh.read(max_bytes)
+    except OSError:
+        return ""
+    return "\n".join(data.decode("utf-8", errors="replace").splitlines()[-lines:])
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
@@ -245,6 +258,10 @@ class EmbeddedServer:
         where = f"127.0.0.1:{self.tcp_port}" if self.tcp_port else f"socket in {self.socket_dir() or '-'}"
         return f"embedded PostgreSQL {PG_VERSION} ({where}, data in {self.pgdata})"
 
+    def log_tail(self, lines: int = 8) -> str:
+        """The server log's last ``lines`` lines (bounded read), to quote when the server fails."""
+        return _log_tail(self.log_path, lines)
+
     # -- state -------------------------------------------------------------------------------
     def _postmaster_info(self) -> dict[str, str] | None:
         try:
@@ -311,10 +328,8 @@ class EmbeddedServer:
             except subprocess.CalledProcessError as err:
                 out.seek(0)
                 text = out.read().strip()
-                tail = ""
-                if log_file is not None and log_file.exists():
-                    with contextlib.suppress(OSError):
-                        tail = "\n" + "\n".join(log_file.read_text(errors="replace").splitlines()[-15:])
+                tail = _log_tail(log_file, 15) if log_file is not None else ""
+                tail = "\n" + tail if tail else ""
                 raise ServerStartError(
                     f"{program} failed for the embedded PostgreSQL in {self.pgdata} "
                     f"(exit {err.returncode}): {text}{tail}"
