@@ -133,3 +133,15 @@ def test_an_oversized_manifest_is_not_read(tmp_path: Path, monkeypatch: pytest.M
     assert manifest.read() == {"a": ("1" * 40, "2" * 40, frozenset({"k"}))}
     monkeypatch.setattr(hash_manifest, "MAX_BYTES", 10)
     assert manifest.read() is None
+
+
+def test_a_manifest_of_many_lines_reads_back_and_a_cut_one_is_refused(tmp_path: Path) -> None:
+    manifest = hash_manifest.HashManifest(tmp_path, "c")
+    hashes = {f"kb:obs:{i}": (f"{i:040d}", f"{i + 1:040d}", frozenset({"a", "b"} if i % 2 else {"a"}))
+              for i in range(hash_manifest.LINE_ENTRIES * 2 + 7)}
+    manifest.write(hashes)
+    lines = manifest.path.read_bytes().splitlines()
+    assert len(lines) == 1 + 3  # a header, then entries a line at most LINE_ENTRIES each
+    assert manifest.read() == hashes
+    manifest.path.write_bytes(b"\n".join(lines[:-1]) + b"\n")  # the last line lost
+    assert manifest.read() is None

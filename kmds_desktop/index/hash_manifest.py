@@ -19,6 +19,7 @@ import contextlib
 import json
 import os
 import tempfile
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,9 @@ from kmds_desktop.tasks import CancelToken, check
 #: ``{entry id: (content_hash, meta_hash, metadata keys)}``, as the build compares them.
 Hashes = dict[str, tuple[str, str, frozenset[str]]]
 
-FORMAT = 1
+FORMAT = 2
+#: Entries per line of the file (each line is parsed in one call).
+LINE_ENTRIES = 500
 FOLDER = "hash-manifests"
 #: A manifest larger than this is not read (the store is read instead): about 100 bytes an entry.
 MAX_BYTES = 256 * 1024 * 1024
@@ -69,33 +72,49 @@ class HashManifest:
             return None
         if len(raw) > MAX_BYTES:
             return None
+        lines = raw.split(b"\n")
         try:
-            data = json.loads(raw)
-            if not isinstance(data, dict) or data.get("format") != FORMAT:
+            header = json.loads(lines[0])
+            if not isinstance(header, dict) or header.get("format") != FORMAT:
                 return None
-            key_sets = [frozenset(str(k) for k in keys) for keys in data["key_sets"]]
+            key_sets = [frozenset(str(k) for k in keys) for keys in header["key_sets"]]
             out: Hashes = {}
-            for eid, (both, key_set) in data["entries"].items():
-                half = len(both) // 2
-                out[str(eid)] = (both[:half], both[half:], key_sets[int(key_set)])
+            for line in lines[1:]:
+                if not line:
+                    continue
+                for eid, (both, key_set) in json.loads(line).items():
+                    half = len(both) // 2
+                    out[str(eid)] = (both[:half], both[half:], key_sets[int(key_set)])
+                time.sleep(0)  # see write(): a window's GUI thread gets its turn between lines
+            if len(out) != header.get("count"):
+                return None  # cut short
             return out
         except (ValueError, TypeError, KeyError, IndexError, AttributeError):
             return None
 
     def write(self, hashes: Mapping[str, tuple[str, str, frozenset[str]]]) -> None:
-        """Record ``hashes`` (atomically: a reader sees the old file or the new one)."""
+        """Record ``hashes`` (atomically: a reader sees the old file or the new one).
+
+        A header line, then :data:`LINE_ENTRIES` entries a line: one ``json.dumps`` of 10,000
+        entries holds the GIL for tens of milliseconds, and in the app the build's bookkeeping runs
+        in the window's process."""
         key_sets: dict[frozenset[str], int] = {}
-        rows: dict[str, list[Any]] = {}
+        rows: list[tuple[str, list[Any]]] = []
         for eid, (content, meta, keys) in hashes.items():
             if len(content) != len(meta):
                 return  # hashes of another format: no manifest rather than a wrong one
-            rows[eid] = [content + meta, key_sets.setdefault(keys, len(key_sets))]
-        payload = {"format": FORMAT, "key_sets": [sorted(k) for k in key_sets], "entries": rows}
+            rows.append((eid, [content + meta, key_sets.setdefault(keys, len(key_sets))]))
+        header = {"format": FORMAT, "count": len(rows), "key_sets": [sorted(k) for k in key_sets]}
+        parts = [json.dumps(header, separators=(",", ":"))]
+        for start in range(0, len(rows), LINE_ENTRIES):
+            parts.append(json.dumps(dict(rows[start : start + LINE_ENTRIES]), separators=(",", ":")))
+            time.sleep(0)
+        text = "\n".join(parts) + "\n"
         self._ensure_folder()
         fd, tmp = tempfile.mkstemp(prefix=".manifest-", dir=self.folder)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(json.dumps(payload, separators=(",", ":")))  # one write: dump() makes many
+                fh.write(text)
             os.replace(tmp, self.path)
         except BaseException:
             with contextlib.suppress(OSError):
