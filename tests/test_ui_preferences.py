@@ -216,3 +216,32 @@ def test_journey_type_a_model_press_enter_remove_one_and_save(qtbot, make_window
     saved = load_settings(data_home / "settings.json")
     assert saved.query_generation.models == ["builtin:keywords", "llama3.1:8b"]
     assert window.settings.query_generation.models == ["builtin:keywords", "llama3.1:8b"]
+
+
+@pytest.mark.parametrize(
+    ("tab", "field", "text"),
+    [("Query generation", "qg_per_model", "2"), ("LLM", "google_model", "gemini-2.0-flash"),
+     ("Semantic index", "n_results", "7")],
+)
+def test_enter_in_any_field_neither_saves_nor_closes(qtbot, jobs, data_home, tab, field, text):
+    """Enter in a line edit on any tab checks the form; only Save saves (issue 21, 1)."""
+    dialog = _dialog(qtbot, jobs, data_home)
+    bar = dialog.tabs.tabBar()
+    index = next(i for i in range(dialog.tabs.count()) if dialog.tabs.tabText(i) == tab)
+    qtbot.mouseClick(bar, Qt.MouseButton.LeftButton, pos=bar.tabRect(index).center())
+    edit = getattr(dialog, field)
+    qtbot.mouseClick(edit, Qt.MouseButton.LeftButton)
+    edit.selectAll()
+    qtbot.keyClicks(edit, text)
+    qtbot.keyClick(edit, Qt.Key.Key_Return)
+    qtbot.keyClick(edit, Qt.Key.Key_Enter)
+    assert dialog.isVisible() and dialog.result() == 0, "Enter closed the dialog"
+    assert not (data_home / "settings.json").exists(), "Enter saved the settings"
+    edit.selectAll()
+    qtbot.keyClicks(edit, "x-not-a-number" if field != "google_model" else "")
+    qtbot.keyClick(edit, Qt.Key.Key_Return)
+    assert dialog.isVisible()
+    if field != "google_model":
+        assert not dialog.field_errors[
+            {"qg_per_model": "query_generation.queries_per_model", "n_results": "index.n_results"}[field]
+        ].isHidden(), "Enter shows what is wrong under the field"

@@ -585,6 +585,21 @@ class PreferencesDialog(QDialog):
         self.accept()
         return True
 
+    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 - Qt's name
+        """Enter in a field checks the form and shows what is wrong, never saves or closes.
+
+        QDialog turns an Enter that a field lets through into a click on the default button (Save),
+        so typing a number and pressing Enter, as in any form, would save and close the dialog from
+        whichever tab the field is on. Only a focused button takes Enter as a click; Save is clicked.
+        """
+        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and not isinstance(
+            self.focusWidget(), QPushButton
+        ):
+            self.check_fields()
+            event.accept()
+            return
+        super().keyPressEvent(event)
+
     # -- models from the server --
     def refresh_models(self) -> None:
         host = self.ollama_host.text().strip()
