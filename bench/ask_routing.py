@@ -37,11 +37,22 @@ from kmds_desktop.kb import load_kb  # noqa: E402
 from kmds_desktop.search import SearchOrchestrator  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data" / "kmds"
+#: Every shared KB (and the demo KB), by the short name the question sets use.
 KBS = {
     "demo": ROOT / "resources" / "demo_kb.xml",
     "retail": SHARED / "example_ml_kb_exp_workflow.xml",
     "itsm": SHARED / "example_analytics_kb_app_workflow.xml",
     "test_exp": SHARED / "test_kb_exp_workflow.xml",
+    "test_app": SHARED / "test_kb_app_workflow.xml",
+    "retail_2024": SHARED / "history_2024_example_ml_kb_exp_workflow.xml",
+    "itsm_0216": SHARED / "repo_0.2.16_example_analytics_kb_app_workflow.xml",
+    "retail_0216": SHARED / "repo_0.2.16_example_ml_kb_exp_workflow.xml",
+    "test_app_0216": SHARED / "repo_0.2.16_test_kb_app_workflow.xml",
+    "test_exp_0216": SHARED / "repo_0.2.16_test_kb_exp_workflow.xml",
+    "synth": SHARED / "generated_by_kmds" / "synth_250.xml",
+    "noseq": SHARED / "generated_by_kmds" / "noseq.xml",
+    "cli": SHARED / "generated_by_kmds" / "cli_kb.xml",
+    "schema_only": SHARED / "schema_only_kmds_ontology_0.4.2.xml",
 }
 SETS = {
     "dev": ROOT / "tests" / "data" / "ask_questions_dev.jsonl",
@@ -152,7 +163,10 @@ def main() -> None:
     verbose = "--verbose" in sys.argv
     settings = Settings()
     orchestrators = {}
+    used = {q["kb"] for path in SETS.values() for q in load_questions(path)}
     for name, path in KBS.items():
+        if name not in used:
+            continue
         kb = load_kb(path)
         orchestrators[name] = SearchOrchestrator(kb, backend="offline", settings=settings,
                                                  index=SemanticIndex(None))
