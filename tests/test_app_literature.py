@@ -292,3 +292,57 @@ def test_messages_name_no_exception_classes() -> None:
     text = user_message(LLMUnreachable("Ollama at http://x:1 is not running"), "Query generation failed")
     assert text == "Query generation failed: Ollama at http://x:1 is not running"
     assert "KeyError" not in user_message(KeyError("x"))
+
+
+def _attempt(model: str, query: str, attempt: int = 1) -> Any:
+    from kmds_desktop.literature.query_generation import QueryGenerationResult
+
+    return QueryGenerationResult(model=model, query=query, attempt_number=attempt, generation_time=0.1,
+                                 temperature=0.1)
+
+
+def test_rows_belong_to_their_question_and_new_search_clears_them() -> None:
+    """Generate for another question unticks the rows of the previous one that stay (edited, hand-written,
+    run, its semantic row); the same question keeps an unticked semantic row unticked; New search
+    clears all and names the unrun edited/hand-written rows to ask about (issue 21, 2 and 10)."""
+    from kmds_desktop.app.literature import RetrievalRows
+
+    session = _session()
+    session.set_draft_question("question A")
+    early = session.add_hand_written(Q_CF)  # written before the first Generate: question A's
+    session.start_round("question A", NOW)
+    semantic = session.accept_attempt(RetrievalRows(semantic="question A"))
+    edited = session.accept_attempt(_attempt("m", "cystic & fibrosis"))
+    untouched = session.accept_attempt(_attempt("m", "lung & function", 2))
+    session.finish_round()
+    session.edit(edited.uid, "cystic & fibrosis & child:*")
+    assert early.question == "question A" and semantic.question == "question A"
+
+    # The same question again: the unticked semantic row stays unticked (not replaced by a ticked one).
+    session.set_included(semantic.uid, False)
+    session.start_round("Question  a", NOW)
+    assert session.accept_attempt(RetrievalRows(semantic="question A")) is None
+    session.finish_round()
+    assert session.row(semantic.uid) is semantic and not semantic.included
+    assert session.row(untouched.uid) is None, "untouched generated rows are replaced as before"
+    assert early.included and edited.included and session.round.unticked_previous == 0
+    session.set_included(semantic.uid, True)
+    semantic.returned = 3  # it ran: it stays when another question is generated
+
+    session.set_draft_question("question B")
+    later = session.add_hand_written("pseudomonas")
+    session.start_round("question B", NOW)
+    new_semantic = session.accept_attempt(RetrievalRows(semantic="question B"))
+    new_row = session.accept_attempt(_attempt("m", "tobramycin"))
+    session.finish_round()
+    ticked = {r.query for r in session.included_rows()}
+    assert ticked == {"pseudomonas", "question B", "tobramycin"}, ticked
+    assert {r.uid for r in session.rows if not r.included} == {early.uid, edited.uid, semantic.uid}
+    assert new_semantic.question == new_row.question == later.question == "question B"
+    assert session.round.unticked_previous == 3
+    assert "3 rows of the previous question were unticked" in session.round.summary()
+
+    assert [r.uid for r in session.rows_to_confirm()] == [early.uid, edited.uid, later.uid]
+    assert session.new_search() == 6
+    assert session.rows == [] and session.question == "" and session.round is None
+    assert session.last_run is None and session.documents == [] and session.rows_to_confirm() == []

@@ -55,6 +55,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QMenu,
+    QMessageBox,
     QPushButton,
     QSplitter,
     QStackedWidget,
@@ -134,6 +135,8 @@ class LiteraturePanel(QWidget):
         self.last_recorded: int | None = None
         #: The newest message (level, text) the panel sent to the window's message bar.
         self.last_message: tuple[str, str] | None = None
+        #: The open "discard these queries?" question of New search (None when none is open).
+        self.confirm_box: QMessageBox | None = None
 
         self.session = app_lit.LiteratureSession(settings.query_generation, settings.literature,
                                                  settings.retrieval, settings.index.embedding_model)
@@ -161,10 +164,17 @@ class LiteraturePanel(QWidget):
         self.question.setPlaceholderText("Your research question")
         self.question.setToolTip("A research question, e.g. Does azithromycin help CF lung function?")
         self.question.returnPressed.connect(self.generate)
+        self.question.textChanged.connect(self.session.set_draft_question)
         self.generate_button = QPushButton("Generate queries")
         self.generate_button.setObjectName("generateQueries")
         self.generate_button.setToolTip("Ask each configured model, one after another, for search queries")
         self.generate_button.clicked.connect(self._generate_clicked)
+        self.new_search_button = QPushButton("New search")
+        self.new_search_button.setObjectName("newSearch")
+        self.new_search_button.setToolTip("Clear the question and every row to start another search (each "
+                                          "run stays in the search history); asks before discarding "
+                                          "edited or hand-written queries that have not run")
+        self.new_search_button.clicked.connect(lambda _checked=False: self.new_search())
         self.wide_button = QToolButton()
         self.wide_button.setObjectName("literatureWide")
         self.wide_button.setText("Wide")
@@ -176,6 +186,7 @@ class LiteraturePanel(QWidget):
         top.addWidget(QLabel("Question:"))
         top.addWidget(self.question, 1)
         top.addWidget(self.generate_button)
+        top.addWidget(self.new_search_button)
         top.addWidget(self.wide_button)
 
         self.progress_label = QLabel()
@@ -528,6 +539,50 @@ class LiteraturePanel(QWidget):
         self._show_error(exc, "Query generation failed")
         self._update_buttons()
 
+    # --- a new search -----------------------------------------------------------------------------
+    def new_search(self) -> bool:
+        """Clear the question, the rows and the results for another search (the session's rule); asks
+        first when edited or hand-written queries that never ran would be lost. True when cleared now."""
+        if self._working():
+            self.show_message("Wait for the running search or import to finish, or cancel it.", "warning")
+            return False
+        at_risk = self.session.rows_to_confirm()
+        if not at_risk:
+            self._clear_search()
+            return True
+        n = len(at_risk)
+        box = QMessageBox(
+            QMessageBox.Icon.Question, "New search",
+            f"Discard {n} edited or hand-written {'query' if n == 1 else 'queries'} that "
+            f"{'has' if n == 1 else 'have'} not run?\n\n" + "\n".join(f"• {r.query}" for r in at_risk[:8])
+            + ("\n…" if n > 8 else ""),
+            QMessageBox.StandardButton.Discard | QMessageBox.StandardButton.Cancel, self,
+        )
+        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+        self.confirm_box = box
+
+        def answered(_result: int) -> None:
+            self.confirm_box = None
+            if box.standardButton(box.clickedButton()) == QMessageBox.StandardButton.Discard:
+                self._clear_search()
+
+        box.finished.connect(answered)
+        box.open()
+        return False
+
+    def _clear_search(self) -> None:
+        self.stop_generating()
+        self._check_timer.stop()
+        self.review.new_search()
+        self.question.clear()
+        self.documents.set_documents([])
+        self.detail.show_document(None)
+        self.results_label.setText("Run the ticked queries to see documents here.")
+        self._set_progress("New search: type a question and generate queries, or add your own.")
+        self.documents_changed.emit(0)
+        self._update_buttons()
+        self.question.setFocus()
+
     # --- review table editing ---------------------------------------------------------------------
     def add_query(self, text: str = "") -> QueryRow:
         """Add a hand-written query; with no text, start editing the new row."""
@@ -633,6 +688,9 @@ class LiteraturePanel(QWidget):
         run = self.session.apply_run(plan, result, utc_now())
         self._record_run(plan, run)
         self.review.refresh()
+        # A model reset drops the selection without a signal: the detail would keep showing a
+        # document of the previous search.
+        self.detail.show_document(None)
         self.documents.set_documents(self.session.documents)
         self.documents_view.sortByColumn(DocumentsModel.COL_RANK, Qt.SortOrder.AscendingOrder)
         self.documents_view.resizeColumnToContents(DocumentsModel.COL_YEAR)

@@ -245,6 +245,16 @@ class ReviewModel(QAbstractTableModel):
         self.selection_changed.emit()
         return rnd
 
+    def new_search(self) -> int:
+        """Clear every row for a new search (the session's rule); returns how many went."""
+        self.beginResetModel()
+        try:
+            n = self.session.new_search()
+        finally:
+            self.endResetModel()
+        self.selection_changed.emit()
+        return n
+
     def accept_attempt(self, result: QueryGenerationResult | RetrievalRows | HypotheticalAttempt,
                        ) -> QueryRow | None:
         """One item of the round (an attempt, the retrieval-rows plan, the hypothetical abstract); a row

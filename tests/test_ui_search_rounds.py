@@ -1,0 +1,151 @@
+"""A second search in the same window, and the documents and review tables between runs, driven by
+clicks and typing on the real window (pytest-qt, offscreen) with the PostgreSQL test server.
+
+Issue 21: a new question must not keep the previous search's rows ticked (Run selected would mix two
+searches), New search clears the rows (asking before it discards queries that exist nowhere else),
+and a new run clears the detail of a document of the previous one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtWidgets import QLineEdit, QMessageBox, QPushButton
+
+from kmds_desktop.config import Settings
+from kmds_desktop.ui.literature_panel import LiteraturePanel
+from kmds_desktop.ui.review_model import CHECKING, ReviewModel
+
+QUESTION = "Does azithromycin improve lung function in cystic fibrosis?"
+OTHER = "Is tobramycin inhaled against Pseudomonas aeruginosa in children?"
+WAIT = 30_000
+LEFT = Qt.MouseButton.LeftButton
+
+
+def _window(make_window, database: Any) -> tuple[Any, LiteraturePanel]:
+    settings = Settings()
+    qg = settings.query_generation
+    qg.multi_model_enabled = True
+    qg.models = ["builtin:keywords"]
+    qg.queries_per_model = 2
+    settings.literature.max_rows = 20
+    window = make_window(settings, auto_index=False,
+                         literature_kwargs={"database": database, "open_on_start": False})
+    window.resize(1600, 1000)
+    return window, window.literature
+
+
+def _click(qtbot, button: QPushButton) -> None:
+    assert button.isVisible() and button.isEnabled(), f"{button.text()!r} cannot be clicked"
+    qtbot.mouseClick(button, LEFT)
+
+
+def _ask(qtbot, panel: LiteraturePanel, question: str) -> None:
+    qtbot.mouseClick(panel.question, LEFT)
+    panel.question.selectAll()
+    qtbot.keyClick(panel.question, Qt.Key.Key_Delete)
+    qtbot.keyClicks(panel.question, question)
+
+
+def _generate(qtbot, panel: LiteraturePanel) -> None:
+    _click(qtbot, panel.generate_button)
+    qtbot.waitUntil(lambda: panel.session.round is not None and panel.session.round.finished, timeout=WAIT)
+    qtbot.waitUntil(lambda: not panel.generating, timeout=WAIT)
+    _wait_checked(qtbot, panel)
+
+
+def _wait_checked(qtbot, panel: LiteraturePanel) -> None:
+    qtbot.waitUntil(lambda: all(r.validity != CHECKING for r in panel.review.rows()), timeout=WAIT)
+
+
+def _run(qtbot, panel: LiteraturePanel) -> None:
+    before = panel.session.last_run
+    _click(qtbot, panel.run_button)
+    qtbot.waitUntil(lambda: panel.session.last_run is not before, timeout=WAIT)
+    qtbot.waitUntil(lambda: panel.run_button.isEnabled(), timeout=WAIT)
+
+
+def _cell(panel: LiteraturePanel, row: int, column: int) -> QPoint:
+    return panel.review_view.visualRect(panel.review.index(row, column)).center()
+
+
+def _edit_row(qtbot, panel: LiteraturePanel, row: int, text: str) -> None:
+    view = panel.review_view
+    qtbot.mouseClick(view.viewport(), LEFT, pos=_cell(panel, row, ReviewModel.COL_QUERY))
+    qtbot.mouseDClick(view.viewport(), LEFT, pos=_cell(panel, row, ReviewModel.COL_QUERY))
+    editor = view.viewport().findChild(QLineEdit)
+    assert editor is not None and editor.isVisible(), "no in-place editor opened"
+    editor.selectAll()
+    qtbot.keyClicks(editor, text)
+    qtbot.keyClick(editor, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: panel.review.row(row).query == text, timeout=WAIT)
+
+
+def _add_hand_written(qtbot, panel: LiteraturePanel, text: str) -> None:
+    _click(qtbot, panel.add_button)
+    editor = panel.review_view.viewport().findChild(QLineEdit)
+    assert editor is not None and editor.isVisible()
+    qtbot.keyClicks(editor, text)
+    qtbot.keyClick(editor, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: panel.review.row(panel.review.rowCount() - 1).query == text, timeout=WAIT)
+
+
+def _click_document(qtbot, panel: LiteraturePanel, row: int) -> None:
+    view = panel.documents_view
+    pos = view.visualRect(panel.proxy.index(row, 1)).center()
+    qtbot.mouseClick(view.viewport(), LEFT, pos=pos)
+
+
+def test_a_new_question_unticks_the_previous_rows_and_new_search_clears_them(
+        qtbot, make_window, pg_database) -> None:
+    _window_, panel = _window(make_window, pg_database)
+    _ask(qtbot, panel, QUESTION)
+    _generate(qtbot, panel)
+    first_round = [r.uid for r in panel.review.rows()]
+    assert len(first_round) == 2
+    _edit_row(qtbot, panel, 0, "cystic <-> fibrosis & lung")
+    _add_hand_written(qtbot, panel, "azithromycin & cystic <-> fibrosis")
+    _wait_checked(qtbot, panel)
+    _run(qtbot, panel)
+    assert panel.documents.rowCount() > 0
+    _click_document(qtbot, panel, 0)
+    assert panel.detail.toPlainText(), "a clicked document shows its detail"
+
+    # Another question, Generate: the previous question's rows that stay are unticked.
+    _ask(qtbot, panel, OTHER)
+    _generate(qtbot, panel)
+    rows = panel.review.rows()
+    old = [r for r in rows if r.uid in first_round or r.query == "azithromycin & cystic <-> fibrosis"]
+    assert old and all(not r.included for r in old), [(r.query, r.included) for r in old]
+    new = [r for r in rows if r not in old]
+    assert new and all(r.included and r.question == OTHER for r in new)
+    assert panel.run_button.text() == f"Run selected ({len(new)})"
+    assert "of the previous question were unticked" in panel.last_message[1]
+
+    # A new run clears the detail of the previous search's document (issue 21, 4).
+    _run(qtbot, panel)
+    assert panel.detail.toPlainText() == "", "the detail still shows a document of the previous search"
+
+    # New search: asks first (an edited row of this search has not run); Cancel keeps everything.
+    _add_hand_written(qtbot, panel, "tobramycin & child:*")
+    _click(qtbot, panel.new_search_button)
+    box = panel.confirm_box
+    assert isinstance(box, QMessageBox) and box.isVisible()
+    assert "tobramycin & child:*" in box.text()
+    qtbot.mouseClick(box.button(QMessageBox.StandardButton.Cancel), LEFT)
+    qtbot.waitUntil(lambda: panel.confirm_box is None, timeout=WAIT)
+    assert panel.review.rowCount() == len(rows) + 1 and panel.question.text() == OTHER
+
+    _click(qtbot, panel.new_search_button)
+    qtbot.mouseClick(panel.confirm_box.button(QMessageBox.StandardButton.Discard), LEFT)
+    qtbot.waitUntil(lambda: panel.review.rowCount() == 0, timeout=WAIT)
+    assert panel.question.text() == "" and panel.documents.rowCount() == 0
+    assert panel.run_button.text() == "Run selected (0)" and not panel.run_button.isEnabled()
+    assert panel.session.last_run is None and panel.detail.toPlainText() == ""
+
+    # Nothing unrun to lose: New search clears at once, without asking.
+    _ask(qtbot, panel, QUESTION)
+    _generate(qtbot, panel)
+    _click(qtbot, panel.new_search_button)
+    assert panel.confirm_box is None and panel.review.rowCount() == 0
