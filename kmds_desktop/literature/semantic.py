@@ -10,6 +10,7 @@ the HyDE idea of Gao et al. 2022). Every kind is shown, edited, ticked and logge
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,14 @@ ROW_HYPOTHETICAL = "hypothetical"
 ROW_KINDS = (ROW_TSQUERY, ROW_SEMANTIC, ROW_HYPOTHETICAL)
 #: Kinds whose text is embedded and searched by meaning.
 SEMANTIC_KINDS = (ROW_SEMANTIC, ROW_HYPOTHETICAL)
+#: What a row is, in the words the search log, the history, the overlap and the report use. Why four
+#: and not three: the question searched by meaning and a sentence the user wrote are different
+#: evidence for a methods section (the first is the search's own question, the second a choice).
+KIND_FULL_TEXT = "full-text"
+KIND_SEMANTIC_QUESTION = "semantic: the question"
+KIND_SEMANTIC_HAND = "semantic: hand-written"
+KIND_HYPOTHETICAL = "hypothetical abstract"
+ROW_KIND_LABELS = (KIND_FULL_TEXT, KIND_SEMANTIC_QUESTION, KIND_SEMANTIC_HAND, KIND_HYPOTHETICAL)
 #: The longest hypothetical abstract kept (characters); the model reads 256 tokens of it anyway.
 MAX_ABSTRACT_CHARS = 4000
 
@@ -49,6 +58,76 @@ class SearchRow:
     @property
     def semantic(self) -> bool:
         return self.kind in SEMANTIC_KINDS
+
+
+def row_kind_label(row_type: str | None, is_question: bool = False) -> str:
+    """The row's kind (:data:`ROW_KIND_LABELS`) from its type; a semantic row is "the question" when
+    its sentence is the research question as typed, else "hand-written"."""
+    if row_type == ROW_HYPOTHETICAL:
+        return KIND_HYPOTHETICAL
+    if row_type == ROW_SEMANTIC:
+        return KIND_SEMANTIC_QUESTION if is_question else KIND_SEMANTIC_HAND
+    return KIND_FULL_TEXT
+
+
+@dataclass(frozen=True)
+class VectorCoverage:
+    """How many documents a semantic row searched (those with a vector) of all it could have."""
+
+    searched: int
+    documents: int
+
+    @property
+    def partial(self) -> bool:
+        """True when some documents have no vector: a semantic row cannot find them."""
+        return self.documents > 0 and self.searched < self.documents
+
+    @property
+    def missing(self) -> int:
+        return max(self.documents - self.searched, 0)
+
+    def sentence(self, rows: int = 1) -> str:
+        """"the semantic row searched 576 of 1,239 documents (those with a vector)"."""
+        who = "the semantic row" if rows == 1 else f"the {rows} semantic rows"
+        verb = "searched"
+        if not self.partial:
+            return f"{who} {verb} all {self.documents:,} documents (every one has a vector)"
+        return f"{who} {verb} {self.searched:,} of {self.documents:,} documents (those with a vector)"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"searched": self.searched, "documents": self.documents, "partial": self.partial}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> VectorCoverage | None:
+        if not data or data.get("searched") is None or data.get("documents") is None:
+            return None
+        return cls(int(data["searched"]), int(data["documents"]))
+
+
+def describe_fusion(facts: Mapping[str, Any]) -> str:
+    """The merge in words: "reciprocal rank fusion (k = 20; weight 1 for full-text rows, 3 for
+    semantic rows)" or "best rank"."""
+    fusion = facts.get("fusion") or {}
+    if fusion.get("method") != "rrf":
+        return "best rank (each document at the best rank any row gave it)"
+    weights = fusion.get("weights") or {}
+    return (f"reciprocal rank fusion (k = {fusion.get('k')}; weight {_num(weights.get(KIND_FULL_TEXT, 1))} "
+            f"for full-text rows, {_num(weights.get('semantic', 1))} for semantic and hypothetical rows)")
+
+
+def describe_rerank(facts: Mapping[str, Any]) -> str:
+    """The re-ranking in words, or why there was none."""
+    rerank = facts.get("rerank") or {}
+    if not rerank.get("applied"):
+        return "not re-ranked" + ("" if rerank.get("enabled") else " (re-ranking off)")
+    w = float(rerank.get("weight", 0))
+    return (f"the first {rerank.get('candidates')} merged documents re-ranked by {_num(w)} × similarity to "
+            f"the question + {_num(round(1 - w, 4))} × full-text score")
+
+
+def _num(value: Any) -> str:
+    number = float(value)
+    return f"{number:g}"
 
 
 def as_row(item: Any) -> SearchRow:
