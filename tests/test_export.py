@@ -217,3 +217,28 @@ def test_search_log_round_trip_and_refusals(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="nested too deeply"):
         load_search_log(deep)
 
+
+
+NON_ASCII_INITIALS = {
+    "Szumowski Ł": ("Szumowski", "Ł."),
+    "Yılmaz Ş": ("Yılmaz", "Ş."),
+    "Öztürk ÖM": ("Öztürk", "Ö. M."),
+    "Иванов АВ": ("Иванов", "А. В."),
+    "Łukasiewicz J-Ł": ("Łukasiewicz", "J.-Ł."),
+    "Dvořák Č": ("Dvořák", "Č."),
+}
+
+
+def test_initials_in_any_script_are_not_flipped(tmp_path: Path) -> None:
+    """MEDLINE initials are any upper-case letters, not only A-Z: "Szumowski Ł" is "Szumowski, Ł.",
+    never "Ł, Szumowski" (issue 21, 9); read back by rispy and bibtexparser."""
+    doc = dict(DOCS[0], authors=list(NON_ASCII_INITIALS))
+    ris = parse_ris(export_documents([doc], tmp_path / "d.ris", "ris").read_text(encoding="utf-8"))
+    assert ris[0]["authors"] == [f"{last}, {first}" for last, first in NON_ASCII_INITIALS.values()]
+    (entry,) = parse_bibtex(export_documents([doc], tmp_path / "d.bib", "bib").read_text(encoding="utf-8"))
+    people = [(" ".join(p.last), " ".join(p.first)) for p in entry["author"]]
+    assert people == list(NON_ASCII_INITIALS.values())
+    assert entry["ID"].startswith("Szumowski1974")
+    # Lower-case or longer words are still names, not initials.
+    assert parse_author("Łukasz Szumowski").display == "Szumowski, Łukasz"
+    assert parse_author("Szumowski, Łukasz").display == "Szumowski, Łukasz"

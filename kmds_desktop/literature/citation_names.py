@@ -26,8 +26,10 @@ _GROUP_WORDS = frozenset(
 )
 #: Lower-case name particles that belong to the surname ("van der Berg", "de la Cruz").
 _PARTICLES = frozenset("van von der den de del della di da dos das du la le ter ten zu".split())
-#: MEDLINE initials: one to four capitals, a hyphen allowed between them ("JA", "J-P").
-_INITIALS = re.compile(r"^[A-Z](?:-?[A-Z]){0,3}$")
+#: MEDLINE initials: one to four capitals of any script, a hyphen allowed between them ("JA", "J-P",
+#: "Ł", "ŞÖ", Cyrillic "АВ"). ``[^\W\d_]`` is "a letter" in Python's Unicode ``re``; :func:`_is_initials`
+#: adds "upper case", which ``re`` cannot say (an ASCII-only class flipped "Szumowski Ł" round).
+_LETTERS = re.compile(r"^[^\W\d_](?:-?[^\W\d_]){0,3}$")
 #: Letters that Unicode decomposition leaves as they are.
 _ASCII_EXTRA = str.maketrans(
     {"ß": "ss", "ø": "o", "Ø": "O", "æ": "ae", "Æ": "AE", "œ": "oe", "Œ": "OE", "ł": "l", "Ł": "L",
@@ -51,21 +53,28 @@ class AuthorName:
         return f"{self.family}, {self.given}" if self.given else self.family
 
 
+def _is_initials(token: str) -> bool:
+    """Whether ``token`` is MEDLINE initials: 1 to 4 upper-case letters of any script, hyphens between."""
+    return bool(_LETTERS.match(token)) and all(ch.isupper() for ch in token if ch != "-")
+
+
 def _dotted_initials(token: str) -> str:
-    """``"BA"`` -> ``"B. A."``, ``"J-P"`` -> ``"J.-P."``."""
+    """``"BA"`` -> ``"B. A."``, ``"J-P"`` -> ``"J.-P."``, ``"ŁM"`` -> ``"Ł. M."``."""
     out = ""
-    for part in re.findall(r"-?[A-Z]", token):
-        if part.startswith("-"):
-            out += f"-{part[1]}."
-        else:
-            out += (" " if out else "") + f"{part}."
+    hyphen = False
+    for ch in token:
+        if ch == "-":
+            hyphen = True
+            continue
+        out += f"-{ch}." if hyphen else (" " if out else "") + f"{ch}."
+        hyphen = False
     return out
 
 
 def _given(text: str) -> str:
     """Given names as written, except bare MEDLINE initials which get their dots."""
     text = text.strip()
-    return _dotted_initials(text) if _INITIALS.match(text) else text
+    return _dotted_initials(text) if _is_initials(text) else text
 
 
 def _is_group(tokens: list[str]) -> bool:
@@ -87,7 +96,7 @@ def parse_author(name: str) -> AuthorName:
     if "," in name and not _is_group(tokens):
         family, given = name.split(",", 1)
         return AuthorName(family=family.strip(), given=_given(given))
-    if len(tokens) >= 2 and _INITIALS.match(tokens[-1]):
+    if len(tokens) >= 2 and _is_initials(tokens[-1]):
         return AuthorName(family=" ".join(tokens[:-1]), given=_dotted_initials(tokens[-1]))
     if len(tokens) == 1 or _is_group(tokens):
         return AuthorName(group=name)
