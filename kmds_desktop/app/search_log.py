@@ -11,11 +11,21 @@ Format ``kmds-desktop-search-log/2``::
 
     question, models, queries_per_model, temperature, system_prompt, settings{...}
     attempts[]   every generation attempt: model, attempt, temperature, query, error, generation_time
+    generation   {queries_generated, queries_unique}: the models' successful proposals and how many
+                 distinct texts they were (hand-written and semantic rows count in neither)
     queries[]    each query that ran: query, kind (the row type: "tsquery", "semantic" or
-                 "hypothetical"), model (the Model column), provenance{kind, model, attempt,
-                 temperature, generation_time, edited_from, row_type (semantic rows)}, matches (for
-                 a semantic row: the documents with vectors it searched), ids, refs, unique_ids,
-                 unique_refs, error, time_s
+                 "hypothetical"), row_kind ("full-text", "semantic: the question", "semantic:
+                 hand-written" or "hypothetical abstract"), model (the Model column),
+                 provenance{kind ("generated", "hand-written", "edited" or "question": the semantic
+                 row the retrieval settings added), model, attempt, temperature, generation_time,
+                 edited_from, row_type and row_kind (semantic rows)}, matches (for a semantic row:
+                 the documents with vectors it searched), coverage{searched, documents, partial}
+                 (semantic rows: what it searched of every document under the same filters), ids,
+                 refs, unique_ids, unique_refs, error, time_s
+    row_kinds    how many rows of each row_kind ran
+    retrieval_run  the retrieval as it ran: embedding_model (when a semantic row ran), semantic_rows,
+                 vector_coverage{searched, documents, partial}, fusion{method, k, weights per row
+                 kind}, rerank{applied, enabled, weight, candidates}, fulltext_ranking, merged
     documents[]  merged, best rank first: rank, id, ref, source, external_id, pmid, doi, title, year,
                  found_by (indices into queries)
     merged_ids, document_count, database, app_version, generated_at, run_started_at, run_finished_at
@@ -33,7 +43,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kmds_desktop.literature.history import utc_now
+from kmds_desktop.app.run_facts import generation_counts, kind_counts
+from kmds_desktop.literature.history import row_kind, utc_now
+from kmds_desktop.literature.semantic import SEMANTIC_KINDS, VectorCoverage
 
 if TYPE_CHECKING:
     from kmds_desktop.app.literature import LiteratureSession
@@ -82,6 +94,7 @@ def build_search_log(session: LiteratureSession, *, app_version: str = "") -> di
             "retrieval": session.retrieval.model_dump(mode="json"),
         },
         "generated_at": rnd.generated_at if rnd else None,
+        "generation": generation_counts(rnd.attempts if rnd else []),
         "attempts": [
             {"model": a.model, "attempt": a.attempt_number, "temperature": a.temperature, "query": a.query,
              "error": a.error, "generation_time": a.generation_time}
@@ -105,9 +118,10 @@ def build_search_log(session: LiteratureSession, *, app_version: str = "") -> di
     refs = {int(d["id"]): document_ref(d) for d in result.documents if d.get("id") is not None}
     for stat, provenance, label in zip(result.queries, run.provenance, run.labels, strict=False):
         unique = [i for i in stat.ids if result.found_by.get(i) == [stat.index]]
-        log["queries"].append({
+        entry: dict[str, Any] = {
             "query": stat.query,
             "kind": stat.kind,
+            "row_kind": row_kind(provenance),
             "model": label,
             "provenance": provenance,
             "matches": stat.matches,
@@ -117,7 +131,10 @@ def build_search_log(session: LiteratureSession, *, app_version: str = "") -> di
             "unique_refs": [refs.get(i, f"id:{i}") for i in unique],
             "error": stat.error,
             "time_s": stat.time_s,
-        })
+        }
+        if stat.kind in SEMANTIC_KINDS and stat.ok and stat.searchable is not None:
+            entry["coverage"] = VectorCoverage(int(stat.matches or 0), int(stat.searchable)).to_dict()
+        log["queries"].append(entry)
     for rank, doc in enumerate(result.documents, start=1):
         doc_id = int(doc["id"])
         log["documents"].append({
@@ -134,6 +151,8 @@ def build_search_log(session: LiteratureSession, *, app_version: str = "") -> di
         })
     log["merged_ids"] = list(result.ids)
     log["fusion"] = result.fusion
+    log["retrieval_run"] = dict(run.facts)
+    log["row_kinds"] = kind_counts(q["row_kind"] for q in log["queries"])
     log["document_count"] = len(result.documents)
     log["incomplete"] = bool(result.incomplete)
     log["failed_queries"] = [{"query": q.query, "error": q.error, "kind": q.error_kind}

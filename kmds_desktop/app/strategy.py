@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kmds_desktop.app.run_facts import generation_counts
 from kmds_desktop.literature.errors import LiteratureError
 from kmds_desktop.literature.history import SavedSet, SearchHistory
 from kmds_desktop.literature.overlap import Overlap, overlap
@@ -26,20 +27,35 @@ if TYPE_CHECKING:
 
 
 def run_details(session: LiteratureSession, plan: RunPlan, database_documents: int | None) -> dict[str, Any]:
-    """What the report needs besides the rows: generation settings, counts, the row cut-off."""
+    """What the report needs besides the rows: generation settings, counts, the row cut-off, and once
+    the run was applied (``session.last_run`` is this plan's), the retrieval as it ran.
+
+    ``queries_generated``/``queries_unique`` count the models' proposals and their distinct texts;
+    ``queries_ticked`` the rows Run took and ``queries_run`` what ran after de-duplication (every kind).
+    """
     rnd = session.round
     qg = session.settings
-    return {
+    details: dict[str, Any] = {
         "max_rows": session.literature.max_rows,
         "models": list(rnd.models) if rnd else [],
         "queries_per_model": rnd.queries_per_model if rnd else None,
         "temperature": rnd.temperature if rnd else qg.temperature,
         "deduplicate_queries": qg.deduplicate_results,
-        "queries_generated": sum(1 for a in rnd.attempts if a.ok) if rnd else 0,
+        **generation_counts(rnd.attempts if rnd else []),
         "queries_ticked": len(plan.rows),
-        "queries_unique": len(plan.queries),
+        "queries_run": len(plan.queries),
         "database_documents": database_documents,
     }
+    run = session.last_run
+    if run is not None and run.plan is plan:
+        details.update(run_facts_details(run))
+    return details
+
+
+def run_facts_details(run: RunRecord) -> dict[str, Any]:
+    """``{"retrieval": ...}``: the embedding model, vector coverage, fusion and re-ranking of a
+    finished run, for the report's methods."""
+    return {"retrieval": dict(run.facts)} if run.facts else {}
 
 
 def begin_recording(workbench: SearchWorkbench, session: LiteratureSession, plan: RunPlan) -> int:
@@ -59,7 +75,8 @@ def _database_size(workbench: SearchWorkbench) -> dict[str, Any]:
 
 def finish_recording(workbench: SearchWorkbench, number: int, run: RunRecord) -> SavedSet:
     """Store the finished run as set ``number`` (rows as run with provenance, ID sets, counts)."""
-    return workbench.complete(number, run_rows(run), run.result, _database_size(workbench))
+    return workbench.complete(number, run_rows(run), run.result,
+                              {**_database_size(workbench), **run_facts_details(run)})
 
 
 def abandon_recording(workbench: SearchWorkbench, number: int) -> None:

@@ -111,6 +111,9 @@ class QueryRunStats:
     #: semantic rows: cosine similarity of the first and the last document returned
     best_similarity: float | None = None
     last_similarity: float | None = None
+    #: semantic rows: every document under the same filters, with or without a vector (``matches`` of
+    #: ``searchable`` is the row's coverage: a partly embedded database hides the rest from it)
+    searchable: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -538,7 +541,7 @@ class QueryAgent:
                       cancel: CancelToken | None) -> QueryRunStats:
         """A semantic or hypothetical row: embed its text, nearest neighbours ID-only, its statistics
         (``matches`` = documents with a vector under the same filters)."""
-        from kmds_desktop.literature.vectors import count_with_vectors, embed_text, nearest_ids
+        from kmds_desktop.literature.vectors import embed_text, nearest_ids, vector_coverage
 
         stat = QueryRunStats(index=index, query=row.text, kind=row.kind)
         start = time.perf_counter()
@@ -551,7 +554,7 @@ class QueryAgent:
             stat.ids_returned = len(stat.ids)
             if ranked:
                 stat.best_similarity, stat.last_similarity = ranked[0][1], ranked[-1][1]
-            stat.matches = count_with_vectors(self.database, cancel=cancel, **filters)
+            stat.matches, stat.searchable = vector_coverage(self.database, cancel=cancel, **filters)
         except Cancelled:
             raise
         except Exception as err:  # noqa: BLE001 - one failing row is reported, the others run

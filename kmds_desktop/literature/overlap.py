@@ -10,15 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kmds_desktop.literature.history import SearchHistory
+from kmds_desktop.literature.history import SearchHistory, row_kind
+from kmds_desktop.literature.semantic import KIND_FULL_TEXT, KIND_HYPOTHETICAL
 
 
 @dataclass
 class RowSet:
     label: str  # "#N.K"
     text: str
-    origin: str  # the model, or "hand-written" / "edited"
+    origin: str  # see :func:`origin_of`
     ids: set[int]
+    kind: str = KIND_FULL_TEXT  # full-text, semantic: the question / hand-written, hypothetical abstract
 
 
 @dataclass
@@ -34,8 +36,9 @@ class Overlap:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "rows": [{"row": r.label, "text": r.text, "origin": r.origin, "documents": len(r.ids),
-                      "unique": u} for r, u in zip(self.rows, self.unique, strict=True)],
+            "rows": [{"row": r.label, "kind": r.kind, "text": r.text, "origin": r.origin,
+                      "documents": len(r.ids), "unique": u}
+                     for r, u in zip(self.rows, self.unique, strict=True)],
             "shared": self.shared,
             "jaccard": [[round(v, 4) for v in line] for line in self.jaccard],
             "union": self.union,
@@ -46,14 +49,15 @@ class Overlap:
         """The matrix as a Markdown table (shared count / Jaccard) and the per-model contributions."""
         if not self.rows:
             return "No rows with documents.\n"
-        head = "| row | documents | unique | " + " | ".join(r.label for r in self.rows) + " |"
-        sep = "|---|---:|---:|" + "---:|" * len(self.rows)
+        head = "| row | kind | documents | unique | " + " | ".join(r.label for r in self.rows) + " |"
+        sep = "|---|---|---:|---:|" + "---:|" * len(self.rows)
         lines = [head, sep]
         for i, r in enumerate(self.rows):
             cells = []
             for j in range(len(self.rows)):
                 cells.append("—" if i == j else f"{self.shared[i][j]} ({self.jaccard[i][j]:.2f})")
-            lines.append(f"| {r.label} | {len(r.ids)} | {self.unique[i]} | " + " | ".join(cells) + " |")
+            lines.append(f"| {r.label} | {r.kind} | {len(r.ids)} | {self.unique[i]} | "
+                         + " | ".join(cells) + " |")
         lines += ["", "Cells: documents shared by the two rows (Jaccard index). "
                       "Unique: found by no other row.",
                   "", "| model | rows | documents | found by no other model |", "|---|---:|---:|---:|"]
@@ -63,10 +67,19 @@ class Overlap:
 
 
 def origin_of(provenance: dict[str, Any]) -> str:
-    kind = provenance.get("kind")
-    if kind == "generated":
+    """The group a row counts in for "found by no other model": a full-text row by its model (or
+    "hand-written" / "edited"); a semantic row by its kind, so the question searched by meaning is
+    never counted with hand-written queries; a hypothetical abstract by its kind and model."""
+    kind = row_kind(provenance)
+    if kind == KIND_HYPOTHETICAL:
+        model = provenance.get("model")
+        return f"{kind} ({model})" if model else kind
+    if kind != KIND_FULL_TEXT:
+        return kind
+    origin = provenance.get("kind")
+    if origin == "generated":
         return str(provenance.get("model") or "?")
-    return str(kind or "unknown")
+    return str(origin or "unknown")
 
 
 def overlap(history: SearchHistory, numbers: list[int]) -> Overlap:
@@ -78,7 +91,7 @@ def overlap(history: SearchHistory, numbers: list[int]) -> Overlap:
         for row in saved.rows:
             if row.ok:
                 rows.append(RowSet(f"#{number}.{row.position}", row.text, origin_of(row.provenance),
-                                   set(ids.get(row.position, []))))
+                                   set(ids.get(row.position, [])), row.row_kind))
     n = len(rows)
     shared = [[len(rows[i].ids & rows[j].ids) for j in range(n)] for i in range(n)]
     jaccard = [[(shared[i][j] / len(rows[i].ids | rows[j].ids)) if (rows[i].ids | rows[j].ids) else 0.0

@@ -1,7 +1,10 @@
 """The search report: what a reviewer pastes into a methods section (PRISMA-S items), as JSON and Markdown.
 
 For a set of the history: the database and its size, the date, every search behind the set with every
-row exactly as it ran (text, provenance, matches, documents returned, unique), the set algebra used,
+row exactly as it ran (its kind: full-text, semantic: the question, semantic: hand-written or
+hypothetical abstract; text, provenance, matches, documents returned, unique), the embedding model and
+how many documents the semantic rows could search (those with a vector), the fusion and the
+re-ranking, the models' generated and unique query counts, the set algebra used,
 how rows were de-duplicated into documents, the overlap of the rows and, when known papers were given,
 the strategy's recall on them. Documents themselves are exported with :mod:`kmds_desktop.literature.export`.
 """
@@ -15,6 +18,15 @@ from typing import Any
 from kmds_desktop import __version__
 from kmds_desktop.literature.history import SavedSet, SearchHistory, describe_provenance
 from kmds_desktop.literature.overlap import overlap
+from kmds_desktop.literature.semantic import (
+    KIND_FULL_TEXT,
+    KIND_SEMANTIC_HAND,
+    KIND_SEMANTIC_QUESTION,
+    ROW_KIND_LABELS,
+    VectorCoverage,
+    describe_fusion,
+    describe_rerank,
+)
 from kmds_desktop.literature.workbench import KnownCheck
 
 _MAX_LISTED = 20
@@ -77,7 +89,9 @@ def build_report(history: SearchHistory, number: int, known: KnownCheck | None =
             "max_rows": s.details.get("max_rows"), "rerun_of": s.details.get("rerun_of"),
             "generation": {k: s.details.get(k) for k in ("models", "queries_per_model", "temperature",
                                                         "deduplicate_queries", "queries_generated",
-                                                        "queries_unique") if k in s.details},
+                                                        "queries_unique", "queries_run") if k in s.details},
+            "row_kinds": _kind_counts(r.row_kind for r in s.rows),
+            "retrieval": s.details.get("retrieval"),
             "deduplication": s.details.get("deduplication"),
             "rows": [{**r.to_dict(), "provenance_text": describe_provenance(r.provenance)} for r in s.rows],
         })
@@ -134,16 +148,7 @@ def report_markdown(report: dict[str, Any]) -> str:
         "",
     ]
     searches = report["searches"]
-    total_rows = sum(len(s["rows"]) for s in searches)
-    summary = (f"The literature database {report['database']}{size} was searched on "
-               f"{(report['date'] or '')[:10]} with {len(searches)} "
-               f"search{'es' if len(searches) != 1 else ''} "
-               f"of {total_rows} full-text quer{'ies' if total_rows != 1 else 'y'} (PostgreSQL to_tsquery, "
-               "English configuration), listed below exactly as run")
-    if report["set_algebra"]:
-        summary += f", combined as {report['set_algebra'][0]['expression']}"
-    summary += f"; the final set holds {report['document_count']} documents."
-    lines += ["## Methods summary", "", summary, ""]
+    lines += ["## Methods summary", "", methods_summary(report, size), ""]
     for s in searches:
         lines.append(f"## Search #{s['set']}" + (f" — {s['name']}" if s["name"] else ""))
         lines.append("")
@@ -158,13 +163,16 @@ def report_markdown(report: dict[str, Any]) -> str:
                          f"temperature {gen.get('temperature', '?')}; "
                          f"{gen.get('queries_generated', '?')} generated, {gen.get('queries_unique', '?')} "
                          f"after de-duplication of the query text")
+        if s.get("row_kinds"):
+            lines.append(f"- Rows run: {_kinds_text(s['row_kinds'], methods=False)}")
+        lines += [f"- {line}" for line in _retrieval_lines(s)]
         lines.append("")
-        lines.append("| row | query as run | provenance | matches | returned | unique |")
-        lines.append("|---|---|---|---:|---:|---:|")
+        lines.append("| row | kind | query as run | provenance | matches | returned | unique |")
+        lines.append("|---|---|---|---|---:|---:|---:|")
         for r in s["rows"]:
             matches = "error: " + _cell(r["error"]) if r["error"] else (
                 ("~" if r["matches_estimated"] else "") + str(r["matches"]))
-            lines.append(f"| #{s['set']}.{r['position']} | `{_cell(r['text'])}` | "
+            lines.append(f"| #{s['set']}.{r['position']} | {_cell(r['row_kind'])} | `{_cell(r['text'])}` | "
                          f"{_cell(r['provenance_text'])} | {matches} | {r['ids_returned']} | "
                          f"{r['unique_ids']} |")
         dedup = s.get("deduplication") or {}
@@ -184,15 +192,18 @@ def report_markdown(report: dict[str, Any]) -> str:
                       "one\".", ""]
     ov = report.get("overlap")
     if ov and len(ov["rows"]) > 1:
-        lines += ["## Overlap of the rows", "", "| row | documents | unique | "
+        lines += ["## Overlap of the rows", "", "| row | kind | documents | unique | "
                   + " | ".join(r["row"] for r in ov["rows"]) + " |",
-                  "|---|---:|---:|" + "---:|" * len(ov["rows"])]
+                  "|---|---|---:|---:|" + "---:|" * len(ov["rows"])]
         for i, r in enumerate(ov["rows"]):
             cells = ["—" if i == j else f"{ov['shared'][i][j]} ({ov['jaccard'][i][j]:.2f})"
                      for j in range(len(ov["rows"]))]
-            lines.append(f"| {r['row']} | {r['documents']} | {r['unique']} | " + " | ".join(cells) + " |")
-        lines += ["", "Cells: documents two rows share (Jaccard index).", "",
-                  "| model | rows | documents | found by no other model |", "|---|---:|---:|---:|"]
+            lines.append(f"| {r['row']} | {_cell(r.get('kind', KIND_FULL_TEXT))} | {r['documents']} | "
+                         f"{r['unique']} | " + " | ".join(cells) + " |")
+        lines += ["", "Cells: documents two rows share (Jaccard index). Semantic and hypothetical rows "
+                      "count by their kind, not with the hand-written queries.", "",
+                  "| model (or row kind) | rows | documents | found by no other model |",
+                  "|---|---:|---:|---:|"]
         for origin, info in ov["models"].items():
             lines.append(f"| {_cell(origin)} | {info['rows']} | {info['documents']} | {info['unique']} |")
         lines.append("")
@@ -235,6 +246,90 @@ def report_markdown(report: dict[str, Any]) -> str:
     for note in report.get("notes") or []:
         lines.append(f"Note: {note}")
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _kind_counts(kinds: Any) -> dict[str, int]:
+    listed = list(kinds)
+    return {label: listed.count(label) for label in ROW_KIND_LABELS if label in listed}
+
+
+def _kinds_text(counts: dict[str, int], *, methods: bool) -> str:
+    """"2 full-text queries (PostgreSQL to_tsquery, English configuration), 1 semantic row (the
+    question) and 1 hypothetical abstract"; ``methods`` adds how full-text queries were parsed."""
+    parts = []
+    for kind, n in counts.items():
+        if kind == KIND_FULL_TEXT:
+            how = " (PostgreSQL to_tsquery, English configuration)" if methods else ""
+            parts.append(f"{n} full-text quer{'ies' if n != 1 else 'y'}{how}")
+        elif kind == KIND_SEMANTIC_QUESTION:
+            parts.append(f"{n} semantic row{'s' if n != 1 else ''} (the question)")
+        elif kind == KIND_SEMANTIC_HAND:
+            parts.append(f"{n} semantic row{'s' if n != 1 else ''} (a hand-written sentence)")
+        else:
+            parts.append(f"{n} hypothetical abstract{'s' if n != 1 else ''} (written by an LLM, searched "
+                         "by meaning)")
+    if len(parts) <= 1:
+        return "".join(parts) or "no rows"
+    return ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def _coverage_text(facts: dict[str, Any]) -> str:
+    coverage = VectorCoverage.from_dict(facts.get("vector_coverage"))
+    if coverage is None:
+        return ""
+    return coverage.sentence(int(facts.get("semantic_rows") or 1))
+
+
+def _retrieval_lines(search: dict[str, Any]) -> list[str]:
+    """The per-search lines on how rows were searched by meaning and merged (empty for a search
+    recorded without these facts, e.g. before they were kept)."""
+    facts = search.get("retrieval") or {}
+    if not facts:
+        return []
+    lines = []
+    if facts.get("embedding_model"):
+        coverage = _coverage_text(facts)
+        lines.append(f"Semantic rows: embedded with {facts['embedding_model']}, nearest documents by cosine "
+                     "similarity (pgvector)" + (f"; {coverage}" if coverage else ""))
+    lines.append(f"Merge: {describe_fusion(facts)}")
+    lines.append(f"Re-ranking: {describe_rerank(facts)}")
+    return lines
+
+
+def methods_summary(report: dict[str, Any], size: str = "") -> str:
+    """The paragraph for a methods section: what was searched, with which kinds of rows, how rows
+    searched by meaning were embedded and how much of the database they could see, how the rows'
+    lists were merged and re-ranked, the set algebra and the final count."""
+    searches = report["searches"]
+    counts: dict[str, int] = {}
+    for s in searches:
+        for kind, n in (s.get("row_kinds") or _kind_counts(r["row_kind"] for r in s["rows"])).items():
+            counts[kind] = counts.get(kind, 0) + n
+    counts = {k: counts[k] for k in ROW_KIND_LABELS if k in counts}
+    total = sum(counts.values())
+    text = (f"The literature database {report['database']}{size} was searched on "
+            f"{(report['date'] or '')[:10]} with {len(searches)} search{'es' if len(searches) != 1 else ''} "
+            f"of {total} row{'s' if total != 1 else ''}, listed below exactly as run: "
+            f"{_kinds_text(counts, methods=True)}.")
+    several = len(searches) > 1
+    facts = [(s["set"], s.get("retrieval") or {}) for s in searches]
+    models = sorted({f["embedding_model"] for _, f in facts if f.get("embedding_model")})
+    if models:
+        text += (f" Semantic and hypothetical rows were embedded with {', '.join(models)} and searched by "
+                 "cosine similarity over the document vectors (pgvector)")
+        coverages = [(n, _coverage_text(f)) for n, f in facts if _coverage_text(f)]
+        if coverages:
+            text += "; " + "; ".join((f"in #{n} " if several else "") + c for n, c in coverages)
+        text += "."
+    merges = sorted({f"{describe_fusion(f)}; {describe_rerank(f)}" for _, f in facts if f})
+    if len(merges) == 1 and total > 1:
+        fusion, rerank = merges[0].split("; ", 1)
+        text += f" The rows' ranked lists were merged by {fusion}; {rerank}."
+    elif len(merges) > 1:
+        text += " The rows' ranked lists were merged as each search below says."
+    if report["set_algebra"]:
+        text += f" The searches were combined as {report['set_algebra'][0]['expression']}."
+    return text + f" The final set holds {report['document_count']} documents."
 
 
 def write_report(report: dict[str, Any], path: str | Path, fmt: str | None = None) -> Path:

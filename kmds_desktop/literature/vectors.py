@@ -409,6 +409,26 @@ def count_with_vectors(db: Any, use_pubmed: bool = True, use_medrxiv: bool = Tru
     return db.run(run, cancel)
 
 
+def vector_coverage(db: Any, use_pubmed: bool = True, use_medrxiv: bool = True, use_others: bool = True,
+                    from_date: Any = None, to_date: Any = None, *,
+                    cancel: CancelToken | None = None) -> tuple[int, int]:
+    """``(documents with a vector, documents)`` under the same filters, in one statement: what a
+    semantic row searched of what it could have searched (a partly embedded database misses the rest)."""
+    where_params = _filters(db, use_pubmed, use_medrxiv, use_others, from_date, to_date)
+    if where_params is None:
+        return 0, 0
+    where, params = where_params
+
+    def run(conn: psycopg.Connection) -> tuple[int, int]:
+        _require_table(conn)
+        row = conn.execute(  # type: ignore[call-overload]  # constant SQL, values bound
+            f"SELECT count(v.document_id), count(*) FROM document d "
+            f"LEFT JOIN {VECTOR_TABLE} v ON v.document_id = d.id WHERE {where}", params).fetchone()
+        return (int(row[0]), int(row[1])) if row else (0, 0)
+
+    return db.run(run, cancel)
+
+
 def stored_vectors(db: Any, ids: Iterable[int], *,
                    cancel: CancelToken | None = None) -> dict[int, np.ndarray]:
     """The stored vectors of ``ids`` that have one (for re-ranking candidates)."""

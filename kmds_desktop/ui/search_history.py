@@ -284,9 +284,10 @@ class SearchHistoryDialog(QDialog):
                 if col == 0:
                     item.setData(Qt.ItemDataRole.UserRole, s.number)
                 if col == 4:
-                    rows = [f"#{s.number}.{r.position}: {r.text}  ({r.provenance_text()}, "
-                            f"{r.matches} matches)" for r in s.rows]
-                    item.setToolTip("\n".join([s.question or s.expression or "", *rows]))
+                    rows = [f"#{s.number}.{r.position}: {r.text}  ({r.summary()})" for r in s.rows]
+                    coverage = s.coverage_text()
+                    item.setToolTip("\n".join([s.question or s.expression or "", *rows,
+                                               *([coverage[:1].upper() + coverage[1:]] if coverage else [])]))
                 self.table.setItem(row, col, item)
         if select is not None:
             self.select_set(select)
