@@ -149,3 +149,27 @@ def test_a_new_question_unticks_the_previous_rows_and_new_search_clears_them(
     _generate(qtbot, panel)
     _click(qtbot, panel.new_search_button)
     assert panel.confirm_box is None and panel.review.rowCount() == 0
+
+
+def test_leaving_wide_gives_the_title_its_room_back(qtbot, make_window, pg_database) -> None:
+    """Run in Wide mode, leave Wide: "Found by" shrinks to its share and the Title stays readable, with
+    no sideways scroll bar (issue 21, 3)."""
+    window, panel = _window(make_window, pg_database)
+    _click(qtbot, panel.wide_button)
+    qtbot.waitUntil(lambda: not window.browser.isVisible(), timeout=WAIT)
+    long_query = "(cystic <-> fibrosis | mucoviscidosis | pancreatic <-> insufficiency) & (lung | pulmonary)"
+    _add_hand_written(qtbot, panel, long_query)
+    _wait_checked(qtbot, panel)
+    _run(qtbot, panel)
+    view = panel.documents_view
+    assert panel.documents.rowCount() > 0
+    wide_found_by = view.columnWidth(panel.documents.COL_FOUND_BY)
+
+    _click(qtbot, panel.wide_button)
+    qtbot.waitUntil(lambda: window.browser.isVisible(), timeout=WAIT)
+    qtbot.waitUntil(lambda: view.columnWidth(panel.documents.COL_FOUND_BY) < wide_found_by, timeout=WAIT)
+    width = view.viewport().width()
+    title = view.columnWidth(panel.documents.COL_TITLE)
+    assert view.columnWidth(panel.documents.COL_FOUND_BY) <= width * 0.3 + 1
+    assert title >= width * 0.35, (title, width)
+    assert not view.horizontalScrollBar().isVisible()

@@ -45,7 +45,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QItemSelectionModel, QModelIndex, QSortFilterProxyModel, Qt, QTimer, Signal
+from PySide6.QtCore import (
+    QEvent,
+    QItemSelectionModel,
+    QModelIndex,
+    QObject,
+    QSortFilterProxyModel,
+    Qt,
+    QTimer,
+    Signal,
+)
 from PySide6.QtGui import QDragEnterEvent, QDropEvent, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -79,6 +88,8 @@ log = logging.getLogger(__name__)
 
 #: The largest share of the documents table's width the "Found by" column takes after a run.
 FOUND_BY_SHARE = 0.3
+#: The share of the documents table's width the Title keeps when "Found by" is fitted (a narrow table).
+TITLE_SHARE = 0.4
 
 EMPTY_DATABASE_HINT = (
     "<h3>The literature database is empty</h3>"
@@ -278,6 +289,10 @@ class LiteraturePanel(QWidget):
         dh.setSectionResizeMode(DocumentsModel.COL_RANK, QHeaderView.ResizeMode.ResizeToContents)
         dh.setSectionResizeMode(DocumentsModel.COL_TITLE, QHeaderView.ResizeMode.Stretch)
         self.documents_view.selectionModel().currentRowChanged.connect(self._show_current_document)
+        # "Found by" is sized for the width at the last run; when the table narrows (leaving Wide)
+        # it is fitted again, or the stretched Title would be squeezed to "…" behind a scroll bar.
+        self._found_by_need = 0
+        self.documents_view.viewport().installEventFilter(self)
         self.detail = DocumentDetail()
 
         self.results_label = QLabel("Run the ticked queries to see documents here.")
@@ -717,8 +732,27 @@ class LiteraturePanel(QWidget):
         title keeps the rest; the full list is in the tooltip and the document's detail)."""
         view = self.documents_view
         column = DocumentsModel.COL_FOUND_BY
-        need = max(view.sizeHintForColumn(column), view.horizontalHeader().sectionSizeHint(column))
-        view.setColumnWidth(column, min(need, int(view.viewport().width() * FOUND_BY_SHARE)))
+        header = view.horizontalHeader()
+        self._found_by_need = max(view.sizeHintForColumn(column), header.sectionSizeHint(column))
+        self._refit_found_by()
+
+    def _refit_found_by(self) -> None:
+        """Keep "Found by" within its share of the table's current width (and the Title stretched)."""
+        if not self._found_by_need:
+            return
+        view = self.documents_view
+        header = view.horizontalHeader()
+        width = view.viewport().width()
+        others = sum(view.columnWidth(c) for c in range(self.documents.columnCount())
+                     if c not in (DocumentsModel.COL_TITLE, DocumentsModel.COL_FOUND_BY))
+        share = min(self._found_by_need, int(width * FOUND_BY_SHARE),
+                    width - others - int(width * TITLE_SHARE))
+        view.setColumnWidth(DocumentsModel.COL_FOUND_BY, max(header.minimumSectionSize(), share))
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
+        if watched is self.documents_view.viewport() and event.type() == QEvent.Type.Resize:
+            self._refit_found_by()
+        return super().eventFilter(watched, event)
 
     # --- the search history -----------------------------------------------------------------------
     def workbench(self) -> Any:
