@@ -76,11 +76,12 @@ from PySide6.QtWidgets import (
 
 from kmds_desktop.app import literature as app_lit
 from kmds_desktop.app import literature_data as lj
+from kmds_desktop.app import run_facts
 from kmds_desktop.app.messages import user_message
 from kmds_desktop.app.search_log import utc_now, write_search_log
 from kmds_desktop.literature import export as export_mod
 from kmds_desktop.ui.documents_model import DocumentsModel
-from kmds_desktop.ui.literature_widgets import DocumentDetail
+from kmds_desktop.ui.literature_widgets import CoverageBar, DocumentDetail
 from kmds_desktop.ui.review_model import QueryRow, ReviewModel
 from kmds_desktop.ui.workers import Job, JobRunner
 
@@ -345,6 +346,12 @@ class LiteraturePanel(QWidget):
         layout = QVBoxLayout(self)
         layout.addLayout(top)
         layout.addLayout(progress_row)
+        # Asked before a semantic row runs on a partly embedded database (see run_selected).
+        self.coverage_bar = CoverageBar()
+        self.coverage_bar.embed_first.connect(self._embed_then_run)
+        self.coverage_bar.run_anyway.connect(lambda: self.run_selected(confirmed=True))
+        self._run_after_embedding = False
+        layout.addWidget(self.coverage_bar)
         layout.addWidget(self.split, 1)
 
     # --- messages and state -----------------------------------------------------------------------
@@ -477,6 +484,9 @@ class LiteraturePanel(QWidget):
         self.embed_button.setToolTip(self._embed_tooltip())
         self._update_results_page()
         self.recheck_failed()
+        if self._run_after_embedding and not self.embedding:  # Embed first: the counts are new now
+            self._run_after_embedding = False
+            self.run_selected()
 
     def recheck_failed(self) -> None:
         """Check again the rows whose check failed (database was down) once the database answers."""
@@ -651,10 +661,12 @@ class LiteraturePanel(QWidget):
         self._checks_ended(items)
 
     # --- running ----------------------------------------------------------------------------------
-    def run_selected(self) -> Job | None:
+    def run_selected(self, confirmed: bool = False) -> Job | None:
         """Run exactly the ticked rows as shown (never regenerates); results fill the documents table.
 
-        Allowed while queries are still being generated: it takes the rows ready now.
+        Allowed while queries are still being generated: it takes the rows ready now. When a semantic
+        row would search a partly embedded database (the last status count; ``run_facts`` decides),
+        the coverage bar asks first: Embed first, or Run anyway (``confirmed``).
         """
         if self._working():
             self.show_message("Wait for the running search or import to finish, or cancel it.", "warning")
@@ -665,6 +677,13 @@ class LiteraturePanel(QWidget):
         except Exception as exc:  # noqa: BLE001 - the review rules' verdict, shown as a message
             self.show_message(user_message(exc), "warning")
             return None
+        warning = None if confirmed else run_facts.coverage_warning(
+            plan.kinds, run_facts.coverage_from_status(self.document_count, self.vectors))
+        if warning:
+            self.coverage_bar.ask(warning)
+            self._set_progress("Not run yet: choose Embed first or Run anyway above the table.")
+            return None
+        self.coverage_bar.setVisible(False)
         holder: dict[str, Job | None] = {}
 
         def start(db: Any) -> None:
@@ -713,7 +732,8 @@ class LiteraturePanel(QWidget):
         incomplete = " (INCOMPLETE: see the failed rows' Error column)" if result.incomplete else ""
         self.results_label.setText(
             f"{len(result.documents):,} documents from {len(result.ok_queries)} of {len(result.queries)} "
-            f"{'query' if len(result.queries) == 1 else 'queries'} ({result.total_time_s:.2f} s){incomplete}")
+            f"{'query' if len(result.queries) == 1 else 'queries'} ({result.total_time_s:.2f} s){incomplete}"
+            + self._coverage_note(result))
         self._set_progress(f"Search finished: {len(result.documents):,} documents.")
         if result.incomplete:
             message = result.incomplete_message()
@@ -726,6 +746,22 @@ class LiteraturePanel(QWidget):
         self.documents_changed.emit(self.documents.rowCount())
         self._update_buttons()
         self.recheck_failed()
+
+    def _coverage_note(self, result: Any) -> str:
+        """"; the semantic row searched 576 of 1,239 documents (those with a vector)" for the results
+        line, as the run recorded it (the log and the report say the same)."""
+        coverage = run_facts.run_coverage(result.queries)
+        if coverage is None:
+            return ""
+        rows = sum(1 for q in result.queries if q.kind != "tsquery" and q.ok)
+        return "; " + coverage.sentence(rows)
+
+    def _embed_then_run(self) -> None:
+        """Embed first: embed the documents without a vector, then run the ticked rows (asked again
+        if embedding stopped short)."""
+        self._run_after_embedding = True
+        if self.embed_documents() is None and not self.embedding:
+            self._run_after_embedding = False
 
     def _fit_found_by(self) -> None:
         """Give "Found by" the width its names need, up to :data:`FOUND_BY_SHARE` of the table (the

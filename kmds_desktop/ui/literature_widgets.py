@@ -1,10 +1,11 @@
-"""Small widgets of the literature panel: the document detail view."""
+"""Small widgets of the literature panel: the document detail view, the partly-embedded question."""
 
 from __future__ import annotations
 
 import html
 
-from PySide6.QtWidgets import QTextBrowser, QWidget
+from PySide6.QtCore import Signal, SignalInstance
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QTextBrowser, QWidget
 
 from kmds_desktop.literature.export import ExportDocument
 
@@ -47,3 +48,43 @@ class DocumentDetail(QTextBrowser):
             self.clear()
         else:
             self.setHtml(document_html(doc))
+
+
+class CoverageBar(QFrame):
+    """Asks, inside the panel, before a semantic row runs on a partly embedded database: "Embed first"
+    or "Run anyway". Inline rather than a modal dialog, so the rows stay visible and editable while
+    the user decides (the verdict and its words come from ``app.run_facts.coverage_warning``)."""
+
+    embed_first = Signal()
+    run_anyway = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("coverageBar")
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.setStyleSheet("#coverageBar { background: #fff4d6; }")
+        self.label = QLabel()
+        self.label.setObjectName("coverageText")
+        self.label.setWordWrap(True)
+        self.embed_button = QPushButton("Embed first")
+        self.embed_button.setObjectName("coverageEmbedFirst")
+        self.embed_button.setToolTip("Embed the documents without a vector, then run the ticked rows")
+        self.run_button = QPushButton("Run anyway")
+        self.run_button.setObjectName("coverageRunAnyway")
+        self.run_button.setToolTip("Run now: the semantic rows search only the documents with a vector")
+        self.embed_button.clicked.connect(lambda _checked=False: self._answer(self.embed_first))
+        self.run_button.clicked.connect(lambda _checked=False: self._answer(self.run_anyway))
+        row = QHBoxLayout(self)
+        row.setContentsMargins(6, 4, 6, 4)
+        row.addWidget(self.label, 1)
+        row.addWidget(self.embed_button)
+        row.addWidget(self.run_button)
+        self.setVisible(False)
+
+    def ask(self, text: str) -> None:
+        self.label.setText(text)
+        self.setVisible(True)
+
+    def _answer(self, signal: SignalInstance) -> None:
+        self.setVisible(False)
+        signal.emit()
