@@ -20,6 +20,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from kmds_desktop import paths
 
 DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
+#: An OpenAI-compatible server on this machine (llama.cpp's ``llama-server`` listens on 8080); the
+#: ``/v1`` is added when the address has no path (see ``llm.openai_backend.api_base``).
+DEFAULT_OPENAI_BASE_URL = "http://127.0.0.1:8080/v1"
 
 
 class SettingsError(ValueError):
@@ -33,10 +36,14 @@ class _Section(BaseModel):
 class LLMSettings(_Section):
     """Which LLM answers questions (the orchestrator's router and synthesis)."""
 
-    backend: Literal["auto", "ollama", "google", "offline"] = "auto"
+    backend: Literal["auto", "ollama", "google", "openai", "offline"] = "auto"
     ollama_host: str = DEFAULT_OLLAMA_HOST
     ollama_model: str = "llama3.1:8b"
     google_model: str = "gemini-2.5-flash"
+    #: An OpenAI-compatible server (LM Studio, llama.cpp, vLLM); its API key, when it needs one, is in
+    #: the OS keyring or ``OPENAI_API_KEY``, never here. Only used when ``backend`` is "openai".
+    openai_base_url: str = DEFAULT_OPENAI_BASE_URL
+    openai_model: str = "default"
     temperature: float = Field(0.1, ge=0.0, le=2.0)
     timeout_s: float = Field(120.0, gt=0)
 
@@ -53,6 +60,8 @@ class QueryGenerationSettings(_Section):
     allow_query_selection: bool = True
     temperature: float = Field(0.1, ge=0.0, le=2.0)
     ollama_host: str = DEFAULT_OLLAMA_HOST
+    #: The server that answers models named ``openai:NAME`` in ``models``.
+    openai_base_url: str = DEFAULT_OPENAI_BASE_URL
     timeout_s: float = Field(120.0, gt=0)
 
     @field_validator("execution_mode")

@@ -12,6 +12,7 @@ from urllib.parse import unquote
 
 SERVICE = "kmds-desktop"
 GOOGLE_KEY_NAME = "google_api_key"
+OPENAI_KEY_NAME = "openai_api_key"
 
 
 def _keyring_get(name: str) -> str | None:
@@ -43,6 +44,17 @@ def google_api_key() -> str | None:
 def set_google_api_key(value: str | None) -> None:
     """Store (or with None/empty, remove) the Google API key in the OS keyring."""
     _keyring_set(GOOGLE_KEY_NAME, value)
+
+
+def openai_api_key() -> str | None:
+    """The OpenAI-compatible server's key: ``OPENAI_API_KEY`` from the environment, else the keyring
+    (None for the local servers that need none)."""
+    return os.environ.get("OPENAI_API_KEY") or _keyring_get(OPENAI_KEY_NAME)
+
+
+def set_openai_api_key(value: str | None) -> None:
+    """Store (or with None/empty, remove) the OpenAI-compatible server's key in the OS keyring."""
+    _keyring_set(OPENAI_KEY_NAME, value)
 
 
 def db_password(user: str, host: str) -> str | None:

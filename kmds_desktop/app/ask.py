@@ -189,11 +189,13 @@ def settings_for_ask(
     model: str | None = None,
     ollama_host: str | None = None,
     n_results: int | None = None,
+    openai_base_url: str | None = None,
 ) -> Settings:
     """A copy of ``settings`` with one question's overrides (the CLI's options), validated as
     Preferences validates them (:class:`~kmds_desktop.config.SettingsError` names the value).
 
-    ``model`` is the model of whichever backend answers (Ollama's and Google's).
+    ``model`` is the model of whichever backend answers (Ollama's, Google's and the OpenAI-compatible
+    server's).
     """
     llm = settings.llm.model_copy()
     index = settings.index.model_copy()
@@ -204,6 +206,12 @@ def settings_for_ask(
         if model:
             llm.ollama_model = model
             llm.google_model = model
+            llm.openai_model = model
+        if openai_base_url:
+            problem = server_address_error(openai_base_url)
+            if problem:
+                raise SettingsError(f"llm.openai_base_url: {problem}")
+            llm.openai_base_url = openai_base_url
         if ollama_host:
             problem = server_address_error(ollama_host)
             if problem:  # the check Preferences makes on the same setting

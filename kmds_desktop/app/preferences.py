@@ -23,15 +23,20 @@ from kmds_desktop.config import LLMSettings, Settings, SettingsError, load_setti
 from kmds_desktop.llm.errors import LLMError
 from kmds_desktop.llm.factory import choose_backend
 from kmds_desktop.llm.ollama_backend import OllamaBackend, has_model
+from kmds_desktop.llm.openai_backend import OpenAIBackend
 
 #: An LLM server's address as the settings want it: scheme, host, optional port, nothing else.
 SERVER_ADDRESS_RE = re.compile(r"^https?://[^\s/:]+(:\d{1,5})?/?$")
 SERVER_ADDRESS_HINT = "not a server address: write it like http://127.0.0.1:11434"
+#: An OpenAI-compatible server's API root: the same, with an optional path (most end in ``/v1``).
+API_ADDRESS_RE = re.compile(r"^https?://[^\s/:]+(:\d{1,5})?(/[^\s?#]*)?$")
+API_ADDRESS_HINT = "not a server address: write it like http://127.0.0.1:8080/v1"
 
 #: Settings that are server addresses, and settings that name a model (the settings model accepts
 #: any string for both, so a typo would only show when the first question fails).
 SERVER_ADDRESS_KEYS = ("llm.ollama_host", "query_generation.ollama_host")
-MODEL_NAME_KEYS = ("llm.ollama_model", "llm.google_model", "index.embedding_model")
+API_ADDRESS_KEYS = ("llm.openai_base_url", "query_generation.openai_base_url")
+MODEL_NAME_KEYS = ("llm.ollama_model", "llm.google_model", "llm.openai_model", "index.embedding_model")
 
 #: The connection-string keys that have a field of their own in the literature settings.
 CONNINFO_FIELDS = ("host", "port", "dbname", "user")
@@ -45,6 +50,11 @@ def list_ollama_models(host: str, *, progress: Any = None, cancel: Any = None) -
     return OllamaBackend(host).list_models(timeout=5.0)
 
 
+def list_openai_models(base_url: str, *, progress: Any = None, cancel: Any = None) -> list[str]:
+    """Models the OpenAI-compatible server at ``base_url`` offers (``/v1/models``; raises LLMError)."""
+    return OpenAIBackend(base_url).list_models(timeout=5.0)
+
+
 def probe_llm_backend(llm: LLMSettings, *, progress: Any = None, cancel: Any = None) -> tuple[str, str]:
     """(status text, tooltip) for the configured LLM backend; never raises for an absent LLM."""
     backend = llm.backend
@@ -56,6 +66,15 @@ def probe_llm_backend(llm: LLMSettings, *, progress: Any = None, cancel: Any = N
             f"google · {llm.google_model}" + ("" if has_key else " (no API key)"),
             "The key is read from GOOGLE_API_KEY or the OS keyring.",
         )
+    if backend == "openai":
+        try:
+            models = OpenAIBackend(llm.openai_base_url, llm.openai_model).list_models(timeout=PROBE_TIMEOUT_S)
+        except LLMError as exc:
+            return "openai (not reachable)", str(exc)
+        listed = f"{llm.openai_base_url} offers: {', '.join(models) or 'no models'}"
+        # one-model servers (llama.cpp) answer any name with their model, so only an empty list is bad
+        state = "ready" if llm.openai_model in models or len(models) == 1 else "not offered"
+        return f"openai · {llm.openai_model} ({state})", listed
     if backend == "auto":
         choice = choose_backend(llm, probe_timeout=PROBE_TIMEOUT_S)  # what asking will use
         why = {"no-model": f"Ollama has no {llm.ollama_model}",
@@ -94,6 +113,11 @@ def extra_errors(data: dict[str, Any]) -> dict[str, str]:
         problem = server_address_error(data.get(section, {}).get(name))
         if problem:
             errors[key] = problem
+    for key in API_ADDRESS_KEYS:
+        section, name = key.split(".")
+        value = data.get(section, {}).get(name)
+        if value is not None and not API_ADDRESS_RE.match(str(value).strip()):
+            errors[key] = API_ADDRESS_HINT
     for key in MODEL_NAME_KEYS:
         section, name = key.split(".")
         if not str(data.get(section, {}).get(name) or "").strip():

@@ -10,7 +10,10 @@ from the timing fields in :data:`VOLATILE_KEYS`. Why identifiers besides row num
 Format ``kmds-desktop-search-log/2``::
 
     question, models, queries_per_model, temperature, system_prompt, settings{...}
-    attempts[]   every generation attempt: model, attempt, temperature, query, error, generation_time
+    attempts[]   every generation attempt: model, attempt, temperature, query, error, generation_time,
+                 server (where the model ran: "ollama <host>", "openai <base URL>"; "" built-in),
+                 reply_format ("schema": constrained to {"queries": [...]}, "text": free text
+                 cleaned because the server cannot enforce a schema; "" built-in)
     generation   {queries_generated, queries_unique}: the models' successful proposals and how many
                  distinct texts they were (hand-written and semantic rows count in neither)
     queries[]    each query that ran: query, kind (the row type: "tsquery", "semantic" or
@@ -97,7 +100,8 @@ def build_search_log(session: LiteratureSession, *, app_version: str = "") -> di
         "generation": generation_counts(rnd.attempts if rnd else []),
         "attempts": [
             {"model": a.model, "attempt": a.attempt_number, "temperature": a.temperature, "query": a.query,
-             "error": a.error, "generation_time": a.generation_time}
+             "error": a.error, "generation_time": a.generation_time,
+             "server": getattr(a, "server", ""), "reply_format": getattr(a, "reply_format", "")}
             for a in (rnd.attempts if rnd else [])
         ],
         "queries": [],

@@ -86,7 +86,7 @@ class OrchestratorResult:
     route: OrchestratorRoute | None = None
     #: The route the router proposed, when it was valid (kept so the GUI can show and edit it).
     proposed_route: OrchestratorRoute | None = None
-    #: "ollama", "google", "callable" or "offline".
+    #: "ollama", "openai", "google", "callable" or "offline".
     backend: str = "offline"
     #: Why "auto" chose this backend (e.g. "Ollama not reachable at ...; no Google API key"); "" otherwise.
     backend_note: str = ""
@@ -107,6 +107,10 @@ class OrchestratorResult:
     limit: int = 0
     #: How many records matched before the limit (after merging duplicates).
     total_matches: int = 0
+    #: How the LLM router was asked: "schema" (decoding constrained to the route's JSON schema),
+    #: "text" (free text parsed tolerantly: the backend cannot enforce a schema or refused it), or
+    #: "" (no LLM router ran).
+    route_format: str = ""
 
     @property
     def truncated(self) -> bool:

@@ -49,7 +49,13 @@ from kmds_desktop.ask.relevance import (
     merge_duplicates,
     relevant,
 )
-from kmds_desktop.ask.routing import RouteError, parse_route, routing_prompt
+from kmds_desktop.ask.routing import (
+    ROUTE_MAX_TOKENS,
+    RouteError,
+    parse_route,
+    route_json_schema,
+    routing_prompt,
+)
 from kmds_desktop.config import Settings, SettingsError, load_settings
 from kmds_desktop.index.embeddings import DEFAULT_MODEL
 from kmds_desktop.kb import TEMPLATES, KnowledgeBase, Observation, SearchFilters, load_kb
@@ -64,12 +70,14 @@ from kmds_desktop.llm import (
     LLMUnreachable,
     OllamaBackend,
     choose_backend,
+    OpenAIBackend,
 )
+    structured_chat,
 from kmds_desktop.tasks import Cancelled, CancelToken, ProgressFn, check, report
 
 log = logging.getLogger(__name__)
 
-BACKEND_CHOICES = ("auto", "ollama", "google", "offline")
+BACKEND_CHOICES = ("auto", "ollama", "google", "openai", "offline")
 #: LLM failures that will repeat on the next call, so synthesis is not attempted after routing hit one.
 _PERSISTENT_LLM_ERRORS = (LLMUnreachable, LLMModelNotFound, LLMAuthError, LLMTimeout)
 _STEPS = 4
@@ -132,6 +140,7 @@ class SearchOrchestrator:
             llm_settings.ollama_model = model
             llm_settings.google_model = model
         self.llm_settings = llm_settings
+            llm_settings.openai_model = model
         self._llm_fn = llm_fn
         self._llm: LLMFn | None = None
         self._llm_error: LLMError | None = None
@@ -158,8 +167,8 @@ class SearchOrchestrator:
                 fn = self._llm_fn
                 # the app's backends keep cancel and streaming; anything else is a plain callable
                 # whose failures (of any type) must become LLMError so that ask() falls back
-                self._llm = fn if isinstance(fn, OllamaBackend | GoogleBackend | FunctionBackend) \
-                    else FunctionBackend(fn)
+                self._llm = fn if isinstance(fn, OllamaBackend | OpenAIBackend | GoogleBackend
+                                             | FunctionBackend) else FunctionBackend(fn)
                 self.backend_name = str(getattr(fn, "name", "callable"))
             else:
                 try:
@@ -263,7 +272,7 @@ class SearchOrchestrator:
                 if self._llm_error is not None:
                     raise self._llm_error
                 vocabulary = self.vocabulary()
-                reply = self._call_llm(routing_prompt(question, vocabulary), cancel)
+                reply, result.route_format = self._route_reply(routing_prompt(question, vocabulary), cancel)
                 proposed = _in_kb_terms(parse_route(reply), vocabulary)
             except Cancelled:
                 raise
@@ -500,6 +509,19 @@ class SearchOrchestrator:
         return self.index.encode(texts, model_name)
 
     def _embed(self, question: str) -> Any:
+    def _route_reply(self, prompt: str, cancel: CancelToken | None) -> tuple[str, str]:
+        """The router's reply and how it was asked ("schema" where the backend can constrain the
+        reply to the route's JSON schema, else "text"); the log says which."""
+        llm = self._llm
+        assert llm is not None
+        check(cancel)
+        bounded = isinstance(llm, OllamaBackend | OpenAIBackend)  # they take Ollama's options
+        options = {"num_predict": ROUTE_MAX_TOKENS} if bounded else None
+        reply, how = structured_chat(llm, prompt, route_json_schema(), cancel=cancel, options=options)
+        check(cancel)
+        log.info("route asked as %s (%s)", how, self.backend_name)
+        return reply, how
+
         return self._encode([question], self.embedding_model)[0]
 
     def vocabulary(self) -> KBVocabulary:

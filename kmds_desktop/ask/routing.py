@@ -5,6 +5,10 @@ an explanation after it, use single quotes or leave a trailing comma. The parser
 JSON object that looks like a route wherever it sits, repairs the common slips, and then lets
 pydantic decide: anything that does not validate is a :class:`RouteError` with a code the result
 reports (``invalid_route`` or ``unknown_intent``), never a guess.
+
+Where the backend can constrain decoding, the router is asked with :func:`route_json_schema` (the
+pydantic model's own schema, made strict), so the reply is a route by construction; it is still
+parsed and validated here, because a server may accept a schema and not enforce it.
 """
 
 from __future__ import annotations
@@ -43,6 +47,39 @@ _STRUCTURE = re.compile(r"[{}\"']")
 _STRING_REST = {
     q: re.compile(rf"(?:[^{q}\\\n]++|\\.)*+(?:(?P<end>{q})|\n|\Z)", re.DOTALL) for q in "\"'"
 }
+
+
+#: Tokens the router may write: a route is about 80; a constrained model that rambles in its
+#: explanation is cut off here instead of writing until the context is full.
+ROUTE_MAX_TOKENS = 400
+
+
+def route_json_schema() -> dict[str, Any]:
+    """:class:`OrchestratorRoute`'s JSON schema as servers enforce it: references inlined (not every
+    grammar converter follows ``$ref``), every property required and no others (OpenAI's strict
+    mode demands both), titles, descriptions and defaults dropped (they only lengthen the grammar).
+
+    Derived from the model, so a new filter or intent reaches the schema without a second list.
+    """
+    schema = OrchestratorRoute.model_json_schema()
+    defs = schema.pop("$defs", {})
+
+    def strict(node: Any) -> Any:
+        if isinstance(node, list):
+            return [strict(n) for n in node]
+        if not isinstance(node, dict):
+            return node
+        if "$ref" in node:
+            return strict(defs[node["$ref"].rsplit("/", 1)[-1]])
+        out = {k: strict(v) for k, v in node.items() if k not in ("title", "description", "default")}
+        if out.get("type") == "object" and "properties" in out:
+            out["required"] = list(out["properties"])
+            out["additionalProperties"] = False
+        return out
+
+    result = strict(schema)
+    result["title"] = "route"
+    return result
 
 
 class RouteError(ValueError):

@@ -1,4 +1,4 @@
-"""``kmds-desktop ask KB_FILE QUESTION [--backend auto|ollama|google|offline] [--json|--markdown]``.
+"""``kmds-desktop ask KB_FILE QUESTION [--backend auto|ollama|google|openai|offline] [--json|--markdown]``.
 
 Drives the same :class:`~kmds_desktop.app.ask.AskSession` as the window's Ask panel: the KB opens as
 the window opens it (:func:`kmds_desktop.app.workspace.load_kb`: the installed demo KB is read from
@@ -33,11 +33,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     )
     p.add_argument("kb_file", metavar="KB_FILE", help="KMDS knowledge base (RDF/XML)")
     p.add_argument("question", metavar="QUESTION", help="the question, in quotes")
-    p.add_argument("--backend", choices=("auto", "ollama", "google", "offline"), default=None,
+    p.add_argument("--backend", choices=("auto", "ollama", "google", "openai", "offline"), default=None,
                    help="LLM backend (default: setting llm.backend, normally auto)")
     p.add_argument("--model", metavar="NAME",
                    help="LLM model (default: setting llm.ollama_model/google_model)")
     p.add_argument("--ollama-host", metavar="URL", help="Ollama server (default: setting llm.ollama_host)")
+    p.add_argument("--openai-url", metavar="URL", dest="openai_base_url",
+                   help="OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1 (default: setting "
+                        "llm.openai_base_url; its key from OPENAI_API_KEY or the keyring)")
     p.add_argument("-n", "--limit", "--n-results", dest="n_results", type=int, default=None, metavar="N",
                    help="most records an answer shows (default: setting index.n_results, 50): a listing "
                         "shows every match up to N, an open question its relevant records up to N")
@@ -65,7 +68,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
 
     try:
         settings = settings_for_ask(load_settings(), backend=args.backend, model=args.model,
-                                    ollama_host=args.ollama_host, n_results=args.n_results)
+                                    ollama_host=args.ollama_host, n_results=args.n_results,
+                                    openai_base_url=args.openai_base_url)
         kb = workspace.load_kb(args.kb_file)
         holder = workspace.IndexHolder.in_process(args.persist_dir)
         result = AskSession().answer(kb, settings, holder, args.question)

@@ -106,7 +106,8 @@ def guarded(
 
 def generation_settings(args: argparse.Namespace, settings: Any) -> tuple[Any, Any]:
     """Copies of the ``query_generation`` and ``retrieval`` sections with the command's options
-    (``--models``, ``--queries-per-model``, ``--fusion``, ``--rerank``, ``--ranking``) applied and
+    (``--models``, ``--queries-per-model``, ``--openai-url``, ``--fusion``, ``--rerank``, ``--ranking``)
+    applied and
     validated as the settings are; :class:`~kmds_desktop.config.SettingsError` names a bad value."""
     from pydantic import ValidationError
 
@@ -121,6 +122,8 @@ def generation_settings(args: argparse.Namespace, settings: Any) -> tuple[Any, A
         if getattr(args, "queries_per_model", None):
             qg.queries_per_model = args.queries_per_model
             qg.multi_model_enabled = True
+        if getattr(args, "openai_base_url", None):
+            qg.openai_base_url = args.openai_base_url
     except ValidationError as err:  # pydantic validates assignments
         detail = describe_validation_error(err, "query_generation.")
         raise SettingsError(f"invalid option: {detail}") from None

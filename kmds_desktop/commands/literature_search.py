@@ -42,7 +42,12 @@ def register_search(lit_sub: argparse._SubParsersAction) -> None:  # noqa: SLF00
     )
     search.add_argument("question", metavar="QUESTION")
     search.add_argument("--models", help="comma-separated models, e.g. 'llama3.1:8b,builtin:keywords' "
-                                         "(enables multi-model generation)")
+                                         "(enables multi-model generation); 'openai:NAME' is a model on the "
+                                         "OpenAI-compatible server (--openai-url), 'ollama:NAME' or a bare "
+                                         "name one on Ollama")
+    search.add_argument("--openai-url", metavar="URL", dest="openai_base_url",
+                        help="the OpenAI-compatible server of 'openai:' models, e.g. http://127.0.0.1:8080/v1"
+                             " (default: query_generation.openai_base_url)")
     search.add_argument("--queries-per-model", type=int, choices=(1, 2, 3), metavar="N",
                         help="queries each model proposes, 1-3 (enables multi-model generation)")
     search.add_argument("--max-rows", type=int, default=None, metavar="N",

@@ -242,6 +242,7 @@ class QueryAgent:
             backend, ollama_host=self.settings.ollama_host, timeout=self.settings.timeout_s,
             database=database, deduplicate=self.settings.deduplicate_results,
         )
+            openai_base_url=self.settings.openai_base_url,
         self.last_generation: MultiModelQueryResult | None = None
         self.last_result: ReviewedSearchResult | None = None
 

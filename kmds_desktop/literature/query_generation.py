@@ -12,11 +12,19 @@ query three times. Replies are cleaned (:mod:`kmds_desktop.literature.query_clea
 duplication, so ``a & b`` and ``A&b`` count as one query, spelled as it first appeared.
 
 ``builtin:keywords`` (:mod:`kmds_desktop.literature.keyword_queries`) is a generator that needs no LLM
-and can be listed among the models, so the flow works offline.
+and can be listed among the models, so the flow works offline. ``openai:NAME`` is a model on the
+OpenAI-compatible server (``openai_base_url``); ``ollama:NAME`` or a bare name one on Ollama.
+
+Where the server can constrain decoding, a model is asked for ``{"queries": ["..."]}`` under a JSON
+schema (:data:`QUERY_LIST_SCHEMA`); a server that refuses the schema is asked the plain prompt and its
+reply is cleaned as text. Each result says which path it took (``reply_format``), and the search log
+keeps it. Either way the query is only a proposal: the review table checks every query in PostgreSQL
+before it is offered as runnable.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -60,6 +68,20 @@ TEMPERATURE_STEP = 0.2
 RAW_REPLY_KEPT = 4000
 MAX_TEMPERATURE = 1.0
 
+#: The reply a schema-capable server is held to: one to three query strings (only the first usable
+#: one is this attempt's query; a model asked for one sometimes writes its variants too).
+QUERY_LIST_SCHEMA: dict[str, Any] = {
+    "title": "queries",
+    "type": "object",
+    "properties": {"queries": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 3}},
+    "required": ["queries"],
+    "additionalProperties": False,
+}
+#: Added to the prompt when the reply is constrained to :data:`QUERY_LIST_SCHEMA`.
+JSON_REPLY_HINT = 'Reply with JSON only: {"queries": ["<the query>"]}'
+#: A structured reply longer than this is not decoded as JSON (it is cleaned as text instead).
+MAX_JSON_REPLY_CHARS = 64 * 1024
+
 
 @dataclass
 class QueryGenerationResult:
@@ -77,6 +99,11 @@ class QueryGenerationResult:
     error_kind: str | None = None
     #: Not asked: an earlier attempt of the same model failed in a way the next one would too.
     skipped: bool = False
+    #: How the model was asked: "schema" (reply constrained to ``{"queries": [...]}``), "text" (free
+    #: text, cleaned), "" (a built-in generator, or not asked).
+    reply_format: str = ""
+    #: Where the model ran, e.g. "ollama http://127.0.0.1:11434" ("" for a built-in generator).
+    server: str = ""
 
     @property
     def ok(self) -> bool:
@@ -173,7 +200,7 @@ class MultiModelQueryGenerator:
 
     def __init__(self, backend: ChatBackend | str | None = None, *, ollama_host: str | None = None,
                  timeout: float = 120.0, database: TermStatistics | None = None,
-                 deduplicate: bool = True) -> None:
+                 deduplicate: bool = True, openai_base_url: str | None = None) -> None:
         if isinstance(backend, str):
             host = backend.strip()
             if not host:
@@ -190,6 +217,7 @@ class MultiModelQueryGenerator:
                 f"{type(backend).__name__}")
         self._backend = backend
         self.ollama_host = ollama_host
+        self.openai_base_url = openai_base_url
         self.timeout = timeout
         self.database = database
         self.deduplicate = deduplicate
@@ -198,12 +226,25 @@ class MultiModelQueryGenerator:
 
     @property
     def backend(self) -> ChatBackend:
+        """Who answers the LLM models: the given backend, else a
+        :class:`~kmds_desktop.llm.factory.ModelDispatch` (``openai:NAME`` to the OpenAI-compatible
+        server, other names to Ollama), made on first use."""
         if self._backend is None:
-            from kmds_desktop.config import DEFAULT_OLLAMA_HOST
-            from kmds_desktop.llm.ollama_backend import OllamaBackend
+            from kmds_desktop.llm.factory import ModelDispatch
 
-            self._backend = OllamaBackend(self.ollama_host or DEFAULT_OLLAMA_HOST, timeout=self.timeout)
+            self._backend = ModelDispatch(self.ollama_host, self.openai_base_url, self.timeout)
         return self._backend
+
+    def _target(self, model: str) -> tuple[ChatBackend, str, str]:
+        """``(backend, name to send, server description)`` for a model as the settings write it."""
+        backend = self.backend
+        describe = getattr(backend, "describe", None)
+        if callable(describe):
+            where = describe(model)
+            return backend, model, f"{where['backend']} {where['host']}".strip()
+        name = model[len("ollama:"):] if model.lower().startswith("ollama:") else model
+        label = str(getattr(backend, "name", "") or type(backend).__name__)
+        return backend, name, f"{label} {getattr(backend, 'host', '')}".strip()
 
     def generate_queries(self, question: str, system_prompt: str | None, models: Sequence[str],
                          queries_per_model: int, temperature: float = 0.1,
@@ -275,6 +316,7 @@ class MultiModelQueryGenerator:
         temp = attempt_temperature(base_temperature, attempt)
         start = time.perf_counter()
         raw = ""
+        reply_format = server = ""
         try:
             if is_builtin(model):
                 key = model.strip().lower()
@@ -282,9 +324,13 @@ class MultiModelQueryGenerator:
                     self._builtins[key] = builtin_generator(model, self.database)
                 raw = self._builtins[key](question, attempt)
             else:
-                name = model[len("ollama:"):] if model.lower().startswith("ollama:") else model
+                from kmds_desktop.llm.structured import structured_chat
+
+                backend, name, server = self._target(model)
                 prompt = build_prompt(question, attempt, previous)
-                raw = self.backend.chat(prompt, system=system, temperature=temp, cancel=cancel, model=name)
+                raw, reply_format = structured_chat(
+                    backend, f"{prompt}\n{JSON_REPLY_HINT}", QUERY_LIST_SCHEMA, system=system,
+                    text_prompt=prompt, temperature=temp, cancel=cancel, model=name)
         except Cancelled:
             raise
         except Exception as err:  # noqa: BLE001 - one model's failure must not stop the others
@@ -294,9 +340,10 @@ class MultiModelQueryGenerator:
             kind = "UnknownBuiltin" if unknown_builtin else type(err).__name__
             message = " ".join(str(err).split()) or "the model gave no reply"
             return QueryGenerationResult(model, "", time.perf_counter() - start, temp, attempt,
-                                         error=message, raw_reply=_kept_reply(raw), error_kind=kind)
+                                         error=message, raw_reply=_kept_reply(raw), error_kind=kind,
+                                         server=server)
         elapsed = time.perf_counter() - start
-        query, limit_reason = clean_query_with_reason(raw)
+        query, limit_reason = _query_from_reply(raw, reply_format)
         if query:
             error = None
         elif is_builtin(model):
@@ -306,7 +353,41 @@ class MultiModelQueryGenerator:
         else:
             error = "the reply held no usable query"
         return QueryGenerationResult(model, query, elapsed, temp, attempt, error=error,
-                                     raw_reply=_kept_reply(raw))
+                                     raw_reply=_kept_reply(raw), reply_format=reply_format, server=server)
+
+
+def queries_from_json(reply: str) -> list[str] | None:
+    """The strings of a ``{"queries": [...]}`` reply (a bare list or ``{"query": "..."}`` too), or
+    None when the reply is not such JSON. Bounded: a reply over :data:`MAX_JSON_REPLY_CHARS` is not
+    decoded, and nesting the decoder refuses is a None, never a crash."""
+    text = (reply or "").strip()
+    if not text or len(text) > MAX_JSON_REPLY_CHARS or text[0] not in "[{":
+        return None
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if isinstance(data, dict):
+        data = data.get("queries", data.get("query"))
+    if isinstance(data, str):
+        data = [data]
+    if not isinstance(data, list):
+        return None
+    return [q for q in data if isinstance(q, str) and q.strip()]
+
+
+def _query_from_reply(raw: str, reply_format: str) -> tuple[str, str | None]:
+    """The attempt's query: from a structured reply, the first listed query that cleans to a usable
+    one; from any other reply (or a structured one that is not the JSON asked for), the cleaned text."""
+    if reply_format == "schema":
+        listed = queries_from_json(raw)
+        for candidate in listed or []:
+            query, reason = clean_query_with_reason(candidate)
+            if query:
+                return query, reason
+        if listed is not None:
+            return "", None
+    return clean_query_with_reason(raw)
 
 
 def _kept_reply(raw: str) -> str:

@@ -1,6 +1,7 @@
 """LLM backends behind one callable type, ``LLMFn = Callable[[str], str]``.
 
-Backends: :class:`OllamaBackend` (local or remote Ollama), :class:`GoogleBackend` (Gemini through
+Backends: :class:`OllamaBackend` (local or remote Ollama), :class:`OpenAIBackend` (any
+OpenAI-compatible server: llama.cpp, LM Studio, vLLM), :class:`GoogleBackend` (Gemini through
 ``google-genai``), :class:`FunctionBackend` (any user callable), and offline mode (``None``). Each
 backend also streams (``.stream(prompt)``) for the answer view. Failures are one family,
 :class:`LLMError`, whose messages tell the user what to do.
@@ -12,17 +13,30 @@ from kmds_desktop.llm.errors import (
     LLMError,
     LLMModelNotFound,
     LLMQuotaError,
+    LLMSchemaRefused,
     LLMTimeout,
     LLMUnreachable,
 )
-from kmds_desktop.llm.factory import BACKENDS, BackendChoice, FunctionBackend, LLMFn, choose_backend, make_llm
+from kmds_desktop.llm.factory import (
+    BACKENDS,
+    BackendChoice,
+    FunctionBackend,
+    LLMFn,
+    ModelDispatch,
+    choose_backend,
+    make_llm,
+    split_model_name,
+)
 from kmds_desktop.llm.google_backend import DEFAULT_GOOGLE_MODEL, GoogleBackend
 from kmds_desktop.llm.ollama_backend import DEFAULT_OLLAMA_MODEL, OllamaBackend
+from kmds_desktop.llm.openai_backend import DEFAULT_OPENAI_MODEL, OpenAIBackend
+from kmds_desktop.llm.structured import can_enforce_schema, structured_chat
 
 __all__ = [
     "BACKENDS",
     "DEFAULT_GOOGLE_MODEL",
     "DEFAULT_OLLAMA_MODEL",
+    "DEFAULT_OPENAI_MODEL",
     "BackendChoice",
     "FunctionBackend",
     "GoogleBackend",
@@ -32,9 +46,15 @@ __all__ = [
     "LLMFn",
     "LLMModelNotFound",
     "LLMQuotaError",
+    "LLMSchemaRefused",
     "LLMTimeout",
     "LLMUnreachable",
+    "ModelDispatch",
     "OllamaBackend",
+    "OpenAIBackend",
+    "can_enforce_schema",
     "choose_backend",
     "make_llm",
+    "split_model_name",
+    "structured_chat",
 ]

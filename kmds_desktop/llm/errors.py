@@ -43,3 +43,8 @@ class LLMQuotaError(LLMError):  # noqa: N818
 
 class LLMBadReply(LLMError):  # noqa: N818
     """The backend answered with something unusable (empty, malformed, blocked)."""
+
+
+class LLMSchemaRefused(LLMError):  # noqa: N818
+    """The server refused a JSON schema for the reply (it cannot constrain output): ask again
+    without one and parse the text, as for a model that ignores schemas."""

@@ -2,7 +2,12 @@
 
 "auto" prefers a local Ollama that answers and has the configured model (private, free), then
 Google when a key is available, then no LLM at all (offline mode) — so a fresh machine works
-without any LLM and improves as soon as one appears.
+without any LLM and improves as soon as one appears. "openai" (an OpenAI-compatible server) is
+only used when chosen: its address is the user's to give.
+
+:class:`ModelDispatch` serves several models by name, each from its server (``openai:NAME`` from
+the OpenAI-compatible server, ``ollama:NAME`` or a bare name from Ollama), so the literature
+side's model list can mix servers and every model is still asked through one ``chat``.
 """
 
 from __future__ import annotations
@@ -10,12 +15,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from kmds_desktop import secrets
 from kmds_desktop.config import LLMSettings
 from kmds_desktop.llm.errors import LLMBadReply, LLMError
 from kmds_desktop.llm.google_backend import GoogleBackend
 from kmds_desktop.llm.ollama_backend import OllamaBackend, has_model
+from kmds_desktop.llm.openai_backend import OpenAIBackend
 from kmds_desktop.tasks import Cancelled
 
 log = logging.getLogger(__name__)
@@ -23,7 +30,10 @@ log = logging.getLogger(__name__)
 #: The one callable type every backend provides: prompt in, reply text out.
 LLMFn = Callable[[str], str]
 
-BACKENDS = ("auto", "ollama", "google", "offline")
+BACKENDS = ("auto", "ollama", "google", "openai", "offline")
+#: Model-name prefixes that pick a server (a bare name is an Ollama model).
+OPENAI_PREFIX = "openai:"
+OLLAMA_PREFIX = "ollama:"
 
 
 class FunctionBackend:
@@ -56,7 +66,7 @@ class BackendChoice:
     """What :func:`choose_backend` picked and why (shown in the status bar and the result view)."""
 
     llm: LLMFn | None
-    name: str  # "ollama" | "google" | "offline"
+    name: str  # "ollama" | "google" | "openai" | "offline"
     note: str = ""
     #: What the "auto" probe found of Ollama: "ready", "no-model", "unreachable" ("" when not probed).
     ollama_state: str = ""
@@ -80,6 +90,9 @@ def choose_backend(settings: LLMSettings | None = None, backend: str | None = No
                            settings.timeout_s)
     if backend == "ollama":
         return BackendChoice(ollama, "ollama")
+    if backend == "openai":
+        return BackendChoice(OpenAIBackend(settings.openai_base_url, settings.openai_model,
+                                           settings.temperature, settings.timeout_s), "openai")
     if backend == "google":
         return BackendChoice(GoogleBackend(settings.google_model, temperature=settings.temperature,
                                            timeout=settings.timeout_s), "google")
@@ -109,3 +122,54 @@ def make_llm(settings: LLMSettings | None = None, backend: str | None = None) ->
     """``(llm_fn or None, backend_name)`` for the settings; None means offline mode."""
     choice = choose_backend(settings, backend)
     return choice.llm, choice.name
+
+
+def split_model_name(model: str) -> tuple[str, str]:
+    """``("openai" | "ollama", bare name)`` for a model as the settings and ``--models`` write it."""
+    text = model.strip()
+    if text.lower().startswith(OPENAI_PREFIX):
+        return "openai", text[len(OPENAI_PREFIX):]
+    if text.lower().startswith(OLLAMA_PREFIX):
+        return "ollama", text[len(OLLAMA_PREFIX):]
+    return "ollama", text
+
+
+class ModelDispatch:
+    """One ``chat`` for models on several servers, picked by the name's prefix (see
+    :func:`split_model_name`); each server's backend is made on first use and kept."""
+
+    name = "dispatch"
+
+    def __init__(self, ollama_host: str | None = None, openai_base_url: str | None = None,
+                 timeout: float = 120.0, *, ollama: Any = None, openai: Any = None) -> None:
+        from kmds_desktop.config import DEFAULT_OLLAMA_HOST, DEFAULT_OPENAI_BASE_URL
+
+        self.ollama_host = ollama_host or DEFAULT_OLLAMA_HOST
+        self.openai_base_url = openai_base_url or DEFAULT_OPENAI_BASE_URL
+        self.timeout = timeout
+        self._servers: dict[str, Any] = {k: v for k, v in (("ollama", ollama), ("openai", openai)) if v}
+
+    def server(self, kind: str) -> Any:
+        """The backend of ``kind`` ("ollama" or "openai")."""
+        if kind not in self._servers:
+            self._servers[kind] = (
+                OpenAIBackend(self.openai_base_url, timeout=self.timeout) if kind == "openai"
+                else OllamaBackend(self.ollama_host, timeout=self.timeout))
+        return self._servers[kind]
+
+    def backend_for(self, model: str) -> tuple[Any, str]:
+        """``(backend, name on that server)`` for a model name as written in the settings."""
+        kind, name = split_model_name(model)
+        return self.server(kind), name
+
+    def supports_schema_for(self, model: str | None) -> bool:
+        return bool(getattr(self.backend_for(model or "")[0], "supports_schema", False))
+
+    def describe(self, model: str) -> dict[str, str]:
+        """Where ``model`` is answered, for the search log's provenance: ``{"backend", "host", "model"}``."""
+        backend, name = self.backend_for(model)
+        return {"backend": str(backend.name), "host": str(getattr(backend, "host", "")), "model": name}
+
+    def chat(self, prompt: str, system: str | None = None, *, model: str | None = None, **kwargs: Any) -> str:
+        backend, name = self.backend_for(model or "")
+        return backend.chat(prompt, system, model=name or None, **kwargs)

@@ -32,6 +32,7 @@ from kmds_desktop.llm.errors import (
     LLMError,
     LLMModelNotFound,
     LLMQuotaError,
+    LLMSchemaRefused,
     LLMTimeout,
     LLMUnreachable,
 )
@@ -158,6 +159,8 @@ class OllamaBackend:
     """
 
     name = "ollama"
+    #: ``schema=`` is sent as Ollama's ``format`` (the server constrains the reply to it).
+    supports_schema = True
 
     def __init__(self, host: str = DEFAULT_OLLAMA_HOST, model: str = DEFAULT_OLLAMA_MODEL,
                  temperature: float = 0.1, timeout: float = 120.0, *, options: dict[str, Any] | None = None,
@@ -186,20 +189,22 @@ class OllamaBackend:
 
     def chat(self, prompt: str, system: str | None = None, options: dict[str, Any] | None = None,
              cancel: CancelToken | None = None, *, temperature: float | None = None,
-             model: str | None = None) -> str:
+             model: str | None = None, schema: dict[str, Any] | None = None) -> str:
         """Send one user message (and an optional system message); return the whole reply text.
 
+        ``schema`` (a JSON schema) constrains the reply (Ollama's ``format``); a server that refuses
+        it raises :class:`~kmds_desktop.llm.errors.LLMSchemaRefused`.
         Raises :class:`Cancelled` promptly when ``cancel`` fires, :class:`LLMError` subclasses otherwise.
         """
         text = "".join(self.stream(prompt, system, temperature=temperature, options=options, cancel=cancel,
-                                   model=model))
+                                   model=model, schema=schema))
         if not text.strip():
             raise LLMBadReply(f"Ollama model '{model or self.model}' at {self.host} returned an empty reply.")
         return text
 
     def stream(self, prompt: str, system: str | None = None, options: dict[str, Any] | None = None,
                cancel: CancelToken | None = None, *, temperature: float | None = None,
-               model: str | None = None) -> Iterator[str]:
+               model: str | None = None, schema: dict[str, Any] | None = None) -> Iterator[str]:
         """Yield the reply in chunks as Ollama streams it (for the answer view).
 
         Closing the generator early, cancelling ``cancel`` or reaching the timeout closes the
@@ -221,6 +226,8 @@ class OllamaBackend:
             kwargs: dict[str, Any] = {"model": model, "messages": messages, "options": opts, "stream": True}
             if self.keep_alive is not None:
                 kwargs["keep_alive"] = self.keep_alive
+            if schema is not None:
+                kwargs["format"] = schema
             size = 0
             for part in request.client.chat(**kwargs):
                 if request.reason is not None:
@@ -245,7 +252,7 @@ class OllamaBackend:
                     f"The Ollama server at {self.host} dropped the connection in the middle of the reply of "
                     f"'{model}' (it may have stopped or run out of memory). Check the server and try again.",
                     host=self.host) from None
-            raise self._translate(err, model) from None
+            raise self._translate(err, model, had_schema=schema is not None) from None
         finally:
             request.close()
 
@@ -295,17 +302,18 @@ class OllamaBackend:
         without the host's ``user:password``."""
         return secrets.redact(text, os.environ.get("OLLAMA_API_KEY"), *secrets.url_secrets(self._url))
 
-    def _translate(self, err: Exception, model: str | None, timeout: float | None = None) -> LLMError:
+    def _translate(self, err: Exception, model: str | None, timeout: float | None = None, *,
+                   had_schema: bool = False) -> LLMError:
         """Map an ``ollama``/``httpx`` exception to the LLMError family with an actionable message.
 
         Every message is redacted: the server's own error text can quote the request's key.
         """
-        translated = self._translate_unredacted(err, model, timeout)
+        translated = self._translate_unredacted(err, model, timeout, had_schema)
         translated.args = tuple(self._redact(a) if isinstance(a, str) else a for a in translated.args)
         return translated
 
-    def _translate_unredacted(self, err: Exception, model: str | None, timeout: float | None = None
-                              ) -> LLMError:
+    def _translate_unredacted(self, err: Exception, model: str | None, timeout: float | None = None,
+                              had_schema: bool = False) -> LLMError:
         host = self.host
         if isinstance(err, httpx.TimeoutException):
             return self._timeout_error(model, timeout)
@@ -329,6 +337,11 @@ class OllamaBackend:
             if status == 429:
                 return LLMQuotaError(f"Ollama at {host} is rate limiting requests (429): {detail}. "
                                      "Wait a moment and try again.")
+            if had_schema and (status in (400, 422, 501)
+                               or any(w in detail.lower() for w in ("format", "schema", "grammar"))):
+                # an Ollama older than 0.5 takes only format="json"; ask again without a schema
+                return LLMSchemaRefused(f"Ollama at {host} refused the JSON schema for '{model}' "
+                                        f"({status}): {detail}")
             return LLMError(f"Ollama at {host} returned an error ({status}): {detail}")
         return LLMError(f"Ollama at {host} failed: {type(err).__name__}: {err}")
 

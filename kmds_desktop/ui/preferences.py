@@ -132,6 +132,7 @@ class PreferencesDialog(QDialog):
             ("auto", "Automatic (Ollama, then Google, then offline)"),
             ("ollama", "Ollama"),
             ("google", "Google Gemini"),
+            ("openai", "OpenAI-compatible server (LM Studio, llama.cpp, vLLM)"),
             ("offline", "Offline (no LLM)"),
         ):
             self.backend.addItem(label, key)
@@ -167,6 +168,15 @@ class PreferencesDialog(QDialog):
             "Stored in the OS keyring, never in the settings file. Leave empty to keep the current key.",
         )
         form.addRow("", self.forget_key)
+        self.openai_url = QLineEdit()
+        self._row(form, "llm.openai_base_url", "OpenAI-compatible server", self.openai_url,
+                  "e.g. http://127.0.0.1:8080/v1")
+        self.openai_model = QLineEdit()
+        self._row(form, "llm.openai_model", "Its model", self.openai_model)
+        self.openai_key = QLineEdit()
+        self.openai_key.setEchoMode(QLineEdit.EchoMode.Password)
+        self._row(form, "openai_key", "Its API key", self.openai_key,
+                  "Optional (local servers need none); kept in the OS keyring. Empty keeps the current key.")
         self.temperature = QLineEdit()
         self._row(
             form,
@@ -220,6 +230,9 @@ class PreferencesDialog(QDialog):
         self._row(form, "query_generation.temperature", "Temperature", self.qg_temperature)
         self.qg_host = QLineEdit()
         self._row(form, "query_generation.ollama_host", "Ollama host", self.qg_host)
+        self.qg_openai = QLineEdit()
+        self._row(form, "query_generation.openai_base_url", "OpenAI-compatible server", self.qg_openai,
+                  "answers the models written openai:NAME")
         self.qg_timeout = QLineEdit()
         self.qg_timeout.setObjectName("queryTimeout")
         self._row(
@@ -378,6 +391,9 @@ class PreferencesDialog(QDialog):
         self.ollama_model.setCurrentText(s.llm.ollama_model)
         self.google_model.setText(s.llm.google_model)
         self.google_key.setPlaceholderText("a key is stored" if secrets.google_api_key() else "no key stored")
+        self.openai_url.setText(s.llm.openai_base_url)
+        self.openai_model.setText(s.llm.openai_model)
+        self.openai_key.setPlaceholderText("a key is stored" if secrets.openai_api_key() else "no key stored")
         self.temperature.setText(str(s.llm.temperature))
         self.llm_timeout.setText(str(s.llm.timeout_s))
         qg = s.query_generation
@@ -387,6 +403,7 @@ class PreferencesDialog(QDialog):
         self.qg_per_model.setText(str(qg.queries_per_model))
         self.qg_temperature.setText(str(qg.temperature))
         self.qg_host.setText(qg.ollama_host)
+        self.qg_openai.setText(qg.openai_base_url)
         self.qg_timeout.setText(str(qg.timeout_s))
         lit = s.literature
         self.lit_mode.setCurrentIndex(max(0, self.lit_mode.findData(lit.mode)))
@@ -472,6 +489,8 @@ class PreferencesDialog(QDialog):
                 "ollama_host": self.ollama_host.text().strip(),
                 "ollama_model": self.ollama_model.currentText().strip(),
                 "google_model": self.google_model.text().strip(),
+                "openai_base_url": self.openai_url.text().strip(),
+                "openai_model": self.openai_model.text().strip(),
                 "temperature": self.temperature.text().strip(),
                 "timeout_s": self.llm_timeout.text().strip(),
             }
@@ -488,6 +507,7 @@ class PreferencesDialog(QDialog):
                 "queries_per_model": self.qg_per_model.text().strip(),
                 "temperature": self.qg_temperature.text().strip(),
                 "ollama_host": self.qg_host.text().strip(),
+                "openai_base_url": self.qg_openai.text().strip(),
                 "timeout_s": self.qg_timeout.text().strip(),
             }
         )
@@ -564,6 +584,8 @@ class PreferencesDialog(QDialog):
                 secrets.set_google_api_key(None)
             elif key:
                 secrets.set_google_api_key(key)
+            if self.openai_key.text().strip():
+                secrets.set_openai_api_key(self.openai_key.text().strip())
             if db_password:
                 secrets.set_db_password(settings.literature.user, settings.literature.host, db_password)
         except Exception as exc:  # noqa: BLE001 - no keyring backend: say so, keep the dialog open

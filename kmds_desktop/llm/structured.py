@@ -1,0 +1,61 @@
+"""Replies constrained to a JSON schema where the backend can enforce it, plain text otherwise.
+
+Why: a local model asked for "one JSON object" still adds prose, fences or a half-finished object;
+a server that constrains decoding to a schema (Ollama's ``format=<schema>``, OpenAI's
+``response_format={"type": "json_schema"}``, llama.cpp's grammar under both) makes the reply
+parse every time. Not every server can: an old Ollama, a proxy or an OpenAI-compatible server
+without grammar support refuses the schema (:class:`~kmds_desktop.llm.errors.LLMSchemaRefused`),
+and a plain callable never sees one. Then the same prompt is asked again without a schema and the
+caller's tolerant text parser reads the reply, as before. The caller is told which path was used
+(``"schema"`` or ``"text"``), so results and the search log can say so.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from kmds_desktop.llm.errors import LLMSchemaRefused
+from kmds_desktop.tasks import CancelToken
+
+log = logging.getLogger(__name__)
+
+#: How a reply was asked for: constrained to the schema, or free text parsed tolerantly.
+SCHEMA = "schema"
+TEXT = "text"
+
+
+def can_enforce_schema(backend: Any, model: str | None = None) -> bool:
+    """Whether ``backend`` (for ``model``, when it dispatches by name) takes ``schema=``."""
+    for_model = getattr(backend, "supports_schema_for", None)
+    if callable(for_model):
+        return bool(for_model(model))
+    return bool(getattr(backend, "supports_schema", False))
+
+
+def structured_chat(backend: Any, prompt: str, schema: dict[str, Any], *, system: str | None = None,
+                    text_prompt: str | None = None, temperature: float | None = None,
+                    cancel: CancelToken | None = None, model: str | None = None,
+                    options: dict[str, Any] | None = None) -> tuple[str, str]:
+    """``(reply, path)``: the reply constrained to ``schema`` (path ``"schema"``) where the backend
+    can enforce it, else asked as ``text_prompt`` (default ``prompt``) without one (path ``"text"``).
+
+    Errors other than a refused schema (unreachable, timeout, cancel) are raised as they come:
+    asking again without a schema would fail the same way.
+    """
+    kwargs: dict[str, Any] = {"cancel": cancel}
+    if temperature is not None:
+        kwargs["temperature"] = temperature
+    if model is not None:
+        kwargs["model"] = model
+    if options:
+        kwargs["options"] = options
+    if can_enforce_schema(backend, model):
+        try:
+            return backend.chat(prompt, system, schema=schema, **kwargs), SCHEMA
+        except LLMSchemaRefused as err:
+            log.info("%s; asking again without a schema", err)
+    chat = getattr(backend, "chat", None)
+    if chat is None:  # a plain ``prompt -> str`` callable
+        return backend(text_prompt or prompt), TEXT
+    return chat(text_prompt or prompt, system, **kwargs), TEXT

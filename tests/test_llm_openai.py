@@ -1,0 +1,152 @@
+"""The OpenAI-compatible backend against a real HTTP server (:mod:`support.fake_openai`): replies,
+server-sent events, the model list, a JSON schema and a server that refuses one, the error family,
+cancel and the size limit; and ``openai:NAME`` models in query generation (issue 25, 1-2)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+from support.fake_openai import FakeOpenAI, OpenAIScript
+
+from kmds_desktop import secrets
+from kmds_desktop.ask.routing import parse_route, route_json_schema
+from kmds_desktop.config import LLMSettings
+from kmds_desktop.literature.query_generation import QUERY_LIST_SCHEMA, MultiModelQueryGenerator
+from kmds_desktop.llm import (
+    LLMAuthError,
+    LLMBadReply,
+    LLMModelNotFound,
+    LLMSchemaRefused,
+    LLMUnreachable,
+    ModelDispatch,
+    OpenAIBackend,
+    choose_backend,
+    structured_chat,
+)
+from kmds_desktop.llm.openai_backend import api_base
+from kmds_desktop.tasks import Cancelled, CancelToken
+
+
+@pytest.fixture()
+def fake():
+    with FakeOpenAI() as server:
+        yield server
+
+
+def test_api_base_adds_v1_only_to_a_bare_address() -> None:
+    assert api_base("http://127.0.0.1:8080") == "http://127.0.0.1:8080/v1"
+    assert api_base("http://127.0.0.1:8080/v1/") == "http://127.0.0.1:8080/v1"
+    assert api_base("https://proxy.example/openai/v1") == "https://proxy.example/openai/v1"
+
+
+def test_reply_streams_in_chunks_with_options(fake) -> None:
+    fake.models["m"] = OpenAIScript(["a reply long enough for several chunks"])
+    backend = OpenAIBackend(fake.url, "m", temperature=0.3, timeout=10, api_key="")
+    chunks = list(backend.stream("hello", "be terse", {"num_predict": 9, "seed": 1}))
+    assert len(chunks) > 3 and "".join(chunks) == "a reply long enough for several chunks"
+    body = fake.requests[-1]
+    assert body["stream"] is True and body["temperature"] == 0.3
+    assert body["max_tokens"] == 9 and body["seed"] == 1
+    assert body["messages"][0] == {"role": "system", "content": "be terse"}
+    assert backend.chat("again", temperature=0.9, model="m") == "a reply long enough for several chunks"
+    assert fake.requests[-1]["temperature"] == 0.9
+    assert backend.list_models() == ["m"] and backend.is_available()
+
+
+def test_schema_is_sent_and_a_refusal_falls_back_to_text(fake) -> None:
+    fake.models["strict"] = OpenAIScript(['{"queries": ["a & b"]}'])
+    fake.models["plain"] = OpenAIScript(["a & b"], refuse_schema=True)
+    backend = OpenAIBackend(fake.url, "strict", api_key="")
+    reply, how = structured_chat(backend, "q (json)", QUERY_LIST_SCHEMA, text_prompt="q")
+    assert how == "schema" and json.loads(reply) == {"queries": ["a & b"]}
+    sent = fake.requests[-1]["response_format"]
+    assert sent["type"] == "json_schema" and sent["json_schema"]["schema"] == QUERY_LIST_SCHEMA
+    with pytest.raises(LLMSchemaRefused):
+        backend.chat("q", model="plain", schema=QUERY_LIST_SCHEMA)
+    reply, how = structured_chat(backend, "q (json)", QUERY_LIST_SCHEMA, text_prompt="q", model="plain")
+    assert (reply, how) == ("a & b", "text")
+    assert "response_format" not in fake.requests[-1]
+    assert fake.requests[-1]["messages"][-1]["content"] == "q"
+
+
+def test_route_schema_is_strict_and_a_constrained_reply_validates(fake) -> None:
+    schema = route_json_schema()
+    assert schema["additionalProperties"] is False and set(schema["required"]) == set(schema["properties"])
+    assert "$ref" not in json.dumps(schema) and "semantic_search" in schema["properties"]["intent_class"]["enum"]
+    route = ('{"intent_class": "exploratory_search", "filters": {"obs_type_filter": null, "finding_seq_min": '
+             'null, "finding_seq_max": null, "keyword": "missing", "workflow": null}, "explanation": "x", '
+             '"listing": false}')
+    fake.models["r"] = OpenAIScript([route])
+    reply, how = structured_chat(OpenAIBackend(fake.url, "r", api_key=""), "route?", schema)
+    assert how == "schema" and parse_route(reply).filters.keyword == "missing"
+
+
+def test_errors_name_the_server_and_never_the_key(memory_keyring) -> None:
+    with FakeOpenAI(api_key="sk-right-key") as fake:
+        fake.models["m"] = OpenAIScript(["hi"])
+        secrets.set_openai_api_key("sk-wrong-key")
+        backend = OpenAIBackend(fake.url, "m")
+        assert "sk-wrong" not in repr(backend)
+        with pytest.raises(LLMAuthError) as info:
+            backend.chat("q")
+        assert fake.url in str(info.value) and "sk-wrong-key" not in str(info.value)
+        secrets.set_openai_api_key("sk-right-key")
+        assert OpenAIBackend(fake.url, "m").chat("q") == "hi"
+        assert fake.headers[-1]["Authorization"] == "Bearer sk-right-key"
+        with pytest.raises(LLMModelNotFound) as info:
+            OpenAIBackend(fake.url, "absent").chat("q")
+        assert "'absent'" in str(info.value) and "Available models: m" in str(info.value)
+        assert info.value.available == ["m"]
+
+
+def test_unreachable_dropped_and_too_long(fake, monkeypatch) -> None:
+    port = fake.server.server_address[1]
+    with pytest.raises(LLMUnreachable) as info:
+        OpenAIBackend(f"http://127.0.0.1:{port + 1 if port < 65535 else 1}", "m", timeout=3).chat("q")
+    assert "Cannot reach the OpenAI-compatible server" in str(info.value)
+    fake.models["drop"] = OpenAIScript(["x" * 200], drop_after=3)
+    with pytest.raises(LLMUnreachable) as info:
+        OpenAIBackend(fake.url, "drop", api_key="").chat("q")
+    assert "dropped the connection in the middle of the reply" in str(info.value)
+    monkeypatch.setattr("kmds_desktop.llm.openai_backend.MAX_REPLY_CHARS", 50)
+    fake.models["long"] = OpenAIScript(["y" * 400])
+    with pytest.raises(LLMBadReply) as info:
+        OpenAIBackend(fake.url, "long", api_key="").chat("q")
+    assert "longer than 50 characters" in str(info.value)
+
+
+def test_cancel_closes_the_connection_at_once(fake) -> None:
+    fake.models["hang"] = OpenAIScript(hang=True)
+    token = CancelToken()
+    threading.Timer(0.3, token.cancel).start()
+    started = time.perf_counter()
+    with pytest.raises(Cancelled):
+        OpenAIBackend(fake.url, "hang", timeout=30, api_key="").chat("q", cancel=token)
+    assert time.perf_counter() - started < 3
+
+
+def test_settings_choose_the_openai_backend(fake) -> None:
+    settings = LLMSettings(backend="openai", openai_base_url=fake.url, openai_model="m")
+    choice = choose_backend(settings)
+    assert choice.name == "openai" and isinstance(choice.llm, OpenAIBackend)
+    assert choice.llm.host == f"{fake.url}/v1" and choice.llm.model == "m"
+
+
+def test_query_generation_dispatches_openai_models_and_logs_the_path(fake) -> None:
+    fake.models["json-model"] = OpenAIScript(['{"queries": ["aspirin & diabet:*"]}'])
+    fake.models["text-model"] = OpenAIScript(["Query: statin:* & myopathy"], refuse_schema=True)
+    generator = MultiModelQueryGenerator(
+        ModelDispatch(openai_base_url=fake.url, ollama=OpenAIBackend(fake.url, api_key="")))
+    result = generator.generate_queries(
+        "Does aspirin help diabetics?", None, ["openai:json-model", "openai:text-model", "builtin:keywords"], 1)
+    by_model = {r.model: r for r in result.all_queries}
+    assert by_model["openai:json-model"].query == "aspirin & diabet:*"
+    assert by_model["openai:json-model"].reply_format == "schema"
+    assert by_model["openai:text-model"].query == "statin:* & myopathy"
+    assert by_model["openai:text-model"].reply_format == "text"
+    assert by_model["openai:text-model"].server == f"openai {fake.url}/v1"
+    assert by_model["builtin:keywords"].reply_format == "" and by_model["builtin:keywords"].ok
+    assert [r["model"] for r in fake.requests] == ["json-model", "text-model", "text-model"]
