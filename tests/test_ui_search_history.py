@@ -87,13 +87,13 @@ def test_combine_check_and_export_by_clicking(qtbot, workbench, jobs, tmp_path, 
     qtbot.waitUntil(lambda: dialog.last_report is not None, timeout=WAIT)
     written = report.read_text()
     assert "# Search report: #1 OR #2" in written and "recall 50.0%" in written
-    assert "| #1.1 | `aspirin` | hand-written | 2 | 2 | 2 |" in written
+    assert "| #1.1 | full-text | `aspirin` | hand-written | 2 | 2 | 2 |" in written
 
     # The rows behind the combination: they share nothing; each model's documents are its own.
     _click(qtbot, dialog.overlap_button)
     qtbot.waitUntil(lambda: dialog.check_view.toPlainText().startswith("Rows of #1, #2"), timeout=WAIT)
     overlap = dialog.check_view.toPlainText()
-    assert "| #1.1 | 2 | 2 | — | 0 (0.00) |" in overlap and "| m | 1 | 2 | 2 |" in overlap
+    assert "| #1.1 | full-text | 2 | 2 | — | 0 (0.00) |" in overlap and "| m | 1 | 2 | 2 |" in overlap
     assert "| hand-written | 1 | 2 | 2 |" in overlap
 
 
