@@ -12,6 +12,9 @@ Modules:
   generation rounds, checks (which rows, when, stale answers), runs through
   :class:`~kmds_desktop.literature.agent.QueryAgent`, merged documents in rank order and the search log.
 - :mod:`kmds_desktop.app.search_log` — the search log document (reproducible on any database).
+- :mod:`kmds_desktop.app.run_facts` — what a run was: each row's kind, the embedding model, vector
+  coverage, fusion and re-ranking (log, history, report, window), and whether to warn before a
+  semantic row runs on a partly embedded database.
 - :mod:`kmds_desktop.app.literature_data` — the literature database and files: importable files,
   open on first need (``DatabaseOnDemand``), status, import, export writers.
 - :mod:`kmds_desktop.app.ask` — asking the open KB: the question, its answer, the history, what a
