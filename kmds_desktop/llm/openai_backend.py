@@ -133,7 +133,8 @@ class OpenAIBackend:
     supports_schema = True
 
     def __init__(self, base_url: str = DEFAULT_OPENAI_BASE_URL, model: str = DEFAULT_OPENAI_MODEL,
-                 temperature: float = 0.1, timeout: float = 120.0, *, api_key: str | None = None) -> None:
+                 temperature: float = 0.1, timeout: float = 120.0, *, api_key: str | None = None,
+                 options: dict[str, Any] | None = None) -> None:
         #: The API root requests go to (may carry ``user:password@``): never put in a message.
         self._url = api_base(base_url)
         #: The address as shown in messages, logs and ``repr``.
@@ -142,6 +143,8 @@ class OpenAIBackend:
         self.temperature = temperature
         self.timeout = float(timeout)
         self._key = api_key if api_key is not None else secrets.openai_api_key()
+        #: Default options of every call (Ollama's names, as :meth:`stream` reads them); a call's own win.
+        self.options = dict(options or {})
 
     def __repr__(self) -> str:  # never shows the key
         return f"OpenAIBackend(host={self.host!r}, model={self.model!r})"
@@ -191,7 +194,7 @@ class OpenAIBackend:
         messages.append({"role": "user", "content": prompt})
         body: dict[str, Any] = {"model": model, "messages": messages, "stream": True,
                                 "temperature": self.temperature if temperature is None else temperature}
-        for key, value in (options or {}).items():
+        for key, value in {**self.options, **(options or {})}.items():
             if key == "num_predict":
                 body["max_tokens"] = value
             elif key in ("seed", "top_p", "stop", "presence_penalty", "frequency_penalty"):
