@@ -82,7 +82,7 @@ from kmds_desktop.app.search_log import utc_now, write_search_log
 from kmds_desktop.literature import export as export_mod
 from kmds_desktop.ui.documents_model import DocumentsModel
 from kmds_desktop.ui.literature_widgets import CoverageBar, DocumentDetail
-from kmds_desktop.ui.review_model import QueryRow, ReviewModel
+from kmds_desktop.ui.review_model import LiveQueryDelegate, QueryRow, ReviewModel
 from kmds_desktop.ui.workers import Job, JobRunner
 
 log = logging.getLogger(__name__)
@@ -90,7 +90,7 @@ log = logging.getLogger(__name__)
 #: The largest share of the documents table's width the "Found by" column takes after a run.
 FOUND_BY_SHARE = 0.3
 #: The share of the documents table's width the Title keeps when "Found by" is fitted (a narrow table).
-TITLE_SHARE = 0.4
+TITLE_SHARE = 0.25
 
 EMPTY_DATABASE_HINT = (
     "<h3>The literature database is empty</h3>"
@@ -218,6 +218,8 @@ class LiteraturePanel(QWidget):
         )
         self.review_view.setWordWrap(False)
         self.review_view.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        # The query is checked while it is typed (0.4 s after the last key), not only on commit.
+        self.review_view.setItemDelegateForColumn(ReviewModel.COL_QUERY, LiveQueryDelegate(self.review_view))
         header = self.review_view.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         # The query is what the user reads and edits: it takes the room that is left; the error

@@ -10,8 +10,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, Signal
-from PySide6.QtGui import QBrush, QColor
+from PySide6.QtCore import (
+    QAbstractItemModel,
+    QAbstractTableModel,
+    QEvent,
+    QModelIndex,
+    QObject,
+    QPersistentModelIndex,
+    Qt,
+    Signal,
+)
+from PySide6.QtGui import QBrush, QColor, QKeyEvent
+from PySide6.QtWidgets import (
+    QAbstractItemDelegate,
+    QLineEdit,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
+    QWidget,
+)
 
 from kmds_desktop.app.literature import (
     CHECKING,
@@ -28,7 +44,8 @@ from kmds_desktop.app.literature import (
     RetrievalRows,
 )
 
-__all__ = ["CHECKING", "FAILED", "HAND_WRITTEN", "INVALID", "UNCHECKED", "VALID", "QueryRow", "ReviewModel"]
+__all__ = ["CHECKING", "FAILED", "HAND_WRITTEN", "INVALID", "UNCHECKED", "VALID", "LiveQueryDelegate",
+           "QueryRow", "ReviewModel"]
 
 AnyIndex = QModelIndex | QPersistentModelIndex
 
@@ -338,3 +355,55 @@ def _is_checked(value: Any) -> bool:
         return int(value) == Qt.CheckState.Checked.value
     except (TypeError, ValueError):
         return bool(value)
+
+
+class LiveQueryDelegate(QStyledItemDelegate):
+    """The Query cell's editor hands each keystroke to the model, so the row is checked while it is
+    being typed (the panel's timer waits :data:`~kmds_desktop.app.literature.CHECK_DELAY_S` after the
+    last key), not only once the cell is committed: the old "✓ valid" must not stand beside
+    ``pseudomonas & (``. Escape puts back the text the cell had when the editor opened."""
+
+    def __init__(self, parent: Any = None) -> None:
+        super().__init__(parent)
+        self._targets: dict[int, tuple[QPersistentModelIndex, str]] = {}  # id(editor) -> (cell, text)
+
+    def createEditor(self, parent: QWidget, option: QStyleOptionViewItem,  # noqa: N802 - Qt API
+                     index: AnyIndex) -> QWidget:
+        editor = super().createEditor(parent, option, index)
+        if isinstance(editor, QLineEdit):
+            target = QPersistentModelIndex(index)
+            key = id(editor)
+            self._targets[key] = (target, index.data(Qt.ItemDataRole.EditRole) or "")
+            editor.destroyed.connect(lambda *_a: self._targets.pop(key, None))
+            editor.textEdited.connect(lambda text: self._live(target, text))
+        return editor
+
+    def _live(self, index: QPersistentModelIndex, text: str) -> None:
+        if index.isValid():
+            index.model().setData(QModelIndex(index), text, Qt.ItemDataRole.EditRole)
+
+    def setEditorData(self, editor: QWidget, index: AnyIndex) -> None:  # noqa: N802 - Qt API
+        # The model echoes the live text back; rewriting the editor would move the cursor.
+        if isinstance(editor, QLineEdit) and editor.text() == (index.data(Qt.ItemDataRole.EditRole) or ""):
+            return
+        super().setEditorData(editor, index)
+
+    def setModelData(self, editor: QWidget, model: QAbstractItemModel,  # noqa: N802 - Qt API
+                     index: AnyIndex) -> None:
+        if isinstance(editor, QLineEdit) and editor.text() == (index.data(Qt.ItemDataRole.EditRole) or ""):
+            return  # already handed over while typing
+        super().setModelData(editor, model, index)
+
+    def revert(self, editor: QWidget) -> None:
+        """Escape: the text the cell had when editing began (the live edits are undone)."""
+        target, original = self._targets.get(id(editor), (None, ""))
+        if target is not None and target.isValid() and target.data(Qt.ItemDataRole.EditRole) != original:
+            target.model().setData(QModelIndex(target), original, Qt.ItemDataRole.EditRole)
+
+    def eventFilter(self, editor: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt API
+        if (isinstance(editor, QLineEdit) and isinstance(event, QKeyEvent)
+                and event.type() == QEvent.Type.KeyPress and event.key() == Qt.Key.Key_Escape):
+            self.revert(editor)
+            self.closeEditor.emit(editor, QAbstractItemDelegate.EndEditHint.RevertModelCache)
+            return True
+        return super().eventFilter(editor, event)
