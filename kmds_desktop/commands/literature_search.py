@@ -167,8 +167,10 @@ def _search(args: argparse.Namespace) -> int:
         if stat.ok and stat.kind != "tsquery":
             sims = (f", similarity {stat.best_similarity:.3f}..{stat.last_similarity:.3f}"
                     if stat.best_similarity is not None else "")
+            of_all = f" (of {stat.searchable} in all)" if stat.searchable is not None else ""
             print(f"  ran #{stat.index + 1} {stat.kind} '{stat.query[:70]}': {stat.ids_returned} returned of "
-                  f"{stat.matches} documents with vectors{sims} ({stat.time_s:.2f} s)", file=sys.stderr)
+                  f"{stat.matches} documents with vectors{of_all}{sims} ({stat.time_s:.2f} s)",
+                  file=sys.stderr)
         elif stat.ok:
             print(f"  ran #{stat.index + 1} '{stat.query}': {stat.matches} matches, {stat.ids_returned} "
                   f"returned ({stat.time_s:.2f} s)", file=sys.stderr)
