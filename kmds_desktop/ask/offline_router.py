@@ -6,8 +6,13 @@ clear enough, otherwise the question goes to semantic search. Cues a similarity 
 are read directly: a sequence range ("first 3 findings", "findings 2 to 5", "finding 4"), quoted
 words (a keyword filter), a category named outright ("model selection"), and, from the KB's own
 vocabulary (:mod:`~kmds_desktop.ask.kb_vocabulary`), an observation type ("data quality problems"),
-a workflow ("the penguin body mass regression workflow") and the sequence numbers "first/last N"
-refer to. Whether the question asks for a listing or is an open question is read from its wording
+a workflow ("the penguin body mass regression workflow", "workflow 2", "the second workflow", "the
+body mass workflow") and the sequence numbers "first/last N" refer to. Everyday words for the KB's
+types ("problems in the data", "issues", "what went wrong" for data quality; "assumptions";
+"derived features"; :mod:`~kmds_desktop.ask.question_words`) choose the template and, where the KB
+holds that type, the type filter; a question about results ("which model was best, and by how
+much") goes to model selection, whose records stating figures are ranked first. Whether the
+question asks for a listing or is an open question is read from its wording
 and filters (:func:`~kmds_desktop.ask.relevance.is_listing`).
 """
 
@@ -22,6 +27,7 @@ from typing import Any
 from kmds_desktop.ask.catalog import ROUTES
 from kmds_desktop.ask.kb_vocabulary import GENERIC_TYPES, KBVocabulary, normalise_name, type_stem
 from kmds_desktop.ask.models import OrchestratorRoute
+from kmds_desktop.ask.question_words import asks_for_results, everyday_type
 from kmds_desktop.ask.relevance import is_listing
 from kmds_desktop.kb import SearchFilters
 
@@ -50,7 +56,6 @@ _SINGLE = re.compile(rf"\b{_ITEM}\s*(?:#|no\.?|number(?:ed)?)\s*{_NUM}\b|\b(?:fi
                      re.I)
 _AFTER = re.compile(rf"{_ITEM}\s+(?:after|from|since)\s+(?:#|number\s+)?{_NUM}(?!\s*(?:to|-|–|and))", re.I)
 _QUOTED = re.compile(r"[\"“”]([^\"“”]{2,60})[\"“”]|(?<![\w])'([^']{2,60})'(?![\w])")
-_WORKFLOW_PHRASE = re.compile(r"((?:[\w-]+\s+){1,6})workflow\b", re.I)
 
 #: Phrases that name a template outright (lower case, matched as substrings).
 _CATEGORY_CUES: dict[str, tuple[str, ...]] = {
@@ -58,7 +63,8 @@ _CATEGORY_CUES: dict[str, tuple[str, ...]] = {
                            "relevance observation"),
     "data_representation_search": ("data representation", "feature engineering", "engineered feature",
                                    "transformation", "transformed", "encoding", "representation"),
-    "modelling_choice_search": ("modelling choice", "modeling choice", "modelling assumption",
+    "modelling_choice_search": ("modelling choice", "modeling choice", "modelling decision",
+                                "modeling decision", "modelling assumption",
                                 "modeling assumption", "assumption", "choice of model",
                                 "choice of algorithm", "algorithm", "why was a", "why did we use"),
     "model_selection_search": ("model selection", "select the model", "selected model", "compare models",
@@ -133,12 +139,28 @@ def route_offline(question: str, question_vector: Any, model_name: str,
 
     notes: list[str] = []
     obs_type = _type_from_question(question, vocab)
-    workflow = _workflow_from_question(question, vocab)
+    workflow = vocab.workflow_in_question(question)
     best = max(scores, key=lambda k: scores[k])
     category_cued = [c for c in cued if c != "all_observations_search"]
+    listing_said: bool | None = None
+    everyday_category = None
+    if not obs_type:
+        everyday_obs_type, everyday_category, everyday_listing = everyday_type(question, vocab)
+        if everyday_category and category_cued and f"{everyday_category}_search" not in category_cued:
+            everyday_category = None  # the question names another category outright: trust that
+        if everyday_category:
+            obs_type, listing_said = everyday_obs_type, everyday_listing or None
+    results = not obs_type and not everyday_category and asks_for_results(question, vocab)
     if obs_type:
         best = f"{_category_of(obs_type, vocab)}_search"
-        why = f"the question names the observation type {obs_type!r}"
+        why = (f"the question's words name the observation type {obs_type!r}" if everyday_category
+               else f"the question names the observation type {obs_type!r}")
+    elif everyday_category:
+        best = f"{everyday_category}_search"
+        why = f"the question's words name {everyday_category.replace('_', ' ')} observations"
+    elif results and (not category_cued or "model_selection_search" in category_cued):
+        best = "model_selection_search"
+        why = "the question asks how models did: model selection records, those stating figures first"
     elif scores[best] >= MIN_TEMPLATE_SIMILARITY:
         named = " and named in the question" if best in cued else ""
         why = f"closest template (similarity {similarity[best]:.2f}){named}"
@@ -149,7 +171,7 @@ def route_offline(question: str, question_vector: Any, model_name: str,
     category = _CATEGORY_OF_INTENT.get(best)
     seq_min, seq_max, seq_note = _range_from_question(question, vocab, category, workflow)
     has_seq = seq_min is not None or seq_max is not None
-    if (has_seq or workflow) and not category_cued and not obs_type:
+    if (has_seq or workflow) and not category_cued and not obs_type and not everyday_category and not results:
         best = "all_observations_search"
         why = "the question asks for a range of findings" if has_seq else "the question names a workflow"
         if has_seq:  # the range was read for the old template's category: read it again for all
@@ -165,7 +187,8 @@ def route_offline(question: str, question_vector: Any, model_name: str,
             notes.append(f"{label} {value}".strip())
     filters = SearchFilters(obs_type_filter=obs_type, finding_seq_min=seq_min, finding_seq_max=seq_max,
                             keyword=keyword, workflow=workflow)
-    listing = is_listing(question, filters)
+    said = True if listing_said and best != "all_observations_search" else None
+    listing = is_listing(question, filters, said)
     mode = "a listing: every match in workflow and sequence order" if listing \
         else "an open question: the relevant records"
     explanation = f"Offline router: {why}" + (f"; {'; '.join(notes)}" if notes else "") + f"; {mode}."
@@ -181,11 +204,19 @@ _CATEGORY_OF_INTENT = {
 }
 
 
-def category_named(question: str, intent_class: str) -> bool:
+def category_named(question: str, intent_class: str, vocabulary: KBVocabulary | None = None) -> bool:
     """Whether ``question`` names ``intent_class``'s category outright ("model selection", "feature
-    engineering", ...), rather than a router guessing it from the question's meaning."""
+    engineering", ...) or in everyday words ("problems in the data", "which model was best"),
+    rather than a router guessing it from the question's meaning: only then is an open question's
+    answer kept to that category."""
     lowered = question.lower()
-    return any(cue in lowered for cue in _CATEGORY_CUES.get(intent_class, ()))
+    if any(cue in lowered for cue in _CATEGORY_CUES.get(intent_class, ())):
+        return True
+    vocab = vocabulary or KBVocabulary({}, [], [])
+    category = everyday_type(question, vocab)[1]
+    if category is not None:
+        return f"{category}_search" == intent_class
+    return intent_class == "model_selection_search" and asks_for_results(question, vocab)
 
 
 def _num(text: str) -> int:
@@ -219,25 +250,6 @@ def _type_from_question(question: str, vocab: KBVocabulary) -> str | None:
         elif re.search(rf"\b{re.escape(stem)}\s+(?:observations?|findings?)\b", lowered):
             return name
     return None
-
-
-def _workflow_from_question(question: str, vocab: KBVocabulary) -> str | None:
-    """The KB's workflow the question names: its whole name, or "the <words> workflow" where the
-    words belong to one workflow's name only."""
-    found = vocab.find_workflow(question)
-    if found or not vocab.workflows:
-        return found
-    for m in _WORKFLOW_PHRASE.finditer(question):
-        words = {w for w in normalise_name(m.group(1)).split() if len(w) > 2 and w not in _STOP}
-        if not words:
-            continue
-        hits = [w for w in vocab.workflows if words <= set(normalise_name(w).split())]
-        if len(hits) == 1:
-            return hits[0]
-    return None
-
-
-_STOP = {"the", "and", "for", "from", "with", "this", "that", "all", "of", "in", "our", "its"}
 
 
 def _range_from_question(question: str, vocab: KBVocabulary, category: str | None,

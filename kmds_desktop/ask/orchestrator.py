@@ -42,6 +42,7 @@ from kmds_desktop.ask.catalog import ROUTE_BY_INTENT
 from kmds_desktop.ask.kb_vocabulary import KBVocabulary
 from kmds_desktop.ask.models import OrchestratorResult, OrchestratorRoute
 from kmds_desktop.ask.offline_router import category_named, route_offline
+from kmds_desktop.ask.question_words import asks_for_results, figures_bonus
 from kmds_desktop.ask.relevance import (
     DEFAULT_LIMIT,
     group_by_workflow,
@@ -69,10 +70,10 @@ from kmds_desktop.llm import (
     LLMTimeout,
     LLMUnreachable,
     OllamaBackend,
-    choose_backend,
     OpenAIBackend,
-)
+    choose_backend,
     structured_chat,
+)
 from kmds_desktop.tasks import Cancelled, CancelToken, ProgressFn, check, report
 
 log = logging.getLogger(__name__)
@@ -85,6 +86,11 @@ _STEPS = 4
 RANK_EXACTLY_MAX = 500
 #: Similarity added to records of the category the router guessed (but the question did not name).
 PREFERRED_BONUS = 0.05
+#: The relevance cut for a question about results, over model selection records scored with their
+#: figures: looser than an open question's, since the records that state the winner's error and its
+#: rivals' are often worded far from the question (tuned on the dev question set only).
+RESULTS_RELATIVE_FLOOR = 0.7
+RESULTS_GAP = 0.2
 
 
 class SearchOrchestrator:
@@ -139,8 +145,8 @@ class SearchOrchestrator:
         if model:
             llm_settings.ollama_model = model
             llm_settings.google_model = model
-        self.llm_settings = llm_settings
             llm_settings.openai_model = model
+        self.llm_settings = llm_settings
         self._llm_fn = llm_fn
         self._llm: LLMFn | None = None
         self._llm_error: LLMError | None = None
@@ -369,7 +375,7 @@ class SearchOrchestrator:
             return group_by_workflow(merge_duplicates(records)), True, empty
         prefer = None
         if (guessed and candidates and category is not None and not described
-                and not category_named(question, route.intent_class)):
+                and not category_named(question, route.intent_class, self.vocabulary())):
             # the router only guessed the category from the question's meaning: relevant records
             # of other categories still count, the guessed one is preferred
             candidates, prefer, category = list(self.kb.observations), category, None
@@ -382,7 +388,12 @@ class SearchOrchestrator:
 
         A large template whose filters the index can apply too (category, type, workflow) is
         ranked by one filtered index query for the best ``n_results`` (cheap at any KB size);
-        otherwise every record is ranked exactly from its stored vector.
+        otherwise every record is ranked exactly from its stored vector. For a question about
+        results ("which model was best, by how much"), model selection records that state figures
+        (numbers, metric names, a comparison) gain :func:`~kmds_desktop.ask.question_words.figures_bonus`,
+        and those of the workflow whose own name words the question uses ("body mass") gain
+        :data:`PREFERRED_BONUS`, so the record giving the winner's error comes before one describing
+        the set-up or another workflow's results.
         """
         by_iri = {o.iri: o for o in observations if o.finding.strip()}
         if not by_iri:
@@ -400,10 +411,21 @@ class SearchOrchestrator:
             if qvec is not None:
                 kwargs["query_vector"] = qvec
             ranked = self.index.rank(question, list(by_iri), **kwargs)
-        scored = [(by_iri[iri], 1.0 - dist + (PREFERRED_BONUS if by_iri[iri].category == prefer else 0.0))
+        vocabulary = self.vocabulary()
+        figures = category == "model_selection" and asks_for_results(question, vocabulary)
+        topic = vocabulary.workflow_topic(question) if figures and not filters.workflow else None
+
+        def bonus(obs: Observation) -> float:
+            if not figures:
+                return 0.0
+            return figures_bonus(obs.finding, question) + (PREFERRED_BONUS if topic in obs.workflows else 0.0)
+
+        scored = [(by_iri[iri], 1.0 - dist + (PREFERRED_BONUS if by_iri[iri].category == prefer else 0.0)
+                   + bonus(by_iri[iri]))
                   for iri, dist in ranked if iri in by_iri]
         scored.sort(key=lambda pair: -pair[1])
-        kept = relevant(scored)
+        kept = relevant(scored, relative_floor=RESULTS_RELATIVE_FLOOR, gap=RESULTS_GAP) if figures \
+            else relevant(scored)
         distance = {iri: dist for iri, dist in ranked}
         records = [_observation_result(obs, distance[obs.iri], "template") for obs, _ in kept]
         return group_by_workflow(merge_duplicates(records))
@@ -503,12 +525,6 @@ class SearchOrchestrator:
         check(cancel)
         return reply
 
-    def _encode(self, texts: list[str], model_name: str) -> Any:
-        """Embed where this orchestrator's index embeds: the app's index embeds in its own process,
-        so the window's process never imports torch."""
-        return self.index.encode(texts, model_name)
-
-    def _embed(self, question: str) -> Any:
     def _route_reply(self, prompt: str, cancel: CancelToken | None) -> tuple[str, str]:
         """The router's reply and how it was asked ("schema" where the backend can constrain the
         reply to the route's JSON schema, else "text"); the log says which."""
@@ -522,6 +538,12 @@ class SearchOrchestrator:
         log.info("route asked as %s (%s)", how, self.backend_name)
         return reply, how
 
+    def _encode(self, texts: list[str], model_name: str) -> Any:
+        """Embed where this orchestrator's index embeds: the app's index embeds in its own process,
+        so the window's process never imports torch."""
+        return self.index.encode(texts, model_name)
+
+    def _embed(self, question: str) -> Any:
         return self._encode([question], self.embedding_model)[0]
 
     def vocabulary(self) -> KBVocabulary:

@@ -38,7 +38,8 @@ _LISTING = re.compile(
     r"|\b(?:first|last|top|earliest|latest)\s+(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten)\b"
     r"|\bnumbered\b|\b(?:findings?|observations?|steps?|records?|entries)\s*(?:#|no\.?|number)?\s*\d+"
     r"|\bwhat\s+(?:are|were)\s+(?:all\s+)?the\s+(?:\w+\s+){0,3}?(?:findings|observations)\b"
-    r"|\bhow\s+many\b",
+    r"|\bhow\s+many\s+(?:[\w-]+\s+){0,3}?(?:findings?|observations?|records?|entries|steps?|choices|assumptions"
+    r"|descriptions|statements|summaries)\b",
     re.I,
 )
 

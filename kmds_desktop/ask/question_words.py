@@ -1,0 +1,151 @@
+"""Everyday wording of researchers' questions, read against the open KB's own types.
+
+Researchers do not ask for "Data Quality Observations"; they ask what "problems were found in the
+data", which "issues" came up or what "went wrong". They ask "which model was best, and by how
+much" rather than for "model selection observations". This module holds those words, so that the
+offline router (:mod:`~kmds_desktop.ask.offline_router`) can turn them into the template and type
+filter the KB actually holds — a type is only ever a filter when the open KB has records of it,
+otherwise the question goes to the type's category — and so that the orchestrator can rank the
+records of a question about results by whether they state the figures.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from kmds_desktop.ask.kb_vocabulary import KBVocabulary, type_stem
+
+
+@dataclass(frozen=True)
+class EverydayType:
+    """Words for one observation type (named by its stem) or, with ``stem=None``, for a category."""
+
+    #: The type's stem as :func:`~kmds_desktop.ask.kb_vocabulary.type_stem` gives it ("data quality").
+    stem: str | None
+    #: The category whose template answers these questions (also used when the KB lacks the type).
+    category: str
+    pattern: re.Pattern[str]
+    #: The wording asks for every record of the type or category (a listing), not the relevant few.
+    listing: bool = True
+
+
+_MODEL_WORDS = re.compile(r"\bmodel(?:s|l?ed|l?ing)?\b|\bclassifiers?\b|\bregressors?\b|\balgorithms?\b"
+                          r"|\bpredict\w*|\bcluster\w*", re.I)
+
+#: Most specific first: the first entry whose pattern matches decides.
+EVERYDAY_TYPES: tuple[EverydayType, ...] = (
+    EverydayType("model selection setup", "model_selection", re.compile(
+        r"\b(?:set[\s-]?up|setups?|set[\s-]ups)\b.*\b(?:model selection|evaluation|validation|comparison)\b"
+        r"|\b(?:model selection|evaluation|validation|comparison)\b.*\b(?:set[\s-]?up|setups?)\b", re.I)),
+    EverydayType("modelling assumption", "modelling_choice", re.compile(
+        r"\bassum(?:e|ed|es|ing|ptions?)\b", re.I)),
+    EverydayType("feature engineering", "data_representation", re.compile(
+        r"\bfeature engineering\b|\bengineered\b|\bderived\b|\bnew features?\b"
+        r"|\bfeatures?\s+(?:were|was|are|is|did we|we)?\s*(?:create|built|construct|add|made|engineer)\w*",
+        re.I)),
+    EverydayType("data transformation", "data_representation", re.compile(
+        r"\btransform(?:s|ed|ations?)?\b", re.I)),
+    EverydayType(None, "data_representation", re.compile(
+        r"\bpre-?process\w*|\bprepar(?:e|ed|ation)\b|\bdone to the data\b|\bbefore modell?ing\b", re.I)),
+    EverydayType("relevance", "exploratory", re.compile(
+        r"\brelevan(?:t|ce)\b|\b(?:needed|required|used|kept)\s+for\s+(?:the|this|our)\s+"
+        r"(?:analysis|task|report|study|model)\b|\bin scope\b", re.I)),
+    EverydayType("data quality", "exploratory", re.compile(
+        r"\bproblems?\b|\bissues?\b|\bwent wrong\b|\bwas wrong\b|\bwrong with\b|\bflaws?\b|\bdirty\b"
+        r"|\berrors? in the data\b|\bdata errors?\b|\bquality\b", re.I)),
+)
+
+#: Wording that asks how models did: which was best, by how much, their accuracy or error.
+_RESULTS_STRONG = re.compile(
+    r"\bby how much\b|\bhow much (?:better|worse|more|less)\b|\bhow well\b|\bhow accurate\b|\baccura\w+"
+    r"|\boutperform\w*|\b(?:performed|predicted|predicts|did|scored|worked)\s+(?:the\s+)?best\b"
+    r"|\bbest (?:model|classifier|regressor|performing)\b|\bwhich model (?:won|was best|is best)\b"
+    r"|\bhighest\b|\blowest\b|\bmae\b|\brmse\b|\br2\b|\br squared\b|\bmean absolute error\b"
+    r"|\b(?:won|win|winner|winning)\b|\bbeat\b|\bmiss(?:ed)? the\b",
+    re.I)
+_RESULTS_WEAK = re.compile(r"\b(?:results?|errors?|scores?|performance|conclude\w*|came out)\b", re.I)
+
+
+def everyday_type(question: str, vocab: KBVocabulary) -> tuple[str | None, str | None, bool]:
+    """``(obs_type, category, listing)`` that the question's everyday words name, read against the
+    KB: ``obs_type`` is one of the KB's own types (None when the KB has none of that kind, or the
+    words name a category); ``category`` is None when no everyday words were found.
+
+    "Problems"/"issues" name data quality only when the question is not about models, so "which
+    problems did the model have" is not read as a data quality question."""
+    about_models = bool(_MODEL_WORDS.search(_without_names(question, vocab)))
+    for entry in EVERYDAY_TYPES:
+        if not entry.pattern.search(question):
+            continue
+        if entry.stem == "data quality" and about_models:
+            continue
+        if entry.stem == "relevance" and about_models and "relevan" not in question.lower():
+            continue
+        obs_type = None
+        if entry.stem is not None:
+            kinds = [t for t in vocab.types_by_category.get(entry.category, [])
+                     if type_stem(t) == entry.stem]
+            obs_type = kinds[0] if kinds else None
+        return obs_type, entry.category, entry.listing
+    return None, None, False
+
+
+def asks_for_results(question: str, vocab: KBVocabulary | None = None) -> bool:
+    """Whether the question asks how models did (which was best, by how much, accuracy, error):
+    such a question is answered from model selection records, those stating figures first."""
+    if _RESULTS_STRONG.search(question):
+        return True
+    text = _without_names(question, vocab) if vocab is not None else question
+    return bool(_RESULTS_WEAK.search(question) and _MODEL_WORDS.search(text)
+                and not re.search(r"\bin the data\b|\bdata (?:errors?|problems?|issues?)\b", question, re.I))
+
+
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)?\s*%?")
+#: Metric names, each with the other ways a question or a finding writes it.
+_METRICS: tuple[tuple[str, ...], ...] = (
+    ("accuracy", "accurate"), ("mae", "mean absolute error"), ("rmse", "root mean squared error"),
+    ("mse", "mean squared error"), ("r2", "r squared", "r²", "r^2"), ("auc", "roc"), ("f1", "f-score"),
+    ("precision",), ("recall",), ("error",), ("score",),
+)
+_SELECTION = re.compile(r"\b(?:best|won|win\w*|chosen|choose|selected|select|final|better|beat|outperform\w*"
+                        r"|by how much|how much)\b", re.I)
+_COMPARED = re.compile(r"\b(?:selected|chosen|best|beat|beats|outperform\w*|better|worse|ties|tie|than"
+                       r"|as accurate as|match(?:es)?|against|vs\.?)\b", re.I)
+#: Added to a model selection record's similarity, for a question about results, per thing it
+#: states that such a question asks for: figures, a metric, the metric the question names, and a
+#: comparison or choice when the question asks which model won.
+FIGURE_BONUS = 0.04
+
+
+def _has_metric(text: str, names: tuple[str, ...]) -> bool:
+    return any(re.search(rf"(?<![\w]){re.escape(n)}(?![\w])", text, re.I) for n in names)
+
+
+def figures_bonus(finding: str, question: str = "") -> float:
+    """How much a finding states what a question about results asks for: two or more numbers, a
+    metric's name, the metric the question itself names ("mean absolute error" for "MAE"), and,
+    when the question asks which model won, a comparison or a choice ("does not beat", "is
+    selected"). Each is worth :data:`FIGURE_BONUS`, so the record giving the winning model's error
+    outranks one that only describes the set-up or the data."""
+    bonus = 0.0
+    if len(_NUMBER.findall(finding)) >= 2:
+        bonus += FIGURE_BONUS
+    if any(_has_metric(finding, names) for names in _METRICS):
+        bonus += FIGURE_BONUS
+    if any(_has_metric(question, names) and _has_metric(finding, names) for names in _METRICS[:-2]):
+        bonus += FIGURE_BONUS
+    if _SELECTION.search(question) and _COMPARED.search(finding):
+        bonus += FIGURE_BONUS
+    return bonus
+
+
+def _without_names(question: str, vocab: KBVocabulary | None) -> str:
+    """The question with the KB's workflow names taken out ("retail_customer_modelling" says
+    nothing about whether the question is about models)."""
+    if vocab is None:
+        return question
+    text = " " + re.sub(r"[_\-]+", " ", question.lower()) + " "
+    for name in vocab.workflows:
+        text = text.replace(" ".join(re.sub(r"[_\-]+", " ", name.lower()).split()), " ")
+    return text
