@@ -212,3 +212,33 @@ def test_a_query_is_checked_while_it_is_typed(qtbot, make_window, pg_database) -
     assert panel.review.row(0).query == "pseudomonas", "Escape puts the text of before back"
     _wait_checked(qtbot, panel)
     assert panel.review.row(0).validity == "valid"
+
+
+def test_a_slow_model_names_the_limit_that_applied_and_stop_ends_waiting(qtbot, make_window, fake_ollama,
+                                                                         pg_database) -> None:
+    """A model past Query generation's time limit per attempt is told so (not "Preferences → LLM"),
+    and after Stop generating no model is still "waiting" (issue 21, 8)."""
+    from support.fake_ollama import ModelScript
+
+    fake_ollama.models["hung:1b"] = ModelScript(hang=True)
+    fake_ollama.models["slow:1b"] = ModelScript(["never & seen"], delay=20)
+    fake_ollama.models["later:1b"] = ModelScript(["never & asked"])
+    window, panel = _window(make_window, pg_database)
+    qg = window.settings.query_generation
+    qg.models, qg.ollama_host, qg.queries_per_model, qg.timeout_s = ["hung:1b"], fake_ollama.url, 1, 1
+    _ask(qtbot, panel, QUESTION)
+    _generate(qtbot, panel)
+    level, text = panel.last_message
+    assert "within 1 s" in text and "Preferences → Query generation → Time limit per attempt" in text, text
+    assert "Preferences → LLM" not in text
+
+    qg.models, qg.timeout_s = ["slow:1b", "later:1b"], 60
+    _click(qtbot, panel.generate_button)
+    qtbot.waitUntil(lambda: any(r.model == "slow:1b" for r in fake_ollama.completion_requests()), timeout=WAIT)
+    assert "later:1b: waiting" in panel.progress_label.text()
+    assert panel.generate_button.text() == "Stop generating"
+    _click(qtbot, panel.generate_button)
+    qtbot.waitUntil(lambda: not panel.generating, timeout=WAIT)
+    line = panel.progress_label.text()
+    assert "waiting" not in line, line
+    assert "slow:1b: stopped" in line and "later:1b: not asked (stopped)" in line, line

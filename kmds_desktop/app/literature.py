@@ -204,11 +204,17 @@ class ModelProgress:
     def finished(self) -> bool:
         return self.answered >= self.expected
 
-    def describe(self, running: bool) -> str:
+    def describe(self, running: bool, stopped: bool = False, interrupted: bool = False) -> str:
+        """The model's part of the status line; ``stopped``: the round ended before it finished (Stop
+        generating), so it is no longer "waiting"; ``interrupted``: it was answering then."""
         if self.finished:
             if self.queries:
                 return f"{self.model}: ✓ {self.queries} ({self.seconds:.1f} s)"
             return f"{self.model}: ✗ {self.error or 'no query'}"
+        if stopped:
+            if self.queries:
+                return f"{self.model}: ✓ {self.queries}, then stopped"
+            return f"{self.model}: stopped" if interrupted else f"{self.model}: not asked (stopped)"
         if running:
             return f"{self.model}: query {self.answered + 1} of {self.expected}"
         return f"{self.model}: waiting"
@@ -273,7 +279,11 @@ class GenerationRound:
 
     def status_line(self) -> str:
         current = self.current_model
-        parts = [self.progress[m].describe(m == current) for m in self.models]
+        stopped = self.cancelled or self.finished
+        # Models answer one after another: the first unfinished one was answering when it stopped.
+        interrupted = next((m for m in self.models if not self.progress[m].finished), None)
+        parts = [self.progress[m].describe(m == current, stopped, stopped and m == interrupted)
+                 for m in self.models]
         if self.hypothetical_model is not None:
             parts.append(self._hypothetical_status(running=current is None))
         return " · ".join(parts)

@@ -339,6 +339,11 @@ class MultiModelQueryGenerator:
             unknown_builtin = isinstance(err, ValueError) and is_builtin(model)
             kind = "UnknownBuiltin" if unknown_builtin else type(err).__name__
             message = " ".join(str(err).split()) or "the model gave no reply"
+            if kind == "LLMTimeout":
+                # The limit that applied is this generator's (one attempt), not the LLM tab's timeout
+                # the backend's own message would send the user to.
+                message = (f"'{model}' did not finish one attempt within {self.timeout:g} s. Try a smaller "
+                           "model, or raise Preferences → Query generation → Time limit per attempt.")
             return QueryGenerationResult(model, "", time.perf_counter() - start, temp, attempt,
                                          error=message, raw_reply=_kept_reply(raw), error_kind=kind,
                                          server=server)
