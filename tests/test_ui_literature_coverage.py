@@ -49,7 +49,9 @@ def test_semantic_row_on_a_half_embedded_database(qtbot, jobs, pg_empty_database
     qtbot.mouseClick(bar.run_button, Qt.MouseButton.LeftButton)  # Run anyway
     qtbot.waitUntil(lambda: panel.session.last_run is not None and not panel._working(), timeout=WAIT)
     assert not bar.isVisible()
-    assert "the semantic row searched 6 of 12 documents (those with a vector)" in panel.results_label.text()
+    said = "The semantic row searched 6 of 12 documents (those with a vector)"
+    assert panel.last_message is not None and panel.last_message[1].startswith(said)
+    assert panel.results_label.toolTip() == said
     log = panel.search_log()
     assert log["queries"][0]["row_kind"] == "semantic: the question"
     assert log["retrieval_run"]["vector_coverage"] == {"searched": 6, "documents": 12, "partial": True}
@@ -61,5 +63,5 @@ def test_semantic_row_on_a_half_embedded_database(qtbot, jobs, pg_empty_database
     qtbot.mouseClick(bar.embed_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: panel.session.last_run is not first and not panel._working(), timeout=WAIT)
     assert vector_status(db)["with_vectors"] == 12 and not bar.isVisible()
-    assert "searched all 12 documents" in panel.results_label.text()
+    assert "searched all 12 documents" in panel.results_label.toolTip()
     assert panel.search_log()["retrieval_run"]["vector_coverage"]["partial"] is False

@@ -734,8 +734,8 @@ class LiteraturePanel(QWidget):
         incomplete = " (INCOMPLETE: see the failed rows' Error column)" if result.incomplete else ""
         self.results_label.setText(
             f"{len(result.documents):,} documents from {len(result.ok_queries)} of {len(result.queries)} "
-            f"{'query' if len(result.queries) == 1 else 'queries'} ({result.total_time_s:.2f} s){incomplete}"
-            + self._coverage_note(result))
+            f"{'query' if len(result.queries) == 1 else 'queries'} ({result.total_time_s:.2f} s){incomplete}")
+        self._show_coverage(result)
         self._set_progress(f"Search finished: {len(result.documents):,} documents.")
         if result.incomplete:
             message = result.incomplete_message()
@@ -749,14 +749,21 @@ class LiteraturePanel(QWidget):
         self._update_buttons()
         self.recheck_failed()
 
-    def _coverage_note(self, result: Any) -> str:
-        """"; the semantic row searched 576 of 1,239 documents (those with a vector)" for the results
-        line, as the run recorded it (the log and the report say the same)."""
+    def _show_coverage(self, result: Any) -> None:
+        """Say what the semantic rows searched, as the run recorded it (the log and the report say the
+        same): in the results line's tooltip, and in the message bar when some documents had no vector.
+        Not in the results line itself: a longer line there narrows the documents table."""
         coverage = run_facts.run_coverage(result.queries)
         if coverage is None:
-            return ""
+            self.results_label.setToolTip("")
+            return
         rows = sum(1 for q in result.queries if q.kind != "tsquery" and q.ok)
-        return "; " + coverage.sentence(rows)
+        sentence = coverage.sentence(rows)
+        sentence = sentence[:1].upper() + sentence[1:]
+        self.results_label.setToolTip(sentence)
+        if coverage.partial and not result.failed_queries:
+            self.show_message(f"{sentence}; Embed documents to search the other {coverage.missing:,}.",
+                              "warning")
 
     def _embed_then_run(self) -> None:
         """Embed first: embed the documents without a vector, then run the ticked rows (asked again
