@@ -39,12 +39,12 @@ def test_edit_the_demo_kb_and_save(qtbot, make_window, data_home) -> None:
     dialog.finding.selectAll()
     qtbot.keyClicks(dialog.finding, "Penguins on Biscoe are heavier (checked again)")
     qtbot.mouseClick(dialog.buttons.button(QDialogButtonBox.StandardButton.Ok), LEFT)
-    assert window.windowTitle().startswith("*demo_kb.xml")
+    assert window.isWindowModified() and window.windowTitle().startswith("demo_kb.xml[*]")
 
     # Ctrl+S saves the copy; the installed demo KB is untouched and is not remembered as "last".
     with qtbot.waitSignal(window.kb_saved, timeout=WAIT):
         qtbot.keySequence(window, QKeySequence(QKeySequence.StandardKey.Save))
-    assert not window.windowTitle().startswith("*")
+    assert not window.isWindowModified()
     assert hashlib.sha256(installed.read_bytes()).hexdigest() == before
     assert load_kb(copy).observation(obs.iri).finding == "Penguins on Biscoe are heavier (checked again)"
     saved = load_settings(data_home / "settings.json")

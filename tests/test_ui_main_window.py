@@ -32,7 +32,7 @@ def test_first_run_opens_the_demo_kb_then_the_last_one(qtbot, make_window, kmds_
     kb = _open(qtbot, window, path)
     assert len(kb.observations) > 0
     assert window.browser.model.rowCount() > 0
-    assert "demo_kb.xml" in window.windowTitle() and "*" not in window.windowTitle()
+    assert "demo_kb.xml" in window.windowTitle() and not window.isWindowModified()
     assert "observations" in window.kb_status.text()
     assert window.settings.ui.last_kb is None  # the demo is not remembered as "last"
 
@@ -107,7 +107,7 @@ def test_edit_save_reload_and_title_marks_unsaved(qtbot, make_window, kmds_data,
     dialog.finding.setPlainText("Closed tickets reopen in 3% of cases")
     dialog.intent.setCurrentText("DATA_UNDERSTANDING")
     dialog.buttons.button(QDialogButtonBox.StandardButton.Ok).click()
-    assert window.windowTitle().startswith("*kb.xml")
+    assert window.isWindowModified() and window.windowTitle().startswith("kb.xml[*]")
     victim = kb.observations[0]
     window.browser.select_observation(victim.iri)
     window.browser.delete_observation()
@@ -115,7 +115,7 @@ def test_edit_save_reload_and_title_marks_unsaved(qtbot, make_window, kmds_data,
 
     with qtbot.waitSignal(window.kb_saved, timeout=LOAD_TIMEOUT):
         window.save_kb()
-    assert not window.windowTitle().startswith("*")
+    assert not window.isWindowModified()
     reloaded = load_kb(copy)
     findings = [o.finding for o in reloaded.observations]
     assert "Closed tickets reopen in 3% of cases" in findings
@@ -209,7 +209,8 @@ def test_run_app_starts_on_qasync_opens_the_demo_kb_and_exits_cleanly(tmp_path):
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=240, env=env
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "TITLE demo_kb.xml — KMDS Desktop" in proc.stdout
+    assert "TITLE demo_kb.xml[*] — KMDS Desktop" in proc.stdout
+    assert "placeholder" not in proc.stderr, "setWindowModified needs '[*]' in the title"
     assert "EXIT 0" in proc.stdout
 
 

@@ -322,12 +322,98 @@ def save_kb(kb: Any, path: str | Path | None = None, *, progress: Any = None, ca
 
 
 def write_recovery_copy(kb: Any) -> Path:
-    """Write unsaved edits to the recovery copy; returns where."""
+    """Write unsaved edits to the recovery copy; returns where. A note beside it names the file the
+    edits belong to, so the next start can offer them back (:func:`pending_recoveries`)."""
+    import json
+    from datetime import UTC, datetime
+
     from kmds_desktop.kb import save_kb as _save
 
+    original = str(kb.path)  # saving elsewhere may move the KB's own path to the copy
     target = recovery_path(kb.path)
     _save(kb, target)
+    note = {"original": original, "written_at": datetime.now(UTC).isoformat(timespec="seconds")}
+    target.with_suffix(".json").write_text(json.dumps(note), encoding="utf-8")
     return target
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """Unsaved edits a closing window wrote to ``recovery/``: offered back at the next start."""
+
+    copy: Path
+    original: Path | None  # the file the edits belong to (None: a copy without its note)
+    written_at: str = ""
+
+    def describe(self) -> str:
+        """One line for the message bar."""
+        name = self.original.name if self.original else self.copy.name
+        when = f" (written {self.written_at.replace('T', ' ')[:16]} UTC)" if self.written_at else ""
+        return f"Unsaved edits of {name} were kept when the app closed{when}."
+
+
+def pending_recoveries() -> list[Recovery]:
+    """The recovery copies in the data folder, oldest first. Why the app layer: the window offers
+    them at start-up (Restore, Compare, Discard) and a script could do the same."""
+    import json
+
+    folder = paths.sub_dir("recovery", create=False)
+    if not folder.is_dir():
+        return []
+    found = []
+    for copy in sorted(folder.glob("*.recovered.xml"), key=lambda p: p.stat().st_mtime):
+        original, written = None, ""
+        try:
+            note = json.loads(copy.with_suffix(".json").read_text(encoding="utf-8"))
+            original = Path(note["original"]) if note.get("original") else None
+            written = str(note.get("written_at") or "")
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # an older copy without its note: still offered, by its own name
+        found.append(Recovery(copy, original, written))
+    return found
+
+
+def discard_recovery(recovery: Recovery) -> None:
+    """Delete a recovery copy and its note (the user chose Discard, or restored it)."""
+    for path in (recovery.copy, recovery.copy.with_suffix(".json")):
+        path.unlink(missing_ok=True)
+
+
+def restore_recovery(recovery: Recovery, *, progress: Any = None, cancel: Any = None) -> Any:
+    """Load the recovered edits as the open KB: its file is the original (Save writes there, after
+    the usual question), it counts as unsaved, and the copy is removed (the window holds the edits
+    now; closing asks to save them)."""
+    kb = load_kb(recovery.copy, progress=progress, cancel=cancel)
+    if recovery.original is not None:
+        kb.path = recovery.original
+    kb.dirty = True
+    discard_recovery(recovery)
+    return kb
+
+
+def compare_recovery(recovery: Recovery, *, progress: Any = None, cancel: Any = None) -> str:
+    """What the recovered edits change against the file on disk, in a few lines (observations
+    added, removed and changed, by IRI)."""
+    copy = load_kb(recovery.copy, progress=progress, cancel=cancel)
+    if recovery.original is None or not recovery.original.exists():
+        n = len(copy.observations)
+        return f"The file the edits belong to is not there any more; the copy holds {n} " + (
+            "observation." if n == 1 else "observations.")
+    disk = load_kb(recovery.original, progress=progress, cancel=cancel)
+    old = {o.iri: o for o in disk.observations}
+    new = {o.iri: o for o in copy.observations}
+    added = [new[i] for i in new if i not in old]
+    removed = [old[i] for i in old if i not in new]
+    changed = [new[i] for i in new if i in old and new[i] != old[i]]
+    if not (added or removed or changed):
+        return f"The recovered copy holds the same observations as {recovery.original.name}."
+    total = len(added) + len(changed) + len(removed)
+    lines = [f"Against {recovery.original.name}: {len(added)} added, {len(changed)} changed, "
+             f"{len(removed)} removed {'observation' if total == 1 else 'observations'}."]
+    lines += [f"+ {o.finding[:80]}" for o in added[:5]]
+    lines += [f"~ {o.finding[:80]}" for o in changed[:5]]
+    lines += [f"- {o.finding[:80]}" for o in removed[:5]]
+    return "\n".join(lines)
 
 
 def observation_matches(obs: Any, needle: str) -> bool:

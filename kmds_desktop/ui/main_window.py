@@ -34,7 +34,7 @@ from kmds_desktop.config import Settings, SettingsError, save_settings
 from kmds_desktop.ui.ask_panel import AskPanel
 from kmds_desktop.ui.kb_browser import KBBrowser
 from kmds_desktop.ui.literature_panel import LiteraturePanel
-from kmds_desktop.ui.messages import MessageBar
+from kmds_desktop.ui.messages import MessageBar, RecoveryBar
 from kmds_desktop.ui.progress import ProgressStrip
 from kmds_desktop.ui.workers import Job, JobRunner
 
@@ -188,6 +188,11 @@ class MainWindow(QMainWindow):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
         layout.addWidget(self.messages)
+        #: One bar per recovery copy found at start-up (see :meth:`offer_recoveries`).
+        self.recovery_bars: list[RecoveryBar] = []
+        self._recovery_layout = QVBoxLayout()
+        self._recovery_layout.setSpacing(0)
+        layout.addLayout(self._recovery_layout)
         layout.addWidget(self.splitter, 1)
         self.setCentralWidget(central)
 
@@ -261,6 +266,63 @@ class MainWindow(QMainWindow):
             job.finished.connect(lambda: QTimer.singleShot(0, self, warm_up))
 
         self.after_first_frame(begin)
+        self.offer_recoveries()
+
+    # -- recovery copies --
+    def offer_recoveries(self) -> list[RecoveryBar]:
+        """Offer back the unsaved edits an earlier session wrote to ``recovery/`` when it was killed:
+        one bar per copy, Restore / Compare / Discard (the rules are the workspace's)."""
+        for recovery in workspace.pending_recoveries():
+            if any(bar.recovery.copy == recovery.copy for bar in self.recovery_bars):
+                continue
+            bar = RecoveryBar(recovery)
+            bar.restore.connect(self._restore_recovery)
+            bar.compare.connect(self._compare_recovery)
+            bar.discard.connect(self._discard_recovery)
+            self.recovery_bars.append(bar)
+            self._recovery_layout.addWidget(bar)
+        return self.recovery_bars
+
+    def _drop_recovery_bar(self, recovery: Any) -> None:
+        for bar in [b for b in self.recovery_bars if b.recovery == recovery]:
+            self.recovery_bars.remove(bar)
+            bar.hide()
+            bar.deleteLater()
+
+    def _restore_recovery(self, recovery: Any) -> None:
+        def restore() -> None:
+            self.jobs.submit(
+                "kb.load", workspace.restore_recovery, recovery, label="Restoring the recovered edits",
+                on_result=lambda kb: self._recovery_restored(recovery, kb),
+                on_error=lambda exc: self.messages.show_exception(exc, "Could not restore the edits"),
+            )
+
+        if not self._ask_save_then(restore, "restore the recovered edits"):
+            restore()
+
+    def _recovery_restored(self, recovery: Any, kb: Any) -> None:
+        self._drop_recovery_bar(recovery)
+        self._kb_opened(kb, None)
+        self.messages.info(f"Restored the unsaved edits of {Path(kb.path).name}; save to keep them.")
+
+    def _compare_recovery(self, recovery: Any) -> None:
+        bars = [b for b in self.recovery_bars if b.recovery == recovery]
+        for bar in bars:
+            bar.show_comparison("Comparing…")
+        self.jobs.submit(
+            "kb.compare", workspace.compare_recovery, recovery, label="Comparing the recovered edits",
+            busy_cursor=False,
+            on_result=lambda text: [b.show_comparison(text) for b in bars],
+            on_error=lambda exc: [b.show_comparison(f"Could not compare: {exc}") for b in bars],
+        )
+
+    def _discard_recovery(self, recovery: Any) -> None:
+        try:
+            workspace.discard_recovery(recovery)
+        except OSError as exc:
+            self.messages.show_exception(exc, "Could not delete the recovery copy")
+            return
+        self._drop_recovery_bar(recovery)
 
     # -- construction --
     def _make_literature_panel(self, kwargs: dict[str, Any]) -> LiteraturePanel:
@@ -513,9 +575,10 @@ class MainWindow(QMainWindow):
         if self.kb is None:
             self.setWindowTitle(APP_TITLE)
             return
-        dirty = bool(self.kb.dirty)
-        self.setWindowTitle(f"{'*' if dirty else ''}{Path(self.kb.path).name} — {APP_TITLE}")
-        self.setWindowModified(dirty)
+        # Qt draws "[*]" as "*" while the window is modified (the platform's own mark on macOS); a
+        # title without it makes setWindowModified warn on every edit.
+        self.setWindowTitle(f"{Path(self.kb.path).name}[*] — {APP_TITLE}")
+        self.setWindowModified(bool(self.kb.dirty))
 
     def _update_recent_menu(self) -> None:
         self.recent_menu.clear()

@@ -15,6 +15,7 @@ import threading
 import traceback
 from dataclasses import dataclass
 from types import TracebackType
+from typing import Any
 
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import (
@@ -170,3 +171,50 @@ def install_excepthook(bar: MessageBar) -> None:
 def uninstall_excepthook() -> None:
     sys.excepthook = sys.__excepthook__
     threading.excepthook = threading.__excepthook__
+
+
+class RecoveryBar(QWidget):
+    """One recovery copy offered back at start-up: Restore, Compare (what the edits change) or
+    Discard. The bar only shows and forwards; what each does is :mod:`kmds_desktop.app.workspace`'s."""
+
+    restore = Signal(object)
+    compare = Signal(object)
+    discard = Signal(object)
+
+    def __init__(self, recovery: Any, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.recovery = recovery
+        self.setObjectName("recoveryBar")
+        self.setAutoFillBackground(True)
+        self.setStyleSheet("#recoveryBar { background: #fff4d6; border-bottom: 1px solid #d9b650; }")
+        self.label = QLabel(recovery.describe())
+        self.label.setWordWrap(True)
+        self.comparison = QLabel()
+        self.comparison.setObjectName("recoveryComparison")
+        self.comparison.setWordWrap(True)
+        self.comparison.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.comparison.setVisible(False)
+        self.restore_button = QPushButton("Restore")
+        self.restore_button.setToolTip("Open the recovered edits (unsaved; Save writes them to the file)")
+        self.compare_button = QPushButton("Compare")
+        self.compare_button.setToolTip("Show what the recovered edits change against the file on disk")
+        self.discard_button = QPushButton("Discard")
+        self.discard_button.setToolTip("Delete the recovery copy; the file on disk stays as it is")
+        self.restore_button.clicked.connect(lambda _c=False: self.restore.emit(self.recovery))
+        self.compare_button.clicked.connect(lambda _c=False: self.compare.emit(self.recovery))
+        self.discard_button.clicked.connect(lambda _c=False: self.discard.emit(self.recovery))
+        row = QHBoxLayout()
+        row.setContentsMargins(8, 4, 8, 4)
+        row.addWidget(self.label, 1)
+        for button in (self.restore_button, self.compare_button, self.discard_button):
+            row.addWidget(button)
+        box = QVBoxLayout(self)
+        box.setContentsMargins(0, 0, 0, 0)
+        box.setSpacing(0)
+        box.addLayout(row)
+        box.addWidget(self.comparison)
+
+    def show_comparison(self, text: str) -> None:
+        self.comparison.setText(text)
+        self.comparison.setContentsMargins(8, 0, 8, 4)
+        self.comparison.setVisible(True)
