@@ -1,7 +1,9 @@
 """Routing accuracy, filter extraction and records of the offline router, on two question sets.
 
 ``tests/data/ask_questions_dev.jsonl`` is the set the router and the relevance cut were developed
-on; ``tests/data/ask_questions_heldout.jsonl`` was written at the same time and never tuned on.
+on; ``tests/data/ask_questions_heldout.jsonl`` was written at the same time and never tuned on (its
+questions on workflows by place, everyday type words and results were written before the router
+learnt them). Together they cover every shared KB in ``../shared/data/kmds`` and the demo KB.
 Each line names a KB, a question and what a correct answer is: the acceptable templates, whether it
 is a listing, the type / workflow / sequence-range filters, and the records (exactly, for a
 listing; ``include`` records and a ``max_count``, for an open question). Records are named
