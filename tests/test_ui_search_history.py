@@ -92,9 +92,19 @@ def test_combine_check_and_export_by_clicking(qtbot, workbench, jobs, tmp_path, 
     # The rows behind the combination: they share nothing; each model's documents are its own.
     _click(qtbot, dialog.overlap_button)
     qtbot.waitUntil(lambda: dialog.check_view.toPlainText().startswith("Rows of #1, #2"), timeout=WAIT)
-    overlap = dialog.check_view.toPlainText()
+    overlap = dialog.overlap_markdown
     assert "| #1.1 | full-text | 2 | 2 | — | 0 (0.00) |" in overlap and "| m | 1 | 2 | 2 |" in overlap
     assert "| hand-written | 1 | 2 | 2 |" in overlap
+    # Shown as real tables, not Markdown pipes (issue 21, 6).
+    from PySide6.QtGui import QTextTable
+
+    shown = dialog.check_view.toPlainText()
+    assert "|" not in shown and "---" not in shown, shown
+    frames = dialog.check_view.document().rootFrame().childFrames()
+    tables = [f for f in frames if isinstance(f, QTextTable)]
+    assert tables and tables[0].columns() >= 5
+    cells = [tables[0].cellAt(1, c).firstCursorPosition().block().text() for c in range(4)]
+    assert cells == ["#1.1", "full-text", "2", "2"], cells
 
 
 def test_rename_rerun_and_delete_by_clicking(qtbot, workbench, jobs, monkeypatch):

@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
     QSplitter,
     QTableWidget,
     QTableWidgetItem,
+    QTextEdit,
     QVBoxLayout,
     QWidget,
 )
@@ -166,8 +167,11 @@ class SearchHistoryDialog(QDialog):
         self.check_button = QPushButton("Check the selected set")
         self.load_known_button.clicked.connect(lambda _checked=False: self.load_known_file())
         self.check_button.clicked.connect(lambda _checked=False: self.check_known())
-        self.check_view = QPlainTextEdit()
+        # Rich text: the row overlap is a table (its Markdown pipes were unreadable as plain text).
+        self.check_view = QTextEdit()
         self.check_view.setReadOnly(True)
+        #: The row overlap as the CLI prints it (Markdown), kept beside the rendered table.
+        self.overlap_markdown = ""
         self.check_view.setPlaceholderText("Which known papers are in the database, which sets and rows "
                                            "find them, and why the misses are missed.")
         known = QGroupBox("Known papers")
@@ -445,7 +449,12 @@ class SearchHistoryDialog(QDialog):
                                 on_result=self._show_overlap, on_error=self._failed("No overlap to show"))
 
     def _show_overlap(self, text: str) -> None:
-        self.check_view.setPlainText(text)
+        """Show the overlap's Markdown tables as tables (cells ruled, numbers readable)."""
+        from kmds_desktop.ui.markdown_render import to_html
+
+        self.overlap_markdown = text
+        html = to_html(text).replace("<table>", '<table border="1" cellspacing="0" cellpadding="4">')
+        self.check_view.setHtml(html)
 
     # --- documents --------------------------------------------------------------------------------
     def _save_path(self, path: str | None, title: str, suggested: str, filters: str,
