@@ -60,7 +60,9 @@ def make_private_dir(path: Path) -> Path:
     """Create ``path`` (and missing parents) with the last folder 0700, or tighten the existing one.
 
     Only a folder that belongs to the current user is tightened; it loses group and other access
-    (read, write and, unless we are root, traverse).
+    (read, write and, unless we are root, traverse). Root keeps others' traverse bit (0701): the
+    embedded PostgreSQL refuses to run as root and runs as an unprivileged user, which must pass
+    through root's data folder to reach its cluster (the README says so).
     """
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
     if os.name == "nt":
