@@ -53,7 +53,7 @@ class QueryGenerationSettings(_Section):
 
     multi_model_enabled: bool = False
     models: list[str] = Field(default_factory=lambda: ["builtin:keywords"], min_length=1)
-    queries_per_model: int = Field(1, ge=1, le=3)
+    queries_per_model: int = Field(3, ge=1, le=3)
     execution_mode: str = "serial"
     deduplicate_results: bool = True
     show_all_queries_to_user: bool = True

@@ -8,8 +8,9 @@ best rank any query gave a document; the union is fetched **once** in batches.
 
 How the ``query_generation`` settings act here:
 
-- ``multi_model_enabled``: off -> one query from the first model (wrapped as a one-row result); on ->
-  every model in ``models`` x ``queries_per_model``.
+- ``multi_model_enabled``: off -> ``queries_per_model`` queries from the first model; on -> every
+  model in ``models`` x ``queries_per_model`` (default 3: strict, medium, broad for the built-in
+  generator).
 - ``models``, ``queries_per_model``, ``temperature``, ``ollama_host``, ``timeout_s``: passed to the
   generator.
 - ``deduplicate_results``: off -> every successful query is kept, so equal queries run twice (the
@@ -241,8 +242,8 @@ class QueryAgent:
         self.generator = MultiModelQueryGenerator(
             backend, ollama_host=self.settings.ollama_host, timeout=self.settings.timeout_s,
             database=database, deduplicate=self.settings.deduplicate_results,
-        )
             openai_base_url=self.settings.openai_base_url,
+        )
         self.last_generation: MultiModelQueryResult | None = None
         self.last_result: ReviewedSearchResult | None = None
 
@@ -256,11 +257,15 @@ class QueryAgent:
         return row.query
 
     def planned_models(self) -> tuple[list[str], int]:
-        """The models a generation round asks and how many queries each (one from the first model
-        when multi-model generation is off)."""
+        """The models a generation round asks and how many queries each.
+
+        Multi-model generation off asks only the first model, but still ``queries_per_model`` times:
+        the figures the project measures (three queries, strict to broad) are what a user with the
+        default settings gets, and Preferences never shows a field that is silently ignored.
+        """
         s = self.settings
         if not s.multi_model_enabled:
-            return [str(m) for m in s.models[:1]], 1
+            return [str(m) for m in s.models[:1]], int(s.queries_per_model)
         return [str(m) for m in s.models], int(s.queries_per_model)
 
     def convert_question_multi_model(self, question: str, *, progress: ProgressFn | None = None,
