@@ -72,6 +72,16 @@ def test_schema_is_sent_and_a_refusal_falls_back_to_text(fake) -> None:
     assert fake.requests[-1]["messages"][-1]["content"] == "q"
 
 
+def test_the_json_object_dialect_is_tried_and_remembered(fake) -> None:
+    fake.models["llama"] = OpenAIScript(['{"queries": ["x"]}'], json_object_only=True)
+    backend = OpenAIBackend(fake.url, "llama", api_key="")
+    for _ in range(2):
+        assert structured_chat(backend, "q", QUERY_LIST_SCHEMA) == ('{"queries": ["x"]}', "schema")
+    asked = [r["response_format"]["type"] for r in fake.requests]
+    assert asked == ["json_schema", "json_object", "json_object"]
+    assert fake.requests[-1]["response_format"]["schema"] == QUERY_LIST_SCHEMA
+
+
 def test_route_schema_is_strict_and_a_constrained_reply_validates(fake) -> None:
     schema = route_json_schema()
     assert schema["additionalProperties"] is False and set(schema["required"]) == set(schema["properties"])

@@ -63,6 +63,9 @@ LIT_QUESTION = "Is Pseudomonas aeruginosa infection in cystic fibrosis treated w
 NOW = "2026-01-01T00:00:00+00:00"
 #: Seconds a server may take to load the model and answer its first request.
 START_TIMEOUT_S = 180
+#: Seconds one request may take: a 2-core CI machine running other jobs is slow (grammar-constrained
+#: decoding of SmolLM2 measured at 0.5 s per token there).
+TIMEOUT_S = 300
 #: Generation limit of the answers these tests ask for (tokens): enough for several chunks.
 SHORT = {"num_predict": 48}
 
@@ -207,7 +210,7 @@ def _ask_journey(backend: Any, kb: Any, tmp: Path) -> None:
     for n in map(int, re.findall(r"\[(\d+)\]", result.answer)):
         assert 1 <= n <= len(result.results) and result.citations[n] in iris
 
-    stream = orchestrator.ask_stream(QUESTION)
+    stream = orchestrator.ask_stream(QUESTION, route=result.route)  # the route again: no second routing
     chunks = list(stream)
     assert len(chunks) > 1 and stream.result.synthesis == "llm"
 
@@ -225,11 +228,12 @@ def _ask_journey(backend: Any, kb: Any, tmp: Path) -> None:
 
 
 def test_ollama_question_routed_answered_streamed_and_cancelled(ollama_server, demo_kb, real_tmp) -> None:
-    _ask_journey(OllamaBackend(ollama_server.url, "smol-a", timeout=120, options=SHORT), demo_kb, real_tmp)
+    backend = OllamaBackend(ollama_server.url, "smol-a", timeout=TIMEOUT_S, options=SHORT)
+    _ask_journey(backend, demo_kb, real_tmp)
 
 
 def test_openai_question_routed_answered_streamed_and_cancelled(openai_server, demo_kb, real_tmp) -> None:
-    backend = OpenAIBackend(openai_server.url, "smol", timeout=120, api_key="", options=SHORT)
+    backend = OpenAIBackend(openai_server.url, "smol", timeout=TIMEOUT_S, api_key="", options=SHORT)
     _ask_journey(backend, demo_kb, real_tmp)
 
 
@@ -237,7 +241,7 @@ def _literature_journey(models: list[str], db: Any, **settings: Any) -> Literatu
     """A round with ``models`` (two attempts each, so two temperatures per name), every row checked
     in PostgreSQL before it is runnable, the valid ones run; returns the session."""
     qg = QueryGenerationSettings(multi_model_enabled=True, models=models, queries_per_model=2,
-                                 temperature=0.1, timeout_s=120, **settings)
+                                 temperature=0.1, timeout_s=TIMEOUT_S, **settings)
     session = LiteratureSession(qg, LiteratureSettings(max_rows=20),
                                 RetrievalSettings(semantic_row=False, hypothetical_row=False))
     session.start_round(LIT_QUESTION, NOW)
@@ -250,7 +254,7 @@ def _literature_journey(models: list[str], db: Any, **settings: Any) -> Literatu
     for a in attempts:
         assert a.reply_format == ("" if a.model.startswith("builtin:") else "schema"), a
     items = session.take_checks()
-    assert {i.uid for i in items} == {r.uid for r in session.rows}, "every row is checked before it runs"
+    assert {r.uid for r in session.included_rows()} <= {i.uid for i in items}, "checked before it runs"
     check_queries(session.agent(db), items, chunk=session.apply_check)
     assert all(r.validity in (VALID, INVALID) for r in session.rows)
     for row in session.rows:
@@ -294,7 +298,7 @@ def test_ollama_server_killed_mid_reply(real_tmp, cf_database) -> None:
     doomed = _start_ollama(real_tmp, "doomed", die=(2, 2))
     try:
         qg = QueryGenerationSettings(multi_model_enabled=True, models=["doomed", "builtin:keywords"],
-                                     queries_per_model=3, ollama_host=doomed.url, timeout_s=120)
+                                     queries_per_model=3, ollama_host=doomed.url, timeout_s=TIMEOUT_S)
         session = LiteratureSession(qg, LiteratureSettings(max_rows=20),
                                     RetrievalSettings(semantic_row=False, hypothetical_row=False))
         session.start_round(LIT_QUESTION, NOW)
@@ -316,7 +320,7 @@ def test_ollama_server_killed_mid_reply(real_tmp, cf_database) -> None:
 def test_openai_server_killed_mid_reply(real_tmp) -> None:
     served = _start_openai(real_tmp)
     try:
-        backend = OpenAIBackend(served.url, "smol", timeout=120, api_key="")
+        backend = OpenAIBackend(served.url, "smol", timeout=TIMEOUT_S, api_key="")
         received: list[str] = []
         with pytest.raises(LLMUnreachable) as info:
             for chunk in backend.stream("Write a long story about penguins.", options={"num_predict": 2000}):

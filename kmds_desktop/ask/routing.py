@@ -52,12 +52,18 @@ _STRING_REST = {
 #: Tokens the router may write: a route is about 80; a constrained model that rambles in its
 #: explanation is cut off here instead of writing until the context is full.
 ROUTE_MAX_TOKENS = 400
+#: The longest explanation the schema allows (characters): one sentence. Measured with SmolLM2-135M
+#: under llama.cpp's grammar: without a bound it repeated one phrase until the token limit (400
+#: tokens, the route never closed); with it the route closes after about 100 tokens.
+ROUTE_EXPLANATION_MAX_CHARS = 160
 
 
 def route_json_schema() -> dict[str, Any]:
     """:class:`OrchestratorRoute`'s JSON schema as servers enforce it: references inlined (not every
     grammar converter follows ``$ref``), every property required and no others (OpenAI's strict
-    mode demands both), titles, descriptions and defaults dropped (they only lengthen the grammar).
+    mode demands both), titles, descriptions and defaults dropped (they only lengthen the grammar),
+    and the explanation bounded (:data:`ROUTE_EXPLANATION_MAX_CHARS`: a weak model under a grammar
+    otherwise never closes it).
 
     Derived from the model, so a new filter or intent reaches the schema without a second list.
     """
@@ -78,6 +84,7 @@ def route_json_schema() -> dict[str, Any]:
         return out
 
     result = strict(schema)
+    result["properties"]["explanation"]["maxLength"] = ROUTE_EXPLANATION_MAX_CHARS
     result["title"] = "route"
     return result
 

@@ -81,6 +81,9 @@ QUERY_LIST_SCHEMA: dict[str, Any] = {
 JSON_REPLY_HINT = 'Reply with JSON only: {"queries": ["<the query>"]}'
 #: A structured reply longer than this is not decoded as JSON (it is cleaned as text instead).
 MAX_JSON_REPLY_CHARS = 64 * 1024
+#: Tokens a model may write for one query (a query is a few dozen): under a schema a weak model can
+#: fill a string until its context is full, and an unconstrained one can ramble; this bounds the time.
+QUERY_MAX_TOKENS = 256
 
 
 @dataclass
@@ -237,6 +240,7 @@ class MultiModelQueryGenerator:
 
     def _target(self, model: str) -> tuple[ChatBackend, str, str]:
         """``(backend, name to send, server description)`` for a model as the settings write it."""
+        # (the app's own backends also take Ollama's ``options``: see :meth:`_options`)
         backend = self.backend
         describe = getattr(backend, "describe", None)
         if callable(describe):
@@ -330,7 +334,8 @@ class MultiModelQueryGenerator:
                 prompt = build_prompt(question, attempt, previous)
                 raw, reply_format = structured_chat(
                     backend, f"{prompt}\n{JSON_REPLY_HINT}", QUERY_LIST_SCHEMA, system=system,
-                    text_prompt=prompt, temperature=temp, cancel=cancel, model=name)
+                    text_prompt=prompt, temperature=temp, cancel=cancel, model=name,
+                    options=_options(backend))
         except Cancelled:
             raise
         except Exception as err:  # noqa: BLE001 - one model's failure must not stop the others
@@ -359,6 +364,15 @@ class MultiModelQueryGenerator:
             error = "the reply held no usable query"
         return QueryGenerationResult(model, query, elapsed, temp, attempt, error=error,
                                      raw_reply=_kept_reply(raw), reply_format=reply_format, server=server)
+
+
+def _options(backend: Any) -> dict[str, Any] | None:
+    """The token limit for the app's own backends (a caller's ``chat`` may not take ``options``)."""
+    from kmds_desktop.llm import ModelDispatch, OllamaBackend, OpenAIBackend
+
+    if isinstance(backend, ModelDispatch | OllamaBackend | OpenAIBackend):
+        return {"num_predict": QUERY_MAX_TOKENS}
+    return None
 
 
 def queries_from_json(reply: str) -> list[str] | None:

@@ -37,6 +37,21 @@ from kmds_desktop.llm.ollama_backend import _AbortableNetwork, _ssl_context
 from kmds_desktop.tasks import Cancelled, CancelToken
 
 DEFAULT_OPENAI_MODEL = "default"
+
+
+def _json_schema_format(schema: dict[str, Any]) -> dict[str, Any]:
+    """OpenAI's own way (OpenAI, vLLM, LM Studio, llama.cpp's llama-server)."""
+    return {"type": "json_schema",
+            "json_schema": {"name": str(schema.get("title") or "reply"), "schema": schema, "strict": True}}
+
+
+def _json_object_format(schema: dict[str, Any]) -> dict[str, Any]:
+    """The older dialect of llama-cpp-python's server (and llama-server): a JSON object with a schema."""
+    return {"type": "json_object", "schema": schema}
+
+
+#: The ways a schema is sent, tried in order until the server takes one (remembered per backend).
+SCHEMA_DIALECTS = {"json_schema": _json_schema_format, "json_object": _json_object_format}
 #: The longest line of a streamed reply, or body of a plain one, read (bytes): a chunk of a reply is
 #: a few hundred bytes; anything longer than the longest reply plus its JSON framing is not an answer.
 MAX_LINE_BYTES = MAX_REPLY_CHARS * 4 + 64 * 1024
@@ -125,8 +140,10 @@ class OpenAIBackend:
     and ``.list_models()`` as :class:`~kmds_desktop.llm.ollama_backend.OllamaBackend` has them.
 
     ``schema=`` (a JSON schema) asks the server to constrain the reply
-    (``response_format={"type": "json_schema", ...}``); a server that refuses it answers with
-    :class:`~kmds_desktop.llm.errors.LLMSchemaRefused`, and the caller asks again without one.
+    (``response_format={"type": "json_schema", ...}``, else llama-cpp-python's
+    ``{"type": "json_object", "schema": ...}``; the dialect a server takes is remembered); a server
+    that refuses both answers with :class:`~kmds_desktop.llm.errors.LLMSchemaRefused`, and the
+    caller asks again without one.
     """
 
     name = "openai"
@@ -143,6 +160,8 @@ class OpenAIBackend:
         self.temperature = temperature
         self.timeout = float(timeout)
         self._key = api_key if api_key is not None else secrets.openai_api_key()
+        #: The schema dialect this server took (None: not asked yet).
+        self._dialect: str | None = None
         #: Default options of every call (Ollama's names, as :meth:`stream` reads them); a call's own win.
         self.options = dict(options or {})
 
@@ -199,10 +218,24 @@ class OpenAIBackend:
                 body["max_tokens"] = value
             elif key in ("seed", "top_p", "stop", "presence_penalty", "frequency_penalty"):
                 body[key] = value
-        if schema is not None:
-            body["response_format"] = {"type": "json_schema",
-                                       "json_schema": {"name": str(schema.get("title") or "reply"),
-                                                       "schema": schema, "strict": True}}
+        if schema is None:
+            yield from self._stream_once(body, model, cancel, False)
+            return
+        dialects = [self._dialect] if self._dialect else list(SCHEMA_DIALECTS)
+        for n, dialect in enumerate(dialects):
+            body["response_format"] = SCHEMA_DIALECTS[dialect](schema)
+            try:
+                yield from self._stream_once(body, model, cancel, True)
+            except LLMSchemaRefused:
+                if n == len(dialects) - 1:
+                    raise
+                continue  # refused before any text: the next way of asking
+            self._dialect = dialect
+            return
+
+    def _stream_once(self, body: dict[str, Any], model: str, cancel: CancelToken | None,
+                     had_schema: bool) -> Iterator[str]:
+        """One streamed request of ``body``; see :meth:`stream`."""
         request = _Request(self.timeout, self._headers())
         request.arm(cancel)
         received = finished = False
@@ -210,7 +243,7 @@ class OpenAIBackend:
         try:
             with request.client.stream("POST", f"{self._url}/chat/completions", json=body) as response:
                 if response.status_code >= 400:
-                    raise self._status_error(response, model, schema is not None)
+                    raise self._status_error(response, model, had_schema)
                 for line in _bounded_lines(response):
                     if request.reason is not None:
                         break

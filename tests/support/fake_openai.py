@@ -24,6 +24,8 @@ class OpenAIScript:
     error: str = ""
     chunk_size: int = 6
     refuse_schema: bool = False
+    #: Take only llama-cpp-python's ``{"type": "json_object", "schema": ...}`` (422 for ``json_schema``).
+    json_object_only: bool = False
     drop_after: int | None = None
     hang: bool = False
     calls: int = 0
@@ -92,6 +94,10 @@ class FakeOpenAI:
                     return
                 if script.refuse_schema and "response_format" in body:
                     self._json(400, {"error": {"message": "response_format json_schema is not supported"}})
+                    return
+                asked = (body.get("response_format") or {}).get("type")
+                if script.json_object_only and asked == "json_schema":
+                    self._json(422, {"detail": [{"msg": "Input should be 'text' or 'json_object'"}]})
                     return
                 if script.hang:
                     while not fake.stopping.wait(0.05):
