@@ -58,3 +58,83 @@ def test_empty_database_gives_a_query_of_the_key_terms(pg_empty_database):
     ok, _ = pg_empty_database.validate_tsquery(strict)
     assert ok
     assert all(builder.query(question, a) for a in (2, 3))
+
+
+# --- the building-block strategy (concepts, variants from the corpus, precise to broad) -------------
+
+CF_QUESTION = "Does Pseudomonas aeruginosa infection worsen lung function in cystic fibrosis patients?"
+
+
+def _cf_database(pg_empty_database, literature_data):
+    pg_empty_database.import_files([literature_data / "cf" / "corpus.jsonl"])
+    return pg_empty_database
+
+
+def test_a_topical_question_gets_concept_blocks_not_its_rarest_word(pg_empty_database, literature_data):
+    db = _cf_database(pg_empty_database, literature_data)
+    builder = KeywordQueryBuilder(db)
+    concepts = {c.label.lower(): c for c in builder.concepts(CF_QUESTION)}
+    assert {"pseudomonas aeruginosa", "lung function", "cystic fibrosis"} <= set(concepts)
+    assert "worsen" not in concepts  # a word of the claim's direction is not a concept
+    assert "CF" in concepts["cystic fibrosis"].variants  # the abbreviation the corpus uses with it
+    queries = [builder.query(CF_QUESTION, a) for a in (1, 2, 3)]
+    counts = [int(db.count_matches(q)) for q in queries]
+    assert "&" in queries[0] and "pseudomonas <-> aeruginosa" in queries[0].lower()
+    assert 0 < counts[0] <= counts[1] <= counts[2], (queries, counts)
+    # a frequent topical term is a concept: the precise query keeps "cystic fibrosis" although nearly
+    # every CF record has it
+    assert "cystic <-> fibrosis" in queries[0]
+    note = builder.explain(CF_QUESTION, 1)
+    assert note.startswith("precise:") and "Pseudomonas aeruginosa" in note and "CF" in note
+
+
+def test_an_abbreviation_in_the_question_is_expanded_as_the_corpus_defines_it(pg_empty_database,
+                                                                             literature_data):
+    db = _cf_database(pg_empty_database, literature_data)
+    builder = KeywordQueryBuilder(db)
+    question = "What are the effects of calcium on the physical properties of mucus from CF patients?"
+    concepts = {c.label: c for c in builder.concepts(question)}
+    assert "cystic <-> fibrosis" in concepts["CF"].variants
+    assert any("defined as 'cystic fibrosis'" in n for n in concepts["CF"].notes)
+    assert "physical properties" in concepts  # used as a phrase in this corpus
+    precise = builder.query(question, 1)
+    assert precise.count("&") >= 1 and int(db.count_matches(precise)) >= 1
+
+
+def test_no_multi_concept_question_gets_a_one_word_first_query(pg_empty_database, literature_data):
+    from kmds_desktop.literature.evaluation import load_questions
+
+    db = _cf_database(pg_empty_database, literature_data)
+    builder = KeywordQueryBuilder(db)
+    for question in load_questions(literature_data / "cf" / "queries.jsonl")[:25]:
+        if len(builder.concepts(question.text)) < 2:
+            continue
+        first = builder.query(question.text, 1)
+        assert any(op in first for op in ("&", "|", "<->")), (question.text, first)
+        ok, _ = db.validate_tsquery(first)
+        assert ok
+
+
+def test_spelling_variants_are_kept_only_when_the_corpus_uses_them(pg_database):
+    from kmds_desktop.literature.concept_blocks import spelling_variants
+
+    assert "tumor" in spelling_variants("tumour") and "haemoglobin" in spelling_variants("hemoglobin")
+    assert "randomized" in spelling_variants("randomised")
+    builder = KeywordQueryBuilder(pg_database)
+    tumour = next(c for c in builder.concepts("Do tumour cells evade immune surveillance?")
+                  if c.label == "tumour")
+    assert "tumor" in tumour.variants and any("another spelling" in n for n in tumour.notes)
+    unknown = next(c for c in builder.concepts("Does colour vision decline with age?") if c.label == "colour")
+    for variant in unknown.variants[1:]:
+        assert int(pg_database.count_matches(variant)) > 0
+
+
+def test_each_generated_query_carries_its_reason(pg_empty_database, literature_data):
+    from kmds_desktop.literature.query_generation import MultiModelQueryGenerator
+
+    db = _cf_database(pg_empty_database, literature_data)
+    generator = MultiModelQueryGenerator(database=db)
+    result = generator.generate_queries(CF_QUESTION, None, ["builtin:keywords"], 3)
+    notes = [r.note for r in result.all_queries]
+    assert [n.split(":")[0] for n in notes] == ["precise", "medium", "broad"]
+    assert len(result.unique_queries) == 3

@@ -133,6 +133,8 @@ class QueryRow:
     #: The research question the row was made for ("" until a question is known): a round for another
     #: question unticks it.
     question: str = ""
+    #: Why the generator wrote the query so (the built-in generator's concepts, variants and reasons).
+    strategy_note: str = ""
 
     @property
     def runnable(self) -> bool:
@@ -636,6 +638,7 @@ class LiteratureSession:
             temperature=result.temperature,
             round=rnd.number, note=(f"same as the query of {earlier[0].source_label}; it runs once"
                                     if repeat else None), question=rnd.question,
+            strategy_note=getattr(result, "note", "") or "",
         )
         rnd.offered.append(row.query)
         return row

@@ -101,7 +101,8 @@ def build_search_log(session: LiteratureSession, *, app_version: str = "") -> di
         "attempts": [
             {"model": a.model, "attempt": a.attempt_number, "temperature": a.temperature, "query": a.query,
              "error": a.error, "generation_time": a.generation_time,
-             "server": getattr(a, "server", ""), "reply_format": getattr(a, "reply_format", "")}
+             "server": getattr(a, "server", ""), "reply_format": getattr(a, "reply_format", ""),
+             "note": getattr(a, "note", "")}
             for a in (rnd.attempts if rnd else [])
         ],
         "queries": [],

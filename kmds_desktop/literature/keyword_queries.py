@@ -38,8 +38,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from itertools import combinations
 from typing import Protocol
+
+from kmds_desktop.literature.concept_blocks import (
+    Concept,
+    ConceptFinder,
+    CorpusLookups,
+    Strategy,
+    write_strategy,
+)
 
 BUILTIN_KEYWORDS = "builtin:keywords"
 BUILTIN_PREFIX = "builtin:"
@@ -73,6 +80,10 @@ _STOP_WORDS = frozenset(
     required requires require necessary essential sufficient able ability likely unlikely use used uses
     using common commonly rate rates level levels risk risks factor factors cells cell patients people
     individuals human humans new different similar due compared found observed known
+    worsen worsens worsened worsening prevent prevents prevented preventing contribute contributes
+    influence influences influenced predict predicts predicted distinguish distinguishing differ differs
+    effective effectiveness efficacy difference differences know whats good best better worse worst bad
+    way ways often really actually exactly anything something
     """.split()
 )
 _WORD = re.compile(r"[A-Za-z0-9α-ωΑ-Ω][\w\-α-ωΑ-Ω]*")
@@ -122,6 +133,34 @@ def content_words(question: str) -> list[str]:
     return words
 
 
+def content_runs(question: str) -> list[list[str]]:
+    """The words of :func:`content_words`, grouped into runs of words that stand next to each other
+    in the question (a stop word or punctuation ends a run): only words of one run can form a phrase."""
+    kept = content_words(question)
+    runs: list[list[str]] = []
+    position = 0
+    text = question or ""
+    previous_end = -1
+    for word in kept:
+        first = word.split()[0]
+        found = re.search(r"(?<![\w\-])" + re.escape(first) + r"(?![\w\-])", text[position:])
+        if found is None:
+            runs.append([word])
+            continue
+        start = position + found.start()
+        gap = text[previous_end:start] if previous_end >= 0 else None
+        if runs and gap is not None and re.fullmatch(r"\s+", gap or ""):
+            runs[-1].append(word)
+        else:
+            runs.append([word])
+        end = start + len(first)
+        for extra in word.split()[1:]:  # a qualifier joined to it ("vitamin D")
+            more = re.search(re.escape(extra), text[end:])
+            end = end + more.end() if more else end
+        position = previous_end = end
+    return runs
+
+
 def _safe_term(word: str) -> str:
     """A term as a tsquery operand: only characters ``to_tsquery`` accepts inside a term; a term of
     several words ("vitamin D") becomes a phrase (``vitamin <-> D``)."""
@@ -136,6 +175,7 @@ class KeywordQueryBuilder:
     database: TermStatistics | None = None
     _stems: dict[str, str | None] = field(default_factory=dict, repr=False)
     _counts: dict[str, int] = field(default_factory=dict, repr=False)
+    _plans: dict[str, Strategy] = field(default_factory=dict, repr=False)
 
     def _stem(self, word: str) -> str | None:
         """The database's lexeme for ``word`` (None for a stop word); the word itself without a database."""
@@ -217,69 +257,63 @@ class KeywordQueryBuilder:
         chosen = sorted(enumerate(terms), key=specificity)[:limit]
         return [term for _, term in sorted(chosen)]
 
-    def _strict(self, question: str) -> str:
-        """The rarest key terms joined with ``&``; with a database, only as many as still match something.
+    def plan(self, question: str) -> Strategy:
+        """The question's concepts and its three queries (computed once per question)."""
+        key = " ".join((question or "").split())
+        if key not in self._plans:
+            lookups = CorpusLookups(self.database if self._counts_usable() else None)
+            finder = ConceptFinder(lookups)
+            runs = [[w for w in run if self._stem(w) is not None] for run in content_runs(question)]
+            concepts = self._unique_concepts(finder.concepts([r for r in runs if r]))
+            if self._counts_usable():
+                finder.add_variants(concepts)
+                exclude = {self._stem(w) or "" for w in content_words(question)}
+                feedback = finder.feedback_terms(concepts, exclude)
+            else:
+                feedback = []
+                if len(concepts) > STRICT_TERMS:  # no counts: the longest words stand for the rarest
+                    longest = sorted(range(len(concepts)), key=lambda i: (-len(concepts[i].label), i))
+                    concepts = [concepts[i] for i in sorted(longest[:STRICT_TERMS])] + [
+                        concepts[i] for i in sorted(longest[STRICT_TERMS:])]
+            broad_words = self.terms(question)[:BROAD_TERMS]
+            strategy = write_strategy(concepts, lookups, feedback, broad_words, self._flood_limit())
+            if not self._counts_usable() and len(concepts) > STRICT_TERMS:
+                strategy.queries[0] = " & ".join(c.block for c in concepts[:STRICT_TERMS])
+            self._plans[key] = strategy
+        return self._plans[key]
 
-        Adding terms rarest first and stopping before the conjunction matches nothing keeps the query
-        precise without making it empty for a long question.
-        """
-        keys = self.key_terms(question, STRICT_TERMS)
-        if not self._counts_usable() or len(keys) < 2:
-            return " & ".join(keys)
-        by_rarity = sorted(keys, key=lambda t: (self._frequency(t) or float("inf"), keys.index(t)))
-        chosen = [by_rarity[0]]
-        for term in by_rarity[1:]:
-            trial = [t for t in keys if t in (*chosen, term)]
-            if self._conjunction_count(trial) == 0:
+    def _unique_concepts(self, concepts: list[Concept]) -> list[Concept]:
+        """Concepts unique by their stems ("fracture" and "fractures" are one)."""
+        out: list[Concept] = []
+        seen: set[str] = set()
+        for concept in concepts:
+            stems = " ".join(self._stem(w) or w.lower() for w in concept.label.split())
+            if stems in seen:
                 continue
-            chosen.append(term)
-        return " & ".join(t for t in keys if t in chosen)
+            seen.add(stems)
+            out.append(concept)
+        return out
 
-    def _conjunction_count(self, terms: list[str], operator: str = " & ") -> int:
-        query = operator.join(terms)
-        if query not in self._counts:
-            try:
-                self._counts[query] = int(self.database.count_matches(query))  # type: ignore[union-attr]
-            except Exception:  # noqa: BLE001 - unknown counts keep the term
-                return 1
-        return self._counts[query]
+    def concepts(self, question: str) -> list[Concept]:
+        """The concepts the strategy for ``question`` is built from."""
+        return self.plan(question).concepts
 
-    def _broad(self, question: str) -> str:
-        """The content terms OR-ed, leaving out the most common ones while the query would flood the
-        results (see the module docstring)."""
-        operands = self.terms(question)[:BROAD_TERMS]
-        limit = self._flood_limit()
-        if limit is None:
-            return " | ".join(operands)
-        while len(operands) > 2 and self._conjunction_count(operands, " | ") > limit:
-            # leave out the operand that matches most documents on its own
-            counts = [self._conjunction_count([o], " | ") for o in operands]
-            operands.pop(max(range(len(operands)), key=lambda i: (counts[i], i)))
-        return " | ".join(operands)
+    def explain(self, question: str, attempt: int = 1) -> str:
+        """Why attempt ``attempt``'s query looks as it does: its concepts, variants and their reasons."""
+        notes = self.plan(question).notes
+        return notes[(max(attempt, 1) - 1) % len(notes)] if notes else ""
+
+    def __call__(self, question: str, attempt: int = 1) -> str:
+        """The builder is the ``(question, attempt) -> query`` function of its model name."""
+        return self.query(question, attempt)
 
     def query(self, question: str, attempt: int = 1) -> str:
         """The query for attempt ``attempt`` (1-based; attempts above 3 cycle through the strategies):
-        strict, pairs, broad."""
-        strategy = (max(attempt, 1) - 1) % 3
-        if strategy == 0:
-            return self._strict(question)
-        if strategy == 2:
-            return self._broad(question)
-        return self._pairs(question)
-
-    def _pairs(self, question: str) -> str:
-        """Any two key terms; while that floods (see :meth:`_broad`), the most common term goes."""
-        keys = self.key_terms(question, PAIR_TERMS)
-
-        def build(terms: list[str]) -> str:
-            if len(terms) < 3:
-                return " & ".join(terms) if len(terms) == 2 else " | ".join(terms)
-            return " | ".join(f"({a} & {b})" for a, b in combinations(terms, 2))
-
-        limit = self._flood_limit()
-        while limit is not None and len(keys) > 3 and self._conjunction_count([build(keys)]) > limit:
-            keys.remove(max(keys, key=lambda t: (self._frequency(t) or 0, keys.index(t))))
-        return build(keys)
+        precise, medium, broad."""
+        queries = self.plan(question).queries
+        if not queries:
+            return ""
+        return queries[(max(attempt, 1) - 1) % len(queries)]
 
     def _flood_limit(self) -> int | None:
         """How many matches make a query flood the results (None: unknown, no database)."""
@@ -296,4 +330,4 @@ def builtin_generator(model: str, database: TermStatistics | None) -> Callable[[
     """The function ``(question, attempt) -> query`` behind a ``builtin:`` model name."""
     if model.strip().lower() != BUILTIN_KEYWORDS:
         raise ValueError(f"unknown built-in generator '{model}': the only one is '{BUILTIN_KEYWORDS}'")
-    return KeywordQueryBuilder(database).query
+    return KeywordQueryBuilder(database)

@@ -107,6 +107,9 @@ class QueryGenerationResult:
     reply_format: str = ""
     #: Where the model ran, e.g. "ollama http://127.0.0.1:11434" ("" for a built-in generator).
     server: str = ""
+    #: Why the query looks as it does, for the review table (the built-in generator's concepts,
+    #: variants and reasons; "" for an LLM).
+    note: str = ""
 
     @property
     def ok(self) -> bool:
@@ -320,13 +323,15 @@ class MultiModelQueryGenerator:
         temp = attempt_temperature(base_temperature, attempt)
         start = time.perf_counter()
         raw = ""
-        reply_format = server = ""
+        reply_format = server = note = ""
         try:
             if is_builtin(model):
                 key = model.strip().lower()
                 if key not in self._builtins:
                     self._builtins[key] = builtin_generator(model, self.database)
                 raw = self._builtins[key](question, attempt)
+                explain = getattr(self._builtins[key], "explain", None)
+                note = explain(question, attempt) if callable(explain) else ""
             else:
                 from kmds_desktop.llm.structured import structured_chat
 
@@ -363,7 +368,8 @@ class MultiModelQueryGenerator:
         else:
             error = "the reply held no usable query"
         return QueryGenerationResult(model, query, elapsed, temp, attempt, error=error,
-                                     raw_reply=_kept_reply(raw), reply_format=reply_format, server=server)
+                                     raw_reply=_kept_reply(raw), reply_format=reply_format, server=server,
+                                     note=note)
 
 
 def _options(backend: Any) -> dict[str, Any] | None:

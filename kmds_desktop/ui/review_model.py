@@ -134,9 +134,10 @@ class ReviewModel(QAbstractTableModel):
             if col == self.COL_ERROR and self._error_text(row):
                 return self._error_text(row)
             if col == self.COL_QUERY and row.query:
+                why = f"\n\nWhy: {row.strategy_note}" if row.strategy_note else ""
                 if row.original is not None:
-                    return f"{row.query}\n\nEdited from the model's: {row.original}"
-                return row.query
+                    return f"{row.query}\n\nEdited from the model's: {row.original}{why}"
+                return row.query + why
             if col in (self.COL_MODEL, self.COL_ATTEMPT):
                 made = row.describe_provenance()
                 if row.generation_time is not None:

@@ -1,0 +1,450 @@
+"""A search strategy written the way a librarian writes one: concepts, their variants, blocks.
+
+Why: in a topical corpus every topical word is frequent, so picking "the rarest words" of a question
+(the built-in generator's old rule) ends on a word such as ``worsen`` that says nothing about the
+subject. PubMed's building-block method instead finds the question's *concepts* ("cystic fibrosis",
+"lung function", "Pseudomonas aeruginosa"), writes each as a block of its variants joined by OR, and
+joins the blocks by AND. A concept that is frequent in the corpus is still a concept.
+
+Everything is learnt from the corpus itself, through the database (so it fits each user's own papers):
+
+- **multi-word concepts**: adjacent content words form a phrase when the corpus uses them as one
+  (``a <-> b`` matches at least :data:`PHRASE_SHARE` of the documents of the rarer word);
+- **abbreviations the corpus defines**: "cystic fibrosis (CF)" in the documents of the phrase, or the
+  long form written before "(CF)" for an abbreviation in the question; a candidate counts only when
+  most documents that use it also use the other form;
+- **British/American spellings** (tumour/tumor, haemoglobin/hemoglobin, randomised/randomized) that
+  occur in the corpus;
+- **pseudo-relevance feedback** (RM3, as Anserini/pyserini do it, in a light form): the words that
+  the best :data:`FEEDBACK_DOCS` documents of a first ranked pass share, weighted by rarity, added to
+  the broad query.
+
+The three queries, precise to broad: (1) every concept block joined by AND, leaving out the block
+whose absence first gives matches when all of them together match nothing; (2) any ``n - 1`` of the
+``n`` blocks (OR of the AND groups); (3) every variant and the feedback words joined by OR (ranked by
+term rarity, so a common word only adds a little). Each query keeps a note of the concepts, variants
+and reasons, shown in the review table.
+
+Cost: a handful of counts (one GIN look-up each, cached per question and term) and one ranked pass
+of :data:`FEEDBACK_DOCS` documents.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Any
+
+#: A pair of adjacent words is one concept when the phrase matches at least PHRASE_MIN documents and
+#: either this share of the documents of the rarer word, or PHRASE_LIFT times the documents that
+#: would hold both words if they were independent (in a small or topical corpus the share is low for
+#: real concepts such as "lung function", while their co-occurrence is far above chance).
+PHRASE_SHARE = 0.2
+PHRASE_LIFT = 0.25
+PHRASE_MIN = 2
+#: The precise query leaves out concepts while it matches fewer documents than this (keeping two).
+PRECISE_MIN = 5
+#: The medium query asks for k of the n concepts, the largest k whose query matches at least this
+#: many times as many documents as the precise one.
+MEDIUM_WIDER = 3
+#: An abbreviation is a variant when at least this share of its documents also use the long form.
+ABBREVIATION_SHARE = 0.5
+#: Documents read for pseudo-relevance feedback, and feedback words added to the broad query.
+FEEDBACK_DOCS = 10
+FEEDBACK_TERMS = 5
+#: A feedback word must occur in at least this many of the feedback documents...
+FEEDBACK_MIN_DOCS = 3
+#: ...and in at most this share of the corpus (a word most documents have adds nothing).
+FEEDBACK_MAX_SHARE = 0.2
+#: Documents whose text is read to find abbreviations (bounded: the look-up stays fast).
+ABBREVIATION_DOCS = 40
+MAX_CONCEPTS = 8
+
+# British <-> American spelling rules as (pattern, replacement), both directions listed; a variant
+# is kept only if the corpus uses it.
+_SPELLINGS = [
+    (r"our(s?)$", r"or\1"), (r"or(s?)$", r"our\1"),
+    (r"is(e|es|ed|ing|ation|ations)$", r"iz\1"), (r"iz(e|es|ed|ing|ation|ations)$", r"is\1"),
+    (r"ys(e|es|ed|ing)$", r"yz\1"), (r"yz(e|es|ed|ing)$", r"ys\1"),
+    (r"tre(s?)$", r"ter\1"), (r"ter(s?)$", r"tre\1"),
+    (r"ogue(s?)$", r"og\1"),
+]
+#: "ae"/"oe" against a plain "e" is ambiguous in general (edema -> oedema, but not every e): only
+#: the common medical stems.
+_DIGRAPHS = [("haem", "hem"), ("oedem", "edem"), ("oesoph", "esoph"), ("anaem", "anem"),
+             ("oestrog", "estrog"), ("paediatr", "pediatr"), ("glycaem", "glycem"), ("foet", "fet"),
+             ("orthopaed", "orthoped"), ("leukaem", "leukem"), ("ischaem", "ischem"), ("diarrhoe", "diarrhe"),
+             ("aetiolog", "etiolog"), ("caesar", "cesar"), ("faec", "fec"), ("haemat", "hemat")]
+_ABBREVIATION = re.compile(r"^[A-Z][A-Za-z0-9\-]*[A-Z0-9][A-Za-z0-9\-]*$|^[A-Z]{2,}s?$")
+_LONG_FORM_WORD = re.compile(r"[A-Za-z][A-Za-z\-]*")
+
+
+@dataclass
+class Concept:
+    """One concept of the question: its words, its variants (tsquery operands) and why each is there."""
+
+    label: str
+    variants: list[str]
+    notes: list[str] = field(default_factory=list)
+    matches: int | None = None
+
+    @property
+    def block(self) -> str:
+        """The concept as a tsquery block: its variants joined by OR."""
+        if len(self.variants) == 1:
+            return self.variants[0]
+        return "(" + " | ".join(self.variants) + ")"
+
+    def describe(self) -> str:
+        extra = [v for v in self.variants[1:]]
+        text = f"'{self.label}'"
+        if extra:
+            text += " or " + ", ".join(f"'{v.replace(' <-> ', ' ')}'" for v in extra)
+        if self.matches is not None:
+            text += f" ({self.matches:,} documents)"
+        if self.notes:
+            text += ": " + "; ".join(self.notes)
+        return text
+
+
+@dataclass
+class Strategy:
+    """The concepts of one question and its three queries with their notes."""
+
+    concepts: list[Concept]
+    queries: list[str]
+    notes: list[str]
+    feedback: list[str] = field(default_factory=list)
+
+
+class CorpusLookups:
+    """Counts, stems and texts from the literature database, cached; every look-up may fail (then the
+    strategy is written with less knowledge, never not at all)."""
+
+    def __init__(self, database: Any) -> None:
+        self.database = database
+        self._counts: dict[str, int | None] = {}
+        self._sql = callable(getattr(database, "run", None))
+
+    def count(self, query: str) -> int | None:
+        if self.database is None or not query:
+            return None
+        if query not in self._counts:
+            try:
+                self._counts[query] = int(self.database.count_matches(query))
+            except Exception:  # noqa: BLE001 - an unknown count leaves the concept as it is
+                self._counts[query] = None
+        return self._counts[query]
+
+    def total(self) -> int | None:
+        if self.database is None:
+            return None
+        if "\x00total" not in self._counts:
+            try:
+                self._counts["\x00total"] = int(self.database.status()["documents"])
+            except Exception:  # noqa: BLE001
+                self._counts["\x00total"] = None
+        return self._counts["\x00total"]
+
+    def texts(self, query: str, limit: int) -> list[str]:
+        """Titles and abstracts of the best ``limit`` matches of ``query`` (ranked by term rarity)."""
+        if not self._sql:
+            return []
+        try:
+            ids = [i for i, _ in self.database.find_abstract_ids_ranked(query, limit, ranking="idf")]
+            if not ids:
+                return []
+            rows = self.database.run(lambda c: c.execute(
+                "SELECT coalesce(title, '') || ' ' || coalesce(abstract, '') FROM document "
+                "WHERE id = ANY(%s)", (ids,)).fetchall())
+        except Exception:  # noqa: BLE001 - no texts: no feedback
+            return []
+        return [str(r[0])[:20000] for r in rows]
+
+    def stems(self, words: list[str]) -> dict[str, str]:
+        """Each word's lexemes as the database's ``english`` configuration stems it ('' for a stop word)."""
+        if not self._sql or not words:
+            return {}
+        try:
+            rows = self.database.run(lambda c: c.execute(
+                "SELECT w, plainto_tsquery('english', w)::text FROM unnest(%s::text[]) AS w",
+                (words,)).fetchall())
+        except Exception:  # noqa: BLE001
+            return {}
+        return {str(w): " ".join(re.findall(r"'((?:[^']|'')*)'", str(q or ""))) for w, q in rows}
+
+
+def _initials(label: str) -> str:
+    return "".join(w[0] for w in label.replace("-", " ").split() if w).upper()
+
+
+def spelling_variants(word: str) -> list[str]:
+    """British/American alternatives of ``word`` by the usual rules (both directions)."""
+    lower = word.lower()
+    out: list[str] = []
+    for pattern, repl in _SPELLINGS:
+        candidate = re.sub(pattern, repl, lower)
+        if candidate != lower and candidate not in out:
+            out.append(candidate)
+    for british, american in _DIGRAPHS:
+        for old, new in ((british, american), (american, british)):
+            if old in lower and not (old == american and british in lower):
+                candidate = lower.replace(old, new)
+                if candidate != lower and candidate not in out:
+                    out.append(candidate)
+    return out
+
+
+class ConceptFinder:
+    """Finds the concepts of a question and their variants in one corpus (see the module docstring)."""
+
+    def __init__(self, lookups: CorpusLookups) -> None:
+        self.lookups = lookups
+
+    # --- concepts ------------------------------------------------------------------------------
+    def concepts(self, runs: list[list[str]]) -> list[Concept]:
+        """``runs``: the question's content words as runs of adjacent words (stop words split runs)."""
+        out: list[Concept] = []
+        for run in runs:
+            i = 0
+            while i < len(run):
+                taken = 1
+                for size in (3, 2):
+                    if i + size <= len(run) and self._is_phrase(run[i:i + size]):
+                        taken = size
+                        break
+                words = run[i:i + taken]
+                label = " ".join(words)
+                operand = " <-> ".join(_operand(w) for w in words)
+                notes = ["used as one phrase in the corpus"] if taken > 1 else []
+                out.append(Concept(label, [operand], notes))
+                i += taken
+        return out[:MAX_CONCEPTS]
+
+    def _is_phrase(self, words: list[str]) -> bool:
+        if any("-" in w or " " in w for w in words) or self.lookups.database is None:
+            return False
+        phrase = self.lookups.count(" <-> ".join(_operand(w) for w in words))
+        singles = [self.lookups.count(_operand(w)) for w in words]
+        if phrase is None or any(s is None for s in singles):
+            return False
+        rarest = min(s for s in singles if s is not None)
+        total = self.lookups.total() or 0
+        expected = 1.0
+        for single in singles:
+            expected *= (single or 0) / total if total else 0.0
+        # Chance co-occurrence of three words is so small that any phrase beats it: the lift rule is
+        # for pairs only.
+        lift = bool(total) and len(words) == 2 and phrase >= PHRASE_LIFT * expected * total
+        return phrase >= PHRASE_MIN and (phrase >= PHRASE_SHARE * rarest or lift)
+
+    # --- variants ------------------------------------------------------------------------------
+    def add_variants(self, concepts: list[Concept]) -> None:
+        for concept in concepts:
+            self._abbreviation(concept)
+            self._spellings(concept)
+            concept.matches = self.lookups.count(concept.block)
+
+    def _abbreviation(self, concept: Concept) -> None:
+        words = concept.label.split()
+        lookups = self.lookups
+        if len(words) >= 2:
+            short = _initials(concept.label)
+            texts = lookups.texts(concept.variants[0], ABBREVIATION_DOCS)
+            label = re.escape(concept.label).replace(r"\ ", r"[\s\-]+")
+            defined = re.compile(f"(?i:{label})" + r"\s*\(\s*([A-Z][A-Za-z0-9]{1,9})\s*\)")
+            found = Counter(m.group(1) for t in texts for m in defined.finditer(t[:20000]))
+            candidates = [a for a, _ in found.most_common(2)] or ([short] if len(short) >= 2 else [])
+            for abbreviation in candidates:
+                if abbreviation.upper() != short and not found:
+                    continue
+                self._accept_abbreviation(concept, abbreviation, concept.variants[0],
+                                          "an abbreviation the corpus defines" if found else
+                                          "its initials, used with it in the corpus")
+        elif _ABBREVIATION.match(words[0]) and len(words[0]) <= 8:
+            abbreviation = words[0]
+            texts = lookups.texts(_operand(abbreviation), ABBREVIATION_DOCS)
+            before = re.compile(r"((?:[A-Za-z][A-Za-z\-]*\s+){1,5})\(\s*" + re.escape(abbreviation)
+                                + r"\s*\)")
+            forms: Counter[str] = Counter()
+            letters = abbreviation.rstrip("s").upper()
+            for text in texts:
+                for match in before.finditer(text[:20000]):
+                    tokens = _LONG_FORM_WORD.findall(match.group(1))
+                    tail = tokens[-len(letters):] if len(tokens) >= len(letters) else []
+                    if tail and _initials(" ".join(tail)) == letters:
+                        forms[" ".join(t.lower() for t in tail)] += 1
+            if forms:
+                long_form = forms.most_common(1)[0][0]
+                operand = " <-> ".join(_operand(w) for w in long_form.split())
+                if lookups.count(operand):
+                    concept.variants.append(operand)
+                    concept.notes.append(f"'{abbreviation}' is defined as '{long_form}' in the corpus")
+
+    def _accept_abbreviation(self, concept: Concept, abbreviation: str, long_operand: str, why: str) -> None:
+        lookups = self.lookups
+        alone = lookups.count(abbreviation)
+        together = lookups.count(f"{abbreviation} & {long_operand}")
+        if not alone or together is None or together < ABBREVIATION_SHARE * alone:
+            return
+        if abbreviation not in concept.variants:
+            concept.variants.append(abbreviation)
+            concept.notes.append(f"'{abbreviation}': {why}")
+
+    def _spellings(self, concept: Concept) -> None:
+        if " " in concept.label:
+            return
+        for candidate in spelling_variants(concept.label):
+            if self.lookups.count(_operand(candidate)):
+                concept.variants.append(_operand(candidate))
+                concept.notes.append(f"'{candidate}': another spelling the corpus uses")
+                break
+
+    # --- feedback ----------------------------------------------------------------------------------
+    def feedback_terms(self, concepts: list[Concept], exclude: set[str]) -> list[str]:
+        """Words the best documents of a first ranked pass share (RM3-like; see the module docstring)."""
+        lookups = self.lookups
+        total = lookups.total()
+        if not total or not concepts:
+            return []
+        first_pass = " | ".join(v for c in concepts for v in c.variants)
+        texts = lookups.texts(first_pass, FEEDBACK_DOCS)
+        if len(texts) < FEEDBACK_MIN_DOCS:
+            return []
+        per_doc: Counter[str] = Counter()
+        surface: dict[str, Counter[str]] = {}
+        for text in texts:
+            words = {w for w in re.findall(r"[A-Za-z][A-Za-z0-9\-]{2,}", text) if len(w) <= 30}
+            for w in words:
+                per_doc[w.lower()] += 1
+        candidates = [w for w, n in per_doc.most_common(200) if n >= FEEDBACK_MIN_DOCS]
+        stems = lookups.stems(candidates)
+        by_stem: Counter[str] = Counter()
+        for word in candidates:
+            stem = stems.get(word, "")
+            if not stem or " " in stem or stem in exclude or word in _FEEDBACK_STOP:
+                continue
+            by_stem[stem] = max(by_stem[stem], per_doc[word])
+            surface.setdefault(stem, Counter())[word] += per_doc[word]
+        scored: list[tuple[float, str]] = []
+        import math
+
+        for stem, docs in by_stem.most_common(30):
+            word = surface[stem].most_common(1)[0][0]
+            df = lookups.count(_operand(word))
+            if not df or df > FEEDBACK_MAX_SHARE * total:
+                continue
+            scored.append(((docs / len(texts)) * math.log(1 + total / df), word))
+        scored.sort(reverse=True)
+        return [w for _, w in scored[:FEEDBACK_TERMS]]
+
+
+#: Words that abstracts share whatever their subject (feedback would otherwise pick them).
+_FEEDBACK_STOP = frozenset(
+    """
+    the and with from that this were was are been have has had which their these those than also into
+    between after before during among within without study studies studied patients patient results
+    result method methods conclusion conclusions background objective objectives aim aims data analysis
+    using used use group groups compared control controls significant significantly increased decreased
+    higher lower levels level effect effects associated observed found showed show shows present
+    presented report reported case cases review however although both each other more most less such
+    only may can could not but all one two three four five six first second new total years year age
+    months weeks days included including based well high low number found suggest suggests suggested
+    evidence role potential important clinical activity changes change different similar normal might
+    key whether thus therefore furthermore moreover
+    """.split()
+)
+
+
+def _operand(word: str) -> str:
+    """A word as a tsquery operand (only characters ``to_tsquery`` accepts inside a term); a word with
+    its qualifier ("vitamin D") becomes a phrase."""
+    parts = [re.sub(r"[^\w\-]", "", p).strip("-_") for p in word.split()]
+    return " <-> ".join(p for p in parts if p)
+
+
+def write_strategy(concepts: list[Concept], lookups: CorpusLookups, feedback: list[str],
+                   broad_words: list[str], flood_limit: int | None) -> Strategy:
+    """The three queries from the concept blocks (see the module docstring), with their notes."""
+    notes: list[str] = []
+    queries: list[str] = []
+    known = lookups.database is not None and lookups.total() not in (None, 0)
+    # A concept the corpus does not have (a typo, another spelling, a term of another field) would
+    # empty every AND: it stays in the broad query only, and the note says so.
+    absent = [c for c in concepts if known and c.matches == 0]
+    blocks = [c for c in concepts if c.variants and c not in absent] or [c for c in concepts if c.variants]
+    if not blocks:
+        return Strategy(concepts, [], [])
+
+    # 1. precise: every block; while it matches too little, leave out the block whose absence keeps
+    # the query most precise among those that reach PRECISE_MIN (else the one that widens it most).
+    chosen = list(blocks)
+    dropped: list[Concept] = []
+
+    def count(group: list[Concept]) -> int:
+        return lookups.count(" & ".join(c.block for c in group)) or 0
+
+    if known:
+        while len(chosen) > 2 and count(chosen) < PRECISE_MIN:
+            trials = [(count([c for c in chosen if c is not out]), i) for i, out in enumerate(chosen)]
+            enough = [t for t in trials if t[0] >= PRECISE_MIN]
+            _, index = min(enough) if enough else max(trials)
+            dropped.append(chosen.pop(index))
+        if len(chosen) == 2 and not count(chosen) and len(blocks) > 2:
+            pairs = [(count([a, b]), -i, -j, a, b) for (i, a), (j, b) in combinations(enumerate(blocks), 2)]
+            best = max(pairs, key=lambda t: t[:3])
+            if best[0] > 0:
+                chosen = [best[3], best[4]]
+                dropped = [c for c in blocks if c not in chosen]
+    precise = " & ".join(c.block for c in chosen)
+    queries.append(precise)
+    note = "precise: " + " AND ".join(c.describe() for c in chosen)
+    if dropped:
+        note += (" · left out " + ", ".join(f"'{c.label}'" for c in dropped)
+                 + f" (with it fewer than {PRECISE_MIN} documents matched)")
+    if absent and len(blocks) < len(concepts):
+        note += " · no document has " + ", ".join(f"'{c.label}'" for c in absent)
+    notes.append(note)
+
+    # 2. medium: any k of the n blocks, the largest k that clearly widens the precise query (for two
+    # blocks: both, or the rarer one with words of the best-matching documents).
+    medium = ""
+    if len(blocks) >= 3:
+        floor = max(PRECISE_MIN, MEDIUM_WIDER * count(chosen)) if known else 0
+        for k in range(len(blocks) - 1, 1, -1):
+            groups = [" & ".join(c.block for c in group) for group in combinations(blocks, k)]
+            candidate = " | ".join(f"({g})" for g in groups)
+            medium, size = candidate, k
+            if not known or (lookups.count(candidate) or 0) >= floor:
+                break
+        notes.append(f"medium: any {size} of the {len(blocks)} concepts")
+    elif len(blocks) == 2 and feedback:
+        rare, common = sorted(blocks, key=lambda c: (c.matches if c.matches is not None else 0))
+        medium = (f"({rare.block} & {common.block}) | ({rare.block} & ("
+                  + " | ".join(_operand(w) for w in feedback[:3]) + "))")
+        notes.append(f"medium: both concepts, or '{rare.label}' with words of the best-matching documents "
+                     f"({', '.join(feedback[:3])})")
+    else:
+        medium = " | ".join(c.block for c in blocks)
+        notes.append("medium: any of the concepts")
+    queries.append(medium)
+
+    # 3. broad: every word and variant, and the feedback words, OR-ed; ranked by rarity.
+    operands = list(dict.fromkeys([*broad_words,
+                                   *(v for c in blocks for v in c.variants[1:]),
+                                   *(_operand(w) for w in feedback)]))
+    left_out: list[str] = []
+    if flood_limit is not None:
+        while len(operands) > 2 and (lookups.count(" | ".join(operands)) or 0) > flood_limit:
+            counts = [lookups.count(o) or 0 for o in operands]
+            left_out.append(operands.pop(max(range(len(operands)), key=lambda i: (counts[i], i))))
+    queries.append(" | ".join(operands))
+    note = "broad: any word of the question or a variant"
+    if feedback:
+        note += f", and words the best-matching documents share ({', '.join(feedback)})"
+    if left_out:
+        note += " · left out " + ", ".join(f"'{o}'" for o in left_out) + " (most of the corpus has them)"
+    notes.append(note + "; ranked by how rare each word is")
+    return Strategy(concepts, queries, notes, feedback)
