@@ -224,7 +224,8 @@ class PreferencesDialog(QDialog):
         self._update_remove_button()
         self.qg_per_model = QLineEdit()
         self._row(
-            form, "query_generation.queries_per_model", "Queries per model", self.qg_per_model, "1 to 3"
+            form, "query_generation.queries_per_model", "Queries per model", self.qg_per_model,
+            "1 to 3 (precise, medium, broad); without 'Ask several models' the first model writes them all",
         )
         self.qg_temperature = QLineEdit()
         self._row(form, "query_generation.temperature", "Temperature", self.qg_temperature)
