@@ -1,0 +1,40 @@
+"""Preferences for the OpenAI-compatible backend (issue 25, 1): address, model and key; the key goes
+to the keyring, never the settings file; a bad address is shown under its field."""
+
+from __future__ import annotations
+
+import pytest
+
+from kmds_desktop import secrets
+from kmds_desktop.config import Settings, load_settings
+from kmds_desktop.ui.preferences import PreferencesDialog
+from kmds_desktop.ui.workers import JobRunner
+
+
+@pytest.fixture()
+def jobs(qtbot):
+    runner = JobRunner()
+    yield runner
+    runner.shutdown()
+
+
+def test_openai_server_model_and_key(qtbot, jobs, data_home, memory_keyring) -> None:
+    path = data_home / "settings.json"
+    dialog = PreferencesDialog(Settings(), jobs, settings_path=path)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    dialog.backend.setCurrentIndex(dialog.backend.findData("openai"))
+    dialog.openai_url.setText("localhost:8080")
+    assert dialog.save() is False and not path.exists()
+    assert not dialog.field_errors["llm.openai_base_url"].isHidden()
+    dialog.openai_url.setText("http://127.0.0.1:1234/v1")
+    dialog.openai_model.setText("qwen2.5-coder-1.5b")
+    dialog.openai_key.setText("sk-local-secret")
+    dialog.qg_openai.setText("http://127.0.0.1:1234")
+    assert dialog.save() is True
+    saved = load_settings(path)
+    assert (saved.llm.backend, saved.llm.openai_base_url, saved.llm.openai_model) == (
+        "openai", "http://127.0.0.1:1234/v1", "qwen2.5-coder-1.5b")
+    assert saved.query_generation.openai_base_url == "http://127.0.0.1:1234"
+    assert secrets.openai_api_key() == "sk-local-secret"
+    assert "sk-local-secret" not in path.read_text()
