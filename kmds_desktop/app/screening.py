@@ -1,0 +1,706 @@
+"""A screening session as a user drives it: one record at a time, decisions, undo, order, stopping, flow.
+
+Why a session: the window and ``kmds-desktop literature screen`` must mean the same by every decision and
+every figure. The session holds the review's records (one per paper), the decisions (committed to the
+:class:`~kmds_desktop.literature.screening.decisions.DecisionStore` as they are made), the record on
+screen and the order; a view renders :meth:`ScreeningSession.view` and forwards key presses to
+:meth:`ScreeningSession.press` (or calls :meth:`include`, :meth:`exclude`, :meth:`maybe`, :meth:`undo`,
+:meth:`go_to` from buttons), and subscribes to changes with :meth:`subscribe`.
+
+Ordering (:class:`~kmds_desktop.literature.screening.ordering.OrderMode`): until there is one include and
+one exclude, the search's fused rank (records from a file: similarity to the question, else file order);
+then the active-learning order. Training runs on one background thread of the session: each decision
+bumps a generation counter and wakes it; the next record always comes from the scores of the last
+*finished* training (never waiting for one in progress). Observers may be called on that thread (event
+``"scores"``); a Qt view hands them to its GUI thread with a queued signal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import random
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kmds_desktop.literature.screening import agreement, exports, prisma, stopping
+from kmds_desktop.literature.screening.decisions import (
+    EXCLUDE,
+    INCLUDE,
+    MAYBE,
+    Decision,
+    DecisionStore,
+    ImportReport,
+    Key,
+    Review,
+    ScreeningError,
+)
+from kmds_desktop.literature.screening.ordering import (
+    DEFAULT_MODEL,
+    ModelConfig,
+    OrderMode,
+    Scores,
+    TextFeatures,
+    best_undecided,
+    question_similarity,
+    top_terms,
+    train,
+)
+from kmds_desktop.literature.screening.records import (
+    ScreeningRecord,
+    merge_duplicates,
+    read_records_file,
+    record_from_document,
+)
+
+Observer = Callable[[str], None]
+
+#: Keys a view forwards (:meth:`ScreeningSession.press`): i include, x/e exclude (with the reason last
+#: chosen, or the first), 1–9 exclude with that reason, m maybe, u or ctrl+z undo, left/right back/forward.
+KEYS = {
+    "i": "include",
+    "x": "exclude",
+    "e": "exclude",
+    "m": "maybe",
+    "u": "undo",
+    "ctrl+z": "undo",
+    "left": "back",
+    "right": "forward",
+}
+
+
+@dataclass(frozen=True)
+class Progress:
+    total: int
+    screened: int
+    included: int
+    since_last_include: int
+
+    def line(self) -> str:
+        """ "312 of 1,240 screened · 41 included · 19 since the last include"."""
+        return (
+            f"{self.screened:,} of {self.total:,} screened · {self.included:,} included · "
+            f"{self.since_last_include:,} since the last include"
+        )
+
+
+@dataclass(frozen=True)
+class RecordView:
+    """What the view shows for the record on screen."""
+
+    record: ScreeningRecord
+    decision: Decision | None
+    score: float | None
+    why: list[tuple[str, float]]
+    position: str  #: "record 313 of 1,240" or "decided record 12 of 312 (change it, or go on)"
+    reasons: list[str]
+    order: OrderMode
+    ordered_by: str  #: what chose this record ("model score", "search rank", ...)
+
+
+@dataclass
+class StoppingReport:
+    figures: stopping.StoppingFigures
+    rules: list[stopping.RuleStatus]
+    estimate_method: str = stopping.ESTIMATE_METHOD
+
+    def lines(self) -> list[str]:
+        f = self.figures
+        out = [
+            f"{f.share_screened:.0%} of the records screened; "
+            f"{stopping.plural(f.since_last_include, 'record')} since the last include",
+            f"about {f.remaining_estimate:.0f} relevant records may remain ({self.estimate_method})",
+        ]
+        for rule in self.rules:
+            out.append(f"{'MET' if rule.met else 'not met'} — {rule.name}: {rule.detail}. {rule.assumption}")
+        return out
+
+
+@dataclass
+class _Training:
+    generation: int = 0
+    stop: bool = False
+    busy: bool = False
+    times: list[float] = field(default_factory=list)
+
+
+class ScreeningSession:
+    """One review being screened (see the module docstring). ``background=False`` trains in the calling
+    thread after each decision (tests, the CLI's simulation)."""
+
+    def __init__(
+        self,
+        store: DecisionStore,
+        review_id: str,
+        *,
+        model: ModelConfig = DEFAULT_MODEL,
+        order: OrderMode = OrderMode.ACTIVE,
+        background: bool = True,
+        seed: int = 0,
+        consecutive_rule: int = stopping.DEFAULT_CONSECUTIVE,
+    ) -> None:
+        self.store = store
+        self.review: Review = store.review(review_id)
+        self.model = model
+        self.order = OrderMode(order)
+        self.seed = seed
+        self.consecutive_rule = consecutive_rule
+        self._observers: list[Observer] = []
+        self._lock = threading.RLock()
+        self._background = background
+        self._training = _Training()
+        self._wake = threading.Condition(self._lock)
+        self._scores: Scores | None = None
+        self._thread: threading.Thread | None = None
+        self._current: int | None = None
+        self._browse: int | None = None  # index into the decided order while going back
+        self.last_reason = ""
+        self._load()
+        if background:
+            self._thread = threading.Thread(target=self._train_loop, name="screening-training", daemon=True)
+            self._thread.start()
+        self._retrain()
+        self._advance()
+
+    # -- opening -------------------------------------------------------------------------------------
+    @classmethod
+    def open(
+        cls, store: DecisionStore, review_id: str, *, question: str = "", **kwargs: Any
+    ) -> ScreeningSession:
+        """Open review ``review_id`` (created empty when new)."""
+        store.create_review(review_id, question=question)
+        return cls(store, review_id, **kwargs)
+
+    def _load(self) -> None:
+        self.records: list[ScreeningRecord] = self.store.records(self.review.id)
+        self._index: dict[Key, int] = {}
+        for i, rec in enumerate(self.records):
+            self._index[rec.key] = i
+            for alias in rec.aliases:
+                self._index.setdefault(alias, i)
+        self.decisions: dict[Key, Decision] = self.store.decisions(self.review.id)
+        self._order_of_decisions: list[Key] = self.store.decision_order(self.review.id)
+        self.features = (
+            TextFeatures.build([r.text for r in self.records], self.review.question, self.model.ngram_max)
+            if self.records
+            else None
+        )
+        self._fallback = self._fallback_order()
+        self._scores = None
+
+    def _fallback_order(self) -> list[int]:
+        n = len(self.records)
+        if self.order is OrderMode.RANDOM:
+            order = list(range(n))
+            random.Random(self.seed).shuffle(order)
+            return order
+        ranked = [i for i in range(n) if self.records[i].rank is not None]
+        if ranked:
+            return sorted(
+                range(n), key=lambda i: (self.records[i].rank is None, self.records[i].rank or 0, i)
+            )
+        if self.features is not None and self.features.question is not None:
+            sim = question_similarity(self.features)
+            return sorted(range(n), key=lambda i: (-sim[i], i))
+        return list(range(n))
+
+    def add_records(
+        self, records: Iterable[ScreeningRecord], *, origin: str, per_row: Mapping[str, int] | None = None
+    ) -> int:
+        """New records join the queue (duplicates by identity, DOI or PMID are folded into the record the
+        review already has; decided ones are never asked again). Returns how many are new."""
+        incoming = list(records)
+        for rec in incoming:
+            if origin not in rec.origins:
+                rec.origins.append(origin)
+        with self._lock:
+            unique, _ = merge_duplicates(list(self.records) + incoming)
+            added = self.store.add_records(
+                self.review.id, unique, origin=origin, identified=len(incoming), per_row=per_row
+            )
+            self._load()
+        self._retrain()
+        if self._current is None or self._browse is None:
+            self._advance()
+        self._emit("records")
+        return added
+
+    def add_file(self, path: str | Path) -> int:
+        """Records of a RIS or CSV file."""
+        return self.add_records(read_records_file(path), origin=f"file {Path(path).name}")
+
+    def add_documents(
+        self,
+        documents: Sequence[Mapping[str, Any]],
+        *,
+        origin: str,
+        ranks: Mapping[int, int] | None = None,
+        found_by: Mapping[int, Sequence[str]] | None = None,
+        per_row: Mapping[str, int] | None = None,
+    ) -> int:
+        """Literature-database documents (a search's merged documents, best rank first)."""
+        recs = []
+        for n, doc in enumerate(documents, start=1):
+            doc_id = doc.get("id")
+            rank = (ranks or {}).get(doc_id, n) if isinstance(doc_id, int) else n
+            rows = (found_by or {}).get(doc_id, ()) if isinstance(doc_id, int) else ()
+            recs.append(record_from_document(doc, rank=rank, found_by=rows, origin=origin))
+        return self.add_records(recs, origin=origin, per_row=per_row)
+
+    # -- observers -----------------------------------------------------------------------------------
+    def subscribe(self, observer: Observer) -> Callable[[], None]:
+        """``observer(event)`` on ``"record"`` (another record on screen), ``"decided"``, ``"scores"``
+        (a training finished; may come from the training thread), ``"records"`` (records joined).
+        Returns the function that unsubscribes."""
+        self._observers.append(observer)
+
+        def unsubscribe() -> None:
+            with contextlib.suppress(ValueError):
+                self._observers.remove(observer)
+
+        return unsubscribe
+
+    def _emit(self, event: str) -> None:
+        for observer in list(self._observers):
+            observer(event)
+
+    # -- training --------------------------------------------------------------------------------------
+    def _labels(self) -> dict[int, bool]:
+        return {
+            self._index[k]: d.decision == INCLUDE
+            for k, d in self.decisions.items()
+            if d.decision != MAYBE and k in self._index
+        }
+
+    def _retrain(self) -> None:
+        with self._lock:
+            self._training.generation += 1
+            if self._background:
+                self._wake.notify_all()
+                return
+        self._train_once()
+
+    def _train_once(self) -> bool:
+        with self._lock:
+            features, labels, generation = self.features, self._labels(), self._training.generation
+            config = self.model
+        if features is None:
+            return False
+        started = time.perf_counter()
+        result = train(features, labels, config, generation=generation)
+        with self._lock:
+            if features is not self.features:  # records changed while training
+                return False
+            self._training.times.append(time.perf_counter() - started)
+            if result is not None and (self._scores is None or result.generation >= self._scores.generation):
+                self._scores = result
+        if result is not None:
+            self._emit("scores")
+        return result is not None
+
+    def _train_loop(self) -> None:
+        seen = 0
+        while True:
+            with self._lock:
+                while not self._training.stop and self._training.generation == seen:
+                    self._wake.wait()
+                if self._training.stop:
+                    return
+                seen = self._training.generation
+                self._training.busy = True
+            try:
+                self._train_once()
+            except Exception:  # noqa: BLE001 - a failed training keeps the previous scores; the order goes on
+                pass
+            finally:
+                with self._lock:
+                    self._training.busy = False
+                    self._wake.notify_all()
+
+    def wait_for_training(self, timeout: float = 10.0) -> bool:
+        """Block until the latest decision's training finished (tests and the CLI; the view never waits)."""
+        if not self._background:
+            return True
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while True:
+                done = not self._training.busy and (
+                    self._scores is None
+                    and not self._labels_trainable()
+                    or self._scores is not None
+                    and self._scores.generation >= self._training.generation
+                )
+                if done or self._thread is None:
+                    return True
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._wake.wait(left)
+
+    def _labels_trainable(self) -> bool:
+        values = set(self._labels().values())
+        return True in values and False in values
+
+    @property
+    def training_seconds(self) -> list[float]:
+        return list(self._training.times)
+
+    def close(self) -> None:
+        """Stop the training thread (decisions are already on disk)."""
+        with self._lock:
+            self._training.stop = True
+            self._wake.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> ScreeningSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the queue -------------------------------------------------------------------------------------
+    def _decided_mask(self) -> np.ndarray:
+        mask = np.zeros(len(self.records), dtype=bool)
+        for k in self.decisions:
+            i = self._index.get(k)
+            if i is not None:
+                mask[i] = True
+        return mask
+
+    def _next_index(self) -> tuple[int | None, str]:
+        mask = self._decided_mask()
+        check = self.sample_check()
+        if check is not None:
+            for key in check.sample:
+                i = self._index.get(tuple(key))  # type: ignore[arg-type]
+                if i is not None and not mask[i]:
+                    return i, "random sample"
+        scores = self._scores
+        if self.order is OrderMode.ACTIVE and scores is not None and len(scores.values) == len(self.records):
+            pick = best_undecided(scores.values, mask)
+            if pick is not None:
+                return pick, "model score"
+        for i in self._fallback:
+            if not mask[i]:
+                how = (
+                    "random order"
+                    if self.order is OrderMode.RANDOM
+                    else ("search rank" if self.records[i].rank is not None else "similarity to the question")
+                )
+                return i, how
+        return None, ""
+
+    def _advance(self) -> None:
+        with self._lock:
+            self._browse = None
+            self._current, self._ordered_by = self._next_index()
+        self._emit("record")
+
+    @property
+    def current(self) -> ScreeningRecord | None:
+        i = self._current
+        return None if i is None else self.records[i]
+
+    def set_order(self, mode: OrderMode | str) -> None:
+        """Switch between the active-learning order, rank order and random order."""
+        with self._lock:
+            self.order = OrderMode(mode)
+            self._fallback = self._fallback_order()
+        if self._browse is None:
+            self._advance()
+
+    def set_model(self, model: ModelConfig) -> None:
+        with self._lock:
+            self.model = model
+            if self.records:
+                self.features = TextFeatures.build(
+                    [r.text for r in self.records], self.review.question, model.ngram_max
+                )
+            self._scores = None
+        self._retrain()
+
+    # -- deciding --------------------------------------------------------------------------------------
+    def decide(self, decision: str, *, reason: str = "", note: str = "") -> ScreeningRecord | None:
+        """Decide the record on screen (a new one, or a decided one being changed); returns the next."""
+        rec = self.current
+        if rec is None:
+            raise ScreeningError("there is no record to decide: every record is screened")
+        if decision == EXCLUDE and not reason:
+            reason = self.last_reason
+        if decision == EXCLUDE and reason:
+            self.last_reason = reason
+        score = None
+        if (
+            self._scores is not None
+            and self._current is not None
+            and len(self._scores.values) > self._current
+        ):
+            score = float(self._scores.values[self._current])
+        made = self.store.decide(self.review.id, rec.key, decision, reason=reason, note=note, score=score)
+        with self._lock:
+            browsing = self._browse
+            if rec.key not in self.decisions:
+                self._order_of_decisions.append(rec.key)
+            self.decisions[rec.key] = made
+        self._retrain()
+        self._emit("decided")
+        if browsing is not None and browsing + 1 < len(self._order_of_decisions):
+            self._show_decided(browsing + 1)
+        else:
+            self._advance()
+        return self.current
+
+    def include(self, note: str = "") -> ScreeningRecord | None:
+        return self.decide(INCLUDE, note=note)
+
+    def exclude(self, reason: str = "", note: str = "") -> ScreeningRecord | None:
+        return self.decide(EXCLUDE, reason=reason, note=note)
+
+    def maybe(self, note: str = "") -> ScreeningRecord | None:
+        return self.decide(MAYBE, note=note)
+
+    def undo(self) -> ScreeningRecord | None:
+        """Take back the last decision (repeatable); its record comes back on screen, undecided or with
+        its decision before."""
+        key = self.store.undo(self.review.id)
+        if key is None:
+            return self.current
+        with self._lock:
+            self.decisions = self.store.decisions(self.review.id)
+            self._order_of_decisions = self.store.decision_order(self.review.id)
+            self._browse = None
+            self._current = self._index.get(key)
+            self._ordered_by = "undone"
+        self._retrain()
+        self._emit("record")
+        return self.current
+
+    def decided_keys(self) -> list[Key]:
+        """Decided records in the order they were first decided (the view's list to go back in)."""
+        return list(self._order_of_decisions)
+
+    def go_to(self, key: Key) -> ScreeningRecord:
+        """Show a record (decided or not) to read or change its decision."""
+        i = self._index.get(tuple(key))  # type: ignore[arg-type]
+        if i is None:
+            raise ScreeningError(f"{key[0]}:{key[1]} is not in this review")
+        rec = self.records[i]
+        if rec.key in self.decisions:
+            self._show_decided(self._order_of_decisions.index(rec.key))
+        else:
+            with self._lock:
+                self._browse, self._current, self._ordered_by = None, i, "chosen"
+            self._emit("record")
+        return rec
+
+    def _show_decided(self, position: int) -> None:
+        with self._lock:
+            self._browse = position
+            self._current = self._index[self._order_of_decisions[position]]
+            self._ordered_by = "decided earlier"
+        self._emit("record")
+
+    def back(self) -> ScreeningRecord | None:
+        """The decided record before the one on screen (from the queue: the last decided)."""
+        if not self._order_of_decisions:
+            return self.current
+        pos = len(self._order_of_decisions) - 1 if self._browse is None else max(0, self._browse - 1)
+        self._show_decided(pos)
+        return self.current
+
+    def forward(self) -> ScreeningRecord | None:
+        """The next decided record, and after the last one the queue again."""
+        if self._browse is None:
+            return self.current
+        if self._browse + 1 < len(self._order_of_decisions):
+            self._show_decided(self._browse + 1)
+        else:
+            self._advance()
+        return self.current
+
+    def press(self, key: str) -> bool:
+        """A key press forwarded by a view (see :data:`KEYS`); True when it meant something."""
+        key = key.lower()
+        if key.isdigit() and key != "0":
+            n = int(key) - 1
+            if n < len(self.review.reasons) and self.current is not None:
+                self.exclude(self.review.reasons[n])
+                return True
+            return False
+        action = KEYS.get(key)
+        if action is None or (self.current is None and action in ("include", "exclude", "maybe")):
+            return False
+        if action == "exclude":
+            self.exclude(self.last_reason or (self.review.reasons[0] if self.review.reasons else ""))
+        else:
+            getattr(self, action)()
+        return True
+
+    def set_reasons(self, reasons: Sequence[str]) -> list[str]:
+        """Edit the list of exclusion reasons (decisions keep the reason they were given)."""
+        self.review.reasons = self.store.set_reasons(self.review.id, reasons)
+        return self.review.reasons
+
+    # -- what the view shows ---------------------------------------------------------------------------
+    def _sequence(self) -> list[bool]:
+        return [
+            self.decisions[k].decision == INCLUDE for k in self._order_of_decisions if k in self.decisions
+        ]
+
+    def progress(self) -> Progress:
+        seq = self._sequence()
+        fig = stopping.figures(len(self.records), seq)
+        return Progress(
+            total=len(self.records),
+            screened=fig.screened,
+            included=fig.included,
+            since_last_include=fig.since_last_include,
+        )
+
+    def view(self) -> RecordView | None:
+        i = self._current
+        if i is None:
+            return None
+        rec = self.records[i]
+        scores = self._scores
+        score = float(scores.values[i]) if scores is not None and len(scores.values) > i else None
+        why = top_terms(self.features, scores, i) if self.features is not None else []
+        if self._browse is not None:
+            position = f"decided record {self._browse + 1:,} of {len(self._order_of_decisions):,}"
+        else:
+            position = f"record {len(self.decisions) + 1:,} of {len(self.records):,}"
+        return RecordView(
+            record=rec,
+            decision=self.decisions.get(rec.key),
+            score=score,
+            why=why,
+            position=position,
+            reasons=list(self.review.reasons),
+            order=self.order,
+            ordered_by=self._ordered_by,
+        )
+
+    def scores_by_key(self) -> dict[Key, float]:
+        scores = self._scores
+        if scores is None or len(scores.values) != len(self.records):
+            return {}
+        return {r.key: float(scores.values[i]) for i, r in enumerate(self.records)}
+
+    # -- stopping --------------------------------------------------------------------------------------
+    def sample_check(self) -> stopping.SampleCheck | None:
+        data = self.review.settings.get("sample")
+        if not data:
+            return None
+        return stopping.SampleCheck(
+            target=float(data["target"]),
+            sample=tuple(tuple(k) for k in data["keys"]),
+            undecided_at_draw=int(data["undecided"]),
+            included_at_draw=int(data["included"]),
+        )
+
+    def start_sample_check(
+        self, target: float = stopping.DEFAULT_TARGET_RECALL, size: int | None = None
+    ) -> stopping.SampleCheck:
+        """Draw the random sample of the target-recall rule from the undecided records; they are offered
+        next (in random order) until all are decided."""
+        undecided = [r.key for r in self.records if r.key not in self.decisions]
+        included = sum(1 for d in self.decisions.values() if d.decision == INCLUDE)
+        n = size if size is not None else stopping.sample_size(len(undecided), included, target)
+        rng = random.Random(self.seed + len(self.decisions))
+        keys = rng.sample(undecided, min(n, len(undecided)))
+        data = {
+            "target": target,
+            "keys": [list(k) for k in keys],
+            "undecided": len(undecided),
+            "included": included,
+        }
+        self.review.settings["sample"] = data
+        self.store.set_settings(self.review.id, self.review.settings)
+        self._advance()
+        return self.sample_check()  # type: ignore[return-value]
+
+    def stopping_report(self) -> StoppingReport:
+        seq = self._sequence()
+        fig = stopping.figures(len(self.records), seq)
+        check = self.sample_check()
+        sampled = [
+            None if tuple(k) not in self.decisions else self.decisions[tuple(k)].decision == INCLUDE
+            for k in (check.sample if check else ())
+        ]
+        return StoppingReport(
+            fig,
+            [
+                stopping.consecutive_rule(fig, self.consecutive_rule),
+                stopping.sample_rule(check, sampled, fig.included),
+            ],
+        )
+
+    # -- flow, exports, other reviewers ----------------------------------------------------------------
+    def flow(self) -> prisma.PrismaFlow:
+        return prisma.build_flow(
+            sources=self.store.sources(self.review.id),
+            unique_records=len(self.records),
+            decisions=self.decisions,
+            reasons=self.review.reasons,
+            entered=self.store.flow_numbers(self.review.id),
+        )
+
+    def write_flow_svg(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.write_text(prisma.flow_svg(self.flow(), self.review.name), encoding="utf-8")
+        return path
+
+    def export(self, path: str | Path, fmt: str | None = None, which: str = "included") -> Path:
+        chosen = exports.select(self.records, self.decisions, which)
+        return exports.export_screened(chosen, self.decisions, path, fmt, scores=self.scores_by_key())
+
+    def export_decisions(self, path: str | Path, reviewer: str = "me") -> Path:
+        path = Path(path)
+        path.write_text(self.store.export_decisions(self.review.id, reviewer), encoding="utf-8", newline="")
+        return path
+
+    def import_decisions(self, path: str | Path, reviewer: str | None = None) -> ImportReport:
+        return self.store.import_decisions(
+            self.review.id, Path(path).read_text(encoding="utf-8-sig"), reviewer
+        )
+
+    def agreement(self, reviewer: str) -> agreement.Agreement:
+        return agreement.compare(self.decisions, self.store.other_decisions(self.review.id, reviewer))
+
+
+def records_from_history(
+    history: Any, database: Any, number: int
+) -> tuple[list[ScreeningRecord], dict[str, int]]:
+    """A history set's documents as records (best rank first) with the rows that found each, and the
+    number of documents per row (the PRISMA flow's "identified per row")."""
+    saved = history.complete_set(number)
+    members = history.members(number)
+    labels = {r.position: f"row {r.position}: {r.text}" for r in saved.rows}
+    row_ids = history.all_row_ids(number)
+    found: dict[int, list[str]] = {}
+    for pos, ids in row_ids.items():
+        for doc_id in ids:
+            found.setdefault(doc_id, []).append(f"#{number} {labels.get(pos, f'row {pos}')}")
+    per_row = {labels.get(pos, f"row {pos}"): len(ids) for pos, ids in row_ids.items()}
+    rank = {m.doc_id: m.rank for m in members}
+    docs = database.fetch_documents_by_ids([m.doc_id for m in members], order="given")
+    recs = [
+        record_from_document(d, rank=rank.get(d["id"]), found_by=found.get(d["id"], []), origin=f"#{number}")
+        for d in docs
+    ]
+    return recs, per_row
+
+
+def latency_p95(samples: Sequence[float]) -> float:
+    """95th percentile (nearest rank) of ``samples``."""
+    if not samples:
+        return math.nan
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)]

@@ -1,0 +1,209 @@
+"""The PRISMA 2020 flow of a review, counted from its records and decisions, and drawn as SVG.
+
+Why counted, not typed: the numbers in a flow diagram are the ones most often wrong in a published review;
+here each one comes from the records (identified per search row and per source, duplicates removed by
+DOI/PMID, screened, excluded with per-reason counts, included). What the records cannot know (records
+removed by automation tools, reports not retrieved, full-text exclusions) is entered by hand and marked
+"entered" in the numbers and in the drawing.
+
+The SVG is a plain string (no Qt, no library): the window can show it or render it to PNG with Qt.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from xml.sax.saxutils import escape
+
+from kmds_desktop.literature.screening.decisions import EXCLUDE, INCLUDE, MAYBE, Decision, SourceCount
+
+#: Numbers a user may enter (name -> label in the flow).
+ENTERED_NUMBERS = {
+    "removed_automation": "Records marked as ineligible by automation tools",
+    "removed_other": "Records removed for other reasons",
+    "reports_not_retrieved": "Reports not retrieved",
+    "reports_excluded": "Reports excluded (full text)",
+    "studies_included": "Studies included in review",
+}
+NO_REASON = "no reason given"
+
+
+@dataclass(frozen=True)
+class FlowNumber:
+    label: str
+    value: int
+    entered: bool = False
+    note: str = ""
+
+    def text(self) -> str:
+        return f"{self.label} (n = {self.value:,})" + (" [entered]" if self.entered else "")
+
+
+@dataclass
+class PrismaFlow:
+    identified_per_source: list[FlowNumber] = field(default_factory=list)
+    identified_per_row: list[FlowNumber] = field(default_factory=list)
+    identified: int = 0
+    duplicates_removed: int = 0
+    screened: int = 0
+    not_yet_screened: int = 0
+    maybe: int = 0
+    excluded: int = 0
+    excluded_per_reason: list[FlowNumber] = field(default_factory=list)
+    included: int = 0
+    entered: dict[str, FlowNumber] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, object]:
+        def nums(items: Sequence[FlowNumber]) -> list[dict[str, object]]:
+            return [{"label": n.label, "value": n.value, "entered": n.entered} for n in items]
+
+        return {
+            "identified": self.identified,
+            "identified_per_source": nums(self.identified_per_source),
+            "identified_per_row": nums(self.identified_per_row),
+            "duplicates_removed": self.duplicates_removed,
+            "screened": self.screened,
+            "not_yet_screened": self.not_yet_screened,
+            "maybe": self.maybe,
+            "excluded": self.excluded,
+            "excluded_per_reason": nums(self.excluded_per_reason),
+            "included": self.included,
+            "entered": {
+                k: {"label": v.label, "value": v.value, "note": v.note, "entered": True}
+                for k, v in self.entered.items()
+            },
+        }
+
+    def lines(self) -> list[str]:
+        """The flow as text (the CLI's ``flow`` prints it)."""
+        out = [f"Records identified (n = {self.identified:,})"]
+        out += [f"  {n.text()}" for n in self.identified_per_source]
+        if len(self.identified_per_row) > 1:
+            out += [f"    {n.text()}" for n in self.identified_per_row]
+        out.append(f"Duplicate records removed (n = {self.duplicates_removed:,})")
+        for key in ("removed_automation", "removed_other"):
+            if key in self.entered:
+                out.append(self.entered[key].text())
+        out.append(f"Records screened (n = {self.screened:,})")
+        out.append(f"Records excluded (n = {self.excluded:,})")
+        out += [f"  {n.text()}" for n in self.excluded_per_reason]
+        if self.maybe:
+            out.append(f"Records marked maybe (n = {self.maybe:,})")
+        if self.not_yet_screened:
+            out.append(f"Records not yet screened (n = {self.not_yet_screened:,})")
+        out.append(f"Records included (n = {self.included:,})")
+        for key in ("reports_not_retrieved", "reports_excluded", "studies_included"):
+            if key in self.entered:
+                out.append(self.entered[key].text())
+        return out
+
+
+def build_flow(
+    *,
+    sources: Sequence[SourceCount],
+    unique_records: int,
+    decisions: Mapping[tuple[str, str], Decision],
+    reasons: Sequence[str] = (),
+    entered: Mapping[str, tuple[int, str]] | None = None,
+) -> PrismaFlow:
+    """Count the flow. ``unique_records``: records in the review after duplicates were merged."""
+    flow = PrismaFlow()
+    for s in sources:
+        flow.identified_per_source.append(FlowNumber(s.origin, s.identified))
+        for row, n in s.per_row.items():
+            flow.identified_per_row.append(FlowNumber(f"{s.origin} {row}", int(n)))
+    flow.identified = sum(s.identified for s in sources)
+    flow.duplicates_removed = max(0, flow.identified - unique_records)
+    counts = Counter(d.decision for d in decisions.values())
+    flow.included, flow.excluded, flow.maybe = counts[INCLUDE], counts[EXCLUDE], counts[MAYBE]
+    flow.screened = len(decisions)
+    flow.not_yet_screened = max(0, unique_records - flow.screened)
+    per_reason = Counter((d.reason or NO_REASON) for d in decisions.values() if d.decision == EXCLUDE)
+    order = [r for r in reasons if r in per_reason] + sorted(r for r in per_reason if r not in reasons)
+    flow.excluded_per_reason = [FlowNumber(r, per_reason[r]) for r in order]
+    for key, (value, note) in (entered or {}).items():
+        flow.entered[key] = FlowNumber(ENTERED_NUMBERS.get(key, key), value, entered=True, note=note)
+    return flow
+
+
+# -- SVG ------------------------------------------------------------------------------------------------
+
+_W, _BOX_W, _GAP = 860, 360, 40
+_LINE = 18
+
+
+def _box(x: int, y: int, w: int, lines: Sequence[str], *, fill: str = "#ffffff") -> tuple[str, int]:
+    h = 16 + _LINE * len(lines)
+    parts = [
+        f'<rect x="{x}" y="{y}" width="{w}" height="{h}" rx="4" fill="{fill}" stroke="#333" '
+        f'stroke-width="1.2"/>'
+    ]
+    for i, text in enumerate(lines):
+        weight = ' font-weight="bold"' if i == 0 else ""
+        parts.append(f'<text x="{x + 10}" y="{y + 22 + _LINE * i}"{weight}>{escape(text)}</text>')
+    return "\n".join(parts), h
+
+
+def _arrow(x1: int, y1: int, x2: int, y2: int) -> str:
+    return (
+        f'<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="#333" stroke-width="1.2" '
+        f'marker-end="url(#arrow)"/>'
+    )
+
+
+def flow_svg(flow: PrismaFlow, title: str = "") -> str:
+    """The flow as a standalone SVG document (PRISMA 2020 layout: main boxes left, removals right)."""
+    left, right = 30, 30 + _BOX_W + _GAP + 40
+    y = 60 if title else 30
+    body: list[str] = []
+    if title:
+        body.append(f'<text x="30" y="34" font-size="16" font-weight="bold">{escape(title)}</text>')
+
+    def stage(main: list[str], side: list[str] | None) -> None:
+        nonlocal y
+        svg, h = _box(left, y, _BOX_W, main)
+        body.append(svg)
+        if side:
+            svg2, h2 = _box(right, y, _BOX_W, side, fill="#f5f5f5")
+            body.append(svg2)
+            body.append(_arrow(left + _BOX_W, y + h // 2, right, y + h // 2))
+            h = max(h, h2)
+        body.append(_arrow(left + _BOX_W // 2, y + h, left + _BOX_W // 2, y + h + _GAP))
+        y += h + _GAP
+
+    identified = [f"Records identified (n = {flow.identified:,})"] + [
+        f"  {n.label} (n = {n.value:,})" for n in flow.identified_per_source
+    ]
+    removed = ["Records removed before screening:", f"  Duplicate records (n = {flow.duplicates_removed:,})"]
+    for key in ("removed_automation", "removed_other"):
+        if key in flow.entered:
+            removed.append("  " + flow.entered[key].text())
+    stage(identified, removed)
+    excluded = [f"Records excluded (n = {flow.excluded:,})"] + [
+        f"  {n.label} (n = {n.value:,})" for n in flow.excluded_per_reason
+    ]
+    if flow.maybe:
+        excluded.append(f"Marked maybe (n = {flow.maybe:,})")
+    if flow.not_yet_screened:
+        excluded.append(f"Not yet screened (n = {flow.not_yet_screened:,})")
+    stage([f"Records screened (n = {flow.screened:,})"], excluded)
+    full_text = [
+        flow.entered[k].text() for k in ("reports_not_retrieved", "reports_excluded") if k in flow.entered
+    ]
+    if full_text:
+        stage([f"Reports sought for retrieval (n = {flow.included:,})"], full_text)
+    final = [f"Records included (n = {flow.included:,})"]
+    if "studies_included" in flow.entered:
+        final.append(flow.entered["studies_included"].text())
+    svg, h = _box(left, y, _BOX_W, final, fill="#eef6ee")
+    body.append(svg)
+    height = y + h + 30
+    return (
+        f'<?xml version="1.0" encoding="UTF-8"?>\n'
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{height}" '
+        f'viewBox="0 0 {_W} {height}" font-family="Helvetica, Arial, sans-serif" font-size="13">\n'
+        '<defs><marker id="arrow" markerWidth="10" markerHeight="8" refX="9" refY="4" orient="auto">'
+        '<path d="M0,0 L10,4 L0,8 z" fill="#333"/></marker></defs>\n'
+        '<rect width="100%" height="100%" fill="#ffffff"/>\n' + "\n".join(body) + "\n</svg>\n"
+    )

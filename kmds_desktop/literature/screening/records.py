@@ -1,0 +1,317 @@
+"""The records a review screens: what one record shows, where it came from, and one record per paper.
+
+Why a record of its own (not the database row): a review outlives the database it was found in (a
+re-import renumbers documents, a RIS file has no database at all), so a record is known by its
+*identity* — (source, external id), e.g. ``("pubmed", "31234567")`` or ``("cf", "cf:17")`` — and its
+DOI/PMID. Records from several searches or sources that share a DOI or PMID are one paper and are
+screened once (:func:`merge_duplicates`); the others are counted as duplicates removed in the PRISMA flow.
+
+Loaders: database documents (a search's merged ids or a history set, fetched by the caller), and files
+— CSV (this app's export, or any file with title/abstract columns; ``label_included`` is read for
+simulations) and RIS (via rispy).
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+_DOI_PREFIX = re.compile(r"^(?:https?://(?:dx\.)?doi\.org/|doi:)", re.IGNORECASE)
+
+
+def normalize_doi(value: Any) -> str:
+    """``https://doi.org/10.1/X`` and ``doi:10.1/x`` are the same DOI: lower case, no prefix."""
+    text = str(value or "").strip()
+    return _DOI_PREFIX.sub("", text).strip().lower()
+
+
+def normalize_pmid(value: Any) -> str:
+    text = str(value or "").strip()
+    return text if text.isdigit() else ""
+
+
+@dataclass
+class ScreeningRecord:
+    """One paper to screen, as the screening view shows it."""
+
+    source: str
+    external_id: str
+    title: str = ""
+    abstract: str = ""
+    authors: list[str] = field(default_factory=list)
+    year: int | None = None
+    journal: str = ""
+    doi: str = ""
+    pmid: str = ""
+    url: str = ""
+    keywords: list[str] = field(default_factory=list)
+    #: The search rows that found it ("#3 row 2: cystic AND fibrosis"), in the order first seen.
+    found_by: list[str] = field(default_factory=list)
+    #: Its best fused rank in the search that brought it (1 = best; None for a file import).
+    rank: int | None = None
+    #: Internal id in the literature database it was fetched from (for display only, never a key).
+    doc_id: int | None = None
+    #: Where the record joined the review ("#4", "file refs.ris") and, after merging, every such origin.
+    origins: list[str] = field(default_factory=list)
+    #: Other identities merged into this one (the same DOI/PMID from another source or search).
+    aliases: list[tuple[str, str]] = field(default_factory=list)
+    #: A known label (``label_included`` column of a CSV) for simulations; never shown as a decision.
+    label: bool | None = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.source, self.external_id)
+
+    @property
+    def text(self) -> str:
+        """What the model reads: title and abstract."""
+        return f"{self.title}\n{self.abstract}".strip()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "external_id": self.external_id,
+            "title": self.title,
+            "abstract": self.abstract,
+            "authors": list(self.authors),
+            "year": self.year,
+            "journal": self.journal,
+            "doi": self.doi,
+            "pmid": self.pmid,
+            "url": self.url,
+            "keywords": list(self.keywords),
+            "found_by": list(self.found_by),
+            "rank": self.rank,
+            "doc_id": self.doc_id,
+            "origins": list(self.origins),
+            "aliases": [list(a) for a in self.aliases],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ScreeningRecord:
+        year = data.get("year")
+        return cls(
+            source=str(data.get("source") or ""),
+            external_id=str(data.get("external_id") or ""),
+            title=str(data.get("title") or ""),
+            abstract=str(data.get("abstract") or ""),
+            authors=[str(a) for a in data.get("authors") or []],
+            year=int(year) if isinstance(year, int) or (isinstance(year, str) and year.isdigit()) else None,
+            journal=str(data.get("journal") or ""),
+            doi=str(data.get("doi") or ""),
+            pmid=str(data.get("pmid") or ""),
+            url=str(data.get("url") or ""),
+            keywords=[str(k) for k in data.get("keywords") or []],
+            found_by=[str(f) for f in data.get("found_by") or []],
+            rank=data.get("rank") if isinstance(data.get("rank"), int) else None,
+            doc_id=data.get("doc_id") if isinstance(data.get("doc_id"), int) else None,
+            origins=[str(o) for o in data.get("origins") or []],
+            aliases=[(str(a[0]), str(a[1])) for a in data.get("aliases") or [] if len(a) == 2],
+        )
+
+
+def record_from_document(
+    doc: Mapping[str, Any], *, rank: int | None = None, found_by: Sequence[str] = (), origin: str = ""
+) -> ScreeningRecord:
+    """A literature-database document (``fetch_documents_by_ids``' dicts) as a record."""
+    year = doc.get("year")
+    return ScreeningRecord(
+        source=str(doc.get("source_name") or doc.get("source") or ""),
+        external_id=str(doc.get("external_id") or doc.get("id") or ""),
+        title=str(doc.get("title") or ""),
+        abstract=str(doc.get("abstract") or ""),
+        authors=[str(a) for a in doc.get("authors") or []],
+        year=int(year) if isinstance(year, int) else None,
+        journal=str(doc.get("publication") or doc.get("journal") or ""),
+        doi=normalize_doi(doc.get("doi")),
+        pmid=normalize_pmid(doc.get("pmid")),
+        url=str(doc.get("url") or ""),
+        keywords=[str(k) for k in doc.get("keywords") or []],
+        found_by=list(found_by),
+        rank=rank,
+        doc_id=int(doc["id"]) if isinstance(doc.get("id"), int) else None,
+        origins=[origin] if origin else [],
+    )
+
+
+def merge_duplicates(records: Iterable[ScreeningRecord]) -> tuple[list[ScreeningRecord], int]:
+    """One record per paper: a record whose identity, DOI or PMID was seen before is folded into the
+    first (its rows, origins and identity kept as aliases; the better rank kept). Returns the unique
+    records in first-seen order and the number of duplicates removed."""
+    out: list[ScreeningRecord] = []
+    by_key: dict[tuple[str, str], ScreeningRecord] = {}
+    removed = 0
+    for rec in records:
+        probes = [("id",) + rec.key]
+        for alias in rec.aliases:
+            probes.append(("id",) + alias)
+        if rec.doi:
+            probes.append(("doi", rec.doi, ""))
+        if rec.pmid:
+            probes.append(("pmid", rec.pmid, ""))
+        first = next(
+            (by_key[(p[0], p[1] + "\0" + p[2])] for p in probes if (p[0], p[1] + "\0" + p[2]) in by_key), None
+        )
+        if first is None:
+            first = rec
+            out.append(rec)
+        else:
+            removed += 1
+            _fold(first, rec)
+        for p in probes:
+            by_key.setdefault((p[0], p[1] + "\0" + p[2]), first)
+    return out, removed
+
+
+def _fold(into: ScreeningRecord, other: ScreeningRecord) -> None:
+    if other.key != into.key and other.key not in into.aliases:
+        into.aliases.append(other.key)
+    for alias in other.aliases:
+        if alias != into.key and alias not in into.aliases:
+            into.aliases.append(alias)
+    for row in other.found_by:
+        if row not in into.found_by:
+            into.found_by.append(row)
+    for origin in other.origins:
+        if origin not in into.origins:
+            into.origins.append(origin)
+    if other.rank is not None and (into.rank is None or other.rank < into.rank):
+        into.rank = other.rank
+    for name in ("title", "abstract", "journal", "doi", "pmid", "url"):
+        if not getattr(into, name) and getattr(other, name):
+            setattr(into, name, getattr(other, name))
+    if not into.authors:
+        into.authors = list(other.authors)
+    if into.year is None:
+        into.year = other.year
+
+
+# -- files -----------------------------------------------------------------------------------------------
+
+_TRUE = {"1", "true", "yes", "y", "included", "include", "relevant"}
+_FALSE = {"0", "false", "no", "n", "excluded", "exclude", "irrelevant"}
+
+
+def _first(row: Mapping[str, str], *names: str) -> str:
+    for name in names:
+        value = row.get(name)
+        if value not in (None, ""):
+            return str(value).strip()
+    return ""
+
+
+def _file_identity(path: Path, row: Mapping[str, str], n: int, title: str) -> tuple[str, str]:
+    """(source, external id) of a file's record: its own columns when it has them (this app's export),
+    else PMID, DOI, and last a hash of the title (stable across re-imports of the same file)."""
+    source = _first(row, "source", "db")
+    ext = _first(row, "external_id", "id_in_source")
+    if source and ext:
+        return source.lower(), ext
+    pmid = normalize_pmid(_first(row, "pmid", "PMID"))
+    if pmid:
+        return "pubmed", pmid
+    doi = normalize_doi(_first(row, "doi", "DOI"))
+    if doi:
+        return "doi", doi
+    ident = _first(row, "id", "record_id", "ID")
+    if ident:
+        return f"file:{path.name}", ident
+    digest = hashlib.sha1(" ".join(title.lower().split()).encode()).hexdigest()[:16] if title else str(n)
+    return f"file:{path.name}", digest
+
+
+def read_csv_records(path: str | Path) -> list[ScreeningRecord]:
+    """Records of a CSV with a header row (title, abstract, authors ``; ``-separated, year, journal,
+    doi, pmid, source, external_id, ``label_included``). Lines with no title and no abstract are skipped."""
+    path = Path(path)
+    out = []
+    with path.open(encoding="utf-8-sig", newline="") as fh:
+        reader = csv.DictReader(fh)
+        if reader.fieldnames is None:
+            return []
+        lower = {name: name.lower().strip() for name in reader.fieldnames if name}
+        for n, raw in enumerate(reader, start=1):
+            row = {lower.get(k, k): (v or "") for k, v in raw.items() if k}
+            title = _first(row, "title", "primary_title")
+            abstract = _first(row, "abstract", "notes_abstract")
+            if not title and not abstract:
+                continue
+            source, ext = _file_identity(path, row, n, title)
+            year_text = _first(row, "year", "publication_year")[:4]
+            label_text = _first(row, "label_included", "included", "label").lower()
+            authors = _first(row, "authors", "author")
+            out.append(
+                ScreeningRecord(
+                    source=source,
+                    external_id=ext,
+                    title=title,
+                    abstract=abstract,
+                    authors=[a.strip() for a in re.split(r";|\band\b", authors) if a.strip()],
+                    year=int(year_text) if year_text.isdigit() else None,
+                    journal=_first(row, "journal", "publication", "secondary_title"),
+                    doi=normalize_doi(_first(row, "doi")),
+                    pmid=normalize_pmid(_first(row, "pmid")),
+                    url=_first(row, "url"),
+                    origins=[f"file {path.name}"],
+                    found_by=[f for f in _first(row, "found_by").split("; ") if f],
+                    label=True if label_text in _TRUE else False if label_text in _FALSE else None,
+                )
+            )
+    return out
+
+
+def read_ris_records(path: str | Path) -> list[ScreeningRecord]:
+    """Records of a RIS file (rispy), known by their ID/AN and DB, else PMID/DOI, else a title hash."""
+    import rispy
+
+    path = Path(path)
+    with path.open(encoding="utf-8-sig") as fh:
+        entries = rispy.load(fh)
+    out = []
+    for n, entry in enumerate(entries, start=1):
+        title = str(entry.get("title") or entry.get("primary_title") or "")
+        abstract = str(entry.get("abstract") or "")
+        if not title and not abstract:
+            continue
+        ident = str(entry.get("id") or "")
+        row = {"doi": str(entry.get("doi") or ""), "db": str(entry.get("name_of_database") or "")}
+        if ":" in ident and row["db"] and ident.lower().startswith(row["db"].lower() + ":"):
+            row.update(source=row["db"], external_id=ident.split(":", 1)[1])
+        elif entry.get("accession_number") and row["db"]:
+            row.update(source=row["db"], external_id=str(entry["accession_number"]))
+        if row["db"].lower() == "pubmed" and str(entry.get("accession_number") or "").isdigit():
+            row["pmid"] = str(entry["accession_number"])
+        source, ext = _file_identity(path, row, n, title)
+        year_text = str(entry.get("year") or entry.get("publication_year") or "")[:4]
+        out.append(
+            ScreeningRecord(
+                source=source,
+                external_id=ext,
+                title=title,
+                abstract=abstract,
+                authors=[str(a) for a in entry.get("authors") or entry.get("first_authors") or []],
+                year=int(year_text) if year_text.isdigit() else None,
+                journal=str(entry.get("secondary_title") or entry.get("journal_name") or ""),
+                doi=normalize_doi(entry.get("doi")),
+                pmid=normalize_pmid(row.get("pmid")),
+                url=str((entry.get("urls") or [""])[0]),
+                keywords=[str(k) for k in entry.get("keywords") or []],
+                origins=[f"file {path.name}"],
+            )
+        )
+    return out
+
+
+def read_records_file(path: str | Path) -> list[ScreeningRecord]:
+    """A RIS (``.ris``/``.txt``) or CSV file's records."""
+    suffix = Path(path).suffix.lower()
+    if suffix in (".ris", ".txt", ".nbib"):
+        return read_ris_records(path)
+    if suffix in (".csv", ".tsv"):
+        return read_csv_records(path)
+    raise ValueError(f"{path}: import a .csv or .ris file")
