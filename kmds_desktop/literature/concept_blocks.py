@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any
@@ -89,6 +90,8 @@ class Concept:
     variants: list[str]
     notes: list[str] = field(default_factory=list)
     matches: int | None = None
+    #: Concepts of one group stood next to each other in the question ("warm humid weather").
+    group: int = 0
 
     @property
     def block(self) -> str:
@@ -207,7 +210,7 @@ class ConceptFinder:
     def concepts(self, runs: list[list[str]]) -> list[Concept]:
         """``runs``: the question's content words as runs of adjacent words (stop words split runs)."""
         out: list[Concept] = []
-        for run in runs:
+        for group, run in enumerate(runs):
             i = 0
             while i < len(run):
                 taken = 1
@@ -219,7 +222,7 @@ class ConceptFinder:
                 label = " ".join(words)
                 operand = " <-> ".join(_operand(w) for w in words)
                 notes = ["used as one phrase in the corpus"] if taken > 1 else []
-                out.append(Concept(label, [operand], notes))
+                out.append(Concept(label, [operand], notes, group=group))
                 i += taken
         return out[:MAX_CONCEPTS]
 
@@ -303,13 +306,14 @@ class ConceptFinder:
                 break
 
     # --- feedback ----------------------------------------------------------------------------------
-    def feedback_terms(self, concepts: list[Concept], exclude: set[str]) -> list[str]:
-        """Words the best documents of a first ranked pass share (RM3-like; see the module docstring)."""
+    def feedback_terms(self, first_pass: str, exclude: set[str]) -> list[str]:
+        """Words the best documents of the ranked ``first_pass`` share (RM3-like; see the module
+        docstring). The first pass is a query of the concepts (not every word OR-ed): its best documents
+        are more on the subject, and ranking its fewer matches stays cheap on a large database."""
         lookups = self.lookups
         total = lookups.total()
-        if not total or not concepts:
+        if not total or not first_pass:
             return []
-        first_pass = " | ".join(v for c in concepts for v in c.variants)
         texts = lookups.texts(first_pass, FEEDBACK_DOCS)
         if len(texts) < FEEDBACK_MIN_DOCS:
             return []
@@ -365,7 +369,8 @@ def _operand(word: str) -> str:
     return " <-> ".join(p for p in parts if p)
 
 
-def write_strategy(concepts: list[Concept], lookups: CorpusLookups, feedback: list[str],
+def write_strategy(concepts: list[Concept], lookups: CorpusLookups,
+                   feedback_for: Callable[[str], list[str]] | None,
                    broad_words: list[str], flood_limit: int | None) -> Strategy:
     """The three queries from the concept blocks (see the module docstring), with their notes."""
     notes: list[str] = []
@@ -408,6 +413,14 @@ def write_strategy(concepts: list[Concept], lookups: CorpusLookups, feedback: li
         note += " · no document has " + ", ".join(f"'{c.label}'" for c in absent)
     notes.append(note)
 
+    def feedback_from(*candidates: str) -> list[str]:
+        if feedback_for is None:
+            return []
+        for candidate in candidates:
+            if candidate and (lookups.count(candidate) or 0) >= FEEDBACK_MIN_DOCS:
+                return feedback_for(candidate)
+        return feedback_for(" | ".join(v for c in blocks for v in c.variants))
+
     # 2. medium: any k of the n blocks, the largest k that clearly widens the precise query (for two
     # blocks: both, or the rarer one with words of the best-matching documents).
     medium = ""
@@ -420,13 +433,14 @@ def write_strategy(concepts: list[Concept], lookups: CorpusLookups, feedback: li
             if not known or (lookups.count(candidate) or 0) >= floor:
                 break
         notes.append(f"medium: any {size} of the {len(blocks)} concepts")
-    elif len(blocks) == 2 and feedback:
+    feedback = feedback_from(medium) if medium else feedback_from(precise)
+    if len(blocks) == 2 and feedback:
         rare, common = sorted(blocks, key=lambda c: (c.matches if c.matches is not None else 0))
         medium = (f"({rare.block} & {common.block}) | ({rare.block} & ("
                   + " | ".join(_operand(w) for w in feedback[:3]) + "))")
         notes.append(f"medium: both concepts, or '{rare.label}' with words of the best-matching documents "
                      f"({', '.join(feedback[:3])})")
-    else:
+    elif len(blocks) < 3:
         medium = " | ".join(c.block for c in blocks)
         notes.append("medium: any of the concepts")
     queries.append(medium)

@@ -265,18 +265,19 @@ class KeywordQueryBuilder:
             finder = ConceptFinder(lookups)
             runs = [[w for w in run if self._stem(w) is not None] for run in content_runs(question)]
             concepts = self._unique_concepts(finder.concepts([r for r in runs if r]))
+            feedback_for = None
             if self._counts_usable():
                 finder.add_variants(concepts)
                 exclude = {self._stem(w) or "" for w in content_words(question)}
-                feedback = finder.feedback_terms(concepts, exclude)
-            else:
-                feedback = []
-                if len(concepts) > STRICT_TERMS:  # no counts: the longest words stand for the rarest
-                    longest = sorted(range(len(concepts)), key=lambda i: (-len(concepts[i].label), i))
-                    concepts = [concepts[i] for i in sorted(longest[:STRICT_TERMS])] + [
-                        concepts[i] for i in sorted(longest[STRICT_TERMS:])]
+
+                def feedback_for(first_pass: str) -> list[str]:
+                    return finder.feedback_terms(first_pass, exclude)
+            elif len(concepts) > STRICT_TERMS:  # no counts: the longest words stand for the rarest
+                longest = sorted(range(len(concepts)), key=lambda i: (-len(concepts[i].label), i))
+                concepts = [concepts[i] for i in sorted(longest[:STRICT_TERMS])] + [
+                    concepts[i] for i in sorted(longest[STRICT_TERMS:])]
             broad_words = self.terms(question)[:BROAD_TERMS]
-            strategy = write_strategy(concepts, lookups, feedback, broad_words, self._flood_limit())
+            strategy = write_strategy(concepts, lookups, feedback_for, broad_words, self._flood_limit())
             if not self._counts_usable() and len(concepts) > STRICT_TERMS:
                 strategy.queries[0] = " & ".join(c.block for c in concepts[:STRICT_TERMS])
             self._plans[key] = strategy
