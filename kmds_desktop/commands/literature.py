@@ -75,9 +75,11 @@ def register(sub: argparse._SubParsersAction) -> argparse._SubParsersAction:  # 
 
     from kmds_desktop.commands.literature_evaluate import register_evaluate
     from kmds_desktop.commands.literature_history import register_history
+    from kmds_desktop.commands.literature_screen import register_screen
 
     register_history(lit_sub)
     register_evaluate(lit_sub)
+    register_screen(lit_sub)
     return lit_sub
 
 

@@ -63,6 +63,11 @@ class ScreeningRecord:
     #: A known label (``label_included`` column of a CSV) for simulations; never shown as a decision.
     label: bool | None = None
 
+    def __post_init__(self) -> None:
+        # One spelling of a DOI/PMID, so duplicates are found however a source wrote them.
+        self.doi = normalize_doi(self.doi)
+        self.pmid = normalize_pmid(self.pmid)
+
     @property
     def key(self) -> tuple[str, str]:
         return (self.source, self.external_id)

@@ -1,0 +1,190 @@
+"""The screening session: decisions persist (a new session object after a 'kill'), undo and change,
+progress wording, key presses, duplicates across sources, new records joining, stopping and the sample."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pytest
+
+from kmds_desktop.app.screening import ScreeningSession
+from kmds_desktop.literature.screening.decisions import DEFAULT_REASONS, DecisionStore
+from kmds_desktop.literature.screening.records import ScreeningRecord
+
+TOPICS = [
+    "mucus calcium viscosity sputum",
+    "pseudomonas infection antibiotics lung",
+    "sweat chloride test diagnosis",
+    "pancreatic enzyme digestion nutrition",
+]
+
+
+def records(n: int = 24, source: str = "cf") -> list[ScreeningRecord]:
+    return [
+        ScreeningRecord(
+            source=source,
+            external_id=f"{source}:{i}",
+            title=f"Study {i} of {TOPICS[i % 4]}",
+            abstract=f"We examined {TOPICS[i % 4]} in {i} patients.",
+            rank=i + 1,
+            authors=[f"Author {i}"],
+            year=1980 + i % 10,
+            journal="J CF",
+        )
+        for i in range(n)
+    ]
+
+
+@pytest.fixture()
+def store(tmp_path: Path) -> DecisionStore:
+    s = DecisionStore(tmp_path / "screening" / "screening.sqlite3")
+    yield s
+    s.close()
+
+
+def open_session(store: DecisionStore, **kw) -> ScreeningSession:
+    session = ScreeningSession.open(store, "review", question="calcium and mucus", **kw)
+    return session
+
+
+def test_store_is_private_and_wal(store: DecisionStore) -> None:
+    assert stat.S_IMODE(store.path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(store.path.parent.stat().st_mode) == 0o700
+    assert store._read("PRAGMA journal_mode")[0][0] == "wal"
+
+
+def test_decisions_persist_across_a_new_session(store: DecisionStore, tmp_path: Path) -> None:
+    session = open_session(store, background=False)
+    session.add_records(records(), origin="#1")
+    first = session.current
+    assert first is not None and first.rank == 1  # rank order before any decision
+    session.include(note="key paper")
+    second = session.current
+    session.exclude("wrong population")
+    # No close(): a killed process. A new store object on the same file sees every decision.
+    again = DecisionStore(store.path)
+    fresh = ScreeningSession(again, "review", background=False)
+    assert fresh.progress().line() == "2 of 24 screened · 1 included · 1 since the last include"
+    assert fresh.decisions[first.key].note == "key paper"
+    assert fresh.decisions[second.key].reason == "wrong population"
+    assert fresh.current is not None and fresh.current.key not in (first.key, second.key)
+    again.close()
+
+
+def test_progress_line_plurals_and_thousands() -> None:
+    from kmds_desktop.app.screening import Progress
+
+    assert (
+        Progress(1240, 312, 41, 19).line()
+        == "312 of 1,240 screened · 41 included · 19 since the last include"
+    )
+    from kmds_desktop.literature.screening.stopping import plural
+
+    assert plural(1, "record") == "1 record" and plural(2, "record") == "2 records"
+
+
+def test_undo_and_change_a_decided_record(store: DecisionStore) -> None:
+    session = open_session(store, background=False)
+    session.add_records(records(), origin="#1")
+    a = session.current
+    session.include()
+    b = session.current
+    session.exclude("wrong outcome")
+    assert session.undo().key == b.key  # back on screen, undecided
+    assert b.key not in session.decisions and session.progress().screened == 1
+    session.maybe()
+    # Go back to the first and change it; the queue resumes after the last decided record.
+    session.go_to(a.key)
+    assert session.view().decision.decision == "include"
+    assert session.view().position.startswith("decided record 1 of 2")
+    session.exclude("duplicate")
+    assert session.decisions[a.key].decision == "exclude"
+    session.undo()  # the change is undone: include again
+    assert session.decisions[a.key].decision == "include"
+    assert session.undo().key == b.key and b.key not in session.decisions
+
+
+def test_key_presses(store: DecisionStore) -> None:
+    session = open_session(store, background=False)
+    session.add_records(records(), origin="#1")
+    a = session.current
+    assert session.press("i")
+    b = session.current
+    assert session.press("3")  # the third reason
+    assert session.decisions[b.key].reason == DEFAULT_REASONS[2]
+    assert session.press("x") and session.last_reason == DEFAULT_REASONS[2]
+    assert session.press("u") and session.press("left")
+    assert session.current.key == b.key
+    assert not session.press("q")
+    assert session.decisions[a.key].decision == "include"
+
+
+def test_reasons_are_editable(store: DecisionStore) -> None:
+    session = open_session(store, background=False)
+    assert session.review.reasons == list(DEFAULT_REASONS)
+    assert session.set_reasons(["wrong age", " wrong age ", "", "animal study"]) == [
+        "wrong age",
+        "animal study",
+    ]
+    assert DecisionStore(store.path).review("review").reasons == ["wrong age", "animal study"]
+
+
+def test_several_searches_duplicates_and_new_records(store: DecisionStore) -> None:
+    session = open_session(store, background=False)
+    first = records(6)
+    first[0].doi = "10.1/abc"
+    session.add_records(first, origin="#1")
+    session.include()
+    other = [
+        ScreeningRecord(
+            source="pubmed", external_id="999", title="Same paper", doi="https://doi.org/10.1/ABC"
+        ),
+        ScreeningRecord(source="pubmed", external_id="1000", title="New paper on mucus calcium"),
+    ]
+    assert session.add_records(other, origin="#2") == 1  # the DOI duplicate is the same record
+    assert len(session.records) == 7
+    assert session.records[0].aliases == [("pubmed", "999")]
+    assert session.progress().screened == 1  # the decided paper is never asked again
+    flow = session.flow()
+    assert flow.identified == 8 and flow.duplicates_removed == 1
+
+
+def test_active_order_after_an_include_and_an_exclude(store: DecisionStore) -> None:
+    session = open_session(store)  # the background thread
+    session.add_records(records(40), origin="#1")
+    while session.progress().included < 2:
+        rec = session.current
+        if "calcium" in rec.title:
+            session.include()
+        else:
+            session.exclude("wrong population")
+    assert session.wait_for_training(10)
+    session.set_order("active")
+    view = session.view()
+    assert view.ordered_by == "model score"
+    assert "calcium" in view.record.title
+    assert any(term in ("calcium", "mucus", "viscosity", "sputum") for term, _ in view.why)
+    session.set_order("random")
+    assert session.view().ordered_by == "random order"
+    session.close()
+
+
+def test_stopping_rules_and_sample(store: DecisionStore) -> None:
+    session = open_session(store, background=False, consecutive_rule=5)
+    session.add_records(records(30), origin="#1")
+    session.include()
+    for _ in range(5):
+        session.exclude("wrong population")
+    report = session.stopping_report()
+    assert report.rules[0].met and "5 records excluded in a row" in report.rules[0].detail
+    assert "assumes" in report.rules[0].assumption.lower()
+    assert not report.rules[1].met
+    check = session.start_sample_check(0.5, size=10)
+    assert len(check.sample) == 10
+    assert session.view().ordered_by == "random sample"
+    for _ in range(10):
+        session.exclude("wrong population")
+    rule = session.stopping_report().rules[1]
+    assert "0 includes in the sample of 10" in rule.detail
+    assert session.progress().screened == 16
