@@ -245,3 +245,38 @@ def test_enter_in_any_field_neither_saves_nor_closes(qtbot, jobs, data_home, tab
         assert not dialog.field_errors[
             {"qg_per_model": "query_generation.queries_per_model", "n_results": "index.n_results"}[field]
         ].isHidden(), "Enter shows what is wrong under the field"
+
+
+def test_retrieval_errors_and_hints_each_keep_their_own_lines(qtbot, jobs, data_home):
+    """An invalid fusion k (and its neighbours) shows the error on a line of its own: no wrapped hint's
+    text runs under an error line, however many errors the tab shows."""
+    from PySide6.QtCore import QRect
+    from PySide6.QtWidgets import QLabel
+
+    dialog = _dialog(qtbot, jobs, data_home)
+    bar = dialog.tabs.tabBar()
+    index = next(i for i in range(dialog.tabs.count()) if dialog.tabs.tabText(i) == "Retrieval")
+    qtbot.mouseClick(bar, Qt.MouseButton.LeftButton, pos=bar.tabRect(index).center())
+    for edit, text in ((dialog.ret_semantic_weight, "eleven"), (dialog.ret_rerank_weight, "x"),
+                       (dialog.ret_fusion_k, "100000")):
+        qtbot.mouseClick(edit, Qt.MouseButton.LeftButton)
+        edit.selectAll()
+        qtbot.keyClicks(edit, text)
+    qtbot.keyClick(dialog.ret_fusion_k, Qt.Key.Key_Return)
+    error = dialog.field_errors["retrieval.fusion_k"]
+    qtbot.waitUntil(lambda: error.isVisible() and error.height() > 0)
+    qtbot.wait(50)  # the layout settles
+    page = dialog.ret_fusion_k.window()
+
+    def text_rect(label: QLabel) -> QRect:
+        """Where the label's text is drawn: its width, and the height its wrapped lines need."""
+        top_left = label.mapTo(page, label.rect().topLeft())
+        return QRect(top_left.x(), top_left.y(), label.width(), label.heightForWidth(label.width()))
+
+    hint = next(lab for lab in dialog.findChildren(QLabel) if lab.text().startswith("1 to 1000"))
+    assert hint.isVisible()
+    assert not text_rect(hint).intersects(text_rect(error)), (text_rect(hint), text_rect(error))
+    shown = [lab for lab in dialog.findChildren(QLabel) if lab.isVisible() and lab.wordWrap()
+             and dialog.tabs.currentWidget().isAncestorOf(lab)]
+    for label in shown:
+        assert label.height() >= label.heightForWidth(label.width()), label.text()

@@ -20,12 +20,14 @@ from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
     QFormLayout,
+    QFrame,
     QHBoxLayout,
     QLabel,
     QLineEdit,
     QListWidget,
     QListWidgetItem,
     QPushButton,
+    QScrollArea,
     QTabWidget,
     QVBoxLayout,
     QWidget,
@@ -49,6 +51,18 @@ def _error_label() -> QLabel:
     label.setWordWrap(True)
     label.setVisible(False)
     return label
+
+
+def _scrolled(page: QWidget) -> QScrollArea:
+    """``page`` in a frameless scroll area: a tab with many wrapped hints is taller than the dialog
+    once errors show, and squeezed into it the hints' lines ran into the rows below them."""
+    area = QScrollArea()
+    area.setObjectName(page.objectName() + "Scroll")
+    area.setFrameShape(QFrame.Shape.NoFrame)
+    area.setWidgetResizable(True)
+    area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    area.setWidget(page)
+    return area
 
 
 class _OwnEnterLineEdit(QLineEdit):
@@ -83,6 +97,7 @@ class PreferencesDialog(QDialog):
         self.settings_path = settings_path
         self.saved: Settings | None = None
         self.field_errors: dict[str, QLabel] = {}
+        self._error_forms: dict[str, QFormLayout] = {}
         self.fields: dict[str, QWidget] = {}
         self.available_models: list[str] = []
 
@@ -90,7 +105,7 @@ class PreferencesDialog(QDialog):
         self.tabs.addTab(self._llm_tab(), "LLM")
         self.tabs.addTab(self._query_tab(), "Query generation")
         self.tabs.addTab(self._literature_tab(), "Literature database")
-        self.tabs.addTab(self._retrieval_tab(), "Retrieval")
+        self.tabs.addTab(_scrolled(self._retrieval_tab()), "Retrieval")
         self.tabs.addTab(self._index_tab(), "Semantic index")
         self.general_error = _error_label()
         self.buttons = QDialogButtonBox(
@@ -106,23 +121,27 @@ class PreferencesDialog(QDialog):
 
     # -- building --
     def _row(self, form: QFormLayout, key: str, label: str, widget: QWidget, hint: str = "") -> None:
+        """Add ``widget`` under ``label``, its ``hint`` and its (hidden) error line as rows of their own.
+
+        The three once shared one cell's box: when an error appeared the form was squeezed and the
+        box gave the wrapped hint less than its height, so its second line ran under the error.
+        As separate form rows each label gets its own height for the width it has.
+        """
         self.fields[key] = widget
         err = _error_label()
         err.setObjectName(f"error:{key}")
         self.field_errors[key] = err
-        box = QVBoxLayout()
-        box.setSpacing(1)
-        box.addWidget(widget)
+        form.addRow(label, widget)
         if hint:
             h = QLabel(hint)
+            h.setObjectName(f"hint:{key}")
             h.setStyleSheet("color: #666;")
             h.setWordWrap(True)
-            box.addWidget(h)
-        box.addWidget(err)
-        holder = QWidget()
-        holder.setLayout(box)
-        box.setContentsMargins(0, 0, 0, 0)
-        form.addRow(label, holder)
+            form.addRow("", h)
+        form.addRow("", err)
+        # A row with nothing to say still takes the form's spacing: it is shown with its error only.
+        form.setRowVisible(err, False)
+        self._error_forms[key] = form
 
     def _llm_tab(self) -> QWidget:
         page = QWidget()
@@ -556,7 +575,7 @@ class PreferencesDialog(QDialog):
         for key, label in self.field_errors.items():
             msg = errors.get(key)
             label.setText(msg or "")
-            label.setVisible(bool(msg))
+            self._error_forms[key].setRowVisible(label, bool(msg))
         general = errors.get("", "")
         self.general_error.setText(general)
         self.general_error.setVisible(bool(general))
