@@ -204,3 +204,18 @@ def test_settings_check_the_openai_address_and_the_probe_lists_models(fake) -> N
     fake.models["m"] = OpenAIScript()
     text, tooltip = probe_llm_backend(chosen.llm)
     assert text == "openai · m (ready)" and "m" in tooltip
+
+
+def test_cli_options_name_openai_models_and_their_server() -> None:
+    import argparse
+
+    from kmds_desktop.commands.common import generation_settings
+    from kmds_desktop.config import Settings
+    from kmds_desktop.literature.agent import QueryAgent
+
+    args = argparse.Namespace(models="openai:qwen,builtin:keywords", openai_base_url="http://127.0.0.1:8080/v1")
+    qg, _ = generation_settings(args, Settings())
+    assert qg.models == ["openai:qwen", "builtin:keywords"] and qg.multi_model_enabled
+    agent = QueryAgent(None, qg)
+    backend, name = agent.generator.backend.backend_for("openai:qwen")
+    assert isinstance(backend, OpenAIBackend) and name == "qwen" and backend.host == "http://127.0.0.1:8080/v1"
