@@ -96,7 +96,12 @@ def asreview_factory() -> tuple[
 
         def make(texts: list[str]) -> Callable[[Mapping[int, bool]], np.ndarray | None]:
             cycle = ActiveLearningCycle.from_meta(meta)
-            x = cycle.transform(np.asarray(texts, dtype=object))
+            import pandas as pd
+
+            parts = [t.split("\n", 1) + [""] for t in texts]
+            x = cycle.transform(
+                pd.DataFrame({"title": [p[0] for p in parts], "abstract": [p[1] for p in parts]})
+            )
 
             def score(labels: Mapping[int, bool]) -> np.ndarray | None:
                 idx = np.fromiter(labels.keys(), dtype=np.int64)
@@ -190,8 +195,10 @@ def run(args: argparse.Namespace) -> int:
         f"CF screening simulation: {len(chosen)} questions with >= 10 relevant; priors 1 relevant + "
         f"1 irrelevant (seed = question id); ours = {DEFAULT_MODEL.describe()}; ASReview = {asr_label}"
     )
-    header = (f"{'split':<16} {'pool':<14} {'order':<18} {'n':>3} {'WSS@95':>7} {'R@10%':>6} {'R@25%':>6} "
-              f"{'n95':>6}")
+    header = (
+        f"{'split':<16} {'pool':<14} {'order':<18} {'n':>3} {'WSS@95':>7} {'R@10%':>6} {'R@25%':>6} "
+        f"{'n95':>6}"
+    )
     print(header)
     print("-" * len(header))
     for split in ("odd (dev)", "even (held out)"):

@@ -297,7 +297,8 @@ class ScreeningSession:
         with self._lock:
             if features is not self.features:  # records changed while training
                 return False
-            self._training.times.append(time.perf_counter() - started)
+            if result is not None:
+                self._training.times.append(time.perf_counter() - started)
             if result is not None and (self._scores is None or result.generation >= self._scores.generation):
                 self._scores = result
         if result is not None:
