@@ -24,8 +24,8 @@ def test_import_reports_counts_skips_and_failures(pg_empty_database, tmp_path, c
     dsn = pg_empty_database.dsn
     assert main(["literature", "import", "--quiet", str(good), "--dsn", dsn]) == 0
     out = capsys.readouterr().out
-    assert "1 records, 1 new" in out and "skipped line 2: not valid JSON" in out
-    assert "1 documents have no vector yet" in out and "literature embed" in out
+    assert "1 record, 1 new" in out and "skipped line 2: not valid JSON" in out
+    assert "1 document has no vector yet" in out and "literature embed" in out
     assert main(["literature", "import", "-q", "--embed", str(good), "--dsn", dsn]) == 0
     out = capsys.readouterr().out
     assert "0 new, 0 updated, 1 unchanged" in out and "embedded 1 documents" in out

@@ -174,3 +174,19 @@ def test_journey_filter_the_tree_with_a_record_selected(qtbot, browser):
     assert browser.model.filter_text == "no such words anywhere" and browser.model.rowCount() == 0
     assert browser.current_iri() == "" and browser.details.toPlainText() == ""
     assert not browser.edit_button.isEnabled()
+
+
+def test_a_category_of_one_says_one_observation(qtbot, browser):
+    """Clicking a category node with one record reads "1 observation", never "1 observations";
+    the workflow node counts its records in the same words."""
+    tree = browser.tree
+    workflow = browser.model.index(0, 0)
+    tree.expand(workflow)
+    single = next(browser.model.index(r, 0, workflow) for r in range(browser.model.rowCount(workflow))
+                  if browser.model.index(r, 0, workflow).data() == "Data representation (1)")
+    qtbot.mouseClick(tree.viewport(), Qt.MouseButton.LeftButton, pos=tree.visualRect(single).center())
+    assert tree.currentIndex() == single
+    text = browser.details.toPlainText()
+    assert "1 observation" in text and "1 observations" not in text, text
+    qtbot.mouseClick(tree.viewport(), Qt.MouseButton.LeftButton, pos=tree.visualRect(workflow).center())
+    assert "8 observations" in browser.details.toPlainText()

@@ -21,6 +21,7 @@ from kmds_desktop.commands.common import (
     print_json,
     progress_line,
 )
+from kmds_desktop.text import plural
 
 _MAX_SKIPPED_SHOWN = 20
 
@@ -154,7 +155,8 @@ def _import(args: argparse.Namespace) -> int:
                 continue
             end_progress()
             for rep in result.files:
-                print(f"{rep.path}: {rep.records} records, {rep.inserted} new, {rep.updated} updated, "
+                print(f"{rep.path}: {plural(rep.records, 'record')}, {rep.inserted} new, "
+                      f"{rep.updated} updated, "
                       f"{rep.unchanged} unchanged, {len(rep.skipped)} skipped ({rep.seconds:.1f} s)")
                 for note in rep.notes:
                     print(f"  note: {note}")
@@ -189,6 +191,7 @@ def _after_import(args: argparse.Namespace, db: Any) -> int:
         return fail(str(err))
     missing = status["needing"] or 0
     if status["available"] and missing > 0:
-        print(f"{missing} documents have no vector yet, so semantic rows cannot find them: run "
+        has = "has" if missing == 1 else "have"
+        print(f"{plural(missing, 'document')} {has} no vector yet, so semantic rows cannot find them: run "
               "'kmds-desktop literature embed' (or import with --embed)")
     return 0

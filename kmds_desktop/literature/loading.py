@@ -43,6 +43,7 @@ from kmds_desktop.literature.importers import (
 )
 from kmds_desktop.literature.schema import KNOWN_SOURCES, current_version
 from kmds_desktop.tasks import Cancelled, CancelToken, ProgressFn, check, report
+from kmds_desktop.text import plural
 
 _COLUMNS = ("doi", "title", "abstract", "authors", "publication", "publication_date", "mesh_terms",
             "keywords", "url")
@@ -107,7 +108,7 @@ class ImportReport:
 
     def summary(self) -> str:
         withdrawn = f", {self.withdrawn} withdrawn" if self.withdrawn else ""
-        return (f"{len(self.files)} file(s): {self.records} records, {self.inserted} new, "
+        return (f"{plural(len(self.files), 'file')}: {plural(self.records, 'record')}, {self.inserted} new, "
                 f"{self.updated} updated, {self.unchanged} unchanged{withdrawn}, {len(self.skipped)} skipped")
 
 
@@ -250,9 +251,10 @@ def import_file(conn: psycopg.Connection, path: Path, *, progress: ProgressFn | 
                     if rep.records % _PROGRESS_EVERY == 0:
                         check(cancel)
                         report(progress, done_before + rep.records, None,
-                               f"{path.name}: {rep.records} records read")
+                               f"{path.name}: {plural(rep.records, 'record')} read")
             check(cancel)
-            report(progress, done_before + rep.records, None, f"{path.name}: merging {rep.records} records")
+            report(progress, done_before + rep.records, None,
+                   f"{path.name}: merging {plural(rep.records, 'record')}")
             ids = _source_ids(conn, sorted(sources), target)
             upsert = _upsert_sql(target.has_updated_date)
             rows = conn.execute(upsert, (list(ids), list(ids.values()))).fetchall()

@@ -62,6 +62,7 @@ from kmds_desktop.app.ask import (
     edited_route,
     one_line,
 )
+from kmds_desktop.text import plural
 from kmds_desktop.ui.kb_tree_model import CATEGORY_LABELS
 from kmds_desktop.ui.markdown_render import to_html
 from kmds_desktop.ui.workers import Job, JobRunner
@@ -645,7 +646,7 @@ class AskPanel(QWidget):
         self.answer.setHtml(rendered[1])
         timing = result.timings.get("total") if getattr(result, "timings", None) else None
         took = f" in {timing:.1f} s" if timing else ""
-        self.state.setText(f"Answered by {result.backend}{took}; {len(result.results)} records.")
+        self.state.setText(f"Answered by {result.backend}{took}; {plural(len(result.results), 'record')}.")
         if result.fallback_reason:
             self.state.setText(self.state.text() + " Fell back to semantic search (see Route).")
         self.answer_finished.emit(result)

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from kmds_desktop.app.workspace import new_observation_defaults
+from kmds_desktop.text import plural
 from kmds_desktop.ui.kb_tree_model import CATEGORY_LABELS, KBTreeModel, KindRole
 from kmds_desktop.ui.markdown_render import to_html
 from kmds_desktop.ui.observation_editor import ObservationDialog, WorkflowDialog
@@ -57,7 +58,7 @@ def workflow_html(wf: Any, n_observations: int) -> str:
     deps = ", ".join(wf.depends_on) if wf.depends_on else "—"
     desc = to_html(wf.description or "*No description.*")
     return (
-        f"<h3>{html.escape(wf.name)}</h3><p>{html.escape(wf.kind)} · {n_observations} observations"
+        f"<h3>{html.escape(wf.name)}</h3><p>{html.escape(wf.kind)} · {plural(n_observations, 'observation')}"
         f" · depends on: {html.escape(deps)}</p><hr/>{desc}"
     )
 
@@ -238,7 +239,8 @@ class KBBrowser(QWidget):
             if wf is not None and node is not None and node.kind == "workflow":
                 self.details.setHtml(workflow_html(wf, node.count))
             elif node is not None:
-                self.details.setHtml(f"<h3>{html.escape(node.label)}</h3><p>{node.count} observations</p>")
+                count = plural(node.count, "observation")
+                self.details.setHtml(f"<h3>{html.escape(node.label)}</h3><p>{count}</p>")
             else:
                 self.details.clear()
             self.observation_selected.emit("")

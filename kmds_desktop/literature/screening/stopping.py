@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 from scipy.stats import beta
 
+from kmds_desktop.text import plural
+
 #: How many of the latest decisions the inclusion-rate estimate looks at.
 RECENT = 50
 DEFAULT_CONSECUTIVE = 50
@@ -44,11 +46,6 @@ ESTIMATE_METHOD = (
     f"inclusion rate of the last {RECENT} records screened × records not yet screened "
     "(usually high late in a review: the order puts likely includes first)"
 )
-
-
-def plural(n: int, one: str, many: str | None = None) -> str:
-    """``1 record``, ``2 records``, ``1,240 records``."""
-    return f"{n:,} {one if n == 1 else (many or one + 's')}"
 
 
 @dataclass(frozen=True)

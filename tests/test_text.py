@@ -1,0 +1,21 @@
+"""The shared wording helper: counts agree with their noun in every layer."""
+
+from __future__ import annotations
+
+from kmds_desktop.literature.loading import FileReport, ImportReport
+from kmds_desktop.text import plural
+
+
+def test_plural_agrees_with_the_count() -> None:
+    assert plural(1, "record") == "1 record"
+    assert plural(0, "record") == "0 records"
+    assert plural(1240, "record") == "1,240 records"
+    assert plural(1, "query", "queries") == "1 query" and plural(2, "query", "queries") == "2 queries"
+
+
+def test_an_import_of_one_record_from_one_file_says_so() -> None:
+    """The import summary the literature panel and the CLI show."""
+    report = ImportReport([FileReport("a.jsonl", "jsonl", records=1, inserted=1)])
+    assert report.summary().startswith("1 file: 1 record, 1 new, ")
+    two = ImportReport([FileReport("a.jsonl", "jsonl", records=2), FileReport("b.ris", "ris", records=3)])
+    assert two.summary().startswith("2 files: 5 records, ")
