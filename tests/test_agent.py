@@ -64,9 +64,12 @@ def test_flow_runs_the_reviewed_queries_and_merges_their_ids(pg_database, fake_o
     db = CountingDatabase(pg_database)
     agent = QueryAgent(db, _settings(fake_ollama.url))
     offered: list[list[str]] = []
+    generation_calls: list[int] = []
 
     def review(queries: list[str]) -> list[str]:
         offered.append(list(queries))
+        # the built-in generator reads the database while it writes its queries: count only the runs
+        generation_calls.append(len(db.called("find_abstract_ids_ranked")))
         # edit the first query, keep the second, drop the rest, add one of our own
         return [queries[0] + " & !covid", queries[1], Q_COVID]
 
@@ -76,7 +79,7 @@ def test_flow_runs_the_reviewed_queries_and_merges_their_ids(pg_database, fake_o
     # generated once: two fenced attempts (the builtin needs no server)
     assert [r.model for r in fake_ollama.completion_requests()] == ["fenced", "fenced"]
     assert offered[0][:2] == [Q_CF, Q_ANTI.upper()] and len(offered[0]) == 4
-    ran = [a[0] for a, _ in db.called("find_abstract_ids_ranked")]
+    ran = [a[0] for a, _ in db.called("find_abstract_ids_ranked")][generation_calls[0]:]
     assert ran == [Q_CF + " & !covid", Q_ANTI.upper(), Q_COVID]  # exactly the review's edits, in order
     assert [s.query for s in stats] == ran and all(s.ok for s in stats)
 
@@ -140,14 +143,17 @@ def test_source_filters_reach_the_database(pg_database) -> None:
     assert all(d["source_name"].lower() != "pubmed" for d in no_pubmed.documents)
 
 
-def test_multi_model_disabled_falls_back_to_one_wrapped_query(pg_database, fake_ollama) -> None:
+def test_multi_model_disabled_asks_the_first_model_queries_per_model_times(pg_database, fake_ollama) -> None:
+    """Queries per model is never silently ignored: with one model it still sets how many queries."""
     _fenced(fake_ollama)
-    settings = _settings(fake_ollama.url, multi_model_enabled=False, queries_per_model=3)
+    settings = _settings(fake_ollama.url, multi_model_enabled=False, queries_per_model=2)
     agent = QueryAgent(pg_database, settings)
     result = agent.convert_question_multi_model(QUESTION)
-    assert result.total_queries == 1 and result.unique_queries == [Q_CF] and result.model_count == 1
-    assert agent.convert_question(QUESTION) == Q_ANTI.upper()  # the script's next reply
-    assert len(fake_ollama.completion_requests()) == 2
+    assert result.total_queries == 2 and result.model_count == 1
+    assert result.unique_queries == [Q_CF, Q_ANTI.upper()]
+    assert {r.model for r in result.all_queries} == {"fenced"}  # builtin:keywords, listed second, not asked
+    assert agent.convert_question(QUESTION) == Q_ANTI.upper()  # one more query: the script's last reply
+    assert len(fake_ollama.completion_requests()) == 3
 
 
 def test_each_setting_changes_what_the_agent_does(pg_database, fake_ollama) -> None:

@@ -40,6 +40,7 @@ def _settings(models: list[str], host: str) -> Settings:
     qg.models = models
     qg.ollama_host = host
     qg.timeout_s = 30
+    qg.queries_per_model = 1  # one query per scripted model: the rows below are counted
     return settings
 
 

@@ -234,7 +234,8 @@ def test_a_slow_model_names_the_limit_that_applied_and_stop_ends_waiting(qtbot, 
 
     qg.models, qg.timeout_s = ["slow:1b", "later:1b"], 60
     _click(qtbot, panel.generate_button)
-    qtbot.waitUntil(lambda: any(r.model == "slow:1b" for r in fake_ollama.completion_requests()), timeout=WAIT)
+    qtbot.waitUntil(lambda: any(r.model == "slow:1b" for r in fake_ollama.completion_requests()),
+                    timeout=WAIT)
     assert "later:1b: waiting" in panel.progress_label.text()
     assert panel.generate_button.text() == "Stop generating"
     _click(qtbot, panel.generate_button)
