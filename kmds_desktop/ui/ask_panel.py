@@ -221,6 +221,36 @@ class QuestionEdit(QPlainTextEdit):
         super().keyPressEvent(event)
 
 
+def _plain(rich: str) -> str:
+    """The text of one line of the route summary's HTML (its tooltip is plain text)."""
+    return html.unescape(re.sub(r"<[^>]+>", "", rich))
+
+
+class _WrappedLabel(QLabel):
+    """A word-wrapped label that asks its layout for the height its lines need at its width.
+
+    A wrapped label's minimum height is Qt's guess for some other width; in the Ask panel's
+    splitter the Route box got only that, and the summary's last line ("Backend: …") was cut.
+    """
+
+    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(text, parent)
+        self.setWordWrap(True)
+
+    def resizeEvent(self, event: Any) -> None:  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        self._fit_height()
+
+    def setText(self, text: str) -> None:  # noqa: N802 - Qt API
+        super().setText(text)
+        self._fit_height()
+
+    def _fit_height(self) -> None:
+        need = self.heightForWidth(self.width()) if self.width() > 0 else -1
+        if need > 0 and need != self.minimumHeight():
+            self.setMinimumHeight(need)
+
+
 class RouteEditor(QGroupBox):
     """Shows the route that ran and lets the user change its template and filters, then re-run."""
 
@@ -228,9 +258,8 @@ class RouteEditor(QGroupBox):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__("Route", parent)
-        self.summary = QLabel("Ask a question to see how it is answered.")
+        self.summary = _WrappedLabel("Ask a question to see how it is answered.")
         self.summary.setObjectName("routeSummary")
-        self.summary.setWordWrap(True)
         self.summary.setTextFormat(Qt.TextFormat.RichText)
         self.template = QComboBox()
         for key, label in INTENT_LABELS.items():
@@ -264,8 +293,19 @@ class RouteEditor(QGroupBox):
         layout.addWidget(self.rerun_button, 0, Qt.AlignmentFlag.AlignRight)
 
     def clear(self, text: str = "Ask a question to see how it is answered.") -> None:
-        """Forget the shown route (its answer is gone): nothing to re-run."""
+        """Forget the shown route (its answer is gone): nothing to re-run, and no filters left.
+
+        The template and filters go back to their defaults too: after another KB opened, the
+        previous KB's type or keyword filter left in the fields would quietly narrow the next
+        re-run, on a KB that may have no such type.
+        """
         self.summary.setText(html.escape(text))
+        self.summary.setToolTip("")
+        self.template.setCurrentIndex(0)
+        self.obs_type.clear()
+        self.keyword.clear()
+        self.seq_min.setValue(-1)
+        self.seq_max.setValue(-1)
         self.error.setVisible(False)
         self.rerun_button.setEnabled(False)
 
@@ -303,6 +343,8 @@ class RouteEditor(QGroupBox):
                 f"<span style='color:#9a5b00'>Synthesis failed: {html.escape(result.synthesis_error)}</span>"
             )
         self.summary.setText("<br/>".join(lines))
+        # The whole route in words, also where the splitter leaves the box too little height.
+        self.summary.setToolTip("\n".join(_plain(line) for line in lines))
         shown = (
             result.proposed_route if result.fallback_reason and result.proposed_route is not None else route
         )
@@ -593,39 +635,71 @@ class AskPanel(QWidget):
         self.route_editor.show_result(result)
 
     def _fit_columns(self, cap: int = 140) -> None:
-        """Size every column but the finding to its text; type, category and workflow are capped.
+        """Size every column but the finding to its text: type and category whole, workflow capped.
 
-        Sized to their contents without a cap, long workflow names left the finding (the column
-        the user reads) a few pixels wide in a narrow panel. Each of the three gets at most
-        ``cap`` pixels and together at most half the free width; the full text is in each tooltip.
+        Type and category are short words the user reads to tell records apart: capped, they
+        showed "Data Q…" and "Explor…". They get their whole text on one line while the finding
+        (the column the user reads) keeps a third of the free width; in a narrower panel their cells
+        wrap onto two lines and the columns are as wide as the wider line (capped like the workflow
+        only where even that would squeeze the finding). Long workflow names stay capped at ``cap``
+        pixels (the full text is in each tooltip).
         Widths come from the font's metrics of the few strings shown: ``resizeColumnToContents``
         asks the model and the style for every cell and role and took 8-25 ms of the GUI thread.
         """
         rows = self.results.rowCount()
         table = self.table
+        header = table.horizontalHeader()
         if rows == 0:
             # No records yet: every column as wide as its title, so the finding gets the rest (at
             # Qt's default width each, the finding's column was squeezed to a few letters).
-            header = table.horizontalHeader()
             for col in (0, 2, 3, 4, 5, 6):
                 table.setColumnWidth(col, header.sectionSizeHint(col))
+            self._wrap_rows(False)
             return
         metrics = table.fontMetrics()
-        header = table.horizontalHeader()
         # The item delegate's text margin: the focus frame's margin plus one pixel on each side.
         pad = 2 * (table.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, table) + 1) + 2
 
+        def texts(col: int) -> list[str]:
+            return [str(self.results.data(self.results.index(r, col)) or "") for r in range(rows)]
+
         def width(col: int) -> int:
-            texts = (str(self.results.data(self.results.index(r, col)) or "") for r in range(rows))
-            widest = max((metrics.horizontalAdvance(t) for t in texts), default=0)
+            widest = max((metrics.horizontalAdvance(t) for t in texts(col)), default=0)
+            return max(widest + pad, header.sectionSizeHint(col))
+
+        def two_lines(col: int) -> int:
+            """The width that holds each of the column's texts on at most two lines."""
+            widest = 0
+            for text in texts(col):
+                words = text.split()
+                splits = [max(metrics.horizontalAdvance(" ".join(words[:i])),
+                              metrics.horizontalAdvance(" ".join(words[i:]))) for i in range(1, len(words))]
+                widest = max(widest, min(splits, default=metrics.horizontalAdvance(text)))
             return max(widest + pad, header.sectionSizeHint(col))
 
         for col in (0, 5, 6):
             table.setColumnWidth(col, width(col))
         free = self._results_viewport.width() - sum(table.columnWidth(c) for c in (0, 5, 6))
-        limit = max(32, min(cap, free // 6))  # a narrow panel: the finding keeps its share
-        for col in (2, 3, 4):
-            table.setColumnWidth(col, min(width(col), limit))
+        workflow = min(width(4), max(32, min(cap, free // 6)))  # a narrow panel: the finding keeps its share
+        widths = {col: width(col) for col in (2, 3)}
+        wrap = free - workflow - sum(widths.values()) < free // 3
+        if wrap:
+            widths = {col: two_lines(col) for col in (2, 3)}
+            if free - workflow - sum(widths.values()) < free // 3:  # very narrow: capped, as the workflow
+                widths = {col: min(w, max(32, min(cap, free // 6))) for col, w in widths.items()}
+        for col, w in widths.items():
+            table.setColumnWidth(col, w)
+        table.setColumnWidth(4, workflow)
+        self._wrap_rows(wrap)
+
+    def _wrap_rows(self, wrap: bool) -> None:
+        """Rows one line tall, or two when the type and category columns wrap their words."""
+        table = self.table
+        table.setWordWrap(wrap)
+        one_line_height = 22
+        height = one_line_height + table.fontMetrics().lineSpacing() if wrap else one_line_height
+        if table.verticalHeader().defaultSectionSize() != height:
+            table.verticalHeader().setDefaultSectionSize(height)
 
     def resizeEvent(self, event: Any) -> None:  # noqa: N802 - Qt API
         """Re-fit the records' columns when the panel is resized (splitter moved, window resized)."""
