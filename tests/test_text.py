@@ -19,3 +19,13 @@ def test_an_import_of_one_record_from_one_file_says_so() -> None:
     assert report.summary().startswith("1 file: 1 record, 1 new, ")
     two = ImportReport([FileReport("a.jsonl", "jsonl", records=2), FileReport("b.ris", "ris", records=3)])
     assert two.summary().startswith("2 files: 5 records, ")
+
+
+def test_a_job_progress_line_says_the_job_name_once() -> None:
+    from kmds_desktop.app.messages import job_progress_text, progress_line
+
+    assert job_progress_text("Loading the embedding model", "loading the embedding model") == (
+        "Loading the embedding model")
+    assert job_progress_text("Indexing", "indexing: 3 of 9") == "Indexing: 3 of 9"
+    assert job_progress_text("Indexing", "3 of 9") == "Indexing: 3 of 9"
+    assert progress_line([("A", "x"), ("B", "y")]) == "2 tasks: B · A"

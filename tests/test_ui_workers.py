@@ -287,3 +287,37 @@ def test_concurrent_jobs_share_one_progress_line_and_one_cancel(qtbot, runner):
     with qtbot.waitSignal(first.finished, timeout=10_000):
         qtbot.mouseClick(strip.cancel_button, Qt.MouseButton.LeftButton)
     assert first.state == "cancelled" and strip.isHidden()
+
+
+def _repeating_warm_up(*, progress=None, cancel: CancelToken | None = None) -> str:
+    """The first start's warm-up: its progress message says the job's name again."""
+    if progress:
+        progress(1, 2, "loading the embedding model")
+    while cancel is not None and not cancel.wait(0.01):
+        pass
+    raise Cancelled("stop")
+
+
+def test_first_start_status_line_says_each_job_once_and_fits(qtbot, runner):
+    """The warm-up and the first index build at once: the status line names both jobs, each once,
+    whole (no "…"); alone, the warm-up reads "Loading the embedding model", not its name twice."""
+    from PySide6.QtCore import Qt
+
+    from kmds_desktop.ui.progress import ProgressStrip
+
+    strip = ProgressStrip(runner)
+    qtbot.addWidget(strip)
+    strip.show()
+    warm = runner.submit("warmup", _repeating_warm_up, label="Loading the embedding model")
+    index = runner.submit("index", _slow_count, 3000, delay=0.01, label="Indexing the knowledge base")
+    qtbot.waitUntil(lambda: len(strip.rows()) == 2 and strip.rows()[0].message != "", timeout=10_000)
+    assert strip.label.text() == "2 tasks: Indexing the knowledge base · Loading the embedding model"
+    assert "Loading the embedding model: loading" not in strip.label.toolTip()
+    assert "Indexing the knowledge base: step" in strip.label.toolTip()
+    with qtbot.waitSignal(index.finished, timeout=10_000):
+        strip.cancel_button.menu().actions()[1].trigger()
+    qtbot.waitUntil(lambda: len(strip.rows()) == 1, timeout=10_000)
+    assert strip.label.text() == "Loading the embedding model"
+    with qtbot.waitSignal(warm.finished, timeout=10_000):
+        qtbot.mouseClick(strip.cancel_button, Qt.MouseButton.LeftButton)
+    assert strip.isHidden()

@@ -66,3 +66,39 @@ def user_message(exc: BaseException, context: str = "") -> str:
     if not is_expected(exc):
         return f"Unexpected error: {detail}"
     return detail[:1].upper() + detail[1:]
+
+
+def job_progress_text(label: str, message: str) -> str:
+    """One job's progress in the status line: its name, then what it is doing, said once.
+
+    A job's progress message often repeats its name ("Loading the embedding model: loading the
+    embedding model"); the status line has room for one short line, so a message that only says
+    the name again is dropped, and a message that starts with the name keeps only the rest.
+    """
+    label, message = label.strip(), (message or "").strip()
+    if not message:
+        return label
+    if not label:
+        return message
+    key, said = label.casefold(), message.casefold()
+    if said == key:
+        return label
+    if said.startswith(key):
+        rest = message[len(label):].lstrip(" :·-–—,;")
+        return f"{label}: {rest}" if rest else label
+    return f"{label}: {message}"
+
+
+def progress_line(jobs: list[tuple[str, str]]) -> str:
+    """The one status line for the running jobs, each ``(label, message)``, newest last.
+
+    One job: its name and progress (:func:`job_progress_text`). Several: how many and their names,
+    newest first, without their messages: each in full was the first start's "2 tasks: Loading the
+    embedding model: loading the embedding model · I…", cut before the second job's name (the
+    tooltip holds every job's full progress).
+    """
+    if not jobs:
+        return ""
+    if len(jobs) == 1:
+        return job_progress_text(*jobs[0])
+    return f"{len(jobs)} tasks: " + " · ".join(label for label, _message in reversed(jobs))

@@ -3,7 +3,8 @@
 A job appears only when it runs longer than :data:`~kmds_desktop.ui.workers.SHOW_PROGRESS_MS` (the
 runner's ``job_shown`` signal), so quick jobs never flicker, and the area never blocks the window
 the way a modal progress dialog would. Several jobs at once (a warm-up, an index build, a search)
-share the line: it names them all (each in full in the tooltip), the bar follows the newest, and
+share the line: it names them all (each with its progress in the tooltip; the wording is
+:func:`~kmds_desktop.app.messages.progress_line`'s), the bar follows the newest, and
 Cancel stops the only job, or offers a menu (each job, or all) when there are several.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QMenu, QProgressBar, QToolButton, QWidget
 
+from kmds_desktop.app.messages import job_progress_text, progress_line
 from kmds_desktop.ui.workers import Job, JobRunner
 
 #: Widest the progress line may grow in the status bar (longer text is elided; the tooltip has it all).
@@ -34,7 +36,7 @@ class JobEntry:
 
     @property
     def text(self) -> str:
-        return f"{self.job.label}: {self.message}" if self.message else self.job.label
+        return job_progress_text(self.job.label, self.message)
 
     @property
     def cancel_button(self) -> QToolButton:
@@ -99,10 +101,7 @@ class ProgressStrip(QWidget):
             self._menu_keys = ()
             return
         newest = entries[-1]
-        if len(entries) == 1:
-            text = newest.text
-        else:
-            text = f"{len(entries)} tasks: " + " · ".join(e.text for e in reversed(entries))
+        text = progress_line([(e.job.label, e.message) for e in entries])
         self.label.setToolTip("\n".join(e.text for e in entries))
         metrics = self.label.fontMetrics()
         self.label.setText(metrics.elidedText(text, Qt.TextElideMode.ElideRight, LABEL_WIDTH))
