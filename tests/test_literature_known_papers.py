@@ -70,3 +70,17 @@ def test_unreadable_and_oversized_files_are_one_line_errors(tmp_path):
         f.truncate(21 * 1024 * 1024)
     with pytest.raises(KnownPapersError, match="larger than 20 MB"):
         read_known_file(big)
+
+
+def test_pasted_ids_set_unreadable_items_aside() -> None:
+    """The window's reading of a paste: unreadable items are reported, the rest kept; nothing
+    readable at all is still an error."""
+    from kmds_desktop.literature.known_papers import read_pasted_identifiers
+
+    pasted = read_pasted_identifiers("123 aspirin 10.1000/x")
+    assert [p.label for p in pasted.papers] == ["123", "10.1000/x"]
+    assert [(u.item, u.origin) for u in pasted.unreadable] == [("aspirin", "pasted item 2")]
+    assert pasted.report().startswith("Not checked: 1 of 3 pasted items could not be read:")
+    assert read_pasted_identifiers("123").report() == ""
+    with pytest.raises(KnownPapersError, match="'aspirin' is not a PMID"):
+        read_pasted_identifiers("aspirin")

@@ -200,3 +200,42 @@ def test_journey_two_searches_combined_checked_and_reported_in_the_window(
     _click(qtbot, dialog.documents_button)
     qtbot.waitUntil(lambda: dialog.last_documents is not None, timeout=WAIT)
     assert len(rispy.loads(ris.read_text())) == len(union)
+
+
+def test_unreadable_pasted_ids_are_reported_and_the_rest_checked(qtbot, workbench, jobs):
+    """One typo among the pasted IDs no longer blocks the check: the readable ones are checked and
+    the unreadable one is named, with its position, above the check."""
+    dialog = _dialog(qtbot, workbench, jobs)
+    dialog.table.selectRow(0)
+    for line in ("h:3", "not/an id", "h:1"):
+        qtbot.keyClicks(dialog.known_edit, line)
+        qtbot.keyClick(dialog.known_edit, Qt.Key.Key_Return)
+    _click(qtbot, dialog.check_button)
+    qtbot.waitUntil(lambda: dialog.last_check is not None, timeout=WAIT)
+    text = dialog.check_view.toPlainText()
+    assert "Not checked: 2 of 4 pasted items could not be read" in text, text
+    assert "pasted item 2: 'not/an' is not a PMID" in text and "'id'" in text
+    assert "2 known papers: 2 in the database" in text
+    assert "2 pasted items not read" in dialog.status.text()
+
+
+def test_known_papers_box_keeps_its_text_when_the_window_is_reopened(qtbot, workbench, jobs):
+    """What was pasted lives in the literature session: a history window made again shows it."""
+    from kmds_desktop.app.literature import LiteratureSession
+
+    session = LiteratureSession()
+    first = SearchHistoryDialog(workbench, jobs, known=session.known_papers)
+    qtbot.addWidget(first)
+    first.show()
+    qtbot.mouseClick(first.known_edit.viewport(), Qt.MouseButton.LeftButton)
+    qtbot.keyClicks(first.known_edit, "h:3")
+    qtbot.keyClick(first.known_edit, Qt.Key.Key_Return)
+    qtbot.keyClicks(first.known_edit, "PMID 999999999")
+    qtbot.keyClick(first, Qt.Key.Key_Escape)  # closed
+    assert not first.isVisible()
+    first.deleteLater()
+
+    again = SearchHistoryDialog(workbench, jobs, known=session.known_papers)
+    qtbot.addWidget(again)
+    again.show()
+    assert again.known_edit.toPlainText() == "h:3\nPMID 999999999"

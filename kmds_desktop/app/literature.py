@@ -385,6 +385,18 @@ def planned_models(qg: QueryGenerationSettings) -> tuple[list[str], int]:
     return QueryAgent(None, qg).planned_models()
 
 
+@dataclass
+class KnownPapersInput:
+    """What the search history window's known-papers box holds: pasted IDs, or the file loaded there.
+
+    It belongs to the session, not the window, so closing and reopening the history window (or a
+    window made anew) shows what was pasted instead of an empty box.
+    """
+
+    text: str = ""
+    file: str = ""  # a RIS / BibTeX file loaded instead of pasted text ("" when none)
+
+
 class LiteratureSession:
     """The state and quick operations of one literature search (GUI thread or the CLI's thread)."""
 
@@ -408,6 +420,8 @@ class LiteratureSession:
         self.documents: list[dict[str, Any]] = []  # merged, best rank first, each with "rank"
         self.database_name = ""
         self._checking: set[tuple[int, int]] = set()  # (uid, revision) a check job is answering
+        #: The history window's known papers (kept while the window is closed).
+        self.known_papers = KnownPapersInput()
 
     # --- settings ------------------------------------------------------------------------------
     def configure(self, settings: QueryGenerationSettings,

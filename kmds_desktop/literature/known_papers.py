@@ -52,21 +52,70 @@ def _clean_doi(text: str) -> str | None:
     return match.group(1).rstrip(".,;").lower() if match else None
 
 
+@dataclass
+class UnreadableItem:
+    """A pasted item that is no identifier: reported with where it was, never silently dropped."""
+
+    item: str  # as pasted (at most 60 characters)
+    origin: str  # "pasted item 3"
+
+    def text(self) -> str:
+        return f"{self.origin}: {self.item!r} is not a PMID, DOI or source id (like cf:139)"
+
+
+@dataclass
+class PastedIdentifiers:
+    """What :func:`read_pasted_identifiers` made of a paste: the papers, and the items it could not read."""
+
+    papers: list[KnownPaper]
+    unreadable: list[UnreadableItem]
+
+    def report(self) -> str:
+        """One line per unreadable item, for the check's report (empty when every item was read)."""
+        if not self.unreadable:
+            return ""
+        head = (f"Not checked: {len(self.unreadable)} of {len(self.papers) + len(self.unreadable)} "
+                "pasted items could not be read")
+        return "\n".join([head + ":"] + [f"  {u.text()}" for u in self.unreadable])
+
+
+def read_pasted_identifiers(text: str, origin: str = "pasted") -> PastedIdentifiers:
+    """Like :func:`parse_identifiers`, but an item that is no identifier is set aside, not an error.
+
+    One typo in a list of fifty pasted IDs used to stop the whole check; the window now checks the
+    papers it could read and reports the others by position and text. Nothing readable at all is
+    still an error (there is nothing to check), as is a paste too large or with too many papers.
+    """
+    papers, unreadable = _parse(text, origin, strict=False)
+    if not papers:
+        if unreadable:
+            raise KnownPapersError(unreadable[0].text() + (
+                f" (and {len(unreadable) - 1} more items)" if len(unreadable) > 1 else ""))
+        raise KnownPapersError("no known papers given")
+    return PastedIdentifiers(papers, unreadable)
+
+
 def parse_identifiers(text: str, origin: str = "pasted") -> list[KnownPaper]:
     """PMIDs, DOIs and source ids from pasted text (separated by spaces, commas, semicolons, lines).
 
     ``PMID 123``, ``pmid:123`` and a bare number are PMIDs; ``10.x/y``, ``doi:10.x/y`` and
     ``https://doi.org/10.x/y`` are DOIs; ``source:id`` (``cf:139``) is a source's own id. Anything else
-    is an error naming the item, so a typo is not silently dropped.
+    is an error naming the item, so a typo is not silently dropped (the window uses
+    :func:`read_pasted_identifiers`, which checks the rest and reports it).
     """
+    return _parse(text, origin, strict=True)[0]
+
+
+def _parse(text: str, origin: str, *, strict: bool) -> tuple[list[KnownPaper], list[UnreadableItem]]:
     if len(text.encode("utf-8", "replace")) > MAX_BYTES:
         raise KnownPapersError(f"the pasted text is larger than {MAX_BYTES // (1024 * 1024)} MB")
     items = [t for t in re.split(r"[\s,;]+", text) if t]
     papers: list[KnownPaper] = []
+    unreadable: list[UnreadableItem] = []
     i = 0
     while i < len(items):
         item = items[i]
-        where = f"{origin} item {len(papers) + 1}"
+        where = f"{origin} item {len(papers) + len(unreadable) + 1}"
         if item.upper().rstrip(":") == "PMID" and i + 1 < len(items) and items[i + 1].isdigit():
             item = f"PMID {items[i + 1]}"
             pmid = items[i + 1]
@@ -85,11 +134,13 @@ def parse_identifiers(text: str, origin: str = "pasted") -> list[KnownPaper]:
             elif _SOURCE_ID.match(item):
                 papers.append(KnownPaper(item, where, external_id=item))
             else:
-                raise KnownPapersError(f"{where}: {item[:60]!r} is not a PMID, DOI or source id "
-                                       "(like cf:139)")
-        if len(papers) > MAX_PAPERS:
+                bad = UnreadableItem(item[:60], where)
+                if strict:
+                    raise KnownPapersError(bad.text())
+                unreadable.append(bad)
+        if len(papers) + len(unreadable) > MAX_PAPERS:
             raise KnownPapersError(f"more than {MAX_PAPERS} known papers")
-    return papers
+    return papers, unreadable
 
 
 def read_known_file(path: str | Path) -> list[KnownPaper]:

@@ -848,7 +848,8 @@ class LiteraturePanel(QWidget):
                 self.show_message(user_message(exc))
                 return None
             self.history_dialog = SearchHistoryDialog(workbench, self.jobs, self,
-                                                      database=lambda: self.database)
+                                                      database=lambda: self.database,
+                                                      known=self.session.known_papers)
         else:
             self.history_dialog.refresh()
         self.history_dialog.show()

@@ -35,10 +35,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from kmds_desktop.app.literature import KnownPapersInput
 from kmds_desktop.app.messages import describe_error
 from kmds_desktop.app.strategy import export_set_documents, searches_overlap
 from kmds_desktop.literature.history import SavedSet
+from kmds_desktop.literature.known_papers import PastedIdentifiers
 from kmds_desktop.literature.workbench import KnownCheck, SearchWorkbench
+from kmds_desktop.text import plural
 from kmds_desktop.ui.workers import JobRunner
 
 COUNT_DEBOUNCE_MS = 200
@@ -60,11 +63,15 @@ def _combine(workbench: SearchWorkbench, expression: str, name: str) -> SavedSet
     return workbench.combine(expression, name=name)
 
 
-def _check(workbench: SearchWorkbench, text: str, path: str, number: int | None) -> KnownCheck:
-    from kmds_desktop.literature.known_papers import parse_identifiers, read_known_file
+def _check(workbench: SearchWorkbench, text: str, path: str,
+           number: int | None) -> tuple[KnownCheck, PastedIdentifiers | None]:
+    """The check of the known papers, and what of the paste could not be read (None for a file):
+    an unreadable pasted item is reported beside the check of the others, not a stop to it."""
+    from kmds_desktop.literature.known_papers import read_known_file, read_pasted_identifiers
 
-    papers = read_known_file(path) if path else parse_identifiers(text)
-    return workbench.check_known(papers, [number] if number else None)
+    pasted = None if path else read_pasted_identifiers(text)
+    papers = read_known_file(path) if pasted is None else pasted.papers
+    return workbench.check_known(papers, [number] if number else None), pasted
 
 
 def _overlap_text(workbench: SearchWorkbench, number: int) -> str:
@@ -94,8 +101,11 @@ class SearchHistoryDialog(QDialog):
     set_saved = Signal(int)
 
     def __init__(self, workbench: SearchWorkbench, jobs: JobRunner, parent: QWidget | None = None, *,
-                 database: Callable[[], Any] | None = None) -> None:
+                 database: Callable[[], Any] | None = None, known: KnownPapersInput | None = None) -> None:
+        """``known``: where the known-papers box keeps its text (the literature session's, so it
+        outlives this window); a window of its own when not given."""
         super().__init__(parent)
+        self.known = known if known is not None else KnownPapersInput()
         self.setWindowTitle("Search history")
         self.workbench = workbench
         self.jobs = jobs
@@ -104,7 +114,6 @@ class SearchHistoryDialog(QDialog):
         self.last_count: Any = None
         self.last_check: KnownCheck | None = None
         self._check_set: int | None = None
-        self.known_file = ""
         self.last_report: Path | None = None
         self.last_documents: Path | None = None
         self._has_message = False
@@ -163,6 +172,10 @@ class SearchHistoryDialog(QDialog):
         self.known_edit.setPlaceholderText("Papers the strategy must find: PMIDs, DOIs or source ids "
                                            "(cf:139), one per line, or load a RIS / BibTeX file")
         self.known_edit.setMaximumHeight(90)
+        self.known_edit.setPlainText(self.known.text)
+        if self.known.file:
+            self.known_edit.setPlaceholderText(f"Known papers from {Path(self.known.file).name}")
+        self.known_edit.textChanged.connect(self._known_edited)
         self.load_known_button = QPushButton("Load RIS / BibTeX…")
         self.check_button = QPushButton("Check the selected set")
         self.load_known_button.clicked.connect(lambda _checked=False: self.load_known_file())
@@ -398,6 +411,18 @@ class SearchHistoryDialog(QDialog):
         self.refresh(select=result.new.number)
 
     # --- known papers -----------------------------------------------------------------------------
+    @property
+    def known_file(self) -> str:
+        """The RIS / BibTeX file the known papers are read from ("" for the pasted text)."""
+        return self.known.file
+
+    @known_file.setter
+    def known_file(self, path: str) -> None:
+        self.known.file = path
+
+    def _known_edited(self) -> None:
+        self.known.text = self.known_edit.toPlainText()
+
     def load_known_file(self, path: str | None = None) -> None:
         if path is None:
             path, _ = QFileDialog.getOpenFileName(self, "Known papers", str(Path.home()),
@@ -425,19 +450,22 @@ class SearchHistoryDialog(QDialog):
         number = saved.number
         return self.jobs.submit(KINDS["check"], _simple(_check), self.workbench, text, self.known_file,
                                 number, policy="refuse", label="Checking known papers",
-                                on_result=lambda check: self._checked(number, check),
+                                on_result=lambda answer: self._checked(number, *answer),
                                 on_error=self._failed("The known papers cannot be checked"))
 
-    def _checked(self, number: int, check: KnownCheck) -> None:
+    def _checked(self, number: int, check: KnownCheck, pasted: PastedIdentifiers | None = None) -> None:
         from kmds_desktop.literature.search_report import known_check_text
 
         self.last_check = check
         self._check_set = number
-        self.check_view.setPlainText(known_check_text(check))
+        unread = pasted.report() if pasted is not None else ""
+        self.check_view.setPlainText((f"{unread}\n\n" if unread else "") + known_check_text(check))
         recall = check.sets[-1].recall if check.sets else None
         last = check.sets[-1]
+        skipped = len(pasted.unreadable) if pasted is not None else 0
+        unread_note = f"; {plural(skipped, 'pasted item')} not read (listed in the check)" if skipped else ""
         self._set_status(f"#{number} finds {last.found} of {last.in_database} known papers in the database"
-                         + (f" (recall {recall:.1%})" if recall is not None else ""))
+                         + (f" (recall {recall:.1%})" if recall is not None else "") + unread_note)
 
     # --- overlap ----------------------------------------------------------------------------------
     def show_overlap(self) -> Any:
