@@ -1,0 +1,69 @@
+"""Opening a screening session on a finished search run, as the window's "Screen these results" does.
+
+Why its own module: the window must not know the decision store or how a run's merged documents become
+records; the CLI's ``screen add --set N`` and this path must both end in the same
+:class:`~kmds_desktop.app.screening.ScreeningSession`. Everything here is slow (reading the store,
+building TF-IDF features for thousands of records), so the window calls it on a worker.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from kmds_desktop.app.screening import ScreeningSession
+from kmds_desktop.literature.screening.decisions import DecisionStore
+
+#: Longest review id made from a question (the id is shown in the CLI's ``screen`` commands).
+REVIEW_ID_CHARS = 60
+
+
+def review_id_for(question: str) -> str:
+    """A review per question: searching the same question again adds to the same review, so decided
+    records are never asked again. Lower case words joined by '-', e.g. ``cystic-fibrosis-in-adults``."""
+    words = re.findall(r"[a-z0-9]+", question.lower())
+    slug = "-".join(words)[:REVIEW_ID_CHARS].strip("-")
+    return slug or "screening"
+
+
+def open_for_documents(
+    documents: Sequence[Mapping[str, Any]],
+    *,
+    question: str,
+    origin: str,
+    store_path: str | Path | None = None,
+    background: bool = True,
+) -> ScreeningSession:
+    """Open (or create) the question's review and add a run's merged documents (best rank first, each
+    with ``rank`` and ``found_by``) once: a run added before is not counted again in the PRISMA flow."""
+    store = DecisionStore(store_path)
+    try:
+        session = ScreeningSession.open(
+            store, review_id_for(question), question=question, background=background
+        )
+    except BaseException:
+        store.close()
+        raise
+    if origin not in {s.origin for s in store.sources(session.review.id)}:
+        ranks = {d["id"]: int(d["rank"]) for d in documents if isinstance(d.get("id"), int) and d.get("rank")}
+        found_by = {d["id"]: list(d.get("found_by") or []) for d in documents if isinstance(d.get("id"), int)}
+        per_row = Counter(name for d in documents for name in d.get("found_by") or [])
+        session.add_documents(documents, origin=origin, ranks=ranks, found_by=found_by, per_row=per_row)
+    return session
+
+
+def open_store_session(
+    review_id: str, store_path: str | Path | None = None, **kwargs: Any
+) -> ScreeningSession:
+    """Reopen an existing review (the same data folder after a crash finds every decision)."""
+    store = DecisionStore(store_path)
+    return ScreeningSession(store, review_id, **kwargs)
+
+
+def close_session(session: ScreeningSession) -> None:
+    """Stop the training thread and close the store (decisions are already committed)."""
+    session.close()
+    session.store.close()

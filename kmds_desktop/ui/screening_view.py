@@ -1,0 +1,484 @@
+"""The screening window: one record at a time, decided by key or button, on a :class:`ScreeningSession`.
+
+Why a view only: the window and ``kmds-desktop literature screen`` must mean the same by every decision,
+so this module renders :meth:`ScreeningSession.view`, its progress, stopping report and PRISMA flow, and
+forwards every key and click to the session; it decides nothing itself. The session announces changes
+(``record``, ``decided``, ``records``, and ``scores`` from its training thread); they reach the GUI thread
+through one signal (queued when they come from another thread), so the next record is drawn at once and
+never waits for a training.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtGui import QCloseEvent, QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFileDialog,
+    QGridLayout,
+    QHBoxLayout,
+    QInputDialog,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QMenu,
+    QPushButton,
+    QSplitter,
+    QTabWidget,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
+
+from kmds_desktop.app.screening import KEYS, ScreeningSession
+from kmds_desktop.app.screening_start import close_session, open_for_documents
+from kmds_desktop.ui.screening_pages import FlowPage, StoppingPage
+from kmds_desktop.ui.screening_widgets import record_html, split_keywords
+
+#: The keys the window forwards to :meth:`ScreeningSession.press` (Qt's spelling -> the session's).
+SHORTCUTS = {
+    **{k.upper(): k for k in KEYS if len(k) == 1},
+    **{str(n): str(n) for n in range(1, 10)},
+    "Ctrl+Z": "ctrl+z",
+    "Left": "left",
+    "Right": "right",
+}
+ORDERS = (("Active learning", "active"), ("Search rank", "rank"), ("Random", "random"))
+MARKS = {"include": "✓", "exclude": "✗", "maybe": "?"}
+EXPORTS = (("RIS", "ris", ".ris"), ("BibTeX", "bibtex", ".bib"), ("CSV", "csv", ".csv"))
+
+
+class _Events(QObject):
+    """Carries the session's events to the GUI thread (a queued call when sent from another thread)."""
+
+    arrived = Signal(str)
+
+
+class ScreeningWindow(QWidget):
+    """A window over one screening session (see the module docstring)."""
+
+    def __init__(self, session: ScreeningSession | None = None, *, jobs: Any = None,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent, Qt.WindowType.Window)
+        self.jobs = jobs
+        self.session: ScreeningSession | None = None
+        self._unsubscribe: Callable[[], None] | None = None
+        self._closed = False
+        self._events = _Events(self)
+        self._events.arrived.connect(self._on_event)
+        self.setWindowTitle("Screening")
+        self.resize(1400, 900)
+        self._build()
+        for seq, key in SHORTCUTS.items():
+            shortcut = QShortcut(QKeySequence(seq), self)
+            shortcut.activated.connect(lambda key=key: self.press(key))
+        if session is not None:
+            self.set_session(session)
+        else:
+            self.record_view.setHtml("<p>Reading the records…</p>")
+            self._set_enabled(False)
+
+    # -- layout ------------------------------------------------------------------------------------------
+    def _build(self) -> None:
+        self.position_label = QLabel()
+        self.position_label.setStyleSheet("font-weight: bold")
+        self.order_combo = QComboBox()
+        for text, value in ORDERS:
+            self.order_combo.addItem(text, value)
+        self.order_combo.setToolTip("Active learning: the model trained on your decisions picks the next "
+                                    "record; search rank: the search's order; random: unbiased")
+        self.order_combo.activated.connect(self._order_chosen)
+        self.export_button = QPushButton("Export included")
+        menu = QMenu(self.export_button)
+        for text, fmt, _suffix in EXPORTS:
+            menu.addAction(f"Included records as {text}", lambda fmt=fmt: self.export_included(fmt))
+        self.export_button.setMenu(menu)
+        top = QHBoxLayout()
+        top.addWidget(self.position_label, 1)
+        top.addWidget(QLabel("Order:"))
+        top.addWidget(self.order_combo)
+        top.addWidget(self.export_button)
+
+        self.tabs = QTabWidget()
+        self.tabs.addTab(self._screen_tab(), "Screen")
+        self.stopping = StoppingPage()
+        self.stopping.changed.connect(self._render_all)
+        self.flow = FlowPage()
+        self.tabs.addTab(self.stopping, "Stopping")
+        self.tabs.addTab(self.flow, "PRISMA flow")
+        self.tabs.currentChanged.connect(lambda _i: self._refresh_pages())
+        self.progress_label = QLabel()
+        self.progress_label.setStyleSheet("font-size: 14px; padding: 4px")
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addWidget(self.tabs, 1)
+        layout.addWidget(self.progress_label)
+
+    def _screen_tab(self) -> QWidget:
+        self.decided_label = QLabel("Decided")
+        self.decided_list = QListWidget()
+        self.decided_list.setToolTip("Click a decided record to read it again or change its decision")
+        self.decided_list.itemClicked.connect(self._decided_chosen)
+        self.decided_list.itemActivated.connect(self._decided_chosen)
+        left = QWidget()
+        lv = QVBoxLayout(left)
+        lv.setContentsMargins(0, 0, 0, 0)
+        lv.addWidget(self.decided_label)
+        lv.addWidget(self.decided_list, 1)
+
+        self.record_view = QTextBrowser()
+        self.record_view.setOpenExternalLinks(True)
+        self.ordered_label = QLabel()
+        self.why_button = QPushButton("Why ranked high?")
+        self.why_button.setCheckable(True)
+        self.why_button.toggled.connect(lambda _on: self._render_scores())
+        self.why_label = QLabel()
+        self.why_label.setWordWrap(True)
+        self.marks_check = QCheckBox("Highlight")
+        self.marks_check.setChecked(True)
+        self.marks_check.setToolTip(
+            "Blue: the search rows' terms; green: include keywords; red: exclude keywords"
+        )
+        self.marks_check.toggled.connect(lambda _on: self._render_record())
+        self.include_words = QLineEdit()
+        self.include_words.setPlaceholderText("include keywords (green), comma separated")
+        self.exclude_words = QLineEdit()
+        self.exclude_words.setPlaceholderText("exclude keywords (red), comma separated")
+        for edit in (self.include_words, self.exclude_words):
+            edit.editingFinished.connect(self._keywords_changed)
+        marks = QHBoxLayout()
+        marks.addWidget(self.marks_check)
+        marks.addWidget(self.include_words, 1)
+        marks.addWidget(self.exclude_words, 1)
+        why = QHBoxLayout()
+        why.addWidget(self.ordered_label, 1)
+        why.addWidget(self.why_button)
+        centre = QWidget()
+        cv = QVBoxLayout(centre)
+        cv.setContentsMargins(0, 0, 0, 0)
+        cv.addLayout(marks)
+        cv.addWidget(self.record_view, 1)
+        cv.addLayout(why)
+        cv.addWidget(self.why_label)
+
+        self.decision_label = QLabel()
+        self.decision_label.setWordWrap(True)
+        self.include_button = QPushButton("Include (I)")
+        self.exclude_button = QPushButton("Exclude (E)")
+        self.maybe_button = QPushButton("Maybe (M)")
+        self.include_button.setStyleSheet("background: #c8f0c8; padding: 8px")
+        self.exclude_button.setStyleSheet("background: #f8c8c8; padding: 8px")
+        self.maybe_button.setStyleSheet("background: #f0e6b8; padding: 8px")
+        self.include_button.clicked.connect(lambda: self._decide("include"))
+        self.exclude_button.clicked.connect(lambda: self._decide("exclude"))
+        self.maybe_button.clicked.connect(lambda: self._decide("maybe"))
+        self.reasons_list = QListWidget()
+        self.reasons_list.setToolTip("Keys 1–9 exclude with that reason at once; E and the Exclude button "
+                                     "use the reason chosen here")
+        self.reasons_list.itemClicked.connect(self._reason_chosen)
+        self.edit_reasons_button = QPushButton("Edit reasons…")
+        self.edit_reasons_button.clicked.connect(self.edit_reasons)
+        self.note_edit = QLineEdit()
+        self.note_edit.setPlaceholderText("note (saved with the decision)")
+        self.undo_button = QPushButton("Undo (U)")
+        self.back_button = QPushButton("◀ Back (←)")
+        self.forward_button = QPushButton("Forward (→) ▶")
+        self.undo_button.clicked.connect(lambda: self.press("u"))
+        self.back_button.clicked.connect(lambda: self.press("left"))
+        self.forward_button.clicked.connect(lambda: self.press("right"))
+        right = QWidget()
+        rv = QVBoxLayout(right)
+        rv.setContentsMargins(0, 0, 0, 0)
+        rv.addWidget(self.decision_label)
+        rv.addWidget(self.include_button)
+        rv.addWidget(self.exclude_button)
+        rv.addWidget(self.maybe_button)
+        rv.addWidget(QLabel("Exclusion reason (keys 1–9):"))
+        rv.addWidget(self.reasons_list, 1)
+        rv.addWidget(self.edit_reasons_button)
+        rv.addWidget(QLabel("Note:"))
+        rv.addWidget(self.note_edit)
+        nav = QGridLayout()
+        nav.addWidget(self.back_button, 0, 0)
+        nav.addWidget(self.forward_button, 0, 1)
+        nav.addWidget(self.undo_button, 1, 0, 1, 2)
+        rv.addLayout(nav)
+
+        split = QSplitter(Qt.Orientation.Horizontal)
+        for w, stretch in ((left, 1), (centre, 4), (right, 1)):
+            split.addWidget(w)
+            split.setStretchFactor(split.count() - 1, stretch)
+        split.setSizes([300, 900, 300])
+        return split
+
+    # -- the session -------------------------------------------------------------------------------------
+    def set_session(self, session: ScreeningSession) -> None:
+        """Show ``session`` (from the worker that opened it); a window closed meanwhile closes it."""
+        if self._closed:
+            self._close_session(session)
+            return
+        self.session = session
+        self._unsubscribe = session.subscribe(self._events.arrived.emit)
+        self.setWindowTitle(f"Screening — {session.review.name}")
+        self.order_combo.setCurrentIndex(max(0, self.order_combo.findData(str(session.order.value))))
+        self.stopping.set_session(session)
+        self.flow.session = session
+        words = session.review.settings.get("keywords", {})
+        self.include_words.setText(", ".join(words.get("include", [])))
+        self.exclude_words.setText(", ".join(words.get("exclude", [])))
+        self._set_enabled(True)
+        self._render_all()
+
+    def show_error(self, exc: BaseException) -> None:
+        self.record_view.setHtml(f"<p><b>Cannot open the screening:</b> {exc}</p>")
+
+    def _set_enabled(self, on: bool) -> None:
+        for w in (self.include_button, self.exclude_button, self.maybe_button, self.undo_button,
+                  self.back_button, self.forward_button, self.export_button, self.order_combo,
+                  self.edit_reasons_button):
+            w.setEnabled(on)
+        self.stopping.setEnabled(on)
+        self.flow.setEnabled(on)
+
+    def _on_event(self, event: str) -> None:
+        if self.session is None:
+            return
+        if event == "scores":
+            self._render_scores()
+        elif event == "record":
+            self._render_record(new=True)
+        else:
+            self._render_all()
+
+    # -- actions: each goes to the session ----------------------------------------------------------------
+    def press(self, key: str) -> bool:
+        """A key, as the session knows it; a decision key takes the note typed for it."""
+        session = self.session
+        if session is None:
+            return False
+        note = self.note_edit.text().strip()
+        action = "exclude" if key.isdigit() else KEYS.get(key)
+        if note and action in ("include", "exclude", "maybe") and session.current is not None:
+            reasons = session.review.reasons
+            if key.isdigit():
+                if not 0 < int(key) <= len(reasons):
+                    return False
+                return self._decide("exclude", reasons[int(key) - 1])
+            return self._decide(action, session.last_reason or (reasons[0] if reasons else ""))
+        return session.press(key)
+
+    def _decide(self, decision: str, reason: str = "") -> bool:
+        session = self.session
+        if session is None or session.current is None:
+            return False
+        if decision == "exclude" and not reason:
+            item = self.reasons_list.currentItem()
+            reason = str(item.data(Qt.ItemDataRole.UserRole)) if item is not None else ""
+        session.decide(decision, reason=reason, note=self.note_edit.text().strip())
+        return True
+
+    def _reason_chosen(self, item: QListWidgetItem) -> None:
+        if self.session is not None:
+            self.session.last_reason = str(item.data(Qt.ItemDataRole.UserRole))
+
+    def _order_chosen(self, _index: int) -> None:
+        if self.session is not None:
+            self.session.set_order(str(self.order_combo.currentData()))
+
+    def _decided_chosen(self, item: QListWidgetItem) -> None:
+        if self.session is not None:
+            self.session.go_to(tuple(item.data(Qt.ItemDataRole.UserRole)))
+
+    def _keywords_changed(self) -> None:
+        session = self.session
+        if session is None:
+            return
+        words = {"include": split_keywords(self.include_words.text()),
+                 "exclude": split_keywords(self.exclude_words.text())}
+        if session.review.settings.get("keywords") != words:
+            session.review.settings["keywords"] = words
+            session.store.set_settings(session.review.id, session.review.settings)
+        self._render_record()
+
+    def edit_reasons(self, _checked: bool = False, reasons: Sequence[str] | None = None) -> None:
+        """Edit the review's exclusion reasons (one a line); decisions keep the reason they were given."""
+        if self.session is None:
+            return
+        if reasons is None:
+            text, ok = QInputDialog.getMultiLineText(
+                self, "Exclusion reasons", "One reason a line (keys 1–9):",
+                "\n".join(self.session.review.reasons),
+            )
+            if not ok:
+                return
+            reasons = [line.strip() for line in text.splitlines() if line.strip()]
+        self.session.set_reasons(reasons)
+        self._render_record()
+
+    def _ask_path(self, title: str, suggested: str, filters: str) -> str | None:
+        path, _ = QFileDialog.getSaveFileName(self, title, suggested, filters)
+        return path or None
+
+    def export_included(self, fmt: str, path: str | Path | None = None) -> Path | None:
+        """Write the included records with their decisions (the session's exports)."""
+        if self.session is None:
+            return None
+        suffix = next(s for _t, f, s in EXPORTS if f == fmt)
+        path = path or self._ask_path("Export included records", f"included{suffix}", f"{fmt} (*{suffix})")
+        if path is None:
+            return None
+        written = self.session.export(path, fmt, "included")
+        self.progress_label.setText(f"Included records written to {written}")
+        return written
+
+    # -- rendering -----------------------------------------------------------------------------------------
+    def _render_all(self) -> None:
+        self._render_record(new=True)
+        self._render_decided()
+        self._refresh_pages()
+
+    def _refresh_pages(self) -> None:
+        if self.session is None:
+            return
+        self.progress_label.setText(self.session.progress().line())
+        if self.tabs.currentWidget() is self.stopping:
+            self.stopping.render()
+        elif self.tabs.currentWidget() is self.flow:
+            self.flow.render()
+
+    def _render_record(self, new: bool = False) -> None:
+        session = self.session
+        if session is None:
+            return
+        self.progress_label.setText(session.progress().line())
+        view = session.view()
+        self._render_reasons(view.decision.reason if view and view.decision else session.last_reason)
+        can_decide = view is not None
+        for w in (self.include_button, self.exclude_button, self.maybe_button):
+            w.setEnabled(can_decide)
+        self.back_button.setEnabled(bool(session.decided_keys()))
+        self.forward_button.setEnabled(view is not None and view.decision is not None)
+        if view is None:
+            self.position_label.setText("Every record is screened")
+            self.record_view.setHtml("<h2>Every record is screened.</h2><p>Go back to a decided record to "
+                                     "change it, or export the included records.</p>")
+            self.decision_label.setText("")
+            self._render_scores()
+            return
+        words = session.review.settings.get("keywords", {})
+        self.record_view.setHtml(record_html(view.record, include=words.get("include", []),
+                                             exclude=words.get("exclude", []),
+                                             marks_on=self.marks_check.isChecked()))
+        self.position_label.setText(view.position[:1].upper() + view.position[1:])
+        d = view.decision
+        if d is None:
+            self.decision_label.setText("Not decided yet")
+        else:
+            detail = f" — {d.reason}" if d.reason else ""
+            self.decision_label.setText(f"<b>Decided: {d.decision}{detail}</b>"
+                                        + (f"<br>Note: {d.note}" if d.note else "")
+                                        + "<br>Decide again to change it")
+        if new:
+            self.note_edit.setText(d.note if d is not None else "")
+        self._render_scores()
+        self._select_decided()
+
+    def _render_scores(self) -> None:
+        """The score, what chose the record and, on request, its top terms (a training may just have
+        finished: the record on screen stays, only these lines change)."""
+        session = self.session
+        view = session.view() if session is not None else None
+        if view is None:
+            self.ordered_label.setText("")
+            self.why_label.setText("")
+            return
+        score = f" · model score {view.score:.2f}" if view.score is not None else ""
+        self.ordered_label.setText(f"Chosen by {view.ordered_by or 'order'}{score}")
+        if not self.why_button.isChecked():
+            self.why_label.setText("")
+        elif view.why:
+            terms = ", ".join(f"{t} ({w:+.2f})" for t, w in view.why)
+            self.why_label.setText(f"Top-weighted terms of the model in this record: {terms}")
+        elif view.score is not None:
+            self.why_label.setText("No term of this record adds to its score: the model ranks it low.")
+        else:
+            self.why_label.setText("No model yet: it trains after the first include and the first exclude.")
+
+    def _render_reasons(self, chosen: str) -> None:
+        reasons = self.session.review.reasons if self.session is not None else []
+        self.reasons_list.clear()
+        for n, reason in enumerate(reasons, start=1):
+            item = QListWidgetItem(f"{n}  {reason}" if n <= 9 else f"    {reason}")
+            item.setData(Qt.ItemDataRole.UserRole, reason)
+            self.reasons_list.addItem(item)
+            if reason == chosen:
+                self.reasons_list.setCurrentItem(item)
+
+    def _render_decided(self) -> None:
+        session = self.session
+        if session is None:
+            return
+        by_key: Mapping[tuple[str, str], Any] = {r.key: r for r in session.records}
+        self.decided_list.clear()
+        for key in session.decided_keys():
+            d = session.decisions.get(key)
+            rec = by_key.get(key)
+            if d is None or rec is None:
+                continue
+            item = QListWidgetItem(f"{MARKS.get(d.decision, ' ')}  {rec.title or key[1]}")
+            item.setData(Qt.ItemDataRole.UserRole, list(key))
+            item.setToolTip(f"{d.decision}{' — ' + d.reason if d.reason else ''}")
+            self.decided_list.addItem(item)
+        self.decided_label.setText(f"Decided ({self.decided_list.count():,})")
+        self._select_decided()
+
+    def _select_decided(self) -> None:
+        session = self.session
+        current = session.current if session is not None else None
+        for row in range(self.decided_list.count()):
+            item = self.decided_list.item(row)
+            if current is not None and tuple(item.data(Qt.ItemDataRole.UserRole)) == current.key:
+                self.decided_list.setCurrentItem(item)
+                return
+        self.decided_list.clearSelection()
+
+    # -- closing -------------------------------------------------------------------------------------------
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt's name
+        self._closed = True
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        if self.session is not None:
+            self._close_session(self.session)
+            self.session = None
+        super().closeEvent(event)
+
+    def _close_session(self, session: ScreeningSession) -> None:
+        """Stop the session's training off the GUI thread (a training can take seconds to finish)."""
+        if self.jobs is None or self.jobs.submit(
+            "screening.close", close_session, session, pass_progress=False, policy="queue", busy_cursor=False
+        ) is None:
+            with contextlib.suppress(Exception):
+                close_session(session)
+
+
+def open_screening(parent: QWidget | None, jobs: Any, documents: Sequence[Mapping[str, Any]], *,
+                   question: str, origin: str, store_path: str | Path | None = None) -> ScreeningWindow:
+    """Show a screening window at once and open the run's review on a worker (features for thousands of
+    records take seconds)."""
+    window = ScreeningWindow(jobs=jobs, parent=parent)
+    window.show()
+    job = jobs.submit(
+        "screening.open", open_for_documents, list(documents), question=question, origin=origin,
+        store_path=store_path, pass_progress=False, label=f"Opening {len(documents):,} records for screening",
+        policy="queue", busy_cursor=False, on_result=window.set_session, on_error=window.show_error,
+    )
+    window.open_job = job
+    return window

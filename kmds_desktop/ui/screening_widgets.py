@@ -1,0 +1,147 @@
+"""Pieces of the screening window: the record as highlighted HTML, the PRISMA flow drawing, stopping.
+
+Why separate from :mod:`kmds_desktop.ui.screening_view`: each piece renders one part of the session's
+state and is tested on its own; the window only lays them out and forwards actions.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QByteArray, QRectF, QSize, Qt
+from PySide6.QtGui import QColor, QImage, QPainter
+from PySide6.QtSvg import QSvgRenderer
+from PySide6.QtSvgWidgets import QSvgWidget
+from PySide6.QtWidgets import QSizePolicy
+
+#: Highlight colours: a row's search terms, the user's include keywords, the user's exclude keywords.
+ROW_COLOUR = "#dbe9ff"
+INCLUDE_COLOUR = "#c8f0c8"
+EXCLUDE_COLOUR = "#f8c8c8"
+
+#: Query syntax that is not a term: boolean words, and the words too common to help a reader.
+_NOT_TERMS = {
+    "and", "or", "not", "near", "the", "of", "in", "a", "an", "to", "for", "with", "on", "by", "is",
+    "are", "semantic", "hypothetical", "abstract", "row",
+}
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9\-]{2,}")
+
+
+def terms_of_rows(found_by: Iterable[str]) -> list[str]:
+    """The words of the rows that found a record ("#3 row 2: cystic AND fibros:*" -> cystic, fibros),
+    so a reader sees where each row matched. Prefix terms (``fibros:*``) stay prefixes."""
+    terms: list[str] = []
+    for row in found_by:
+        text = row.split(": ", 1)[1] if re.match(r"^#\d+ row \d+: ", row) else row
+        if text.startswith("hypothetical abstract"):
+            continue  # a model's paragraph: its words say nothing about this record
+        for word in _WORD.findall(text):
+            low = word.lower()
+            if low not in _NOT_TERMS and low not in terms:
+                terms.append(low)
+    return terms
+
+
+def split_keywords(text: str) -> list[str]:
+    """The user's keywords as typed ("rat, mice; in vitro") -> ["rat", "mice", "in vitro"]."""
+    return [k.strip().lower() for k in re.split(r"[,;\n]", text) if k.strip()]
+
+
+def highlight(text: str, marks: Sequence[tuple[str, str]]) -> str:
+    """``text`` as HTML with each (term, colour) marked; a term matches whole words from its start
+    (``fibros`` marks "fibrosis"), the first mark listed wins where two overlap."""
+    escaped_spans: list[tuple[int, int, str]] = []
+    for term, colour in marks:
+        pattern = re.compile(rf"\b{re.escape(term)}\w*", re.IGNORECASE)
+        for m in pattern.finditer(text):
+            if not any(s < m.end() and m.start() < e for s, e, _ in escaped_spans):
+                escaped_spans.append((m.start(), m.end(), colour))
+    escaped_spans.sort()
+    out, pos = [], 0
+    for start, end, colour in escaped_spans:
+        out.append(html.escape(text[pos:start]))
+        out.append(f'<span style="background-color:{colour}">{html.escape(text[start:end])}</span>')
+        pos = end
+    out.append(html.escape(text[pos:]))
+    return "".join(out)
+
+
+def record_html(
+    record: Any,
+    *,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    marks_on: bool = True,
+) -> str:
+    """One record as the screening view shows it: title, authors, year and journal, identifiers, the
+    abstract, and the rows that found it. Exclude keywords are marked before include keywords and
+    row terms: a red word is the one a reviewer must not miss."""
+    marks: list[tuple[str, str]] = []
+    if marks_on:
+        marks = (
+            [(k, EXCLUDE_COLOUR) for k in exclude]
+            + [(k, INCLUDE_COLOUR) for k in include]
+            + [(t, ROW_COLOUR) for t in terms_of_rows(record.found_by)]
+        )
+    authors = ", ".join(record.authors[:12]) + (" et al." if len(record.authors) > 12 else "")
+    meta = " · ".join(str(x) for x in (record.year, record.journal) if x)
+    ids = " · ".join(
+        x for x in (f"DOI {record.doi}" if record.doi else "", f"PMID {record.pmid}" if record.pmid else "")
+        if x
+    )
+    rows = "".join(f"<li>{html.escape(r)}</li>" for r in record.found_by)
+    abstract = highlight(record.abstract, marks) if record.abstract else "<i>No abstract.</i>"
+    return (
+        f"<h2>{highlight(record.title or '(no title)', marks)}</h2>"
+        f"<p>{html.escape(authors) or '<i>No authors listed.</i>'}</p>"
+        f"<p><b>{html.escape(meta)}</b>{'<br>' + html.escape(ids) if ids else ''}</p>"
+        f"<p style='line-height:140%'>{abstract}</p>"
+        + (f"<p><b>Found by</b></p><ul>{rows}</ul>" if rows else "")
+    )
+
+
+class FlowView(QSvgWidget):
+    """The PRISMA 2020 flow diagram, drawn from the session's SVG with its proportions kept."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.svg = ""
+        self.renderer().setAspectRatioMode(Qt.AspectRatioMode.KeepAspectRatio)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
+        self.setStyleSheet("background: white")
+
+    def set_svg(self, svg: str) -> None:
+        self.svg = svg
+        self.load(QByteArray(svg.encode("utf-8")))
+        self.renderer().setAspectRatioMode(Qt.AspectRatioMode.KeepAspectRatio)
+        self.update()
+
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt's name
+        return QSize(700, 700)
+
+    def save_svg(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.write_text(self.svg, encoding="utf-8")
+        return path
+
+    def save_png(self, path: str | Path, scale: float = 2.0) -> Path:
+        """The drawing at ``scale`` × its own size on white (a slide or a manuscript wants pixels)."""
+        renderer = QSvgRenderer(QByteArray(self.svg.encode("utf-8")))
+        size = renderer.defaultSize()
+        image = QImage(
+            max(1, round(size.width() * scale)),
+            max(1, round(size.height() * scale)),
+            QImage.Format.Format_ARGB32,
+        )
+        image.fill(QColor("white"))
+        painter = QPainter(image)
+        renderer.render(painter, QRectF(0, 0, image.width(), image.height()))
+        painter.end()
+        path = Path(path)
+        if not image.save(str(path), "PNG"):
+            raise OSError(f"cannot write {path}")
+        return path
