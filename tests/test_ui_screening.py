@@ -235,3 +235,35 @@ def test_next_record_without_waiting_for_training(qtbot, window, monkeypatch):
         key(qtbot, window, Qt.Key.Key_I)
         assert s.wait_for_training(timeout=20)
     qtbot.waitUntil(lambda: "Top-weighted terms" in window.why_label.text(), timeout=10_000)
+
+
+def test_screen_these_results_from_the_literature_panel(qtbot, store_path):
+    from types import SimpleNamespace
+
+    from kmds_desktop.config import Settings
+    from kmds_desktop.ui.literature_panel import LiteraturePanel
+    from kmds_desktop.ui.workers import JobRunner
+
+    jobs = JobRunner()
+    panel = LiteraturePanel(Settings(), jobs, database=object(), open_on_start=False)
+    qtbot.addWidget(panel)
+    try:
+        assert not panel.screen_button.isEnabled()
+        panel.session.question = QUESTION
+        panel.session.documents = documents()
+        panel.session.last_run = SimpleNamespace(finished_at="2024-05-01T10:00:00Z",
+                                                 plan=SimpleNamespace(question=QUESTION))
+        panel._update_buttons()
+        assert panel.screen_button.isEnabled()
+        win = panel.screen_results(store_path=store_path)
+        assert "Reading the records" in win.record_view.toPlainText()  # shown at once, filled by the worker
+        qtbot.waitUntil(lambda: win.session is not None, timeout=20_000)
+        s = win.session
+        assert len(s.records) == 6 and s.records[0].found_by == ["cystic & fibrosis"]
+        assert s.records[0].rank == 1 and s.review.question == QUESTION
+        assert "#dbe9ff" in win.record_view.toHtml()  # the row's terms are marked
+        assert win.progress_label.text() == "0 of 6 screened · 0 included · 0 since the last include"
+        win.close()
+        qtbot.waitUntil(lambda: not jobs.is_busy(), timeout=20_000)
+    finally:
+        jobs.shutdown()

@@ -317,6 +317,10 @@ class LiteraturePanel(QWidget):
         results_bar = QHBoxLayout()
         results_bar.addWidget(self.results_label, 1)
         results_bar.addWidget(self.history_button)
+        self.screen_button = QPushButton("Screen these results…")
+        self.screen_button.setToolTip("Screen the run's documents one at a time: include, exclude, maybe")
+        self.screen_button.clicked.connect(lambda _checked=False: self.screen_results())
+        results_bar.addWidget(self.screen_button)
         results_bar.addWidget(self.export_button)
 
         docs_split = QSplitter(Qt.Orientation.Vertical)
@@ -394,6 +398,7 @@ class LiteraturePanel(QWidget):
         self.all_button.setVisible(selectable)
         self.none_button.setVisible(selectable)
         self.export_button.setEnabled(self.has_documents() or self.session.last_run is not None)
+        self.screen_button.setEnabled(bool(self.session.documents) and self.session.last_run is not None)
         self.embed_button.setEnabled(not self.embedding)
 
     def _set_progress(self, text: str) -> None:
@@ -855,6 +860,20 @@ class LiteraturePanel(QWidget):
         self.history_dialog.show()
         self.history_dialog.raise_()
         return self.history_dialog
+
+    def screen_results(self, store_path: str | Path | None = None) -> Any:
+        """Open a screening window on the last run's merged documents (the question's review)."""
+        # Imported here: the screening session loads scikit-learn, which the window's start need not wait for.
+        from kmds_desktop.ui.screening_view import open_screening
+
+        run = self.session.last_run
+        if run is None or not self.session.documents:
+            self.show_message("There is nothing to screen: run the ticked queries first.", "warning")
+            return None
+        self.screening_window = open_screening(
+            self, self.jobs, self.session.documents, question=self.session.question or run.plan.question,
+            origin=f"search {run.finished_at}", store_path=store_path)
+        return self.screening_window
 
     def _show_current_document(self, current: QModelIndex, _previous: QModelIndex) -> None:
         if not current.isValid():
