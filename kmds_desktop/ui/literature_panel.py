@@ -68,6 +68,7 @@ from PySide6.QtWidgets import (
     QPushButton,
     QSplitter,
     QStackedWidget,
+    QStyle,
     QTableView,
     QToolButton,
     QVBoxLayout,
@@ -91,6 +92,10 @@ log = logging.getLogger(__name__)
 FOUND_BY_SHARE = 0.3
 #: The share of the documents table's width the Title keeps when "Found by" is fitted (a narrow table).
 TITLE_SHARE = 0.25
+#: The review table's Error column: at least this wide, and as wide as its longest note up to
+#: :data:`ERROR_SHARE` of the table (in Wide mode, a duplicate's whole "same as the query of …" note).
+ERROR_MIN_WIDTH = 180
+ERROR_SHARE = 0.34
 
 EMPTY_DATABASE_HINT = (
     "<h3>The literature database is empty</h3>"
@@ -226,7 +231,16 @@ class LiteraturePanel(QWidget):
         # column has a fixed share (full text in its tooltip), so no column is pushed off to the side.
         header.setSectionResizeMode(ReviewModel.COL_QUERY, QHeaderView.ResizeMode.Stretch)
         header.setSectionResizeMode(ReviewModel.COL_ERROR, QHeaderView.ResizeMode.Interactive)
-        header.resizeSection(ReviewModel.COL_ERROR, 180)
+        header.resizeSection(ReviewModel.COL_ERROR, ERROR_MIN_WIDTH)
+        # Fitted to its notes when rows change or the table is resized (_fit_error_column): at a
+        # fixed 180 px a duplicate's note was cut even with the whole window's width in Wide mode.
+        self._error_fit = QTimer(self)
+        self._error_fit.setSingleShot(True)
+        self._error_fit.setInterval(0)
+        self._error_fit.timeout.connect(self._fit_error_column)
+        for changed in (self.review.dataChanged, self.review.rowsInserted, self.review.rowsRemoved,
+                        self.review.modelReset):
+            changed.connect(self._error_fit.start)
         header.setStretchLastSection(False)
         header.setMinimumSectionSize(28)
         self.review_view.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 10)
@@ -296,6 +310,7 @@ class LiteraturePanel(QWidget):
         # it is fitted again, or the stretched Title would be squeezed to "…" behind a scroll bar.
         self._found_by_need = 0
         self.documents_view.viewport().installEventFilter(self)
+        self.review_view.viewport().installEventFilter(self)  # resized: the Error column is refitted
         self.detail = DocumentDetail()
 
         self.results_label = QLabel("Run the ticked queries to see documents here.")
@@ -799,9 +814,26 @@ class LiteraturePanel(QWidget):
                     width - others - int(width * TITLE_SHARE))
         view.setColumnWidth(DocumentsModel.COL_FOUND_BY, max(header.minimumSectionSize(), share))
 
+    def _fit_error_column(self) -> None:
+        """Give the Error column the width of its longest note, within :data:`ERROR_SHARE` of the
+        table and never under :data:`ERROR_MIN_WIDTH` (the full note is also in the cell's tooltip).
+        The width comes from the font's metrics of the few notes shown, not from asking the style
+        for every cell."""
+        view = self.review_view
+        column = ReviewModel.COL_ERROR
+        metrics = view.fontMetrics()
+        notes = (str(self.review.index(r, column).data() or "") for r in range(self.review.rowCount()))
+        margin = 2 * (view.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, view) + 1) + 4
+        need = max((metrics.horizontalAdvance(n) for n in notes if n), default=0) + margin
+        width = max(ERROR_MIN_WIDTH, min(need, int(view.viewport().width() * ERROR_SHARE)))
+        if view.columnWidth(column) != width:
+            view.setColumnWidth(column, width)
+
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
         if watched is self.documents_view.viewport() and event.type() == QEvent.Type.Resize:
             self._refit_found_by()
+        elif watched is self.review_view.viewport() and event.type() == QEvent.Type.Resize:
+            self._error_fit.start()
         return super().eventFilter(watched, event)
 
     # --- the search history -----------------------------------------------------------------------

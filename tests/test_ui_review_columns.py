@@ -1,0 +1,49 @@
+"""The literature review table's Error column on the real window: a duplicate query's note is whole
+in Wide mode, and its tooltip holds it (two scripted models propose the same query)."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from support.fake_ollama import ModelScript
+
+from kmds_desktop.config import Settings
+from kmds_desktop.ui.review_model import CHECKING, ReviewModel
+
+WAIT = 30_000
+LEFT = Qt.MouseButton.LeftButton
+QUERY = "cystic & fibrosis & azithromycin"
+
+
+def test_a_duplicate_querys_note_is_whole_in_wide_mode(qtbot, make_window, fake_ollama, pg_database) -> None:
+    fake_ollama.models["first-model"] = ModelScript([QUERY])
+    fake_ollama.models["second-model"] = ModelScript([QUERY.upper()])
+    settings = Settings()
+    qg = settings.query_generation
+    qg.multi_model_enabled = True
+    qg.models = ["first-model", "second-model"]
+    qg.ollama_host = fake_ollama.url
+    qg.timeout_s = 30
+    qg.queries_per_model = 1
+    window = make_window(settings, auto_index=False,
+                         literature_kwargs={"database": pg_database, "open_on_start": False})
+    window.resize(1600, 1000)
+    window.show()
+    panel = window.literature
+    qtbot.mouseClick(panel.question, LEFT)
+    qtbot.keyClicks(panel.question, "Does azithromycin help in cystic fibrosis?")
+    qtbot.mouseClick(panel.generate_button, LEFT)
+    qtbot.waitUntil(lambda: panel.session.round is not None and panel.session.round.finished, timeout=WAIT)
+    qtbot.waitUntil(lambda: all(r.validity != CHECKING for r in panel.review.rows()), timeout=WAIT)
+    row = next(i for i, r in enumerate(panel.review.rows()) if r.note)
+    note = panel.review.rows()[row].note
+    assert "runs once" in note
+
+    qtbot.mouseClick(panel.wide_button, LEFT)
+    qtbot.waitUntil(lambda: not window.browser.isVisible(), timeout=WAIT)
+    view = panel.review_view
+    cell = panel.review.index(row, ReviewModel.COL_ERROR)
+    assert cell.data(Qt.ItemDataRole.ToolTipRole) == note
+    need = view.fontMetrics().horizontalAdvance(note)
+    qtbot.waitUntil(lambda: view.columnWidth(ReviewModel.COL_ERROR) >= need, timeout=WAIT)
+    assert view.columnWidth(ReviewModel.COL_QUERY) >= view.fontMetrics().horizontalAdvance(QUERY)
+    assert not view.horizontalScrollBar().isVisible()
