@@ -230,11 +230,11 @@ def test_next_record_without_waiting_for_training(qtbot, window, monkeypatch):
     gate.set()
     assert s.wait_for_training(timeout=20)
     qtbot.waitUntil(lambda: "model score" in window.ordered_label.text(), timeout=10_000)
-    assert window.why_label.text().startswith(("Top-weighted terms", "No term of this record"))
+    assert window.why_label.text().startswith(("Ranked high for these terms", "No term of this record"))
     while s.view().why == [] and s.current is not None:  # a record the model ranks high shows its terms
         key(qtbot, window, Qt.Key.Key_I)
         assert s.wait_for_training(timeout=20)
-    qtbot.waitUntil(lambda: "Top-weighted terms" in window.why_label.text(), timeout=10_000)
+    qtbot.waitUntil(lambda: "Ranked high for these terms" in window.why_label.text(), timeout=10_000)
 
 
 def test_screen_these_results_from_the_literature_panel(qtbot, store_path):

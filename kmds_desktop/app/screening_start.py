@@ -40,10 +40,11 @@ def open_for_documents(
     """Open (or create) the question's review and add a run's merged documents (best rank first, each
     with ``rank`` and ``found_by``) once: a run added before is not counted again in the PRISMA flow."""
     store = DecisionStore(store_path)
+    review_id = review_id_for(question)
     try:
-        session = ScreeningSession.open(
-            store, review_id_for(question), question=question, background=background
-        )
+        # Named by the question: the window's title and the PRISMA diagram's heading show the name.
+        store.create_review(review_id, name=question or review_id, question=question)
+        session = ScreeningSession(store, review_id, background=background)
     except BaseException:
         store.close()
         raise

@@ -125,6 +125,8 @@ class ScreeningWindow(QWidget):
         self.decided_label = QLabel("Decided")
         self.decided_list = QListWidget()
         self.decided_list.setToolTip("Click a decided record to read it again or change its decision")
+        self.decided_list.setWordWrap(True)  # a title elided to its first words cannot be told apart
+        self.decided_list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.decided_list.itemClicked.connect(self._decided_chosen)
         self.decided_list.itemActivated.connect(self._decided_chosen)
         left = QWidget()
@@ -155,7 +157,10 @@ class ScreeningWindow(QWidget):
             edit.editingFinished.connect(self._keywords_changed)
         marks = QHBoxLayout()
         marks.addWidget(self.marks_check)
+        # Labelled: once typed, a field's placeholder no longer says which colour it is.
+        marks.addWidget(QLabel("<span style='background:#c8f0c8'>&nbsp;Include words:&nbsp;</span>"))
         marks.addWidget(self.include_words, 1)
+        marks.addWidget(QLabel("<span style='background:#f8c8c8'>&nbsp;Exclude words:&nbsp;</span>"))
         marks.addWidget(self.exclude_words, 1)
         why = QHBoxLayout()
         why.addWidget(self.ordered_label, 1)
@@ -287,6 +292,7 @@ class ScreeningWindow(QWidget):
     def _reason_chosen(self, item: QListWidgetItem) -> None:
         if self.session is not None:
             self.session.last_reason = str(item.data(Qt.ItemDataRole.UserRole))
+            self.exclude_button.setText(f"Exclude (E): {self.session.last_reason}")
 
     def _order_chosen(self, _index: int) -> None:
         if self.session is not None:
@@ -359,7 +365,8 @@ class ScreeningWindow(QWidget):
             return
         self.progress_label.setText(session.progress().line())
         view = session.view()
-        self._render_reasons(view.decision.reason if view and view.decision else session.last_reason)
+        # The reason E and the Exclude button will use (a decided record's own reason is in its label).
+        self._render_reasons(session.last_reason or (session.review.reasons[:1] or [""])[0])
         can_decide = view is not None
         for w in (self.include_button, self.exclude_button, self.maybe_button):
             w.setEnabled(can_decide)
@@ -399,19 +406,27 @@ class ScreeningWindow(QWidget):
             self.ordered_label.setText("")
             self.why_label.setText("")
             return
-        score = f" · model score {view.score:.2f}" if view.score is not None else ""
-        self.ordered_label.setText(f"Chosen by {view.ordered_by or 'order'}{score}")
+        how = view.ordered_by or "order"
+        if view.score is None:
+            self.ordered_label.setText(f"Chosen by {how}")
+        elif how == "model score":
+            self.ordered_label.setText(f"Chosen by model score ({view.score:.2f})")
+        else:
+            self.ordered_label.setText(f"Chosen by {how} · model score {view.score:.2f}")
         if not self.why_button.isChecked():
             self.why_label.setText("")
         elif view.why:
-            terms = ", ".join(f"{t} ({w:+.2f})" for t, w in view.why)
-            self.why_label.setText(f"Top-weighted terms of the model in this record: {terms}")
+            # The contributions are small numbers whose scale says little; their order says why.
+            self.why_label.setText("Ranked high for these terms, strongest first: "
+                                   + ", ".join(t for t, _w in view.why))
+            self.why_label.setToolTip("\n".join(f"{t}: {w:.4f}" for t, w in view.why))
         elif view.score is not None:
             self.why_label.setText("No term of this record adds to its score: the model ranks it low.")
         else:
             self.why_label.setText("No model yet: it trains after the first include and the first exclude.")
 
     def _render_reasons(self, chosen: str) -> None:
+        """The reasons with their keys; the one E and the Exclude button use is selected and named."""
         reasons = self.session.review.reasons if self.session is not None else []
         self.reasons_list.clear()
         for n, reason in enumerate(reasons, start=1):
@@ -420,6 +435,7 @@ class ScreeningWindow(QWidget):
             self.reasons_list.addItem(item)
             if reason == chosen:
                 self.reasons_list.setCurrentItem(item)
+        self.exclude_button.setText(f"Exclude (E): {chosen}" if chosen else "Exclude (E)")
 
     def _render_decided(self) -> None:
         session = self.session
