@@ -138,3 +138,17 @@ def test_each_generated_query_carries_its_reason(pg_empty_database, literature_d
     notes = [r.note for r in result.all_queries]
     assert [n.split(":")[0] for n in notes] == ["precise", "medium", "broad"]
     assert len(result.unique_queries) == 3
+
+
+def test_a_long_question_still_gets_three_queries_the_cleaner_accepts(pg_database):
+    from kmds_desktop.literature.query_cleaning import clean_query_with_reason
+
+    question = ("Chronic exposure to fine particulate matter air pollution accelerates atherosclerosis, "
+                "coronary calcification, arterial stiffness and systemic inflammation in elderly "
+                "hypertensive smokers with impaired renal function and diabetes mellitus")
+    builder = KeywordQueryBuilder(pg_database)
+    for attempt in (1, 2, 3):
+        raw = builder.query(question, attempt)
+        cleaned, why = clean_query_with_reason(raw)
+        assert cleaned == raw, (attempt, len(raw), why)
+        assert pg_database.validate_tsquery(cleaned)[0]

@@ -16,13 +16,14 @@ Everything is learnt from the corpus itself, through the database (so it fits ea
 - **British/American spellings** (tumour/tumor, haemoglobin/hemoglobin, randomised/randomized) that
   occur in the corpus;
 - **pseudo-relevance feedback** (RM3, as Anserini/pyserini do it, in a light form): the words that
-  the best :data:`FEEDBACK_DOCS` documents of a first ranked pass share, weighted by rarity, added to
-  the broad query.
+  the best :data:`FEEDBACK_DOCS` documents of a first ranked pass share, weighted by rarity; they
+  widen the medium query of a two-concept question (not the broad query: see
+  :data:`FEEDBACK_IN_BROAD`).
 
 The three queries, precise to broad: (1) every concept block joined by AND, leaving out the block
 whose absence first gives matches when all of them together match nothing; (2) any ``n - 1`` of the
-``n`` blocks (OR of the AND groups); (3) every variant and the feedback words joined by OR (ranked by
-term rarity, so a common word only adds a little). Each query keeps a note of the concepts, variants
+``n`` blocks (OR of the AND groups); (3) every word and variant joined by OR (ranked by term rarity,
+so a common word only adds a little). Each query keeps a note of the concepts, variants
 and reasons, shown in the review table.
 
 Cost: a handful of counts (one GIN look-up each, cached per question and term) and one ranked pass
@@ -50,11 +51,18 @@ PRECISE_MIN = 5
 #: The medium query asks for k of the n concepts, the largest k whose query matches at least this
 #: many times as many documents as the precise one.
 MEDIUM_WIDER = 3
+MEDIUM_CONCEPTS = 5
+#: Queries are written well below the query cleaner's limit (1,000 characters a line).
+MAX_QUERY_CHARS = 900
 #: An abbreviation is a variant when at least this share of its documents also use the long form.
 ABBREVIATION_SHARE = 0.5
 #: Documents read for pseudo-relevance feedback, and feedback words added to the broad query.
 FEEDBACK_DOCS = 10
 FEEDBACK_TERMS = 5
+#: Whether the broad query carries the feedback words too. Off: ranked by term rarity, each feedback
+#: word weighs as much as a word of the question, and on the first 300 SciFact *train* claims the
+#: broad row's nDCG@10 fell from 0.625 to 0.555 with them, at the same recall@100 (0.913).
+FEEDBACK_IN_BROAD = False
 #: A feedback word must occur in at least this many of the feedback documents...
 FEEDBACK_MIN_DOCS = 3
 #: ...and in at most this share of the corpus (a word most documents have adds nothing).
@@ -403,6 +411,8 @@ def write_strategy(concepts: list[Concept], lookups: CorpusLookups,
             if best[0] > 0:
                 chosen = [best[3], best[4]]
                 dropped = [c for c in blocks if c not in chosen]
+    while len(" & ".join(c.block for c in chosen)) > MAX_QUERY_CHARS and len(chosen) > 2:
+        dropped.append(chosen.pop(max(range(len(chosen)), key=lambda i: chosen[i].matches or 0)))
     precise = " & ".join(c.block for c in chosen)
     queries.append(precise)
     note = "precise: " + " AND ".join(c.describe() for c in chosen)
@@ -426,13 +436,20 @@ def write_strategy(concepts: list[Concept], lookups: CorpusLookups,
     medium = ""
     if len(blocks) >= 3:
         floor = max(PRECISE_MIN, MEDIUM_WIDER * count(chosen)) if known else 0
-        for k in range(len(blocks) - 1, 1, -1):
-            groups = [" & ".join(c.block for c in group) for group in combinations(blocks, k)]
+        # Every k-of-n group repeats the blocks: a long question keeps its MEDIUM_CONCEPTS most
+        # specific concepts here, so the query stays far below the cleaner's length limit.
+        ranked = sorted(blocks, key=lambda c: c.matches if c.matches is not None else -len(c.label))
+        kept = [c for c in blocks if c in ranked[:MEDIUM_CONCEPTS]]
+        for k in range(len(kept) - 1, 1, -1):
+            groups = [" & ".join(c.block for c in group) for group in combinations(kept, k)]
             candidate = " | ".join(f"({g})" for g in groups)
+            if len(candidate) > MAX_QUERY_CHARS and medium:
+                break
             medium, size = candidate, k
             if not known or (lookups.count(candidate) or 0) >= floor:
                 break
-        notes.append(f"medium: any {size} of the {len(blocks)} concepts")
+        notes.append(f"medium: any {size} of the {len(kept)} " + (
+            "concepts" if len(kept) == len(blocks) else "most specific concepts"))
     feedback = feedback_from(medium) if medium else feedback_from(precise)
     if len(blocks) == 2 and feedback:
         rare, common = sorted(blocks, key=lambda c: (c.matches if c.matches is not None else 0))
@@ -448,15 +465,17 @@ def write_strategy(concepts: list[Concept], lookups: CorpusLookups,
     # 3. broad: every word and variant, and the feedback words, OR-ed; ranked by rarity.
     operands = list(dict.fromkeys([*broad_words,
                                    *(v for c in blocks for v in c.variants[1:]),
-                                   *(_operand(w) for w in feedback)]))
+                                   *(_operand(w) for w in (feedback if FEEDBACK_IN_BROAD else []))]))
     left_out: list[str] = []
     if flood_limit is not None:
         while len(operands) > 2 and (lookups.count(" | ".join(operands)) or 0) > flood_limit:
             counts = [lookups.count(o) or 0 for o in operands]
             left_out.append(operands.pop(max(range(len(operands)), key=lambda i: (counts[i], i))))
+    while len(" | ".join(operands)) > MAX_QUERY_CHARS and len(operands) > 2:
+        operands.pop()  # the feedback words go first, then the question's last words
     queries.append(" | ".join(operands))
     note = "broad: any word of the question or a variant"
-    if feedback:
+    if feedback and FEEDBACK_IN_BROAD:
         note += f", and words the best-matching documents share ({', '.join(feedback)})"
     if left_out:
         note += " · left out " + ", ".join(f"'{o}'" for o in left_out) + " (most of the corpus has them)"
