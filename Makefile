@@ -24,7 +24,7 @@ test: $(STAMP)
 	bash scripts/sysdeps.sh test
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m ruff check kmds_desktop tests bench
 	$(BIN)/lint-imports
-	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -ra -m "not slow"
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -ra -m "not slow" --ignore=tests/test_real_model.py
 	bash scripts/sysdeps.sh real-model
 	PYTHON=$(BIN)/python bash scripts/real_model.sh
 
