@@ -55,7 +55,9 @@ STRICT_TERMS = 3
 PAIR_TERMS = 5
 BROAD_TERMS = 40
 #: A broad query may match at most this share of the database (and always FLOOD_MIN documents).
-FLOOD_SHARE = 0.5
+#: 0.8, not 0.5: with the building-block strategy the merged full-text rows on all 809 SciFact *train*
+#: claims reach recall@100 0.9065 with 0.8 (0.905 with 0.5; the same with 1.0), nDCG@10 0.562 either way.
+FLOOD_SHARE = 0.8
 FLOOD_MIN = 200
 
 # English function words (PostgreSQL drops most of these itself; we drop them early so that the
