@@ -60,6 +60,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from kmds_desktop import secrets
 from kmds_desktop.literature import term_weights
+from kmds_desktop.literature.concept_blocks import forget_collection_size
 from kmds_desktop.literature.errors import (
     DatabaseUnavailable,
     InvalidQuery,
@@ -632,6 +633,7 @@ class LiteratureDatabase:
         finally:
             self._sources_cache = None
             self._term_stats.clear()
+            forget_collection_size(self)
             with contextlib.suppress(Exception):
                 conn.close()
 

@@ -45,6 +45,7 @@ from kmds_desktop.literature.concept_blocks import (
     ConceptFinder,
     CorpusLookups,
     Strategy,
+    collection_size,
     write_strategy,
 )
 
@@ -202,16 +203,7 @@ class KeywordQueryBuilder:
 
     def _total(self) -> int | None:
         """Documents in the database (None: unknown or no database)."""
-        if self.database is None:
-            return None
-        if "\x00total" not in self._counts:
-            status = getattr(self.database, "status", None)
-            try:
-                self._counts["\x00total"] = int(status()["documents"]) if status else -1
-            except Exception:  # noqa: BLE001 - unknown size: no flood limit from it
-                self._counts["\x00total"] = -1
-        total = self._counts["\x00total"]
-        return None if total < 0 else total
+        return collection_size(self.database)
 
     def _counts_usable(self) -> bool:
         """Counts rank terms only when the database has documents (an empty one counts 0 for all)."""
