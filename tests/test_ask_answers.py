@@ -192,3 +192,46 @@ def test_llm_open_question_and_listing_flag(fake_ollama, retail_kb, demo_kb, ind
     listed = llm_orchestrator(demo_kb, index, fake_ollama.url).ask("Show the first 3 exploratory findings")
     assert listed.listing and [r["finding_seq"] for r in listed.results] == [1, 2, 3, 1, 2, 3]
     assert [r["workflow_name"] for r in listed.results] == [W1] * 3 + [W2] * 3
+
+
+def test_citations_are_repaired_and_an_uncited_answer_is_flagged():
+    from kmds_desktop.ask.answers import repair_citations
+
+    # a citation written before its claim moves to the claim's end; one out of range is dropped
+    text, note, uncited = repair_citations("Columns hold null values [1]. [3] Some quantities are not "
+                                           "numbers. Model B won [9].", 3)
+    assert text == "Columns hold null values [1]. Some quantities are not numbers [3]. Model B won."
+    assert note == "Drawn from [1], [3]." and uncited == 0  # "Model B won" is too short to be a claim
+    # an answer citing nothing is never shown as cited: the note says so and names what it was given
+    text, note, uncited = repair_citations("The PCA loadings show two components. They explain most of "
+                                           "the variance in the data.", 2)
+    assert "[" not in text and uncited == 2
+    assert note.startswith("The model cited no record") and "[1], [2]" in note
+    # list items keep their bullets; claims without a source are counted
+    text, note, uncited = repair_citations("- Model A was chosen for its lowest error [2] [7].\n"
+                                           "- The features were scaled before fitting the models.", 2)
+    assert text.splitlines()[0] == "- Model A was chosen for its lowest error [2]."
+    assert uncited == 1 and note == "Drawn from [2]. 1 of 2 statements cite no record."
+
+
+def test_an_llm_answer_carries_its_citation_note_everywhere(fake_ollama, demo_kb, index) -> None:
+    from kmds_desktop.app.ask import answer_markdown, displayed_answer
+
+    route = {"intent_class": "exploratory_search", "listing": True, "explanation": "type named",
+             "filters": {"obs_type_filter": "data quality"}}
+
+    def reply(prompt: str, body: dict[str, Any]) -> str:
+        if "Reply with one JSON object" in prompt:
+            return json.dumps(route)
+        return "[2] One column has missing values in the body mass data. The rest is fine."
+
+    fake_ollama.models[MODEL] = ModelScript(replies=[reply])
+    result = llm_orchestrator(demo_kb, index, fake_ollama.url).ask("What data quality problems were found?")
+    assert result.synthesis == "llm"
+    assert result.answer.startswith("One column has missing values in the body mass data [2].")
+    # "The rest is fine." states something without a source: flagged, not shown as cited
+    note = "Drawn from [2]. 1 of 2 statements cite no record."
+    assert result.citation_note == note and result.uncited_claims == 1
+    assert displayed_answer(result).endswith(f"*{note}*")
+    assert f"*{note}*" in answer_markdown(result)
+    assert note in format_result(result.to_dict())

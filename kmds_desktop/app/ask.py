@@ -167,12 +167,20 @@ def edited_route(
     )
 
 
+def displayed_answer(result: Any) -> str:
+    """The answer as the window, the CLI and the export show it: with the note on its citations
+    (the records an LLM's answer drew on, or that it cited none), so an uncited answer never reads
+    as cited."""
+    note = getattr(result, "citation_note", "")
+    return f"{result.answer}\n\n*{note}*" if note and result.answer else result.answer
+
+
 def answer_markdown(result: Any) -> str:
     """The answer as a Markdown document: the question, the answer, the numbered records it cites
     (``[n]`` is record n), the route and the backend. The window's *Export answer as Markdown* and
     ``kmds-desktop ask --markdown`` write this same document."""
     r = result
-    lines = [f"# {r.question}", "", r.answer, "", "## Records", ""]
+    lines = [f"# {r.question}", "", displayed_answer(r), "", "## Records", ""]
     for i, row in enumerate(r.results, 1):
         lines.append(f"[{i}] {one_line(row.get('finding'), 200)} — {row.get('obs_type')} ({row.get('iri')})")
     lines += ["", f"Route: {r.intent_class}. {r.route_explanation}"]
@@ -264,7 +272,8 @@ def answer_question(
             chunk(piece)
     result = stream.result
     if chunk is not None and render is not None:
-        chunk((RENDERED, (result.answer, render(result.answer, len(result.results)))))
+        shown = displayed_answer(result)
+        chunk((RENDERED, (shown, render(shown, len(result.results)))))
     if progress:
         progress(4, 4, "done")
     return result

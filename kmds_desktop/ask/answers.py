@@ -74,6 +74,64 @@ def clean_citations(answer: str, n_results: int) -> str:
     return _CITATION.sub(keep, answer).strip()
 
 
+#: A citation group that opens a sentence ("[3] Some quantities ..."): it belongs to that sentence.
+_LEADING = re.compile(r"^((?:\[\d+\]\s*)+)(\S.*)$", re.DOTALL)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+#: A sentence with fewer words than this (a heading, "Workflow A:") is not a claim that needs a source.
+CLAIM_WORDS = 4
+
+
+def _move_leading_citations(sentence: str) -> str:
+    """``[3] Some quantities are not numbers.`` -> ``Some quantities are not numbers [3].``: a model
+    that writes the citation first would otherwise seem to cite the sentence before it."""
+    match = _LEADING.match(sentence)
+    if not match:
+        return sentence
+    marks = " ".join(_CITATION.findall(match.group(1)))
+    marks = " ".join(f"[{n}]" for n in marks.split())
+    rest = match.group(2).rstrip()
+    end = rest[-1] if rest[-1:] in ".!?;:" else ""
+    body = rest[:-1].rstrip() if end else rest
+    return f"{body} {marks}{end}"
+
+
+def repair_citations(answer: str, n_results: int) -> tuple[str, str, int]:
+    """An LLM's answer with its citations checked: ``(answer, note, uncited claims)``.
+
+    Markers that point at no record are dropped; a citation that opens a sentence moves to that
+    sentence's end; sentences that state something (``CLAIM_WORDS`` words or more) without a citation
+    are counted. The note, added under the answer, says which records it drew on, and flags an answer
+    that cites nothing or leaves claims uncited, so an uncited answer is never shown as if cited.
+    """
+    def keep(match: re.Match[str]) -> str:  # a dropped marker takes the space before it along
+        return match.group(0) if 1 <= int(match.group(1)) <= n_results else ""
+
+    text = re.sub(r"[ \t]*\[(\d+)\]", keep, answer).strip()
+    lines_out: list[str] = []
+    claims = uncited = 0
+    for line in text.splitlines():
+        prefix = re.match(r"^\s*(?:[-*+]|\d+[.)])\s+", line)
+        head = prefix.group(0) if prefix else ""
+        sentences = [_move_leading_citations(s) for s in _SENTENCE_END.split(line[len(head):]) if s]
+        for sentence in sentences:
+            words = len(re.findall(r"[A-Za-z]{2,}", _CITATION.sub("", sentence)))
+            if words >= CLAIM_WORDS and not sentence.rstrip().endswith(":"):
+                claims += 1
+                uncited += not _CITATION.search(sentence)
+        lines_out.append(head + " ".join(sentences))
+    repaired = "\n".join(lines_out).strip()
+    cited = cited_numbers(repaired)
+    if not cited:
+        given = ", ".join(f"[{i}]" for i in range(1, n_results + 1))
+        note = ("The model cited no record, so nothing above is marked as coming from one"
+                + (f"; it was given {given}." if n_results else "."))
+    else:
+        note = "Drawn from " + ", ".join(f"[{n}]" for n in cited) + "."
+        if uncited:
+            note += f" {uncited} of {claims} statements cite no record."
+    return repaired, note, uncited
+
+
 _THINK_PAIR = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 
 

@@ -111,6 +111,10 @@ class OrchestratorResult:
     #: "text" (free text parsed tolerantly: the backend cannot enforce a schema or refused it), or
     #: "" (no LLM router ran).
     route_format: str = ""
+    #: Under an LLM's answer: the records it drew on, or that it cited none / left claims uncited.
+    citation_note: str = ""
+    #: Statements of an LLM's answer that cite no record (0 for extractive and offline answers).
+    uncited_claims: int = 0
 
     @property
     def truncated(self) -> bool:

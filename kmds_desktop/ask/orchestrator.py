@@ -31,10 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from kmds_desktop.ask.answers import (
-    clean_citations,
     extractive_answer,
     fallback_heading,
     offline_heading,
+    repair_citations,
     strip_reasoning,
     synthesis_prompt,
 )
@@ -499,7 +499,9 @@ class SearchOrchestrator:
             yield from self._extractive_after_failure(result, err, partial="".join(parts))
             return
         result.synthesis = "llm"
-        result.answer = clean_citations(strip_reasoning(text), n)
+        answer, note, uncited = repair_citations(strip_reasoning(text), n)
+        result.answer = answer
+        result.citation_note, result.uncited_claims = note, uncited
         if not stream:
             yield result.answer
 

@@ -95,7 +95,8 @@ def format_result(data: dict[str, Any]) -> str:
     """Answer, route and numbered records as plain text."""
     from kmds_desktop.ask.relevance import workflow_label
 
-    lines = [data["answer"].strip(), ""]
+    note = data.get("citation_note") or ""
+    lines = [data["answer"].strip() + (f"\n\n{note}" if note and data["answer"].strip() else ""), ""]
     route = f"Route: {data['intent_class']} — {data['route_explanation']}"
     lines.append(route)
     if data.get("fallback_reason"):

@@ -59,6 +59,7 @@ from kmds_desktop.app.ask import (
     AskSession,
     answer_markdown,
     answer_question,
+    displayed_answer,
     edited_route,
     one_line,
 )
@@ -715,8 +716,9 @@ class AskPanel(QWidget):
             self._fit_columns()
         self.route_editor.show_result(result)  # the finished result may add a fallback or backend note
         rendered, self._rendered = self._rendered, None
-        if rendered is None or rendered[0] != result.answer:
-            rendered = (result.answer, answer_html(result.answer, len(result.results)))
+        shown = displayed_answer(result)
+        if rendered is None or rendered[0] != shown:
+            rendered = (shown, answer_html(shown, len(result.results)))
         self.answer.setHtml(rendered[1])
         timing = result.timings.get("total") if getattr(result, "timings", None) else None
         took = f" in {timing:.1f} s" if timing else ""
