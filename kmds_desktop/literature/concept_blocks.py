@@ -450,8 +450,9 @@ def write_strategy(concepts: list[Concept], lookups: CorpusLookups,
     if not blocks:
         return Strategy(concepts, [], [])
 
-    # 1. precise: every block; while it matches too little, leave out the block whose absence keeps
-    # the query most precise among those that reach PRECISE_MIN (else the one that widens it most).
+    # 1. precise: every block; while it matches too little, leave out the least specific block (the
+    # one most documents have) whose absence lets it reach PRECISE_MIN; when no single absence does,
+    # the block whose absence widens it most, never the rarest (the subject).
     chosen = list(blocks)
     dropped: list[Concept] = []
 
@@ -460,9 +461,14 @@ def write_strategy(concepts: list[Concept], lookups: CorpusLookups,
 
     if known:
         while len(chosen) > 2 and count(chosen) < PRECISE_MIN:
-            trials = [(count([c for c in chosen if c is not out]), i) for i, out in enumerate(chosen)]
-            enough = [t for t in trials if t[0] >= PRECISE_MIN]
-            _, index = min(enough) if enough else max(trials)
+            without = [count([c for c in chosen if c is not out]) for out in chosen]
+            reach = [i for i, n in enumerate(without) if n >= PRECISE_MIN]
+            if reach:
+                index = max(reach, key=lambda i: (chosen[i].matches or 0, i))
+            else:  # the absence that widens most, but never the rarest concept's (the subject's)
+                rarest = min(range(len(chosen)), key=lambda i: (chosen[i].matches or 0, i))
+                others = [i for i in range(len(chosen)) if i != rarest]
+                index = max(others, key=lambda i: (without[i], chosen[i].matches or 0, i))
             dropped.append(chosen.pop(index))
         if len(chosen) == 2 and not count(chosen) and len(blocks) > 2:
             pairs = [(count([a, b]), -i, -j, a, b) for (i, a), (j, b) in combinations(enumerate(blocks), 2)]
