@@ -21,13 +21,11 @@ database file's mode).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import socket
 import sqlite3
-import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,11 +33,10 @@ from typing import Any
 
 from kmds_desktop.literature.errors import LiteratureError
 from kmds_desktop.literature.semantic import KIND_FULL_TEXT, ROW_KIND_LABELS, VectorCoverage, row_kind_label
+from kmds_desktop.literature.sqlite_store import SqliteStore
 
 HISTORY_FILE = "search_history.sqlite3"
 SCHEMA_VERSION = 1
-#: How long a writer waits for another process's transaction before giving up (ms).
-BUSY_TIMEOUT_MS = 30_000
 
 _SCHEMA = (
     """
@@ -303,67 +300,16 @@ class HistoryError(LiteratureError):
     """The history cannot do what was asked (no such set, an incomplete set, an unreadable file)."""
 
 
-class SearchHistory:
+class SearchHistory(SqliteStore):
     """The numbered sets of one data folder. Thread-safe; several processes may use one file at once."""
 
+    WHAT = "the search history"
+    ERROR = HistoryError
+    SCHEMA = _SCHEMA
+    SCHEMA_VERSION = SCHEMA_VERSION
+
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
-        self.path = Path(path) if path is not None else default_history_path()
-        self._lock = threading.RLock()
-        self._conn = self._open()
-
-    # -- connection ----------------------------------------------------------------------------------
-    def _open(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if not self.path.exists():
-            # Create the file 0600 before SQLite does (its default honours the umask, often 0644).
-            with contextlib.suppress(FileExistsError):
-                os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-        try:
-            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
-                                   check_same_thread=False)
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            conn.execute("PRAGMA journal_mode = WAL")
-            # NORMAL in WAL mode: a committed transaction survives the app being killed (not a power cut).
-            conn.execute("PRAGMA synchronous = NORMAL")
-            with _transaction(conn):
-                for statement in _SCHEMA:
-                    conn.execute(statement)
-                version = conn.execute("PRAGMA user_version").fetchone()[0]
-                if version > SCHEMA_VERSION:
-                    raise HistoryError(f"the search history {self.path} was written by a newer version of "
-                                       "the app; update the app to read it")
-                if version < SCHEMA_VERSION:
-                    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        except sqlite3.DatabaseError as err:
-            raise HistoryError(f"cannot open the search history {self.path}: {err}") from None
-        return conn
-
-    def close(self) -> None:
-        with self._lock:
-            with contextlib.suppress(sqlite3.Error):
-                self._conn.close()
-
-    def __enter__(self) -> SearchHistory:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    @contextlib.contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            try:
-                with _transaction(self._conn):
-                    yield self._conn
-            except sqlite3.Error as err:
-                raise HistoryError(f"cannot write the search history {self.path}: {err}") from None
-
-    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with self._lock:
-            try:
-                return self._conn.execute(sql, params).fetchall()
-            except sqlite3.Error as err:
-                raise HistoryError(f"cannot read the search history {self.path}: {err}") from None
+        super().__init__(Path(path) if path is not None else default_history_path())
 
     # -- recording ----------------------------------------------------------------------------------
     def begin_search(self, question: str, database: str, details: dict[str, Any] | None = None, *,
@@ -579,14 +525,3 @@ def _row_from(r: Sequence[Any]) -> RowRecord:
                      time_s=r[8], error=r[9], position=int(r[0]))
 
 
-@contextlib.contextmanager
-def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
-    """``BEGIN IMMEDIATE`` ... ``COMMIT``: take the write lock first so two writers queue, never deadlock."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        with contextlib.suppress(sqlite3.Error):
-            conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")

@@ -21,14 +21,12 @@ The folder is 0700 and the file 0600, as every file the app writes.
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 import json
 import os
 import sqlite3
-import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,10 +34,10 @@ from typing import Any
 from kmds_desktop.literature.errors import LiteratureError
 from kmds_desktop.literature.history import utc_now
 from kmds_desktop.literature.screening.records import ScreeningRecord, normalize_doi, normalize_pmid
+from kmds_desktop.literature.sqlite_store import SqliteStore
 
 SCREENING_FILE = "screening.sqlite3"
 SCHEMA_VERSION = 1
-BUSY_TIMEOUT_MS = 30_000
 
 INCLUDE = "include"
 EXCLUDE = "exclude"
@@ -195,66 +193,16 @@ def default_store_path() -> Path:
     return paths.sub_dir("screening") / SCREENING_FILE
 
 
-class DecisionStore:
+class DecisionStore(SqliteStore):
     """The reviews of one data folder. Thread-safe (the session's training thread reads it)."""
 
+    WHAT = "the screening file"
+    ERROR = ScreeningError
+    SCHEMA = _SCHEMA
+    SCHEMA_VERSION = SCHEMA_VERSION
+
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
-        self.path = Path(path) if path is not None else default_store_path()
-        self._lock = threading.RLock()
-        self._conn = self._open()
-
-    def _open(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if not self.path.exists():
-            with contextlib.suppress(FileExistsError):
-                os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-        try:
-            conn = sqlite3.connect(
-                self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
-            )
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            with _transaction(conn):
-                for statement in _SCHEMA:
-                    conn.execute(statement)
-                version = conn.execute("PRAGMA user_version").fetchone()[0]
-                if version > SCHEMA_VERSION:
-                    raise ScreeningError(
-                        f"the screening file {self.path} was written by a newer version of "
-                        "the app; update the app to read it"
-                    )
-                if version < SCHEMA_VERSION:
-                    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        except sqlite3.DatabaseError as err:
-            raise ScreeningError(f"cannot open the screening file {self.path}: {err}") from None
-        return conn
-
-    def close(self) -> None:
-        with self._lock, contextlib.suppress(sqlite3.Error):
-            self._conn.close()
-
-    def __enter__(self) -> DecisionStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    @contextlib.contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            try:
-                with _transaction(self._conn):
-                    yield self._conn
-            except sqlite3.Error as err:
-                raise ScreeningError(f"cannot write the screening file {self.path}: {err}") from None
-
-    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with self._lock:
-            try:
-                return self._conn.execute(sql, params).fetchall()
-            except sqlite3.Error as err:
-                raise ScreeningError(f"cannot read the screening file {self.path}: {err}") from None
+        super().__init__(Path(path) if path is not None else default_store_path())
 
     # -- reviews -------------------------------------------------------------------------------------
     def create_review(
@@ -622,13 +570,3 @@ class DecisionStore:
         }
 
 
-@contextlib.contextmanager
-def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        with contextlib.suppress(sqlite3.Error):
-            conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
