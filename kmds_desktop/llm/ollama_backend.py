@@ -94,17 +94,22 @@ def _ssl_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
-class _Request:
-    """One abortable request: its client, its network backend, why it was aborted (if it was)."""
+class AbortableRequest:
+    """One abortable request: its network backend, its deadline and cancel hook, why it was aborted.
 
-    def __init__(self, host: str, timeout: float) -> None:
+    Shared by the Ollama and OpenAI-compatible backends; a subclass sets ``client`` (made on
+    ``transport`` with ``timeout_config``), so both give the same total deadline and the same cancel
+    that closes the connection.
+    """
+
+    def __init__(self, timeout: float) -> None:
         self.network = _AbortableNetwork()
-        transport = httpx.HTTPTransport(verify=_ssl_context())
-        pool = getattr(transport, "_pool", None)
+        self.transport = httpx.HTTPTransport(verify=_ssl_context())
+        pool = getattr(self.transport, "_pool", None)
         if pool is not None and hasattr(pool, "_network_backend"):
             pool._network_backend = self.network
-        self.client = ollama.Client(host=host, timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
-                                    transport=transport, **_basic_auth(host))
+        self.timeout_config = httpx.Timeout(timeout, connect=min(timeout, 10.0))
+        self.client: Any = None
         self.reason: str | None = None  # "cancelled" | "timeout" | "too long"
         self._timer: threading.Timer | None = None
         self._remove_hook: Callable[[], None] | None = None
@@ -127,9 +132,19 @@ class _Request:
         if self._remove_hook is not None:
             self._remove_hook()
         try:
-            self.client.close()
+            if self.client is not None:
+                self.client.close()
         except Exception:  # noqa: BLE001 - closing a broken connection must not mask the real error
             pass
+
+
+class _Request(AbortableRequest):
+    """An abortable request through the ``ollama`` client."""
+
+    def __init__(self, host: str, timeout: float) -> None:
+        super().__init__(timeout)
+        self.client = ollama.Client(host=host, timeout=self.timeout_config, transport=self.transport,
+                                    **_basic_auth(host))
 
 
 class OllamaBackend:

@@ -33,7 +33,7 @@ from kmds_desktop.llm.errors import (
     LLMTimeout,
     LLMUnreachable,
 )
-from kmds_desktop.llm.ollama_backend import _AbortableNetwork, _ssl_context
+from kmds_desktop.llm.ollama_backend import AbortableRequest, _ssl_context
 from kmds_desktop.tasks import Cancelled, CancelToken
 
 DEFAULT_OPENAI_MODEL = "default"
@@ -69,42 +69,12 @@ def api_base(base_url: str) -> str:
     return url + "/v1" if urlsplit(url).path in ("", "/") else url
 
 
-class _Request:
-    """One abortable request (as the Ollama backend's): its client, network, deadline and cancel hook."""
+class _Request(AbortableRequest):
+    """An abortable request through a plain ``httpx`` client (the Ollama backend's guarantees)."""
 
     def __init__(self, timeout: float, headers: dict[str, str]) -> None:
-        import threading
-
-        self.network = _AbortableNetwork()
-        transport = httpx.HTTPTransport(verify=_ssl_context())
-        pool = getattr(transport, "_pool", None)
-        if pool is not None and hasattr(pool, "_network_backend"):
-            pool._network_backend = self.network
-        self.client = httpx.Client(transport=transport, headers=headers,
-                                   timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)))
-        self.reason: str | None = None  # "cancelled" | "timeout" | "too long"
-        self._timer = threading.Timer(timeout, self.abort, args=("timeout",))
-        self._timer.daemon = True
-        self._remove_hook: Any = None
-
-    def arm(self, cancel: CancelToken | None) -> None:
-        self._timer.start()
-        if cancel is not None:
-            self._remove_hook = cancel.add_hook(lambda: self.abort("cancelled"))
-
-    def abort(self, reason: str) -> None:
-        if self.reason is None:
-            self.reason = reason
-        self.network.abort()
-
-    def close(self) -> None:
-        self._timer.cancel()
-        if self._remove_hook is not None:
-            self._remove_hook()
-        try:
-            self.client.close()
-        except Exception:  # noqa: BLE001 - closing a broken connection must not mask the real error
-            pass
+        super().__init__(timeout)
+        self.client = httpx.Client(transport=self.transport, headers=headers, timeout=self.timeout_config)
 
 
 def _bounded_lines(response: httpx.Response) -> Iterator[bytes]:
@@ -237,7 +207,7 @@ class OpenAIBackend:
                      had_schema: bool) -> Iterator[str]:
         """One streamed request of ``body``; see :meth:`stream`."""
         request = _Request(self.timeout, self._headers())
-        request.arm(cancel)
+        request.arm(self.timeout, cancel)
         received = finished = False
         size = 0
         try:
