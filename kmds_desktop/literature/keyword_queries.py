@@ -5,30 +5,23 @@ without Ollama, and it gives every LLM a fixed, explainable baseline to be compa
 listed in ``query_generation.models`` beside real models.
 
 What it does: it keeps the content terms of the question (stop words and words that only carry a
-claim's polarity such as "increases" or "associated" are dropped), and when a database is at hand it
-lets PostgreSQL stem each term with the same ``english`` configuration as the search vectors and asks
-how many documents contain it, so the rarest (most specific) terms count as key terms. Without a
-database, or with an empty one (every count is 0), the longest terms stand in for the most specific
-ones, and ``to_tsquery`` stems at run time.
+claim's polarity such as "increases" or "worsen" are dropped), lets PostgreSQL stem each with the
+same ``english`` configuration as the search vectors, and writes a building-block strategy of three
+queries, precise, medium and broad, from the question's concepts and their variants in the corpus
+(:mod:`.concept_blocks`). Without a database, or with an empty one (every count is 0), the precise
+query joins the longest terms with ``&`` and ``to_tsquery`` stems at run time.
 
 Short terms that carry meaning are kept: a single capital letter or a short number right after a word
 joins it as a phrase (``vitamin D`` -> ``vitamin <-> d``, ``hepatitis B``, ``type 2``), so "vitamin D"
 does not find vitamin C, E or K papers; gene symbols and codes (``CD4``, ``p53``, ``BRCA1``) and
 hyphenated terms (``IL-6``, ``non-small-cell``) stay whole.
 
-Each attempt is a different strategy, from strict to broad, so that several attempts widen the net
-instead of repeating:
-
-1. strict: the rarest key terms joined with ``&``, only as many as still match something;
-2. pairs: any two of the key terms, ``(a & b) | (a & c) | ...`` (checked for flooding like 3.);
-3. broad: all the content terms joined with ``|``, checked against its match count: while it would
-   match more than :data:`FLOOD_SHARE` of the database (at least :data:`FLOOD_MIN` documents), the
-   most common term is left out. Ranked by term rarity (``retrieval.fulltext_ranking = idf``, see
-   :mod:`.term_weights`), a broad query no longer floods the top of its row with documents that share
-   one common word, so it stays broad: on SciFact *train* claims it is the best single full-text row
-   (nDCG@10 0.65 against 0.40 with prefixes, a 3% match limit and ``ts_rank_cd``). Words are not
-   made prefixes (``word:*``): the search vector already stems them, and a prefix mostly adds
-   unrelated words that share the first letters.
+The broad query is checked against its match count: while it would match more than
+:data:`FLOOD_SHARE` of the database (at least :data:`FLOOD_MIN` documents), its most common term is
+left out. Ranked by term rarity (``retrieval.fulltext_ranking = idf``, see :mod:`.term_weights`), a
+broad query does not flood the top of its row with documents that share one common word. Words are
+not made prefixes (``word:*``): the search vector already stems them, and a prefix mostly adds
+unrelated words that share the first letters.
 
 The stop-word list and the thresholds were chosen on the SciFact *train* claims and ``pubmed_sample``.
 """
@@ -53,7 +46,6 @@ BUILTIN_KEYWORDS = "builtin:keywords"
 BUILTIN_PREFIX = "builtin:"
 
 STRICT_TERMS = 3
-PAIR_TERMS = 5
 BROAD_TERMS = 40
 #: A broad query may match at most this share of the database (and always FLOOD_MIN documents).
 #: 0.8, not 0.5: with the building-block strategy the merged full-text rows on all 809 SciFact *train*
@@ -177,7 +169,6 @@ class KeywordQueryBuilder:
 
     database: TermStatistics | None = None
     _stems: dict[str, str | None] = field(default_factory=dict, repr=False)
-    _counts: dict[str, int] = field(default_factory=dict, repr=False)
     _plans: dict[str, Strategy] = field(default_factory=dict, repr=False)
 
     def _stem(self, word: str) -> str | None:
@@ -209,16 +200,6 @@ class KeywordQueryBuilder:
         """Counts rank terms only when the database has documents (an empty one counts 0 for all)."""
         return self.database is not None and self._total() != 0
 
-    def _frequency(self, term: str) -> int | None:
-        if not self._counts_usable():
-            return None
-        if term not in self._counts:
-            try:
-                self._counts[term] = int(self.database.count_matches(term))
-            except Exception:  # noqa: BLE001 - without a count the word keeps its length-based rank
-                return None
-        return self._counts[term]
-
     def terms(self, question: str) -> list[str]:
         """Content words as tsquery operands, unique by stem, in question order."""
         out: list[str] = []
@@ -233,23 +214,6 @@ class KeywordQueryBuilder:
             seen.add(stem)
             out.append(term)
         return out
-
-    def key_terms(self, question: str, limit: int) -> list[str]:
-        """The ``limit`` most specific terms (rarest in the database, else longest), in question order."""
-        terms = self.terms(question)
-        if len(terms) <= limit:
-            return terms
-
-        def specificity(item: tuple[int, str]) -> tuple[float, int]:
-            index, term = item
-            freq = self._frequency(term)
-            if freq is None:
-                return (-len(term), index)
-            # A word found nowhere is probably a typo or a spelling the corpus does not use: last.
-            return (float("inf") if freq == 0 else freq, index)
-
-        chosen = sorted(enumerate(terms), key=specificity)[:limit]
-        return [term for _, term in sorted(chosen)]
 
     def plan(self, question: str) -> Strategy:
         """The question's concepts and its three queries (computed once per question)."""
