@@ -12,7 +12,7 @@ from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 
-from kmds_desktop.literature.export import ExportDocument, normalize_document
+from kmds_desktop.app.presentation import ExportDocument, normalize_document
 
 AnyIndex = QModelIndex | QPersistentModelIndex
 

@@ -77,10 +77,10 @@ from PySide6.QtWidgets import (
 
 from kmds_desktop.app import literature as app_lit
 from kmds_desktop.app import literature_data as lj
+from kmds_desktop.app import presentation as export_mod
 from kmds_desktop.app import run_facts
 from kmds_desktop.app.messages import user_message
 from kmds_desktop.app.search_log import utc_now, write_search_log
-from kmds_desktop.literature import export as export_mod
 from kmds_desktop.ui.documents_model import DocumentsModel
 from kmds_desktop.ui.literature_widgets import CoverageBar, DocumentDetail
 from kmds_desktop.ui.review_model import LiveQueryDelegate, QueryRow, ReviewModel
@@ -840,8 +840,7 @@ class LiteraturePanel(QWidget):
     def workbench(self) -> Any:
         """The search history of the data folder with this panel's database (opened on first use)."""
         if self._workbench is None:
-            from kmds_desktop.literature.history import SearchHistory
-            from kmds_desktop.literature.workbench import SearchWorkbench
+            from kmds_desktop.app.presentation import SearchHistory, SearchWorkbench
 
             self._workbench = SearchWorkbench(SearchHistory(), self.database)
         self._workbench.database = self.database

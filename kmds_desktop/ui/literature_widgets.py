@@ -7,7 +7,7 @@ import html
 from PySide6.QtCore import Signal, SignalInstance
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QTextBrowser, QWidget
 
-from kmds_desktop.literature.export import ExportDocument
+from kmds_desktop.app.presentation import ExportDocument
 
 
 def document_html(doc: ExportDocument) -> str:

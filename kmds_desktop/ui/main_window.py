@@ -92,9 +92,9 @@ def settle_before_first_frame() -> None:
     import owlready2  # noqa: F401
 
     import kmds_desktop.app.workspace  # noqa: F401
-    import kmds_desktop.ask.orchestrator  # noqa: F401 - the first question's routing and templates
-    import kmds_desktop.index.embedding_service  # noqa: F401
-    import kmds_desktop.index.factory  # noqa: F401
+    from kmds_desktop.app.presentation import preload_question_modules
+
+    preload_question_modules()
 
     gc.freeze()
 
@@ -121,7 +121,7 @@ def warm_up_libraries(
     index = index_holder.current if index_holder is not None else None
     if index is None and index_holder is not None and settings is not None:
         # Start the index process now (about a second) rather than when the first build needs it.
-        from kmds_desktop.index.errors import SemanticIndexError
+        from kmds_desktop.app.presentation import SemanticIndexError
 
         try:
             index = index_holder.get_or_open(settings)  # under the holder's lock: one index, whoever asks

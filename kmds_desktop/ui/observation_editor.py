@@ -25,7 +25,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from kmds_desktop.kb import CATEGORIES, INTENTS, OBSERVATION_TYPES, WORKFLOW_KINDS, KnowledgeBaseError
+from kmds_desktop.app.presentation import (
+    CATEGORIES,
+    INTENTS,
+    OBSERVATION_TYPES,
+    WORKFLOW_KINDS,
+    KnowledgeBaseError,
+)
 from kmds_desktop.ui.kb_tree_model import CATEGORY_LABELS
 
 _OK = QDialogButtonBox.StandardButton.Ok

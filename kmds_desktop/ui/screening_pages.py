@@ -22,8 +22,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from kmds_desktop.app.presentation import flow_svg
 from kmds_desktop.app.screening import ScreeningSession
-from kmds_desktop.literature.screening import prisma
 from kmds_desktop.ui.screening_widgets import FlowView
 
 
@@ -123,7 +123,7 @@ class FlowPage(QWidget):
 
     def render(self) -> None:
         if self.session is not None:
-            self.flow_view.set_svg(prisma.flow_svg(self.session.flow(), self.session.review.name))
+            self.flow_view.set_svg(flow_svg(self.session.flow(), self.session.review.name))
 
     def save(self, fmt: str, path: str | Path | None = None) -> Path | None:
         """Save the diagram as it stands now (redrawn first: decisions may have come since)."""

@@ -37,10 +37,8 @@ from PySide6.QtWidgets import (
 
 from kmds_desktop.app.literature import KnownPapersInput
 from kmds_desktop.app.messages import describe_error
+from kmds_desktop.app.presentation import KnownCheck, PastedIdentifiers, SavedSet, SearchWorkbench
 from kmds_desktop.app.strategy import export_set_documents, searches_overlap
-from kmds_desktop.literature.history import SavedSet
-from kmds_desktop.literature.known_papers import PastedIdentifiers
-from kmds_desktop.literature.workbench import KnownCheck, SearchWorkbench
 from kmds_desktop.text import plural
 from kmds_desktop.ui.workers import JobRunner
 
@@ -67,7 +65,7 @@ def _check(workbench: SearchWorkbench, text: str, path: str,
            number: int | None) -> tuple[KnownCheck, PastedIdentifiers | None]:
     """The check of the known papers, and what of the paste could not be read (None for a file):
     an unreadable pasted item is reported beside the check of the others, not a stop to it."""
-    from kmds_desktop.literature.known_papers import read_known_file, read_pasted_identifiers
+    from kmds_desktop.app.presentation import read_known_file, read_pasted_identifiers
 
     pasted = None if path else read_pasted_identifiers(text)
     papers = read_known_file(path) if pasted is None else pasted.papers
@@ -80,7 +78,7 @@ def _overlap_text(workbench: SearchWorkbench, number: int) -> str:
 
 
 def _write_report(workbench: SearchWorkbench, number: int, check: KnownCheck | None, path: str) -> Path:
-    from kmds_desktop.literature.search_report import build_report, write_report
+    from kmds_desktop.app.presentation import build_report, write_report
 
     return write_report(build_report(workbench.history, number, check), path)
 
@@ -454,7 +452,7 @@ class SearchHistoryDialog(QDialog):
                                 on_error=self._failed("The known papers cannot be checked"))
 
     def _checked(self, number: int, check: KnownCheck, pasted: PastedIdentifiers | None = None) -> None:
-        from kmds_desktop.literature.search_report import known_check_text
+        from kmds_desktop.app.presentation import known_check_text
 
         self.last_check = check
         self._check_set = number

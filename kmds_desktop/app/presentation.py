@@ -1,0 +1,70 @@
+"""What the views may use from the domain packages, named by the application layer.
+
+Why: ``ui/`` talks to ``app/`` only (a forbidden contract in ``pyproject.toml`` checks it), so a view
+never reaches into the store, the index or the KB reader behind a session's back. The records,
+constants and errors a view shows, and the formatters it renders with, are re-exported here; every
+operation stays in the sessions of ``app/``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kmds_desktop.index.errors import SemanticIndexError
+from kmds_desktop.kb import CATEGORIES, INTENTS, OBSERVATION_TYPES, WORKFLOW_KINDS, KnowledgeBaseError
+from kmds_desktop.literature.export import (
+    DOCUMENT_FORMATS,
+    ExportDocument,
+    export_documents,
+    normalize_document,
+)
+from kmds_desktop.literature.history import SavedSet, SearchHistory
+from kmds_desktop.literature.known_papers import PastedIdentifiers, read_known_file, read_pasted_identifiers
+from kmds_desktop.literature.workbench import KnownCheck, SearchWorkbench
+
+__all__ = [
+    "CATEGORIES", "DOCUMENT_FORMATS", "INTENTS", "OBSERVATION_TYPES", "WORKFLOW_KINDS", "ExportDocument",
+    "KnowledgeBaseError", "KnownCheck", "PastedIdentifiers", "SavedSet", "SearchHistory", "SearchWorkbench",
+    "SemanticIndexError", "build_report", "export_documents", "flow_svg", "known_check_text",
+    "normalize_document", "preload_question_modules", "read_known_file", "read_pasted_identifiers",
+    "write_report",
+]
+
+
+# The report and the flow diagram are imported when first used, not with the window: together about
+# 30 ms of module set-up that would otherwise come before the first frame.
+def build_report(*args: Any, **kwargs: Any) -> Any:
+    """:func:`kmds_desktop.literature.search_report.build_report`."""
+    from kmds_desktop.literature.search_report import build_report as build
+
+    return build(*args, **kwargs)
+
+
+def write_report(*args: Any, **kwargs: Any) -> Any:
+    """:func:`kmds_desktop.literature.search_report.write_report`."""
+    from kmds_desktop.literature.search_report import write_report as write
+
+    return write(*args, **kwargs)
+
+
+def known_check_text(*args: Any, **kwargs: Any) -> str:
+    """:func:`kmds_desktop.literature.search_report.known_check_text`."""
+    from kmds_desktop.literature.search_report import known_check_text as text
+
+    return text(*args, **kwargs)
+
+
+def flow_svg(*args: Any, **kwargs: Any) -> str:
+    """:func:`kmds_desktop.literature.screening.prisma.flow_svg`."""
+    from kmds_desktop.literature.screening.prisma import flow_svg as svg
+
+    return svg(*args, **kwargs)
+
+
+def preload_question_modules() -> None:
+    """Import the modules the first question needs (routing, templates, the index client) now, before
+    the window's first frame: their set-up holds the GIL, which froze the window when a worker did
+    it at the first question (see the main window's start-up)."""
+    import kmds_desktop.ask.orchestrator  # noqa: F401 - the first question's routing and templates
+    import kmds_desktop.index.embedding_service  # noqa: F401
+    import kmds_desktop.index.factory  # noqa: F401
