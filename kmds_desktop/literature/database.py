@@ -54,13 +54,16 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+import fasteners
 import psycopg
 import psycopg.errors
 from psycopg.conninfo import conninfo_to_dict
 
 from kmds_desktop import secrets
+from kmds_desktop.config import load_settings
 from kmds_desktop.literature import term_weights
 from kmds_desktop.literature.concept_blocks import forget_collection_size
+from kmds_desktop.literature.dates import coerce_date
 from kmds_desktop.literature.errors import (
     DatabaseUnavailable,
     InvalidQuery,
@@ -68,6 +71,9 @@ from kmds_desktop.literature.errors import (
     QueryCancelled,
     QueryTimeout,
 )
+from kmds_desktop.literature.loading import import_paths
+from kmds_desktop.literature.schema import ensure_schema
+from kmds_desktop.literature.server import default_server
 from kmds_desktop.tasks import CancelToken, ProgressFn, check, report
 
 log = logging.getLogger(__name__)
@@ -95,36 +101,6 @@ class MatchCount(int):
 
     def __repr__(self) -> str:
         return f"~{int(self)}" if self.estimated else str(int(self))
-
-
-def _coerce_date(value: Any, *, end: bool, name: str) -> dt.date | None:
-    """Accept a date, datetime, year (int) or ISO text ``YYYY``, ``YYYY-MM`` or ``YYYY-MM-DD``.
-
-    A partial date means its whole span: ``from_date="2019"`` starts on 1 January, ``to_date="2019"``
-    ends on 31 December.
-    """
-    if value is None or value == "":
-        return None
-    if isinstance(value, dt.datetime):
-        return value.date()
-    if isinstance(value, dt.date):
-        return value
-    text = str(value).strip()
-    try:
-        parts = [int(p) for p in text.split("-")]
-        if len(parts) == 1:
-            return dt.date(parts[0], 12, 31) if end else dt.date(parts[0], 1, 1)
-        if len(parts) == 2:
-            year, month = parts
-            if end:
-                nxt = dt.date(year + (month == 12), month % 12 + 1, 1)
-                return nxt - dt.timedelta(days=1)
-            return dt.date(year, month, 1)
-        if len(parts) == 3:
-            return dt.date(*parts)
-    except (ValueError, OverflowError):
-        pass
-    raise LiteratureError(f"{name} {value!r} is not a date: use YYYY, YYYY-MM or YYYY-MM-DD")
 
 
 def _is_pubmed(name: str) -> bool:
@@ -313,8 +289,6 @@ class LiteratureDatabase:
 
     # -- setup -------------------------------------------------------------------------------
     def _init_schema(self) -> None:
-        from kmds_desktop.literature.schema import ensure_schema
-
         state = self.run(ensure_schema)
         self.schema_version = state.version
         self.schema_owner = state.owner
@@ -371,8 +345,8 @@ class LiteratureDatabase:
         return {
             "q": ts_query_str,
             "sources": sources,
-            "from_date": _coerce_date(from_date, end=False, name="from_date"),
-            "to_date": _coerce_date(to_date, end=True, name="to_date"),
+            "from_date": coerce_date(from_date, end=False, name="from_date"),
+            "to_date": coerce_date(to_date, end=True, name="to_date"),
         }
 
     def find_abstract_ids_ranked(
@@ -611,8 +585,6 @@ class LiteratureDatabase:
         :class:`~kmds_desktop.literature.errors.ImportFileError` after the files before it were
         committed; a cancel raises :class:`~kmds_desktop.tasks.Cancelled` the same way.
         """
-        from kmds_desktop.literature.loading import import_paths
-
         if isinstance(paths, (str, Path)):
             paths = [paths]
         self._sources_cache = None
@@ -753,8 +725,6 @@ def open_database(dsn: str | None = None, *, settings: Any | None = None) -> Lit
     :class:`~kmds_desktop.literature.errors.SchemaError` with a message naming the server.
     """
     if settings is None:
-        from kmds_desktop.config import load_settings
-
         settings = load_settings().literature
     timeout = int(getattr(settings, "statement_timeout_ms", 30_000))
     if dsn is not None:
@@ -801,10 +771,6 @@ def open_embedded(root: Path | None = None, *, statement_timeout_ms: int = 30_00
 
 
 def _embedded(timeout: int, root: Path | None = None) -> LiteratureDatabase:
-    import fasteners
-
-    from kmds_desktop.literature.server import default_server
-
     server = default_server(root)
     admin = server.conninfo("postgres")
     try:

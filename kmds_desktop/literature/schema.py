@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import psycopg
 
 from kmds_desktop.literature.errors import SchemaError
+from kmds_desktop.literature.vectors import create_vector_table_if_possible
 
 VERSION_TABLE = "kmds_schema_version"
 
@@ -26,8 +27,6 @@ Step = str | Callable[[psycopg.Connection], None]
 
 def _document_vectors(conn: psycopg.Connection) -> None:
     """Upgrade 4: the document vector table, when the server has pgvector (see ``vectors``)."""
-    from kmds_desktop.literature.vectors import create_vector_table_if_possible
-
     create_vector_table_if_possible(conn)
 
 

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
+from kmds_desktop.literature.dates import coerce_date
 from kmds_desktop.literature.errors import LiteratureError
 from kmds_desktop.tasks import CancelToken, ProgressFn, check, report
 
@@ -301,15 +302,13 @@ def embed_text(text: str, model_name: str = "all-MiniLM-L6-v2", encoder: Encoder
 def _filters(db: Any, use_pubmed: bool, use_medrxiv: bool, use_others: bool, from_date: Any,
              to_date: Any) -> tuple[str, dict[str, Any]] | None:
     """(WHERE clause, parameters) of the same filters the full-text rows apply; None: nothing selected."""
-    from kmds_desktop.literature.database import _coerce_date
-
     sources = db.resolve_source_ids(use_pubmed, use_medrxiv, use_others)
     if not sources:
         return None
     params: dict[str, Any] = {
         "sources": sources,
-        "from_date": _coerce_date(from_date, end=False, name="from_date"),
-        "to_date": _coerce_date(to_date, end=True, name="to_date"),
+        "from_date": coerce_date(from_date, end=False, name="from_date"),
+        "to_date": coerce_date(to_date, end=True, name="to_date"),
     }
     where = "d.source_id = ANY(%(sources)s) AND d.withdrawn_date IS NULL"
     if params["from_date"] is not None:
