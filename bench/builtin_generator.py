@@ -152,7 +152,10 @@ def scale(records: int, root: Path) -> int:
     from kmds_desktop.literature.database import open_embedded
     from kmds_desktop.literature.evaluation import load_questions
     from kmds_desktop.literature.keyword_queries import KeywordQueryBuilder
+    from kmds_desktop.literature.vectors import encoder_for
 
+    encoder = encoder_for("all-MiniLM-L6-v2")
+    encoder(["warm-up"])  # the window loads the model at start; its loading is not generation time
     corpus = build_corpus(records)
     db = open_embedded(root / f"scale_{records}" / "postgres")
     try:
@@ -165,7 +168,9 @@ def scale(records: int, root: Path) -> int:
         questions += [json.loads(line)["text"] for line in OWN.read_text(encoding="utf-8").splitlines()]
         times = []
         for question in questions:
-            builder = KeywordQueryBuilder(db)  # a new builder: nothing cached from an earlier question
+            # A new builder: nothing cached from an earlier question; with the embedding model, as the
+            # default settings have it (query_generation.builtin_embedding_variants).
+            builder = KeywordQueryBuilder(db, encoder)
             started = time.perf_counter()
             builder.query(question, 1)
             builder.query(question, 2)

@@ -63,6 +63,10 @@ class QueryGenerationSettings(_Section):
     #: The server that answers models named ``openai:NAME`` in ``models``.
     openai_base_url: str = DEFAULT_OPENAI_BASE_URL
     timeout_s: float = Field(120.0, gt=0)
+    #: Whether the built-in generator adds each concept's neighbours in the embedding model's space
+    #: ("pulmonary function" for "lung function") to its blocks, beside the corpus's abbreviations,
+    #: spellings and feedback words. Off: no embedding model is loaded to write queries.
+    builtin_embedding_variants: bool = True
 
     @field_validator("execution_mode")
     @classmethod

@@ -152,3 +152,59 @@ def test_a_long_question_still_gets_three_queries_the_cleaner_accepts(pg_databas
         cleaned, why = clean_query_with_reason(raw)
         assert cleaned == raw, (attempt, len(raw), why)
         assert pg_database.validate_tsquery(cleaned)[0]
+
+
+# --- neighbours in the shipped embedding model's space ------------------------------------------------
+
+def _write_corpus(path, records):
+    import json
+
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
+    return path
+
+
+def test_a_concept_gets_its_neighbours_in_the_embedding_space_as_variants(pg_empty_database, tmp_path):
+    """'pulmonary function' is another name of 'lung function' that the corpus uses (MiniLM: 0.88):
+    with the embedding model the block holds both, the note says why; without it, only the question's
+    wording. A word merely related ('sputum') is not made a variant."""
+    from kmds_desktop.literature.vectors import encoder_for
+
+    records = []
+    for i in range(8):
+        records.append({"id": f"t:{i}",
+                        "title": f"Azithromycin and pulmonary function in cystic fibrosis {i}",
+                        "abstract": "Pulmonary function improved with azithromycin in children with cystic "
+                                    "fibrosis; sputum cultures were taken."})
+    for i in range(3):
+        records.append({"id": f"l:{i}", "title": f"Lung function in cystic fibrosis cohort {i}",
+                        "abstract": "Azithromycin was given and lung function measured."})
+    for i in range(30):
+        records.append({"id": f"o:{i}", "title": f"Bone density in adults {i}",
+                        "abstract": "Calcium intake and fractures in a population study."})
+    pg_empty_database.import_files([_write_corpus(tmp_path / "corpus.jsonl", records)])
+    question = "Does azithromycin improve lung function in cystic fibrosis?"
+
+    plain = {c.label: c for c in KeywordQueryBuilder(pg_empty_database).concepts(question)}
+    assert plain["lung function"].variants == ["lung <-> function"]
+
+    builder = KeywordQueryBuilder(pg_empty_database, encoder_for("all-MiniLM-L6-v2"))
+    concepts = {c.label: c for c in builder.concepts(question)}
+    lung = concepts["lung function"]
+    assert "pulmonary <-> function" in lung.variants, lung
+    assert any("embedding model" in n and "pulmonary function" in n for n in lung.notes)
+    assert not any("sputum" in v for c in concepts.values() for v in c.variants)
+    precise = builder.query(question, 1)
+    assert "pulmonary <-> function" in precise
+    assert pg_empty_database.count_matches(precise) == 11  # both wordings found
+    assert "embedding model" in builder.explain(question, 1)
+
+
+def test_a_failing_embedding_model_leaves_the_strategy_as_without_it(pg_empty_database, literature_data):
+    db = _cf_database(pg_empty_database, literature_data)
+
+    def broken(texts):
+        raise RuntimeError("the embedding model is not installed")
+
+    with_broken = KeywordQueryBuilder(db, broken)
+    assert [with_broken.query(CF_QUESTION, a) for a in (1, 2, 3)] == [
+        KeywordQueryBuilder(db).query(CF_QUESTION, a) for a in (1, 2, 3)]

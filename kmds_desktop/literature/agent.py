@@ -239,10 +239,15 @@ class QueryAgent:
         self.encoder = encoder
         self.system_prompt = system_prompt or DEFAULT_SYSTEM_PROMPT
         self.fetch_batch_size = fetch_batch_size
+        # vectors (numpy, psycopg's vector type) loads on first use, as the semantic rows' imports do.
+        from kmds_desktop.literature.vectors import encoder_for
+
         self.generator = MultiModelQueryGenerator(
             backend, ollama_host=self.settings.ollama_host, timeout=self.settings.timeout_s,
             database=database, deduplicate=self.settings.deduplicate_results,
             openai_base_url=self.settings.openai_base_url,
+            encoder=(encoder_for(embedding_model, encoder) if self.settings.builtin_embedding_variants
+                     else None),
         )
         self.last_generation: MultiModelQueryResult | None = None
         self.last_result: ReviewedSearchResult | None = None

@@ -60,6 +60,22 @@ MEDIUM_CONCEPTS = 5
 MAX_QUERY_CHARS = 900
 #: An abbreviation is a variant when at least this share of its documents also use the long form.
 ABBREVIATION_SHARE = 0.5
+#: Neighbours in the shipped embedding model's space (all-MiniLM-L6-v2): a word or two-word phrase of
+#: the feedback documents is a variant of a concept when its vector is at least this close (cosine)
+#: to the concept's ("pulmonary function" 0.88 to "lung function", "mucin" 0.65 to "mucus",
+#: "sars-cov" 0.95 to "SARS-CoV-2"; "mucin" 0.65 to "mucus", "antibiotics" 0.65 to "infection" and
+#: "bone" 0.60 to "fractures" are related words, not other names).
+NEIGHBOUR_SIMILARITY = 0.7
+#: A candidate sharing a word with the concept is mostly a narrower or other concept ("lung disease"
+#: 0.71 to "lung function"), so it must be this close.
+NEIGHBOUR_SIMILARITY_SHARED = 0.8
+#: Candidates embedded per question (the most shared in the feedback documents first) and variants
+#: kept per concept; a variant may match at most NEIGHBOUR_WIDER times the concept's documents (a far
+#: more common word is a broader term, not another name).
+NEIGHBOUR_CANDIDATES = 60
+NEIGHBOUR_PER_CONCEPT = 2
+NEIGHBOUR_MIN_DOCS = 2
+NEIGHBOUR_WIDER = 3.0
 #: Documents read for pseudo-relevance feedback, and feedback words added to the broad query.
 FEEDBACK_DOCS = 10
 FEEDBACK_TERMS = 3
@@ -272,8 +288,15 @@ def spelling_variants(word: str) -> list[str]:
 class ConceptFinder:
     """Finds the concepts of a question and their variants in one corpus (see the module docstring)."""
 
-    def __init__(self, lookups: CorpusLookups) -> None:
+    def __init__(self, lookups: CorpusLookups,
+                 encoder: Callable[[list[str]], Any] | None = None) -> None:
         self.lookups = lookups
+        #: ``encoder(texts) -> unit-length rows`` of the embedding model (None: no neighbours).
+        self.encoder = encoder
+        #: The feedback documents' texts of the last :meth:`feedback_terms` (read for neighbours).
+        self.feedback_texts: list[str] = []
+        #: Why no neighbours were looked for ('' when they were), for the query note.
+        self.neighbour_note = ""
 
     # --- concepts ------------------------------------------------------------------------------
     def concepts(self, runs: list[list[str]]) -> list[Concept]:
@@ -384,6 +407,7 @@ class ConceptFinder:
         if not total or not first_pass:
             return []
         texts = lookups.texts(first_pass, FEEDBACK_DOCS, ranked=FEEDBACK_RANKED)
+        self.feedback_texts = texts
         if len(texts) < FEEDBACK_MIN_DOCS:
             return []
         per_doc: Counter[str] = Counter()
@@ -410,6 +434,99 @@ class ConceptFinder:
             scored.append(((docs / len(texts)) * math.log(1 + total / df), word))
         scored.sort(reverse=True)
         return [w for _, w in scored[:FEEDBACK_TERMS]]
+
+    # --- neighbours in the embedding model's space ----------------------------------------------------
+    def add_neighbours(self, concepts: list[Concept], exclude: set[str]) -> bool:
+        """Add to each concept the words and two-word phrases of the feedback documents that lie near it
+        in the embedding model's space (see :data:`NEIGHBOUR_SIMILARITY`); True when any was added.
+
+        Why the feedback documents: another name of a concept is used by the documents about the
+        question's subject, so reading the best of them finds it in the user's own corpus, and it
+        bounds the cost (a few dozen short texts embedded, one count per accepted variant). ``exclude``
+        holds the stems of the question's words (a question word is never another's variant)."""
+        if self.encoder is None or not self.feedback_texts or not concepts:
+            return False
+        lookups = self.lookups
+        per_doc: Counter[str] = Counter()
+        for text in self.feedback_texts:
+            seen: set[str] = set()
+            for segment in re.split(r"[.,;:()\[\]!?\"]+", text.lower()):
+                words = [w for w in re.findall(r"[a-z][a-z0-9\-]{2,29}", segment)]
+                for i, word in enumerate(words):
+                    if word in _FEEDBACK_STOP or word in _STOP_WORDS:
+                        continue
+                    seen.add(word)
+                    if i + 1 < len(words) and words[i + 1] not in _FEEDBACK_STOP | _STOP_WORDS:
+                        seen.add(f"{word} {words[i + 1]}")
+            per_doc.update(seen)
+        shared = [w for w, n in per_doc.most_common() if n >= NEIGHBOUR_MIN_DOCS]
+        candidates = shared[:NEIGHBOUR_CANDIDATES * 2]
+        words = sorted({w for c in candidates for w in c.split()} | {w.lower() for c in concepts
+                                                                      for w in c.label.split()})
+        stems = lookups.stems(words) if lookups.database is not None else {w: w for w in words}
+        concept_stems = [{stems.get(w.lower(), w.lower()) for w in c.label.split()} for c in concepts]
+        taken = set().union(*concept_stems) | exclude
+        kept: list[tuple[str, set[str]]] = []
+        for candidate in candidates:
+            cstems = {stems.get(w, "") for w in candidate.split()}
+            if "" in cstems or cstems <= taken:
+                continue  # a stop word, or only words the question has already
+            kept.append((candidate, cstems))
+            if len(kept) >= NEIGHBOUR_CANDIDATES:
+                break
+        if not kept:
+            return False
+        try:
+            vectors = self.encoder([c.label for c in concepts] + [k for k, _ in kept])
+            import numpy as np
+
+            matrix = np.asarray(vectors, dtype="float32")
+        except Exception as exc:  # noqa: BLE001 - no embedding model: the strategy goes on without
+            self.neighbour_note = f"no embedding neighbours ({type(exc).__name__})"
+            return False
+        similarity = matrix[len(concepts):] @ matrix[:len(concepts)].T
+        best = similarity.argmax(axis=1)
+        added = False
+        for index, concept in enumerate(concepts):
+            own = concept_stems[index]
+            order = sorted(range(len(kept)), key=lambda j: -float(similarity[j, index]))
+            count = 0
+            for j in order:
+                if count >= NEIGHBOUR_PER_CONCEPT or best[j] != index:
+                    continue
+                candidate, cstems = kept[j]
+                score = float(similarity[j, index])
+                shared = bool(cstems & own)
+                if score < (NEIGHBOUR_SIMILARITY_SHARED if shared else NEIGHBOUR_SIMILARITY):
+                    continue
+                if cstems <= own or own <= cstems:
+                    continue  # the concept itself, a part of it, or a narrower phrase containing it
+                operand = " <-> ".join(_operand(w) for w in candidate.split())
+                if operand in concept.variants:
+                    continue
+                matches = lookups.count(operand)
+                if not matches or (concept.matches and matches > NEIGHBOUR_WIDER * concept.matches
+                                   and matches > FEEDBACK_MIN_DOCS):
+                    continue
+                concept.variants.append(operand)
+                concept.notes.append(f"'{candidate}': near it in the embedding model's space ({score:.2f})")
+                concept.matches = lookups.count(concept.block)
+                count += 1
+                added = True
+        return added
+
+
+#: Function words (the database drops them too; here they only split two-word phrases).
+_STOP_WORDS = frozenset(
+    """
+    a an the of in on at to for by as is are was were be been being it its this that these those and or
+    but nor not no so than then there their them they we our you your he she his her which who whom whose
+    what when where why how all any both each few more most other some such own same very can will just
+    do does did doing has have having had from with into onto over under about against among through via
+    per vs versus after before during while whereas because if also may might must shall should would
+    could
+    """.split()
+)
 
 
 #: Words that abstracts share whatever their subject (feedback would otherwise pick them).

@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from kmds_desktop.literature.concept_blocks import (
     Concept,
@@ -168,6 +168,9 @@ class KeywordQueryBuilder:
     """Build the attempt-``n`` query for a question; see the module docstring for the strategies."""
 
     database: TermStatistics | None = None
+    #: ``encoder(texts) -> unit-length rows`` of the embedding model: concepts get their neighbours in
+    #: its space as variants (None: no neighbours; see ``ConceptFinder.add_neighbours``).
+    encoder: Callable[[list[str]], Any] | None = None
     _stems: dict[str, str | None] = field(default_factory=dict, repr=False)
     _plans: dict[str, Strategy] = field(default_factory=dict, repr=False)
 
@@ -220,7 +223,7 @@ class KeywordQueryBuilder:
         key = " ".join((question or "").split())
         if key not in self._plans:
             lookups = CorpusLookups(self.database if self._counts_usable() else None)
-            finder = ConceptFinder(lookups)
+            finder = ConceptFinder(lookups, self.encoder if self._counts_usable() else None)
             runs = [[w for w in run if self._stem(w) is not None] for run in content_runs(question)]
             concepts = self._unique_concepts(finder.concepts([r for r in runs if r]))
             feedback_for = None
@@ -236,6 +239,12 @@ class KeywordQueryBuilder:
                     concepts[i] for i in sorted(longest[STRICT_TERMS:])]
             broad_words = self.terms(question)[:BROAD_TERMS]
             strategy = write_strategy(concepts, lookups, feedback_for, broad_words, self._flood_limit())
+            if feedback_for is not None and finder.add_neighbours(concepts, exclude):
+                # The blocks grew: the queries are written again from the same feedback (its ranked
+                # pass is not repeated; every other count is cached).
+                first = strategy.feedback
+                strategy = write_strategy(concepts, lookups, lambda _query: list(first), broad_words,
+                                          self._flood_limit())
             if not self._counts_usable() and len(concepts) > STRICT_TERMS:
                 strategy.queries[0] = " & ".join(c.block for c in concepts[:STRICT_TERMS])
             self._plans[key] = strategy
@@ -285,8 +294,10 @@ def is_builtin(model: str) -> bool:
     return model.strip().lower().startswith(BUILTIN_PREFIX)
 
 
-def builtin_generator(model: str, database: TermStatistics | None) -> Callable[[str, int], str]:
-    """The function ``(question, attempt) -> query`` behind a ``builtin:`` model name."""
+def builtin_generator(model: str, database: TermStatistics | None,
+                      encoder: Callable[[list[str]], Any] | None = None) -> Callable[[str, int], str]:
+    """The function ``(question, attempt) -> query`` behind a ``builtin:`` model name; ``encoder``
+    (the embedding model) lets it add each concept's neighbours in the model's space as variants."""
     if model.strip().lower() != BUILTIN_KEYWORDS:
         raise ValueError(f"unknown built-in generator '{model}': the only one is '{BUILTIN_KEYWORDS}'")
-    return KeywordQueryBuilder(database)
+    return KeywordQueryBuilder(database, encoder)

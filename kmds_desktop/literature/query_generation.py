@@ -206,7 +206,8 @@ class MultiModelQueryGenerator:
 
     def __init__(self, backend: ChatBackend | str | None = None, *, ollama_host: str | None = None,
                  timeout: float = 120.0, database: TermStatistics | None = None,
-                 deduplicate: bool = True, openai_base_url: str | None = None) -> None:
+                 deduplicate: bool = True, openai_base_url: str | None = None,
+                 encoder: Callable[[list[str]], Any] | None = None) -> None:
         if isinstance(backend, str):
             host = backend.strip()
             if not host:
@@ -227,6 +228,8 @@ class MultiModelQueryGenerator:
         self.timeout = timeout
         self.database = database
         self.deduplicate = deduplicate
+        #: The embedding model for ``builtin:keywords``'s neighbour variants (None: none).
+        self.encoder = encoder
         # Built-in generators keep their per-word database look-ups (stems, counts) between calls.
         self._builtins: dict[str, Callable[[str, int], str]] = {}
 
@@ -328,7 +331,7 @@ class MultiModelQueryGenerator:
             if is_builtin(model):
                 key = model.strip().lower()
                 if key not in self._builtins:
-                    self._builtins[key] = builtin_generator(model, self.database)
+                    self._builtins[key] = builtin_generator(model, self.database, self.encoder)
                 raw = self._builtins[key](question, attempt)
                 explain = getattr(self._builtins[key], "explain", None)
                 note = explain(question, attempt) if callable(explain) else ""
