@@ -304,3 +304,13 @@ def test_injection_strings_through_the_agent_and_the_cli(pg_database, pg_dsn, fa
         assert isinstance(json.loads(captured.out)["merged_ids"], list)
     assert counts() == before
     assert pg_database.count_matches("cystic & fibrosis") > 0
+
+
+def test_check_query_names_the_terms_no_document_has(pg_database) -> None:
+    """An invented term still validates and, inside an OR, even matches: the check names it."""
+    agent = QueryAgent(pg_database)
+    stat = agent.check_query("cystic & (fibrosis | fungalxyzzy:*)")
+    assert stat.valid and stat.matches and stat.matches > 0
+    assert stat.absent_terms == ["'fungalxyzzi':*"]
+    assert agent.check_query("cystic & fibrosis").absent_terms == []
+    assert pg_database.absent_terms("qqqzzz | wwwxxx") == ["'qqqzzz'", "'wwwxxx'"]

@@ -108,6 +108,8 @@ class QueryRunStats:
     valid: bool | None = field(default=None, repr=False)
     invalid_reason: str | None = field(default=None, repr=False)
     estimated: bool = field(default=False, repr=False)
+    #: ``check_query`` only: the valid query's terms that no document has (``'fungal':*``).
+    absent_terms: list[str] = field(default_factory=list, repr=False)
     kind: str = ROW_TSQUERY  # "tsquery", "semantic" or "hypothetical" (see literature.semantic)
     #: semantic rows: cosine similarity of the first and the last document returned
     best_similarity: float | None = None
@@ -456,6 +458,9 @@ class QueryAgent:
                 from_date=from_date, to_date=to_date, cancel=cancel)
             stat.matches = int(count)
             stat.estimated = bool(getattr(count, "estimated", False))
+            absent = getattr(self.database, "absent_terms", None)
+            if callable(absent):
+                stat.absent_terms = list(absent(stat.query, cancel=cancel))
         finally:
             stat.time_s = time.perf_counter() - start
         return stat

@@ -436,6 +436,27 @@ class LiteratureDatabase:
             )
         }
 
+    def absent_terms(self, ts_query_str: str, *, cancel: CancelToken | None = None) -> list[str]:
+        """The terms of a valid query that no document has, as PostgreSQL prints them (``'fungal':*``).
+
+        Why: a query whose term is a typo, an invented word or a word of another field still
+        validates, and inside an OR it even matches; the review table flags such terms so the
+        researcher sees the query is weaker than it reads. One ``EXISTS`` per term: the GIN index
+        answers it at the first match, so it is cheap at any size.
+        """
+
+        def find(conn: psycopg.Connection) -> list[str]:
+            printed = conn.execute("SELECT to_tsquery('english', %s)::text", (ts_query_str,)).fetchone()
+            terms = term_weights.operands(str(printed[0] or "")) if printed else []
+            if not terms:
+                return []
+            rows = conn.execute(
+                "SELECT t FROM unnest(%s::text[]) WITH ORDINALITY AS u(t, n) WHERE NOT EXISTS "
+                "(SELECT 1 FROM document WHERE search_vector @@ t::tsquery) ORDER BY n", (terms,)).fetchall()
+            return [str(r[0]) for r in rows]
+
+        return self.run(find, cancel)
+
     def count_matches(
         self,
         ts_query_str: str,
