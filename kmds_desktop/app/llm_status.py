@@ -1,0 +1,40 @@
+"""The LLM status line as the last answer found the server, so it follows the server between probes.
+
+Why: the status bar's "LLM: ollama · model (ready)" is probed when the window starts and when
+Preferences change; a server that dies afterwards (or comes back) would otherwise keep its old word
+until the next probe. Every answer is a fresh probe of its own: the LLM answered, or it failed and
+the answer was quoted from the records. The window and ``kmds-desktop ask`` read the same result.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kmds_desktop.config import LLMSettings
+
+#: Backends whose answers say something about a server the status line names.
+_SERVED = ("ollama", "openai", "google")
+
+
+def model_of(backend: str, llm: LLMSettings) -> str:
+    """The model the settings name for ``backend`` ("" for none)."""
+    models = {"ollama": llm.ollama_model, "openai": llm.openai_model, "google": llm.google_model}
+    return models.get(backend, "")
+
+
+def status_after_answer(result: Any, llm: LLMSettings) -> tuple[str, str] | None:
+    """(status text, tooltip) after ``result``, or None when the answer tells nothing about a server
+    (offline, or a route given by the user and answered without an LLM)."""
+    backend = str(getattr(result, "backend", "") or "")
+    if backend not in _SERVED:
+        return None
+    model = model_of(backend, llm)
+    name = f"{backend} · {model}" if model else backend
+    synthesis = getattr(result, "synthesis", "")
+    router_failed = getattr(result, "fallback_code", None) == "llm_error"
+    if synthesis == "extractive" or router_failed:
+        why = getattr(result, "synthesis_error", None) or getattr(result, "fallback_reason", None) or ""
+        return f"{name} (not answering)", f"The last question got no answer from it: {why}".strip()
+    if synthesis == "llm":
+        return f"{name} (ready)", "It answered the last question."
+    return None
