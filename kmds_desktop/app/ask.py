@@ -21,6 +21,7 @@ its lock).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +31,7 @@ from pydantic import ValidationError
 from kmds_desktop.app.preferences import server_address_error
 from kmds_desktop.app.workspace import IndexHolder
 from kmds_desktop.config import Settings, SettingsError, describe_validation_error
+from kmds_desktop.text import plural
 
 HISTORY_LIMIT = 100
 #: The chunk that carries the records as soon as they are known (before the answer's text).
@@ -101,10 +103,8 @@ class AskSession:
         return result
 
     def remember(self, question: str) -> None:
-        if question in self.history:
-            self.history.remove(question)
-        self.history.append(question)
-        del self.history[:-HISTORY_LIMIT]
+        """``question`` joins the history (see :func:`remember_question`)."""
+        remember_question(self.history, question)
 
     def kb_changed(self, kb: Any, *, edited: bool = False) -> str:
         """The open KB changed: ``"cleared"`` (another KB: the answer is gone), ``"stale"`` (the same
@@ -123,6 +123,83 @@ class AskSession:
             return ""
         self.stale = True
         return "stale"
+
+
+def remember_question(history: list[str], question: str, limit: int = HISTORY_LIMIT) -> list[str]:
+    """Put ``question`` last in ``history`` (in place; returned too): no repeats, no blank questions,
+    at most ``limit`` kept. The session's history and the question box's Up/Down both follow it."""
+    question = (question or "").strip()
+    if question:
+        if question in history:
+            history.remove(question)
+        history.append(question)
+        del history[:-limit]
+    return history
+
+
+_CITATION = re.compile(r"\[(\d{1,3})\]")
+_ITEM = r"[ \t]*(?:[-*+]|\d+\.)[ \t]"
+# A text line is "anything up to its last non-space, then blanks": written as ``.*\S.*``, a long
+# line that is not followed by a list item backtracks quadratically (60 ms for a 3 kB answer,
+# on the GUI thread); this form is linear and matches the same lines.
+_LIST_AFTER_TEXT = re.compile(rf"(?m)^((?!{_ITEM})[^\n]*\S[^\S\n]*)\n({_ITEM})")
+_TEXT_AFTER_LIST = re.compile(rf"(?m)^({_ITEM}.*)\n((?!{_ITEM})\S)")
+
+
+def repair_answer_markdown(text: str) -> str:
+    """The answer's Markdown with a blank line where a list starts or ends right beside a line of
+    text: LLMs (and the extractive answer) often write a list under a line, and Markdown needs the
+    blank line there, or the items run into the paragraph."""
+    text = _LIST_AFTER_TEXT.sub(r"\1\n\n\2", text or "")
+    return _TEXT_AFTER_LIST.sub(r"\1\n\n\2", text)
+
+
+def link_citations(body_html: str, n_results: int) -> str:
+    """``body_html`` with each ``[n]`` that names one of the ``n_results`` records turned into a
+    ``cite:n`` link (an out-of-range number stays text: there is no record to show)."""
+
+    def link(match: re.Match[str]) -> str:
+        n = int(match.group(1))
+        if 1 <= n <= n_results:
+            return f'<a href="cite:{n}" title="Show record {n} in the KB browser">[{n}]</a>'
+        return match.group(0)
+
+    return _CITATION.sub(link, body_html)
+
+
+def answer_html(text: str, n_results: int, to_html: Callable[[str], str]) -> str:
+    """The answer as HTML: Markdown repaired, converted by ``to_html`` (the view's converter),
+    citations linked to their records."""
+    return link_citations(to_html(repair_answer_markdown(text)), n_results)
+
+
+def citation_number(url: str) -> int | None:
+    """The record number of a ``cite:n`` link (None for any other link)."""
+    scheme, _, rest = (url or "").partition(":")
+    if scheme != "cite" or not rest.strip().isdigit():
+        return None
+    return int(rest)
+
+
+def answered_line(result: Any) -> str:
+    """The line under the answer once it is complete: who answered, how long it took, how many
+    records, and that it fell back to semantic search when it did."""
+    timing = result.timings.get("total") if getattr(result, "timings", None) else None
+    took = f" in {timing:.1f} s" if timing else ""
+    records = plural(len(result.results), "record")
+    synthesis = getattr(result, "synthesis", "")
+    if synthesis == "extractive":
+        # The LLM did not write this answer (it failed): never head the quotes as its answer.
+        why = getattr(result, "synthesis_error", "") or "it failed"
+        line = (f"Quoted from the records{took} ({records}): {result.backend} did not answer — "
+                f"{one_line(why, 160)}.")
+    elif synthesis == "offline" or result.backend == "offline":
+        line = f"Quoted from the records{took} (no LLM); {records}."
+    else:
+        line = f"Answered by {result.backend}{took}; {records}."
+    if result.fallback_reason:
+        line += " Fell back to semantic search (see Route)."
+    return line
 
 
 def one_line(text: Any, width: int) -> str:

@@ -54,7 +54,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kmds_desktop.app.events import Observable
 from kmds_desktop.app.run_facts import retrieval_facts, row_kind_of, run_coverage
+from kmds_desktop.app.search_log import build_search_log
 from kmds_desktop.config import LiteratureSettings, QueryGenerationSettings, RetrievalSettings
 from kmds_desktop.literature.agent import QueryAgent, ReviewedSearchResult
 from kmds_desktop.literature.query_cleaning import query_key
@@ -327,6 +329,12 @@ class GenerationRound:
             text += f"; no hypothetical-abstract row: {self.hypothetical.error}"
         return text
 
+    def summary_level(self) -> str:
+        """How the :meth:`summary` is shown: ``"warning"`` when the round was stopped, a model gave
+        no query or the hypothetical abstract failed (the user should read why), else ``"info"``."""
+        failed = any(p.finished and not p.queries for p in self.progress.values())
+        return "warning" if failed or self.cancelled or self.hypothetical_failed else "info"
+
 
 @dataclass
 class CheckItem:
@@ -397,8 +405,27 @@ class KnownPapersInput:
     file: str = ""  # a RIS / BibTeX file loaded instead of pasted text ("" when none)
 
 
-class LiteratureSession:
-    """The state and quick operations of one literature search (GUI thread or the CLI's thread)."""
+#: What a :class:`LiteratureSession` announces (``session.subscribe(listener)``; see
+#: :mod:`kmds_desktop.app.events`): rows added or removed; which rows are ticked; rows that now wait
+#: for a check (their uids); a check answered; a generation round started or finished; a run applied;
+#: new settings; everything cleared by New search.
+ROWS_CHANGED = "rows"
+TICKS_CHANGED = "ticks"
+CHECKS_WANTED = "checks"
+CHECK_APPLIED = "checked"
+ROUND_CHANGED = "round"
+RUN_APPLIED = "run"
+SETTINGS_CHANGED = "settings"
+CLEARED = "cleared"
+
+
+class LiteratureSession(Observable):
+    """The state and quick operations of one literature search (GUI thread or the CLI's thread).
+
+    Every operation that changes the state announces it (one of the ``*_CHANGED`` kinds above) to
+    the listeners :meth:`~kmds_desktop.app.events.Observable.subscribe` registered, so the window
+    renders changes as they happen instead of asking after every click what may have changed.
+    """
 
     def __init__(self, settings: QueryGenerationSettings | None = None,
                  literature: LiteratureSettings | None = None, retrieval: RetrievalSettings | None = None,
@@ -433,6 +460,7 @@ class LiteratureSession:
             self.literature = literature
         if retrieval is not None:
             self.retrieval = retrieval
+        self.announce(SETTINGS_CHANGED)
 
     @property
     def selectable(self) -> bool:
@@ -484,6 +512,9 @@ class LiteratureSession:
         elif row.runnable and row.validity == UNCHECKED:
             row.validity = CHECKING
         self.rows.append(row)
+        self.announce(ROWS_CHANGED, [row.uid])
+        if row.validity == CHECKING:
+            self.announce(CHECKS_WANTED, [row.uid])
         return row
 
     def add_question_row(self) -> QueryRow:
@@ -513,6 +544,8 @@ class LiteratureSession:
         gone = sorted((self.position(u) for u in uids if self.position(u) >= 0), reverse=True)
         for i in gone:
             del self.rows[i]
+        if gone:
+            self.announce(ROWS_CHANGED, uids)
         return gone
 
     def set_included(self, uid: int, included: bool) -> bool:
@@ -520,11 +553,13 @@ class LiteratureSession:
         if row is None or not self.selectable:
             return False
         row.included = bool(included) and row.runnable if included else False
+        self.announce(TICKS_CHANGED, [uid])
         return True
 
     def set_all_included(self, included: bool) -> None:
         for row in self.rows:
             row.included = included and row.runnable
+        self.announce(TICKS_CHANGED, [r.uid for r in self.rows])
 
     def edit(self, uid: int, text: str) -> bool:
         """Replace a row's text: it is checked again, its old run statistics go, provenance says edited."""
@@ -536,6 +571,7 @@ class LiteratureSession:
                 row.original = row.query
             elif text == row.original:
                 row.original = None  # edited back to what the model wrote
+        was_included = row.included
         if row.model == HAND_WRITTEN and not row.query.strip() and text.strip():
             row.included = True  # a new hand-written row is ticked once it has text
         row.query = text
@@ -551,6 +587,10 @@ class LiteratureSession:
         row.returned = row.unique = row.run_time = None
         row.run_error = None
         row.ids, row.unique_ids = [], []
+        if row.included != was_included:
+            self.announce(TICKS_CHANGED, [uid])
+        if row.validity == CHECKING:
+            self.announce(CHECKS_WANTED, [uid])
         return True
 
     # --- generation ----------------------------------------------------------------------------
@@ -584,6 +624,7 @@ class LiteratureSession:
             temperature=self.settings.temperature, system_prompt=DEFAULT_SYSTEM_PROMPT, generated_at=now,
             progress={m: ModelProgress(m, per_model) for m in models}, unticked_previous=unticked,
         )
+        self.announce(ROUND_CHANGED)
         return self.round, positions
 
     def rows_to_confirm(self) -> list[QueryRow]:
@@ -602,6 +643,7 @@ class LiteratureSession:
         self.round = None
         self.last_run = None
         self.documents = []
+        self.announce(CLEARED)
         return n
 
     def accept_attempt(self, result: Any) -> QueryRow | None:
@@ -687,6 +729,7 @@ class LiteratureSession:
         if rnd is not None:
             rnd.cancelled = cancelled
             rnd.finished = True
+            self.announce(ROUND_CHANGED)
         return rnd
 
     # --- checks --------------------------------------------------------------------------------
@@ -722,6 +765,7 @@ class LiteratureSession:
             row.validity, row.validity_message, row.normalized = INVALID, result.message, None
         row.matches = result.matches if result.ok else None
         row.matches_exact = result.exact
+        self.announce(CHECK_APPLIED, [row.uid])
         return True
 
     def mark_failed_for_recheck(self) -> list[int]:
@@ -731,6 +775,8 @@ class LiteratureSession:
             if row.validity == FAILED:
                 row.validity = CHECKING
                 uids.append(row.uid)
+        if uids:
+            self.announce(CHECKS_WANTED, uids)
         return uids
 
     # --- running -------------------------------------------------------------------------------
@@ -797,6 +843,7 @@ class LiteratureSession:
         self.last_run = RunRecord(plan, result, provenance, labels, plan.started_at, finished_at,
                                   self.database_name,
                                   retrieval_facts(self.retrieval, self.embedding_model, result))
+        self.announce(RUN_APPLIED, plan.row_of_query)
         return self.last_run
 
     @staticmethod
@@ -811,6 +858,57 @@ class LiteratureSession:
             short = text if len(text) <= FOUND_BY_CHARS else text[: FOUND_BY_CHARS - 1].rstrip() + "…"
             return f"semantic: {short}"
         return text
+
+    def discard_question(self, rows: Sequence[QueryRow] | None = None) -> str:
+        """What New search asks before it drops ``rows`` (default: :meth:`rows_to_confirm`)."""
+        rows = self.rows_to_confirm() if rows is None else list(rows)
+        n = len(rows)
+        return (f"Discard {n} edited or hand-written {_plural(n, 'query', 'queries')} that "
+                f"{_plural(n, 'has', 'have')} not run?\n\n" + "\n".join(f"• {r.query}" for r in rows[:8])
+                + ("\n…" if n > 8 else ""))
+
+    def results_line(self) -> str:
+        """The line above the documents after a run: how many, from how many queries, how long, and
+        INCOMPLETE when a valid query could not run ("" before the first run)."""
+        run = self.last_run
+        if run is None:
+            return ""
+        result = run.result
+        incomplete = " (INCOMPLETE: see the failed rows' Error column)" if result.incomplete else ""
+        n = len(result.queries)
+        return (f"{len(result.documents):,} documents from {len(result.ok_queries)} of {n} "
+                f"{_plural(n, 'query', 'queries')} ({result.total_time_s:.2f} s){incomplete}")
+
+    def run_messages(self) -> list[tuple[str, str]]:
+        """(level, text) the user must read after the last run: an incomplete run is an error (a
+        systematic search is never silently partial); failed rows a warning; a semantic row that
+        searched a partly embedded database a warning that says how many documents it could not see."""
+        run = self.last_run
+        if run is None:
+            return []
+        result = run.result
+        messages: list[tuple[str, str]] = []
+        coverage = run_coverage(result.queries)
+        if coverage is not None and coverage.partial and not result.failed_queries:
+            messages.append(("warning", f"{self.coverage_sentence()}; Embed documents to search the other "
+                                        f"{coverage.missing:,}."))
+        if result.incomplete:
+            message = result.incomplete_message()
+            messages.append(("error", message[:1].upper() + message[1:]))
+        elif result.failed_queries:
+            messages.append(("warning", self.run_summary()))
+        return messages
+
+    def coverage_sentence(self) -> str:
+        """What the last run's semantic rows searched, as the log and the report say it ("" when no
+        semantic row ran)."""
+        run = self.last_run
+        coverage = run_coverage(run.result.queries) if run is not None else None
+        if coverage is None:
+            return ""
+        rows = sum(1 for q in run.result.queries if q.kind != ROW_TSQUERY and q.ok)
+        sentence = coverage.sentence(rows)
+        return sentence[:1].upper() + sentence[1:]
 
     def run_summary(self) -> str:
         run = self.last_run
@@ -833,8 +931,6 @@ class LiteratureSession:
     # --- the log -------------------------------------------------------------------------------
     def search_log(self, app_version: str = "") -> dict[str, Any]:
         """The search log of the last run (see :mod:`kmds_desktop.app.search_log`)."""
-        from kmds_desktop.app.search_log import build_search_log
-
         return build_search_log(self, app_version=app_version)
 
 

@@ -174,3 +174,10 @@ def write_export(
 ) -> Any:
     """Run an export writer from :mod:`kmds_desktop.literature.export` on a worker."""
     return writer(*args)
+
+
+def import_summary(report: Any) -> str:
+    """The message after an import: what :class:`~kmds_desktop.literature.loading.ImportReport`'s
+    summary says was imported (any other answer as it is)."""
+    summary = getattr(report, "summary", None)
+    return f"Imported {summary()}" if callable(summary) else f"Import finished: {report}"

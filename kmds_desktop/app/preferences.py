@@ -8,7 +8,9 @@ calls (``progress=``/``cancel=`` for a worker).
 
 The form's checks live here too (server addresses, empty model names, which field a validation
 error belongs to, a connection string split into fields), so the CLI's options are checked as the
-dialog checks the same settings.
+dialog checks the same settings. So does saving (:func:`save_preferences`: the connection string
+first, then validation, then the OS keyring, then the settings file, stopping at the first step that
+fails), so the dialog only collects the fields and shows the errors it is given back.
 """
 
 from __future__ import annotations
@@ -16,10 +18,19 @@ from __future__ import annotations
 import re
 import shutil
 from collections.abc import Collection
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kmds_desktop import paths, secrets
-from kmds_desktop.config import LLMSettings, Settings, SettingsError, load_settings, validate_settings
+from kmds_desktop.config import (
+    LLMSettings,
+    Settings,
+    SettingsError,
+    load_settings,
+    save_settings,
+    validate_settings,
+)
 from kmds_desktop.llm.errors import LLMError
 from kmds_desktop.llm.factory import choose_backend
 from kmds_desktop.llm.ollama_backend import OllamaBackend, has_model
@@ -92,6 +103,120 @@ def probe_llm_backend(llm: LLMSettings, *, progress: Any = None, cancel: Any = N
     if has_model(models, llm.ollama_model):
         return f"ollama · {llm.ollama_model} (ready)", listed
     return f"ollama · {llm.ollama_model} (not installed)", listed
+
+
+def model_installed(models: list[str], name: str) -> bool:
+    """Whether ``name`` is among the server's ``models`` (``foo`` and ``foo:latest`` are one model):
+    the ask job's definition, used for every "installed" the dialog shows."""
+    return has_model(models, name)
+
+
+def models_summary(models: list[str], chosen: str) -> str:
+    """The line under the Ollama model field once the server listed its models."""
+    if not models:
+        return "The server has no models yet (ollama pull <model>)."
+    state = "installed" if model_installed(models, chosen) else "NOT installed on this server"
+    return f"{len(models)} models on the server; the chosen model {chosen!r} is {state}."
+
+
+def model_list_label(name: str, models: list[str] | None) -> str:
+    """How the query-generation model list shows ``name``: marked installed or not once the server's
+    ``models`` are known (None: not asked yet); a ``builtin:`` generator needs no server."""
+    if models is None or name.startswith("builtin:"):
+        return name
+    return f"{name}  ✓ installed" if model_installed(models, name) else f"{name}  (not installed)"
+
+
+def stored_keys() -> dict[str, bool]:
+    """Which API keys the OS keyring (or the environment) holds: ``{"google": …, "openai": …}``, for
+    the placeholders of the key fields (the keys themselves are never shown)."""
+    return {"google": bool(secrets.google_api_key()), "openai": bool(secrets.openai_api_key())}
+
+
+@dataclass
+class PreferencesForm:
+    """What the Preferences dialog collected: the settings as a dict (as
+    :func:`~kmds_desktop.config.validate_settings` takes it), the field keys errors are shown
+    under, and the secrets typed, which never go into the settings file."""
+
+    data: dict[str, Any]
+    fields: Collection[str] = ()
+    dsn: str = ""
+    google_key: str = ""
+    forget_google_key: bool = False
+    openai_key: str = ""
+
+
+@dataclass
+class SaveOutcome:
+    """What :func:`save_preferences` did: the settings saved (None when nothing was), the errors by
+    field key (``""`` is the form's general line), and the fields the connection string filled
+    (shown in the form whether or not the save went through)."""
+
+    settings: Settings | None
+    errors: dict[str, str] = field(default_factory=dict)
+    conninfo: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def saved(self) -> bool:
+        return self.settings is not None
+
+
+def write_settings(settings: Settings, settings_path: Path | None = None) -> str | None:
+    """Write the settings file; None when written, else why not (the window shows it and goes on:
+    a settings file that cannot be written must not stop the app)."""
+    try:
+        save_settings(settings, settings_path)
+    except (SettingsError, OSError) as exc:
+        return f"Could not save the settings: {exc}"
+    return None
+
+
+def save_preferences(form: PreferencesForm, settings_path: Path | None = None) -> SaveOutcome:
+    """Save the form, in the one order that never leaves half a change behind.
+
+    1. The connection string (``literature.dsn``) is split into the external-server fields and its
+       password; the fields join the form's data (and the mode becomes ``external``).
+    2. Every value is validated (:func:`validate_form`); any error stops here, nothing written.
+    3. The keys and the database password go to the OS keyring; a refusing keyring stops here,
+       with what to do instead, before the settings file is touched.
+    4. The settings file is written.
+    """
+    data = form.data
+    conninfo: dict[str, str] = {}
+    password: str | None = None
+    dsn_error = ""
+    if form.dsn.strip():
+        try:
+            conninfo, password = split_conninfo(form.dsn)
+        except ValueError as exc:
+            dsn_error = str(exc)
+        else:
+            data.setdefault("literature", {}).update({"mode": "external", **conninfo})
+    settings, errors = validate_form(data, form.fields)
+    if dsn_error:
+        errors["literature.dsn"] = dsn_error
+        settings = None
+    if settings is None:
+        return SaveOutcome(None, errors, conninfo)
+    try:
+        if form.forget_google_key:
+            secrets.set_google_api_key(None)
+        elif form.google_key.strip():
+            secrets.set_google_api_key(form.google_key.strip())
+        if form.openai_key.strip():
+            secrets.set_openai_api_key(form.openai_key.strip())
+        if password:
+            secrets.set_db_password(settings.literature.user, settings.literature.host, password)
+    except Exception as exc:  # noqa: BLE001 - no keyring backend: say so, save nothing
+        return SaveOutcome(None, {"google_key": f"the OS keyring refused the secret ({exc}); set "
+                                                "GOOGLE_API_KEY or PGPASSWORD in the environment instead"},
+                           conninfo)
+    try:
+        save_settings(settings, settings_path)
+    except (SettingsError, OSError) as exc:
+        return SaveOutcome(None, {"": f"Could not write the settings: {exc}"}, conninfo)
+    return SaveOutcome(settings, {}, conninfo)
 
 
 def server_address_error(text: str | None) -> str | None:

@@ -1,8 +1,9 @@
 """What the views may use from the domain packages, named by the application layer.
 
 Why: ``ui/`` talks to ``app/`` only (a forbidden contract in ``pyproject.toml`` checks it), so a view
-never reaches into the store, the index or the KB reader behind a session's back. The records,
-constants and errors a view shows, and the formatters it renders with, are re-exported here; every
+never reaches into the store, the index, the KB reader or the settings file behind a session's back.
+The records, constants and errors a view shows, the formatters it renders with, the settings type
+it is handed and the cancel token its job runner passes to workers are re-exported here; every
 operation stays in the sessions of ``app/``.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kmds_desktop.config import Settings
 from kmds_desktop.index.errors import SemanticIndexError
 from kmds_desktop.kb import CATEGORIES, INTENTS, OBSERVATION_TYPES, WORKFLOW_KINDS, KnowledgeBaseError
 from kmds_desktop.literature.export import (
@@ -21,13 +23,17 @@ from kmds_desktop.literature.export import (
 from kmds_desktop.literature.history import SavedSet, SearchHistory
 from kmds_desktop.literature.known_papers import PastedIdentifiers, read_known_file, read_pasted_identifiers
 from kmds_desktop.literature.workbench import KnownCheck, SearchWorkbench
+from kmds_desktop.paths import data_dir, resources_dir
+from kmds_desktop.tasks import Cancelled, CancelToken
+from kmds_desktop.text import plural
 
 __all__ = [
-    "CATEGORIES", "DOCUMENT_FORMATS", "INTENTS", "OBSERVATION_TYPES", "WORKFLOW_KINDS", "ExportDocument",
-    "KnowledgeBaseError", "KnownCheck", "PastedIdentifiers", "SavedSet", "SearchHistory", "SearchWorkbench",
-    "SemanticIndexError", "build_report", "export_documents", "flow_svg", "known_check_text",
-    "normalize_document", "preload_question_modules", "read_known_file", "read_pasted_identifiers",
-    "write_report",
+    "CATEGORIES", "CancelToken", "Cancelled", "DOCUMENT_FORMATS", "ExportDocument", "INTENTS",
+    "KnowledgeBaseError", "KnownCheck", "OBSERVATION_TYPES", "PastedIdentifiers", "SavedSet",
+    "SearchHistory", "SearchWorkbench", "SemanticIndexError", "Settings", "WORKFLOW_KINDS", "build_report",
+    "data_dir", "export_documents", "flow_svg", "known_check_text", "normalize_document", "plural",
+    "preload_question_modules", "read_known_file", "read_pasted_identifiers", "report_markdown",
+    "resources_dir", "write_report",
 ]
 
 
@@ -45,6 +51,13 @@ def write_report(*args: Any, **kwargs: Any) -> Any:
     from kmds_desktop.literature.search_report import write_report as write
 
     return write(*args, **kwargs)
+
+
+def report_markdown(*args: Any, **kwargs: Any) -> str:
+    """:func:`kmds_desktop.literature.search_report.report_markdown`."""
+    from kmds_desktop.literature.search_report import report_markdown as markdown
+
+    return markdown(*args, **kwargs)
 
 
 def known_check_text(*args: Any, **kwargs: Any) -> str:

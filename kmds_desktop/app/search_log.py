@@ -44,14 +44,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from kmds_desktop.app.run_facts import generation_counts, kind_counts
+from kmds_desktop.config import LiteratureSettings, QueryGenerationSettings, RetrievalSettings
 from kmds_desktop.literature.history import row_kind, utc_now
 from kmds_desktop.literature.semantic import SEMANTIC_KINDS, VectorCoverage
-
-if TYPE_CHECKING:
-    from kmds_desktop.app.literature import LiteratureSession
 
 __all__ = ["FORMAT", "VOLATILE_KEYS", "build_search_log", "document_ref", "load_search_log",
            "search_log_json", "utc_now", "without_volatile", "write_search_log"]
@@ -66,6 +64,24 @@ VOLATILE_KEYS = frozenset({"generated_at", "run_started_at", "run_finished_at", 
 MAX_LOG_BYTES = 64 * 1024 * 1024
 
 
+class LoggedSession(Protocol):
+    """What the log reads of a search session
+    (:class:`~kmds_desktop.app.literature.LiteratureSession` is one).
+
+    Why a protocol and not the session's class: the session writes its log with this module, so
+    importing the session here made ``app.literature <-> app.search_log`` a cycle, hidden until then
+    by an import inside the session's method.
+    """
+
+    round: Any
+    settings: QueryGenerationSettings
+    literature: LiteratureSettings
+    retrieval: RetrievalSettings
+    question: str
+    database_name: str
+    last_run: Any
+
+
 def document_ref(doc: Mapping[str, Any]) -> str:
     """``"<source>:<external id>"``: the document's identity outside this database."""
     source = str(doc.get("source_name") or doc.get("source") or "").strip()
@@ -77,7 +93,7 @@ def document_ref(doc: Mapping[str, Any]) -> str:
     return f"id:{doc.get('id')}"
 
 
-def build_search_log(session: LiteratureSession, *, app_version: str = "") -> dict[str, Any]:
+def build_search_log(session: LoggedSession, *, app_version: str = "") -> dict[str, Any]:
     """The log of ``session``'s last run (the generation round and settings that led to it)."""
     rnd = session.round
     qg = session.settings

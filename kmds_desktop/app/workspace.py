@@ -25,6 +25,7 @@ Rules kept here (the window follows them; a script can too):
 
 from __future__ import annotations
 
+import logging
 import shutil
 import threading
 from collections.abc import Callable, Collection, Sequence
@@ -34,6 +35,9 @@ from typing import Any
 
 from kmds_desktop import paths
 from kmds_desktop.config import Settings, UISettings
+from kmds_desktop.index.errors import SemanticIndexError
+
+log = logging.getLogger(__name__)
 
 DEMO_COPY_NAME = "demo_kb.xml"
 #: Files that open as a knowledge base (KMDS files are RDF/XML).
@@ -170,6 +174,55 @@ def encode_texts(holder: IndexHolder, settings: Settings, texts: Any) -> Any:
     """Embed ``texts`` where the index embeds (the app's index process: torch never loads in the
     window's process); the literature search's semantic rows use it."""
     return holder.get_or_open(settings).encode(list(texts), settings.index.embedding_model)
+
+
+def kb_summary(kb: Any, indexed: bool) -> tuple[str, str]:
+    """(status line text, tooltip) for the open KB: its name, how many workflows and observations,
+    and whether the semantic index is up to date with it."""
+    if kb is None:
+        return "No knowledge base", ""
+    counts = kb.counts() if hasattr(kb, "counts") else {}
+    n_obs = counts.get("observations", len(kb.observations))
+    n_wf = counts.get("workflows", len(kb.workflows))
+    index = " · indexed" if indexed else ""
+    return (f"KB: {Path(kb.path).name} — {n_wf} workflow{'s' if n_wf != 1 else ''}, "
+            f"{n_obs} observation{'s' if n_obs != 1 else ''}{index}", str(kb.path))
+
+
+def warm_up(
+    model_name: str,
+    index_holder: IndexHolder | None = None,
+    settings: Settings | None = None,
+    *,
+    prepare: Sequence[Callable[[], Any]] = (),
+    progress: Any = None,
+    cancel: Any = None,
+) -> str:
+    """Start the index process and load the embedding model in it (the job right after start-up).
+
+    ``prepare`` are the view's own warm-ups, run first (the window builds its Markdown converter, so
+    the first answer does not build it on the GUI thread). The embedding model (torch,
+    sentence-transformers) loads in the index process, never in this one: importing them holds
+    Python's GIL for 350-650 ms at a time, which would freeze the window even from a worker
+    thread; ChromaDB runs in the index process too. An index that cannot open is logged, not
+    raised: the first build reports it, with what to do.
+    """
+    if progress:
+        progress(0, 2, "starting the semantic index")
+    for step in prepare:
+        step()
+    index = index_holder.current if index_holder is not None else None
+    if index is None and index_holder is not None and settings is not None:
+        # Start the index process now (about a second) rather than when the first build needs it.
+        try:
+            index = index_holder.get_or_open(settings)  # under the holder's lock: one index, whoever asks
+        except SemanticIndexError as err:
+            log.warning("semantic index not opened at start-up: %s", err)
+    if index is not None:
+        if progress:
+            progress(1, 2, "loading the embedding model")
+        index.encode(["warm-up"], model_name)  # where this index embeds: its own process in the app
+    return model_name
 
 
 @dataclass(frozen=True)

@@ -225,21 +225,14 @@ def _combine(args: argparse.Namespace, wb: Any) -> int:
     return 0
 
 
-def _load_known(args: argparse.Namespace) -> list[Any]:
-    from kmds_desktop.literature.known_papers import parse_identifiers, read_known_file
-
-    if getattr(args, "known", None):
-        return read_known_file(args.known)
-    return parse_identifiers(args.ids or "")
-
-
 def _check(args: argparse.Namespace, wb: Any) -> int:
-    papers = _load_known(args)
-    result = wb.check_known(papers, args.sets)
+    from kmds_desktop.app.strategy import check_known_papers
+
+    result = check_known_papers(wb, file=args.known, text=args.ids or "", sets=args.sets).check
     if args.json:
         _dump(result.to_dict())
         return 0
-    from kmds_desktop.literature.search_report import known_check_text
+    from kmds_desktop.app.presentation import known_check_text
 
     print(known_check_text(result), end="")
     return 0
@@ -257,16 +250,14 @@ def _overlap(args: argparse.Namespace, wb: Any) -> int:
 
 
 def _report(args: argparse.Namespace, wb: Any) -> int:
-    from kmds_desktop.app.strategy import export_set_documents
-    from kmds_desktop.literature.export import format_for_path
-    from kmds_desktop.literature.search_report import build_report, report_markdown, write_report
+    from kmds_desktop.app.presentation import report_markdown, write_report
+    from kmds_desktop.app.strategy import check_known_papers, set_report
 
-    known = wb.check_known(_load_known(args), [args.number]) if args.known else None
-    report = build_report(wb.history, args.number, known)
+    known = check_known_papers(wb, file=args.known, sets=[args.number]).check if args.known else None
+    report = set_report(wb, args.number, known, documents=args.documents)
     if args.documents:
-        path, count = export_set_documents(wb, args.number, args.documents)
-        report["documents_file"] = {"path": str(path), "format": format_for_path(path), "documents": count}
-        print(f"wrote {count} documents to {path}", file=sys.stderr)
+        written = report["documents_file"]
+        print(f"wrote {written['documents']} documents to {written['path']}", file=sys.stderr)
     if args.out:
         out = write_report(report, args.out, "json" if args.json else None)
         print(f"wrote the report of #{args.number} to {out}", file=sys.stderr)

@@ -90,7 +90,7 @@ def _search(args: argparse.Namespace) -> int:
         generate_round,
     )
     from kmds_desktop.app.search_log import search_log_json, utc_now
-    from kmds_desktop.app.strategy import abandon_recording, begin_recording, finish_recording
+    from kmds_desktop.app.strategy import record_run, recording_of
     from kmds_desktop.config import load_settings
     from kmds_desktop.literature.agent import QueryAgentError
     from kmds_desktop.literature.history import SearchHistory
@@ -147,15 +147,13 @@ def _search(args: argparse.Namespace) -> int:
                 raise QueryAgentError("--no-generate needs a semantic row (--semantic or --semantic-text)")
             raise QueryAgentError(f"no query could be generated ({rnd.summary()})")
         plan = session.plan_run(utc_now())
+        result = execute_run(agent, plan, max_rows=literature.max_rows)
+        run = session.apply_run(plan, result, utc_now())
+        # The window's protocol (app.strategy): a finished run is numbered and stored in one call.
         workbench = SearchWorkbench(SearchHistory(), db)
-        number: int | None = begin_recording(workbench, session, plan)
         try:
-            result = execute_run(agent, plan, max_rows=literature.max_rows)
-            saved = finish_recording(workbench, number, session.apply_run(plan, result, utc_now()))
-            number = None
+            saved = record_run(workbench, recording_of(session, plan, run))
         finally:
-            if number is not None:  # failed or cancelled cleanly: nothing of the run is kept
-                abandon_recording(workbench, number)
             workbench.history.close()
 
     print(f"recorded as #{saved.number} in the search history", file=sys.stderr)
