@@ -174,3 +174,11 @@ def test_no_import_cycle_in_the_package() -> None:
     blocks aside): a cycle hidden by a function-level import is still one the contracts cannot see,
     and it breaks as soon as someone moves that import to the top."""
     assert import_cycles(internal_import_graph()) == []
+
+
+def test_no_view_module_is_over_500_lines() -> None:
+    """Each module of ui/ does one job (a view, a section of one, its job wiring): a module past 500
+    lines has grown a second one."""
+    long = {p.name: n for p in (PKG / "ui").glob("*.py")
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 500}
+    assert long == {}

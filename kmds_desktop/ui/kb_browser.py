@@ -27,8 +27,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from kmds_desktop.app.presentation import plural
 from kmds_desktop.app.workspace import new_observation_defaults
-from kmds_desktop.text import plural
 from kmds_desktop.ui.kb_tree_model import CATEGORY_LABELS, KBTreeModel, KindRole
 from kmds_desktop.ui.markdown_render import to_html
 from kmds_desktop.ui.observation_editor import ObservationDialog, WorkflowDialog

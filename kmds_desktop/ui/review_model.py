@@ -70,10 +70,9 @@ class ReviewModel(QAbstractTableModel):
         "Why the query is invalid or could not run, or a note (e.g. a repeat)",
     )
 
-    #: A row's query text changed (uid): the panel schedules a debounced validation.
+    #: A row's query text changed or a row to check was added (uid). The session announces the same
+    #: (``CHECKS_WANTED``); views that hold the session subscribe to it instead.
     query_edited = Signal(int)
-    #: The set of ticked rows changed.
-    selection_changed = Signal()
 
     def __init__(self, session: LiteratureSession | None = None, parent: Any = None) -> None:
         super().__init__(parent)
@@ -209,7 +208,6 @@ class ReviewModel(QAbstractTableModel):
             if not self.session.set_included(row.uid, checked):
                 return False
             self.dataChanged.emit(index, index, [Qt.ItemDataRole.CheckStateRole])
-            self.selection_changed.emit()
             return True
         if col == self.COL_QUERY and role == Qt.ItemDataRole.EditRole:
             self.set_query(index.row(), "" if value is None else str(value))
@@ -260,7 +258,6 @@ class ReviewModel(QAbstractTableModel):
             rnd, _positions = self.session.start_round(question, now)
         finally:
             self.endResetModel()
-        self.selection_changed.emit()
         return rnd
 
     def new_search(self) -> int:
@@ -270,7 +267,6 @@ class ReviewModel(QAbstractTableModel):
             n = self.session.new_search()
         finally:
             self.endResetModel()
-        self.selection_changed.emit()
         return n
 
     def accept_attempt(self, result: QueryGenerationResult | RetrievalRows | HypotheticalAttempt,
@@ -290,7 +286,6 @@ class ReviewModel(QAbstractTableModel):
     def _announce_new(self, row: QueryRow) -> None:
         if row.validity == CHECKING:
             self.query_edited.emit(row.uid)
-        self.selection_changed.emit()
 
     def remove_rows(self, positions: list[int]) -> None:
         for i in sorted(set(positions), reverse=True):
@@ -298,24 +293,19 @@ class ReviewModel(QAbstractTableModel):
                 self.beginRemoveRows(QModelIndex(), i, i)
                 self.session.remove([self._rows[i].uid])
                 self.endRemoveRows()
-        self.selection_changed.emit()
 
     def set_all_included(self, included: bool) -> None:
         """Tick all / none (rows without a query stay unticked)."""
         self.session.set_all_included(included)
         self._changed_rows(0, len(self._rows) - 1, [self.COL_INCLUDE])
-        self.selection_changed.emit()
 
     def set_query(self, i: int, text: str) -> None:
         """Replace the query text of row ``i`` (the session marks it edited and to be checked)."""
         row = self._rows[i]
-        was_included = row.included
         if not self.session.edit(row.uid, text):
             return
         self._changed_rows(i, i)
         self.query_edited.emit(row.uid)
-        if row.included != was_included:
-            self.selection_changed.emit()
 
     # --- results from workers ---------------------------------------------------------------------
     def apply_check(self, result: CheckResult) -> bool:
@@ -337,7 +327,6 @@ class ReviewModel(QAbstractTableModel):
     def refresh(self) -> None:
         """Every row may have changed (a run's statistics arrived)."""
         self._changed_rows(0, len(self._rows) - 1)
-        self.selection_changed.emit()
 
     def _changed_rows(self, first: int, last: int, columns: list[int] | None = None) -> None:
         if last < first or not self._rows:

@@ -1,7 +1,9 @@
 """The search history window: numbered sets, set algebra with a live count, known papers, the report.
 
 It renders :class:`~kmds_desktop.literature.workbench.SearchWorkbench` (the same code as
-``kmds-desktop literature history/combine/check/report``) and decides nothing of its own: every
+``kmds-desktop literature history/combine/check/report``; the check, the overlap and the report are
+the use-cases of :mod:`kmds_desktop.app.strategy`, shown by :mod:`~kmds_desktop.ui.history_checks`)
+and decides nothing of its own: every
 operation, including listing and counting, runs on a worker of the window's :class:`JobRunner`, so
 the GUI thread never waits on SQLite or PostgreSQL. The count follows the typing (debounced, only
 the newest request kept); a bad expression shows its one-line error under the box, with the position.
@@ -17,7 +19,6 @@ from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QDialog,
-    QFileDialog,
     QGroupBox,
     QHBoxLayout,
     QHeaderView,
@@ -37,14 +38,11 @@ from PySide6.QtWidgets import (
 
 from kmds_desktop.app.literature import KnownPapersInput
 from kmds_desktop.app.messages import describe_error
-from kmds_desktop.app.presentation import KnownCheck, PastedIdentifiers, SavedSet, SearchWorkbench
-from kmds_desktop.app.strategy import export_set_documents, searches_overlap
-from kmds_desktop.text import plural
+from kmds_desktop.app.presentation import KnownCheck, SavedSet, SearchWorkbench
+from kmds_desktop.ui.history_checks import KINDS, HistoryChecks, simple_job
 from kmds_desktop.ui.workers import JobRunner
 
 COUNT_DEBOUNCE_MS = 200
-KINDS = {"list": "history.list", "count": "history.count", "combine": "history.write",
-         "check": "history.check", "report": "history.report", "rerun": "history.rerun"}
 _KIND_LABEL = {"search": "search", "rerun": "re-run", "combination": "combination"}
 _COLUMNS = ("Set", "Date", "Documents", "Kind", "Question or expression", "State")
 
@@ -61,38 +59,7 @@ def _combine(workbench: SearchWorkbench, expression: str, name: str) -> SavedSet
     return workbench.combine(expression, name=name)
 
 
-def _check(workbench: SearchWorkbench, text: str, path: str,
-           number: int | None) -> tuple[KnownCheck, PastedIdentifiers | None]:
-    """The check of the known papers, and what of the paste could not be read (None for a file):
-    an unreadable pasted item is reported beside the check of the others, not a stop to it."""
-    from kmds_desktop.app.presentation import read_known_file, read_pasted_identifiers
-
-    pasted = None if path else read_pasted_identifiers(text)
-    papers = read_known_file(path) if pasted is None else pasted.papers
-    return workbench.check_known(papers, [number] if number else None), pasted
-
-
-def _overlap_text(workbench: SearchWorkbench, number: int) -> str:
-    """The row overlap of a search, or of the searches a combination was made from."""
-    return searches_overlap(workbench.history, [number]).text()
-
-
-def _write_report(workbench: SearchWorkbench, number: int, check: KnownCheck | None, path: str) -> Path:
-    from kmds_desktop.app.presentation import build_report, write_report
-
-    return write_report(build_report(workbench.history, number, check), path)
-
-
-def _simple(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``fn`` for :meth:`JobRunner.submit` without progress/cancel arguments."""
-
-    def run(*args: Any, progress: Any = None, cancel: Any = None) -> Any:
-        return fn(*args)
-
-    return run
-
-
-class SearchHistoryDialog(QDialog):
+class SearchHistoryDialog(HistoryChecks, QDialog):
     """Non-modal window over the search history of one data folder."""
 
     #: A new set was saved (its number): the literature panel may want to show it.
@@ -281,7 +248,7 @@ class SearchHistoryDialog(QDialog):
     def refresh(self, select: int | None = None) -> Any:
         """Read the history again (on a worker) and show it; ``select`` a set afterwards."""
         keep = select if select is not None else self.selected_number()
-        return self.jobs.submit(KINDS["list"], _simple(_list_sets), self.workbench, policy="latest",
+        return self.jobs.submit(KINDS["list"], simple_job(_list_sets), self.workbench, policy="latest",
                                 label="Reading the search history", busy_cursor=False,
                                 on_result=lambda sets: self._show_sets(sets, keep),
                                 on_error=self._failed("The search history cannot be read"))
@@ -323,7 +290,7 @@ class SearchHistoryDialog(QDialog):
         if not text.strip():
             self.count_label.setText("Type an expression over the sets above.")
             return None
-        return self.jobs.submit(KINDS["count"], _simple(_count), self.workbench, text, policy="latest",
+        return self.jobs.submit(KINDS["count"], simple_job(_count), self.workbench, text, policy="latest",
                                 label="Counting", busy_cursor=False,
                                 on_result=lambda c, text=text: self._show_count(text, c),
                                 on_error=lambda exc, text=text: self._show_count_error(text, exc))
@@ -351,7 +318,7 @@ class SearchHistoryDialog(QDialog):
             self._count_timer.stop()
             self._submit_count()
             return None
-        return self.jobs.submit(KINDS["combine"], _simple(_combine), self.workbench, text, "",
+        return self.jobs.submit(KINDS["combine"], simple_job(_combine), self.workbench, text, "",
                                 policy="queue", label="Saving the combination", on_result=self._combined,
                                 on_error=self._failed("The sets cannot be combined"))
 
@@ -370,7 +337,7 @@ class SearchHistoryDialog(QDialog):
             if not ok:
                 return None
         number = saved.number
-        return self.jobs.submit(KINDS["combine"], _simple(self.workbench.history.rename), number, name,
+        return self.jobs.submit(KINDS["combine"], simple_job(self.workbench.history.rename), number, name,
                                 policy="queue", label="Renaming", busy_cursor=False,
                                 on_result=lambda _s: self.refresh(select=number),
                                 on_error=self._failed("The set cannot be renamed"))
@@ -385,7 +352,7 @@ class SearchHistoryDialog(QDialog):
             if answer != QMessageBox.StandardButton.Yes:
                 return None
         number = saved.number
-        return self.jobs.submit(KINDS["combine"], _simple(self.workbench.history.delete), number,
+        return self.jobs.submit(KINDS["combine"], simple_job(self.workbench.history.delete), number,
                                 policy="queue", label="Deleting", busy_cursor=False,
                                 on_result=lambda _r: (self._set_status(f"Deleted #{number}"), self.refresh()),
                                 on_error=self._failed("The set cannot be deleted"))
@@ -407,130 +374,6 @@ class SearchHistoryDialog(QDialog):
                          f"{len(result.added)} added, {len(result.removed)} removed")
         self.set_saved.emit(result.new.number)
         self.refresh(select=result.new.number)
-
-    # --- known papers -----------------------------------------------------------------------------
-    @property
-    def known_file(self) -> str:
-        """The RIS / BibTeX file the known papers are read from ("" for the pasted text)."""
-        return self.known.file
-
-    @known_file.setter
-    def known_file(self, path: str) -> None:
-        self.known.file = path
-
-    def _known_edited(self) -> None:
-        self.known.text = self.known_edit.toPlainText()
-
-    def load_known_file(self, path: str | None = None) -> None:
-        if path is None:
-            path, _ = QFileDialog.getOpenFileName(self, "Known papers", str(Path.home()),
-                                                  "References (*.ris *.bib *.txt);;All files (*)")
-            if not path:
-                return
-        self.known_file = path
-        self.known_edit.setPlainText("")
-        self.known_edit.setPlaceholderText(f"Known papers from {Path(path).name}")
-        self._set_status(f"Known papers will be read from {Path(path).name}")
-
-    def check_known(self) -> Any:
-        saved = self._selected()
-        if saved is None:
-            return None
-        text = self.known_edit.toPlainText()
-        if text.strip():
-            self.known_file = ""
-        if not text.strip() and not self.known_file:
-            self._set_status("Paste known papers or load a RIS / BibTeX file first.")
-            return None
-        if self._database() is None:
-            self._set_status("Open the literature database first (run a search in the literature panel).")
-            return None
-        number = saved.number
-        return self.jobs.submit(KINDS["check"], _simple(_check), self.workbench, text, self.known_file,
-                                number, policy="refuse", label="Checking known papers",
-                                on_result=lambda answer: self._checked(number, *answer),
-                                on_error=self._failed("The known papers cannot be checked"))
-
-    def _checked(self, number: int, check: KnownCheck, pasted: PastedIdentifiers | None = None) -> None:
-        from kmds_desktop.app.presentation import known_check_text
-
-        self.last_check = check
-        self._check_set = number
-        unread = pasted.report() if pasted is not None else ""
-        self.check_view.setPlainText((f"{unread}\n\n" if unread else "") + known_check_text(check))
-        recall = check.sets[-1].recall if check.sets else None
-        last = check.sets[-1]
-        skipped = len(pasted.unreadable) if pasted is not None else 0
-        unread_note = f"; {plural(skipped, 'pasted item')} not read (listed in the check)" if skipped else ""
-        self._set_status(f"#{number} finds {last.found} of {last.in_database} known papers in the database"
-                         + (f" (recall {recall:.1%})" if recall is not None else "") + unread_note)
-
-    # --- overlap ----------------------------------------------------------------------------------
-    def show_overlap(self) -> Any:
-        saved = self._selected()
-        if saved is None:
-            return None
-        return self.jobs.submit(KINDS["check"], _simple(_overlap_text), self.workbench, saved.number,
-                                policy="refuse", label="Comparing the rows", busy_cursor=False,
-                                on_result=self._show_overlap, on_error=self._failed("No overlap to show"))
-
-    def _show_overlap(self, text: str) -> None:
-        """Show the overlap's Markdown tables as tables (cells ruled, numbers readable)."""
-        from kmds_desktop.ui.markdown_render import to_html
-
-        self.overlap_markdown = text
-        html = to_html(text).replace("<table>", '<table border="1" cellspacing="0" cellpadding="4">')
-        self.check_view.setHtml(html)
-
-    # --- documents --------------------------------------------------------------------------------
-    def _save_path(self, path: str | None, title: str, suggested: str, filters: str,
-                   suffixes: tuple[str, ...]) -> str | None:
-        """``path``, or the one the user picks; without a known suffix the first is added."""
-        if path is None:
-            path, _ = QFileDialog.getSaveFileName(self, title, str(Path.home() / suggested), filters)
-            if not path:
-                return None
-        return path if Path(path).suffix.lower() in suffixes else f"{path}{suffixes[0]}"
-
-    def export_documents(self, path: str | None = None) -> Any:
-        """Fetch the selected set's documents and write them as RIS, BibTeX or CSV (by the suffix)."""
-        saved = self._selected()
-        if saved is None:
-            return None
-        path = self._save_path(path, "Export documents", f"set-{saved.number}.ris",
-                               "RIS (*.ris);;BibTeX (*.bib);;CSV (*.csv)", (".ris", ".bib", ".csv"))
-        if path is None:
-            return None
-        if self._database() is None:
-            self._set_status("Open the literature database first (run a search in the literature panel).")
-            return None
-        return self.jobs.submit(KINDS["report"], _simple(export_set_documents), self.workbench, saved.number,
-                                path, policy="queue", label="Exporting documents",
-                                on_result=self._documents_done,
-                                on_error=self._failed("The documents cannot be exported"))
-
-    def _documents_done(self, written: tuple[Path, int]) -> None:
-        path, count = written
-        self.last_documents = Path(path)
-        self._set_status(f"{count:,} documents written to {path}")
-
-    # --- the report -------------------------------------------------------------------------------
-    def export_report(self, path: str | None = None) -> Any:
-        saved = self._selected()
-        if saved is None:
-            return None
-        path = self._save_path(path, "Export search report", f"search-report-{saved.number}.md",
-                               "Markdown (*.md);;JSON (*.json)", (".md", ".json"))
-        if path is None:
-            return None
-        check = self.last_check if self._check_set == saved.number else None
-        return self.jobs.submit(KINDS["report"], _simple(_write_report), self.workbench, saved.number, check,
-                                path, policy="queue", label="Writing the report", on_result=self._reported,
-                                on_error=self._failed("The report cannot be written"))
-
-    def _reported(self, path: Path) -> None:
-        self.last_report = Path(path)
-        self._set_status(f"Report written to {path}")
 
 
 def _rerun(workbench: SearchWorkbench, number: int, *, progress: Any = None, cancel: Any = None) -> Any:

@@ -21,7 +21,7 @@ def open_main_window_briefly() -> dict[str, Any]:
     from PySide6.QtCore import qInstallMessageHandler, qVersion
     from PySide6.QtWidgets import QApplication, QStyleFactory
 
-    from kmds_desktop.config import Settings
+    from kmds_desktop.app.presentation import Settings
     from kmds_desktop.ui.main_window import MainWindow
 
     def quiet(mode: Any, context: Any, message: str) -> None:

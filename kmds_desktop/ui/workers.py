@@ -63,7 +63,6 @@ from __future__ import annotations
 
 import logging
 import sys
-import threading
 import time
 import traceback
 import weakref
@@ -71,18 +70,17 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QObject, Qt, QThread, QTimer, Signal, Slot
+from PySide6.QtCore import QObject, Qt, QThread, QTimer, Signal
 from PySide6.QtGui import QCursor
 from PySide6.QtWidgets import QApplication
 
-from kmds_desktop.tasks import Cancelled, CancelToken
+from kmds_desktop.ui.job import LIVE_THREADS, Job
+from kmds_desktop.ui.job_worker import CHUNK_INTERVAL_S, PROGRESS_INTERVAL_S, Worker
 
 log = logging.getLogger(__name__)
 
 BUSY_CURSOR_MS = 300
 SHOW_PROGRESS_MS = 600
-PROGRESS_INTERVAL_S = 0.05
-CHUNK_INTERVAL_S = 0.03
 #: Python's GIL switch interval while jobs can run. At the default 5 ms, the GUI thread waits up
 #: to 5 ms for a busy worker each time it needs the GIL, and several waits add up within one
 #: event; 1 ms keeps its turns short at a small cost in worker throughput.
@@ -98,303 +96,8 @@ POLICIES: dict[str, str] = {
     "literature.status": "latest",
 }
 
-#: Every QThread this module ever started (weakly): the test fixture fails a test that leaks one.
-LIVE_THREADS: weakref.WeakSet[QThread] = weakref.WeakSet()
 #: Every JobRunner alive (weakly), so the test fixture can stop the jobs of a leaking test.
 LIVE_RUNNERS: weakref.WeakSet[JobRunner] = weakref.WeakSet()
-
-
-def _flush_later(ref: weakref.ref[Worker]) -> None:
-    """Timer callback: flush a worker's held-back pieces if the worker still exists."""
-    worker = ref()
-    if worker is not None:
-        worker._flush_chunks()
-
-
-class Worker(QObject):
-    """Runs one plain function on a QThread and reports through signals (superqt's idea).
-
-    Lives on the worker thread; ``run`` is connected to ``QThread.started``.
-    """
-
-    started = Signal()
-    progress = Signal(int, object, str)  # done, total (int | None), message
-    chunk = Signal(object)
-    result = Signal(object)
-    error = Signal(object)  # the exception, with __traceback__ intact
-    cancelled = Signal()
-    finished = Signal()
-
-    def __init__(
-        self,
-        fn: Callable[..., Any],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        token: CancelToken,
-        *,
-        pass_progress: bool = True,
-        wants_chunks: bool = False,
-    ) -> None:
-        super().__init__()
-        self._fn = fn
-        self._args = args
-        self._kwargs = kwargs
-        self.token = token
-        self._pass_progress = pass_progress
-        self._wants_chunks = wants_chunks
-        self._last_progress = 0.0
-        self._last_message = ""
-        self._chunks: list[Any] = []
-        self._last_chunk = 0.0
-        self._lock = threading.Lock()
-        self._emit_lock = threading.Lock()
-        self._flush_timer: threading.Timer | None = None
-        self._home_thread = self.thread()  # the GUI thread, which creates workers
-
-    # -- callbacks handed to the core function (called on the worker thread) --
-    def _progress(self, done: int, total: int | None, message: str = "") -> None:
-        now = time.monotonic()
-        final = total is not None and done >= total
-        step = total is None and message != self._last_message
-        if final or step or now - self._last_progress >= PROGRESS_INTERVAL_S:
-            self._last_progress = now
-            self._last_message = message
-            self.progress.emit(int(done), total, str(message))
-
-    def _chunk(self, piece: Any) -> None:
-        with self._lock:
-            self._chunks.append(piece)
-            now = time.monotonic()
-            if now - self._last_chunk < CHUNK_INTERVAL_S:
-                # Held back to batch a burst; a timer sends it if nothing follows soon (the next
-                # piece may be minutes away: a model that hangs must not hold the rows before it).
-                if self._flush_timer is None:
-                    # The timer holds only a weak reference: a timer thread holding the last
-                    # reference would destroy the worker off the GUI thread (see _home_thread).
-                    self._flush_timer = threading.Timer(CHUNK_INTERVAL_S, _flush_later,
-                                                        (weakref.ref(self),))
-                    self._flush_timer.daemon = True
-                    self._flush_timer.start()
-                return
-            self._last_chunk = now
-        self._flush_chunks()
-
-    def _flush_chunks(self) -> None:
-        with self._emit_lock:  # one flusher at a time, so pieces go out in order
-            with self._lock:
-                pieces, self._chunks = self._chunks, []
-                if self._flush_timer is not None:
-                    self._flush_timer.cancel()
-                    self._flush_timer = None
-                self._last_chunk = time.monotonic()
-            self._emit_pieces(pieces)
-
-    def _emit_pieces(self, pieces: list[Any]) -> None:
-        # Runs of text go as one signal each (one GUI update instead of hundreds); other pieces
-        # go as they are, in order.
-        text: list[str] = []
-        for piece in pieces:
-            if isinstance(piece, str):
-                text.append(piece)
-                continue
-            if text:
-                self.chunk.emit("".join(text))
-                text = []
-            self.chunk.emit(piece)
-        if text:
-            self.chunk.emit("".join(text))
-
-    @Slot()
-    def run(self) -> None:
-        self.started.emit()
-        kwargs = dict(self._kwargs)
-        if self._pass_progress:
-            kwargs["progress"] = self._progress
-            kwargs["cancel"] = self.token
-        if self._wants_chunks:
-            kwargs["chunk"] = self._chunk
-        try:
-            self.token.raise_if_cancelled()
-            value = self._fn(*self._args, **kwargs)
-            self._flush_chunks()
-            if self.token.cancelled:
-                self.cancelled.emit()
-            else:
-                self.result.emit(value)
-        except Cancelled:
-            self._flush_chunks()
-            self.cancelled.emit()
-        except BaseException as exc:  # noqa: BLE001 - every failure is reported to the GUI
-            self._flush_chunks()
-            if self.token.cancelled:
-                # The cancel hook aborted the call (closed socket, cancelled statement): not an error.
-                self.cancelled.emit()
-            else:
-                log.debug("job failed", exc_info=True)
-                self.error.emit(exc)
-        finally:
-            # Back to the GUI thread before the thread ends, so the worker is destroyed there. Destroyed
-            # on its own thread (deleteLater), PySide takes the GIL inside QObject's destructor while
-            # Qt's connection lock is held; a GUI thread holding the GIL and emitting a signal waits
-            # for that lock: the app hung (seen once in ~40 runs of bench/ui_stall.py).
-            self.moveToThread(self._home_thread)
-            self.finished.emit()
-
-
-class Job(QObject):
-    """One submitted piece of work; lives on the GUI thread and relays the worker's signals."""
-
-    progress = Signal(int, object, str)
-    chunk = Signal(object)
-    result = Signal(object)
-    error = Signal(object)
-    cancelled = Signal()
-    finished = Signal()
-
-    def __init__(
-        self,
-        runner: JobRunner,
-        kind: str,
-        fn: Callable[..., Any],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        *,
-        label: str,
-        busy_cursor: bool,
-        pass_progress: bool,
-        callbacks: dict[str, Callable[..., Any] | None],
-    ) -> None:
-        super().__init__()  # owned by Python: the runner keeps it while queued or running
-        self.runner = runner
-        self.kind = kind
-        self.label = label or kind
-        self.busy_cursor = busy_cursor
-        self.token = CancelToken()
-        self.state = "queued"  # queued | running | done | failed | cancelled
-        self.value: Any = None
-        self.exception: BaseException | None = None
-        self.last_progress: tuple[int, int | None, str] = (0, None, "")
-        self.started_at: float | None = None
-        self._fn = fn
-        self._args = args
-        self._kwargs = kwargs
-        self._pass_progress = pass_progress
-        self._callbacks = callbacks
-        self._thread: QThread | None = None
-        self._worker: Worker | None = None
-        self._outcome: tuple[str, Any] | None = None
-
-    # -- public --
-    def cancel(self) -> None:
-        """Ask the job to stop: the token's hooks abort the backend call; a queued job never starts."""
-        self.token.cancel()
-        if self.state == "queued":
-            self.runner._drop_queued(self)
-
-    @property
-    def running(self) -> bool:
-        return self.state == "running"
-
-    @property
-    def done(self) -> bool:
-        return self.state in ("done", "failed", "cancelled")
-
-    def wait(self, timeout_ms: int = 30_000) -> bool:
-        """Block until the thread ends (tests and shutdown only; never from normal GUI code)."""
-        if self._thread is None:
-            return self.state != "running"
-        return self._thread.wait(timeout_ms)
-
-    # -- driven by the runner --
-    def _start(self) -> None:
-        self.state = "running"
-        self.started_at = time.monotonic()
-        thread = QThread()
-        thread.setObjectName(f"job:{self.kind}")
-        worker = Worker(
-            self._fn,
-            self._args,
-            self._kwargs,
-            self.token,
-            pass_progress=self._pass_progress,
-            wants_chunks=self._callbacks.get("on_chunk") is not None,
-        )
-        worker.moveToThread(thread)
-        queued = Qt.ConnectionType.QueuedConnection
-        thread.started.connect(worker.run)
-        worker.progress.connect(self._on_progress, queued)
-        worker.chunk.connect(self._on_chunk, queued)
-        worker.result.connect(self._on_result, queued)
-        worker.error.connect(self._on_error, queued)
-        worker.cancelled.connect(self._on_cancelled, queued)
-        direct = Qt.ConnectionType.DirectConnection  # on the worker thread: no GUI round trip needed
-        worker.finished.connect(thread.quit, direct)  # so shutdown() can join without the GUI loop
-        thread.finished.connect(self._on_thread_finished, queued)
-        self._thread, self._worker = thread, worker
-        LIVE_THREADS.add(thread)
-        thread.start()
-
-    def _call(self, name: str, *args: Any) -> None:
-        fn = self._callbacks.get(name)
-        if fn is None:
-            return
-        try:
-            fn(*args)
-        except Exception as exc:  # noqa: BLE001 - a broken callback must not kill the event loop
-            self.runner.callback_error.emit(exc)
-
-    @Slot(int, object, str)
-    def _on_progress(self, done: int, total: object, message: str) -> None:
-        self.last_progress = (done, total if isinstance(total, int) else None, message)
-        self.progress.emit(done, total, message)
-        self._call("on_progress", done, total, message)
-
-    @Slot(object)
-    def _on_chunk(self, piece: object) -> None:
-        self.chunk.emit(piece)
-        self._call("on_chunk", piece)
-
-    # The outcome is held until the thread has ended, so a callback always sees the job's kind free
-    # (it may submit the same kind again) and no test or shutdown can observe a half-finished thread.
-    @Slot(object)
-    def _on_result(self, value: object) -> None:
-        self._outcome = ("done", value)
-
-    @Slot(object)
-    def _on_error(self, exc: object) -> None:
-        self._outcome = ("failed", exc if isinstance(exc, BaseException) else RuntimeError(str(exc)))
-
-    @Slot()
-    def _on_cancelled(self) -> None:
-        self._outcome = ("cancelled", None)
-
-    @Slot()
-    def _on_thread_finished(self) -> None:
-        thread = self._thread
-        if thread is not None:
-            thread.wait()  # returns at once: the thread has finished
-        self._worker = None  # back on the GUI thread since its run ended: deleted here, by Python
-        self.runner._release(self)
-        state, payload = self._outcome or ("failed", RuntimeError("the job ended without a result"))
-        self.state = state
-        if state == "done":
-            self.value = payload
-            self.result.emit(payload)
-            self._call("on_result", payload)
-        elif state == "failed":
-            self.exception = payload
-            self.error.emit(payload)
-            if self._callbacks.get("on_error") is not None:
-                self._call("on_error", payload)
-            else:
-                self.runner.job_error.emit(self, payload)
-        else:
-            self.cancelled.emit()
-            self._call("on_cancelled")
-        self._call("on_finished")
-        self.finished.emit()
-        self.runner._job_ended(self)
-        self._thread = None  # Python owns the QThread: dropping the last reference deletes it
 
 
 class JobRunner(QObject):
@@ -610,6 +313,10 @@ def live_running_threads() -> list[QThread]:
 
 __all__ = [
     "BUSY_CURSOR_MS",
+    "CHUNK_INTERVAL_S",
+    "LIVE_RUNNERS",
+    "LIVE_THREADS",
+    "PROGRESS_INTERVAL_S",
     "SHOW_PROGRESS_MS",
     "POLICIES",
     "Job",

@@ -1,0 +1,198 @@
+"""The Ask panel's Route box: the route that ran, its template and filters to edit, Re-run.
+
+What a route is and whether an edited one is valid are the application layer's
+(:func:`kmds_desktop.app.ask.edited_route`); the box shows the result and hands the edited route on.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from kmds_desktop.app.ask import edited_route
+
+INTENT_LABELS = {
+    "exploratory_search": "Exploratory observations",
+    "data_representation_search": "Data representation observations",
+    "modelling_choice_search": "Modelling choice observations",
+    "model_selection_search": "Model selection observations",
+    "all_observations_search": "All observations",
+    "semantic_search": "Semantic search (by meaning)",
+}
+
+def _plain(rich: str) -> str:
+    """The text of one line of the route summary's HTML (its tooltip is plain text)."""
+    return html.unescape(re.sub(r"<[^>]+>", "", rich))
+
+
+class _WrappedLabel(QLabel):
+    """A word-wrapped label that asks its layout for the height its lines need at its width.
+
+    A wrapped label's minimum height is Qt's guess for some other width; in the Ask panel's
+    splitter the Route box got only that, and the summary's last line ("Backend: …") was cut.
+    """
+
+    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(text, parent)
+        self.setWordWrap(True)
+
+    def resizeEvent(self, event: Any) -> None:  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        self._fit_height()
+
+    def setText(self, text: str) -> None:  # noqa: N802 - Qt API
+        super().setText(text)
+        self._fit_height()
+
+    def _fit_height(self) -> None:
+        need = self.heightForWidth(self.width()) if self.width() > 0 else -1
+        if need > 0 and need != self.minimumHeight():
+            self.setMinimumHeight(need)
+
+
+class RouteEditor(QGroupBox):
+    """Shows the route that ran and lets the user change its template and filters, then re-run."""
+
+    rerun_requested = Signal(object)  # OrchestratorRoute
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__("Route", parent)
+        self.summary = _WrappedLabel("Ask a question to see how it is answered.")
+        self.summary.setObjectName("routeSummary")
+        self.summary.setTextFormat(Qt.TextFormat.RichText)
+        self.template = QComboBox()
+        for key, label in INTENT_LABELS.items():
+            self.template.addItem(label, key)
+        self.obs_type = QLineEdit()
+        self.obs_type.setPlaceholderText("any type")
+        self.keyword = QLineEdit()
+        self.keyword.setPlaceholderText("any word")
+        self.seq_min = self._seq_box()
+        self.seq_max = self._seq_box()
+        seq_row = QHBoxLayout()
+        seq_row.addWidget(self.seq_min)
+        seq_row.addWidget(QLabel("to"))
+        seq_row.addWidget(self.seq_max)
+        self.rerun_button = QPushButton("Re-run on this route")
+        self.rerun_button.setObjectName("rerunRoute")
+        self.rerun_button.setEnabled(False)
+        self.rerun_button.clicked.connect(self._rerun)
+        self.error = QLabel()
+        self.error.setStyleSheet("color: #b00020;")
+        self.error.setVisible(False)
+        form = QFormLayout()
+        form.addRow("Template", self.template)
+        form.addRow("Type contains", self.obs_type)
+        form.addRow("Findings", seq_row)
+        form.addRow("Keyword", self.keyword)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.summary)
+        layout.addLayout(form)
+        layout.addWidget(self.error)
+        layout.addWidget(self.rerun_button, 0, Qt.AlignmentFlag.AlignRight)
+
+    def clear(self, text: str = "Ask a question to see how it is answered.") -> None:
+        """Forget the shown route (its answer is gone): nothing to re-run, and no filters left.
+
+        The template and filters go back to their defaults too: after another KB opened, the
+        previous KB's type or keyword filter left in the fields would quietly narrow the next
+        re-run, on a KB that may have no such type.
+        """
+        self.summary.setText(html.escape(text))
+        self.summary.setToolTip("")
+        self.template.setCurrentIndex(0)
+        self.obs_type.clear()
+        self.keyword.clear()
+        self.seq_min.setValue(-1)
+        self.seq_max.setValue(-1)
+        self.error.setVisible(False)
+        self.rerun_button.setEnabled(False)
+
+    @staticmethod
+    def _seq_box() -> QSpinBox:
+        box = QSpinBox()
+        box.setRange(-1, 1_000_000)
+        box.setSpecialValueText("—")  # -1: no bound
+        box.setValue(-1)
+        return box
+
+    def show_result(self, result: Any) -> None:
+        route = result.route
+        lines = []
+        intent = INTENT_LABELS.get(result.intent_class, result.intent_class)
+        lines.append(
+            f"<b>Template:</b> {html.escape(intent)} <code>{html.escape(result.intent_class)}</code>"
+        )
+        filters = route.describe_filters() if route is not None else ""
+        lines.append(f"<b>Filters:</b> {html.escape(filters) if filters else 'none'}")
+        if result.route_explanation:
+            lines.append(f"<b>Why:</b> {html.escape(result.route_explanation)}")
+        if result.fallback_reason:
+            proposed = result.proposed_route
+            was = f" (the router chose {html.escape(proposed.intent_class)})" if proposed is not None else ""
+            lines.append(
+                f"<span style='color:#9a5b00'><b>Fell back to semantic search</b>{was}: "
+                f"{html.escape(result.fallback_reason)}</span>"
+            )
+        backend = html.escape(str(result.backend))
+        synth = html.escape(str(getattr(result, "synthesis", "")))
+        lines.append(f"<b>Backend:</b> {backend} · answer: {synth}")
+        if getattr(result, "synthesis_error", None):
+            lines.append(
+                f"<span style='color:#9a5b00'>Synthesis failed: {html.escape(result.synthesis_error)}</span>"
+            )
+        self.summary.setText("<br/>".join(lines))
+        # The whole route in words, also where the splitter leaves the box too little height.
+        self.summary.setToolTip("\n".join(_plain(line) for line in lines))
+        shown = (
+            result.proposed_route if result.fallback_reason and result.proposed_route is not None else route
+        )
+        if shown is not None:
+            self.set_route(shown)
+        self.rerun_button.setEnabled(True)
+
+    def set_route(self, route: Any) -> None:
+        idx = self.template.findData(route.intent_class)
+        self.template.setCurrentIndex(max(0, idx))
+        f = route.filters
+        self.obs_type.setText(f.obs_type_filter or "")
+        self.keyword.setText(f.keyword or "")
+        self.seq_min.setValue(-1 if f.finding_seq_min is None else f.finding_seq_min)
+        self.seq_max.setValue(-1 if f.finding_seq_max is None else f.finding_seq_max)
+
+    def route(self) -> Any:
+        """The edited route (:func:`~kmds_desktop.app.ask.edited_route`; ValueError if invalid);
+        a spin box at -1 is no bound."""
+        low, high = self.seq_min.value(), self.seq_max.value()
+        return edited_route(
+            self.template.currentData(),
+            obs_type=self.obs_type.text(),
+            keyword=self.keyword.text(),
+            finding_min=None if low < 0 else low,
+            finding_max=None if high < 0 else high,
+        )
+
+    def _rerun(self) -> None:
+        try:
+            route = self.route()
+        except ValueError as exc:
+            self.error.setText(str(exc))
+            self.error.setVisible(True)
+            return
+        self.error.setVisible(False)
+        self.rerun_requested.emit(route)

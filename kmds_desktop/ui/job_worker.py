@@ -1,0 +1,161 @@
+"""The worker side of a job: one plain function on a QThread, reporting through signals.
+
+Progress reports are throttled here, on the worker (at most one every :data:`PROGRESS_INTERVAL_S`,
+plus the final one and each new step) and chunks batched (:data:`CHUNK_INTERVAL_S`), so a tight core
+loop cannot flood the GUI thread's event queue. See :mod:`kmds_desktop.ui.workers` for the rule.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal, Slot
+
+from kmds_desktop.app.presentation import Cancelled, CancelToken
+
+log = logging.getLogger(__name__)
+
+PROGRESS_INTERVAL_S = 0.05
+CHUNK_INTERVAL_S = 0.03
+
+
+def _flush_later(ref: weakref.ref[Worker]) -> None:
+    """Timer callback: flush a worker's held-back pieces if the worker still exists."""
+    worker = ref()
+    if worker is not None:
+        worker._flush_chunks()
+
+
+class Worker(QObject):
+    """Runs one plain function on a QThread and reports through signals (superqt's idea).
+
+    Lives on the worker thread; ``run`` is connected to ``QThread.started``.
+    """
+
+    started = Signal()
+    progress = Signal(int, object, str)  # done, total (int | None), message
+    chunk = Signal(object)
+    result = Signal(object)
+    error = Signal(object)  # the exception, with __traceback__ intact
+    cancelled = Signal()
+    finished = Signal()
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        token: CancelToken,
+        *,
+        pass_progress: bool = True,
+        wants_chunks: bool = False,
+    ) -> None:
+        super().__init__()
+        self._fn = fn
+        self._args = args
+        self._kwargs = kwargs
+        self.token = token
+        self._pass_progress = pass_progress
+        self._wants_chunks = wants_chunks
+        self._last_progress = 0.0
+        self._last_message = ""
+        self._chunks: list[Any] = []
+        self._last_chunk = 0.0
+        self._lock = threading.Lock()
+        self._emit_lock = threading.Lock()
+        self._flush_timer: threading.Timer | None = None
+        self._home_thread = self.thread()  # the GUI thread, which creates workers
+
+    # -- callbacks handed to the core function (called on the worker thread) --
+    def _progress(self, done: int, total: int | None, message: str = "") -> None:
+        now = time.monotonic()
+        final = total is not None and done >= total
+        step = total is None and message != self._last_message
+        if final or step or now - self._last_progress >= PROGRESS_INTERVAL_S:
+            self._last_progress = now
+            self._last_message = message
+            self.progress.emit(int(done), total, str(message))
+
+    def _chunk(self, piece: Any) -> None:
+        with self._lock:
+            self._chunks.append(piece)
+            now = time.monotonic()
+            if now - self._last_chunk < CHUNK_INTERVAL_S:
+                # Held back to batch a burst; a timer sends it if nothing follows soon (the next
+                # piece may be minutes away: a model that hangs must not hold the rows before it).
+                if self._flush_timer is None:
+                    # The timer holds only a weak reference: a timer thread holding the last
+                    # reference would destroy the worker off the GUI thread (see _home_thread).
+                    self._flush_timer = threading.Timer(CHUNK_INTERVAL_S, _flush_later,
+                                                        (weakref.ref(self),))
+                    self._flush_timer.daemon = True
+                    self._flush_timer.start()
+                return
+            self._last_chunk = now
+        self._flush_chunks()
+
+    def _flush_chunks(self) -> None:
+        with self._emit_lock:  # one flusher at a time, so pieces go out in order
+            with self._lock:
+                pieces, self._chunks = self._chunks, []
+                if self._flush_timer is not None:
+                    self._flush_timer.cancel()
+                    self._flush_timer = None
+                self._last_chunk = time.monotonic()
+            self._emit_pieces(pieces)
+
+    def _emit_pieces(self, pieces: list[Any]) -> None:
+        # Runs of text go as one signal each (one GUI update instead of hundreds); other pieces
+        # go as they are, in order.
+        text: list[str] = []
+        for piece in pieces:
+            if isinstance(piece, str):
+                text.append(piece)
+                continue
+            if text:
+                self.chunk.emit("".join(text))
+                text = []
+            self.chunk.emit(piece)
+        if text:
+            self.chunk.emit("".join(text))
+
+    @Slot()
+    def run(self) -> None:
+        self.started.emit()
+        kwargs = dict(self._kwargs)
+        if self._pass_progress:
+            kwargs["progress"] = self._progress
+            kwargs["cancel"] = self.token
+        if self._wants_chunks:
+            kwargs["chunk"] = self._chunk
+        try:
+            self.token.raise_if_cancelled()
+            value = self._fn(*self._args, **kwargs)
+            self._flush_chunks()
+            if self.token.cancelled:
+                self.cancelled.emit()
+            else:
+                self.result.emit(value)
+        except Cancelled:
+            self._flush_chunks()
+            self.cancelled.emit()
+        except BaseException as exc:  # noqa: BLE001 - every failure is reported to the GUI
+            self._flush_chunks()
+            if self.token.cancelled:
+                # The cancel hook aborted the call (closed socket, cancelled statement): not an error.
+                self.cancelled.emit()
+            else:
+                log.debug("job failed", exc_info=True)
+                self.error.emit(exc)
+        finally:
+            # Back to the GUI thread before the thread ends, so the worker is destroyed there. Destroyed
+            # on its own thread (deleteLater), PySide takes the GIL inside QObject's destructor while
+            # Qt's connection lock is held; a GUI thread holding the GIL and emitting a signal waits
+            # for that lock: the app hung (seen once in ~40 runs of bench/ui_stall.py).
+            self.moveToThread(self._home_thread)
+            self.finished.emit()

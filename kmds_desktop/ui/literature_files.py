@@ -1,0 +1,186 @@
+"""The literature panel's file actions: import literature, embed documents, export documents and
+the search log.
+
+A mixin of :class:`~kmds_desktop.ui.literature_panel.LiteraturePanel`: each action asks for a file
+name where needed and runs the application layer's function on a worker (which files import, what
+is embedded and how documents are written are :mod:`kmds_desktop.app.literature_data`'s and the
+export module's rules).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtWidgets import QFileDialog
+
+from kmds_desktop import __version__
+from kmds_desktop.app import literature_data as lj
+from kmds_desktop.app import presentation as export_mod
+from kmds_desktop.app.messages import user_message
+from kmds_desktop.app.search_log import write_search_log
+from kmds_desktop.ui.literature_jobs import KINDS
+from kmds_desktop.ui.workers import Job
+
+if TYPE_CHECKING:
+    from kmds_desktop.ui.literature_panel import LiteraturePanel
+
+LITERATURE_FILES = "Literature files (*.xml *.xml.gz *.jsonl *.jsonl.gz *.json *.ndjson);;All files (*)"
+
+
+class LiteratureFiles:
+    """Import, embed and export of the literature panel (see the module docstring)."""
+
+    # --- import -----------------------------------------------------------------------------------
+    def import_files_dialog(self: LiteraturePanel) -> Job | None:
+        paths, _ = QFileDialog.getOpenFileNames(self, "Import literature", str(Path.home()), LITERATURE_FILES)
+        return self.import_files(paths) if paths else None
+
+    def import_files(self: LiteraturePanel, paths: Sequence[str | Path]) -> Job | None:
+        """Import MEDLINE/PubMed XML, JSONL or PubMedQA JSON files on a worker (progress, Cancel)."""
+        files = [str(p) for p in paths]
+        wrong = [p for p in files if not lj.importable(p)]
+        files = [p for p in files if lj.importable(p)]
+        if wrong:
+            self.show_message(
+                "Not a literature file (expected .xml, .xml.gz, .jsonl or .json): " + ", ".join(wrong),
+                "warning",
+            )
+        if not files:
+            return None
+        if self._working():
+            self.show_message("Wait for the running search or import to finish, or cancel it.", "warning")
+            return None
+        holder: dict[str, Job | None] = {}
+
+        def start(db: Any) -> None:
+            names = ", ".join(Path(p).name for p in files)
+            job = self.jobs.submit(
+                KINDS["import"], lj.import_literature, db, files, label=f"Importing {names}", policy="refuse",
+                on_progress=lambda d, t, m: self._set_progress(
+                    f"Importing ({d:,}/{t:,}): {m}" if t else f"Importing: {m}"),
+                on_result=self._on_imported,
+                on_error=lambda exc: (self._set_progress("Import failed."),
+                                      self._show_error(exc, "Import failed"), self.refresh_status()),
+                on_cancelled=lambda: (
+                    self._set_progress("Import cancelled; files finished before it are kept."),
+                    self.refresh_status(),
+                ),
+            )
+            if job is not None:
+                self._work_job = job
+                self._set_progress(f"Importing {names}")
+            holder["job"] = self._watch(job)
+
+        self._with_database(start)
+        return holder.get("job")
+
+    def _on_imported(self: LiteraturePanel, report: Any) -> None:
+        self._set_progress("Import finished.")
+        self.show_message(lj.import_summary(report), "info")
+        self.refresh_status()
+        if self.settings.retrieval.embed_after_import:
+            self.embed_documents()
+
+    # --- embedding --------------------------------------------------------------------------------
+    def embed_documents(self: LiteraturePanel) -> Job | None:
+        """Embed new or changed documents in the background (semantic rows use them; searches never
+        wait for it). Through the session's encoder, so the window's process never loads torch.
+
+        The job is in the window's one progress area (its Cancel stops it after the batch in flight;
+        the batches written are kept and the next run goes on from there); the status line counts the
+        documents with vectors when it ends.
+        """
+        if self._embed_job is not None and not self._embed_job.done:
+            self.show_message("Documents are being embedded already (see the progress area).", "info")
+            return None
+
+        def start(db: Any) -> None:
+            job = self.jobs.submit(
+                KINDS["embed"], lj.embed_literature, db, self.session.embedding_model, self.session.encoder,
+                self.settings.retrieval,
+                label="Embedding documents for semantic rows", policy="refuse", busy_cursor=False,
+                on_progress=lambda d, t, m: self._set_progress(f"Embedding for semantic rows: {m}"),
+                on_result=self._embedded,
+                on_error=lambda exc: self.show_message(
+                    user_message(exc, "Documents were not embedded (full-text rows still work)"), "warning"),
+                on_cancelled=lambda: self._set_progress(
+                    "Embedding cancelled; the documents embedded so far keep their vectors, and the next "
+                    "run (Embed documents, or the next import) goes on from there."),
+                on_finished=self._embed_finished,
+            )
+            self._embed_job = job
+            self._update_buttons()
+
+        self._with_database(start)
+        return self._embed_job
+
+    def _embedded(self: LiteraturePanel, rep: Any) -> None:
+        self._set_progress(f"Embedded {rep.embedded:,} documents for semantic rows"
+                           + (f" ({rep.remaining:,} left for the next run)" if rep.remaining else ""))
+
+    def _embed_finished(self: LiteraturePanel) -> None:
+        self._embed_job = None
+        self._update_buttons()
+        self.refresh_status()
+
+    @property
+    def embedding(self: LiteraturePanel) -> bool:
+        return self._embed_job is not None and not self._embed_job.done
+
+    def _embed_tooltip(self: LiteraturePanel) -> str:
+        vectors = lj.describe_vectors(self.vectors)
+        return ("Embed the documents that have no vector yet, in the background, for semantic rows"
+                + (f" (now: {vectors})" if vectors else ""))
+
+    # --- export -----------------------------------------------------------------------------------
+    def _ask_path(self: LiteraturePanel, title: str, suggested: str, filters: str) -> str | None:
+        path, _ = QFileDialog.getSaveFileName(self, title, str(Path.home() / suggested), filters)
+        return path or None
+
+    def export(self: LiteraturePanel, what: str) -> Job | None:
+        """The Export menu's choice: ``"log"`` (the search log) or a document format."""
+        return self.export_log() if what == "log" else self.export_documents(what)
+
+    def export_documents(self: LiteraturePanel, fmt: str, path: str | Path | None = None) -> Job | None:
+        """Write the documents table as CSV, RIS or BibTeX (on a worker)."""
+        key = {"bib": "bibtex"}.get(fmt.lower(), fmt.lower())
+        if key not in export_mod.DOCUMENT_FORMATS:
+            self.show_message(f"Unknown export format {fmt!r}.", "warning")
+            return None
+        if not self.has_documents():
+            self.show_message("There are no documents to export: run the ticked queries first.", "warning")
+            return None
+        suffix = export_mod.DOCUMENT_FORMATS[key]
+        if path is None:
+            path = self._ask_path("Export documents", f"literature{suffix}", f"{key.upper()} (*{suffix})")
+            if path is None:
+                return None
+        docs = self.documents.documents()
+        return self.jobs.submit(
+            KINDS["export"], lj.write_export, export_mod.export_documents, docs, str(path), key,
+            label=f"Exporting {len(docs)} documents", policy="queue", busy_cursor=False,
+            on_result=lambda p: self._set_progress(f"Exported {len(docs)} documents to {p}"),
+            on_error=lambda exc: self._show_error(exc, f"Cannot write {path}"),
+        )
+
+    def search_log(self: LiteraturePanel) -> dict[str, Any]:
+        """The search log of the last run: the same document ``literature search --json`` prints."""
+        return self.session.search_log(app_version=__version__)
+
+    def export_log(self: LiteraturePanel, path: str | Path | None = None) -> Job | None:
+        """Write the search log as JSON so the search can be reproduced (on any copy of the literature)."""
+        if self.session.last_run is None:
+            self.show_message("Run a search first: the log records the queries as they ran.", "warning")
+            return None
+        if path is None:
+            path = self._ask_path("Export search log", "search-log.json", "JSON (*.json)")
+            if path is None:
+                return None
+        return self.jobs.submit(
+            KINDS["export"], lj.write_export, write_search_log, self.search_log(), str(path),
+            label="Exporting the search log", policy="queue", busy_cursor=False,
+            on_result=lambda p: self._set_progress(f"Search log written to {p}"),
+            on_error=lambda exc: self._show_error(exc, f"Cannot write {path}"),
+        )

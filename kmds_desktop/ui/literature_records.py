@@ -1,0 +1,92 @@
+"""The literature panel's link to the search history and to screening.
+
+A mixin of :class:`~kmds_desktop.ui.literature_panel.LiteraturePanel`: a finished run is recorded
+with the one protocol of :mod:`kmds_desktop.app.strategy` (on a worker, right after the run, as
+``literature search`` records it), the search history window opens over the same workbench, and
+Screen these results opens a screening window on the run's documents.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kmds_desktop.app import literature as app_lit
+from kmds_desktop.app import strategy
+from kmds_desktop.app.messages import user_message
+from kmds_desktop.app.presentation import SearchHistory, SearchWorkbench
+from kmds_desktop.ui.literature_jobs import KINDS
+from kmds_desktop.ui.workers import Job
+
+if TYPE_CHECKING:
+    from kmds_desktop.ui.literature_panel import LiteraturePanel
+
+
+class LiteratureRecords:
+    """The search history and screening of the literature panel (see the module docstring)."""
+
+    def workbench(self: LiteraturePanel) -> Any:
+        """The search history of the data folder with this panel's database (opened on first use)."""
+        if self._workbench is None:
+            self._workbench = SearchWorkbench(SearchHistory(), self.database)
+        self._workbench.database = self.database
+        return self._workbench
+
+    def _record_run(self: LiteraturePanel, plan: app_lit.RunPlan, run: app_lit.RunRecord) -> Job | None:
+        """Save the finished run as the next numbered set, on a worker (:func:`strategy.record_run`,
+        the CLI's call too)."""
+        try:
+            workbench = self.workbench()
+        except Exception as exc:  # noqa: BLE001 - the search itself succeeded; say why it is not kept
+            self.show_message(f"The run was not added to the search history: {user_message(exc)}", "warning")
+            return None
+        return self.jobs.submit(
+            KINDS["record"], strategy.record_run, workbench, strategy.recording_of(self.session, plan, run),
+            label="Saving the run in the search history", policy="queue", busy_cursor=False,
+            on_result=self._recorded,
+            on_error=lambda exc: self.show_message(
+                f"The run was not added to the search history: {user_message(exc)}", "warning"),
+        )
+
+    def _recorded(self: LiteraturePanel, saved: Any) -> None:
+        self.last_recorded = saved.number
+        if self.progress_label.text().startswith("Search finished"):  # nothing newer to keep on screen
+            self._set_progress(f"Search finished: {saved.document_count:,} documents, saved as "
+                               f"#{saved.number} in the search history.")
+        self.history_recorded.emit(saved.number)
+        if self.history_dialog is not None:
+            self.history_dialog.refresh(select=saved.number)
+
+    def open_history(self: LiteraturePanel) -> Any:
+        """Show the search history window (one per panel, non-modal)."""
+        # Imported here: the history window is built on first use, not with the main window.
+        from kmds_desktop.ui.search_history import SearchHistoryDialog
+
+        if self.history_dialog is None:
+            try:
+                workbench = self.workbench()
+            except Exception as exc:  # noqa: BLE001 - e.g. a history file that is not a database
+                self.show_message(user_message(exc))
+                return None
+            self.history_dialog = SearchHistoryDialog(workbench, self.jobs, self,
+                                                      database=lambda: self.database,
+                                                      known=self.session.known_papers)
+        else:
+            self.history_dialog.refresh()
+        self.history_dialog.show()
+        self.history_dialog.raise_()
+        return self.history_dialog
+
+    def screen_results(self: LiteraturePanel, store_path: str | Path | None = None) -> Any:
+        """Open a screening window on the last run's merged documents (the question's review)."""
+        # Imported here: the screening session loads scikit-learn, which the window's start need not wait for.
+        from kmds_desktop.ui.screening_view import open_screening
+
+        run = self.session.last_run
+        if run is None or not self.session.documents:
+            self.show_message("There is nothing to screen: run the ticked queries first.", "warning")
+            return None
+        self.screening_window = open_screening(
+            self, self.jobs, self.session.documents, question=self.session.question or run.plan.question,
+            origin=f"search {run.finished_at}", store_path=store_path)
+        return self.screening_window

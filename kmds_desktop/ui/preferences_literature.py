@@ -1,0 +1,93 @@
+"""Preferences' Literature database tab: the embedded database or an external PostgreSQL server."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtWidgets import QComboBox, QFormLayout, QLineEdit, QWidget
+
+from kmds_desktop.app.presentation import Settings
+
+if TYPE_CHECKING:
+    from kmds_desktop.ui.preferences import PreferencesDialog
+
+
+
+class LiteratureTab:
+    """The Literature database tab of :class:`PreferencesDialog`."""
+
+    def _literature_tab(self: PreferencesDialog) -> QWidget:
+        page = QWidget()
+        form = QFormLayout(page)
+        self.lit_mode = QComboBox()
+        self.lit_mode.addItem("Embedded (a private PostgreSQL in the data folder)", "embedded")
+        self.lit_mode.addItem("External PostgreSQL server", "external")
+        self._row(form, "literature.mode", "Database", self.lit_mode)
+        self.lit_host = QLineEdit()
+        self._row(form, "literature.host", "Host", self.lit_host)
+        self.lit_port = QLineEdit()
+        self._row(form, "literature.port", "Port", self.lit_port)
+        self.lit_dbname = QLineEdit()
+        self._row(form, "literature.dbname", "Database name", self.lit_dbname)
+        self.lit_user = QLineEdit()
+        self._row(
+            form,
+            "literature.user",
+            "User",
+            self.lit_user,
+            "The password is read from PGPASSWORD or the OS keyring.",
+        )
+        self.lit_timeout = QLineEdit()
+        self._row(
+            form,
+            "literature.statement_timeout_ms",
+            "Statement timeout (ms)",
+            self.lit_timeout,
+            "0 = no limit",
+        )
+        self.lit_dsn = QLineEdit()
+        self.lit_dsn.setPlaceholderText("postgresql://user@host:5432/dbname  or  host=… dbname=… user=…")
+        self._row(
+            form,
+            "literature.dsn",
+            "Connection string",
+            self.lit_dsn,
+            "Optional: fills host, port, database and user. A password in it goes to the OS keyring.",
+        )
+        self.lit_mode.currentIndexChanged.connect(self._update_enabled)
+        return page
+
+    def _load_literature(self: PreferencesDialog, s: Settings) -> None:
+        lit = s.literature
+        self.lit_mode.setCurrentIndex(max(0, self.lit_mode.findData(lit.mode)))
+        self.lit_host.setText(lit.host)
+        self.lit_port.setText(str(lit.port))
+        self.lit_dbname.setText(lit.dbname)
+        self.lit_user.setText(lit.user)
+        self.lit_timeout.setText(str(lit.statement_timeout_ms))
+
+    def _collect_literature(self: PreferencesDialog, data: dict[str, Any]) -> None:
+        data["literature"].update(
+            {
+                "mode": self.lit_mode.currentData(),
+                "host": self.lit_host.text().strip(),
+                "port": self.lit_port.text().strip(),
+                "dbname": self.lit_dbname.text().strip(),
+                "user": self.lit_user.text().strip(),
+                "statement_timeout_ms": self.lit_timeout.text().strip(),
+            }
+        )
+
+    def _show_conninfo(self: PreferencesDialog, fields: dict[str, str]) -> None:
+        """Show the external-server fields a connection string filled (the app split it)."""
+        if not fields:
+            return
+        self.lit_mode.setCurrentIndex(self.lit_mode.findData("external"))
+        for key, field in (
+            ("host", self.lit_host),
+            ("port", self.lit_port),
+            ("dbname", self.lit_dbname),
+            ("user", self.lit_user),
+        ):
+            if key in fields:
+                field.setText(fields[key])

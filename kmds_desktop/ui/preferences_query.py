@@ -1,0 +1,162 @@
+"""Preferences' Query generation tab: which models propose queries, how many, and their limits."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QFormLayout,
+    QHBoxLayout,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QWidget,
+)
+
+from kmds_desktop.app.preferences import model_installed, model_list_label
+from kmds_desktop.app.presentation import Settings
+from kmds_desktop.ui.preferences_form import OwnEnterLineEdit
+
+if TYPE_CHECKING:
+    from kmds_desktop.ui.preferences import PreferencesDialog
+
+
+
+class QueryTab:
+    """The Query generation tab of :class:`PreferencesDialog`: its fields and the model list."""
+
+    def _query_tab(self: PreferencesDialog) -> QWidget:
+        page = QWidget()
+        form = QFormLayout(page)
+        self.qg_multi = QCheckBox("Ask several models for queries")
+        form.addRow("", self.qg_multi)
+        self.qg_models = QListWidget()
+        self.qg_models.setMaximumHeight(120)
+        self._row(
+            form,
+            "query_generation.models",
+            "Models",
+            self.qg_models,
+            "Ticked models propose queries, one after another. 'builtin:keywords' needs no LLM.",
+        )
+        self.qg_models.setObjectName("queryModels")
+        self.qg_models.itemSelectionChanged.connect(self._update_remove_button)
+        self.qg_models.installEventFilter(self)  # the Delete key removes the selected models
+        self.qg_add = OwnEnterLineEdit()
+        self.qg_add.setObjectName("addModel")
+        self.qg_add.setPlaceholderText("add a model name and press Enter")
+        self.qg_add.returnPressed.connect(self._add_qg_model)
+        self.qg_remove = QPushButton("Remove selected")
+        self.qg_remove.setObjectName("removeModel")
+        self.qg_remove.setAutoDefault(False)
+        self.qg_remove.clicked.connect(self._remove_qg_models)
+        row = QHBoxLayout()
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(self.qg_add, 1)
+        row.addWidget(self.qg_remove)
+        holder = QWidget()
+        holder.setLayout(row)
+        form.addRow("", holder)
+        self._update_remove_button()
+        self.qg_per_model = QLineEdit()
+        self._row(
+            form, "query_generation.queries_per_model", "Queries per model", self.qg_per_model,
+            "1 to 3 (precise, medium, broad); without 'Ask several models' the first model writes them all",
+        )
+        self.qg_temperature = QLineEdit()
+        self._row(form, "query_generation.temperature", "Temperature", self.qg_temperature)
+        self.qg_host = QLineEdit()
+        self._row(form, "query_generation.ollama_host", "Ollama host", self.qg_host)
+        self.qg_openai = QLineEdit()
+        self._row(form, "query_generation.openai_base_url", "OpenAI-compatible server", self.qg_openai,
+                  "answers the models written openai:NAME")
+        self.qg_timeout = QLineEdit()
+        self.qg_timeout.setObjectName("queryTimeout")
+        self._row(
+            form, "query_generation.timeout_s", "Time limit per attempt (s)", self.qg_timeout,
+            "A model that has not answered one attempt by then is skipped for this round; "
+            "generation goes on with the next model",
+        )
+        return page
+
+    def _load_query(self: PreferencesDialog, s: Settings) -> None:
+        qg = s.query_generation
+        self.qg_multi.setChecked(qg.multi_model_enabled)
+        for name in qg.models:
+            self._add_model_item(name, True)
+        self.qg_per_model.setText(str(qg.queries_per_model))
+        self.qg_temperature.setText(str(qg.temperature))
+        self.qg_host.setText(qg.ollama_host)
+        self.qg_openai.setText(qg.openai_base_url)
+        self.qg_timeout.setText(str(qg.timeout_s))
+
+    def _collect_query(self: PreferencesDialog, data: dict[str, Any]) -> None:
+        models = [
+            self.qg_models.item(i).data(Qt.ItemDataRole.UserRole)
+            for i in range(self.qg_models.count())
+            if self.qg_models.item(i).checkState() == Qt.CheckState.Checked
+        ]
+        data["query_generation"].update(
+            {
+                "multi_model_enabled": self.qg_multi.isChecked(),
+                "models": models,
+                "queries_per_model": self.qg_per_model.text().strip(),
+                "temperature": self.qg_temperature.text().strip(),
+                "ollama_host": self.qg_host.text().strip(),
+                "openai_base_url": self.qg_openai.text().strip(),
+                "timeout_s": self.qg_timeout.text().strip(),
+            }
+        )
+
+    def _mark_installed(self: PreferencesDialog, models: list[str]) -> None:
+        """Mark each listed model installed or not (the app's rule), and list the server's others."""
+        for i in range(self.qg_models.count()):
+            item = self.qg_models.item(i)
+            item.setText(model_list_label(item.data(Qt.ItemDataRole.UserRole), models))
+        for name in models:
+            self._add_model_item(name, False, True)
+
+    def _add_model_item(self: PreferencesDialog, name: str, checked: bool,
+                        available: bool | None = None) -> None:
+        for i in range(self.qg_models.count()):
+            item = self.qg_models.item(i)
+            if item.data(Qt.ItemDataRole.UserRole) == name:
+                if available is not None:
+                    item.setText(f"{name}  ✓ installed" if available else name)
+                return
+        text = f"{name}  ✓ installed" if available else name
+        item = QListWidgetItem(text)
+        item.setData(Qt.ItemDataRole.UserRole, name)
+        item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+        item.setCheckState(Qt.CheckState.Checked if checked else Qt.CheckState.Unchecked)
+        self.qg_models.addItem(item)
+
+    def _add_qg_model(self: PreferencesDialog) -> None:
+        name = self.qg_add.text().strip()
+        if name:
+            self._add_model_item(name, True, model_installed(self.available_models, name) or None)
+            self.qg_add.clear()
+
+    def _remove_qg_models(self: PreferencesDialog) -> None:
+        """Remove the selected models from the list (Delete key or the button); saved with Save."""
+        for item in self.qg_models.selectedItems():
+            self.qg_models.takeItem(self.qg_models.row(item))
+        self._update_remove_button()
+
+    def _update_remove_button(self: PreferencesDialog) -> None:
+        self.qg_remove.setEnabled(bool(self.qg_models.selectedItems()))
+
+    def _model_list_key(self: PreferencesDialog, watched: QObject, event: QEvent) -> bool:
+        """Delete or Backspace in the model list removes the selected models (True: handled)."""
+        if (
+            watched is self.qg_models
+            and event.type() == QEvent.Type.KeyPress
+            and event.key() in (Qt.Key.Key_Delete, Qt.Key.Key_Backspace)  # type: ignore[attr-defined]
+            and self.qg_models.selectedItems()
+        ):
+            self._remove_qg_models()
+            return True
+        return False

@@ -1,0 +1,105 @@
+"""Preferences' Retrieval tab: semantic rows, how the rows' lists are merged, re-ranking, embedding."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtWidgets import QCheckBox, QComboBox, QFormLayout, QLineEdit, QWidget
+
+from kmds_desktop.app.literature_data import EXTERNAL_OPT_IN
+from kmds_desktop.app.presentation import Settings
+from kmds_desktop.ui.preferences_form import OwnEnterLineEdit
+
+if TYPE_CHECKING:
+    from kmds_desktop.ui.preferences import PreferencesDialog
+
+
+
+class RetrievalTab:
+    """The Retrieval tab of :class:`PreferencesDialog`."""
+
+    def _retrieval_tab(self: PreferencesDialog) -> QWidget:
+        """Semantic rows, how the rows' lists are merged, and embedding (``RetrievalSettings``).
+
+        The number fields keep Enter for themselves: Enter checks the values and shows what is wrong
+        under the field, and never saves or closes the dialog (Save does).
+        """
+        page = QWidget()
+        page.setObjectName("retrievalTab")
+        form = QFormLayout(page)
+        self.ret_semantic = QCheckBox("Add the question as a semantic row when generating")
+        self.ret_semantic.setObjectName("semanticRow")
+        self.ret_hypothetical = QCheckBox("Ask the LLM for a hypothetical abstract row (needs an LLM model)")
+        self.ret_hypothetical.setObjectName("hypotheticalRow")
+        self._row(form, "retrieval.semantic_row", "Semantic rows", self.ret_semantic,
+                  "Rows searched by meaning on the document vectors; added only when the database has "
+                  "vectors. 'Add semantic row' adds one by hand.")
+        self._row(form, "retrieval.hypothetical_row", "", self.ret_hypothetical)
+        self.ret_fusion = QComboBox()
+        self.ret_fusion.setObjectName("fusionMethod")
+        self.ret_fusion.addItem("Reciprocal rank fusion", "rrf")
+        self.ret_fusion.addItem("Best rank of any row", "best_rank")
+        self._row(form, "retrieval.fusion", "Merge the rows by", self.ret_fusion)
+        self.ret_fusion_k = self._number_field("fusionK")
+        self._row(form, "retrieval.fusion_k", "Fusion constant k", self.ret_fusion_k,
+                  "1 to 1000: a document scores the sum of weight / (k + rank) over the rows; larger k "
+                  "flattens the difference between the first ranks")
+        self.ret_semantic_weight = self._number_field("semanticWeight")
+        self._row(form, "retrieval.semantic_weight", "Semantic row weight", self.ret_semantic_weight,
+                  "0 to 10; full-text rows weigh 1")
+        self.ret_ranking = QComboBox()
+        self.ret_ranking.setObjectName("fulltextRanking")
+        self.ret_ranking.addItem("Term rarity (idf-weighted, like BM25)", "idf")
+        self.ret_ranking.addItem("Cover density (ts_rank_cd, every word alike)", "ts_rank_cd")
+        self._row(form, "retrieval.fulltext_ranking", "Rank full-text rows by", self.ret_ranking)
+        self.ret_rerank = QCheckBox("Re-rank the merged candidates by similarity to the question")
+        self.ret_rerank.setObjectName("rerank")
+        self._row(form, "retrieval.rerank", "Re-ranking", self.ret_rerank)
+        self.ret_rerank_weight = self._number_field("rerankWeight")
+        self._row(form, "retrieval.rerank_weight", "Re-ranking weight", self.ret_rerank_weight,
+                  "0 (full-text scores only) to 1 (similarity to the question only)")
+        self.ret_embed = QCheckBox("Embed new documents in the background after an import")
+        self.ret_embed.setObjectName("embedAfterImport")
+        self._row(form, "retrieval.embed_after_import", "Embedding", self.ret_embed)
+        self.ret_external = QCheckBox(EXTERNAL_OPT_IN + " (e.g. BMLibrarian's)")
+        self.ret_external.setObjectName("allowExternalVectors")
+        self._row(form, "retrieval.allow_vectors_in_external_database", "", self.ret_external,
+                  "Off: nothing is created in a database the app does not manage; semantic rows find "
+                  "nothing there until vectors exist")
+        self.ret_rerank.toggled.connect(self._update_enabled)
+        return page
+
+    def _number_field(self: PreferencesDialog, name: str) -> QLineEdit:
+        field = OwnEnterLineEdit()
+        field.setObjectName(name)
+        field.returnPressed.connect(self.check_fields)
+        return field
+
+    def _load_retrieval(self: PreferencesDialog, s: Settings) -> None:
+        r = s.retrieval
+        self.ret_semantic.setChecked(r.semantic_row)
+        self.ret_hypothetical.setChecked(r.hypothetical_row)
+        self.ret_fusion.setCurrentIndex(max(0, self.ret_fusion.findData(r.fusion)))
+        self.ret_fusion_k.setText(str(r.fusion_k))
+        self.ret_semantic_weight.setText(str(r.semantic_weight))
+        self.ret_ranking.setCurrentIndex(max(0, self.ret_ranking.findData(r.fulltext_ranking)))
+        self.ret_rerank.setChecked(r.rerank)
+        self.ret_rerank_weight.setText(str(r.rerank_weight))
+        self.ret_embed.setChecked(r.embed_after_import)
+        self.ret_external.setChecked(r.allow_vectors_in_external_database)
+
+    def _collect_retrieval(self: PreferencesDialog, data: dict[str, Any]) -> None:
+        data["retrieval"].update(
+            {
+                "semantic_row": self.ret_semantic.isChecked(),
+                "hypothetical_row": self.ret_hypothetical.isChecked(),
+                "fusion": self.ret_fusion.currentData(),
+                "fusion_k": self.ret_fusion_k.text().strip(),
+                "semantic_weight": self.ret_semantic_weight.text().strip(),
+                "fulltext_ranking": self.ret_ranking.currentData(),
+                "rerank": self.ret_rerank.isChecked(),
+                "rerank_weight": self.ret_rerank_weight.text().strip(),
+                "embed_after_import": self.ret_embed.isChecked(),
+                "allow_vectors_in_external_database": self.ret_external.isChecked(),
+            }
+        )
