@@ -155,3 +155,49 @@ def test_one_line_is_the_first_text_line_without_markdown_marks_cut_to_width() -
     assert one_line("\n\n## **Residuals** look normal\nmore", 90) == "Residuals** look normal"
     assert one_line(None, 10) == "" and one_line("- item", 10) == "item"
     assert one_line("abcdefghijkl", 6) == "abcde…"
+
+
+def test_the_line_under_an_answer_never_heads_quotes_as_the_llms_answer():
+    from kmds_desktop.app.ask import answered_line
+    from kmds_desktop.ask.models import OrchestratorResult
+
+    records = [{"finding": "a", "obs_type": "Data Quality", "iri": "x"}]
+    llm = OrchestratorResult("A [1].", "data_quality_search", "", records, backend="ollama", synthesis="llm",
+                             timings={"total": 2.5})
+    assert answered_line(llm).startswith("Answered by ollama in 2.5 s; 1 record.")
+    failed = OrchestratorResult("quotes", "data_quality_search", "", records, backend="ollama",
+                                synthesis="extractive",
+                                synthesis_error="Ollama is not reachable at 127.0.0.1",
+                                timings={"total": 0.02})
+    line = answered_line(failed)
+    assert "Answered by" not in line and line.startswith("Quoted from the records")
+    assert "ollama did not answer" in line and "not reachable" in line
+    offline = OrchestratorResult("quotes", "semantic_search", "", records * 2, backend="offline",
+                                 synthesis="offline")
+    assert answered_line(offline) == "Quoted from the records (no LLM); 2 records."
+
+
+def test_the_stage_line_names_the_models_work_while_it_routes_and_streams(
+    fake_ollama, data_home: Path, tmp_path: Path
+) -> None:
+    """Never "preparing the index" while the model is the one working: the route step and the
+    streamed answer name the model, and the answer's words are counted as they arrive."""
+    route = {"intent_class": "exploratory_search", "listing": True, "explanation": "type named",
+             "filters": {"obs_type_filter": "data quality"}}
+    long_answer = " ".join(f"word{i}" for i in range(40)) + " [1]."
+
+    def reply(prompt: str, body: dict[str, Any]) -> str:
+        return json.dumps(route) if "Reply with one JSON object" in prompt else long_answer
+
+    fake_ollama.models[MODEL] = ModelScript(replies=[reply], chunk_size=12)
+    settings = settings_for_ask(Settings(), backend="ollama", model=MODEL, ollama_host=fake_ollama.url)
+    kb = workspace.load_kb(workspace.installed_demo_path())
+    stages: list[str] = []
+    result = answer_question(kb, settings, workspace.IndexHolder.in_process(tmp_path / "index"), QUESTION,
+                             progress=lambda done, total, message: stages.append(message),
+                             chunk=lambda piece: None)
+    assert result.synthesis == "llm"
+    assert f"ollama · {MODEL} is choosing how to search" in stages
+    writing = [s for s in stages if s.startswith(f"ollama · {MODEL} is writing the answer")]
+    assert writing and any("words so far" in s for s in writing), stages
+    assert stages.index(writing[0]) > stages.index(f"ollama · {MODEL} is choosing how to search")

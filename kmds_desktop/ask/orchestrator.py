@@ -260,7 +260,9 @@ class SearchOrchestrator:
                                     timings=timings)
 
         # 1. route
-        report(progress, 1, _STEPS, "choosing how to search")
+        asks_llm = route is None and self._llm is not None
+        report(progress, 1, _STEPS, f"{self.llm_label()} is choosing how to search" if asks_llm
+               else "choosing how to search")
         t = time.perf_counter()
         question_vector = None
         proposed: OrchestratorRoute | None = None
@@ -334,7 +336,7 @@ class SearchOrchestrator:
     def synthesize(self, result: OrchestratorResult, progress: ProgressFn | None = None,
                    cancel: CancelToken | None = None) -> OrchestratorResult:
         """Step 4: fill ``result.answer`` (LLM, else extractive); returns the same object."""
-        report(progress, 3, _STEPS, "writing the answer")
+        report(progress, 3, _STEPS, self.writing_stage())
         t = time.perf_counter()
         for _ in self._synthesis_chunks(result, cancel, stream=False):
             pass
@@ -526,6 +528,19 @@ class SearchOrchestrator:
         reply = chat(prompt, cancel=cancel) if chat is not None else llm(prompt)
         check(cancel)
         return reply
+
+    def llm_label(self) -> str:
+        """The LLM as the stage line names it ("ollama · qwen2.5-coder:1.5b"; "the LLM" when unknown)."""
+        model = str(getattr(self._llm, "model", "") or "")
+        name = self.backend_name or "the LLM"
+        return f"{name} · {model}" if model and name != "callable" else name
+
+    def writing_stage(self) -> str:
+        """What step 4 is doing, naming who writes: the model (while it streams, the window shows
+        that it is the model's work, not the index's) or the extractive quotes."""
+        if self._llm is None or self._llm_error is not None or self._llm_failure is not None:
+            return "quoting the records"
+        return f"{self.llm_label()} is writing the answer"
 
     def _route_reply(self, prompt: str, cancel: CancelToken | None) -> tuple[str, str]:
         """The router's reply and how it was asked ("schema" where the backend can constrain the
