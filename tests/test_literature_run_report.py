@@ -18,7 +18,7 @@ import pytest
 from kmds_desktop.app.literature import LiteratureSession, execute_run, generate_round
 from kmds_desktop.app.run_facts import VectorCoverage, coverage_warning, generation_counts
 from kmds_desktop.app.search_log import write_search_log
-from kmds_desktop.app.strategy import record_run, recording_of
+from kmds_desktop.app.strategy import begin_recording, finish_recording
 from kmds_desktop.config import LiteratureSettings, QueryGenerationSettings, RetrievalSettings
 from kmds_desktop.literature.history import SearchHistory
 from kmds_desktop.literature.query_cleaning import query_key
@@ -75,8 +75,9 @@ def test_log_and_report_say_what_ran(half_embedded, data_home: Path, tmp_path: P
     plan = session.plan_run(NOW)
     assert not (set(plan.kinds) - {"tsquery", "semantic"}) and plan.kinds.count("semantic") == 2
     workbench = SearchWorkbench(SearchHistory(), db)
+    number = begin_recording(workbench, session, plan)
     result = execute_run(agent, plan, max_rows=20)
-    saved = record_run(workbench, recording_of(session, plan, session.apply_run(plan, result, NOW)))
+    saved = finish_recording(workbench, number, session.apply_run(plan, result, NOW))
 
     proposals = [a.query for a in session.round.attempts if a.ok]
     assert proposals, "the built-in generator proposes full-text queries"

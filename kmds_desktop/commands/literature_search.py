@@ -86,11 +86,10 @@ def _search(args: argparse.Namespace) -> int:
         HypotheticalAttempt,
         LiteratureSession,
         RetrievalRows,
-        execute_run,
         generate_round,
     )
     from kmds_desktop.app.search_log import search_log_json, utc_now
-    from kmds_desktop.app.strategy import record_run, recording_of
+    from kmds_desktop.app.strategy import finish_recording, run_details, run_numbered
     from kmds_desktop.config import load_settings
     from kmds_desktop.literature.agent import QueryAgentError
     from kmds_desktop.literature.history import SearchHistory
@@ -147,12 +146,14 @@ def _search(args: argparse.Namespace) -> int:
                 raise QueryAgentError("--no-generate needs a semantic row (--semantic or --semantic-text)")
             raise QueryAgentError(f"no query could be generated ({rnd.summary()})")
         plan = session.plan_run(utc_now())
-        result = execute_run(agent, plan, max_rows=literature.max_rows)
-        run = session.apply_run(plan, result, utc_now())
-        # The window's protocol (app.strategy): a finished run is numbered and stored in one call.
+        # The window's protocol (app.strategy): numbered before the queries run, completed after.
         workbench = SearchWorkbench(SearchHistory(), db)
         try:
-            saved = record_run(workbench, recording_of(session, plan, run))
+            details = run_details(session, plan, None)
+            numbered = run_numbered(workbench, session.question, details, agent, plan,
+                                    max_rows=literature.max_rows)
+            result = numbered.result
+            saved = finish_recording(workbench, numbered.number, session.apply_run(plan, result, utc_now()))
         finally:
             workbench.history.close()
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from kmds_desktop.app import literature as app_lit
 from kmds_desktop.app import literature_data as lj
-from kmds_desktop.app import run_facts
+from kmds_desktop.app import run_facts, strategy
 from kmds_desktop.app.messages import user_message
 from kmds_desktop.app.search_log import utc_now
 from kmds_desktop.ui.workers import Job
@@ -225,13 +225,17 @@ class LiteratureJobs:
         return holder.get("job")
 
     def _start_run(self: LiteraturePanel, db: Any, plan: app_lit.RunPlan) -> Job | None:
+        """Run the plan on a worker, numbered in the search history first (the one protocol of
+        :mod:`kmds_desktop.app.strategy`, the CLI's too: a crash while it runs leaves the set
+        incomplete; a failure or a cancel drops it)."""
         self.session.database_name = getattr(db, "display_name", "")
         n = len(plan.queries)
         job = self.jobs.submit(
-            KINDS["run"], app_lit.execute_run, self.session.agent(db), plan,
+            KINDS["run"], strategy.run_numbered, self._history_or_none(), self.session.question,
+            strategy.run_details(self.session, plan, None), self.session.agent(db), plan,
             max_rows=self.settings.literature.max_rows, label="Running the ticked queries", policy="refuse",
             on_progress=lambda d, t, m: self._set_progress(f"Running ({d}/{t}): {m}"),
-            on_result=lambda result: self._on_run_done(plan, result),
+            on_result=lambda numbered: self._on_run_done(plan, numbered),
             on_error=self._on_run_failed,
             on_cancelled=lambda: self._set_progress("Search cancelled; the queries are unchanged."),
         )
@@ -245,9 +249,10 @@ class LiteratureJobs:
         self._set_progress("The search failed; your queries and ticks are unchanged.")
         self._show_error(exc, "The search failed")
 
-    def _on_run_done(self: LiteraturePanel, plan: app_lit.RunPlan, result: Any) -> None:
+    def _on_run_done(self: LiteraturePanel, plan: app_lit.RunPlan, numbered: strategy.NumberedRun) -> None:
+        result = numbered.result
         run = self.session.apply_run(plan, result, utc_now())
-        self._record_run(plan, run)
+        self._finish_record(numbered.number, run)
         self.review.refresh()
         self.results.show_documents(self.session.documents, self.session.results_line())
         self.results_label.setToolTip(self.session.coverage_sentence())

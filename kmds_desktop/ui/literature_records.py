@@ -1,9 +1,10 @@
 """The literature panel's link to the search history and to screening.
 
-A mixin of :class:`~kmds_desktop.ui.literature_panel.LiteraturePanel`: a finished run is recorded
-with the one protocol of :mod:`kmds_desktop.app.strategy` (on a worker, right after the run, as
-``literature search`` records it), the search history window opens over the same workbench, and
-Screen these results opens a screening window on the run's documents.
+A mixin of :class:`~kmds_desktop.ui.literature_panel.LiteraturePanel`: a run is recorded with the
+one protocol of :mod:`kmds_desktop.app.strategy` (numbered on the worker that runs it, completed on
+a worker once the session applied it, as ``literature search`` records it); the search history
+window opens over the same workbench, and Screen these results opens a screening window on the
+run's documents.
 """
 
 from __future__ import annotations
@@ -32,16 +33,22 @@ class LiteratureRecords:
         self._workbench.database = self.database
         return self._workbench
 
-    def _record_run(self: LiteraturePanel, plan: app_lit.RunPlan, run: app_lit.RunRecord) -> Job | None:
-        """Save the finished run as the next numbered set, on a worker (:func:`strategy.record_run`,
-        the CLI's call too)."""
+    def _history_or_none(self: LiteraturePanel) -> Any:
+        """The workbench a run is numbered in, or None (with a warning) when the history cannot be
+        opened: the search still runs, it is only not kept."""
         try:
-            workbench = self.workbench()
-        except Exception as exc:  # noqa: BLE001 - the search itself succeeded; say why it is not kept
-            self.show_message(f"The run was not added to the search history: {user_message(exc)}", "warning")
+            return self.workbench()
+        except Exception as exc:  # noqa: BLE001 - the search itself can go on; say why it is not kept
+            self.show_message(f"The run is not added to the search history: {user_message(exc)}", "warning")
+            return None
+
+    def _finish_record(self: LiteraturePanel, number: int | None, run: app_lit.RunRecord) -> Job | None:
+        """Complete the set the run was numbered as, on a worker (:func:`strategy.finish_recording`,
+        the CLI's call too)."""
+        if number is None:
             return None
         return self.jobs.submit(
-            KINDS["record"], strategy.record_run, workbench, strategy.recording_of(self.session, plan, run),
+            KINDS["record"], strategy.finish_recording, self.workbench(), number, run,
             label="Saving the run in the search history", policy="queue", busy_cursor=False,
             on_result=self._recorded,
             on_error=lambda exc: self.show_message(
