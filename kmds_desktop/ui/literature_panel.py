@@ -4,7 +4,8 @@ Public API (what the main window wires)
 ---------------------------------------
 ``LiteraturePanel(settings, jobs, parent=None, *, database=None, dsn=None, open_on_start=True)``
     ``settings`` is the app's :class:`kmds_desktop.config.Settings` (read at each action;
-    ``apply_settings(settings)`` hands Preferences' new ones to the session at once); ``jobs`` the window's :class:`~kmds_desktop.ui.workers.JobRunner`.
+    ``apply_settings(settings)`` hands Preferences' new ones to the session at once); ``jobs`` the
+    window's :class:`~kmds_desktop.ui.workers.JobRunner`.
     ``database`` injects an open :class:`LiteratureDatabase`; otherwise the panel opens one on a worker
     (``dsn`` or ``settings.literature``) when first needed (the rule is
     :class:`~kmds_desktop.app.literature_data.DatabaseOnDemand`'s).
