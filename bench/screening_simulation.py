@@ -6,8 +6,10 @@ two pools: (a) the whole corpus (1,239 records), (b) the bm25s top 500 for the q
 random relevant and one random irrelevant record first (seed = the question id), then follows its order:
 
 - ``ours``: the session's model (:data:`~kmds_desktop.literature.screening.ordering.DEFAULT_MODEL`,
-  TF-IDF 1–2-grams + linear SVM, the question as an extra include);
-- ``ours, no question``: the same without the question;
+  TF-IDF 1–2-grams and the document vectors of the shipped embedding model, all-MiniLM-L6-v2, as the
+  literature database holds them + linear SVM, includes weighted, the question as an extra include);
+- ``ours, no question``: the same without the question (neither its words nor its vector);
+- ``ours, no vectors``: TF-IDF alone (records from a file, or a database not yet embedded);
 - ``ASReview``: ASReview LAB's default model (``elas_u4``: TF-IDF 1–2-grams, SVM C=0.11, balanced
   sample weights ratio 9.8, max query) from the ``asreview`` package itself; where the package cannot be
   imported, a labelled re-implementation of it (``ASReview (reference)``);
@@ -27,7 +29,10 @@ downgrade rispy): ``pip install --no-deps --target .venv/bench-asreview asreview
 its import-time dependencies into ``.venv/bench-asreview-deps`` (see the README's Screening section);
 this script adds both folders to ``sys.path`` when they exist.
 
-Usage: ``python bench/screening_simulation.py [--questions N] [--skip-latency]`` (about 5 minutes on 2 cores).
+The corpus and the questions are embedded once per run (about a minute on 2 cores).
+
+Usage: ``python bench/screening_simulation.py [--questions N] [--split odd|even|both] [--skip-latency]``
+(about 10 minutes on 2 cores).
 """
 
 from __future__ import annotations
@@ -144,29 +149,45 @@ def run(args: argparse.Namespace) -> int:
     retriever = bm25s.BM25()
     retriever.index(bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False)
     asr_label, asr_make = asreview_factory()
-    whole = TextFeatures.build(texts, "", DEFAULT_MODEL.ngram_max)
-    asr_whole = asr_make(texts)
     chosen = sorted((q for q in queries if len(relevant[q]) >= 10), key=int)
+    if args.split != "both":
+        chosen = [q for q in chosen if int(q) % 2 == (1 if args.split == "odd" else 0)]
     if args.questions:
         chosen = chosen[: args.questions]
-    methods = ("ours", "ours, no question", "ASReview", "rank", "random")
+    from kmds_desktop.index.embeddings import encode
+
+    vectors = encode(texts)
+    question_vectors = dict(zip(chosen, encode([queries[q] for q in chosen]), strict=True))
+    print(f"  embedded {len(texts):,} records ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
+    whole = TextFeatures.build(texts, "", DEFAULT_MODEL.ngram_max, vectors=vectors)
+    whole_text = TextFeatures.build(texts, "", DEFAULT_MODEL.ngram_max)
+    asr_whole = asr_make(texts)
+    methods = ("ours", "ours, no question", "ours, no vectors", "ASReview", "rank", "random")
     results: dict[tuple[str, str, str], list[dict[str, float]]] = collections.defaultdict(list)
     no_question = ModelConfig(**{**DEFAULT_MODEL.__dict__, "question_prior": False})
+    no_vectors = ModelConfig(**{**DEFAULT_MODEL.__dict__, "vector_weight": 0.0})
     for qid in chosen:
         split = "odd (dev)" if int(qid) % 2 else "even (held out)"
         tokens = bm25s.tokenize([queries[qid]], stopwords="en", show_progress=False)
         hits, _ = retriever.retrieve(tokens, k=len(docs), show_progress=False)
         ranking = [int(j) for j in hits[0]]
         for pool_kind in ("whole corpus", "bm25s top 500"):
+            qv = question_vectors[qid]
             if pool_kind == "whole corpus":
                 pool = list(range(len(docs)))
-                feats = whole.with_question(queries[qid])
+                feats = whole.with_question(queries[qid], qv)
+                feats_text = whole_text.with_question(queries[qid])
                 asr = asr_whole
                 rank_order = ranking
             else:
                 pool = ranking[:500]
-                feats = TextFeatures.build([texts[j] for j in pool], queries[qid], DEFAULT_MODEL.ngram_max)
-                asr = asr_make([texts[j] for j in pool])
+                pool_texts = [texts[j] for j in pool]
+                feats = TextFeatures.build(
+                    pool_texts, queries[qid], DEFAULT_MODEL.ngram_max, vectors=vectors[pool],
+                    question_vector=qv,
+                )
+                feats_text = TextFeatures.build(pool_texts, queries[qid], DEFAULT_MODEL.ngram_max)
+                asr = asr_make(pool_texts)
                 rank_order = list(range(500))
             truth = np.array([ids[j] in relevant[qid] for j in pool])
             if truth.sum() < 2:
@@ -177,6 +198,7 @@ def run(args: argparse.Namespace) -> int:
             scorers = {
                 "ours": model_scorer(feats, DEFAULT_MODEL),
                 "ours, no question": model_scorer(feats, no_question),
+                "ours, no vectors": model_scorer(feats_text, no_vectors),
                 "ASReview": asr,
             }
             for method in methods:
@@ -213,28 +235,30 @@ def run(args: argparse.Namespace) -> int:
                     f"{mean['recall10']:>6.3f} {mean['recall25']:>6.3f} {mean['records95']:>6.0f}"
                 )
     if not args.skip_latency:
-        latency_and_training(docs, texts, queries, relevant)
-    held = [
-        r["wss95"]
-        for k in ("whole corpus", "bm25s top 500")
-        for r in results.get(("even (held out)", k, "ours"), [])
-    ]
-    ref = [
-        r["wss95"]
-        for k in ("whole corpus", "bm25s top 500")
-        for r in results.get(("even (held out)", k, "ASReview"), [])
-    ]
+        latency_and_training(docs, texts, queries, relevant, vectors)
     print(f"(run took {time.perf_counter() - started:.0f} s)")
-    if held and ref:
-        print(
-            f"held-out WSS@95 ours / {asr_label}: {statistics.fmean(held):.3f} / {statistics.fmean(ref):.3f} "
-            f"= {statistics.fmean(held) / statistics.fmean(ref):.2f}"
-        )
+    split = "even (held out)" if any(int(q) % 2 == 0 for q in chosen) else "odd (dev)"
+    parts = []
+    for kind in ("whole corpus", "bm25s top 500"):
+        ours = results.get((split, kind, "ours"), [])
+        ref = results.get((split, kind, "ASReview"), [])
+        if ours and ref:
+            wss = statistics.fmean(r["wss95"] for r in ours) / statistics.fmean(r["wss95"] for r in ref)
+            n95 = statistics.fmean(r["records95"] for r in ours) / statistics.fmean(
+                r["records95"] for r in ref
+            )
+            parts.append(f"{kind}: WSS@95 {wss:.2f}x, records to 95% {n95:.2f}x")
+    if parts:
+        print(f"{split} ours / {asr_label}: " + "; ".join(parts) + " (target >= 1.10x and <= 0.90x)")
     return 0
 
 
 def latency_and_training(
-    docs: list[dict], texts: list[str], queries: dict[str, str], relevant: dict[str, set[str]]
+    docs: list[dict],
+    texts: list[str],
+    queries: dict[str, str],
+    relevant: dict[str, set[str]],
+    vectors: np.ndarray,
 ) -> None:
     """Decision -> next record in the session (background training on), and train() at 1k and 10k."""
     from kmds_desktop.app.screening import ScreeningSession, latency_p95
@@ -259,6 +283,7 @@ def latency_and_training(
             ],
             origin="#1",
         )
+        session.add_vectors({("cf", d["id"]): v for d, v in zip(docs, vectors, strict=True)})
         samples = []
         for _ in range(300):
             rec = session.current
@@ -283,7 +308,7 @@ def latency_and_training(
     for n in (1_000, 10_000):
         pool = [texts[i % len(texts)] + f" r{i}" for i in range(n)]
         t0 = time.perf_counter()
-        feats = TextFeatures.build(pool, queries[qid])
+        feats = TextFeatures.build(pool, queries[qid], vectors=vectors[np.arange(n) % len(texts)])
         built = time.perf_counter() - t0
         labelled = rng.choice(n, size=min(500, n // 2), replace=False)
         labels = {int(i): bool(i % 7 == 0) for i in labelled}
@@ -302,6 +327,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--questions", type=int, default=None, help="only the first N questions (a smoke run)"
+    )
+    parser.add_argument(
+        "--split", choices=("odd", "even", "both"), default="both",
+        help="odd: the development questions only; even: the held-out ones only; both (the report)",
     )
     parser.add_argument("--skip-latency", action="store_true", help="no session latency / training timings")
     return run(parser.parse_args())

@@ -127,3 +127,45 @@ def test_cli_simulate_state_export_flow(tmp_path: Path, data_home: Path, capsys)
     assert main(["literature", "screen", "export", "rev", str(tmp_path / "all.csv"), "--which", "all"]) == 0
     assert len(list(csv.DictReader((tmp_path / "all.csv").open(encoding="utf-8")))) == 200
     assert main(["literature", "screen", "state", "nope"]) == 1
+
+
+def test_document_vectors_find_relevant_records_that_share_no_word() -> None:
+    """Relevant records written in other words (no relevant word at all) are found sooner with the
+    document vectors than with TF-IDF alone: their vectors point the same way as the includes'."""
+    texts, truth = fixture(n=200, n_relevant=20)
+    rng = np.random.default_rng(3)
+    direction = rng.normal(size=32)
+    direction /= np.linalg.norm(direction)
+    vectors = []
+    for i, relevant in enumerate(truth):
+        noise = rng.normal(size=32)
+        v = noise / np.linalg.norm(noise) + (2.5 * direction if relevant else 0)
+        vectors.append(v / np.linalg.norm(v))
+        if relevant and i % 2:  # half the relevant records lose their telling words
+            texts[i] = " ".join(w for w in texts[i].split() if w not in RELEVANT_WORDS)
+    priors = pick_priors(truth, 1)
+    with_vectors = TextFeatures.build(texts, vectors=vectors)
+    assert with_vectors.with_vectors == 200 and with_vectors.matrix.shape[1] == with_vectors.terms.shape[0] + 32
+    text_only = TextFeatures.build(texts)
+    wss_vec = simulate(truth, scorer=model_scorer(with_vectors), priors=priors).wss()
+    wss_text = simulate(truth, scorer=model_scorer(text_only), priors=priors).wss()
+    assert wss_vec > wss_text + 0.05, (wss_vec, wss_text)
+    scores = train(with_vectors, {priors[0]: True, priors[1]: False})
+    assert scores is not None
+    best = int(np.argmax(np.where(truth, scores.values, -np.inf)))
+    assert any(term == "meaning (document vector)" for term, _ in top_terms(with_vectors, scores, best, n=50))
+
+
+def test_records_without_a_vector_get_zeros_and_mismatched_vectors_are_refused() -> None:
+    texts, _ = fixture(n=20, n_relevant=5)
+    some = [np.ones(4) / 2 if i % 2 else None for i in range(20)]
+    feats = TextFeatures.build(texts, vectors=some)
+    assert feats.with_vectors == 10
+    dense = feats.matrix[:, feats.terms.shape[0]:].toarray()
+    assert np.allclose(dense[0], 0) and np.allclose(dense[1], 0.5 * DEFAULT_MODEL.vector_weight)
+    try:
+        TextFeatures.build(texts, vectors=some[:5])
+    except ValueError as err:
+        assert "5 vectors for 20 records" in str(err)
+    else:  # pragma: no cover - must not pass
+        raise AssertionError("a vector count unlike the record count was accepted")

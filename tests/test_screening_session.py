@@ -188,3 +188,28 @@ def test_stopping_rules_and_sample(store: DecisionStore) -> None:
     rule = session.stopping_report().rules[1]
     assert "0 includes in the sample of 10" in rule.detail
     assert session.progress().screened == 16
+
+
+def test_document_vectors_are_kept_in_the_store_and_join_the_features_on_reopening(
+    store: DecisionStore,
+) -> None:
+    import numpy as np
+
+    s = open_session(store, background=False)
+    s.add_records(records(), origin="#1")
+    assert s.features is not None and s.features.with_vectors == 0
+    width = s.features.matrix.shape[1]
+    vectors = {r.key: np.full(8, 0.25 * (1 + i % 4), dtype=np.float32) for i, r in enumerate(s.records[:10])}
+    assert s.add_vectors(vectors, question_vector=np.ones(8)) == 10
+    assert s.features.matrix.shape[1] == width + 8
+    assert s.features.question is not None and s.features.question.shape[1] == width + 8
+    s.include()
+    s.exclude("wrong population")
+    assert s.scores_by_key()  # trained on text and vectors
+    s.close()
+    again = ScreeningSession(store, "review", background=False)
+    assert again.features is not None and again.features.with_vectors == 10
+    dense = again.features.matrix[:, again.features.terms.shape[0]:].toarray()
+    assert np.allclose(dense[1], 0.5 * 0.5)  # record 1: 0.25 * 2, times the default weight 0.5
+    assert again.features.question_vector is not None and len(again.features.question_vector) == 8
+    again.close()

@@ -61,6 +61,11 @@ from kmds_desktop.literature.screening.records import (
 
 Observer = Callable[[str], None]
 
+#: The embedding model whose document vectors join the order's features (the literature database's).
+VECTOR_MODEL = "all-MiniLM-L6-v2"
+#: The key under which the question's vector is kept beside the records' vectors.
+QUESTION_KEY: Key = ("", "question")
+
 #: Keys a view forwards (:meth:`ScreeningSession.press`): i include, x/e exclude (with the reason last
 #: chosen, or the first), 1–9 exclude with that reason, m maybe, u or ctrl+z undo, left/right back/forward.
 KEYS = {
@@ -144,8 +149,10 @@ class ScreeningSession:
         background: bool = True,
         seed: int = 0,
         consecutive_rule: int = stopping.DEFAULT_CONSECUTIVE,
+        vector_model: str = VECTOR_MODEL,
     ) -> None:
         self.store = store
+        self.vector_model = vector_model
         self.review: Review = store.review(review_id)
         self.model = model
         self.order = OrderMode(order)
@@ -186,13 +193,45 @@ class ScreeningSession:
                 self._index.setdefault(alias, i)
         self.decisions: dict[Key, Decision] = self.store.decisions(self.review.id)
         self._order_of_decisions: list[Key] = self.store.decision_order(self.review.id)
-        self.features = (
-            TextFeatures.build([r.text for r in self.records], self.review.question, self.model.ngram_max)
-            if self.records
-            else None
-        )
+        self.features = self._build_features()
         self._fallback = self._fallback_order()
         self._scores = None
+
+    def _build_features(self) -> TextFeatures | None:
+        """TF-IDF of the records, with the document vectors the review holds (see :meth:`add_vectors`)."""
+        if not self.records:
+            return None
+        vectors = self.store.vectors(self.review.id, self.vector_model) if self.model.vector_weight else {}
+        question_vector = vectors.pop(QUESTION_KEY, None)
+        rows = []
+        for rec in self.records:
+            v = vectors.get(rec.key)
+            for alias in rec.aliases if v is None else ():
+                v = vectors.get(alias)
+                if v is not None:
+                    break
+            rows.append(v)
+        return TextFeatures.build(
+            [r.text for r in self.records],
+            self.review.question,
+            self.model.ngram_max,
+            vectors=rows if any(v is not None for v in rows) else None,
+            question_vector=question_vector,
+            vector_weight=self.model.vector_weight,
+        )
+
+    def add_vectors(self, vectors: Mapping[Key, Any], question_vector: Any = None) -> int:
+        """Document vectors (of :attr:`vector_model`) for the review's records, and the question's: kept
+        in the store and joined to the order's features. Returns how many records have one now."""
+        wanted = dict(vectors)
+        if question_vector is not None:
+            wanted[QUESTION_KEY] = question_vector
+        self.store.set_vectors(self.review.id, self.vector_model, wanted)
+        with self._lock:
+            self.features = self._build_features()
+            self._scores = None
+        self._retrain()
+        return self.features.with_vectors if self.features is not None else 0
 
     def _fallback_order(self) -> list[int]:
         n = len(self.records)
@@ -420,10 +459,7 @@ class ScreeningSession:
     def set_model(self, model: ModelConfig) -> None:
         with self._lock:
             self.model = model
-            if self.records:
-                self.features = TextFeatures.build(
-                    [r.text for r in self.records], self.review.question, model.ngram_max
-                )
+            self.features = self._build_features()
             self._scores = None
         self._retrain()
 

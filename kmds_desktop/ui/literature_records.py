@@ -95,5 +95,6 @@ class LiteratureRecords:
             return None
         self.screening_window = open_screening(
             self, self.jobs, self.session.documents, question=self.session.question or run.plan.question,
-            origin=f"search {run.finished_at}", store_path=store_path)
+            origin=f"search {run.finished_at}", store_path=store_path,
+            database=self.database, encoder=self.session.encoder)  # vectors join the order's features
         return self.screening_window

@@ -486,14 +486,16 @@ class ScreeningWindow(QWidget):
 
 
 def open_screening(parent: QWidget | None, jobs: Any, documents: Sequence[Mapping[str, Any]], *,
-                   question: str, origin: str, store_path: str | Path | None = None) -> ScreeningWindow:
+                   question: str, origin: str, store_path: str | Path | None = None,
+                   database: Any = None, encoder: Any = None) -> ScreeningWindow:
     """Show a screening window at once and open the run's review on a worker (features for thousands of
-    records take seconds)."""
+    records take seconds). ``database`` and ``encoder``: the documents' stored vectors and the question's
+    join the order's features."""
     window = ScreeningWindow(jobs=jobs, parent=parent)
     window.show()
     job = jobs.submit(
         "screening.open", open_for_documents, list(documents), question=question, origin=origin,
-        store_path=store_path, pass_progress=False, label=f"Opening {len(documents):,} records for screening",
+        store_path=store_path, database=database, encoder=encoder, pass_progress=False, label=f"Opening {len(documents):,} records for screening",
         policy="queue", busy_cursor=False, on_result=window.set_session, on_error=window.show_error,
     )
     window.open_job = job

@@ -15,6 +15,11 @@ Tables (one review spans any number of searches and files):
 - ``decision_log``: each change with the value before it, which is what *undo* restores.
 - ``other_decision``: another reviewer's imported decisions (agreement, Cohen's kappa).
 - ``flow_number``: PRISMA numbers entered by hand (marked as entered in the flow).
+- ``record_vector``: a record's document vector (and the question's, under the key ``("", "question")``)
+  per embedding model, copied from the literature database when the review is opened, so the order can
+  use them without the database.
+- ``model_score``: an LLM's (or the embedding model's) 1–5 score with its reason, cached per (model,
+  question, document) across reviews; a score never decides anything.
 
 The folder is 0700 and the file 0600, as every file the app writes.
 """
@@ -95,6 +100,13 @@ _SCHEMA = (
         decision TEXT NOT NULL, reason TEXT NOT NULL DEFAULT '', note TEXT NOT NULL DEFAULT '',
         decided_at TEXT NOT NULL DEFAULT '',
         PRIMARY KEY (review_id, reviewer, source, external_id)) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS record_vector (
+        review_id TEXT NOT NULL, source TEXT NOT NULL, external_id TEXT NOT NULL, model TEXT NOT NULL,
+        vector BLOB NOT NULL, PRIMARY KEY (review_id, source, external_id, model)) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS model_score (
+        model TEXT NOT NULL, question TEXT NOT NULL, source TEXT NOT NULL, external_id TEXT NOT NULL,
+        score INTEGER, reason TEXT NOT NULL DEFAULT '', note TEXT NOT NULL DEFAULT '',
+        scored_at TEXT NOT NULL, PRIMARY KEY (model, question, source, external_id)) WITHOUT ROWID""",
     """CREATE TABLE IF NOT EXISTS flow_number (
         review_id TEXT NOT NULL, name TEXT NOT NULL, value INTEGER NOT NULL, note TEXT NOT NULL DEFAULT '',
         PRIMARY KEY (review_id, name)) WITHOUT ROWID""",
@@ -569,4 +581,56 @@ class DecisionStore(SqliteStore):
             for r in self._read("SELECT name, value, note FROM flow_number WHERE review_id = ?", (review_id,))
         }
 
+    # -- document vectors (the order's features) --------------------------------------------------------
+    def set_vectors(self, review_id: str, model: str, vectors: Mapping[Key, Any]) -> int:
+        """Keep the document vectors of ``model`` (float32, any length) for the review's records."""
+        import numpy as np
 
+        rows = [
+            (review_id, key[0], key[1], model, np.asarray(v, dtype="<f4").ravel().tobytes())
+            for key, v in vectors.items()
+            if v is not None
+        ]
+        with self._write() as conn:
+            conn.executemany(
+                "INSERT OR REPLACE INTO record_vector (review_id, source, external_id, model, vector) "
+                "VALUES (?, ?, ?, ?, ?)",
+                rows,
+            )
+        return len(rows)
+
+    def vectors(self, review_id: str, model: str) -> dict[Key, Any]:
+        import numpy as np
+
+        return {
+            (str(r[0]), str(r[1])): np.frombuffer(r[2], dtype="<f4")
+            for r in self._read(
+                "SELECT source, external_id, vector FROM record_vector WHERE review_id = ? AND model = ?",
+                (review_id, model),
+            )
+        }
+
+    # -- model scores (cached per model, question, document) -------------------------------------------
+    def set_model_score(
+        self, model: str, question: str, key: Key, score: int | None, reason: str = "", note: str = ""
+    ) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO model_score (model, question, source, external_id, score, reason, "
+                "note, scored_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (model, question, key[0], key[1], score, reason, note, utc_now()),
+            )
+
+    def model_scores(
+        self, question: str, model: str | None = None
+    ) -> dict[tuple[str, Key], tuple[int | None, str, str]]:
+        """(model, key) -> (score or None, reason, note) for ``question`` (one model, or all)."""
+        sql = "SELECT model, source, external_id, score, reason, note FROM model_score WHERE question = ?"
+        params: tuple[Any, ...] = (question,)
+        if model is not None:
+            sql += " AND model = ?"
+            params += (model,)
+        return {
+            (str(r[0]), (str(r[1]), str(r[2]))): (None if r[3] is None else int(r[3]), str(r[4]), str(r[5]))
+            for r in self._read(sql, params)
+        }
