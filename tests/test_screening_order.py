@@ -145,7 +145,8 @@ def test_document_vectors_find_relevant_records_that_share_no_word() -> None:
             texts[i] = " ".join(w for w in texts[i].split() if w not in RELEVANT_WORDS)
     priors = pick_priors(truth, 1)
     with_vectors = TextFeatures.build(texts, vectors=vectors)
-    assert with_vectors.with_vectors == 200 and with_vectors.matrix.shape[1] == with_vectors.terms.shape[0] + 32
+    assert with_vectors.with_vectors == 200
+    assert with_vectors.matrix.shape[1] == with_vectors.terms.shape[0] + 32
     text_only = TextFeatures.build(texts)
     wss_vec = simulate(truth, scorer=model_scorer(with_vectors), priors=priors).wss()
     wss_text = simulate(truth, scorer=model_scorer(text_only), priors=priors).wss()

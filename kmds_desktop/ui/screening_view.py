@@ -495,7 +495,8 @@ def open_screening(parent: QWidget | None, jobs: Any, documents: Sequence[Mappin
     window.show()
     job = jobs.submit(
         "screening.open", open_for_documents, list(documents), question=question, origin=origin,
-        store_path=store_path, database=database, encoder=encoder, pass_progress=False, label=f"Opening {len(documents):,} records for screening",
+        store_path=store_path, database=database, encoder=encoder, pass_progress=False,
+        label=f"Opening {len(documents):,} records for screening",
         policy="queue", busy_cursor=False, on_result=window.set_session, on_error=window.show_error,
     )
     window.open_job = job
