@@ -41,6 +41,7 @@ from kmds_desktop.literature.screening.decisions import (
     Review,
     ScreeningError,
 )
+from kmds_desktop.literature.screening.model_scores import ModelScore, mean_score
 from kmds_desktop.literature.screening.ordering import (
     DEFAULT_MODEL,
     ModelConfig,
@@ -194,8 +195,37 @@ class ScreeningSession:
         self.decisions: dict[Key, Decision] = self.store.decisions(self.review.id)
         self._order_of_decisions: list[Key] = self.store.decision_order(self.review.id)
         self.features = self._build_features()
+        self._model_scores = self._read_model_scores()
         self._fallback = self._fallback_order()
         self._scores = None
+
+    def _read_model_scores(self) -> dict[Key, list[ModelScore]]:
+        out: dict[Key, list[ModelScore]] = {}
+        if not self.review.question.strip():
+            return out
+        cached = self.store.model_scores(self.review.question)
+        for (model, key), (score, reason, note) in sorted(cached.items()):
+            out.setdefault(key, []).append(ModelScore(model, score, reason, note))
+        return out
+
+    def model_scores(self, key: Key | None = None) -> list[ModelScore]:
+        """The 1–5 scores (with reason, or the note of a failed reply) of a record (default: on screen)."""
+        if key is None:
+            rec = self.current
+            if rec is None:
+                return []
+            key = rec.key
+        return list(self._model_scores.get(tuple(key), []))  # type: ignore[arg-type]
+
+    def model_scores_changed(self) -> None:
+        """Re-read the cached model scores (a scoring run committed some); the score order follows."""
+        with self._lock:
+            self._model_scores = self._read_model_scores()
+            if self.order is OrderMode.SCORE:
+                self._fallback = self._fallback_order()
+        self._emit("model_scores")
+        if self.order is OrderMode.SCORE and self._browse is None:
+            self._advance()
 
     def _build_features(self) -> TextFeatures | None:
         """TF-IDF of the records, with the document vectors the review holds (see :meth:`add_vectors`)."""
@@ -235,6 +265,12 @@ class ScreeningSession:
 
     def _fallback_order(self) -> list[int]:
         n = len(self.records)
+        if self.order is OrderMode.SCORE:
+            means = [mean_score(self._model_scores.get(r.key, [])) for r in self.records]
+            return sorted(
+                range(n),
+                key=lambda i: (means[i] is None, -(means[i] or 0), self.records[i].rank or 10**9, i),
+            )
         if self.order is OrderMode.RANDOM:
             order = list(range(n))
             random.Random(self.seed).shuffle(order)
@@ -432,6 +468,8 @@ class ScreeningSession:
                 how = (
                     "random order"
                     if self.order is OrderMode.RANDOM
+                    else "model score (1–5)"
+                    if self.order is OrderMode.SCORE and self._model_scores.get(self.records[i].key)
                     else ("search rank" if self.records[i].rank is not None else "similarity to the question")
                 )
                 return i, how

@@ -41,11 +41,13 @@ from sklearn.svm import LinearSVC
 
 
 class OrderMode(StrEnum):
-    """How the queue is ordered: the model's scores (the default), the search's rank, or random."""
+    """How the queue is ordered: the model's scores (the default), the search's rank, random, or the
+    LLMs' (or the embedding model's) 1–5 scores, best first (unscored records after, in rank order)."""
 
     ACTIVE = "active"
     RANK = "rank"
     RANDOM = "random"
+    SCORE = "score"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,182 @@
+"""Model scores of a screening review: each configured LLM rates the undecided records 1–5 with a reason.
+
+Why its own module: scoring is slow (seconds a record and model) and optional, so it runs on a worker
+with progress and Cancel, and everything it learns is cached in the screening store per (model,
+question, document): a second run, or a run after Cancel or a crash, asks only what is not cached yet
+(resumable), and another review of the same question reuses the scores. A reply that holds no score
+(hostile, runaway, prose) is kept as a note for that record and asked again on the next run. A score
+never decides anything: it is a column, and the queue can be ordered by it
+(:attr:`~kmds_desktop.literature.screening.ordering.OrderMode.SCORE`).
+
+Without an LLM, :func:`score_by_similarity` scores by the embedding model's similarity between record
+and question, labelled :data:`EMBEDDING_SCORER`, so nobody takes it for a reader's judgement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kmds_desktop.app.screening import QUESTION_KEY, ScreeningSession
+from kmds_desktop.literature.screening.decisions import Key, ScreeningError
+from kmds_desktop.literature.screening.model_scores import (
+    EMBEDDING_SCORER,
+    SCORE_SCHEMA,
+    ModelScore,
+    ScoreReplyError,
+    parse_score,
+    score_prompt,
+    similarity_reason,
+    similarity_score,
+)
+from kmds_desktop.llm.errors import LLMError
+from kmds_desktop.llm.structured import structured_chat
+from kmds_desktop.tasks import Cancelled, CancelToken
+
+Progress = Callable[[int, int, str], None]
+#: Most tokens a score reply may take (a number and a sentence).
+SCORE_MAX_TOKENS = 160
+
+
+@dataclass
+class ScoringSummary:
+    """What one scoring run did."""
+
+    models: list[str]
+    asked: int = 0
+    scored: int = 0
+    cached: int = 0
+    cancelled: bool = False
+    notes: dict[tuple[str, Key], str] = field(default_factory=dict)
+
+    def line(self) -> str:
+        parts = [f"{self.scored:,} scored", f"{self.cached:,} already scored (cached)"]
+        if self.notes:
+            parts.append(f"{len(self.notes):,} without a score (see the note per record)")
+        head = "Scoring cancelled" if self.cancelled else "Scoring finished"
+        return f"{head} ({', '.join(self.models)}): " + ", ".join(parts)
+
+
+def llm_models(models: Sequence[str]) -> list[str]:
+    """The LLMs among the configured query-generation models (``builtin:*`` are not LLMs)."""
+    return [m for m in models if not m.lower().startswith("builtin:")]
+
+
+def scoring_backend(settings: Any = None) -> tuple[Any, list[str]]:
+    """``(backend, LLM model names)`` of the app's settings (query generation's models and servers);
+    no LLM configured: ``(None, [])``."""
+    from kmds_desktop.config import load_settings
+    from kmds_desktop.llm.factory import ModelDispatch
+
+    settings = settings or load_settings()
+    qg = settings.query_generation
+    models = llm_models(qg.models)
+    if not models:
+        return None, []
+    return ModelDispatch(qg.ollama_host, qg.openai_base_url, timeout=qg.timeout_s), models
+
+
+def _undecided(session: ScreeningSession) -> list[int]:
+    with session._lock:  # noqa: SLF001 - the session's own lock guards its records and decisions
+        return [i for i, r in enumerate(session.records) if r.key not in session.decisions]
+
+
+def score_undecided(
+    session: ScreeningSession,
+    backend: Any,
+    models: Sequence[str],
+    *,
+    progress: Progress | None = None,
+    cancel: CancelToken | None = None,
+    limit: int | None = None,
+) -> ScoringSummary:
+    """Ask each model in turn (serial: local models share one machine) to score each undecided record
+    not scored before; each answer is committed at once. ``limit``: at most that many records per model."""
+    question = session.review.question
+    if not question.strip():
+        raise ScreeningError("this review has no question to score records against")
+    summary = ScoringSummary(models=list(models))
+    todo = _undecided(session)[: limit if limit is not None else None]
+    total = len(todo) * len(models)
+    done = 0
+    options = {"num_predict": SCORE_MAX_TOKENS}
+    for model in models:
+        cached = session.store.model_scores(question, model)
+        for i in todo:
+            rec = session.records[i]
+            if cancel is not None and cancel.cancelled:
+                summary.cancelled = True
+                break
+            done += 1
+            hit = cached.get((model, rec.key))
+            if hit is not None and hit[0] is not None:
+                summary.cached += 1
+                continue
+            if progress is not None:
+                progress(done, total, f"{model}: {rec.title[:80]}")
+            summary.asked += 1
+            score: int | None = None
+            reason = note = ""
+            try:
+                reply, _path = structured_chat(
+                    backend, score_prompt(question, rec.title, rec.abstract), SCORE_SCHEMA,
+                    cancel=cancel, model=model, temperature=0.0, options=options,
+                )
+                score, reason = parse_score(reply)
+            except Cancelled:
+                summary.cancelled = True
+                break
+            except (ScoreReplyError, LLMError) as err:
+                note = str(err).splitlines()[0][:300] if str(err) else type(err).__name__
+            session.store.set_model_score(model, question, rec.key, score, reason, note)
+            if score is None:
+                summary.notes[(model, rec.key)] = note
+            else:
+                summary.scored += 1
+        if summary.cancelled:
+            break
+    session.model_scores_changed()
+    return summary
+
+
+def score_by_similarity(
+    session: ScreeningSession, encoder: Callable[[Sequence[str]], Any] | None = None
+) -> ScoringSummary:
+    """Score every record by the embedding model's cosine similarity to the question (no LLM): the
+    vectors the review holds, and where one is missing ``encoder``'s (the window's embedding function)."""
+    question = session.review.question
+    if not question.strip():
+        raise ScreeningError("this review has no question to score records against")
+    name = f"{EMBEDDING_SCORER} ({session.vector_model})"
+    vectors = session.store.vectors(session.review.id, session.vector_model)
+    qv = vectors.pop(QUESTION_KEY, None)
+    if qv is None and encoder is not None:
+        qv = np.asarray(encoder([question])[0], dtype=np.float32)
+    missing = [r for r in session.records if r.key not in vectors]
+    if missing and encoder is not None:
+        for rec, v in zip(missing, encoder([r.text for r in missing]), strict=True):
+            vectors[rec.key] = np.asarray(v, dtype=np.float32)
+    if qv is None or not vectors:
+        raise ScreeningError(
+            "no embedding vectors for this review's records or question: open it from a search on an "
+            "embedded database, or start the embedding model"
+        )
+    summary = ScoringSummary(models=[name])
+    qn = float(np.linalg.norm(qv)) or 1.0
+    for rec in session.records:
+        v = vectors.get(rec.key)
+        if v is None:
+            continue
+        sim = float(np.dot(v, qv) / ((float(np.linalg.norm(v)) or 1.0) * qn))
+        session.store.set_model_score(
+            name, question, rec.key, similarity_score(sim), similarity_reason(sim, session.vector_model)
+        )
+        summary.scored += 1
+    session.model_scores_changed()
+    return summary
+
+
+__all__ = ["ModelScore", "ScoringSummary", "score_by_similarity", "score_undecided", "scoring_backend"]

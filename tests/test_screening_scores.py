@@ -1,0 +1,149 @@
+"""Model scores: each LLM scores the undecided records 1–5 with a reason, through the real Ollama client
+against a scripted server on 127.0.0.1; hostile replies end as a note per record; scores are cached
+per (model, question, document), so a second run asks nothing again (and Cancel + run resumes); without
+an LLM the embedding similarity scores, labelled as such; the queue can be ordered by the scores; a
+score never decides."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from support.fake_ollama import ModelScript
+
+from kmds_desktop.app.screening import ScreeningSession
+from kmds_desktop.app.screening_scores import score_by_similarity, score_undecided
+from kmds_desktop.literature.screening.decisions import DecisionStore, ScreeningError
+from kmds_desktop.literature.screening.model_scores import EMBEDDING_SCORER, parse_score
+from kmds_desktop.literature.screening.ordering import OrderMode
+from kmds_desktop.literature.screening.records import ScreeningRecord
+from kmds_desktop.llm.ollama_backend import OllamaBackend
+from kmds_desktop.tasks import CancelToken
+
+MB = 1024 * 1024
+QUESTION = "Does sputum viscosity change with inhaled mucolytics in cystic fibrosis?"
+REPLIES = [
+    '{"score": 5, "reason": "A trial of inhaled DNase measuring sputum viscosity. It is on topic."}',
+    '{"score": ' * 4000 + "3" + "}" * 4000,  # nested past the JSON decoder's depth
+    "{" * (10 * MB),  # 10 MB: the backend stops reading at its limit
+    '{"score": "very", "reason": "Relevant, I think."}',  # no number
+    "Score: 2. Reason: about sweat chloride, not sputum.",  # prose, still a score
+]
+
+
+def records(n: int = 5) -> list[ScreeningRecord]:
+    topics = ["inhaled dnase sputum viscosity", "pseudomonas", "sweat chloride", "growth", "sweat test"]
+    return [
+        ScreeningRecord(source="cf", external_id=str(i), title=f"Record {i}: {topics[i % 5]}",
+                        abstract=f"We studied {topics[i % 5]} in {10 + i} patients.", rank=i + 1)
+        for i in range(n)
+    ]
+
+
+@pytest.fixture()
+def session(tmp_path: Path):
+    store = DecisionStore(tmp_path / "screening.sqlite3")
+    s = ScreeningSession.open(store, "r", question=QUESTION, background=False)
+    s.add_records(records(), origin="#1")
+    yield s
+    s.close()
+    store.close()
+
+
+def test_hostile_replies_end_as_a_note_per_record_and_the_rest_are_scored(session, fake_ollama) -> None:
+    fake_ollama.models["judge"] = ModelScript(replies=list(REPLIES), chunk_size=64 * 1024)
+    backend = OllamaBackend(fake_ollama.url, "judge", timeout=60)
+    seen: list[tuple[int, int]] = []
+    summary = score_undecided(session, backend, ["judge"], progress=lambda d, t, _m: seen.append((d, t)))
+    assert seen == [(1, 5), (2, 5), (3, 5), (4, 5), (5, 5)]  # serial, one record at a time
+    assert summary.scored == 2 and len(summary.notes) == 3 and not summary.cancelled
+    by_id = {k[1]: session.model_scores(k) for k in (r.key for r in session.records)}
+    assert by_id["0"][0].score == 5 and by_id["0"][0].reason.startswith("A trial of inhaled DNase")
+    assert by_id["4"][0].score == 2 and "sweat chloride" in by_id["4"][0].reason
+    assert by_id["1"][0].score is None and "nested too deeply" in by_id["1"][0].note
+    assert by_id["2"][0].score is None and "characters" in by_id["2"][0].note  # the reading limit
+    assert by_id["3"][0].score is None and "no score 1–5" in by_id["3"][0].note
+    assert all(not s.text().endswith("— ") for v in by_id.values() for s in v)
+    assert session.decisions == {}  # a score never decides
+    body = fake_ollama.completion_requests()[0].body
+    assert body.get("format", {}).get("required") == ["score", "reason"]  # the schema was asked for
+
+
+def test_scores_are_cached_and_a_cancelled_run_resumes(session, fake_ollama, tmp_path: Path) -> None:
+    fake_ollama.models["judge"] = ModelScript(replies=['{"score": 4, "reason": "On topic."}'])
+    backend = OllamaBackend(fake_ollama.url, "judge", timeout=60)
+    cancel = CancelToken()
+
+    def progress(done: int, _total: int, _msg: str) -> None:
+        if done == 3:
+            cancel.cancel()
+
+    first = score_undecided(session, backend, ["judge"], progress=progress, cancel=cancel)
+    assert first.cancelled and first.scored < 5
+    asked_before = len(fake_ollama.completion_requests())
+    second = score_undecided(session, backend, ["judge"])
+    assert not second.cancelled and second.cached == first.scored
+    assert second.scored == 5 - first.scored
+    assert len(fake_ollama.completion_requests()) == asked_before + second.scored
+    third = score_undecided(session, backend, ["judge"])
+    assert third.scored == 0 and third.cached == 5  # nothing asked again
+    assert len(fake_ollama.completion_requests()) == asked_before + second.scored
+    # Another review of the same question, in the same store, reuses the cache.
+    other = ScreeningSession.open(session.store, "r2", question=QUESTION, background=False)
+    other.add_records(records(), origin="#1")
+    assert all(other.model_scores(r.key)[0].score == 4 for r in other.records)
+    other.close()
+
+
+def test_the_queue_can_be_ordered_by_the_scores(session, fake_ollama) -> None:
+    scores = {"0": 1, "1": 2, "2": 5, "3": 3, "4": 4}
+
+    def reply(prompt: str, _body: dict) -> str:
+        rid = prompt.split("Title: Record ", 1)[1].split(":", 1)[0]
+        return f'{{"score": {scores[rid]}, "reason": "Because."}}'
+
+    fake_ollama.models["judge"] = ModelScript(replies=[reply])
+    score_undecided(session, OllamaBackend(fake_ollama.url, "judge", timeout=60), ["judge"])
+    session.set_order(OrderMode.SCORE)
+    assert session.current.external_id == "2" and session.view().ordered_by == "model score (1–5)"
+    session.exclude("wrong population")
+    assert session.current.external_id == "4"
+    session.set_order(OrderMode.RANK)
+    assert session.current.external_id == "0"
+
+
+def test_without_an_llm_the_embedding_similarity_scores_labelled(session) -> None:
+    with pytest.raises(ScreeningError, match="no embedding vectors"):
+        score_by_similarity(session)
+    q = np.zeros(4, dtype=np.float32)
+    q[0] = 1
+    vectors = {r.key: np.array([1.0 - 0.2 * i, 0.2 * i, 0, 0], dtype=np.float32) for i, r in
+               enumerate(session.records)}
+    session.add_vectors(vectors, question_vector=q)
+    summary = score_by_similarity(session)
+    assert summary.scored == 5
+    first = session.model_scores(session.records[0].key)[0]
+    last = session.model_scores(session.records[4].key)[0]
+    assert first.model.startswith(EMBEDDING_SCORER) and "no LLM read it" in first.reason
+    assert first.score == 5 and last.score < first.score
+
+
+def test_score_parsing_is_bounded_in_time() -> None:
+    import time
+
+    started = time.perf_counter()
+    for reply in ['{"score": ' * 20000, "score " * 12000, "{" * 60000, '"' * 60000]:
+        with pytest.raises(ValueError):
+            parse_score(reply)
+    assert time.perf_counter() - started < 1.0
+
+
+def test_a_hung_model_is_cancelled_promptly(session, fake_ollama) -> None:
+    fake_ollama.models["hang"] = ModelScript(hang=True)
+    cancel = CancelToken()
+    threading.Timer(0.5, cancel.cancel).start()
+    summary = score_undecided(session, OllamaBackend(fake_ollama.url, "hang", timeout=60), ["hang"],
+                              cancel=cancel)
+    assert summary.cancelled and summary.scored == 0
