@@ -201,3 +201,18 @@ def test_the_stage_line_names_the_models_work_while_it_routes_and_streams(
     writing = [s for s in stages if s.startswith(f"ollama · {MODEL} is writing the answer")]
     assert writing and any("words so far" in s for s in writing), stages
     assert stages.index(writing[0]) > stages.index(f"ollama · {MODEL} is choosing how to search")
+
+
+def test_re_running_an_unchanged_route_runs_that_route_and_an_edit_keeps_its_workflow():
+    from kmds_desktop.ask.models import OrchestratorRoute
+
+    ran = OrchestratorRoute.model_validate({
+        "intent_class": "exploratory_search", "listing": True,
+        "explanation": "The question names data quality.",
+        "filters": {"obs_type_filter": "Data Quality Observation", "workflow": "Penguin"}})
+    same = edited_route("exploratory_search", obs_type="Data Quality Observation", previous=ran)
+    assert same is ran  # same records, and the Why is not "Route edited by the user."
+    changed = edited_route("exploratory_search", obs_type="Data Quality Observation", keyword="null",
+                           previous=ran)
+    assert changed is not ran and changed.explanation == "Route edited by the user."
+    assert changed.filters.workflow == "Penguin" and changed.filters.keyword == "null"

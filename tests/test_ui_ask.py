@@ -97,6 +97,31 @@ def test_edit_route_and_rerun(qtbot, make_window, kb_path):
     assert editor.error.isVisible() and "empty" in editor.error.text()
 
 
+def test_rerun_without_an_edit_gives_the_same_records_and_says_why_as_before(
+        qtbot, make_window, kb_path, fake_ollama):
+    """The LLM's route (with a workflow filter the editor has no field for) re-run unchanged runs the
+    same route: the same records, its own explanation, not "Route edited by the user"."""
+    route = {"intent_class": "exploratory_search",
+             "filters": {"obs_type_filter": "Data Quality Observation", "workflow": "ITSM"},
+             "explanation": "The question asks about data quality."}
+    fake_ollama.models["fake-llm"] = ModelScript(replies=[json.dumps(route), "Problems [1]."])
+    settings = Settings()
+    settings.llm.backend = "ollama"
+    settings.llm.ollama_host = fake_ollama.url
+    settings.llm.ollama_model = "fake-llm"
+    window = _window(qtbot, make_window, kb_path, settings)
+    first = _ask(qtbot, window, "What problems were found in the data?")
+    editor = window.ask.route_editor
+    assert editor.template.currentData() == first.route.intent_class
+    with qtbot.waitSignal(window.ask.answer_finished, timeout=ANSWER_TIMEOUT) as sig:
+        qtbot.mouseClick(editor.rerun_button, Qt.MouseButton.LeftButton)
+    again = sig.args[0]
+    assert [r["iri"] for r in again.results] == [r["iri"] for r in first.results]
+    assert again.route.filters.workflow == first.route.filters.workflow
+    assert "Route edited by the user" not in editor.summary.text()
+    assert "asks about data quality" in editor.summary.text()
+
+
 def test_fake_ollama_streams_the_answer_and_shows_the_backend(qtbot, make_window, kb_path, fake_ollama):
     route = {"intent_class": "exploratory_search", "filters": {"obs_type_filter": "Data Quality Observation"},
              "explanation": "The question asks about data quality."}

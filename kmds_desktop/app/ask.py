@@ -216,8 +216,11 @@ def edited_route(
     keyword: str | None = None,
     finding_min: int | None = None,
     finding_max: int | None = None,
+    previous: Any = None,
 ) -> Any:
-    """The route a user edited (template, filters), validated by the orchestrator's route model.
+    """The route a user edited (template, filters), validated by the orchestrator's route model;
+    ``previous`` itself (its explanation and listing kept) when nothing was changed, so "Re-run on
+    this route" without an edit runs the same route and gives the same records.
 
     Why here: the model accepts a range whose first finding is after its last, and the template
     then finds nothing with no word of why; the check comes first so the user reads the cause.
@@ -230,7 +233,7 @@ def edited_route(
         raise ValueError(
             f"the finding range {finding_min} to {finding_max} is empty: the first number must not be larger"
         )
-    return OrchestratorRoute.model_validate(
+    edited = OrchestratorRoute.model_validate(
         {
             "intent_class": intent_class,
             "filters": {
@@ -238,10 +241,16 @@ def edited_route(
                 "keyword": (keyword or "").strip() or None,
                 "finding_seq_min": finding_min,
                 "finding_seq_max": finding_max,
+                # the editor has no workflow field: the previous route's workflow stays
+                "workflow": previous.filters.workflow if previous is not None else None,
             },
             "explanation": "Route edited by the user.",
         }
     )
+    if previous is not None and previous.intent_class == edited.intent_class and (
+            previous.filters.model_dump() == edited.filters.model_dump()):
+        return previous
+    return edited
 
 
 def displayed_answer(result: Any) -> str:
@@ -310,6 +319,15 @@ def settings_for_ask(
     return settings.model_copy(update={"llm": llm, "index": index})
 
 
+#: While an answer streams, the stage line counts its words every this many words.
+STREAM_REPORT_WORDS = 10
+
+
+def result_is_llm(orchestrator: Any) -> bool:
+    """Whether the answer being written comes from the LLM (not the extractive quotes)."""
+    return orchestrator.writing_stage() != "quoting the records"
+
+
 def answer_question(
     kb: Any,
     settings: Any,
@@ -343,10 +361,15 @@ def answer_question(
     if chunk is not None:
         chunk((RETRIEVED, stream.result))
     if progress:
-        progress(3, 4, "writing the answer")
+        progress(3, 4, orchestrator.writing_stage())
+    written = 0
     for piece in stream:
         if chunk is not None:
             chunk(piece)
+        if progress and isinstance(piece, str) and result_is_llm(orchestrator):
+            before, written = written, written + len(piece.split())
+            if written // STREAM_REPORT_WORDS > before // STREAM_REPORT_WORDS:
+                progress(3, 4, f"{orchestrator.writing_stage()}: {plural(written, 'word')} so far")
     result = stream.result
     if chunk is not None and render is not None:
         shown = displayed_answer(result)

@@ -84,6 +84,8 @@ class RouteEditor(QGroupBox):
         self.keyword.setPlaceholderText("any word")
         self.seq_min = self._seq_box()
         self.seq_max = self._seq_box()
+        #: The route the editor was filled from (Re-run without an edit runs exactly it).
+        self._shown_route: Any = None
         seq_row = QHBoxLayout()
         seq_row.addWidget(self.seq_min)
         seq_row.addWidget(QLabel("to"))
@@ -122,6 +124,7 @@ class RouteEditor(QGroupBox):
         self.seq_max.setValue(-1)
         self.error.setVisible(False)
         self.rerun_button.setEnabled(False)
+        self._shown_route = None
 
     @staticmethod
     def _seq_box() -> QSpinBox:
@@ -159,14 +162,14 @@ class RouteEditor(QGroupBox):
         self.summary.setText("<br/>".join(lines))
         # The whole route in words, also where the splitter leaves the box too little height.
         self.summary.setToolTip("\n".join(_plain(line) for line in lines))
-        shown = (
-            result.proposed_route if result.fallback_reason and result.proposed_route is not None else route
-        )
-        if shown is not None:
-            self.set_route(shown)
+        # The editor holds the route that ran, as the summary above it says (after a fallback, the
+        # router's choice is named in the fallback line); Re-run without an edit runs it again.
+        if route is not None:
+            self.set_route(route)
         self.rerun_button.setEnabled(True)
 
     def set_route(self, route: Any) -> None:
+        self._shown_route = route
         idx = self.template.findData(route.intent_class)
         self.template.setCurrentIndex(max(0, idx))
         f = route.filters
@@ -185,6 +188,7 @@ class RouteEditor(QGroupBox):
             keyword=self.keyword.text(),
             finding_min=None if low < 0 else low,
             finding_max=None if high < 0 else high,
+            previous=self._shown_route,
         )
 
     def _rerun(self) -> None:
