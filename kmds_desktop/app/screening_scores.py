@@ -27,6 +27,7 @@ from kmds_desktop.literature.screening.model_scores import (
     SCORE_SCHEMA,
     ModelScore,
     ScoreReplyError,
+    mean_score,
     parse_score,
     score_prompt,
     similarity_reason,
@@ -179,4 +180,6 @@ def score_by_similarity(
     return summary
 
 
-__all__ = ["ModelScore", "ScoringSummary", "score_by_similarity", "score_undecided", "scoring_backend"]
+__all__ = [
+    "ModelScore", "ScoringSummary", "mean_score", "score_by_similarity", "score_undecided", "scoring_backend",
+]

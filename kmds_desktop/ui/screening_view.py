@@ -11,6 +11,7 @@ never waits for a training.
 from __future__ import annotations
 
 import contextlib
+import html
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -40,19 +41,8 @@ from PySide6.QtWidgets import (
 from kmds_desktop.app.screening import KEYS, ScreeningSession
 from kmds_desktop.app.screening_start import close_session, open_for_documents
 from kmds_desktop.ui.screening_pages import FlowPage, StoppingPage
-from kmds_desktop.ui.screening_widgets import record_html, split_keywords
-
-#: The keys the window forwards to :meth:`ScreeningSession.press` (Qt's spelling -> the session's).
-SHORTCUTS = {
-    **{k.upper(): k for k in KEYS if len(k) == 1},
-    **{str(n): str(n) for n in range(1, 10)},
-    "Ctrl+Z": "ctrl+z",
-    "Left": "left",
-    "Right": "right",
-}
-ORDERS = (("Active learning", "active"), ("Search rank", "rank"), ("Random", "random"))
-MARKS = {"include": "✓", "exclude": "✗", "maybe": "?"}
-EXPORTS = (("RIS", "ris", ".ris"), ("BibTeX", "bibtex", ".bib"), ("CSV", "csv", ".csv"))
+from kmds_desktop.ui.screening_review import AgreementPage, ScoresPage
+from kmds_desktop.ui.screening_widgets import EXPORTS, MARKS, ORDERS, SHORTCUTS, record_html, split_keywords
 
 
 class _Events(QObject):
@@ -65,9 +55,11 @@ class ScreeningWindow(QWidget):
     """A window over one screening session (see the module docstring)."""
 
     def __init__(self, session: ScreeningSession | None = None, *, jobs: Any = None,
-                 parent: QWidget | None = None) -> None:
+                 parent: QWidget | None = None, score_backend: Any = None, encoder: Any = None) -> None:
         super().__init__(parent, Qt.WindowType.Window)
         self.jobs = jobs
+        self.scores = ScoresPage(jobs=jobs, settings_fn=score_backend, encoder=encoder)
+        self.agreement = AgreementPage()
         self.session: ScreeningSession | None = None
         self._unsubscribe: Callable[[], None] | None = None
         self._closed = False
@@ -113,6 +105,8 @@ class ScreeningWindow(QWidget):
         self.flow = FlowPage()
         self.tabs.addTab(self.stopping, "Stopping")
         self.tabs.addTab(self.flow, "PRISMA flow")
+        self.tabs.addTab(self.scores, "Scores")
+        self.tabs.addTab(self.agreement, "Two screeners")
         self.tabs.currentChanged.connect(lambda _i: self._refresh_pages())
         self.progress_label = QLabel()
         self.progress_label.setStyleSheet("font-size: 14px; padding: 4px")
@@ -138,6 +132,7 @@ class ScreeningWindow(QWidget):
         self.record_view = QTextBrowser()
         self.record_view.setOpenExternalLinks(True)
         self.ordered_label = QLabel()
+        self.ordered_label.setWordWrap(True)
         self.why_button = QPushButton("Why ranked high?")
         self.why_button.setCheckable(True)
         self.why_button.toggled.connect(lambda _on: self._render_scores())
@@ -234,7 +229,7 @@ class ScreeningWindow(QWidget):
         self.setWindowTitle(f"Screening — {session.review.name}")
         self.order_combo.setCurrentIndex(max(0, self.order_combo.findData(str(session.order.value))))
         self.stopping.set_session(session)
-        self.flow.session = session
+        self.flow.session = self.scores.session = self.agreement.session = session
         words = session.review.settings.get("keywords", {})
         self.include_words.setText(", ".join(words.get("include", [])))
         self.exclude_words.setText(", ".join(words.get("exclude", [])))
@@ -257,6 +252,10 @@ class ScreeningWindow(QWidget):
             return
         if event == "scores":
             self._render_scores()
+        elif event == "model_scores":
+            self._render_scores()
+            if self.tabs.currentWidget() is self.scores:
+                self.scores.render()
         elif event == "record":
             self._render_record(new=True)
         else:
@@ -328,17 +327,14 @@ class ScreeningWindow(QWidget):
         self.session.set_reasons(reasons)
         self._render_record()
 
-    def _ask_path(self, title: str, suggested: str, filters: str) -> str | None:
-        path, _ = QFileDialog.getSaveFileName(self, title, suggested, filters)
-        return path or None
-
     def export_included(self, fmt: str, path: str | Path | None = None) -> Path | None:
         """Write the included records with their decisions (the session's exports)."""
         if self.session is None:
             return None
         suffix = next(s for _t, f, s in EXPORTS if f == fmt)
-        path = path or self._ask_path("Export included records", f"included{suffix}", f"{fmt} (*{suffix})")
-        if path is None:
+        path = path or QFileDialog.getSaveFileName(self, "Export included records", f"included{suffix}",
+                                                    f"{fmt} (*{suffix})")[0]
+        if not path:
             return None
         written = self.session.export(path, fmt, "included")
         self.progress_label.setText(f"Included records written to {written}")
@@ -354,10 +350,9 @@ class ScreeningWindow(QWidget):
         if self.session is None:
             return
         self.progress_label.setText(self.session.progress().line())
-        if self.tabs.currentWidget() is self.stopping:
-            self.stopping.render()
-        elif self.tabs.currentWidget() is self.flow:
-            self.flow.render()
+        page = self.tabs.currentWidget()
+        if page in (self.stopping, self.flow, self.scores, self.agreement):
+            page.render()
 
     def _render_record(self, new: bool = False) -> None:
         session = self.session
@@ -407,12 +402,13 @@ class ScreeningWindow(QWidget):
             self.why_label.setText("")
             return
         how = view.ordered_by or "order"
+        rated = "".join(f"<br>{html.escape(s.text())}" for s in session.model_scores(view.record.key))
         if view.score is None:
-            self.ordered_label.setText(f"Chosen by {how}")
+            self.ordered_label.setText(f"Chosen by {how}{rated}")
         elif how == "model score":
-            self.ordered_label.setText(f"Chosen by model score ({view.score:.2f})")
+            self.ordered_label.setText(f"Chosen by model score ({view.score:.2f}){rated}")
         else:
-            self.ordered_label.setText(f"Chosen by {how} · model score {view.score:.2f}")
+            self.ordered_label.setText(f"Chosen by {how} · model score {view.score:.2f}{rated}")
         if not self.why_button.isChecked():
             self.why_label.setText("")
         elif view.why:
@@ -491,7 +487,7 @@ def open_screening(parent: QWidget | None, jobs: Any, documents: Sequence[Mappin
     """Show a screening window at once and open the run's review on a worker (features for thousands of
     records take seconds). ``database`` and ``encoder``: the documents' stored vectors and the question's
     join the order's features."""
-    window = ScreeningWindow(jobs=jobs, parent=parent)
+    window = ScreeningWindow(jobs=jobs, parent=parent, encoder=encoder)
     window.show()
     job = jobs.submit(
         "screening.open", open_for_documents, list(documents), question=question, origin=origin,

@@ -18,6 +18,21 @@ from PySide6.QtSvg import QSvgRenderer
 from PySide6.QtSvgWidgets import QSvgWidget
 from PySide6.QtWidgets import QSizePolicy
 
+from kmds_desktop.app.screening import KEYS
+
+#: The keys the window forwards to :meth:`ScreeningSession.press` (Qt's spelling -> the session's).
+SHORTCUTS = {
+    **{k.upper(): k for k in KEYS if len(k) == 1},
+    **{str(n): str(n) for n in range(1, 10)},
+    "Ctrl+Z": "ctrl+z",
+    "Left": "left",
+    "Right": "right",
+}
+ORDERS = (("Active learning", "active"), ("Search rank", "rank"), ("Random", "random"),
+          ("Model score (1–5)", "score"))
+MARKS = {"include": "✓", "exclude": "✗", "maybe": "?"}
+EXPORTS = (("RIS", "ris", ".ris"), ("BibTeX", "bibtex", ".bib"), ("CSV", "csv", ".csv"))
+
 #: Highlight colours: a row's search terms, the user's include keywords, the user's exclude keywords.
 ROW_COLOUR = "#dbe9ff"
 INCLUDE_COLOUR = "#c8f0c8"

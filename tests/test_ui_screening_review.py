@@ -1,0 +1,114 @@
+"""The screening window's Scores and Two screeners pages, clicked: an LLM scoring run against a scripted
+Ollama server on 127.0.0.1 (hostile replies among them) ends with a note per record and a score column;
+another reviewer's file with unknown ids and a broken line is imported with both reported and the rest
+kept, the disagreements listed and Cohen's kappa shown."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+from support.fake_ollama import ModelScript
+
+from kmds_desktop.app.screening_start import open_for_documents
+from kmds_desktop.llm.ollama_backend import OllamaBackend
+
+MB = 1024 * 1024
+QUESTION = "cystic fibrosis lung function in adults"
+
+
+def documents(n: int = 5) -> list[dict]:
+    return [
+        {"id": 100 + i, "source_name": "pubmed", "external_id": str(31000000 + i),
+         "title": f"Lung function record {i}", "abstract": f"Adults with cystic fibrosis, study {i}.",
+         "authors": ["Smith J"], "year": 2020, "publication": "Thorax", "rank": i + 1}
+        for i in range(n)
+    ]
+
+
+@pytest.fixture()
+def window(qtbot, tmp_path: Path, fake_ollama):
+    from kmds_desktop.ui.screening_view import ScreeningWindow
+
+    session = open_for_documents(documents(), question=QUESTION, origin="search A",
+                                 store_path=tmp_path / "screening.sqlite3")
+    backend = OllamaBackend(fake_ollama.url, "judge", timeout=60)
+    win = ScreeningWindow(session, score_backend=lambda: (backend, ["judge"]))
+    qtbot.addWidget(win)
+    win.resize(1600, 1000)
+    win.show()
+    qtbot.waitExposed(win)
+    yield win
+    win.close()
+
+
+def test_scoring_run_from_the_scores_tab_with_hostile_replies(qtbot, window, fake_ollama) -> None:
+    fake_ollama.models["judge"] = ModelScript(replies=[
+        '{"score": 5, "reason": "Lung function in adults with CF."}',
+        '{"score": ' * 3000 + "4" + "}" * 3000,
+        "{" * (10 * MB),
+        '{"score": null, "reason": "No idea."}',
+        '{"score": 2, "reason": "Children only."}',
+    ], chunk_size=64 * 1024)
+    window.tabs.setCurrentWidget(window.scores)
+    qtbot.mouseClick(window.scores.llm_button, Qt.MouseButton.LeftButton)
+    status = window.scores.status.text()
+    assert "2 scored" in status and "3 without a score" in status
+    table = window.scores.table
+    assert table.rowCount() == 5
+    rows = {table.item(r, 0).text(): (table.item(r, 2).text(), table.item(r, 3).text())
+            for r in range(table.rowCount())}
+    assert rows["Lung function record 0"] == ("5", "judge: 5/5 — Lung function in adults with CF.")
+    assert "nested too deeply" in rows["Lung function record 1"][1]
+    assert "characters" in rows["Lung function record 2"][1]
+    assert "no score 1–5" in rows["Lung function record 3"][1]
+    assert rows["Lung function record 4"][0] == "2"
+    assert table.item(0, 0).text() == "Lung function record 0"  # sorted by the score, best first
+    assert window.session.decisions == {}  # scores never decide
+    # The record on screen shows its score and reason; ordering by the scores puts the 5 first.
+    window.order_combo.setCurrentIndex(window.order_combo.findData("score"))
+    window.order_combo.activated.emit(window.order_combo.currentIndex())
+    assert window.session.current.title == "Lung function record 0"
+    assert "judge: 5/5" in window.ordered_label.text()
+    # A second click asks only the three without a score.
+    before = len(fake_ollama.completion_requests())
+    fake_ollama.models["judge"] = ModelScript(replies=['{"score": 3, "reason": "Maybe."}'])
+    qtbot.mouseClick(window.scores.llm_button, Qt.MouseButton.LeftButton)
+    assert len(fake_ollama.completion_requests()) == before + 3
+    assert "3 scored" in window.scores.status.text() and "2 already scored" in window.scores.status.text()
+
+
+def test_without_vectors_the_similarity_button_says_why(qtbot, window) -> None:
+    window.tabs.setCurrentWidget(window.scores)
+    qtbot.mouseClick(window.scores.similarity_button, Qt.MouseButton.LeftButton)
+    assert "no embedding vectors" in window.scores.status.text()
+
+
+def test_two_screeners_import_with_unknown_ids_and_a_broken_line(qtbot, window, tmp_path: Path) -> None:
+    s = window.session
+    for k in (Qt.Key.Key_I, Qt.Key.Key_1, Qt.Key.Key_I, Qt.Key.Key_1):
+        qtbot.keyClick(window, k)
+    mine = {r.external_id: s.decisions[r.key].decision for r in s.records if r.key in s.decisions}
+    assert len(mine) == 4
+    window.tabs.setCurrentWidget(window.agreement)
+    exported = window.agreement.export_decisions(tmp_path / "mine.csv")
+    header = exported.read_text(encoding="utf-8").splitlines()[0]
+    theirs = [header]
+    flip = {"include": "exclude", "exclude": "include"}
+    for n, (ext, d) in enumerate(sorted(mine.items())):
+        other = flip[d] if n == 0 else d  # they disagree on the first record only
+        theirs.append(f"cystic,Dr B,pubmed,{ext},,,title,{other},,,2024-01-01")
+    theirs.append("cystic,Dr B,pubmed,99999999,,,unknown,include,,,2024-01-01")  # not in the review
+    theirs.append("cystic,Dr B,pubmed,broken line")  # too few fields
+    path = tmp_path / "theirs.csv"
+    path.write_text("\n".join(theirs) + "\n", encoding="utf-8")
+    report = window.agreement.import_decisions(path)
+    assert report.imported == 4 and report.unknown == ["pubmed:99999999"] and report.broken[0][0] == 7
+    text = window.agreement.report_label.text()
+    assert "4 decisions of Dr B imported" in text and "1 unknown record" in text and "line 7" in text
+    assert window.agreement.reviewer_combo.currentText() == "Dr B"
+    assert window.agreement.table.rowCount() == 1
+    assert window.agreement.table.item(0, 0).text() == "Lung function record 0"
+    kappa = window.agreement.kappa_label.text()
+    assert "4 records decided by both" in kappa and "agreement 75%" in kappa and "kappa 0.50" in kappa
