@@ -369,3 +369,25 @@ def test_another_kb_resets_the_route_editors_filters(qtbot, make_window, kb_path
     assert editor.seq_min.value() == -1 and editor.seq_max.value() == -1
     assert editor.template.currentIndex() == 0 and not editor.rerun_button.isEnabled()
     assert editor.summary.toolTip() == ""
+
+
+def test_the_llm_status_follows_the_server_through_each_answer(qtbot, make_window, kb_path, fake_ollama):
+    """"ready" while the model answers; "not answering" once it fails, without waiting for a probe;
+    and the line under the quoted fallback never says the LLM answered."""
+    route = {"intent_class": "exploratory_search", "filters": {"obs_type_filter": "Data Quality Observation"},
+             "explanation": "The question asks about data quality."}
+    fake_ollama.models["fake-llm"] = ModelScript(replies=[json.dumps(route), "Problems [1]."],
+                                                 statuses=[200, 200, 500])
+    settings = Settings()
+    settings.llm.backend = "ollama"
+    settings.llm.ollama_host = fake_ollama.url
+    settings.llm.ollama_model = "fake-llm"
+    window = _window(qtbot, make_window, kb_path, settings)
+    good = _ask(qtbot, window, "What data quality issues were there?")
+    assert good.synthesis == "llm"
+    assert window.llm_status.text() == "LLM: ollama · fake-llm (ready)"
+    failed = _ask(qtbot, window, "Which data quality problems were found?")
+    assert failed.synthesis == "extractive"
+    assert window.llm_status.text() == "LLM: ollama · fake-llm (not answering)"
+    state = window.ask.state.text()
+    assert "Answered by" not in state and "did not answer" in state

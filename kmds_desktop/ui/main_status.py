@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtWidgets import QLabel
 
 from kmds_desktop.app import workspace
+from kmds_desktop.app.llm_status import status_after_answer
 from kmds_desktop.app.preferences import probe_llm_backend
 from kmds_desktop.ui.progress import ProgressStrip
 from kmds_desktop.ui.workers import Job
@@ -70,6 +71,12 @@ class WindowStatus:
             on_result=self._llm_status_arrived,
             on_error=lambda exc: self.llm_status.setText(f"LLM: {self.settings.llm.backend} (error: {exc})"),
         )
+
+    def _llm_status_after_answer(self: MainWindow, result: object) -> None:
+        """Each answer is a probe of its own: the status follows a server that died or came back."""
+        status = status_after_answer(result, self.settings.llm)
+        if status is not None:
+            self._llm_status_arrived(status)
 
     def _llm_status_arrived(self: MainWindow, status: tuple[str, str]) -> None:
         text, tip = status

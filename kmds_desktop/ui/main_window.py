@@ -85,6 +85,7 @@ class MainWindow(WindowStartup, WindowRecovery, WindowMenus, WindowStatus, Windo
         self.browser = KBBrowser()
         self.ask = AskPanel(self.jobs, self)
         self.ask.set_history(self.settings.ui.question_history)
+        self.ask.answer_finished.connect(self._llm_status_after_answer)
         self.literature = self._make_literature_panel(literature_kwargs or {})
 
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
