@@ -112,3 +112,63 @@ def test_two_screeners_import_with_unknown_ids_and_a_broken_line(qtbot, window, 
     assert window.agreement.table.item(0, 0).text() == "Lung function record 0"
     kappa = window.agreement.kappa_label.text()
     assert "4 records decided by both" in kappa and "agreement 75%" in kappa and "kappa 0.50" in kappa
+
+
+def _flow_layout(svg: str):
+    """(rects, texts) of a flow SVG: rects as (x0, y0, x1, y1) without the white page, texts as
+    (text, x0, y0, x1, y1) measured with the font Qt draws the diagram in (13 px, bold where bold)."""
+    import xml.etree.ElementTree as ET
+
+    from PySide6.QtGui import QFont, QFontMetricsF
+
+    ns = "{http://www.w3.org/2000/svg}"
+    root = ET.fromstring(svg.split("?>", 1)[1])
+    rects = [
+        (float(r.get("x")), float(r.get("y")), float(r.get("x")) + float(r.get("width")),
+         float(r.get("y")) + float(r.get("height")))
+        for r in root.iter(f"{ns}rect") if r.get("width") != "100%"
+    ]
+    texts = []
+    for t in root.iter(f"{ns}text"):
+        font = QFont(root.get("font-family").split(",")[0])
+        font.setPixelSize(int(t.get("font-size") or root.get("font-size")))
+        font.setBold(t.get("font-weight") == "bold")
+        m = QFontMetricsF(font)
+        x, y = float(t.get("x")), float(t.get("y"))
+        width = m.horizontalAdvance(t.text or "")
+        texts.append((t.text or "", x, y - m.ascent(), x + width, y + m.descent()))
+    return rects, texts
+
+
+def test_flow_diagram_text_stays_inside_its_own_box(qtbot, window) -> None:
+    """Long labels (a search's origin and rows, long reasons) wrap inside their box; 'Not yet screened'
+    has a box of its own, not the excluded box; no text touches another box."""
+    from kmds_desktop.app.presentation import flow_svg
+
+    s = window.session
+    s.set_reasons(["wrong population", "an exclusion reason written out at great length by the reviewer"])
+    s.exclude("an exclusion reason written out at great length by the reviewer")
+    s.include()
+    s.maybe()
+    s.add_documents(documents(7)[5:], origin="search 2024-05-01T10:22:13 (a long origin name, rows 1-4)",
+                    per_row={"row 1: cystic AND fibrosis AND (lung OR pulmonary) AND function": 2})
+    flow = s.flow()
+    assert flow.not_yet_screened > 0 and flow.maybe == 1
+    svg = flow_svg(flow, s.review.name + " — a title long enough to wrap " * 2)
+    rects, texts = _flow_layout(svg)
+    assert len(rects) >= 5
+    excluded_box = None
+    for text, x0, y0, x1, y1 in texts:
+        inside = [r for r in rects if r[0] <= x0 and x1 <= r[2] and r[1] <= y0 and y1 <= r[3]]
+        touching = [r for r in rects if x0 < r[2] and r[0] < x1 and y0 < r[3] and r[1] < y1]
+        if not inside:  # the title: above every box, touching none
+            assert not touching, text
+            continue
+        assert len(inside) == 1 and touching == inside, (text, x0, x1, inside, touching)
+        if text.startswith("Records excluded"):
+            excluded_box = inside[0]
+    assert excluded_box is not None
+    waiting = [t for t in texts if t[0].startswith(("Not yet screened", "Marked maybe"))]
+    assert len(waiting) == 2
+    for _text, x0, y0, _x1, y1 in waiting:
+        assert not (excluded_box[0] <= x0 and excluded_box[1] <= y0 and y1 <= excluded_box[3])

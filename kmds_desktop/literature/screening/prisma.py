@@ -11,6 +11,7 @@ The SVG is a plain string (no Qt, no library): the window can show it or render 
 
 from __future__ import annotations
 
+import textwrap
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -131,44 +132,77 @@ def build_flow(
 
 _W, _BOX_W, _GAP = 860, 360, 40
 _LINE = 18
+#: Characters that fit in a box's line at 13 px Helvetica/Arial (about 7.2 px a character, bold 7.9,
+#: with room to spare): longer lines wrap, so no text runs out of its box into another.
+_CHARS = 42
+_SIDE_GAP = 14
+
+
+def _wrap(lines: Sequence[str], width: int = _CHARS) -> list[tuple[str, bool]]:
+    """(text, bold) lines of at most ``width`` characters; a wrapped line keeps its indent + 2."""
+    out: list[tuple[str, bool]] = []
+    for i, line in enumerate(lines):
+        indent = line[: len(line) - len(line.lstrip(" "))]
+        parts = textwrap.wrap(
+            line.strip(), width=width - len(indent), break_long_words=True, break_on_hyphens=False
+        ) or [""]
+        out.append((indent + parts[0], i == 0))
+        out.extend((indent + "  " + p, i == 0) for p in textwrap.wrap(
+            " ".join(parts[1:]), width=width - len(indent) - 2, break_long_words=True
+        ))
+    return out
 
 
 def _box(x: int, y: int, w: int, lines: Sequence[str], *, fill: str = "#ffffff") -> tuple[str, int]:
-    h = 16 + _LINE * len(lines)
+    wrapped = _wrap(lines)
+    h = 16 + _LINE * len(wrapped)
     parts = [
         f'<rect x="{x}" y="{y}" width="{w}" height="{h}" rx="4" fill="{fill}" stroke="#333" '
         f'stroke-width="1.2"/>'
     ]
-    for i, text in enumerate(lines):
-        weight = ' font-weight="bold"' if i == 0 else ""
-        parts.append(f'<text x="{x + 10}" y="{y + 22 + _LINE * i}"{weight}>{escape(text)}</text>')
+    for i, (text, bold) in enumerate(wrapped):
+        weight = ' font-weight="bold"' if bold else ""
+        parts.append(
+            f'<text x="{x + 10}" y="{y + 22 + _LINE * i}"{weight} xml:space="preserve">{escape(text)}</text>'
+        )
     return "\n".join(parts), h
 
 
-def _arrow(x1: int, y1: int, x2: int, y2: int) -> str:
-    return (
-        f'<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="#333" stroke-width="1.2" '
-        f'marker-end="url(#arrow)"/>'
-    )
+def _arrow(x1: int, y1: int, x2: int, y2: int, *, head: bool = True) -> str:
+    end = ' marker-end="url(#arrow)"' if head else ""
+    return f'<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="#333" stroke-width="1.2"{end}/>'
 
 
 def flow_svg(flow: PrismaFlow, title: str = "") -> str:
-    """The flow as a standalone SVG document (PRISMA 2020 layout: main boxes left, removals right)."""
+    """The flow as a standalone SVG document (PRISMA 2020 layout: main boxes left, removals right;
+    a stage may have several boxes on the right, stacked, each with its own arrow)."""
     left, right = 30, 30 + _BOX_W + _GAP + 40
-    y = 60 if title else 30
+    junction = left + _BOX_W + (_GAP + 40) // 2
+    y = 30
     body: list[str] = []
+    for line in textwrap.wrap(title, width=100)[:3] if title else []:
+        body.append(f'<text x="30" y="{y + 4}" font-size="16" font-weight="bold">{escape(line)}</text>')
+        y += 22
     if title:
-        body.append(f'<text x="30" y="34" font-size="16" font-weight="bold">{escape(title)}</text>')
+        y += 8
 
-    def stage(main: list[str], side: list[str] | None) -> None:
+    def stage(main: list[str], sides: Sequence[tuple[list[str], str]] = ()) -> None:
         nonlocal y
         svg, h = _box(left, y, _BOX_W, main)
         body.append(svg)
-        if side:
-            svg2, h2 = _box(right, y, _BOX_W, side, fill="#f5f5f5")
+        mid = y + min(h, 34) // 2
+        side_y, mids = y, []
+        for lines, fill in sides:
+            svg2, h2 = _box(right, side_y, _BOX_W, lines, fill=fill)
             body.append(svg2)
-            body.append(_arrow(left + _BOX_W, y + h // 2, right, y + h // 2))
-            h = max(h, h2)
+            mids.append(side_y + min(h2, 34) // 2)
+            side_y += h2 + _SIDE_GAP
+        if mids:
+            body.append(_arrow(left + _BOX_W, mid, junction, mid, head=False))
+            if mids[-1] != mid:
+                body.append(_arrow(junction, mid, junction, mids[-1], head=False))
+            body.extend(_arrow(junction, m, right, m) for m in mids)
+            h = max(h, side_y - _SIDE_GAP - y)
         body.append(_arrow(left + _BOX_W // 2, y + h, left + _BOX_W // 2, y + h + _GAP))
         y += h + _GAP
 
@@ -179,20 +213,25 @@ def flow_svg(flow: PrismaFlow, title: str = "") -> str:
     for key in ("removed_automation", "removed_other"):
         if key in flow.entered:
             removed.append("  " + flow.entered[key].text())
-    stage(identified, removed)
+    stage(identified, [(removed, "#f5f5f5")])
     excluded = [f"Records excluded (n = {flow.excluded:,})"] + [
         f"  {n.label} (n = {n.value:,})" for n in flow.excluded_per_reason
     ]
+    sides = [(excluded, "#f5f5f5")]
+    # Not excluded, so not in the excluded box: records still waiting (or marked maybe) have their own.
+    waiting = []
     if flow.maybe:
-        excluded.append(f"Marked maybe (n = {flow.maybe:,})")
+        waiting.append(f"Marked maybe (n = {flow.maybe:,})")
     if flow.not_yet_screened:
-        excluded.append(f"Not yet screened (n = {flow.not_yet_screened:,})")
-    stage([f"Records screened (n = {flow.screened:,})"], excluded)
+        waiting.append(f"Not yet screened (n = {flow.not_yet_screened:,})")
+    if waiting:
+        sides.append((waiting, "#fdf6e3"))
+    stage([f"Records screened (n = {flow.screened:,})"], sides)
     full_text = [
         flow.entered[k].text() for k in ("reports_not_retrieved", "reports_excluded") if k in flow.entered
     ]
     if full_text:
-        stage([f"Reports sought for retrieval (n = {flow.included:,})"], full_text)
+        stage([f"Reports sought for retrieval (n = {flow.included:,})"], [(full_text, "#f5f5f5")])
     final = [f"Records included (n = {flow.included:,})"]
     if "studies_included" in flow.entered:
         final.append(flow.entered["studies_included"].text())
