@@ -161,6 +161,10 @@ class Strategy:
 #: One count may take this long before the planner's estimate stands in for it (a frequent term of a
 #: large database: its exact count only tells "frequent", which the estimate tells as well).
 COUNT_BUDGET_MS = 25
+#: Up to this many documents every count is exact, whatever the machine's load (a few ms each
+#: here): the strategy of a question is then the same on every run, window and CLI alike. The
+#: budget above is for larger collections, where an exact count of a frequent term costs more.
+EXACT_COUNTS_UP_TO = 100_000
 #: How long a collection size is reused (an import changes it; the search's own ranking recounts).
 SIZE_TTL_S = 300.0
 #: Keyed by the database object itself (weakly), so a new object never inherits a dead one's size.
@@ -217,6 +221,10 @@ class CorpusLookups:
             return None
         if query not in self._counts:
             try:
+                total = self.total()
+                if total is not None and total <= EXACT_COUNTS_UP_TO:
+                    self._counts[query] = int(self.database.count_matches(query))
+                    return self._counts[query]
                 try:
                     self._counts[query] = int(self.database.count_matches(query, timeout_ms=COUNT_BUDGET_MS))
                 except TypeError:  # a database object without the time budget

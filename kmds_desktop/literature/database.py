@@ -611,8 +611,15 @@ class LiteratureDatabase:
         self._sources_cache = None
         conn = self._connect()
         try:
-            return import_paths(conn, [Path(p) for p in paths], progress=progress, cancel=cancel,
-                                redact=self._redact, where=self.display_name)
+            report = import_paths(conn, [Path(p) for p in paths], progress=progress, cancel=cancel,
+                                  redact=self._redact, where=self.display_name)
+            # Fresh planner statistics: the built-in generator and the live counts fall back to the
+            # planner's estimate on a large database, and before autovacuum's next ANALYZE those
+            # estimates know nothing of the new words ("'cystic': 1 document" in a CF collection).
+            with contextlib.suppress(psycopg.Error):
+                conn.execute("ANALYZE document")
+                conn.commit()
+            return report
         except (psycopg.OperationalError, psycopg.InterfaceError) as err:
             raise DatabaseUnavailable(
                 self._redact(f"lost the connection to {self.display_name} during import: {err}; "
