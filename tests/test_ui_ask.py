@@ -391,3 +391,35 @@ def test_the_llm_status_follows_the_server_through_each_answer(qtbot, make_windo
     assert window.llm_status.text() == "LLM: ollama · fake-llm (not answering)"
     state = window.ask.state.text()
     assert "Answered by" not in state and "did not answer" in state
+
+
+def test_a_new_question_clears_the_old_records_and_a_banner_ends_with_its_event(
+        qtbot, make_window, kb_path, fake_ollama):
+    route = {"intent_class": "exploratory_search", "filters": {"obs_type_filter": "Data Quality Observation"},
+             "explanation": "The question asks about data quality."}
+    fake_ollama.models["slow-llm"] = ModelScript(replies=[json.dumps(route), "Problems [1]."], delay=1.5)
+    settings = Settings()
+    settings.llm.backend = "ollama"
+    settings.llm.ollama_host = fake_ollama.url
+    settings.llm.ollama_model = "slow-llm"
+    window = _window(qtbot, make_window, kb_path, settings)
+    panel = window.ask
+    first = _ask(qtbot, window, "What data quality issues were there?")
+    assert panel.results.rowCount() == len(first.results) > 0
+    panel.question.setPlainText("Which models were compared?")
+    qtbot.keyClick(panel.question, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    # while the slow model works, nothing of the first answer is left beside the new question
+    assert panel.results.rowCount() == 0
+    assert "Choosing how to search" in panel.route_editor.summary.text()
+    assert not panel.route_editor.rerun_button.isEnabled()
+    # asking again meanwhile is refused with a banner...
+    qtbot.keyClick(panel.question, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    assert window.messages.isVisible() and "still running" in window.messages.label.text()
+    # ...that ends with the answer it was about
+    with qtbot.waitSignal(panel.answer_finished, timeout=ANSWER_TIMEOUT):
+        pass
+    assert not window.messages.isVisible()
+    # a message about something else stays
+    window.messages.show_message("Literature: 3 documents could not be read.", "warning", topic="literature")
+    _ask(qtbot, window, "What data quality issues were there?")
+    assert window.messages.isVisible() and "Literature" in window.messages.label.text()

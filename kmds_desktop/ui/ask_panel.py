@@ -228,6 +228,11 @@ class AskPanel(QWidget):
         self._streamed = []
         self._rendered = None
         self.result = None
+        # The previous question's records and route go at once: shown beside the new question
+        # (during the answer, or after Cancel) they would read as its answer.
+        self.results.set_results([])
+        self.route_editor.clear("Re-running on the edited route…" if route is not None
+                                else "Choosing how to search for this question…")
         self.answer.setHtml(f"<p style='color:#666'><i>{html.escape(text)}</i></p>")
         self.ask_button.setEnabled(False)
         self.cancel_button.setEnabled(True)

@@ -148,16 +148,23 @@ class MainWindow(WindowStartup, WindowRecovery, WindowMenus, WindowStatus, Windo
             button.blockSignals(False)
 
     def _wire(self) -> None:
-        self.jobs.refused.connect(lambda _kind, text: self.messages.warning(text))
-        self.jobs.job_error.connect(lambda job, exc: self.messages.show_exception(exc, job.label))
+        self.jobs.refused.connect(lambda kind, text: self.messages.show_message(text, "warning", topic=kind))
+        self.jobs.job_error.connect(self._job_failed)
         self.jobs.callback_error.connect(lambda exc: self.messages.show_exception(exc, "Unexpected error"))
         self.browser.kb_edited.connect(self._on_kb_edited)
         self.browser.edit_failed.connect(lambda text: self.messages.error(text))
         self.ask.citation_activated.connect(self.reveal_observation)
         self.ask.message.connect(
-            lambda level, text, details: self.messages.show_message(text, level, details)
+            lambda level, text, details: self.messages.show_message(text, level, details, topic="ask")
         )
+        # A banner about answering ("still running", "could not be answered") ends with the next answer.
+        self.ask.answer_finished.connect(lambda _result: self.messages.end_topic("ask"))
         self.ask.context_provider = self.ask_context
+
+    def _job_failed(self, job: Any, exc: BaseException) -> None:
+        """A job's failure, as a message about the job's kind (its next success ends it)."""
+        message = self.messages.show_exception(exc, job.label)
+        message.topic = job.kind
 
     def _restore_layout(self) -> None:
         ui = self.settings.ui

@@ -41,6 +41,8 @@ class Message:
     level: str  # info | warning | error
     text: str
     details: str = ""
+    #: What the message is about ("ask", a job's kind): the next success of it ends the message.
+    topic: str = ""
 
 
 class MessageBar(QWidget):
@@ -84,8 +86,8 @@ class MessageBar(QWidget):
     def current(self) -> Message | None:
         return self.history[-1] if self.history else None
 
-    def show_message(self, text: str, level: str = "info", details: str = "") -> Message:
-        msg = Message(level, text, details)
+    def show_message(self, text: str, level: str = "info", details: str = "", topic: str = "") -> Message:
+        msg = Message(level, text, details, topic)
         self.history.append(msg)
         del self.history[:-50]
         self.label.setText(text)
@@ -124,6 +126,13 @@ class MessageBar(QWidget):
 
     def dismiss(self) -> None:
         self.setVisible(False)
+
+    def end_topic(self, topic: str) -> None:
+        """The event a shown message was about has ended well (the next answer came): a warning or
+        error about ``topic`` no longer holds, so it goes; a message about anything else stays."""
+        current = self.current
+        if self.isVisible() and current is not None and topic and current.topic == topic:
+            self.setVisible(False)
 
     def _toggle_details(self, on: bool) -> None:
         self.details.setVisible(on)
