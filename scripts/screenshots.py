@@ -12,7 +12,12 @@ out; nothing is resized or fitted for the picture. States:
   unique, error;
 - ``literature-results.png``: the same after Run selected: per-row IDs and unique counts, the
   fused documents best rank first with the rows that found each ("found by"), one document's detail;
-- ``error.png``: a file that is not a KB opened: the message bar says why and the open KB stays.
+- ``error.png``: a file that is not a KB opened: the message bar says why and the open KB stays;
+- ``screening.png``, ``screening-scores.png``, ``screening-flow.png``, ``screening-agreement.png``: the
+  screening window on 400 CF records (bm25s rank for a CF question, the records' vectors from the shipped
+  embedding model) after 30 decisions taken from the CF judgements: the record the model picked with
+  why it ranks high, the Scores tab (embedding similarity, labelled, as with no LLM), the PRISMA flow,
+  and a second reviewer's file compared (``--screening`` shoots these alone, in about a minute).
 
 Everything the app writes goes to ``bench/.data/screenshots/`` (git-ignored); the literature corpus
 is imported there once. Runs on the real display given by ``DISPLAY`` (xvfb) or offscreen when there
@@ -169,8 +174,99 @@ def main() -> int:
     window._force_close = True
     window.close()
     db.close()
+    screening_shots()
     return 0
 
 
+def screening_shots() -> None:
+    """The screening window's states (see the module docstring), on its own data folder."""
+    import collections
+    import json
+    import shutil
+
+    import bm25s
+    from PySide6.QtWidgets import QApplication
+
+    from kmds_desktop.app.screening import ScreeningSession
+    from kmds_desktop.app.screening_scores import score_by_similarity
+    from kmds_desktop.index.embeddings import encode
+    from kmds_desktop.literature.screening.decisions import DecisionStore
+    from kmds_desktop.literature.screening.records import ScreeningRecord
+    from kmds_desktop.ui.screening_view import ScreeningWindow
+
+    OUT.mkdir(parents=True, exist_ok=True)
+    app = QApplication.instance() or QApplication(sys.argv)
+    cf = SHARED / "literature" / "cf"
+    docs = [json.loads(line) for line in open(cf / "corpus.jsonl", encoding="utf-8")]
+    question = next(json.loads(line)["text"] for line in open(cf / "queries.jsonl", encoding="utf-8")
+                    if str(json.loads(line)["id"]) == "3")
+    relevant: dict[str, set[str]] = collections.defaultdict(set)
+    for line in list(open(cf / "qrels.tsv", encoding="utf-8"))[1:]:
+        qid, doc_id, *_ = line.rstrip("\n").split("\t")
+        relevant[qid].add(doc_id)
+    texts = [f"{d.get('title') or ''}\n{d.get('abstract') or ''}" for d in docs]
+    retriever = bm25s.BM25()
+    retriever.index(bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False)
+    hits, _ = retriever.retrieve(bm25s.tokenize([question], stopwords="en", show_progress=False),
+                                 k=400, show_progress=False)
+    pool = [docs[int(j)] for j in hits[0]]
+    folder = DATA / "screening"
+    shutil.rmtree(folder, ignore_errors=True)
+    store = DecisionStore(folder / "screening.sqlite3")
+    store.create_review("cf-3", name=question, question=question)
+    session = ScreeningSession(store, "cf-3")
+    session.add_records([
+        ScreeningRecord(source="cf", external_id=d["id"], title=d.get("title") or "",
+                        abstract=d.get("abstract") or "", rank=n, year=d.get("year"),
+                        found_by=["#1 row 1: salivary & glycoprotein & cystic & fibrosis"])
+        for n, d in enumerate(pool, start=1)
+    ], origin="#1 CF search", per_row={"row 1: bm25s top 400": len(pool)})
+    vectors = encode([f"{d.get('title') or ''}\n{d.get('abstract') or ''}" for d in pool])
+    session.add_vectors({("cf", d["id"]): v for d, v in zip(pool, vectors, strict=True)},
+                        question_vector=encode([question])[0])
+    for _ in range(30):
+        session.wait_for_training(30)
+        rec = session.current
+        if rec.external_id in relevant["3"]:
+            session.include()
+        else:
+            session.exclude(session.review.reasons[len(session.decisions) % 3])
+    session.wait_for_training(30)
+    window = ScreeningWindow(session)
+    window.move(0, 0)
+    window.resize(1600, 1000)
+    window.show()
+    window.include_words.setText("sputum, mucus")
+    window.exclude_words.setText("mice, rats")
+    window._keywords_changed()
+    window.why_button.setChecked(True)
+    settle(1.0)
+    shoot(window, "screening.png")
+    score_by_similarity(session)
+    window.tabs.setCurrentWidget(window.scores)
+    window.scores.status.setText("Scored by embedding similarity (no LLM configured here): 400 records")
+    window.scores.render()
+    shoot(window, "screening-scores.png")
+    window.tabs.setCurrentWidget(window.flow)
+    shoot(window, "screening-flow.png")
+    theirs = folder / "reviewer-b.csv"
+    session.export_decisions(theirs, "Dr B")
+    lines = theirs.read_text(encoding="utf-8").splitlines()
+    swap = {",include,": ",exclude,", ",exclude,": ",include,"}
+    flipped = [lines[0]] + [
+        next((line.replace(a, b) for a, b in swap.items() if a in line), line) if n % 7 == 3 else line
+        for n, line in enumerate(lines[1:])
+    ] + ["cf-3,Dr B,cf,999999,,,not in this review,include,,,2024-01-01", "cf-3,Dr B,broken"]
+    theirs.write_text("\n".join(flipped) + "\n", encoding="utf-8")
+    window.tabs.setCurrentWidget(window.agreement)
+    window.agreement.import_decisions(theirs)
+    shoot(window, "screening-agreement.png")
+    window.close()
+    app.processEvents()
+
+
 if __name__ == "__main__":
+    if "--screening" in sys.argv[1:]:
+        screening_shots()
+        sys.exit(0)
     sys.exit(main())

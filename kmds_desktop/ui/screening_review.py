@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
@@ -40,6 +40,7 @@ def _table(headers: list[str]) -> QTableWidget:
     table.setWordWrap(True)
     table.verticalHeader().setVisible(False)
     table.horizontalHeader().setStretchLastSection(True)
+    table.setTextElideMode(Qt.TextElideMode.ElideNone)
     return table
 
 
@@ -111,6 +112,8 @@ class ScoresPage(QWidget):
         self.table.setColumnWidth(1, 80)
         self.table.setColumnWidth(2, 90)
         self.table.resizeRowsToContents()
+        # Again once laid out: the stretched last column's width decides how its reasons wrap.
+        QTimer.singleShot(0, self.table.resizeRowsToContents)
 
     def _running(self, on: bool) -> None:
         self.llm_button.setEnabled(not on)

@@ -160,7 +160,4 @@ def similarity_score(similarity: float) -> int:
 
 
 def similarity_reason(similarity: float, model: str) -> str:
-    return (
-        f"Cosine similarity {similarity:.2f} between the record and the question ({model}; "
-        "no LLM read it)."
-    )
+    return f"Cosine similarity {similarity:.2f} to the question ({model}); no LLM read it."

@@ -190,6 +190,7 @@ def flow_svg(flow: PrismaFlow, title: str = "") -> str:
         nonlocal y
         svg, h = _box(left, y, _BOX_W, main)
         body.append(svg)
+        main_h = h
         mid = y + min(h, 34) // 2
         side_y, mids = y, []
         for lines, fill in sides:
@@ -203,7 +204,8 @@ def flow_svg(flow: PrismaFlow, title: str = "") -> str:
                 body.append(_arrow(junction, mid, junction, mids[-1], head=False))
             body.extend(_arrow(junction, m, right, m) for m in mids)
             h = max(h, side_y - _SIDE_GAP - y)
-        body.append(_arrow(left + _BOX_W // 2, y + h, left + _BOX_W // 2, y + h + _GAP))
+        # From the main box's own bottom (side boxes may reach lower) to the next stage.
+        body.append(_arrow(left + _BOX_W // 2, y + main_h, left + _BOX_W // 2, y + h + _GAP))
         y += h + _GAP
 
     identified = [f"Records identified (n = {flow.identified:,})"] + [
