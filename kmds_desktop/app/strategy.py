@@ -261,3 +261,33 @@ def write_set_report(workbench: SearchWorkbench, number: int, known: KnownCheck 
     from kmds_desktop.literature.search_report import write_report  # see set_report
 
     return write_report(set_report(workbench, number, known), path, fmt)
+
+
+# --- what the history window offers for a set ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SetActions:
+    """Which of the history window's actions apply to the selected set (all False with none).
+
+    Rename and delete need a set; the known-papers check, the row overlap, the report and the
+    document export need its documents, so a complete set (an incomplete one died mid-run, a
+    running one has none yet); a re-run repeats a search's queries on today's database, so it needs
+    a complete search or re-run, never a combination (which has no queries of its own)."""
+
+    rename: bool = False
+    delete: bool = False
+    rerun: bool = False
+    check: bool = False
+    overlap: bool = False
+    report: bool = False
+    export_documents: bool = False
+
+
+def set_actions(saved: SavedSet | None) -> SetActions:
+    """:class:`SetActions` for ``saved`` (the selected set, or None)."""
+    if saved is None:
+        return SetActions()
+    complete = saved.complete
+    return SetActions(rename=True, delete=True, rerun=complete and saved.kind != "combination",
+                      check=complete, overlap=complete, report=complete, export_documents=complete)

@@ -39,6 +39,7 @@ from PySide6.QtWidgets import (
 from kmds_desktop.app.literature import KnownPapersInput
 from kmds_desktop.app.messages import describe_error
 from kmds_desktop.app.presentation import KnownCheck, SavedSet, SearchWorkbench
+from kmds_desktop.app.strategy import set_actions
 from kmds_desktop.ui.history_checks import KINDS, HistoryChecks, simple_job
 from kmds_desktop.ui.workers import JobRunner
 
@@ -215,14 +216,15 @@ class SearchHistoryDialog(HistoryChecks, QDialog):
         return next((s for s in self.sets if s.number == number), None)
 
     def _update_buttons(self) -> None:
-        saved = self._selected()
-        self.rename_button.setEnabled(saved is not None)
-        self.delete_button.setEnabled(saved is not None)
-        self.rerun_button.setEnabled(saved is not None and saved.complete and saved.kind != "combination")
-        self.check_button.setEnabled(saved is not None and saved.complete)
-        self.export_button.setEnabled(saved is not None and saved.complete)
-        self.overlap_button.setEnabled(saved is not None and saved.complete)
-        self.documents_button.setEnabled(saved is not None and saved.complete)
+        """Enable what :func:`~kmds_desktop.app.strategy.set_actions` allows for the selected set."""
+        allowed = set_actions(self._selected())
+        self.rename_button.setEnabled(allowed.rename)
+        self.delete_button.setEnabled(allowed.delete)
+        self.rerun_button.setEnabled(allowed.rerun)
+        self.check_button.setEnabled(allowed.check)
+        self.export_button.setEnabled(allowed.report)
+        self.overlap_button.setEnabled(allowed.overlap)
+        self.documents_button.setEnabled(allowed.export_documents)
 
     def _set_status(self, text: str, *, message: bool = True) -> None:
         """Show ``text``; a list refresh (``message=False``) never hides the result of an action."""
