@@ -107,9 +107,10 @@ class ImportReport:
         return [s for f in self.files for s in f.skipped]
 
     def summary(self) -> str:
-        withdrawn = f", {self.withdrawn} withdrawn" if self.withdrawn else ""
-        return (f"{plural(len(self.files), 'file')}: {plural(self.records, 'record')}, {self.inserted} new, "
-                f"{self.updated} updated, {self.unchanged} unchanged{withdrawn}, {len(self.skipped)} skipped")
+        withdrawn = f", {self.withdrawn:,} withdrawn" if self.withdrawn else ""
+        return (f"{plural(len(self.files), 'file')}: {plural(self.records, 'record')}, "
+                f"{self.inserted:,} new, {self.updated:,} updated, {self.unchanged:,} unchanged{withdrawn}, "
+                f"{len(self.skipped):,} skipped")
 
 
 def _merge_expr(col: str) -> str:
@@ -316,6 +317,6 @@ def import_paths(conn: psycopg.Connection, paths: list[Path], *, progress: Progr
         rep = import_file(conn, path, progress=progress, cancel=cancel, done_before=done, target=target)
         done += rep.records
         result.files.append(rep)
-        report(progress, done, None, f"{path.name}: {rep.inserted} new, {rep.updated} updated, "
-                                     f"{rep.unchanged} unchanged, {len(rep.skipped)} skipped")
+        report(progress, done, None, f"{path.name}: {rep.inserted:,} new, {rep.updated:,} updated, "
+                                     f"{rep.unchanged:,} unchanged, {len(rep.skipped):,} skipped")
     return result

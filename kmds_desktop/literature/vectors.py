@@ -236,7 +236,7 @@ def embed_documents(
         total = int(conn.execute(_NEEDING_COUNT, {"model": model_name}).fetchone()[0])
         if limit is not None:
             total = min(total, max(0, int(limit)))
-        report(progress, 0, total, f"embedding {total} documents")
+        report(progress, 0, total, f"embedding {total:,} documents")
         after = 0
         while rep.embedded < total:
             check(cancel)
@@ -254,7 +254,7 @@ def embed_documents(
                                           for r, vec in zip(rows, vectors, strict=True)])
             rep.embedded += len(rows)
             after = int(rows[-1][0])
-            report(progress, rep.embedded, total, f"embedded {rep.embedded} of {total} documents")
+            report(progress, rep.embedded, total, f"embedded {rep.embedded:,} of {total:,} documents")
     except Exception as err:
         if cancel is not None and cancel.cancelled:
             rep.cancelled = True

@@ -10,7 +10,10 @@ Cancel stops the only job, or offers a menu (each job, or all) when there are se
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from typing import Any
+
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtGui import QPainter
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QMenu, QProgressBar, QToolButton, QWidget
 
 from kmds_desktop.app.messages import job_progress_text, progress_line
@@ -18,6 +21,33 @@ from kmds_desktop.ui.workers import Job, JobRunner
 
 #: Widest the progress line may grow in the status bar (longer text is elided; the tooltip has it all).
 LABEL_WIDTH = 520
+#: Narrowest it is squeezed to when the status bar is full (the LLM and literature lines keep theirs).
+LABEL_MIN_WIDTH = 120
+
+
+class ElidedLabel(QLabel):
+    """A one-line label drawn elided ("…") to the width the status bar gives it.
+
+    ``text()`` stays the whole line; :meth:`shown_text` is what is drawn. A plain QLabel asks for
+    its whole text's width and, squeezed by the status bar's other lines, was cut mid-letter
+    ("2 tasks: Indexing the knowledge base · Loading the embedding moc" at 1600 px)."""
+
+    def shown_text(self) -> str:
+        width = self.contentsRect().width()
+        return self.fontMetrics().elidedText(self.text(), Qt.TextElideMode.ElideRight, max(0, width))
+
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt API
+        hint = super().sizeHint()
+        return QSize(min(hint.width(), LABEL_WIDTH), hint.height())
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt API
+        hint = super().minimumSizeHint()
+        return QSize(min(hint.width(), LABEL_MIN_WIDTH), hint.height())
+
+    def paintEvent(self, _event: Any) -> None:  # noqa: N802 - Qt API
+        painter = QPainter(self)
+        painter.setPen(self.palette().color(self.foregroundRole()))
+        painter.drawText(self.contentsRect(), int(self.alignment()), self.shown_text())
 
 
 class JobEntry:
@@ -56,7 +86,7 @@ class ProgressStrip(QWidget):
         self._entries: dict[int, JobEntry] = {}
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        self.label = QLabel()
+        self.label = ElidedLabel()
         self.label.setObjectName("progressText")
         self.bar = QProgressBar()
         self.bar.setFixedWidth(140)
@@ -103,8 +133,7 @@ class ProgressStrip(QWidget):
         newest = entries[-1]
         text = progress_line([(e.job.label, e.message) for e in entries])
         self.label.setToolTip("\n".join(e.text for e in entries))
-        metrics = self.label.fontMetrics()
-        self.label.setText(metrics.elidedText(text, Qt.TextElideMode.ElideRight, LABEL_WIDTH))
+        self.label.setText(text)  # drawn elided to the width it gets (ElidedLabel)
         if newest.total:
             self.bar.setRange(0, newest.total)
             self.bar.setValue(min(newest.done, newest.total))

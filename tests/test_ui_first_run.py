@@ -1,0 +1,48 @@
+"""Defects a first-time user's run at 1600x1000 showed (``scripts/first_run.py``), each on the real window."""
+
+from __future__ import annotations
+
+import threading
+
+from kmds_desktop.config import Settings
+from kmds_desktop.literature.loading import FileReport, ImportReport
+
+WAIT = 10_000
+
+
+def _blocked(release: threading.Event, *, progress=None, cancel=None):
+    release.wait(WAIT / 1000)
+
+
+def test_the_first_starts_status_line_is_elided_never_cut_mid_letter(qtbot, make_window):
+    settings = Settings()
+    settings.llm.backend = "offline"
+    window = make_window(settings)
+    window.resize(1600, 1000)
+    window.llm_status.setText("LLM: offline (no LLM; answers are extractive)")
+    window.lit_status.setText("Literature: 1,239 documents, 0 with vectors, 1,239 to embed")
+    window.kb_status.setText("KB: demo_kb.xml — 2 workflows, 42 observations")
+    release = threading.Event()
+    try:
+        window.jobs.submit("index.build", _blocked, release, label="Indexing the knowledge base")
+        window.jobs.submit("warm-up", _blocked, release, label="Loading the embedding model")
+        strip = window.progress_strip
+        qtbot.waitUntil(lambda: len(strip.rows()) == 2 and strip.isVisible(), timeout=WAIT)
+        qtbot.wait(50)
+        label = strip.label
+        full = "2 tasks: Loading the embedding model · Indexing the knowledge base"
+        assert label.text() == full  # the whole line stays the label's text (and the tooltip has each job)
+        shown = label.shown_text() if hasattr(label, "shown_text") else label.text()
+        assert label.fontMetrics().horizontalAdvance(shown) <= label.contentsRect().width()
+        assert shown == full or shown.endswith("…")
+        for other in (window.llm_status, window.lit_status, window.kb_status):  # the other lines stay whole
+            assert other.fontMetrics().horizontalAdvance(other.text()) <= other.contentsRect().width()
+    finally:
+        release.set()
+
+
+def test_an_import_summary_groups_thousands_like_its_record_count():
+    report = ImportReport([FileReport("corpus.jsonl", "jsonl", records=1239, unchanged=1239, inserted=1200,
+                                      updated=1001)])
+    assert report.summary() == ("1 file: 1,239 records, 1,200 new, 1,001 updated, 1,239 unchanged, "
+                                "0 skipped")
