@@ -44,8 +44,7 @@ def test_a_stopped_or_failed_round_is_reported_as_a_warning() -> None:
     assert rnd.summary_level() == "warning"
     other, _ = session.start_round("Does azithromycin help?", "2024-01-01T00:00:00Z")
     for progress in other.progress.values():
-        progress.queries = 1
-        progress.answered = progress.expected
+        progress.queries = progress.answered = progress.expected
     session.finish_round()
     assert other.summary_level() == "info"
 

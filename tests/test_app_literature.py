@@ -68,7 +68,7 @@ def test_provenance_of_generated_hand_written_and_edited_rows(fake_ollama, pg_da
     assert row.origin == EDITED and row.source_label == "m (edited)"
     assert row.provenance() | {"generation_time": None} == {
         "kind": EDITED, "model": "m", "attempt": 1, "temperature": row.temperature, "generation_time": None,
-        "edited_from": Q_CF}
+        "edited_from": Q_CF, "server": f"ollama {fake_ollama.url}", "reply_format": "schema"}
     assert f"edited from '{Q_CF}'" in row.describe_provenance()
     session.edit(row.uid, Q_CF + " & adult:*")
     assert row.original == Q_CF, "the model's text stays the original through later edits"
@@ -82,7 +82,7 @@ def test_provenance_of_generated_hand_written_and_edited_rows(fake_ollama, pg_da
     assert session.add_hand_written(False).query == "", "a button's bool is not a query"  # type: ignore[arg-type]
 
 
-def test_generating_twice_replaces_untouched_rows_and_never_duplicates(fake_ollama, pg_database) -> None:
+def test_generating_twice_keeps_the_rows_and_never_duplicates(fake_ollama, pg_database) -> None:
     fake_ollama.models["a"] = ModelScript([Q_CF, Q_ANTI])
     fake_ollama.models["b"] = ModelScript([Q_ANTI])
     session = _session(fake_ollama.url, models=["a", "b"], queries_per_model=1)
@@ -100,8 +100,8 @@ def test_generating_twice_replaces_untouched_rows_and_never_duplicates(fake_olla
     fake_ollama._calls.clear()
     _generate(session, pg_database)
     texts = [r.query for r in session.rows]
-    assert texts == [Q_ANTI.upper(), Q_CF], texts
-    assert session.rows[1] is hand
+    assert texts == [Q_ANTI.upper(), Q_ANTI, Q_CF], texts  # the generated row that never ran stays
+    assert session.rows[2] is hand
     assert session.round.repeats_dropped == 2 and "already in the table" in session.round.summary()
 
 
@@ -324,7 +324,7 @@ def test_rows_belong_to_their_question_and_new_search_clears_them() -> None:
     assert session.accept_attempt(RetrievalRows(semantic="question A")) is None
     session.finish_round()
     assert session.row(semantic.uid) is semantic and not semantic.included
-    assert session.row(untouched.uid) is None, "untouched generated rows are replaced as before"
+    assert session.row(untouched.uid) is untouched and untouched.included, "a generated row is never dropped"
     assert early.included and edited.included and session.round.unticked_previous == 0
     session.set_included(semantic.uid, True)
     semantic.returned = 3  # it ran: it stays when another question is generated
@@ -337,12 +337,62 @@ def test_rows_belong_to_their_question_and_new_search_clears_them() -> None:
     session.finish_round()
     ticked = {r.query for r in session.included_rows()}
     assert ticked == {"pseudomonas", "question B", "tobramycin"}, ticked
-    assert {r.uid for r in session.rows if not r.included} == {early.uid, edited.uid, semantic.uid}
+    assert {r.uid for r in session.rows if not r.included} == {early.uid, edited.uid, semantic.uid,
+                                                                untouched.uid}
     assert new_semantic.question == new_row.question == later.question == "question B"
-    assert session.round.unticked_previous == 3
-    assert "3 rows of the previous question were unticked" in session.round.summary()
+    assert session.round.unticked_previous == 4
+    assert "4 rows of the previous question were unticked" in session.round.summary()
 
     assert [r.uid for r in session.rows_to_confirm()] == [early.uid, edited.uid, later.uid]
-    assert session.new_search() == 6
+    assert session.new_search() == 7
     assert session.rows == [] and session.question == "" and session.round is None
     assert session.last_run is None and session.documents == [] and session.rows_to_confirm() == []
+
+
+def test_generate_again_keeps_every_row_and_never_reticks_what_the_user_unticked() -> None:
+    """Issue 25, 4: Generate again keeps the generated rows that never ran; a repeat proposal does not
+    bring back ticked a row the user unticked; Stop before anything came loses no row; a round's
+    proposal of a query the app unticked for an earlier question ticks that row for the new one."""
+    session = _session()
+    session.start_round("question A", NOW)
+    kept = session.accept_attempt(_attempt("m", "cystic & fibrosis"))
+    unticked = session.accept_attempt(_attempt("m", "lung & function", 2))
+    session.finish_round()
+    session.set_included(unticked.uid, False)
+
+    session.start_round("question A", NOW)  # Generate again, the same question
+    assert session.accept_attempt(_attempt("m", "lung & function")) is None  # a repeat: not shown again
+    assert session.accept_attempt(_attempt("m", "tobramycin", 2)).included
+    session.finish_round()
+    assert session.row(kept.uid) is kept and kept.included
+    assert session.row(unticked.uid) is unticked and not unticked.included, "never re-ticked"
+
+    before = [r.uid for r in session.rows]
+    session.start_round("question A", NOW)
+    session.finish_round(cancelled=True)  # Stop generating before any query came
+    assert [r.uid for r in session.rows] == before, "stopping loses no row"
+
+    session.start_round("question B", NOW)
+    assert not kept.included and kept.auto_unticked
+    assert session.accept_attempt(_attempt("m", "cystic & fibrosis")) is None
+    session.finish_round()
+    assert kept.included and kept.question == "question B", "the app's untick is undone for the new question"
+    assert not unticked.included, "the user's untick stays"
+    assert [r.number for r in session.rounds] == [1, 2, 3, 4]
+
+
+def test_a_model_that_gave_fewer_queries_than_asked_says_so() -> None:
+    from kmds_desktop.literature.query_generation import QueryGenerationResult
+
+    session = _session(models=["m"], queries_per_model=2)
+    session.start_round("question A", NOW)
+    session.accept_attempt(_attempt("m", "cystic & fibrosis"))
+    failed = QueryGenerationResult(model="m", query="", attempt_number=2, generation_time=0.2,
+                                   temperature=0.3, error="the reply held no query",
+                                   error_kind="LLMBadReply")
+    session.accept_attempt(failed)
+    session.finish_round()
+    status = session.round.status_line()
+    assert "m: ✓ 1 of 2" in status and "1 failed: the reply held no query" in status
+    assert "fewer than asked: m: 1 of 2 (the reply held no query)" in session.round.summary()
+    assert session.round.summary_level() == "warning"

@@ -105,7 +105,8 @@ def test_a_round_adds_the_semantic_row_and_the_hypothetical_abstract(fake_ollama
     assert session.rows[0].matches == 12, "a semantic row's matches: the documents with a vector"
 
 
-def test_generating_again_replaces_the_rows_unless_edited(fake_ollama, embedded_db) -> None:
+def test_generating_again_adds_no_duplicate_and_replaces_only_the_old_questions_semantic_row(
+        fake_ollama, embedded_db) -> None:
     db, records = embedded_db
     fake_ollama.models["m"] = ModelScript(_replies(_abstract(records[0]["title"])))
     session = _session(fake_ollama.url, ["m"])

@@ -273,3 +273,42 @@ def test_a_hung_model_among_three(qtbot, make_window, fake_ollama, pg_database) 
     text = window.messages.current.text
     assert text.startswith("Generated: ") and "from 2 of 3 models; failed: hung: " in text
     assert "LLMTimeout" not in text and "hung: ✗" in panel.progress_label.text()
+
+
+def test_generate_then_stop_keeps_the_rows_and_the_log_keeps_every_attempt(
+        qtbot, make_window, fake_ollama, pg_database, tmp_path, monkeypatch) -> None:
+    """Issue 25, 4: Generate again and Stop generating before anything came lose no row; a row the
+    user unticked stays unticked; the exported log keeps the first round's attempts (not an empty
+    list of the stopped round), each with its round."""
+    fake_ollama.models["m"] = ModelScript(["cystic & fibrosis", "lung & function"])
+    window, panel = _window(make_window, _settings(["m"], fake_ollama.url, per_model=2), pg_database)
+    _ask(qtbot, panel)
+    _click(qtbot, panel.generate_button)
+    _wait_generated(qtbot, panel)
+    assert [r.query for r in panel.review.rows()] == ["cystic & fibrosis", "lung & function"]
+    from test_ui_literature_retrieval import _tick_box
+
+    _tick_box(qtbot, panel, 1)  # the user unticks the second
+    assert not panel.review.row(1).included
+
+    fake_ollama.models["m"] = ModelScript(["never & seen"], delay=20)
+    _click(qtbot, panel.generate_button)
+    qtbot.waitUntil(lambda: len(fake_ollama.completion_requests()) >= 3, timeout=WAIT)
+    assert panel.generate_button.text() == "Stop generating"
+    _click(qtbot, panel.generate_button)
+    qtbot.waitUntil(lambda: not panel.generating, timeout=WAIT)
+    rows = panel.review.rows()
+    assert [r.query for r in rows] == ["cystic & fibrosis", "lung & function"], "stopping lost rows"
+    assert [r.included for r in rows] == [True, False], "an unticked row came back ticked"
+    _wait_checked(qtbot, panel)
+
+    _click(qtbot, panel.run_button)
+    _wait_run(qtbot, panel, None)
+    path = tmp_path / "search-log.json"
+    _export_log_by_menu(qtbot, panel, path, monkeypatch)
+    log = load_search_log(path)
+    first_round = [a["query"] for a in log["attempts"] if a["round"] == 1]
+    assert first_round == ["cystic & fibrosis", "lung & function"]
+    assert [r["round"] for r in log["rounds"]] == [1, 2] and log["rounds"][1]["stopped"]
+    assert log["generated_at"] <= log["run_started_at"]
+    assert [q["query"] for q in log["queries"]] == ["cystic & fibrosis"]

@@ -9,8 +9,11 @@ from the timing fields in :data:`VOLATILE_KEYS`. Why identifiers besides row num
 
 Format ``kmds-desktop-search-log/2``::
 
-    question, models, queries_per_model, temperature, system_prompt, settings{...}
-    attempts[]   every generation attempt: model, attempt, temperature, query, error, generation_time,
+    question, models, queries_per_model, temperature, system_prompt, settings{...} (of the last round)
+    rounds[]     each generation round since New search that began before the run: round, question,
+                 generated_at, models, queries_per_model, stopped, attempts (how many)
+    attempts[]   every attempt of those rounds: round, model, attempt, temperature, query, error,
+                 generation_time,
                  server (where the model ran: "ollama <host>", "openai <base URL>"; "" built-in),
                  reply_format ("schema": constrained to {"queries": [...]}, "text": free text
                  cleaned because the server cannot enforce a schema; "" built-in)
@@ -21,6 +24,7 @@ Format ``kmds-desktop-search-log/2``::
                  hand-written" or "hypothetical abstract"), model (the Model column),
                  provenance{kind ("generated", "hand-written", "edited" or "question": the semantic
                  row the retrieval settings added), model, attempt, temperature, generation_time,
+                 server and reply_format (generated rows of an LLM: as in attempts[]),
                  edited_from, row_type and row_kind (semantic rows)}, matches (for a semantic row:
                  the documents with vectors it searched), coverage{searched, documents, partial}
                  (semantic rows: what it searched of every document under the same filters), ids,
@@ -74,6 +78,7 @@ class LoggedSession(Protocol):
     """
 
     round: Any
+    rounds: list[Any]
     settings: QueryGenerationSettings
     literature: LiteratureSettings
     retrieval: RetrievalSettings
@@ -94,8 +99,16 @@ def document_ref(doc: Mapping[str, Any]) -> str:
 
 
 def build_search_log(session: LoggedSession, *, app_version: str = "") -> dict[str, Any]:
-    """The log of ``session``'s last run (the generation round and settings that led to it)."""
-    rnd = session.round
+    """The log of ``session``'s last run (the generation rounds and settings that led to it).
+
+    Every round since New search that began before the run is logged, with every attempt (each
+    with its ``round``): a round stopped before it proposed anything leaves the rows of the earlier
+    round in the table, and those are what ran."""
+    run_started = getattr(session.last_run, "started_at", None) or None
+    rounds = [r for r in (getattr(session, "rounds", None) or ([session.round] if session.round else []))
+              if run_started is None or not r.generated_at or r.generated_at <= run_started]
+    rnd = rounds[-1] if rounds else None
+    attempts = [(r.number, a) for r in rounds for a in r.attempts]
     qg = session.settings
     log: dict[str, Any] = {
         "format": FORMAT,
@@ -113,13 +126,16 @@ def build_search_log(session: LoggedSession, *, app_version: str = "") -> dict[s
             "retrieval": session.retrieval.model_dump(mode="json"),
         },
         "generated_at": rnd.generated_at if rnd else None,
-        "generation": generation_counts(rnd.attempts if rnd else []),
+        "rounds": [{"round": r.number, "question": r.question, "generated_at": r.generated_at,
+                    "models": list(r.models), "queries_per_model": r.queries_per_model,
+                    "stopped": bool(r.cancelled), "attempts": len(r.attempts)} for r in rounds],
+        "generation": generation_counts([a for _, a in attempts]),
         "attempts": [
-            {"model": a.model, "attempt": a.attempt_number, "temperature": a.temperature, "query": a.query,
-             "error": a.error, "generation_time": a.generation_time,
+            {"round": number, "model": a.model, "attempt": a.attempt_number, "temperature": a.temperature,
+             "query": a.query, "error": a.error, "generation_time": a.generation_time,
              "server": getattr(a, "server", ""), "reply_format": getattr(a, "reply_format", ""),
              "note": getattr(a, "note", "")}
-            for a in (rnd.attempts if rnd else [])
+            for number, a in attempts
         ],
         "queries": [],
         "documents": [],
