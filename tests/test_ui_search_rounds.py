@@ -243,3 +243,23 @@ def test_a_slow_model_names_the_limit_that_applied_and_stop_ends_waiting(qtbot, 
     line = panel.progress_label.text()
     assert "waiting" not in line, line
     assert "slow:1b: stopped" in line and "later:1b: not asked (stopped)" in line, line
+
+
+def test_weak_queries_are_flagged_in_the_review_table(qtbot, make_window, pg_database) -> None:
+    """Issue 25, 4: a valid query with a term no document has, or matching nothing, is not just
+    "✓ valid": the row says which term, in the status, its tooltip and the note column."""
+    _window_, panel = _window(make_window, pg_database)
+    _add_hand_written(qtbot, panel, "pseudomonas | fungalxyzzy:*")
+    _add_hand_written(qtbot, panel, "pseudomonas & qqqzzzy")
+    _add_hand_written(qtbot, panel, "pseudomonas")
+    _wait_checked(qtbot, panel)
+    review = panel.review
+    invented = review.index(0, ReviewModel.COL_VALID)
+    assert invented.data() == "⚠ valid, weak"
+    assert "no document has 'fungalxyzzi:*'" in invented.data(Qt.ItemDataRole.ToolTipRole)
+    assert int(review.index(0, ReviewModel.COL_MATCHES).data().replace(",", "")) > 0
+    empty = review.index(1, ReviewModel.COL_VALID)
+    assert empty.data() == "⚠ valid, weak"
+    assert "no document matches" in empty.data(Qt.ItemDataRole.ToolTipRole)
+    assert "Weak: no document matches" in review.index(1, ReviewModel.COL_ERROR).data()
+    assert review.index(2, ReviewModel.COL_VALID).data() == "✓ valid"

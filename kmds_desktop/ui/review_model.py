@@ -128,6 +128,8 @@ class ReviewModel(QAbstractTableModel):
         if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.EditRole):
             return self._display(row, col, edit=role == Qt.ItemDataRole.EditRole)
         if role == Qt.ItemDataRole.ToolTipRole:
+            if col == self.COL_VALID and row.weakness:
+                return f"Valid, but weak: {row.weakness}."
             if col == self.COL_VALID and row.validity_message:
                 return row.validity_message
             if col == self.COL_ERROR and self._error_text(row):
@@ -146,6 +148,8 @@ class ReviewModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.ForegroundRole:
             if col == self.COL_VALID and row.validity in (INVALID, FAILED):
                 return QBrush(QColor("#b00020"))
+            if col == self.COL_VALID and row.weakness:
+                return QBrush(QColor("#9a5b00"))
             if col == self.COL_VALID and row.validity == VALID:
                 return QBrush(QColor("#1b7a1b"))
             if col == self.COL_ERROR and (row.run_error or row.validity in (INVALID, FAILED)):
@@ -170,6 +174,8 @@ class ReviewModel(QAbstractTableModel):
         if col == self.COL_QUERY:
             return row.query
         if col == self.COL_VALID:
+            if row.weakness:
+                return "⚠ valid, weak"
             return {
                 UNCHECKED: "",
                 CHECKING: "checking",
@@ -195,7 +201,8 @@ class ReviewModel(QAbstractTableModel):
             return row.run_error
         if row.validity in (INVALID, FAILED):
             return row.validity_message
-        return row.note or ""
+        notes = [n for n in (row.weakness and f"Weak: {row.weakness}", row.note) if n]
+        return "; ".join(notes)
 
     def setData(self, index: AnyIndex, value: Any, role: int = Qt.ItemDataRole.EditRole) -> bool:  # noqa: N802
         if not index.isValid() or not 0 <= index.row() < len(self._rows):
