@@ -96,3 +96,10 @@ def test_a_broken_settings_file_gives_defaults_and_is_kept_aside(data_home) -> N
     assert settings == Settings() and note is not None
     assert "llm.temperature" in note and str(path) + ".broken" in note
     assert path.with_name("settings.json.broken").read_text() == path.read_text()
+
+
+def test_the_model_count_agrees_with_its_noun():
+    from kmds_desktop.app.preferences import models_summary
+
+    assert models_summary(["llama3.2:1b"], "llama3.2:1b").startswith("1 model on the server; ")
+    assert models_summary(["a", "b"], "c").startswith("2 models on the server; ")

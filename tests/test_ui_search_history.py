@@ -239,3 +239,26 @@ def test_known_papers_box_keeps_its_text_when_the_window_is_reopened(qtbot, work
     qtbot.addWidget(again)
     again.show()
     assert again.known_edit.toPlainText() == "h:3\nPMID 999999999"
+
+
+def test_one_set_is_counted_in_the_singular(qtbot, workbench, jobs):
+    workbench.history.delete(2)
+    dialog = SearchHistoryDialog(workbench, jobs)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    qtbot.waitUntil(lambda: dialog.table.rowCount() == 1, timeout=WAIT)
+    assert dialog.status.text() == "1 set in the search history"
+
+
+def test_one_document_is_counted_in_the_singular(qtbot, workbench, jobs):
+    workbench.run("gardening", [("gardening", {"kind": "hand-written"})], max_rows=50)  # #3: h:5
+    dialog = SearchHistoryDialog(workbench, jobs)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    qtbot.waitUntil(lambda: dialog.table.rowCount() == 3, timeout=WAIT)
+    qtbot.keyClicks(dialog.expression, "#3")
+    qtbot.waitUntil(lambda: "read as" in dialog.count_label.text(), timeout=WAIT)
+    assert dialog.count_label.text().startswith("1 document  —  read as #3")
+    _click(qtbot, dialog.combine_button)
+    qtbot.waitUntil(lambda: dialog.status.text().startswith("Saved #4"), timeout=WAIT)
+    assert dialog.status.text() == "Saved #4: 1 document (#3)"

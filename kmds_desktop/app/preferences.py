@@ -35,6 +35,7 @@ from kmds_desktop.llm.errors import LLMError
 from kmds_desktop.llm.factory import choose_backend
 from kmds_desktop.llm.ollama_backend import OllamaBackend, has_model
 from kmds_desktop.llm.openai_backend import OpenAIBackend
+from kmds_desktop.text import plural
 
 #: An LLM server's address as the settings want it: scheme, host, optional port, nothing else.
 SERVER_ADDRESS_RE = re.compile(r"^https?://[^\s/:]+(:\d{1,5})?/?$")
@@ -116,7 +117,7 @@ def models_summary(models: list[str], chosen: str) -> str:
     if not models:
         return "The server has no models yet (ollama pull <model>)."
     state = "installed" if model_installed(models, chosen) else "NOT installed on this server"
-    return f"{len(models)} models on the server; the chosen model {chosen!r} is {state}."
+    return f"{plural(len(models), 'model')} on the server; the chosen model {chosen!r} is {state}."
 
 
 def model_list_label(name: str, models: list[str] | None) -> str:

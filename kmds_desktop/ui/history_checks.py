@@ -152,7 +152,7 @@ class HistoryChecks:
     def _documents_done(self: SearchHistoryDialog, written: tuple[Path, int]) -> None:
         path, count = written
         self.last_documents = Path(path)
-        self._set_status(f"{count:,} documents written to {path}")
+        self._set_status(f"{plural(count, 'document')} written to {path}")
 
     # --- the report -------------------------------------------------------------------------------
     def export_report(self: SearchHistoryDialog, path: str | None = None) -> Any:

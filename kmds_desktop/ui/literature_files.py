@@ -117,7 +117,7 @@ class LiteratureFiles:
         return self._embed_job
 
     def _embedded(self: LiteraturePanel, rep: Any) -> None:
-        self._set_progress(f"Embedded {rep.embedded:,} documents for semantic rows"
+        self._set_progress(f"Embedded {export_mod.plural(rep.embedded, 'document')} for semantic rows"
                            + (f" ({rep.remaining:,} left for the next run)" if rep.remaining else ""))
 
     def _embed_finished(self: LiteraturePanel) -> None:
@@ -158,10 +158,11 @@ class LiteratureFiles:
             if path is None:
                 return None
         docs = self.documents.documents()
+        count = export_mod.plural(len(docs), "document")
         return self.jobs.submit(
             KINDS["export"], lj.write_export, export_mod.export_documents, docs, str(path), key,
-            label=f"Exporting {len(docs)} documents", policy="queue", busy_cursor=False,
-            on_result=lambda p: self._set_progress(f"Exported {len(docs)} documents to {p}"),
+            label=f"Exporting {count}", policy="queue", busy_cursor=False,
+            on_result=lambda p: self._set_progress(f"Exported {count} to {p}"),
             on_error=lambda exc: self._show_error(exc, f"Cannot write {path}"),
         )
 

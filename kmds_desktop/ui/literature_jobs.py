@@ -16,6 +16,7 @@ from kmds_desktop.app import literature as app_lit
 from kmds_desktop.app import literature_data as lj
 from kmds_desktop.app import run_facts, strategy
 from kmds_desktop.app.messages import user_message
+from kmds_desktop.app.presentation import plural
 from kmds_desktop.app.search_log import utc_now
 from kmds_desktop.ui.workers import Job
 
@@ -256,7 +257,7 @@ class LiteratureJobs:
         self.review.refresh()
         self.results.show_documents(self.session.documents, self.session.results_line())
         self.results_label.setToolTip(self.session.coverage_sentence())
-        self._set_progress(f"Search finished: {len(result.documents):,} documents.")
+        self._set_progress(f"Search finished: {plural(len(result.documents), 'document')}.")
         for level, text in self.session.run_messages():
             self.show_message(text, level)
         self._update_results_page()

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from kmds_desktop.app import literature as app_lit
 from kmds_desktop.app import strategy
 from kmds_desktop.app.messages import user_message
-from kmds_desktop.app.presentation import SearchHistory, SearchWorkbench
+from kmds_desktop.app.presentation import SearchHistory, SearchWorkbench, plural
 from kmds_desktop.ui.literature_jobs import KINDS
 from kmds_desktop.ui.workers import Job
 
@@ -58,7 +58,7 @@ class LiteratureRecords:
     def _recorded(self: LiteraturePanel, saved: Any) -> None:
         self.last_recorded = saved.number
         if self.progress_label.text().startswith("Search finished"):  # nothing newer to keep on screen
-            self._set_progress(f"Search finished: {saved.document_count:,} documents, saved as "
+            self._set_progress(f"Search finished: {plural(saved.document_count or 0, 'document')}, saved as "
                                f"#{saved.number} in the search history.")
         self.history_recorded.emit(saved.number)
         if self.history_dialog is not None:

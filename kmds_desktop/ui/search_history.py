@@ -38,7 +38,7 @@ from PySide6.QtWidgets import (
 
 from kmds_desktop.app.literature import KnownPapersInput
 from kmds_desktop.app.messages import describe_error
-from kmds_desktop.app.presentation import KnownCheck, SavedSet, SearchWorkbench
+from kmds_desktop.app.presentation import KnownCheck, SavedSet, SearchWorkbench, plural
 from kmds_desktop.app.strategy import set_actions
 from kmds_desktop.ui.history_checks import KINDS, HistoryChecks, simple_job
 from kmds_desktop.ui.workers import JobRunner
@@ -278,7 +278,7 @@ class SearchHistoryDialog(HistoryChecks, QDialog):
         elif sets:
             self.table.selectRow(len(sets) - 1)
         self._update_buttons()
-        self._set_status(f"{len(sets)} sets in the search history" if sets else
+        self._set_status(f"{plural(len(sets), 'set')} in the search history" if sets else
                          "The search history is empty: every search you run is added here.", message=False)
 
     # --- set algebra ------------------------------------------------------------------------------
@@ -302,7 +302,7 @@ class SearchHistoryDialog(HistoryChecks, QDialog):
             return  # the user typed on; a newer count is coming
         self.last_count = count
         self.count_label.setStyleSheet("")
-        self.count_label.setText(f"{count.count:,} documents  —  read as {count.canonical}")
+        self.count_label.setText(f"{plural(count.count, 'document')}  —  read as {count.canonical}")
         self.combine_button.setEnabled(True)
 
     def _show_count_error(self, text: str, exc: BaseException) -> None:
@@ -325,7 +325,8 @@ class SearchHistoryDialog(HistoryChecks, QDialog):
                                 on_error=self._failed("The sets cannot be combined"))
 
     def _combined(self, saved: SavedSet) -> None:
-        self._set_status(f"Saved #{saved.number}: {saved.document_count:,} documents ({saved.expression})")
+        self._set_status(f"Saved #{saved.number}: {plural(saved.document_count or 0, 'document')} "
+                         f"({saved.expression})")
         self.set_saved.emit(saved.number)
         self.refresh(select=saved.number)
 
@@ -372,7 +373,8 @@ class SearchHistoryDialog(HistoryChecks, QDialog):
 
     def _rerun_done(self, result: Any) -> None:
         self._set_status(f"#{result.new.number}: re-run of #{result.original.number}: "
-                         f"{result.new.document_count:,} documents (was {result.original.document_count:,}), "
+                         f"{plural(result.new.document_count or 0, 'document')} "
+                         f"(was {result.original.document_count:,}), "
                          f"{len(result.added)} added, {len(result.removed)} removed")
         self.set_saved.emit(result.new.number)
         self.refresh(select=result.new.number)
