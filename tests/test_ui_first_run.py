@@ -46,3 +46,27 @@ def test_an_import_summary_groups_thousands_like_its_record_count():
                                       updated=1001)])
     assert report.summary() == ("1 file: 1,239 records, 1,200 new, 1,001 updated, 1,239 unchanged, "
                                 "0 skipped")
+
+
+def test_an_empty_error_column_leaves_the_room_to_the_queries(qtbot, make_window):
+    from kmds_desktop.ui.literature_sections import ERROR_MIN_WIDTH
+    from kmds_desktop.ui.review_model import ReviewModel
+
+    window = make_window()
+    window.resize(1600, 1000)
+    panel = window.literature
+    panel.add_query("sweat & chloride & adult")
+    panel.add_query("(sweat <-> chloride & testing & (diagnose | diagnostic)) | (cystic <-> fibrosis & adults)")
+    qtbot.wait(100)
+    view = panel.review_view
+    notes = [panel.review.index(r, ReviewModel.COL_ERROR).data() for r in range(panel.review.rowCount())]
+    assert not any(notes)
+    error = view.columnWidth(ReviewModel.COL_ERROR)
+    header = view.horizontalHeader()
+    assert error < ERROR_MIN_WIDTH
+    assert error >= header.fontMetrics().horizontalAdvance("Error")
+    assert view.columnWidth(ReviewModel.COL_QUERY) > 3 * error
+
+    panel.review.rows()[0].error = "same as the query of builtin:keywords #1"  # a note: the column widens
+    panel.review.refresh()
+    qtbot.waitUntil(lambda: view.columnWidth(ReviewModel.COL_ERROR) >= ERROR_MIN_WIDTH, timeout=WAIT)

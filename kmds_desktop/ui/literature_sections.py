@@ -196,6 +196,8 @@ class ReviewSection(QWidget):
         margin = 2 * (view.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, view) + 1) + 4
         need = max((metrics.horizontalAdvance(n) for n in notes if n), default=0) + margin
         width = max(ERROR_MIN_WIDTH, min(need, int(view.viewport().width() * ERROR_SHARE)))
+        if need == margin:  # no notes: the header's width, so the query has the room (was 180 px empty)
+            width = view.horizontalHeader().sectionSizeHint(column)
         if view.columnWidth(column) != width:
             view.setColumnWidth(column, width)
 
