@@ -94,8 +94,9 @@ _uids = itertools.count(1)
 #: would keep the database busy with queries the user is still writing (the window's timer waits it).
 CHECK_DELAY_S = 0.4
 
-#: Longest start of a semantic row's sentence the "found by" column shows (the log has it all).
-FOUND_BY_CHARS = 40
+#: Longest start of a semantic row's sentence "found by" names (the log has it all): a question is
+#: named whole (at 40 the document detail cut it to "…diagnose cy…"); the table elides to its width.
+FOUND_BY_CHARS = 160
 
 
 @dataclass
