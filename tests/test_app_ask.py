@@ -216,3 +216,19 @@ def test_re_running_an_unchanged_route_runs_that_route_and_an_edit_keeps_its_wor
                            previous=ran)
     assert changed is not ran and changed.explanation == "Route edited by the user."
     assert changed.filters.workflow == "Penguin" and changed.filters.keyword == "null"
+
+
+def test_a_weak_match_is_flagged_under_the_answer(data_home: Path, tmp_path: Path) -> None:
+    """A question the KB does not answer gets its nearest records with a note saying they match
+    weakly (window, CLI and export alike); a question it answers gets no such note."""
+    from kmds_desktop.app.ask import displayed_answer
+
+    settings = settings_for_ask(Settings(), backend="offline", n_results=5)
+    kb = workspace.load_kb(workspace.installed_demo_path())
+    holder = workspace.IndexHolder.in_process(tmp_path / "index")
+    off = answer_question(kb, settings, holder, "What is the boiling point of tungsten in a vacuum?")
+    assert off.results and off.weak_match.startswith("Weak match: the best record's similarity")
+    assert off.weak_match in displayed_answer(off) and off.weak_match in answer_markdown(off)
+    assert off.to_dict()["weak_match"] == off.weak_match
+    good = answer_question(kb, settings, holder, QUESTION)
+    assert good.results and good.weak_match == ""

@@ -257,8 +257,10 @@ def displayed_answer(result: Any) -> str:
     """The answer as the window, the CLI and the export show it: with the note on its citations
     (the records an LLM's answer drew on, or that it cited none), so an uncited answer never reads
     as cited."""
-    note = getattr(result, "citation_note", "")
-    return f"{result.answer}\n\n*{note}*" if note and result.answer else result.answer
+    notes = [n for n in (getattr(result, "weak_match", ""), getattr(result, "citation_note", "")) if n]
+    if not notes or not result.answer:
+        return result.answer
+    return result.answer + "".join(f"\n\n*{n}*" for n in notes)
 
 
 def answer_markdown(result: Any) -> str:

@@ -115,6 +115,9 @@ class OrchestratorResult:
     citation_note: str = ""
     #: Statements of an LLM's answer that cite no record (0 for extractive and offline answers).
     uncited_claims: int = 0
+    #: Why the records found answer the question only weakly ("" when they do not): the best one's
+    #: similarity to the question is low. Shown under the answer, in the window, the CLI and exports.
+    weak_match: str = ""
 
     @property
     def truncated(self) -> bool:

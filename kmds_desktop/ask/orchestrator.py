@@ -330,6 +330,7 @@ class SearchOrchestrator:
         result.results = results[: self.n_results]
         for r in result.results:
             r.setdefault("kb_id", self.kb_id)
+        result.weak_match = weak_match_note(result.results, listing)
         timings["total"] = time.perf_counter() - started
         return result
 
@@ -633,6 +634,23 @@ def _in_kb_terms(route: OrchestratorRoute, vocabulary: KBVocabulary) -> Orchestr
     if obs_type == filters.obs_type_filter and workflow == filters.workflow:
         return route
     return route.with_filters(obs_type_filter=obs_type, workflow=workflow)
+
+
+#: A ranked answer whose best record is less similar to the question than this (cosine, the shipped
+#: model) is flagged as a weak match: on the shared KBs a record that answers the question scores
+#: 0.3-0.7, while "Which time period does the analysis cover?" was answered from one at 0.07.
+WEAK_MATCH_SCORE = 0.2
+
+
+def weak_match_note(results: list[dict[str, Any]], listing: bool) -> str:
+    """The note for records that answer the question only weakly ("" otherwise). A listing is every
+    record of a template and filters, not a ranking: it has no weak match."""
+    scores = [r["score"] for r in results if isinstance(r.get("score"), int | float)]
+    if listing or not scores or max(scores) >= WEAK_MATCH_SCORE:
+        return ""
+    return (f"Weak match: the best record's similarity to the question is {max(scores):.2f} "
+            "(records that answer a question score about 0.3 or more); this knowledge base may not "
+            "answer it.")
 
 
 def _observation_result(obs: Observation, distance: float | None, source: str) -> dict[str, Any]:
