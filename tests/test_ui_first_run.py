@@ -70,3 +70,28 @@ def test_an_empty_error_column_leaves_the_room_to_the_queries(qtbot, make_window
     panel.review.rows()[0].error = "same as the query of builtin:keywords #1"  # a note: the column widens
     panel.review.refresh()
     qtbot.waitUntil(lambda: view.columnWidth(ReviewModel.COL_ERROR) >= ERROR_MIN_WIDTH, timeout=WAIT)
+
+
+def test_every_preferences_tab_shows_its_checkboxes_and_fields_whole(qtbot, make_window):
+    from PySide6.QtWidgets import QCheckBox, QComboBox, QLineEdit
+
+    window = make_window()
+    window.resize(1600, 1000)
+    window.open_preferences()
+    dialog = window.active_dialog
+    qtbot.waitUntil(dialog.isVisible, timeout=WAIT)
+    for index in range(dialog.tabs.count()):
+        dialog.tabs.setCurrentIndex(index)
+        qtbot.wait(50)
+        page = dialog.tabs.currentWidget()
+        right = page.mapToGlobal(page.rect().topRight()).x()
+        widgets = page.findChildren(QCheckBox) + page.findChildren(QComboBox) + page.findChildren(QLineEdit)
+        for widget in widgets:
+            if not widget.isVisible() or isinstance(widget.parent(), QComboBox):
+                continue
+            name = widget.text() if isinstance(widget, QCheckBox) else widget.objectName()
+            where = dialog.tabs.tabText(index)
+            if isinstance(widget, QCheckBox):  # its text does not wrap: all of it must fit
+                assert widget.width() >= widget.sizeHint().width(), (where, name)
+            assert widget.mapToGlobal(widget.rect().topRight()).x() <= right, (where, name)
+    dialog.reject()

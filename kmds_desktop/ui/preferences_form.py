@@ -24,6 +24,9 @@ def scrolled(page: QWidget) -> QScrollArea:
     area.setWidgetResizable(True)
     area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
     area.setWidget(page)
+    # As wide as the page needs (its check boxes do not wrap): with no horizontal bar, a narrower
+    # area cut "Ask the LLM for a hypothetical abstract row (needs an LLM mod" at the dialog's edge.
+    area.setMinimumWidth(page.minimumSizeHint().width() + area.verticalScrollBar().sizeHint().width())
     return area
 
 
