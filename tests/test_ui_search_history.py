@@ -262,3 +262,21 @@ def test_one_document_is_counted_in_the_singular(qtbot, workbench, jobs):
     _click(qtbot, dialog.combine_button)
     qtbot.waitUntil(lambda: dialog.status.text().startswith("Saved #4"), timeout=WAIT)
     assert dialog.status.text() == "Saved #4: 1 document (#3)"
+
+
+def test_the_known_papers_check_shows_questions_and_queries_whole(qtbot, workbench, jobs):
+    question = "Does aspirin prevent stroke or heart attack in adults over sixty years of age?"
+    query = "(aspirin | acetylsalicylic) & (stroke | heart | attack | infarction)"
+    workbench.run(question, [(query, {"kind": "hand-written"})], max_rows=50)  # #3
+    dialog = SearchHistoryDialog(workbench, jobs)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    qtbot.waitUntil(lambda: dialog.table.rowCount() == 3, timeout=WAIT)
+    dialog.select_set(3)
+    qtbot.keyClicks(dialog.known_edit, "h:1")
+    _click(qtbot, dialog.check_button)
+    qtbot.waitUntil(lambda: dialog.last_check is not None, timeout=WAIT)
+    text = dialog.check_view.toPlainText()
+    assert f"#3 {question!r}: finds 1 of 1" in text
+    assert f"#3.1 {query!r}: 1 of 1" in text
+    assert "…" not in text and text.startswith("1 known paper: 1 in the database")

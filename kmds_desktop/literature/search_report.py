@@ -28,6 +28,7 @@ from kmds_desktop.literature.semantic import (
     describe_rerank,
 )
 from kmds_desktop.literature.workbench import KnownCheck
+from kmds_desktop.text import plural
 
 _MAX_LISTED = 20
 
@@ -346,16 +347,23 @@ def write_report(report: dict[str, Any], path: str | Path, fmt: str | None = Non
     return path
 
 
-def _short(text: str, width: int) -> str:
+def _clip(text: str, width: int) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= width else text[:width - 1] + "…"
 
 
-def known_check_text(check: KnownCheck) -> str:
-    """The known-papers check as plain text (the CLI prints it, the window shows it)."""
+def known_check_text(check: KnownCheck, *, whole: bool = False) -> str:
+    """The known-papers check as plain text (the CLI prints it, the window shows it).
+
+    The CLI's lines fit a terminal (set and row texts cut at 50 characters, titles at 90);
+    ``whole`` keeps every text whole, for the window's view, which wraps them."""
     lines: list[str] = []
+
+    def _short(text: str, width: int) -> str:
+        return " ".join(str(text).split()) if whole else _clip(text, width)
+
     missing = check.not_in_database
-    lines.append(f"{len(check.papers)} known papers: {len(check.in_database)} in the database, "
+    lines.append(f"{plural(len(check.papers), 'known paper')}: {len(check.in_database)} in the database, "
                  f"{len(missing)} not in the database (not counted as misses)")
     for p in missing[:_MAX_LISTED]:
         lines.append(f"  not in the database: {p.paper.label} ({p.paper.origin})")

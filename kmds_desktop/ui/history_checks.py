@@ -99,7 +99,8 @@ class HistoryChecks:
         self.last_check = check
         self._check_set = number
         unread = answer.unread_report()
-        self.check_view.setPlainText((f"{unread}\n\n" if unread else "") + known_check_text(check))
+        text = known_check_text(check, whole=True)  # whole texts: the view wraps them
+        self.check_view.setPlainText((f"{unread}\n\n" if unread else "") + text)
         recall = check.sets[-1].recall if check.sets else None
         last = check.sets[-1]
         skipped = answer.unread
