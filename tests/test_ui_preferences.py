@@ -280,3 +280,17 @@ def test_retrieval_errors_and_hints_each_keep_their_own_lines(qtbot, jobs, data_
              and dialog.tabs.currentWidget().isAncestorOf(lab)]
     for label in shown:
         assert label.height() >= label.heightForWidth(label.width()), label.text()
+
+
+def test_the_built_in_generators_embedding_neighbours_can_be_turned_off(qtbot, jobs, data_home):
+    from PySide6.QtCore import QPoint, Qt
+
+    dialog = _dialog(qtbot, jobs, data_home)
+    dialog.tabs.setCurrentIndex(next(i for i in range(dialog.tabs.count())
+                                     if dialog.tabs.tabText(i) == "Query generation"))
+    box = dialog.qg_neighbours
+    assert box.isChecked(), "on by default, as the settings say"
+    qtbot.mouseClick(box, Qt.MouseButton.LeftButton, pos=QPoint(8, box.height() // 2))  # its check box
+    assert not box.isChecked()
+    assert dialog.save() is True
+    assert load_settings(data_home / "settings.json").query_generation.builtin_embedding_variants is False

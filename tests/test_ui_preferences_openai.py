@@ -38,3 +38,30 @@ def test_openai_server_model_and_key(qtbot, jobs, data_home, memory_keyring) -> 
     assert saved.query_generation.openai_base_url == "http://127.0.0.1:1234"
     assert secrets.openai_api_key() == "sk-local-secret"
     assert "sk-local-secret" not in path.read_text()
+
+
+def test_list_models_asks_the_openai_server_and_shows_what_it_offers(qtbot, jobs, data_home,
+                                                                     memory_keyring) -> None:
+    from PySide6.QtCore import Qt
+    from support.fake_openai import FakeOpenAI, OpenAIScript
+
+    with FakeOpenAI() as fake:
+        fake.models["qwen2.5-coder-1.5b"] = OpenAIScript(["hi"])
+        dialog = PreferencesDialog(Settings(), jobs, settings_path=data_home / "settings.json")
+        qtbot.addWidget(dialog)
+        dialog.show()
+        dialog.backend.setCurrentIndex(dialog.backend.findData("openai"))
+        dialog.openai_url.setText(fake.url)
+        dialog.openai_model.clear()
+        qtbot.mouseClick(dialog.openai_models_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: "offers" in dialog.openai_models_state.text(), timeout=10_000)
+        assert dialog.openai_model.text() == "qwen2.5-coder-1.5b", "a one-model server's model is taken"
+        assert "'qwen2.5-coder-1.5b' will answer" in dialog.openai_models_state.text()
+        fake.models["llama-3.2-3b"] = OpenAIScript(["hi"])
+        dialog.openai_model.setText("mistral-7b")
+        qtbot.mouseClick(dialog.openai_models_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: "NOT among them" in dialog.openai_models_state.text(), timeout=10_000)
+    dialog.openai_url.setText("http://127.0.0.1:9/v1")  # nothing listens there
+    qtbot.mouseClick(dialog.openai_models_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: "b00020" in dialog.openai_models_state.text(), timeout=15_000)
+    assert dialog.openai_models_button.isEnabled()

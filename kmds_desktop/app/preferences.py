@@ -120,6 +120,19 @@ def models_summary(models: list[str], chosen: str) -> str:
     return f"{plural(len(models), 'model')} on the server; the chosen model {chosen!r} is {state}."
 
 
+def openai_models_summary(models: list[str], chosen: str) -> str:
+    """The line under the OpenAI-compatible model field once the server listed its models. A server
+    of one model (llama.cpp) answers any name with it, so only an empty list is a problem there."""
+    if not models:
+        return "The server offers no models: load one in it (LM Studio, llama.cpp's --model)."
+    listed = ", ".join(models[:8]) + (f" and {len(models) - 8} more" if len(models) > 8 else "")
+    if not chosen:
+        return f"The server offers: {listed}. Type or pick one."
+    if chosen in models or len(models) == 1:
+        return f"The server offers: {listed}; {chosen!r} will answer."
+    return f"The server offers: {listed}; {chosen!r} is NOT among them."
+
+
 def model_list_label(name: str, models: list[str] | None) -> str:
     """How the query-generation model list shows ``name``: marked installed or not once the server's
     ``models`` are known (None: not asked yet); a ``builtin:`` generator needs no server."""
@@ -227,6 +240,12 @@ def server_address_error(text: str | None) -> str | None:
     the window's form and the CLI's ``--ollama-host`` check the value here before they set it.
     """
     return None if SERVER_ADDRESS_RE.match((text or "").strip()) else SERVER_ADDRESS_HINT
+
+
+def api_address_error(text: str | None) -> str | None:
+    """Why ``text`` is not an OpenAI-compatible API address (None when it is one; a path such as
+    ``/v1`` is allowed there, unlike an Ollama host)."""
+    return None if API_ADDRESS_RE.match((text or "").strip()) else API_ADDRESS_HINT
 
 
 def extra_errors(data: dict[str, Any]) -> dict[str, str]:

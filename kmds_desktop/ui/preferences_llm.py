@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import html
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
+    QCompleter,
     QFormLayout,
     QHBoxLayout,
     QLabel,
@@ -15,6 +17,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from kmds_desktop.app.preferences import api_address_error, list_openai_models, openai_models_summary
 from kmds_desktop.app.presentation import Settings
 
 if TYPE_CHECKING:
@@ -73,7 +76,20 @@ class LLMTab:
         self._row(form, "llm.openai_base_url", "OpenAI-compatible server", self.openai_url,
                   "e.g. http://127.0.0.1:8080/v1")
         self.openai_model = QLineEdit()
-        self._row(form, "llm.openai_model", "Its model", self.openai_model)
+        self.openai_models_button = QPushButton("List models")
+        self.openai_models_button.setObjectName("listOpenAIModels")
+        self.openai_models_button.clicked.connect(self.refresh_openai_models)
+        openai_row = QHBoxLayout()
+        openai_row.setContentsMargins(0, 0, 0, 0)
+        openai_row.addWidget(self.openai_model, 1)
+        openai_row.addWidget(self.openai_models_button)
+        openai_holder = QWidget()
+        openai_holder.setLayout(openai_row)
+        self._row(form, "llm.openai_model", "Its model", openai_holder)
+        self.openai_models_state = QLabel("")
+        self.openai_models_state.setObjectName("openaiModelsState")
+        self.openai_models_state.setWordWrap(True)
+        form.addRow("", self.openai_models_state)
         self.openai_key = QLineEdit()
         self.openai_key.setEchoMode(QLineEdit.EchoMode.Password)
         self._row(form, "openai_key", "Its API key", self.openai_key,
@@ -89,6 +105,34 @@ class LLMTab:
         self.llm_timeout = QLineEdit()
         self._row(form, "llm.timeout_s", "Timeout (s)", self.llm_timeout)
         return page
+
+    def refresh_openai_models(self: PreferencesDialog) -> None:
+        """Ask the OpenAI-compatible server at the address typed for its models (``/v1/models``),
+        in the background; the answer (or why there is none) appears under the model field."""
+        url = self.openai_url.text().strip()
+        problem = api_address_error(url)
+        if problem:
+            self.show_errors({"llm.openai_base_url": problem})
+            return
+        self.openai_models_state.setText(f"Asking {url} for its models…")
+        self.openai_models_button.setEnabled(False)
+        self.jobs.submit(
+            "llm.openai_models",
+            list_openai_models,
+            url,
+            label=f"Listing the models on {url}",
+            busy_cursor=False,
+            on_result=self._openai_models_arrived,
+            on_error=lambda exc: self.openai_models_state.setText(
+                f"<span style='color:#b00020'>{html.escape(str(exc))}</span>"),
+            on_finished=lambda: self.openai_models_button.setEnabled(True),
+        )
+
+    def _openai_models_arrived(self: PreferencesDialog, models: list[str]) -> None:
+        if not self.openai_model.text().strip() and len(models) == 1:
+            self.openai_model.setText(models[0])  # a one-model server (llama.cpp): that is the model
+        self.openai_model.setCompleter(QCompleter(models, self.openai_model))
+        self.openai_models_state.setText(openai_models_summary(models, self.openai_model.text().strip()))
 
     def _load_llm(self: PreferencesDialog, s: Settings, keys: dict[str, bool]) -> None:
         self.backend.setCurrentIndex(max(0, self.backend.findData(s.llm.backend)))

@@ -66,6 +66,12 @@ class QueryTab:
             form, "query_generation.queries_per_model", "Queries per model", self.qg_per_model,
             "1 to 3 (precise, medium, broad); without 'Ask several models' the first model writes them all",
         )
+        self.qg_neighbours = QCheckBox("builtin:keywords adds each concept's neighbours in the embedding "
+                                       "model's space (\"pulmonary function\" for \"lung function\")")
+        self.qg_neighbours.setObjectName("builtinNeighbours")
+        self.qg_neighbours.setToolTip("Off: the built-in generator writes its queries without loading the "
+                                      "embedding model (abbreviations, spellings and feedback words only).")
+        form.addRow("", self.qg_neighbours)
         self.qg_temperature = QLineEdit()
         self._row(form, "query_generation.temperature", "Temperature", self.qg_temperature)
         self.qg_host = QLineEdit()
@@ -88,6 +94,7 @@ class QueryTab:
         for name in qg.models:
             self._add_model_item(name, True)
         self.qg_per_model.setText(str(qg.queries_per_model))
+        self.qg_neighbours.setChecked(qg.builtin_embedding_variants)
         self.qg_temperature.setText(str(qg.temperature))
         self.qg_host.setText(qg.ollama_host)
         self.qg_openai.setText(qg.openai_base_url)
@@ -104,6 +111,7 @@ class QueryTab:
                 "multi_model_enabled": self.qg_multi.isChecked(),
                 "models": models,
                 "queries_per_model": self.qg_per_model.text().strip(),
+                "builtin_embedding_variants": self.qg_neighbours.isChecked(),
                 "temperature": self.qg_temperature.text().strip(),
                 "ollama_host": self.qg_host.text().strip(),
                 "openai_base_url": self.qg_openai.text().strip(),
