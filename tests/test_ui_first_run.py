@@ -95,3 +95,24 @@ def test_every_preferences_tab_shows_its_checkboxes_and_fields_whole(qtbot, make
                 assert widget.width() >= widget.sizeHint().width(), (where, name)
             assert widget.mapToGlobal(widget.rect().topRight()).x() <= right, (where, name)
     dialog.reject()
+
+
+def test_new_search_leaves_no_export_and_no_message_of_the_previous_search(qtbot, make_window):
+    from PySide6.QtCore import Qt
+
+    window = make_window()
+    panel = window.literature
+    panel.session.documents = [{"id": 1, "title": "Sweat testing for cystic fibrosis", "source": "cf",
+                                "external_id": "1", "rank": 1, "found_by": ["sweat & chloride"]}]
+    panel.results.show_documents(panel.session.documents, "1 document from 1 of 1 query")
+    panel._update_buttons()
+    panel.show_message("Generated: 3 queries from 1 of 1 model", "info")
+    assert panel.export_button.isEnabled() and window.messages.isVisible()
+
+    qtbot.mouseClick(panel.new_search_button, Qt.MouseButton.LeftButton)
+    assert panel.documents.rowCount() == 0
+    assert not panel.export_button.isEnabled()
+    assert not window.messages.isVisible()  # the old search's message went with it
+    window.messages.show_message("Preferences saved.", "info")  # a message about anything else stays
+    qtbot.mouseClick(panel.new_search_button, Qt.MouseButton.LeftButton)
+    assert window.messages.isVisible()

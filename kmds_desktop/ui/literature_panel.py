@@ -87,6 +87,8 @@ class LiteraturePanel(LiteratureJobs, LiteratureFiles, LiteratureRecords, QWidge
     documents_changed = Signal(int)
     wide_toggled = Signal(bool)
     history_recorded = Signal(int)
+    #: New search cleared the panel: messages about the previous search no longer hold.
+    search_cleared = Signal()
 
     def __init__(
         self,
@@ -330,9 +332,12 @@ class LiteraturePanel(LiteratureJobs, LiteratureFiles, LiteratureRecords, QWidge
     def _clear_search(self) -> None:
         self.stop_generating()
         self._check_timer.stop()
+        # The documents go before the session announces the clearing, so the buttons it re-renders
+        # see none (Export stayed enabled on an empty table); the window ends the old search's messages.
+        self.results.clear()
         self.review.new_search()
         self.question.clear()
-        self.results.clear()
+        self.search_cleared.emit()
         self._set_progress("New search: type a question and generate queries, or add your own.")
         self.documents_changed.emit(0)
         self.question.setFocus()

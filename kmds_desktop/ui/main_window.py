@@ -129,7 +129,9 @@ class MainWindow(WindowStartup, WindowRecovery, WindowMenus, WindowStatus, Windo
         panel.session.encoder = self._literature_encoder
         panel.status_changed.connect(self._literature_status)
         # One message surface: the panel's messages appear in the window's bar only.
-        panel.message_shown.connect(lambda level, text: self.messages.show_message(text, level))
+        panel.message_shown.connect(
+            lambda level, text: self.messages.show_message(text, level, topic="literature"))
+        panel.search_cleared.connect(lambda: self.messages.end_topic("literature"))
         panel.wide_toggled.connect(self.set_literature_wide)
         return panel
 

@@ -9,6 +9,7 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QFormLayout,
     QHBoxLayout,
+    QLabel,
     QLineEdit,
     QListWidget,
     QListWidgetItem,
@@ -66,12 +67,19 @@ class QueryTab:
             form, "query_generation.queries_per_model", "Queries per model", self.qg_per_model,
             "1 to 3 (precise, medium, broad); without 'Ask several models' the first model writes them all",
         )
-        self.qg_neighbours = QCheckBox("builtin:keywords adds each concept's neighbours in the embedding "
-                                       "model's space (\"pulmonary function\" for \"lung function\")")
+        # A short box and a wrapped hint: the whole sentence as the box's text (775 px) was cut at
+        # the dialog's edge.
+        self.qg_neighbours = QCheckBox("Add embedding neighbours to builtin:keywords")
         self.qg_neighbours.setObjectName("builtinNeighbours")
         self.qg_neighbours.setToolTip("Off: the built-in generator writes its queries without loading the "
                                       "embedding model (abbreviations, spellings and feedback words only).")
         form.addRow("", self.qg_neighbours)
+        hint = QLabel("each concept's neighbours in the embedding model's space (\"pulmonary function\" "
+                      "for \"lung function\")")
+        hint.setObjectName("hint:builtinNeighbours")
+        hint.setStyleSheet("color: #666;")
+        hint.setWordWrap(True)
+        form.addRow("", hint)
         self.qg_temperature = QLineEdit()
         self._row(form, "query_generation.temperature", "Temperature", self.qg_temperature)
         self.qg_host = QLineEdit()
