@@ -116,3 +116,22 @@ def test_new_search_leaves_no_export_and_no_message_of_the_previous_search(qtbot
     window.messages.show_message("Preferences saved.", "info")  # a message about anything else stays
     qtbot.mouseClick(panel.new_search_button, Qt.MouseButton.LeftButton)
     assert window.messages.isVisible()
+
+
+def test_a_short_source_leaves_its_room_to_the_titles(qtbot, make_window):
+    from kmds_desktop.ui.documents_model import DocumentsModel
+
+    window = make_window()
+    window.resize(1600, 1000)
+    panel = window.literature
+    docs = [{"id": n, "title": f"Pancreatic function and digestion in cystic fibrosis, part {n}",
+             "source": "CF", "external_id": str(n), "rank": n, "journal": "Adv Pediatr", "year": 1978,
+             "found_by": ["semantic: What is the effect of pancreatic enzyme therapy on growth?"]}
+            for n in range(1, 4)]
+    panel.results.show_documents(docs, "3 documents from 1 of 1 query")
+    qtbot.wait(50)
+    view = panel.documents_view
+    source = view.columnWidth(DocumentsModel.COL_SOURCE)
+    header = view.horizontalHeader()
+    assert source <= header.sectionSizeHint(DocumentsModel.COL_SOURCE) + 4  # the header's width, not 100 px
+    assert view.columnWidth(DocumentsModel.COL_TITLE) >= view.columnWidth(DocumentsModel.COL_FOUND_BY) - 10

@@ -302,6 +302,7 @@ class ResultsSection(QStackedWidget):
         self.documents.set_documents(documents)
         self.documents_view.sortByColumn(DocumentsModel.COL_RANK, Qt.SortOrder.AscendingOrder)
         self.documents_view.resizeColumnToContents(DocumentsModel.COL_YEAR)
+        self.documents_view.resizeColumnToContents(DocumentsModel.COL_SOURCE)  # "CF" took 100 px from titles
         self.fit_found_by()
         self.results_label.setText(summary)
 
