@@ -117,6 +117,9 @@ class LiteratureFiles:
         return self._embed_job
 
     def _embedded(self: LiteraturePanel, rep: Any) -> None:
+        if not rep.embedded and not rep.remaining:  # a file imported again ("Embedded 0 documents")
+            self._set_progress("Every document already has a vector for semantic rows.")
+            return
         self._set_progress(f"Embedded {export_mod.plural(rep.embedded, 'document')} for semantic rows"
                            + (f" ({rep.remaining:,} left for the next run)" if rep.remaining else ""))
 
