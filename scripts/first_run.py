@@ -126,6 +126,37 @@ def main() -> int:
     wait_for(lambda: bool(answered), what="the second answer")
     shoot("answer-results")
 
+    editor = window.ask.route_editor  # the route edited and re-run: a keyword on the same template
+    editor.keyword.setText("linear")
+    answered.clear()
+    editor.rerun_button.click()
+    wait_for(lambda: bool(answered), what="the re-run on the edited route")
+    shoot("answer-rerun-route")
+    window.browser.select_observation(window.kb.observations[3].iri)
+    window.browser.edit_selected()
+    settle(0.8)
+    shoot("observation-editor")
+    if window.browser.active_dialog is not None:
+        window.browser.active_dialog.reject()
+    settle()
+    import tempfile
+
+    bad = Path(tempfile.mkdtemp(prefix="kmds-")) / "meeting-notes.xml"
+    bad.write_text("<notes><note>not a knowledge base</note></notes>\n", encoding="utf-8")
+    before = window.messages.current
+    window.open_kb(bad)
+    wait_for(lambda: window.messages.current is not None and window.messages.current is not before, 60)
+    wait_for(lambda: not window.jobs.is_busy("kb.load"), 60)
+    shoot("error-not-a-kb")
+    window.messages.dismiss()
+    window.show_about()
+    settle(0.8)
+    shoot("about")
+    for box in QApplication.topLevelWidgets():
+        if box.isVisible() and box is not window and hasattr(box, "done"):
+            box.done(0)
+    settle()
+
     panel = window.literature
     job = panel.import_files([SHARED / "literature" / "cf" / "corpus.jsonl"])
     wait_for(lambda: job is None or job.done, 600, "the import")
@@ -214,6 +245,13 @@ def main() -> int:
     settle(1.0)
     shoot("history-two")
     history.hide()
+    screening = panel.screen_results(store_path=DATA / "home" / "screening.sqlite3")
+    if screening is not None:
+        screening.move(0, 0)
+        screening.resize(1600, 1000)
+        settle(3.0)
+        shoot("screening-from-results")
+        screening.close()
 
     window.jobs.shutdown()
     window._force_close = True
