@@ -280,3 +280,25 @@ def test_the_known_papers_check_shows_questions_and_queries_whole(qtbot, workben
     assert f"#3 {question!r}: finds 1 of 1" in text
     assert f"#3.1 {query!r}: 1 of 1" in text
     assert "…" not in text and text.startswith("1 known paper: 1 in the database")
+
+
+def test_a_check_goes_when_another_set_is_selected(qtbot, workbench, jobs):
+    dialog = _dialog(qtbot, workbench, jobs)
+    dialog.select_set(1)
+    qtbot.keyClicks(dialog.known_edit, "h:1")
+    _click(qtbot, dialog.check_button)
+    qtbot.waitUntil(lambda: dialog.last_check is not None, timeout=WAIT)
+    assert dialog.status.text().startswith("#1 finds 1 of 1")
+    dialog.refresh(select=1)  # the same set after a refresh: the check stays
+    qtbot.waitUntil(lambda: not jobs.is_busy("history.list"), timeout=WAIT)
+    qtbot.wait(100)
+    assert "#1 'aspirin': finds 1 of 1" in dialog.check_view.toPlainText()
+
+    dialog.select_set(2)  # e.g. a new search recorded while the window was closed selects it
+    assert dialog.check_view.toPlainText() == ""
+    assert dialog.status.text() == "2 sets in the search history"
+    _click(qtbot, dialog.overlap_button)
+    qtbot.waitUntil(lambda: "Rows of #2" in dialog.check_view.toPlainText(), timeout=WAIT)
+    dialog.select_set(1)
+    assert dialog.check_view.toPlainText() == "" and dialog.overlap_markdown == ""
+    assert dialog.known_edit.toPlainText() == "h:1"  # the pasted papers stay for the next check

@@ -98,6 +98,7 @@ class HistoryChecks:
         check = answer.check
         self.last_check = check
         self._check_set = number
+        self._shown_for = number
         unread = answer.unread_report()
         text = known_check_text(check, whole=True)  # whole texts: the view wraps them
         self.check_view.setPlainText((f"{unread}\n\n" if unread else "") + text)
@@ -115,11 +116,13 @@ class HistoryChecks:
             return None
         return self.jobs.submit(KINDS["check"], simple_job(_overlap_text), self.workbench, saved.number,
                                 policy="refuse", label="Comparing the rows", busy_cursor=False,
-                                on_result=self._show_overlap, on_error=self._failed("No overlap to show"))
+                                on_result=lambda text, n=saved.number: self._show_overlap(text, n),
+                                on_error=self._failed("No overlap to show"))
 
-    def _show_overlap(self: SearchHistoryDialog, text: str) -> None:
+    def _show_overlap(self: SearchHistoryDialog, text: str, number: int | None = None) -> None:
         """Show the overlap's Markdown tables as tables (cells ruled, numbers readable)."""
         self.overlap_markdown = text
+        self._shown_for = number
         html = to_html(text).replace("<table>", '<table border="1" cellspacing="0" cellpadding="4">')
         self.check_view.setHtml(html)
 

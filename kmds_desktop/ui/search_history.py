@@ -83,6 +83,8 @@ class SearchHistoryDialog(HistoryChecks, QDialog):
         self.last_report: Path | None = None
         self.last_documents: Path | None = None
         self._has_message = False
+        #: The set the check view's result (known papers or row overlap) is about (None: nothing shown).
+        self._shown_for: int | None = None
 
         self.table = QTableWidget(0, len(_COLUMNS))
         self.table.setHorizontalHeaderLabels(list(_COLUMNS))
@@ -95,6 +97,7 @@ class SearchHistoryDialog(HistoryChecks, QDialog):
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(4, QHeaderView.ResizeMode.Stretch)
         self.table.itemSelectionChanged.connect(self._update_buttons)
+        self.table.itemSelectionChanged.connect(self._selection_changed)
 
         self.rename_button = QPushButton("Rename…")
         self.rerun_button = QPushButton("Re-run on today's database")
@@ -226,6 +229,22 @@ class SearchHistoryDialog(HistoryChecks, QDialog):
         self.overlap_button.setEnabled(allowed.overlap)
         self.documents_button.setEnabled(allowed.export_documents)
 
+    def _selection_changed(self) -> None:
+        """Another set selected: a check or overlap of the previous one goes, with its status line
+        (reopened after a new search, the window showed #2 selected under "Rows of #1")."""
+        number = self.selected_number()
+        if self._shown_for is None or number is None or number == self._shown_for:
+            return
+        self._shown_for = None
+        self.check_view.clear()
+        self.overlap_markdown = ""
+        self._has_message = False
+        self._set_status(self._list_status(), message=False)
+
+    def _list_status(self) -> str:
+        return (f"{plural(len(self.sets), 'set')} in the search history" if self.sets else
+                "The search history is empty: every search you run is added here.")
+
     def _set_status(self, text: str, *, message: bool = True) -> None:
         """Show ``text``; a list refresh (``message=False``) never hides the result of an action."""
         if not message and self._has_message:
@@ -278,8 +297,7 @@ class SearchHistoryDialog(HistoryChecks, QDialog):
         elif sets:
             self.table.selectRow(len(sets) - 1)
         self._update_buttons()
-        self._set_status(f"{plural(len(sets), 'set')} in the search history" if sets else
-                         "The search history is empty: every search you run is added here.", message=False)
+        self._set_status(self._list_status(), message=False)
 
     # --- set algebra ------------------------------------------------------------------------------
     def _expression_changed(self, _text: str) -> None:
