@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import json
 import statistics
 import sys
@@ -86,16 +87,29 @@ def load_cf() -> tuple[list[dict], dict[str, str], dict[str, set[str]]]:
     return docs, queries, relevant
 
 
+_SCRATCH: list[tempfile.TemporaryDirectory] = []
+
+
+def _scratch_dir() -> str:
+    """A temporary folder for the run's stray files (removed when the process ends)."""
+    if not _SCRATCH:
+        _SCRATCH.append(tempfile.TemporaryDirectory(prefix="kmds-screening-bench-"))
+    return _SCRATCH[0].name
+
+
 def asreview_factory() -> tuple[
     str, Callable[[list[str]], Callable[[Mapping[int, bool]], np.ndarray | None]]
 ]:
     """ASReview's default model as a scorer factory (texts -> scorer); the package when importable."""
     try:
-        from asreview.learner import ActiveLearningCycle
-        from asreview.models.models import AI_MODEL_CONFIGURATIONS
+        # asreview imports synergy_dataset, which opens a requests cache ("synergy_cache.sqlite") in the
+        # working directory at import time: import it from a temporary folder, never the repository.
+        with contextlib.chdir(_scratch_dir()):
+            import asreview
+            from asreview.learner import ActiveLearningCycle
+            from asreview.models.models import AI_MODEL_CONFIGURATIONS
 
         meta = next(c["value"] for c in AI_MODEL_CONFIGURATIONS if c["name"] == "elas_u4")
-        import asreview
 
         label = f"ASReview {asreview.__version__} (elas_u4)"
 

@@ -209,6 +209,34 @@ def test_highlights_and_order(qtbot, window):
     assert "random order" in window.ordered_label.text()
 
 
+def test_ticking_model_scores_in_active_learning_changes_the_order(qtbot, window):
+    """The check box beside the order lets the LLM scores feed the model: with a 5 for the diabetes
+    record (and the include) and 1 for the rest, that record comes next; unticked, the text's order."""
+    s = window.session
+    assert not window.scores_check.isChecked() and window.scores_check.isEnabled()
+    key(qtbot, window, Qt.Key.Key_I)  # "Cystic fibrosis lung function decline in adults (0)"
+    key(qtbot, window, Qt.Key.Key_1)  # "Mouse model of airway inflammation (1)"
+    assert s.wait_for_training(timeout=20)
+    s.set_order("active")  # go on from the trained order
+    before = title_on_screen(window)
+    assert not before.startswith("Diabetes")
+    for rec in s.records:
+        high = rec.title.startswith(("Diabetes", "Cystic fibrosis lung function decline"))
+        s.store.set_model_score("judge", QUESTION, rec.key, 5 if high else 1, "judged")
+    s.model_scores_changed()
+    qtbot.waitUntil(lambda: "LLM scores for 6 of 6 records" in window.scores_check.toolTip(), timeout=5_000)
+    decided = dict(s.decisions)
+    qtbot.mouseClick(window.scores_check, Qt.MouseButton.LeftButton)
+    assert window.scores_check.isChecked() and s.scores_in_model
+    qtbot.waitUntil(lambda: window.record_view.toPlainText().startswith("Diabetes"), timeout=10_000)
+    assert title_on_screen(window).startswith("Diabetes") and s.decisions == decided  # never decides
+    window.why_button.setChecked(True)
+    assert "LLM score (1–5)" in window.why_label.text()
+    qtbot.mouseClick(window.scores_check, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: title_on_screen(window) == before, timeout=10_000)
+    assert not s.scores_in_model and s.review.settings["model_scores_in_order"] is False
+
+
 def test_next_record_without_waiting_for_training(qtbot, window, monkeypatch):
     gate = threading.Event()
     real_train = app_screening.train

@@ -13,6 +13,11 @@ then the active-learning order. Training runs on one background thread of the se
 bumps a generation counter and wakes it; the next record always comes from the scores of the last
 *finished* training (never waiting for one in progress). Observers may be called on that thread (event
 ``"scores"``); a Qt view hands them to its GUI thread with a queued signal.
+
+Model scores in the order (:meth:`ScreeningSession.set_scores_in_model`, off by default, kept per review):
+each record's 1–5 score (the LLMs' mean where an LLM scored the review, else the embedding-similarity
+score) joins the active-learning features as a column; it orders the queue and is named in "why ranked
+high" where it adds, and it never decides a record.
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ from kmds_desktop.literature.screening.decisions import (
     Review,
     ScreeningError,
 )
-from kmds_desktop.literature.screening.model_scores import ModelScore, mean_score
+from kmds_desktop.literature.screening.model_scores import EMBEDDING_SCORER, ModelScore, mean_score
 from kmds_desktop.literature.screening.ordering import (
     DEFAULT_MODEL,
     ModelConfig,
@@ -66,6 +71,11 @@ Observer = Callable[[str], None]
 VECTOR_MODEL = "all-MiniLM-L6-v2"
 #: The key under which the question's vector is kept beside the records' vectors.
 QUESTION_KEY: Key = ("", "question")
+#: The review setting that says whether the model scores feed the active-learning order.
+SCORES_SETTING = "model_scores_in_order"
+#: How "why ranked high" names the score column: LLM scores, or the embedding model's (labelled so).
+LLM_SCORE_LABEL = "LLM score (1–5)"
+EMBEDDING_SCORE_LABEL = "embedding similarity score (1–5, no LLM)"
 
 #: Keys a view forwards (:meth:`ScreeningSession.press`): i include, x/e exclude (with the reason last
 #: chosen, or the first), 1–9 exclude with that reason, m maybe, u or ctrl+z undo, left/right back/forward.
@@ -151,10 +161,17 @@ class ScreeningSession:
         seed: int = 0,
         consecutive_rule: int = stopping.DEFAULT_CONSECUTIVE,
         vector_model: str = VECTOR_MODEL,
+        scores_in_model: bool | None = None,
     ) -> None:
         self.store = store
         self.vector_model = vector_model
         self.review: Review = store.review(review_id)
+        #: Whether the model scores are a feature of the order (None: the review's saved choice).
+        self.scores_in_model = (
+            bool(self.review.settings.get(SCORES_SETTING, False)) if scores_in_model is None
+            else bool(scores_in_model)
+        )
+        self._readvance = False
         self.model = model
         self.order = OrderMode(order)
         self.seed = seed
@@ -194,8 +211,9 @@ class ScreeningSession:
                 self._index.setdefault(alias, i)
         self.decisions: dict[Key, Decision] = self.store.decisions(self.review.id)
         self._order_of_decisions: list[Key] = self.store.decision_order(self.review.id)
-        self.features = self._build_features()
+        self._text_features = self._build_features()
         self._model_scores = self._read_model_scores()
+        self.features = self._scored(self._text_features)
         self._fallback = self._fallback_order()
         self._scores = None
 
@@ -223,9 +241,65 @@ class ScreeningSession:
             self._model_scores = self._read_model_scores()
             if self.order is OrderMode.SCORE:
                 self._fallback = self._fallback_order()
+            if self.scores_in_model:
+                self.features = self._scored(self._text_features)
+        if self.scores_in_model:
+            self._retrain()
         self._emit("model_scores")
         if self.order is OrderMode.SCORE and self._browse is None:
             self._advance()
+
+    def score_column(self) -> tuple[list[float | None], str]:
+        """Each record's score as the order's feature, and its name: the mean of the LLMs' scores where
+        any LLM scored this review (records they did not score have none), else the embedding-similarity
+        score; one kind per review, so a column never mixes a reader's 4 with a cosine's 4."""
+        llm = any(
+            s.score is not None and not s.model.startswith(EMBEDDING_SCORER)
+            for scores in self._model_scores.values()
+            for s in scores
+        )
+        values = [
+            mean_score(
+                [s for s in self._model_scores.get(r.key, []) if s.model.startswith(EMBEDDING_SCORER) != llm]
+            )
+            for r in self.records
+        ]
+        return values, LLM_SCORE_LABEL if llm else EMBEDDING_SCORE_LABEL
+
+    def _scored(self, features: TextFeatures | None) -> TextFeatures | None:
+        """``features`` with the score columns when the scores feed the order (and there are some)."""
+        if features is None or not self.scores_in_model:
+            return features
+        values, label = self.score_column()
+        return features.with_scores(values, weight=self.model.score_weight, label=label)
+
+    def set_scores_in_model(self, on: bool) -> None:
+        """Let the model scores feed the active-learning order (or stop it); kept with the review. Once
+        the model has retrained with (or without) them, the queue goes on from its new order."""
+        on = bool(on)
+        with self._lock:
+            if on == self.scores_in_model:
+                return
+            self.scores_in_model = on
+            self.review.settings[SCORES_SETTING] = on
+            self.features = self._scored(self._text_features)
+            self._readvance = self._browse is None and self._labels_trainable()
+        self.store.set_settings(self.review.id, self.review.settings)
+        self._retrain()
+
+    def scores_in_model_line(self) -> str:
+        """What the option does now, in words (the window's tooltip, the CLI's ``order``)."""
+        values, label = self.score_column()
+        have = sum(v is not None for v in values)
+        if not self.scores_in_model:
+            known = f" ({label.split(' (')[0]}s for {have:,} of {len(values):,} records)" if have else ""
+            return "model scores do not feed the order" + known
+        if not have:
+            return "model scores feed the order once there are some (none yet: score the records first)"
+        return (
+            f"{label.split(' (')[0]}s of {have:,} of {len(values):,} records feed the order "
+            "(as a feature of the model; they never decide a record)"
+        )
 
     def _build_features(self) -> TextFeatures | None:
         """TF-IDF of the records, with the document vectors the review holds (see :meth:`add_vectors`)."""
@@ -258,7 +332,8 @@ class ScreeningSession:
             wanted[QUESTION_KEY] = question_vector
         self.store.set_vectors(self.review.id, self.vector_model, wanted)
         with self._lock:
-            self.features = self._build_features()
+            self._text_features = self._build_features()
+            self.features = self._scored(self._text_features)
             self._scores = None
         self._retrain()
         return self.features.with_vectors if self.features is not None else 0
@@ -376,8 +451,13 @@ class ScreeningSession:
                 self._training.times.append(time.perf_counter() - started)
             if result is not None and (self._scores is None or result.generation >= self._scores.generation):
                 self._scores = result
+            readvance = result is not None and self._readvance
+            if readvance:
+                self._readvance = False
         if result is not None:
             self._emit("scores")
+        if readvance and self._browse is None:
+            self._advance()  # the order changed (model scores in or out): go on from the new one
         return result is not None
 
     def _train_loop(self) -> None:
@@ -475,6 +555,26 @@ class ScreeningSession:
                 return i, how
         return None, ""
 
+    def queue(self, n: int = 10) -> list[tuple[int, str]]:
+        """The next ``n`` undecided records (index, what orders them) as the queue would offer them now."""
+        with self._lock:
+            mask = self._decided_mask()
+            out: list[tuple[int, str]] = []
+            check = self.sample_check()
+            for key in check.sample if check is not None else ():
+                i = self._index.get(tuple(key))  # type: ignore[arg-type]
+                if i is not None and not mask[i] and len(out) < n:
+                    out.append((i, "random sample"))
+                    mask[i] = True
+            scores = self._scores
+            trained = scores is not None and len(scores.values) == len(self.records)
+            if self.order is OrderMode.ACTIVE and scores is not None and trained:
+                ranked = np.argsort(-scores.values, kind="stable")
+                out += [(int(i), "model score") for i in ranked if not mask[i]][: max(0, n - len(out))]
+            else:
+                out += [(i, self.order.value) for i in self._fallback if not mask[i]][: max(0, n - len(out))]
+            return out
+
     def _advance(self) -> None:
         with self._lock:
             self._browse = None
@@ -497,7 +597,8 @@ class ScreeningSession:
     def set_model(self, model: ModelConfig) -> None:
         with self._lock:
             self.model = model
-            self.features = self._build_features()
+            self._text_features = self._build_features()
+            self.features = self._scored(self._text_features)
             self._scores = None
         self._retrain()
 
@@ -646,7 +747,7 @@ class ScreeningSession:
         rec = self.records[i]
         scores = self._scores
         score = float(scores.values[i]) if scores is not None and len(scores.values) > i else None
-        why = top_terms(self.features, scores, i) if self.features is not None else []
+        why = self.why(i)
         if self._browse is not None:
             position = f"decided record {self._browse + 1:,} of {len(self._order_of_decisions):,}"
         else:
@@ -661,6 +762,13 @@ class ScreeningSession:
             order=self.order,
             ordered_by=self._ordered_by,
         )
+
+    def why(self, index: int) -> list[tuple[str, float]]:
+        """ "Why ranked high" for record ``index``: what adds most to its score in the last training."""
+        scores, features = self._scores, self.features
+        if features is None or scores is None or len(scores.values) != features.size:
+            return []
+        return top_terms(features, scores, index)
 
     def scores_by_key(self) -> dict[Key, float]:
         scores = self._scores

@@ -1,5 +1,6 @@
-"""``kmds-desktop literature screen ...``: a review's state, records in, exports, another reviewer's
-decisions, the PRISMA flow, and ``simulate`` (replay known labels through an order).
+"""``kmds-desktop literature screen ...``: a review's state, records in, the queue's order (and whether
+the model scores feed it), exports, another reviewer's decisions, the PRISMA flow, and ``simulate`` (replay
+known labels through an order).
 
 Every subcommand but ``simulate`` goes through :class:`~kmds_desktop.app.screening.ScreeningSession`,
 the code the window drives, so a figure here is the figure there. Imports happen inside the handlers so
@@ -46,6 +47,21 @@ def register_screen(lit_sub: argparse._SubParsersAction) -> None:  # noqa: SLF00
     add.add_argument("--question", default="", help="the review question (new reviews)")
     add.add_argument("--dsn", help=DSN_HELP)
     add.set_defaults(func=_add)
+
+    order = review_parser(
+        "order",
+        "the next records in the queue and why; --scores-in-model on|off: whether the model scores "
+        "(LLM 1–5, or the embedding similarity) feed the active-learning model (kept with the review)",
+    )
+    order.add_argument("--mode", choices=("active", "rank", "random", "score"), default="active",
+                       help="the order to list (default: %(default)s)")
+    order.add_argument("--scores-in-model", choices=("on", "off"),
+                       help="let the model scores feed the classifier, or stop it (off unless turned on); "
+                       "a score only orders, it never decides a record")
+    order.add_argument("--next", type=int, default=10, metavar="N",
+                       help="list N records (default: %(default)s)")
+    order.add_argument("--json", action="store_true")
+    order.set_defaults(func=_order)
 
     exp = review_parser("export", "write the included (or all) records as RIS, BibTeX or CSV")
     exp.add_argument("output", type=Path, help="a .ris, .bib or .csv file")
@@ -164,6 +180,46 @@ def _add(args: argparse.Namespace) -> int:
             origin = f"#{args.set}"
             added = session.add_records(recs, origin=origin, per_row=per_row)
         print(f"{added:,} new records from {origin}; {session.progress().line()}")
+        return 0
+    finally:
+        session.store.close()
+
+
+@guarded
+def _order(args: argparse.Namespace) -> int:
+    session = _session(args)
+    try:
+        if args.scores_in_model is not None:
+            session.set_scores_in_model(args.scores_in_model == "on")
+        session.set_order(args.mode)
+        rows = []
+        scores = session.scores_by_key()
+        for i, how in session.queue(max(0, args.next)):
+            rec = session.records[i]
+            rows.append({
+                "source": rec.source,
+                "external_id": rec.external_id,
+                "title": rec.title,
+                "chosen_by": how,
+                "model_score": scores.get(rec.key),
+                "why": [t for t, _w in session.why(i)],
+                "llm_scores": [s.text() for s in session.model_scores(rec.key)],
+            })
+        if args.json:
+            print_json({
+                "review": session.review.id,
+                "order": session.order.value,
+                "scores_in_model": session.scores_in_model,
+                "scores_line": session.scores_in_model_line(),
+                "next": rows,
+            })
+            return 0
+        print(f"review {session.review.id}: order {session.order.value}; {session.scores_in_model_line()}")
+        for n, row in enumerate(rows, start=1):
+            score = "" if row["model_score"] is None else f" (model score {row['model_score']:.2f})"
+            print(f"{n:3}. {row['source']}:{row['external_id']} {row['title'][:90]}{score}")
+            if row["why"]:
+                print(f"     why: {', '.join(row['why'])}")
         return 0
     finally:
         session.store.close()

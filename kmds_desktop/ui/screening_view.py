@@ -20,7 +20,6 @@ from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtGui import QCloseEvent, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QCheckBox,
-    QComboBox,
     QFileDialog,
     QGridLayout,
     QHBoxLayout,
@@ -42,7 +41,7 @@ from kmds_desktop.app.screening import KEYS, ScreeningSession
 from kmds_desktop.app.screening_start import close_session, open_for_documents
 from kmds_desktop.ui.screening_pages import FlowPage, StoppingPage
 from kmds_desktop.ui.screening_review import AgreementPage, ScoresPage
-from kmds_desktop.ui.screening_widgets import EXPORTS, MARKS, ORDERS, SHORTCUTS, record_html, split_keywords
+from kmds_desktop.ui.screening_widgets import EXPORTS, MARKS, SHORTCUTS, OrderBar, record_html, split_keywords
 
 
 class _Events(QObject):
@@ -81,12 +80,8 @@ class ScreeningWindow(QWidget):
     def _build(self) -> None:
         self.position_label = QLabel()
         self.position_label.setStyleSheet("font-weight: bold")
-        self.order_combo = QComboBox()
-        for text, value in ORDERS:
-            self.order_combo.addItem(text, value)
-        self.order_combo.setToolTip("Active learning: the model trained on your decisions picks the next "
-                                    "record; search rank: the search's order; random: unbiased")
-        self.order_combo.activated.connect(self._order_chosen)
+        self.order_bar = OrderBar()  # the order, and whether the model scores feed the model
+        self.order_combo, self.scores_check = self.order_bar.combo, self.order_bar.scores_check
         self.export_button = QPushButton("Export included")
         menu = QMenu(self.export_button)
         for text, fmt, _suffix in EXPORTS:
@@ -94,8 +89,7 @@ class ScreeningWindow(QWidget):
         self.export_button.setMenu(menu)
         top = QHBoxLayout()
         top.addWidget(self.position_label, 1)
-        top.addWidget(QLabel("Order:"))
-        top.addWidget(self.order_combo)
+        top.addWidget(self.order_bar)
         top.addWidget(self.export_button)
 
         self.tabs = QTabWidget()
@@ -227,7 +221,7 @@ class ScreeningWindow(QWidget):
         self.session = session
         self._unsubscribe = session.subscribe(self._events.arrived.emit)
         self.setWindowTitle(f"Screening — {session.review.name}")
-        self.order_combo.setCurrentIndex(max(0, self.order_combo.findData(str(session.order.value))))
+        self.order_bar.set_session(session)
         self.stopping.set_session(session)
         self.flow.session = self.scores.session = self.agreement.session = session
         words = session.review.settings.get("keywords", {})
@@ -241,7 +235,7 @@ class ScreeningWindow(QWidget):
 
     def _set_enabled(self, on: bool) -> None:
         for w in (self.include_button, self.exclude_button, self.maybe_button, self.undo_button,
-                  self.back_button, self.forward_button, self.export_button, self.order_combo,
+                  self.back_button, self.forward_button, self.export_button, self.order_bar,
                   self.edit_reasons_button):
             w.setEnabled(on)
         self.stopping.setEnabled(on)
@@ -254,6 +248,7 @@ class ScreeningWindow(QWidget):
             self._render_scores()
         elif event == "model_scores":
             self._render_scores()
+            self.order_bar.render()
             if self.tabs.currentWidget() is self.scores:
                 self.scores.render()
         elif event == "record":
@@ -292,10 +287,6 @@ class ScreeningWindow(QWidget):
         if self.session is not None:
             self.session.last_reason = str(item.data(Qt.ItemDataRole.UserRole))
             self.exclude_button.setText(f"Exclude (E): {self.session.last_reason}")
-
-    def _order_chosen(self, _index: int) -> None:
-        if self.session is not None:
-            self.session.set_order(str(self.order_combo.currentData()))
 
     def _decided_chosen(self, item: QListWidgetItem) -> None:
         if self.session is not None:

@@ -1,4 +1,4 @@
-"""Pieces of the screening window: the record as highlighted HTML, the PRISMA flow drawing, stopping.
+"""Pieces of the screening window: the record as highlighted HTML, the PRISMA flow drawing, the order bar.
 
 Why separate from :mod:`kmds_desktop.ui.screening_view`: each piece renders one part of the session's
 state and is tested on its own; the window only lays them out and forwards actions.
@@ -16,7 +16,7 @@ from PySide6.QtCore import QByteArray, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QImage, QPainter
 from PySide6.QtSvg import QSvgRenderer
 from PySide6.QtSvgWidgets import QSvgWidget
-from PySide6.QtWidgets import QSizePolicy
+from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QSizePolicy, QWidget
 
 from kmds_desktop.app.screening import KEYS
 
@@ -117,6 +117,58 @@ def record_html(
         f"<p style='line-height:140%'>{abstract}</p>"
         + (f"<p><b>Found by</b></p><ul>{rows}</ul>" if rows else "")
     )
+
+
+class OrderBar(QWidget):
+    """Where the order is chosen: the order, and whether the model scores (LLM 1–5, or the embedding
+    similarity) feed the active-learning model. Both go straight to the session; a score orders the
+    queue, it never decides a record."""
+
+    SCORES_TIP = ("Each record's model score (Scores tab) becomes one more feature of the active-learning "
+                  "model: it moves records up or down the queue, it never decides one")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.session: Any = None
+        self.combo = QComboBox()
+        for text, value in ORDERS:
+            self.combo.addItem(text, value)
+        self.combo.setToolTip("Active learning: the model trained on your decisions picks the next "
+                              "record; search rank: the search's order; random: unbiased")
+        self.combo.activated.connect(self._order_chosen)
+        self.scores_check = QCheckBox("Model scores in active learning")
+        self.scores_check.toggled.connect(self._scores_toggled)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(QLabel("Order:"))
+        layout.addWidget(self.combo)
+        layout.addWidget(self.scores_check)
+
+    def set_session(self, session: Any) -> None:
+        self.session = session
+        self.combo.setCurrentIndex(max(0, self.combo.findData(str(session.order.value))))
+        self.render()
+
+    def render(self) -> None:
+        """The check box as the session has it, and what it does now (how many records are scored)."""
+        session = self.session
+        if session is None:
+            return
+        self.scores_check.blockSignals(True)
+        self.scores_check.setChecked(session.scores_in_model)
+        self.scores_check.blockSignals(False)
+        self.scores_check.setEnabled(session.order.value == "active")  # it only moves that order
+        self.scores_check.setToolTip(f"{self.SCORES_TIP}. Now: {session.scores_in_model_line()}.")
+
+    def _order_chosen(self, _index: int) -> None:
+        if self.session is not None:
+            self.session.set_order(str(self.combo.currentData()))
+            self.render()
+
+    def _scores_toggled(self, on: bool) -> None:
+        if self.session is not None:
+            self.session.set_scores_in_model(on)
+            self.render()
 
 
 class FlowView(QSvgWidget):

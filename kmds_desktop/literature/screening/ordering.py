@@ -18,6 +18,12 @@ every weight tried, the question's vector as well as its words helped (0.524 / 0
 and a logistic regression on the same features trained too slowly for a retrain per decision.
 Without vectors (records from a file, a database without them) the TF-IDF part alone is used.
 
+Model scores as features (off unless the user turns it on, :meth:`TextFeatures.with_scores`): each
+record's 1–5 score (the LLMs' mean, or the embedding-similarity score) scaled to 0–1 becomes one more
+column, and a second column marks the records without a score (they get the mean of the others). The
+question's pseudo-document gets the top score. They move the order only; no score decides a record. The
+simulation cannot choose it (its pools have no LLM scores), so it stays off by default.
+
 Before there is at least one include and one exclude no classifier can be trained; the order is then the
 search's own rank (or the similarity to the question, or random), see :class:`OrderMode`.
 
@@ -68,6 +74,9 @@ class ModelConfig:
     #: Scale of the document vectors beside the TF-IDF columns (0: TF-IDF only). Naive Bayes cannot
     #: take them (negative values) and ignores them.
     vector_weight: float = 0.5
+
+    #: Scale of the model-score columns (score 0–1 and "no score") when the scores feed the order.
+    score_weight: float = 1.0
 
     def describe(self) -> str:
         names = {
@@ -133,6 +142,13 @@ class TextFeatures:
     vector_weight: float = 0.0
     question_text: sparse.csr_matrix | None = field(default=None, repr=False)
     question_vector: np.ndarray | None = field(default=None, repr=False)
+    #: The model-score columns at the end of ``matrix`` (0, or 2: score 0–1 and "no score").
+    score_columns: int = 0
+    score_weight: float = 0.0
+    #: What the score columns hold ("LLM score (1–5)"), for "why ranked high".
+    score_label: str = ""
+    #: Records with a score (the others carry the mean and the "no score" mark).
+    with_scores_count: int = 0
 
     @classmethod
     def build(
@@ -183,20 +199,67 @@ class TextFeatures:
     def _set_question(self, qvec: sparse.csr_matrix | None, question_vector: np.ndarray | None) -> None:
         self.question_text = qvec
         self.question_vector = question_vector
-        if self.matrix.shape[1] == self.terms.shape[0]:  # no vector columns
-            self.question = qvec
-            return
-        dim = self.matrix.shape[1] - self.terms.shape[0]
+        self.question = self._question_row(qvec, question_vector)
+        if self.question is not None and self.score_columns:
+            # The question is the one record sure to be relevant: the top score, not "no score".
+            top = np.array([[self.score_weight, 0.0]], dtype=np.float32)
+            self.question = sparse.hstack([self.question, sparse.csr_matrix(top)], format="csr")
+
+    def _question_row(
+        self, qvec: sparse.csr_matrix | None, question_vector: np.ndarray | None
+    ) -> sparse.csr_matrix | None:
+        dim = self.vector_columns
+        if dim == 0:  # no vector columns
+            return qvec
         qv = None
         if question_vector is not None and np.asarray(question_vector).shape == (dim,):
             qv = np.asarray(question_vector, dtype=np.float32) * self.vector_weight
         if qvec is None and qv is None:
-            self.question = None
-            return
+            return None
         text = qvec if qvec is not None else sparse.csr_matrix((1, self.terms.shape[0]), dtype=np.float32)
         empty = sparse.csr_matrix((1, dim), dtype=np.float32)
         dense = sparse.csr_matrix(qv[None, :]) if qv is not None else empty
-        self.question = sparse.hstack([text, dense], format="csr", dtype=np.float32)
+        return sparse.hstack([text, dense], format="csr", dtype=np.float32)
+
+    @property
+    def vector_columns(self) -> int:
+        return int(self.matrix.shape[1]) - int(self.terms.shape[0]) - self.score_columns
+
+    def with_scores(
+        self, scores: Sequence[float | None] | None, *, weight: float = 1.0, label: str = "model score"
+    ) -> TextFeatures:
+        """The same features with the records' model scores (1–5, None where a record has none) as two
+        columns × ``weight``: the score scaled to 0–1 (the mean of the others where there is none) and
+        "no score" (1 where there is none). ``scores`` None, all None, or ``weight`` 0: no columns."""
+        base = self.matrix
+        if self.score_columns:
+            base = base[:, : base.shape[1] - self.score_columns]
+        values = list(scores) if scores is not None else []
+        if values and len(values) != self.size:
+            raise ValueError(f"{len(values)} scores for {self.size} records")
+        present = [float(v) for v in values if v is not None]
+        feats = TextFeatures(
+            matrix=base,
+            terms=self.terms,
+            seconds=self.seconds,
+            vectorizer=self.vectorizer,
+            tfidf=self.tfidf,
+            with_vectors=self.with_vectors,
+            vector_weight=self.vector_weight,
+        )
+        if present and weight > 0:
+            scaled = np.array(
+                [np.nan if v is None else (min(5.0, max(1.0, float(v))) - 1.0) / 4.0 for v in values],
+                dtype=np.float32,
+            )
+            missing = np.isnan(scaled)
+            scaled[missing] = float(np.nanmean(scaled))
+            block = np.stack([scaled, missing.astype(np.float32)], axis=1) * weight
+            feats.matrix = sparse.hstack([base, sparse.csr_matrix(block)], format="csr", dtype=np.float32)
+            feats.score_columns, feats.score_weight, feats.score_label = 2, weight, label
+            feats.with_scores_count = len(present)
+        feats._set_question(self.question_text, self.question_vector)
+        return feats
 
     def with_question(self, question: str, question_vector: np.ndarray | None = None) -> TextFeatures:
         """The same features with another question (no refit: one pool, many questions)."""
@@ -213,6 +276,10 @@ class TextFeatures:
             tfidf=self.tfidf,
             with_vectors=self.with_vectors,
             vector_weight=self.vector_weight,
+            score_columns=self.score_columns,
+            score_weight=self.score_weight,
+            score_label=self.score_label,
+            with_scores_count=self.with_scores_count,
         )
         feats._set_question(qvec, question_vector)
         return feats
@@ -318,30 +385,45 @@ def top_terms(
     features: TextFeatures, scores: Scores | None, index: int, n: int = 8
 ) -> list[tuple[str, float]]:
     """ "Why ranked high": the record's terms that add most to its score (TF-IDF × weight), best first;
-    with document vectors, their part as one entry ("meaning (document vector)") where it adds."""
+    with document vectors, their part as one entry ("meaning (document vector)") where it adds; with the
+    model scores as features, theirs as one entry named by :attr:`TextFeatures.score_label`."""
     if scores is None or scores.weights is None:
         return []
     row = features.matrix[index]
+    if len(scores.weights) < features.matrix.shape[1]:  # naive Bayes: the TF-IDF columns only
+        keep = row.indices < len(scores.weights)
+        row = sparse.csr_matrix((row.data[keep], row.indices[keep], [0, int(keep.sum())]), shape=row.shape)
     contrib = row.data * scores.weights[row.indices]
     text_cols = features.terms.shape[0]
+    score_from = features.matrix.shape[1] - features.score_columns
     words = row.indices < text_cols
+    rated = row.indices >= score_from
     out = [(str(features.terms[row.indices[j]]), float(contrib[j])) for j in np.flatnonzero(words)]
-    meaning = float(contrib[~words].sum())
+    meaning = float(contrib[~words & ~rated].sum())
     if meaning > 0:
         out.append((VECTOR_TERM, meaning))
+    rating = float(contrib[rated].sum())
+    if features.score_columns and rating > 0:
+        out.append((features.score_label or SCORE_TERM, rating))
     out.sort(key=lambda t: -t[1])
     return [t for t in out[:n] if t[1] > 0]
 
 
 #: The "why ranked high" entry for the document vector's part of a score.
 VECTOR_TERM = "meaning (document vector)"
+#: The entry for the model scores' part, when the features do not name them.
+SCORE_TERM = "model score"
 
 
 def question_similarity(features: TextFeatures) -> np.ndarray:
     """Cosine similarity of each record to the question (rows are L2-normalised); zeros without one."""
     if features.question is None:
         return np.zeros(features.size)
-    return np.asarray((features.matrix @ features.question.T).toarray()).ravel()
+    cols = features.matrix.shape[1] - features.score_columns
+    matrix, question = features.matrix, features.question
+    if features.score_columns:
+        matrix, question = matrix[:, :cols], question[:, :cols]
+    return np.asarray((matrix @ question.T).toarray()).ravel()
 
 
 def best_undecided(values: np.ndarray, decided: np.ndarray) -> int | None:
