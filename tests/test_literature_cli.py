@@ -28,7 +28,7 @@ def test_import_reports_counts_skips_and_failures(pg_empty_database, tmp_path, c
     assert "1 document has no vector yet" in out and "literature embed" in out
     assert main(["literature", "import", "-q", "--embed", str(good), "--dsn", dsn]) == 0
     out = capsys.readouterr().out
-    assert "0 new, 0 updated, 1 unchanged" in out and "embedded 1 documents" in out
+    assert "0 new, 0 updated, 1 unchanged" in out and "embedded 1 document in" in out
     assert "no vector yet" not in out
     assert main(["literature", "import", "-q", str(tmp_path / "nope.jsonl"), "--dsn", dsn]) == 1
     assert "nope.jsonl" in capsys.readouterr().err

@@ -134,8 +134,8 @@ def _embed(args: argparse.Namespace) -> int:
             db, model_name=settings.index.embedding_model, batch_size=batch, limit=args.limit,
             allow_external=allow, progress=progress_line(args.quiet))
     end_progress()
-    print(f"embedded {rep.embedded} documents in {rep.seconds:.1f} s ({rep.per_second:.1f}/s, model "
-          f"{rep.model}); {rep.remaining} still need a vector")
+    print(f"embedded {plural(rep.embedded, 'document')} in {rep.seconds:.1f} s "
+          f"({rep.per_second:.1f}/s, model {rep.model}); {rep.remaining:,} still need a vector")
     return 0
 
 
@@ -155,9 +155,9 @@ def _import(args: argparse.Namespace) -> int:
                 continue
             end_progress()
             for rep in result.files:
-                print(f"{rep.path}: {plural(rep.records, 'record')}, {rep.inserted} new, "
-                      f"{rep.updated} updated, "
-                      f"{rep.unchanged} unchanged, {len(rep.skipped)} skipped ({rep.seconds:.1f} s)")
+                print(f"{rep.path}: {plural(rep.records, 'record')}, {rep.inserted:,} new, "
+                      f"{rep.updated:,} updated, "
+                      f"{rep.unchanged:,} unchanged, {len(rep.skipped):,} skipped ({rep.seconds:.1f} s)")
                 for note in rep.notes:
                     print(f"  note: {note}")
                 for skipped in rep.skipped[:_MAX_SKIPPED_SHOWN]:
@@ -183,8 +183,8 @@ def _after_import(args: argparse.Namespace, db: Any) -> int:
                 allow_external=settings.retrieval.allow_vectors_in_external_database,
                 progress=progress_line(args.quiet))
             end_progress()
-            print(f"embedded {rep.embedded} documents in {rep.seconds:.1f} s ({rep.per_second:.1f}/s); "
-                  f"{rep.remaining} still need a vector")
+            print(f"embedded {plural(rep.embedded, 'document')} in {rep.seconds:.1f} s "
+                  f"({rep.per_second:.1f}/s); {rep.remaining:,} still need a vector")
             return 0
         status = vector_status(db, settings.index.embedding_model)
     except LiteratureError as err:
