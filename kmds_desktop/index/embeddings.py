@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -181,6 +182,8 @@ def encode(
     if len(texts) == 0:
         dim = int(model.get_sentence_embedding_dimension() or 0)
         return np.zeros((0, dim), dtype=np.float32)
+    if all(len(t) <= SHORT_TEXT_CHARS for t in texts):
+        return _encode_short(texts, model_name, batch_size)
     distinct = list(dict.fromkeys(texts))
     row_of = {text: i for i, text in enumerate(distinct)}
     unique_vectors: np.ndarray | None = None
@@ -200,6 +203,39 @@ def encode(
     if len(distinct) == len(texts):
         return unique_vectors
     return unique_vectors[[row_of[text] for text in texts]]
+
+
+#: Texts this short (a word, a phrase, a question) are kept, per model, in a bounded cache: the
+#: built-in generator embeds the candidate variants of each question, and in one corpus the same
+#: words come back question after question.
+SHORT_TEXT_CHARS = 64
+SHORT_CACHE_SIZE = 20_000
+_short_cache: OrderedDict[tuple[str, str], Any] = OrderedDict()
+_short_lock = threading.Lock()
+
+
+def _encode_short(texts: Sequence[str], model_name: str, batch_size: int) -> np.ndarray:
+    """:func:`encode` for short texts, through the cache (a copy of each vector is returned)."""
+    import numpy as np
+
+    with _short_lock:
+        known = {t: _short_cache[(model_name, t)] for t in texts if (model_name, t) in _short_cache}
+        for t in known:
+            _short_cache.move_to_end((model_name, t))
+    missing = [t for t in dict.fromkeys(texts) if t not in known]
+    if missing:
+        model = get_model(model_name)
+        with _threads_for(missing):
+            vectors = model.encode(missing, batch_size=batch_size, normalize_embeddings=True,
+                                   convert_to_numpy=True, show_progress_bar=False)
+        with _short_lock:
+            for text, vector in zip(missing, vectors, strict=True):
+                vector = np.asarray(vector, dtype=np.float32)
+                known[text] = vector
+                _short_cache[(model_name, text)] = vector
+            while len(_short_cache) > SHORT_CACHE_SIZE:
+                _short_cache.popitem(last=False)
+    return np.stack([known[t] for t in texts]).astype(np.float32, copy=True)
 
 
 #: A call whose texts hold fewer characters than this (a question, a few dozen words and phrases)

@@ -72,7 +72,7 @@ NEIGHBOUR_SIMILARITY_SHARED = 0.8
 #: Candidates embedded per question (the most shared in the feedback documents first) and variants
 #: kept per concept; a variant may match at most NEIGHBOUR_WIDER times the concept's documents (a far
 #: more common word is a broader term, not another name).
-NEIGHBOUR_CANDIDATES = 32
+NEIGHBOUR_CANDIDATES = 60
 NEIGHBOUR_PER_CONCEPT = 2
 NEIGHBOUR_MIN_DOCS = 2
 NEIGHBOUR_WIDER = 3.0
