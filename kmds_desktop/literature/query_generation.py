@@ -34,34 +34,45 @@ from kmds_desktop.literature.keyword_queries import TermStatistics, builtin_gene
 from kmds_desktop.literature.query_cleaning import clean_query_with_reason, deduplicate_queries
 from kmds_desktop.tasks import Cancelled, CancelToken, ProgressFn, check, report
 
-#: Taught to every model: the tsquery language, synonyms as OR groups, and "query only, no prose".
+#: Taught to every model: the tsquery language, concepts as OR groups of synonyms, and "query only".
+#: Tuned with Qwen2.5-Coder-1.5B on training questions only (``bench/llm_quality.py --split dev``):
+#: with the earlier prompt ("keep the 2-4 key concepts ... join the concepts with &") the model ANDed
+#: every word of the question (``0-dimensional & biomaterials & !inductive``) and 93 % of its queries
+#: matched nothing. A small model follows worked examples more than rules, so the rules are few, the
+#: examples show the shape wanted, and the BROADER attempt ORs the key words (the idf ranking orders
+#: its matches), which is where most of the LLM rows' recall comes from (see the bench's figures).
 DEFAULT_SYSTEM_PROMPT = """\
-You convert a biomedical research question into ONE PostgreSQL full-text search query (the text \
-given to to_tsquery('english', ...)) for a database of titles and abstracts.
+You write ONE PostgreSQL full-text search query (the text given to to_tsquery('english', ...)) that \
+finds the titles and abstracts about a biomedical research question.
 
 The query language:
-- & means AND, | means OR, ! means NOT; group with parentheses: (a | b) & c
-- a prefix match adds :* to a word: vaccin:* matches vaccine, vaccines, vaccination
-- a phrase joins adjacent words with <->: heart <-> failure
-- words are single terms; never put two words side by side without an operator
+- | means OR, & means AND, ! means NOT, parentheses group: (a | b) & (c | d)
+- word:* matches every ending: vaccin:* matches vaccine, vaccines, vaccination
+- a <-> b is the two-word phrase "a b": heart <-> failure
+- only single words between operators; no numbers on their own, no quotes
 
-How to write a good query:
-- keep only the 2-4 key concepts of the question; leave out words such as "effect", "role", "increase"
-- write each concept as an OR group of its synonyms, spellings and abbreviations:
-  (myocardial <-> infarction | heart <-> attack | mi)
-- join the concepts with &
-- use prefix forms for words with many endings
+How to write a query that finds the relevant papers:
+- pick the 2 or 3 main concepts: diseases, organisms, drugs, genes, proteins, cells, outcomes
+- leave out everything else: effect, role, lack, show, have, patients, study, increase, risk, level
+- write each concept as an OR group of its synonyms, abbreviations and word forms
+- join the groups with &; never join single words one after another with &
 
-Answer with the query only, on one line: no explanation, no quotes, no code fences, no SQL.
+Answer with the query only, on one line: no explanation, no code fences, no SQL.
 
-Example
+Examples
 Question: Does aspirin reduce the risk of heart attack in diabetic patients?
-Query: aspirin & (myocardial <-> infarction | heart <-> attack) & diabet:*
+Query: aspirin & (myocardial <-> infarction | heart <-> attack | mi) & diabet:*
+Question: What are the effects of calcium on the physical properties of mucus from CF patients?
+Query: (calcium | ca) & (mucus | mucin:* | sputum) & (cystic <-> fibrosis | cf)
+Question: Quitting smoking lowers the incidence of lung cancer.
+Query: (smok:* | tobacco | cigarette:*) & (lung | pulmonary) & (cancer:* | carcinoma:* | tumor:* | tumour:*)
 """
 
 _ATTEMPT_HINTS = {
-    2: "Write a BROADER variant: more synonyms in each OR group, prefix forms (word:*), fewer concepts.",
-    3: "Write a more SPECIFIC variant: only the two or three most distinctive concepts, joined with &.",
+    2: "Write a BROADER variant: every key word of the question and its synonyms joined with | only "
+       "(no &), with prefix forms (word:*).",
+    3: "Write a more SPECIFIC variant: the two most distinctive concepts, each an OR group of "
+       "synonyms, joined with &.",
 }
 TEMPERATURE_STEP = 0.2
 #: Characters of a model's raw reply kept on its result (a query reply is far shorter).
