@@ -29,11 +29,13 @@ The stop-word list and the thresholds were chosen on the SciFact *train* claims 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kmds_desktop.literature.concept_blocks import (
+    EXACT_COUNTS_UP_TO,
     Concept,
     ConceptFinder,
     CorpusLookups,
@@ -163,6 +165,12 @@ def _safe_term(word: str) -> str:
     return " <-> ".join(p for p in parts if p)
 
 
+#: On a collection above ``EXACT_COUNTS_UP_TO`` documents (where counts are already bounded in time),
+#: the embedding neighbours are looked for only when the strategy took less than this so far: they
+#: cost an embedding call and a second writing of the queries, and generation stays within 1 s.
+NEIGHBOUR_BUDGET_S = 0.35
+
+
 @dataclass
 class KeywordQueryBuilder:
     """Build the attempt-``n`` query for a question; see the module docstring for the strategies."""
@@ -222,6 +230,7 @@ class KeywordQueryBuilder:
         """The question's concepts and its three queries (computed once per question)."""
         key = " ".join((question or "").split())
         if key not in self._plans:
+            started = time.perf_counter()
             lookups = CorpusLookups(self.database if self._counts_usable() else None)
             finder = ConceptFinder(lookups, self.encoder if self._counts_usable() else None)
             runs = [[w for w in run if self._stem(w) is not None] for run in content_runs(question)]
@@ -239,7 +248,9 @@ class KeywordQueryBuilder:
                     concepts[i] for i in sorted(longest[STRICT_TERMS:])]
             broad_words = self.terms(question)[:BROAD_TERMS]
             strategy = write_strategy(concepts, lookups, feedback_for, broad_words, self._flood_limit())
-            if feedback_for is not None and finder.add_neighbours(concepts, exclude):
+            within_budget = (time.perf_counter() - started <= NEIGHBOUR_BUDGET_S
+                             or (self._total() or 0) <= EXACT_COUNTS_UP_TO)
+            if feedback_for is not None and within_budget and finder.add_neighbours(concepts, exclude):
                 # The blocks grew: the queries are written again from the same feedback (its ranked
                 # pass is not repeated; every other count is cached).
                 first = strategy.feedback
