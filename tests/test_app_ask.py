@@ -172,6 +172,9 @@ def test_the_line_under_an_answer_never_heads_quotes_as_the_llms_answer():
     line = answered_line(failed)
     assert "Answered by" not in line and line.startswith("Quoted from the records")
     assert "ollama did not answer" in line and "not reachable" in line
+    assert ".." not in answered_line(OrchestratorResult(
+        "q", "x", "", records, backend="ollama", synthesis="extractive",
+        synthesis_error="Cannot reach the Ollama server. Set the host in Preferences → LLM."))
     offline = OrchestratorResult("quotes", "semantic_search", "", records * 2, backend="offline",
                                  synthesis="offline")
     assert answered_line(offline) == "Quoted from the records (no LLM); 2 records."

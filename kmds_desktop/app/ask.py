@@ -192,7 +192,7 @@ def answered_line(result: Any) -> str:
         # The LLM did not write this answer (it failed): never head the quotes as its answer.
         why = getattr(result, "synthesis_error", "") or "it failed"
         line = (f"Quoted from the records{took} ({records}): {result.backend} did not answer — "
-                f"{one_line(why, 160)}.")
+                f"{one_line(why, 160).rstrip('.')}.")
     elif synthesis == "offline" or result.backend == "offline":
         line = f"Quoted from the records{took} (no LLM); {records}."
     else:
