@@ -23,7 +23,6 @@ import shutil
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,46 +39,10 @@ if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
 sys.path.insert(0, str(ROOT))
 
 
-def wait_for(predicate, timeout_s: float = 300, what: str = "the expected state") -> None:
-    from PySide6.QtWidgets import QApplication
+sys.path.insert(0, str(ROOT / "scripts"))
+from window_driving import Shooter, settle, wait_for  # noqa: E402
 
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"the app did not reach {what} in time")
-        QApplication.processEvents()
-        time.sleep(0.01)
-
-
-def settle(seconds: float = 0.5) -> None:
-    from PySide6.QtWidgets import QApplication
-
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        QApplication.processEvents()
-        time.sleep(0.01)
-
-
-COUNTER = [0]
-
-
-def shoot(name: str) -> Path:
-    """The whole screen as SHOTS/NN-name.png (the window alone when offscreen)."""
-    from PySide6.QtWidgets import QApplication
-
-    settle(0.3)
-    COUNTER[0] += 1
-    path = SHOTS / f"{COUNTER[0]:02d}-{name}.png"
-    if os.environ.get("QT_QPA_PLATFORM") == "offscreen":
-        window = QApplication.activeWindow() or next(
-            (w for w in QApplication.topLevelWidgets() if w.isVisible()), None)
-        pixmap = window.grab() if window is not None else None
-    else:
-        pixmap = QApplication.primaryScreen().grabWindow(0)
-    if pixmap is not None:
-        pixmap.save(str(path), "PNG")
-    print(f"shot {path.relative_to(ROOT)}", flush=True)
-    return path
+shoot = Shooter(SHOTS, ROOT)
 
 
 def start_server(gguf: str) -> tuple[subprocess.Popen[str], str]:

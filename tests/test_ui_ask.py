@@ -20,6 +20,15 @@ def kb_path(kmds_data):
     return kmds_data / "example_analytics_kb_app_workflow.xml"
 
 
+def _ollama_settings(fake_ollama, model: str) -> Settings:
+    """Default settings with the scripted Ollama server's ``model`` as the LLM."""
+    settings = Settings()
+    settings.llm.backend = "ollama"
+    settings.llm.ollama_host = fake_ollama.url
+    settings.llm.ollama_model = model
+    return settings
+
+
 def _window(qtbot, make_window, kb_path, settings):
     window = make_window(settings)
     with qtbot.waitSignal(window.kb_loaded, timeout=30_000):
@@ -105,10 +114,7 @@ def test_rerun_without_an_edit_gives_the_same_records_and_says_why_as_before(
              "filters": {"obs_type_filter": "Data Quality Observation", "workflow": "ITSM"},
              "explanation": "The question asks about data quality."}
     fake_ollama.models["fake-llm"] = ModelScript(replies=[json.dumps(route), "Problems [1]."])
-    settings = Settings()
-    settings.llm.backend = "ollama"
-    settings.llm.ollama_host = fake_ollama.url
-    settings.llm.ollama_model = "fake-llm"
+    settings = _ollama_settings(fake_ollama, "fake-llm")
     window = _window(qtbot, make_window, kb_path, settings)
     first = _ask(qtbot, window, "What problems were found in the data?")
     editor = window.ask.route_editor
@@ -129,10 +135,7 @@ def test_fake_ollama_streams_the_answer_and_shows_the_backend(qtbot, make_window
               "Both shaped the data preparation.")
     script = ModelScript(replies=[json.dumps(route), answer], chunk_size=6, delay=0.05)
     fake_ollama.models["fake-llm"] = script
-    settings = Settings()
-    settings.llm.backend = "ollama"
-    settings.llm.ollama_host = fake_ollama.url
-    settings.llm.ollama_model = "fake-llm"
+    settings = _ollama_settings(fake_ollama, "fake-llm")
     window = _window(qtbot, make_window, kb_path, settings)
     pieces = []
     window.ask.question.setPlainText("What data quality issues were there?")
@@ -212,10 +215,7 @@ def test_answer_html_separates_lists_from_text():
 def test_cancel_from_the_progress_strip_stops_a_slow_model(qtbot, make_window, kb_path, fake_ollama):
     route = {"intent_class": "all_observations_search", "filters": {}, "explanation": "All."}
     fake_ollama.models["slow-llm"] = ModelScript(replies=[json.dumps(route), "late answer [1]"], delay=30)
-    settings = Settings()
-    settings.llm.backend = "ollama"
-    settings.llm.ollama_host = fake_ollama.url
-    settings.llm.ollama_model = "slow-llm"
+    settings = _ollama_settings(fake_ollama, "slow-llm")
     window = _window(qtbot, make_window, kb_path, settings)
     window.ask.question.setPlainText("Everything please")
     job = window.ask.ask()
@@ -281,10 +281,7 @@ def test_journey_ask_then_open_another_kb(qtbot, make_window, kb_path, kmds_data
 def test_an_answer_still_running_when_another_kb_opens_is_dropped(qtbot, make_window, kb_path, kmds_data,
                                                                    fake_ollama):
     fake_ollama.models["slow"] = ModelScript(replies=["never shown"], delay=8)
-    settings = Settings()
-    settings.llm.backend = "ollama"
-    settings.llm.ollama_host = fake_ollama.url
-    settings.llm.ollama_model = "slow"
+    settings = _ollama_settings(fake_ollama, "slow")
     window = _window(qtbot, make_window, kb_path, settings)
     panel = window.ask
     job = panel.ask("What data quality problems were found?")
@@ -378,10 +375,7 @@ def test_the_llm_status_follows_the_server_through_each_answer(qtbot, make_windo
              "explanation": "The question asks about data quality."}
     fake_ollama.models["fake-llm"] = ModelScript(replies=[json.dumps(route), "Problems [1]."],
                                                  statuses=[200, 200, 500])
-    settings = Settings()
-    settings.llm.backend = "ollama"
-    settings.llm.ollama_host = fake_ollama.url
-    settings.llm.ollama_model = "fake-llm"
+    settings = _ollama_settings(fake_ollama, "fake-llm")
     window = _window(qtbot, make_window, kb_path, settings)
     good = _ask(qtbot, window, "What data quality issues were there?")
     assert good.synthesis == "llm"
@@ -398,10 +392,7 @@ def test_a_new_question_clears_the_old_records_and_a_banner_ends_with_its_event(
     route = {"intent_class": "exploratory_search", "filters": {"obs_type_filter": "Data Quality Observation"},
              "explanation": "The question asks about data quality."}
     fake_ollama.models["slow-llm"] = ModelScript(replies=[json.dumps(route), "Problems [1]."], delay=1.5)
-    settings = Settings()
-    settings.llm.backend = "ollama"
-    settings.llm.ollama_host = fake_ollama.url
-    settings.llm.ollama_model = "slow-llm"
+    settings = _ollama_settings(fake_ollama, "slow-llm")
     window = _window(qtbot, make_window, kb_path, settings)
     panel = window.ask
     first = _ask(qtbot, window, "What data quality issues were there?")
