@@ -1,7 +1,7 @@
 """The built-in generator (``builtin:keywords``) at the default settings, against a BM25 reference.
 
 What a new user gets with no LLM: each question goes through the app's own search path
-(:func:`kmds_desktop.literature.evaluation.run_questions` with the default ``query_generation`` and
+(:func:`kmds_desktop.literature.retrieval.evaluation.run_questions` with the default ``query_generation`` and
 ``retrieval`` settings, full-text rows only), on each corpus in its own embedded PostgreSQL. Per corpus:
 
 - the share of multi-concept questions (two or more concepts) whose first query is a single term
@@ -67,7 +67,7 @@ def bm25_runs(corpus: Path, questions: list) -> dict[str, list[str]]:
 
 
 def own_questions(corpus: str) -> list:
-    from kmds_desktop.literature.evaluation import Question
+    from kmds_desktop.literature.retrieval.evaluation import Question
 
     out = []
     for line in OWN.read_text(encoding="utf-8").splitlines():
@@ -79,16 +79,16 @@ def own_questions(corpus: str) -> list:
 
 def measure_corpus(name: str, spec: dict, root: Path, limit: int | None, show: int) -> dict:
     from kmds_desktop.config import QueryGenerationSettings, RetrievalSettings
-    from kmds_desktop.literature.agent import QueryAgent
-    from kmds_desktop.literature.database import open_embedded
-    from kmds_desktop.literature.evaluation import (
+    from kmds_desktop.literature.queries.agent import QueryAgent
+    from kmds_desktop.literature.queries.keyword_queries import KeywordQueryBuilder
+    from kmds_desktop.literature.retrieval.evaluation import (
         evaluate_runs,
         load_qrels,
         load_questions,
         measure,
         run_questions,
     )
-    from kmds_desktop.literature.keyword_queries import KeywordQueryBuilder
+    from kmds_desktop.literature.store.database import open_embedded
 
     qrels = load_qrels(spec["qrels"]) if spec["qrels"] else {}
     questions = load_questions(spec["questions"], spec["split"])
@@ -149,10 +149,10 @@ def scale(records: int, root: Path) -> int:
     sys.path.insert(0, str(ROOT / "bench"))
     from literature import build_corpus
 
-    from kmds_desktop.literature.database import open_embedded
-    from kmds_desktop.literature.evaluation import load_questions
-    from kmds_desktop.literature.keyword_queries import KeywordQueryBuilder
-    from kmds_desktop.literature.vectors import encoder_for
+    from kmds_desktop.literature.queries.keyword_queries import KeywordQueryBuilder
+    from kmds_desktop.literature.retrieval.evaluation import load_questions
+    from kmds_desktop.literature.store.database import open_embedded
+    from kmds_desktop.literature.store.vectors import encoder_for
 
     encoder = encoder_for("all-MiniLM-L6-v2")
     encoder(["warm-up"])  # the window loads the model at start; its loading is not generation time

@@ -2,7 +2,7 @@
 
 One run: N SciFact abstracts are imported into a fresh embedded PostgreSQL (not timed), then embedded
 twice over: (1) a bare ``kmds_desktop.index.embeddings.encode`` of exactly the texts the database
-embeds (``title. abstract``), and (2) :func:`kmds_desktop.literature.vectors.embed_documents` (reads
+embeds (``title. abstract``), and (2) :func:`kmds_desktop.literature.store.vectors.embed_documents` (reads
 the documents needing a vector, encodes, writes them with their md5, commits per batch). The model
 is loaded and warmed before either is timed. Both wall-clock and this process's CPU time are shown
 (CPU time is steadier on a shared machine; the server's own work is not in it).
@@ -34,9 +34,9 @@ def main() -> int:
 
     from kmds_desktop.config import LiteratureSettings
     from kmds_desktop.index.embeddings import encode
-    from kmds_desktop.literature.database import open_database
-    from kmds_desktop.literature.server import EmbeddedServer
-    from kmds_desktop.literature.vectors import TEXT_SQL, embed_documents
+    from kmds_desktop.literature.store.database import open_database
+    from kmds_desktop.literature.store.server import EmbeddedServer
+    from kmds_desktop.literature.store.vectors import TEXT_SQL, embed_documents
 
     root = Path(tempfile.mkdtemp(prefix="kmds-bench-embed-"))
     records = []

@@ -57,7 +57,7 @@ def paired_times(fn: Callable[[str], object], valid: str, hostile: str) -> tuple
 def main() -> int:
     from kmds_desktop.ask.answers import strip_reasoning
     from kmds_desktop.ask.routing import parse_route
-    from kmds_desktop.literature.query_cleaning import clean_query_with_reason
+    from kmds_desktop.literature.queries.query_cleaning import clean_query_with_reason
 
     explanation = "The question is about data quality, so the exploratory template fits it best. "
     parsers: dict[str, tuple[Callable[[str], object], str, dict[str, str]]] = {

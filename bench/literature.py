@@ -35,9 +35,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from kmds_desktop.config import LiteratureSettings  # noqa: E402
-from kmds_desktop.literature.database import open_database  # noqa: E402
-from kmds_desktop.literature.importers import _jsonl_record  # noqa: E402
-from kmds_desktop.literature.server import EmbeddedServer  # noqa: E402
+from kmds_desktop.literature.store.database import open_database  # noqa: E402
+from kmds_desktop.literature.store.importers import _jsonl_record  # noqa: E402
+from kmds_desktop.literature.store.server import EmbeddedServer  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data" / "literature"
 DATA = ROOT / "bench" / ".data"

@@ -6,15 +6,16 @@ it says (issue 25). This bench serves the real Qwen2.5-Coder-1.5B-Instruct (Q4_K
 checked by ``scripts/real_model.sh``) through :mod:`tests.support.ollama_llamacpp_server` (Ollama's
 API over llama.cpp, ``--threads 2``, context 8192) and drives it through the app's own Ollama path
 (:class:`~kmds_desktop.llm.OllamaBackend`, the :class:`~kmds_desktop.ask.orchestrator.SearchOrchestrator`
-and the :class:`~kmds_desktop.literature.agent.QueryAgent` a literature round uses), default settings
+and the :class:`~kmds_desktop.literature.queries.agent.QueryAgent` a literature round uses), default settings
 otherwise, one run:
 
 - **routing**: template accuracy (judged as ``bench/ask_routing.py`` judges it: the proposed route's
   template is one of the question's acceptable ones) and listing accuracy of the LLM router and of the
   offline router on the same routing questions, and how many LLM routes fell back;
 - **queries**: the share of the LLM's replies PostgreSQL accepts (``to_tsquery``) as written and after
-  the app's cleaning (:mod:`~kmds_desktop.literature.query_cleaning`);
-- **retrieval**: recall@100 and nDCG@10 (ir-measures, :func:`~kmds_desktop.literature.evaluation.measure`)
+  the app's cleaning (:mod:`~kmds_desktop.literature.queries.query_cleaning`);
+- **retrieval**: recall@100 and nDCG@10 (ir-measures,
+  :func:`~kmds_desktop.literature.retrieval.evaluation.measure`)
   on SciFact and CF of the LLM's three full-text queries, ``builtin:keywords``'s three, both merged
   (one round with both models, rows fused as the app fuses full-text rows), and bm25s on the same
   questions;
@@ -125,7 +126,7 @@ ANSWER_QUESTIONS: tuple[tuple[str, str], ...] = (
 
 # --------------------------------------------------------------------------- the prompts before tuning
 
-#: :data:`kmds_desktop.literature.query_generation.DEFAULT_SYSTEM_PROMPT` before it was tuned (frozen
+#: :data:`kmds_desktop.literature.queries.query_generation.DEFAULT_SYSTEM_PROMPT` before it was tuned (frozen
 #: here so ``--prompt old`` measures exactly what users had).
 OLD_QUERY_SYSTEM_PROMPT = """\
 You convert a biomedical research question into ONE PostgreSQL full-text search query (the text \
@@ -157,7 +158,7 @@ _OLD_ATTEMPT_HINTS = {
 
 
 def old_build_prompt(question: str, attempt: int, previous: Sequence[str] = ()) -> str:
-    """:func:`kmds_desktop.literature.query_generation.build_prompt` before it was tuned."""
+    """:func:`kmds_desktop.literature.queries.query_generation.build_prompt` before it was tuned."""
     lines = [f"Question: {question.strip()}"]
     hint = _OLD_ATTEMPT_HINTS.get(attempt) or (
         _OLD_ATTEMPT_HINTS[2 + (attempt % 2)] if attempt > 3 else None
@@ -220,7 +221,7 @@ def prompts(which: str) -> Iterator[str]:
     """Within the block the app uses the ``old`` prompts (patched in) or its own (``new``); yields the
     query-generation system prompt to give the agent."""
     from kmds_desktop.ask import orchestrator
-    from kmds_desktop.literature import query_generation
+    from kmds_desktop.literature.queries import query_generation
 
     if which == "new":
         yield query_generation.DEFAULT_SYSTEM_PROMPT
@@ -336,7 +337,7 @@ def measure_routing(url: str, split: str, limit: int | None, verbose: bool) -> d
 
 def corpus_questions(name: str, split: str, limit: int | None) -> tuple[list[Any], dict[str, dict[str, int]]]:
     """The split's judged questions of ``name`` (first ``limit`` in file order) and their judgements."""
-    from kmds_desktop.literature.evaluation import load_qrels, load_questions
+    from kmds_desktop.literature.retrieval.evaluation import load_qrels, load_questions
 
     qrels = load_qrels(DATA / name / "qrels.tsv")
     if name == "scifact":
@@ -351,7 +352,7 @@ def corpus_questions(name: str, split: str, limit: int | None) -> tuple[list[Any
 def written_query(raw: str) -> str:
     """What the model wrote as its query, before the app's cleaning: the first string of a
     ``{"queries": [...]}`` reply, else the reply's text."""
-    from kmds_desktop.literature.query_generation import queries_from_json
+    from kmds_desktop.literature.queries.query_generation import queries_from_json
 
     listed = queries_from_json(raw)
     return listed[0] if listed else raw.strip()
@@ -364,10 +365,10 @@ def measure_corpus(name: str, url: str, root: Path, split: str, limit: int | Non
     from builtin_generator import bm25_runs
 
     from kmds_desktop.config import QueryGenerationSettings, RetrievalSettings
-    from kmds_desktop.literature.agent import QueryAgent
-    from kmds_desktop.literature.database import open_embedded
-    from kmds_desktop.literature.evaluation import _fuse_alone, external_ids, measure
-    from kmds_desktop.literature.semantic import SearchRow
+    from kmds_desktop.literature.queries.agent import QueryAgent
+    from kmds_desktop.literature.retrieval.evaluation import _fuse_alone, external_ids, measure
+    from kmds_desktop.literature.retrieval.semantic import SearchRow
+    from kmds_desktop.literature.store.database import open_embedded
 
     questions, judged = corpus_questions(name, split, limit)
     db = open_embedded(root / name / "postgres")

@@ -35,7 +35,7 @@ def overhead(delay: float) -> float:
     """(a): serial generation time of 3 models x 3 queries over 9 x delay."""
     from support.fake_ollama import FakeOllama, ModelScript
 
-    from kmds_desktop.literature.query_generation import MultiModelQueryGenerator
+    from kmds_desktop.literature.queries.query_generation import MultiModelQueryGenerator
 
     replies = ["Here is the query:\n```\nA & (b | c)\n```", "a | b:*", "a & c"]
     models = {f"model{i}": ModelScript(replies=list(replies), delay=delay) for i in range(3)}
@@ -62,7 +62,7 @@ def overhead(delay: float) -> float:
 
 def _open_database():
     from kmds_desktop import paths
-    from kmds_desktop.literature.database import open_embedded
+    from kmds_desktop.literature.store.database import open_embedded
 
     DATA.mkdir(parents=True, exist_ok=True)
     paths.set_data_dir(DATA / "home")
@@ -107,7 +107,7 @@ def _ollama_models() -> tuple[list[str], str]:
 
 def recall(max_rows: int, limit: int | None) -> float:
     """(b): mean recall of each query slot and of the union, at the same max_rows."""
-    from kmds_desktop.literature.query_generation import MultiModelQueryGenerator
+    from kmds_desktop.literature.queries.query_generation import MultiModelQueryGenerator
 
     db = _open_database()
     try:

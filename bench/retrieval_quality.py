@@ -3,7 +3,7 @@
 One command, one run: the SciFact corpus is imported into the app's embedded PostgreSQL, embedded with
 ``literature embed``'s code (only documents without a vector: with ``--data-dir`` a second run reuses
 the vectors), and every judged train claim runs through the app's own search path
-(:func:`kmds_desktop.literature.evaluation.run_questions`: ``builtin:keywords`` full-text rows, the
+(:func:`kmds_desktop.literature.retrieval.evaluation.run_questions`: ``builtin:keywords`` full-text rows, the
 claim as a semantic row, merged with the default ``retrieval`` settings). The same claims go to a
 BM25 reference (``bm25s`` on the same corpus: its default tokenizer with English stop words, and with
 a Snowball stemmer as a stronger variant). Fusion variants (plain RRF k=60, the defaults without re-ranking)
@@ -59,9 +59,8 @@ def main() -> int:
     args = parser.parse_args()
 
     from kmds_desktop.config import QueryGenerationSettings, RetrievalSettings
-    from kmds_desktop.literature.agent import QueryAgent
-    from kmds_desktop.literature.database import open_embedded
-    from kmds_desktop.literature.evaluation import (
+    from kmds_desktop.literature.queries.agent import QueryAgent
+    from kmds_desktop.literature.retrieval.evaluation import (
         evaluate_runs,
         external_ids,
         load_qrels,
@@ -69,8 +68,9 @@ def main() -> int:
         measure,
         run_questions,
     )
-    from kmds_desktop.literature.fusion import reciprocal_rank_fusion
-    from kmds_desktop.literature.vectors import embed_documents
+    from kmds_desktop.literature.retrieval.fusion import reciprocal_rank_fusion
+    from kmds_desktop.literature.store.database import open_embedded
+    from kmds_desktop.literature.store.vectors import embed_documents
 
     qrels = load_qrels(SCIFACT / "qrels.tsv")
     claims = [q for q in load_questions(SCIFACT / "queries.jsonl", "train") if q.id in qrels][: args.claims]

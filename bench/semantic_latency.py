@@ -32,8 +32,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from literature import QUERIES, build_corpus, fresh_db  # noqa: E402
 
-from kmds_desktop.literature.server import EmbeddedServer  # noqa: E402
-from kmds_desktop.literature.vectors import DIMENSIONS, VECTOR_TABLE, nearest_ids  # noqa: E402
+from kmds_desktop.literature.store.server import EmbeddedServer  # noqa: E402
+from kmds_desktop.literature.store.vectors import DIMENSIONS, VECTOR_TABLE, nearest_ids  # noqa: E402
 
 SYNTHETIC_SQL = f"""
 INSERT INTO {VECTOR_TABLE} (document_id, model, content_md5, embedding)

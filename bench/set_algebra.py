@@ -46,9 +46,9 @@ def best_of_interleaved(first, second) -> tuple[float, int, float, int]:
 
 
 def main() -> int:
-    from kmds_desktop.literature import set_algebra
-    from kmds_desktop.literature.history import Member, SearchHistory
-    from kmds_desktop.literature.workbench import SearchWorkbench
+    from kmds_desktop.literature.strategy import set_algebra
+    from kmds_desktop.literature.strategy.history import Member, SearchHistory
+    from kmds_desktop.literature.strategy.workbench import SearchWorkbench
 
     rng = random.Random(0)
     with tempfile.TemporaryDirectory(prefix="kmds-bench-history-") as folder:

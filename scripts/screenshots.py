@@ -98,7 +98,7 @@ def main() -> int:
         print("importing the SciFact and PubMed sample corpora (first run only)…", flush=True)
         db.import_files([SHARED / "literature" / "scifact" / "corpus.jsonl",
                          SHARED / "literature" / "pubmed_sample" / "corpus.jsonl"])
-    from kmds_desktop.literature.vectors import embed_documents, vector_status
+    from kmds_desktop.literature.store.vectors import embed_documents, vector_status
 
     if vector_status(db)["needing"] != 0:  # the window embeds after an import; done here once, up front
         print("embedding the documents for semantic rows (first run only)…", flush=True)

@@ -16,7 +16,7 @@ from support.fake_ollama import ModelScript
 
 from kmds_desktop.config import QueryGenerationSettings
 from kmds_desktop.literature import QueryAgent
-from kmds_desktop.literature.agent import QueryAgentError, QueryRunStats, merge_ranked
+from kmds_desktop.literature.queries.agent import QueryAgentError, QueryRunStats, merge_ranked
 from kmds_desktop.tasks import Cancelled, CancelToken
 
 QUESTION = "Is Pseudomonas aeruginosa infection in cystic fibrosis patients treated with antibiotics?"

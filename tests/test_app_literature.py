@@ -27,8 +27,7 @@ from kmds_desktop.app.literature_data import DatabaseOnDemand, open_literature_d
 from kmds_desktop.app.messages import user_message
 from kmds_desktop.app.search_log import FORMAT, document_ref, without_volatile
 from kmds_desktop.config import LiteratureSettings, QueryGenerationSettings
-from kmds_desktop.literature.agent import QueryAgentError
-from kmds_desktop.literature.errors import LiteratureError
+from kmds_desktop.literature.errors import LiteratureError, QueryAgentError
 from kmds_desktop.llm.errors import LLMTimeout, LLMUnreachable
 
 QUESTION = "Is Pseudomonas aeruginosa infection in cystic fibrosis patients treated with antibiotics?"
@@ -295,7 +294,7 @@ def test_messages_name_no_exception_classes() -> None:
 
 
 def _attempt(model: str, query: str, attempt: int = 1) -> Any:
-    from kmds_desktop.literature.query_generation import QueryGenerationResult
+    from kmds_desktop.literature.queries.query_generation import QueryGenerationResult
 
     return QueryGenerationResult(model=model, query=query, attempt_number=attempt, generation_time=0.1,
                                  temperature=0.1)
@@ -382,7 +381,7 @@ def test_generate_again_keeps_every_row_and_never_reticks_what_the_user_unticked
 
 
 def test_a_model_that_gave_fewer_queries_than_asked_says_so() -> None:
-    from kmds_desktop.literature.query_generation import QueryGenerationResult
+    from kmds_desktop.literature.queries.query_generation import QueryGenerationResult
 
     session = _session(models=["m"], queries_per_model=2)
     session.start_round("question A", NOW)

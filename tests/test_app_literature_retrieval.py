@@ -24,7 +24,7 @@ from kmds_desktop.app.literature import (
     plan_retrieval_rows,
 )
 from kmds_desktop.config import LiteratureSettings, QueryGenerationSettings, RetrievalSettings
-from kmds_desktop.literature.vectors import embed_documents
+from kmds_desktop.literature.store.vectors import embed_documents
 
 NOW = "2026-01-01T00:00:00+00:00"
 QUERY = "cell | protein"

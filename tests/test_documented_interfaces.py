@@ -18,7 +18,7 @@ from kmds_desktop import paths
 from kmds_desktop.config import QueryGenerationSettings, Settings, get_query_generation_config, save_settings
 from kmds_desktop.index.errors import KnowledgeBaseReadError
 from kmds_desktop.literature import QueryAgent
-from kmds_desktop.literature.query_generation import MultiModelQueryGenerator
+from kmds_desktop.literature.queries.query_generation import MultiModelQueryGenerator
 from kmds_desktop.search import SearchOrchestrator, SemanticIndex
 
 ML_KB = "example_ml_kb_exp_workflow.xml"

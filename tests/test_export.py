@@ -15,8 +15,8 @@ import rispy
 from bibtexparser.middlewares import LatexDecodingMiddleware, SeparateCoAuthors, SplitNameParts
 
 from kmds_desktop.app.search_log import FORMAT, load_search_log, write_search_log
-from kmds_desktop.literature.citation_names import key_stem, parse_author, to_ascii
-from kmds_desktop.literature.export import (
+from kmds_desktop.literature.strategy.citation_names import key_stem, parse_author, to_ascii
+from kmds_desktop.literature.strategy.export import (
     bibtex_escape,
     export_documents,
     format_for_path,

@@ -22,8 +22,12 @@ from kmds_desktop.ask.routing import MAX_DECODED_OBJECTS, MAX_ROUTE_DEPTH, MAX_S
 from kmds_desktop.config import LLMSettings, Settings
 from kmds_desktop.kb import load_kb
 from kmds_desktop.limits import MAX_REPLY_CHARS
-from kmds_desktop.literature.query_cleaning import MAX_QUERY_CHARS, clean_query, clean_query_with_reason
-from kmds_desktop.literature.query_generation import RAW_REPLY_KEPT, MultiModelQueryGenerator
+from kmds_desktop.literature.queries.query_cleaning import (
+    MAX_QUERY_CHARS,
+    clean_query,
+    clean_query_with_reason,
+)
+from kmds_desktop.literature.queries.query_generation import RAW_REPLY_KEPT, MultiModelQueryGenerator
 from kmds_desktop.llm import LLMBadReply, OllamaBackend
 from kmds_desktop.search import SearchOrchestrator
 

@@ -3,8 +3,13 @@ and does something sensible on an empty database (real PostgreSQL with the share
 
 from __future__ import annotations
 
-from kmds_desktop.literature.keyword_queries import FLOOD_MIN, FLOOD_SHARE, KeywordQueryBuilder, content_words
-from kmds_desktop.literature.query_cleaning import clean_query
+from kmds_desktop.literature.queries.keyword_queries import (
+    FLOOD_MIN,
+    FLOOD_SHARE,
+    KeywordQueryBuilder,
+    content_words,
+)
+from kmds_desktop.literature.queries.query_cleaning import clean_query
 
 
 def test_short_meaningful_terms_are_kept():
@@ -32,7 +37,7 @@ def test_vitamin_d_query_does_not_find_other_vitamins(pg_database):
 
 
 def test_broad_query_is_checked_against_its_match_count(pg_database, monkeypatch):
-    import kmds_desktop.literature.keyword_queries as keyword_queries
+    import kmds_desktop.literature.queries.keyword_queries as keyword_queries
 
     question = "Erlotinib improves survival in non-small-cell lung cancer"
     strict, pairs, broad = (KeywordQueryBuilder(pg_database).query(question, a) for a in (1, 2, 3))
@@ -102,7 +107,7 @@ def test_an_abbreviation_in_the_question_is_expanded_as_the_corpus_defines_it(pg
 
 
 def test_no_multi_concept_question_gets_a_one_word_first_query(pg_empty_database, literature_data):
-    from kmds_desktop.literature.evaluation import load_questions
+    from kmds_desktop.literature.retrieval.evaluation import load_questions
 
     db = _cf_database(pg_empty_database, literature_data)
     builder = KeywordQueryBuilder(db)
@@ -116,7 +121,7 @@ def test_no_multi_concept_question_gets_a_one_word_first_query(pg_empty_database
 
 
 def test_spelling_variants_are_kept_only_when_the_corpus_uses_them(pg_database):
-    from kmds_desktop.literature.concept_blocks import spelling_variants
+    from kmds_desktop.literature.queries.concept_blocks import spelling_variants
 
     assert "tumor" in spelling_variants("tumour") and "haemoglobin" in spelling_variants("hemoglobin")
     assert "randomized" in spelling_variants("randomised")
@@ -130,7 +135,7 @@ def test_spelling_variants_are_kept_only_when_the_corpus_uses_them(pg_database):
 
 
 def test_each_generated_query_carries_its_reason(pg_empty_database, literature_data):
-    from kmds_desktop.literature.query_generation import MultiModelQueryGenerator
+    from kmds_desktop.literature.queries.query_generation import MultiModelQueryGenerator
 
     db = _cf_database(pg_empty_database, literature_data)
     generator = MultiModelQueryGenerator(database=db)
@@ -141,7 +146,7 @@ def test_each_generated_query_carries_its_reason(pg_empty_database, literature_d
 
 
 def test_a_long_question_still_gets_three_queries_the_cleaner_accepts(pg_database):
-    from kmds_desktop.literature.query_cleaning import clean_query_with_reason
+    from kmds_desktop.literature.queries.query_cleaning import clean_query_with_reason
 
     question = ("Chronic exposure to fine particulate matter air pollution accelerates atherosclerosis, "
                 "coronary calcification, arterial stiffness and systemic inflammation in elderly "
@@ -167,7 +172,7 @@ def test_a_concept_gets_its_neighbours_in_the_embedding_space_as_variants(pg_emp
     """'pulmonary function' is another name of 'lung function' that the corpus uses (MiniLM: 0.88):
     with the embedding model the block holds both, the note says why; without it, only the question's
     wording. A word merely related ('sputum') is not made a variant."""
-    from kmds_desktop.literature.vectors import encoder_for
+    from kmds_desktop.literature.store.vectors import encoder_for
 
     records = []
     for i in range(8):

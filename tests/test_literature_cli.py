@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from kmds_desktop.cli import main
-from kmds_desktop.literature.schema import LATEST_VERSION
+from kmds_desktop.literature.store.schema import LATEST_VERSION
 
 
 def test_status_prints_server_schema_and_counts(pg_database, pg_dsn, capsys):

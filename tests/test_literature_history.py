@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kmds_desktop.literature.history import (
+from kmds_desktop.literature.strategy.history import (
     HistoryError,
     Member,
     RowRecord,
@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parent.parent
 # just before each run's results are written (the moment the parent may kill it).
 _WRITER = """
 import sys
-from kmds_desktop.literature.history import Member, RowRecord, SearchHistory
+from kmds_desktop.literature.strategy.history import Member, RowRecord, SearchHistory
 path, runs, members, tag = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 history = SearchHistory(path)
 for n in range(runs):

@@ -12,7 +12,7 @@ import rispy
 
 from kmds_desktop.app.strategy import searches_overlap
 from kmds_desktop.cli import main
-from kmds_desktop.literature.history import SearchHistory
+from kmds_desktop.literature.strategy.history import SearchHistory
 
 CF_QUESTION_ID = "1"
 
@@ -159,7 +159,7 @@ def test_kill_9_of_the_cli_in_the_middle_of_a_run(pg_empty_database, fake_ollama
     from support.fake_ollama import ModelScript
 
     from kmds_desktop.config import Settings, save_settings
-    from kmds_desktop.literature.history import SearchHistory
+    from kmds_desktop.literature.strategy.history import SearchHistory
 
     corpus = tmp_path / "c.jsonl"
     record = {"id": "k:1", "source": "test", "title": "Cystic fibrosis in adults"}

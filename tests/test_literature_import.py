@@ -10,7 +10,7 @@ import psycopg
 import pytest
 
 from kmds_desktop.literature.errors import ImportFileError
-from kmds_desktop.literature.importers import Record, Withdrawal, read_records
+from kmds_desktop.literature.store.importers import Record, Withdrawal, read_records
 from kmds_desktop.tasks import Cancelled, CancelToken
 
 

@@ -27,8 +27,8 @@ from support.fake_ollama import ModelScript
 
 from kmds_desktop.config import QueryGenerationSettings
 from kmds_desktop.literature import QueryAgent
-from kmds_desktop.literature.agent import IncompleteSearch, QueryRunStats
-from kmds_desktop.literature.database import open_embedded
+from kmds_desktop.literature.queries.agent import IncompleteSearch, QueryRunStats
+from kmds_desktop.literature.store.database import open_embedded
 
 REPO = Path(__file__).resolve().parent.parent
 QUESTION = "Is Pseudomonas aeruginosa infection in cystic fibrosis patients treated with antibiotics?"

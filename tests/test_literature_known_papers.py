@@ -6,7 +6,7 @@ import bibtexparser
 import pytest
 import rispy
 
-from kmds_desktop.literature.known_papers import (
+from kmds_desktop.literature.strategy.known_papers import (
     KnownPapersError,
     parse_identifiers,
     read_known_file,
@@ -75,7 +75,7 @@ def test_unreadable_and_oversized_files_are_one_line_errors(tmp_path):
 def test_pasted_ids_set_unreadable_items_aside() -> None:
     """The window's reading of a paste: unreadable items are reported, the rest kept; nothing
     readable at all is still an error."""
-    from kmds_desktop.literature.known_papers import read_pasted_identifiers
+    from kmds_desktop.literature.strategy.known_papers import read_pasted_identifiers
 
     pasted = read_pasted_identifiers("123 aspirin 10.1000/x")
     assert [p.label for p in pasted.papers] == ["123", "10.1000/x"]

@@ -15,7 +15,6 @@ import pytest
 
 from kmds_desktop.config import LiteratureSettings
 from kmds_desktop.literature import open_database
-from kmds_desktop.literature.database import open_embedded
 from kmds_desktop.literature.errors import (
     DatabaseUnavailable,
     InvalidQuery,
@@ -23,6 +22,7 @@ from kmds_desktop.literature.errors import (
     QueryCancelled,
     QueryTimeout,
 )
+from kmds_desktop.literature.store.database import open_embedded
 from kmds_desktop.tasks import Cancelled, CancelToken
 
 INJECTIONS = [

@@ -20,11 +20,11 @@ from kmds_desktop.app.run_facts import VectorCoverage, coverage_warning, generat
 from kmds_desktop.app.search_log import write_search_log
 from kmds_desktop.app.strategy import begin_recording, finish_recording
 from kmds_desktop.config import LiteratureSettings, QueryGenerationSettings, RetrievalSettings
-from kmds_desktop.literature.history import SearchHistory
-from kmds_desktop.literature.query_cleaning import query_key
-from kmds_desktop.literature.search_report import build_report, write_report
-from kmds_desktop.literature.vectors import embed_documents
-from kmds_desktop.literature.workbench import SearchWorkbench
+from kmds_desktop.literature.queries.query_cleaning import query_key
+from kmds_desktop.literature.store.vectors import embed_documents
+from kmds_desktop.literature.strategy.history import SearchHistory
+from kmds_desktop.literature.strategy.search_report import build_report, write_report
+from kmds_desktop.literature.strategy.workbench import SearchWorkbench
 
 NOW = "2026-01-01T00:00:00+00:00"
 OWN_SENTENCE = "proteins that regulate the cell cycle"

@@ -9,7 +9,7 @@ import pytest
 
 from kmds_desktop.literature import LiteratureDatabase
 from kmds_desktop.literature.errors import InvalidQuery, LiteratureError
-from kmds_desktop.literature.schema import LATEST_VERSION
+from kmds_desktop.literature.store.schema import LATEST_VERSION
 from kmds_desktop.tasks import Cancelled, CancelToken
 
 

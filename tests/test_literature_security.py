@@ -22,7 +22,7 @@ import psycopg
 import pytest
 
 from kmds_desktop.literature.errors import ServerStartError
-from kmds_desktop.literature.server import EmbeddedServer, _check_private_dir
+from kmds_desktop.literature.store.server import EmbeddedServer, _check_private_dir
 
 REPO = Path(__file__).resolve().parent.parent
 ATTACKER = "kmds-probe"

@@ -13,9 +13,9 @@ from kmds_desktop.cli import main
 from kmds_desktop.config import QueryGenerationSettings, RetrievalSettings
 from kmds_desktop.index.embeddings import encode
 from kmds_desktop.literature import QueryAgent
-from kmds_desktop.literature.fusion import reciprocal_rank_fusion, rerank_by_similarity
-from kmds_desktop.literature.semantic import SearchRow, clean_abstract, similarities_to_question
-from kmds_desktop.literature.vectors import embed_documents
+from kmds_desktop.literature.retrieval.fusion import reciprocal_rank_fusion, rerank_by_similarity
+from kmds_desktop.literature.retrieval.semantic import SearchRow, clean_abstract, similarities_to_question
+from kmds_desktop.literature.store.vectors import embed_documents
 
 
 def test_rrf_orders_by_summed_reciprocal_ranks_and_keeps_found_by():

@@ -16,8 +16,8 @@ import pytest
 from kmds_desktop.config import LiteratureSettings
 from kmds_desktop.literature import open_database
 from kmds_desktop.literature.errors import DatabaseUnavailable
-from kmds_desktop.literature.schema import LATEST_VERSION, VERSION_TABLE
-from kmds_desktop.literature.server import EmbeddedServer
+from kmds_desktop.literature.store.schema import LATEST_VERSION, VERSION_TABLE
+from kmds_desktop.literature.store.server import EmbeddedServer
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -201,7 +201,7 @@ def test_schema_upgrades_apply_in_order(pg_external, monkeypatch):
     admin, password = pg_external["admin"], pg_external["password"]
     with psycopg.connect(**admin, password=password, autocommit=True) as conn:
         conn.execute("CREATE DATABASE upgrade_me")
-    from kmds_desktop.literature.schema import UPGRADES
+    from kmds_desktop.literature.store.schema import UPGRADES
 
     with psycopg.connect(**{**admin, "dbname": "upgrade_me"}, password=password, autocommit=True) as conn:
         conn.execute(f"CREATE TABLE {VERSION_TABLE} (version integer PRIMARY KEY, description text NOT NULL, "

@@ -6,10 +6,10 @@ import random
 
 import pytest
 
-from kmds_desktop.literature import set_algebra
-from kmds_desktop.literature.history import Member, RowRecord, SearchHistory
-from kmds_desktop.literature.set_algebra import ExpressionError, canonical, evaluate, parse
-from kmds_desktop.literature.workbench import SearchWorkbench
+from kmds_desktop.literature.strategy import set_algebra
+from kmds_desktop.literature.strategy.history import Member, RowRecord, SearchHistory
+from kmds_desktop.literature.strategy.set_algebra import ExpressionError, canonical, evaluate, parse
+from kmds_desktop.literature.strategy.workbench import SearchWorkbench
 
 SETS = {1: {1, 2, 3, 4, 5, 6}, 2: {2, 3, 7}, 3: {5, 6, 8}, 4: {3, 6}}
 

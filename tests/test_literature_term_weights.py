@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kmds_desktop.literature.fusion import best_lexical_scores
-from kmds_desktop.literature.term_weights import OPERAND, idf, operands
+from kmds_desktop.literature.retrieval.fusion import best_lexical_scores
+from kmds_desktop.literature.store.term_weights import OPERAND, idf, operands
 
 # A rare drug named once, against a common word said many times.
 RECORDS = [

@@ -13,9 +13,9 @@ import pytest
 from kmds_desktop.cli import main
 from kmds_desktop.config import LiteratureSettings
 from kmds_desktop.index.embeddings import encode
-from kmds_desktop.literature.database import open_database
-from kmds_desktop.literature.schema import LATEST_VERSION, UPGRADES, VERSION_TABLE
-from kmds_desktop.literature.vectors import (
+from kmds_desktop.literature.store.database import open_database
+from kmds_desktop.literature.store.schema import LATEST_VERSION, UPGRADES, VERSION_TABLE
+from kmds_desktop.literature.store.vectors import (
     VECTOR_TABLE,
     VectorsUnavailable,
     embed_documents,

@@ -11,11 +11,11 @@ import json
 
 import pytest
 
-from kmds_desktop.literature.history import SearchHistory
-from kmds_desktop.literature.known_papers import parse_identifiers
-from kmds_desktop.literature.search_report import build_report, report_markdown
-from kmds_desktop.literature.set_algebra import ExpressionError
-from kmds_desktop.literature.workbench import SearchWorkbench
+from kmds_desktop.literature.strategy.history import SearchHistory
+from kmds_desktop.literature.strategy.known_papers import parse_identifiers
+from kmds_desktop.literature.strategy.search_report import build_report, report_markdown
+from kmds_desktop.literature.strategy.set_algebra import ExpressionError
+from kmds_desktop.literature.strategy.workbench import SearchWorkbench
 
 TITLES = {
     "t:1": "Aspirin prevents stroke in elderly patients",

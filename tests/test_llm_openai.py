@@ -14,7 +14,7 @@ from support.fake_openai import FakeOpenAI, OpenAIScript
 from kmds_desktop import secrets
 from kmds_desktop.ask.routing import parse_route, route_json_schema
 from kmds_desktop.config import LLMSettings
-from kmds_desktop.literature.query_generation import QUERY_LIST_SCHEMA, MultiModelQueryGenerator
+from kmds_desktop.literature.queries.query_generation import QUERY_LIST_SCHEMA, MultiModelQueryGenerator
 from kmds_desktop.llm import (
     LLMAuthError,
     LLMBadReply,
@@ -211,7 +211,7 @@ def test_cli_options_name_openai_models_and_their_server() -> None:
 
     from kmds_desktop.commands.common import generation_settings
     from kmds_desktop.config import Settings
-    from kmds_desktop.literature.agent import QueryAgent
+    from kmds_desktop.literature.queries.agent import QueryAgent
 
     args = argparse.Namespace(models="openai:qwen,builtin:keywords", openai_base_url="http://127.0.0.1:8080/v1")
     qg, _ = generation_settings(args, Settings())

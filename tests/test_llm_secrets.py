@@ -11,7 +11,7 @@ import pytest
 from support.fake_ollama import ModelScript
 
 from kmds_desktop import secrets
-from kmds_desktop.literature.query_generation import MultiModelQueryGenerator
+from kmds_desktop.literature.queries.query_generation import MultiModelQueryGenerator
 from kmds_desktop.llm import LLMAuthError, LLMError, LLMUnreachable, OllamaBackend
 
 KEY = "sk-test-KEY-8d1f0c"

@@ -15,9 +15,9 @@ import pytest
 from support.fake_ollama import ModelScript
 
 from kmds_desktop.config import QueryGenerationSettings, SettingsError, load_settings
-from kmds_desktop.literature.keyword_queries import KeywordQueryBuilder, content_words
-from kmds_desktop.literature.query_cleaning import clean_query, deduplicate_queries, query_key
-from kmds_desktop.literature.query_generation import (
+from kmds_desktop.literature.queries.keyword_queries import KeywordQueryBuilder, content_words
+from kmds_desktop.literature.queries.query_cleaning import clean_query, deduplicate_queries, query_key
+from kmds_desktop.literature.queries.query_generation import (
     DEFAULT_SYSTEM_PROMPT,
     MultiModelQueryGenerator,
     MultiModelQueryResult,
@@ -46,10 +46,46 @@ QUESTION = "Does aspirin reduce the risk of heart attack in diabetic patients?"
         ("Sure! Here is a PostgreSQL query for your research question.", ""),
         ("", ""),
         ("()", ""),
+        # a small model under the {"queries": [...]} format begins its query with the format's word
+        ("queries & (lipid:* | fat) & (sputum | secretion:*)", "(lipid:* | fat) & (sputum | secretion:*)"),
+        ("Queries: asthma | wheez:*", "asthma | wheez:*"),
     ],
 )
 def test_clean_query_repairs_model_output(reply: str, expected: str) -> None:
     assert clean_query(reply) == expected
+
+
+def test_a_text_reply_written_as_the_json_format_gives_its_query() -> None:
+    """A model asked in plain text (a backend that cannot enforce a schema) that answers
+    ``{"queries": [...]}`` anyway gets its query read from the JSON, not ``queries & ...``."""
+
+    class TextOnlyBackend:
+        def chat(self, prompt: str, system: str | None = None, **kwargs: object) -> str:
+            assert "schema" not in kwargs
+            return '{"queries": ["asthma & (child:* | pediatric)"]}'
+
+    generator = MultiModelQueryGenerator(TextOnlyBackend(), timeout=10)
+    result = generator.generate_queries(QUESTION, DEFAULT_SYSTEM_PROMPT, ["jsonish"], 1)
+    assert [(r.query, r.reply_format) for r in result.all_queries] == [
+        ("asthma & (child:* | pediatric)", "text")]
+
+
+def test_the_prompt_examples_are_not_questions_of_a_judged_corpus() -> None:
+    """The model copies worked examples, so none may come from SciFact or CF (it once wrote the CF
+    example as the query of another CF question); checked against the shared question files."""
+    from pathlib import Path
+
+    shared = Path(__file__).resolve().parents[2] / "shared" / "data" / "literature"
+    examples = [line.split(":", 1)[1].strip().lower() for line in DEFAULT_SYSTEM_PROMPT.splitlines()
+                if line.startswith("Question:")]
+    assert len(examples) == 3
+    texts = set()
+    for name in ("scifact", "cf"):
+        lines = (shared / name / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+        assert lines, f"no questions in {name}"
+        texts |= {json.loads(line)["text"].strip().lower() for line in lines if line.strip()}
+    assert not set(examples) & texts
+    assert not any("cystic fibrosis" in e or " cf " in f" {e} " for e in examples)
 
 
 def test_deduplicate_keeps_first_spelling_and_drops_empties() -> None:

@@ -188,7 +188,7 @@ def cf_database(pg_server: Any, literature_data: Path) -> Iterator[Any]:
 
     import psycopg
 
-    from kmds_desktop.literature.database import open_database
+    from kmds_desktop.literature.store.database import open_database
 
     name = f"kmds_real_{pysecrets.token_hex(4)}"
     admin = pg_server.conninfo("postgres")

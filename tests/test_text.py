@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kmds_desktop.literature.loading import FileReport, ImportReport
+from kmds_desktop.literature.store.loading import FileReport, ImportReport
 from kmds_desktop.text import plural
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 from kmds_desktop.config import Settings
-from kmds_desktop.literature.loading import FileReport, ImportReport
+from kmds_desktop.literature.store.loading import FileReport, ImportReport
 
 WAIT = 10_000
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 
 from kmds_desktop.app.literature import CheckResult, LiteratureSession
-from kmds_desktop.literature.query_generation import QueryGenerationResult
+from kmds_desktop.literature.queries.query_generation import QueryGenerationResult
 from kmds_desktop.ui.documents_model import DocumentsModel
 from kmds_desktop.ui.review_model import CHECKING, INVALID, VALID, ReviewModel
 

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import QLineEdit, QPushButton, QStyle, QStyleOptionViewIt
 from support.fake_ollama import ModelScript
 
 from kmds_desktop.config import Settings, load_settings
-from kmds_desktop.literature.vectors import vector_status
+from kmds_desktop.literature.store.vectors import vector_status
 from kmds_desktop.ui.documents_model import DocumentsModel
 from kmds_desktop.ui.literature_panel import LiteraturePanel
 from kmds_desktop.ui.preferences import PreferencesDialog
@@ -324,7 +324,7 @@ def test_a_database_the_app_does_not_manage_gets_vectors_only_after_opting_in(qt
     import psycopg
 
     from kmds_desktop.config import LiteratureSettings
-    from kmds_desktop.literature.database import open_database
+    from kmds_desktop.literature.store.database import open_database
 
     name = f"foreign_{pysecrets.token_hex(4)}"
     admin = pg_server.conninfo("postgres")

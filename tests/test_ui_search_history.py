@@ -10,8 +10,8 @@ import rispy
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog, QLineEdit, QMessageBox
 
-from kmds_desktop.literature.history import SearchHistory
-from kmds_desktop.literature.workbench import SearchWorkbench
+from kmds_desktop.literature.strategy.history import SearchHistory
+from kmds_desktop.literature.strategy.workbench import SearchWorkbench
 from kmds_desktop.ui.search_history import SearchHistoryDialog
 from kmds_desktop.ui.workers import JobRunner
 

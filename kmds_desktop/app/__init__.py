@@ -10,7 +10,8 @@ Modules:
 
 - :mod:`kmds_desktop.app.literature` — a literature search: question, review rows with provenance,
   generation rounds, checks (which rows, when, stale answers), runs through
-  :class:`~kmds_desktop.literature.agent.QueryAgent`, merged documents in rank order and the search log.
+  :class:`~kmds_desktop.literature.queries.agent.QueryAgent`, merged documents in rank order and
+  the search log.
 - :mod:`kmds_desktop.app.search_log` — the search log document (reproducible on any database).
 - :mod:`kmds_desktop.app.run_facts` — what a run was: each row's kind, the embedding model, vector
   coverage, fusion and re-ranking (log, history, report, window), and whether to warn before a

@@ -7,7 +7,7 @@ quick operations that change it. The slow parts are plain functions (:func:`gene
 :func:`check_queries`, :func:`execute_run`) that take ``progress=``/``cancel=``: the window runs them
 on workers and feeds what they report back into the session on the GUI thread; the CLI calls them
 in sequence. Generation, checks and runs all go through
-:class:`~kmds_desktop.literature.agent.QueryAgent`, so ``allow_query_selection``,
+:class:`~kmds_desktop.literature.queries.agent.QueryAgent`, so ``allow_query_selection``,
 ``show_all_queries_to_user`` and ``deduplicate_results`` are applied by one piece of code.
 
 Rules the session keeps (and the README states):
@@ -26,7 +26,7 @@ Rules the session keeps (and the README states):
   those queries (never regenerating), and lists the merged documents best rank first.
 - **Row types.** Besides full-text (tsquery) rows, a row can be *semantic* (a sentence, the question
   by default, searched by meaning on the document vectors) or *hypothetical* (an abstract an LLM wrote
-  for the question, searched the same way); see :mod:`kmds_desktop.literature.semantic`. They are
+  for the question, searched the same way); see :mod:`kmds_desktop.literature.retrieval.semantic`. They are
   shown, edited and ticked like the others, need no tsquery check, and their type is shown in the
   Model column and recorded in the log. The rows' ranked lists are merged by the ``retrieval``
   settings (reciprocal rank fusion, re-ranking by similarity to the question when a semantic row ran).
@@ -59,14 +59,14 @@ from kmds_desktop.app.events import Observable
 from kmds_desktop.app.run_facts import retrieval_facts, row_kind_of, run_coverage
 from kmds_desktop.app.search_log import build_search_log
 from kmds_desktop.config import LiteratureSettings, QueryGenerationSettings, RetrievalSettings
-from kmds_desktop.literature.agent import QueryAgent, ReviewedSearchResult
-from kmds_desktop.literature.query_cleaning import query_key
-from kmds_desktop.literature.query_generation import (
+from kmds_desktop.literature.queries.agent import QueryAgent, ReviewedSearchResult
+from kmds_desktop.literature.queries.query_cleaning import query_key
+from kmds_desktop.literature.queries.query_generation import (
     DEFAULT_SYSTEM_PROMPT,
     FATAL_FOR_MODEL,
     QueryGenerationResult,
 )
-from kmds_desktop.literature.semantic import (
+from kmds_desktop.literature.retrieval.semantic import (
     ROW_HYPOTHETICAL,
     ROW_SEMANTIC,
     ROW_TSQUERY,
@@ -846,7 +846,7 @@ class LiteratureSession(Observable):
     def plan_run(self, now: str = "") -> RunPlan:
         """The ticked rows, as shown, through the agent's review rules. Raises ``QueryAgentError``
         (nothing ticked, all invalid, or a rule broken) with a message for the user."""
-        from kmds_desktop.literature.agent import QueryAgentError
+        from kmds_desktop.literature.errors import QueryAgentError
 
         rows = self.included_rows()
         if not rows:
@@ -1008,7 +1008,7 @@ def plan_retrieval_rows(agent: QueryAgent, question: str, *,
     wait for embedding): with none, neither is added and ``reason`` says why. The hypothetical
     abstract also needs an LLM among the configured models (``builtin:`` generators write none).
     """
-    from kmds_desktop.literature.vectors import VectorsUnavailable, count_with_vectors
+    from kmds_desktop.literature.store.vectors import VectorsUnavailable, count_with_vectors
 
     r = agent.retrieval
     question = (question or "").strip()
@@ -1038,7 +1038,7 @@ def write_hypothetical(agent: QueryAgent, question: str, *,
     (with the reason), not raised, so the other rows of the round stay usable. A cancel raises."""
     import time
 
-    from kmds_desktop.literature.agent import QueryAgentError
+    from kmds_desktop.literature.errors import QueryAgentError
 
     model = agent.llm_model() or "(no LLM)"
     started = time.perf_counter()

@@ -31,7 +31,7 @@ def open_literature_database(
     cancel: CancelToken | None = None,
 ) -> Any:
     """Open (and for the embedded default, start) the literature database."""
-    from kmds_desktop.literature.database import open_database
+    from kmds_desktop.literature.store.database import open_database
 
     report(progress, 0, None, "opening the literature database")
     return open_database(dsn, settings=settings)
@@ -116,7 +116,7 @@ def database_status(
     when ``model_name`` is given; a failure there is reported in it, never raised."""
     status = db.status()
     if model_name is not None:
-        from kmds_desktop.literature.vectors import vector_status
+        from kmds_desktop.literature.store.vectors import vector_status
 
         try:
             status["vectors"] = vector_status(db, model_name)
@@ -152,7 +152,7 @@ def embed_literature(
     On a database the app does not manage, without the opt-in, nothing is created and the error says
     where the window's opt-in is (the core's message names the CLI's flag and the setting).
     """
-    from kmds_desktop.literature.vectors import EMBED_BATCH_SIZE, VectorsUnavailable, embed_documents
+    from kmds_desktop.literature.store.vectors import EMBED_BATCH_SIZE, VectorsUnavailable, embed_documents
 
     batch = int(getattr(retrieval, "embed_batch_size", EMBED_BATCH_SIZE))
     allow = bool(getattr(retrieval, "allow_vectors_in_external_database", False))
@@ -172,12 +172,12 @@ def write_export(
     writer: Callable[..., Any], *args: Any, progress: ProgressFn | None = None,
     cancel: CancelToken | None = None,
 ) -> Any:
-    """Run an export writer from :mod:`kmds_desktop.literature.export` on a worker."""
+    """Run an export writer from :mod:`kmds_desktop.literature.strategy.export` on a worker."""
     return writer(*args)
 
 
 def import_summary(report: Any) -> str:
-    """The message after an import: what :class:`~kmds_desktop.literature.loading.ImportReport`'s
+    """The message after an import: what :class:`~kmds_desktop.literature.store.loading.ImportReport`'s
     summary says was imported (any other answer as it is)."""
     summary = getattr(report, "summary", None)
     return f"Imported {summary()}" if callable(summary) else f"Import finished: {report}"

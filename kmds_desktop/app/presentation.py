@@ -14,15 +14,19 @@ from typing import Any
 from kmds_desktop.config import Settings
 from kmds_desktop.index.errors import SemanticIndexError
 from kmds_desktop.kb import CATEGORIES, INTENTS, OBSERVATION_TYPES, WORKFLOW_KINDS, KnowledgeBaseError
-from kmds_desktop.literature.export import (
+from kmds_desktop.literature.strategy.export import (
     DOCUMENT_FORMATS,
     ExportDocument,
     export_documents,
     normalize_document,
 )
-from kmds_desktop.literature.history import SavedSet, SearchHistory
-from kmds_desktop.literature.known_papers import PastedIdentifiers, read_known_file, read_pasted_identifiers
-from kmds_desktop.literature.workbench import KnownCheck, SearchWorkbench
+from kmds_desktop.literature.strategy.history import SavedSet, SearchHistory
+from kmds_desktop.literature.strategy.known_papers import (
+    PastedIdentifiers,
+    read_known_file,
+    read_pasted_identifiers,
+)
+from kmds_desktop.literature.strategy.workbench import KnownCheck, SearchWorkbench
 from kmds_desktop.paths import data_dir, resources_dir
 from kmds_desktop.tasks import Cancelled, CancelToken
 from kmds_desktop.text import plural
@@ -40,29 +44,29 @@ __all__ = [
 # The report and the flow diagram are imported when first used, not with the window: together about
 # 30 ms of module set-up that would otherwise come before the first frame.
 def build_report(*args: Any, **kwargs: Any) -> Any:
-    """:func:`kmds_desktop.literature.search_report.build_report`."""
-    from kmds_desktop.literature.search_report import build_report as build
+    """:func:`kmds_desktop.literature.strategy.search_report.build_report`."""
+    from kmds_desktop.literature.strategy.search_report import build_report as build
 
     return build(*args, **kwargs)
 
 
 def write_report(*args: Any, **kwargs: Any) -> Any:
-    """:func:`kmds_desktop.literature.search_report.write_report`."""
-    from kmds_desktop.literature.search_report import write_report as write
+    """:func:`kmds_desktop.literature.strategy.search_report.write_report`."""
+    from kmds_desktop.literature.strategy.search_report import write_report as write
 
     return write(*args, **kwargs)
 
 
 def report_markdown(*args: Any, **kwargs: Any) -> str:
-    """:func:`kmds_desktop.literature.search_report.report_markdown`."""
-    from kmds_desktop.literature.search_report import report_markdown as markdown
+    """:func:`kmds_desktop.literature.strategy.search_report.report_markdown`."""
+    from kmds_desktop.literature.strategy.search_report import report_markdown as markdown
 
     return markdown(*args, **kwargs)
 
 
 def known_check_text(*args: Any, **kwargs: Any) -> str:
-    """:func:`kmds_desktop.literature.search_report.known_check_text`."""
-    from kmds_desktop.literature.search_report import known_check_text as text
+    """:func:`kmds_desktop.literature.strategy.search_report.known_check_text`."""
+    from kmds_desktop.literature.strategy.search_report import known_check_text as text
 
     return text(*args, **kwargs)
 

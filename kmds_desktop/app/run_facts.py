@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from kmds_desktop.literature.query_cleaning import query_key
-from kmds_desktop.literature.semantic import (
+from kmds_desktop.literature.queries.query_cleaning import query_key
+from kmds_desktop.literature.retrieval.semantic import (
     KIND_FULL_TEXT,
     KIND_HYPOTHETICAL,
     ROW_KIND_LABELS,
@@ -30,7 +30,7 @@ __all__ = ["VectorCoverage", "coverage_from_status", "coverage_warning", "genera
 
 
 def row_kind_of(row_type: str, text: str, question: str) -> str:
-    """A row's kind (:data:`~kmds_desktop.literature.semantic.ROW_KIND_LABELS`): a semantic row is
+    """A row's kind (:data:`~kmds_desktop.literature.retrieval.semantic.ROW_KIND_LABELS`): a semantic row is
     "the question" when its sentence is the research question it was made for (case and spacing
     aside), "hand-written" otherwise (typed, or the question edited)."""
     is_question = bool(question.strip()) and query_key(text) == query_key(question)
@@ -92,7 +92,7 @@ def retrieval_facts(retrieval: Any, embedding_model: str, result: Any) -> dict[s
     the fusion (method, k, weights per row kind) and whether re-ranking applied (weight, candidates).
 
     ``retrieval`` is the :class:`~kmds_desktop.config.RetrievalSettings` the run used; ``result`` its
-    :class:`~kmds_desktop.literature.agent.ReviewedSearchResult` (``fusion`` says what was applied).
+    :class:`~kmds_desktop.literature.queries.agent.ReviewedSearchResult` (``fusion`` says what was applied).
     """
     stats = list(result.queries)
     semantic = [s for s in stats if s.kind in SEMANTIC_KINDS]

@@ -71,7 +71,7 @@ def attach_vectors(
     the question's vector when ``encoder`` can make one. Never fails the opening: without vectors (no
     pgvector, nothing embedded yet) the order uses TF-IDF alone. Returns how many records have one."""
     from kmds_desktop.literature.screening.records import record_from_document
-    from kmds_desktop.literature.vectors import stored_vectors
+    from kmds_desktop.literature.store.vectors import stored_vectors
 
     ids = [d["id"] for d in documents if isinstance(d.get("id"), int)]
     try:

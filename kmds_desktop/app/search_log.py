@@ -52,8 +52,8 @@ from typing import Any, Protocol
 
 from kmds_desktop.app.run_facts import generation_counts, kind_counts
 from kmds_desktop.config import LiteratureSettings, QueryGenerationSettings, RetrievalSettings
-from kmds_desktop.literature.history import row_kind, utc_now
-from kmds_desktop.literature.semantic import SEMANTIC_KINDS, VectorCoverage
+from kmds_desktop.literature.retrieval.semantic import SEMANTIC_KINDS, VectorCoverage
+from kmds_desktop.literature.strategy.history import row_kind, utc_now
 
 __all__ = ["FORMAT", "VOLATILE_KEYS", "build_search_log", "document_ref", "load_search_log",
            "search_log_json", "utc_now", "without_volatile", "write_search_log"]

@@ -2,7 +2,7 @@
 window and the CLI.
 
 Why here: a run of :class:`~kmds_desktop.app.literature.LiteratureSession` is what the user sees as
-"a search"; the history (:mod:`kmds_desktop.literature.history`) numbers it.
+"a search"; the history (:mod:`kmds_desktop.literature.strategy.history`) numbers it.
 
 One recording protocol
     A run is numbered in the history just before its queries run and completed once the session
@@ -34,17 +34,17 @@ from typing import TYPE_CHECKING, Any
 from kmds_desktop.app.literature import execute_run
 from kmds_desktop.app.run_facts import generation_counts
 from kmds_desktop.literature.errors import LiteratureError
-from kmds_desktop.literature.export import export_documents, format_for_path
-from kmds_desktop.literature.history import SavedSet, SearchHistory
-from kmds_desktop.literature.known_papers import (
+from kmds_desktop.literature.strategy.export import export_documents, format_for_path
+from kmds_desktop.literature.strategy.history import SavedSet, SearchHistory
+from kmds_desktop.literature.strategy.known_papers import (
     KnownPaper,
     PastedIdentifiers,
     parse_identifiers,
     read_known_file,
     read_pasted_identifiers,
 )
-from kmds_desktop.literature.overlap import Overlap, overlap
-from kmds_desktop.literature.workbench import KnownCheck, SearchWorkbench
+from kmds_desktop.literature.strategy.overlap import Overlap, overlap
+from kmds_desktop.literature.strategy.workbench import KnownCheck, SearchWorkbench
 from kmds_desktop.tasks import Cancelled
 
 if TYPE_CHECKING:
@@ -187,7 +187,7 @@ def searches_overlap(history: SearchHistory, numbers: list[int]) -> SearchOverla
     :class:`~kmds_desktop.literature.errors.LiteratureError` for a set that is not in the history.
     """
     # Imported here: the report module's set-up (~30 ms) is not paid before the window's first frame.
-    from kmds_desktop.literature.search_report import searches_behind
+    from kmds_desktop.literature.strategy.search_report import searches_behind
 
     searches: set[int] = set()
     notes: list[str] = []
@@ -246,7 +246,7 @@ def set_report(workbench: SearchWorkbench, number: int, known: KnownCheck | None
     """The search report of set ``number`` (with the recall of ``known`` when given); with
     ``documents``, the set's documents are also written there and the report names the file."""
     # Imported here: the report module's set-up (~30 ms) is not paid before the window's first frame.
-    from kmds_desktop.literature.search_report import build_report
+    from kmds_desktop.literature.strategy.search_report import build_report
 
     report = build_report(workbench.history, number, known)
     if documents:
@@ -258,7 +258,7 @@ def set_report(workbench: SearchWorkbench, number: int, known: KnownCheck | None
 def write_set_report(workbench: SearchWorkbench, number: int, known: KnownCheck | None, path: str | Path,
                      fmt: str | None = None) -> Path:
     """Write :func:`set_report` to ``path`` (Markdown or JSON, by ``fmt`` or the suffix)."""
-    from kmds_desktop.literature.search_report import write_report  # see set_report
+    from kmds_desktop.literature.strategy.search_report import write_report  # see set_report
 
     return write_report(set_report(workbench, number, known), path, fmt)
 

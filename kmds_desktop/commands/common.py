@@ -61,7 +61,7 @@ def literature_database(args: argparse.Namespace, settings: Any = None) -> Itera
     """The literature database the command names (``--dsn``, else the settings' own), closed when the
     command ends, whatever happens. Opening it raises
     :class:`~kmds_desktop.literature.errors.LiteratureError`."""
-    from kmds_desktop.literature.database import open_database
+    from kmds_desktop.literature.store.database import open_database
 
     db = open_database(dsn=getattr(args, "dsn", None), settings=settings)
     try:

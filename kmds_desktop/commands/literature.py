@@ -87,7 +87,7 @@ def register(sub: argparse._SubParsersAction) -> argparse._SubParsersAction:  # 
 @guarded
 def _status(args: argparse.Namespace) -> int:
     from kmds_desktop.config import load_settings
-    from kmds_desktop.literature.vectors import vector_status
+    from kmds_desktop.literature.store.vectors import vector_status
 
     with literature_database(args) as db:
         info = db.status()
@@ -122,7 +122,7 @@ def _describe_vectors(vec: dict[str, Any], owner: str) -> str:
 def _embed(args: argparse.Namespace) -> int:
     """The batch in flight when Ctrl+C comes is rolled back; committed ones stay."""
     from kmds_desktop.config import load_settings
-    from kmds_desktop.literature.vectors import embed_documents
+    from kmds_desktop.literature.store.vectors import embed_documents
 
     settings = load_settings()
     batch = args.batch_size if args.batch_size is not None else settings.retrieval.embed_batch_size
@@ -173,7 +173,7 @@ def _after_import(args: argparse.Namespace, db: Any) -> int:
     """Embed the new documents (``--embed``) or say how many semantic rows cannot find yet."""
     from kmds_desktop.config import load_settings
     from kmds_desktop.literature.errors import LiteratureError
-    from kmds_desktop.literature.vectors import embed_documents, vector_status
+    from kmds_desktop.literature.store.vectors import embed_documents, vector_status
 
     settings = load_settings()
     try:

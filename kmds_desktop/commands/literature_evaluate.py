@@ -53,9 +53,9 @@ def register_evaluate(lit_sub: argparse._SubParsersAction) -> None:  # noqa: SLF
 @guarded
 def _evaluate(args: argparse.Namespace) -> int:
     from kmds_desktop.config import load_settings
-    from kmds_desktop.literature.agent import QueryAgent
     from kmds_desktop.literature.errors import LiteratureError
-    from kmds_desktop.literature.evaluation import (
+    from kmds_desktop.literature.queries.agent import QueryAgent
+    from kmds_desktop.literature.retrieval.evaluation import (
         evaluate_runs,
         format_table,
         load_qrels,

@@ -112,8 +112,8 @@ def _wrap(handler: Callable[..., int], needs_db: bool | Callable[[Any], bool] = 
     def run(args: argparse.Namespace) -> int:
         from contextlib import nullcontext
 
-        from kmds_desktop.literature.history import SearchHistory
-        from kmds_desktop.literature.workbench import SearchWorkbench
+        from kmds_desktop.literature.strategy.history import SearchHistory
+        from kmds_desktop.literature.strategy.workbench import SearchWorkbench
 
         history = SearchHistory()
         try:

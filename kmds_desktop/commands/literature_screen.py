@@ -173,7 +173,7 @@ def _add(args: argparse.Namespace) -> int:
             origin = f"file {args.file.name}"
         else:
             from kmds_desktop.app.screening import records_from_history
-            from kmds_desktop.literature.history import SearchHistory
+            from kmds_desktop.literature.strategy.history import SearchHistory
 
             with SearchHistory() as history, literature_database(args) as db:
                 recs, per_row = records_from_history(history, db, args.set)

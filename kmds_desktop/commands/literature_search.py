@@ -91,9 +91,9 @@ def _search(args: argparse.Namespace) -> int:
     from kmds_desktop.app.search_log import search_log_json, utc_now
     from kmds_desktop.app.strategy import finish_recording, run_details, run_numbered
     from kmds_desktop.config import load_settings
-    from kmds_desktop.literature.agent import QueryAgentError
-    from kmds_desktop.literature.history import SearchHistory
-    from kmds_desktop.literature.workbench import SearchWorkbench
+    from kmds_desktop.literature.errors import QueryAgentError
+    from kmds_desktop.literature.strategy.history import SearchHistory
+    from kmds_desktop.literature.strategy.workbench import SearchWorkbench
 
     settings = load_settings()
     qg, settings.retrieval = generation_settings(args, settings)
@@ -194,8 +194,8 @@ def _add_semantic_rows(args: argparse.Namespace, session: Any, agent: Any, db: A
                 session.add_semantic(text)
         return
     from kmds_desktop.app.literature import write_hypothetical
-    from kmds_desktop.literature.agent import QueryAgentError
-    from kmds_desktop.literature.vectors import vector_status
+    from kmds_desktop.literature.errors import QueryAgentError
+    from kmds_desktop.literature.store.vectors import vector_status
 
     want_semantic = args.semantic
     if want_semantic is None:

@@ -8,10 +8,10 @@ from __future__ import annotations
 from typing import Any
 
 _EXPORTS = {
-    "open_database": "kmds_desktop.literature.database",
-    "LiteratureDatabase": "kmds_desktop.literature.database",
+    "open_database": "kmds_desktop.literature.store.database",
+    "LiteratureDatabase": "kmds_desktop.literature.store.database",
     "LiteratureError": "kmds_desktop.literature.errors",
-    "QueryAgent": "kmds_desktop.literature.agent",
+    "QueryAgent": "kmds_desktop.literature.queries.agent",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -51,3 +51,7 @@ class ImportFileError(LiteratureError):
 
     Nothing from that file was written: each file is imported in one transaction.
     """
+
+
+class QueryAgentError(LiteratureError):
+    """The agent cannot go on: no query was generated, none could run, or the review broke a rule."""

@@ -1,6 +1,6 @@
 """The search history window: numbered sets, set algebra with a live count, known papers, the report.
 
-It renders :class:`~kmds_desktop.literature.workbench.SearchWorkbench` (the same code as
+It renders :class:`~kmds_desktop.literature.strategy.workbench.SearchWorkbench` (the same code as
 ``kmds-desktop literature history/combine/check/report``; the check, the overlap and the report are
 the use-cases of :mod:`kmds_desktop.app.strategy`, shown by :mod:`~kmds_desktop.ui.history_checks`)
 and decides nothing of its own: every

@@ -43,7 +43,7 @@ PG_CORPUS_FILES = (
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[Any]:
     """The embedded server of the session data folder, started by the app's own code."""
-    from kmds_desktop.literature.server import default_server
+    from kmds_desktop.literature.store.server import default_server
 
     # durable=False: no fsync for a server whose data is thrown away (same code, same binaries).
     server = default_server(_SESSION_HOME / "postgres", durable=False)
@@ -55,7 +55,7 @@ def pg_server() -> Iterator[Any]:
 @pytest.fixture(scope="session")
 def pg_database(pg_server: Any, literature_data: Path) -> Iterator[Any]:
     """An open ``LiteratureDatabase`` on the embedded test server with the shared corpora imported."""
-    from kmds_desktop.literature.database import open_embedded
+    from kmds_desktop.literature.store.database import open_embedded
 
     db = open_embedded(pg_server.root, statement_timeout_ms=30_000)
     report = db.import_files([literature_data / rel for rel in PG_CORPUS_FILES])
@@ -74,7 +74,7 @@ def pg_dsn(pg_database: Any) -> str:
 def pg_empty_database(pg_server: Any) -> Iterator[Any]:
     """A fresh, empty literature database on the session server (schema created), dropped afterwards."""
     from kmds_desktop.config import LiteratureSettings
-    from kmds_desktop.literature.database import open_database
+    from kmds_desktop.literature.store.database import open_database
 
     name = f"kmds_test_{pysecrets.token_hex(4)}"
     admin = pg_server.conninfo("postgres")
@@ -95,7 +95,7 @@ def pg_external(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
 
     The DSN carries host, port, database and user but no password, as a user would configure it.
     """
-    from kmds_desktop.literature.server import EmbeddedServer, _free_port
+    from kmds_desktop.literature.store.server import EmbeddedServer, _free_port
 
     password = "pw-" + pysecrets.token_hex(8)
     root = Path(tempfile.mkdtemp(prefix="kmds-ext-pg-"))
@@ -116,8 +116,8 @@ def pg_own_server() -> Iterator[dict[str, Any]]:
     For tests that stop the server: the session's server stays up for every other test.
     """
     from kmds_desktop.config import LiteratureSettings
-    from kmds_desktop.literature.database import open_database
-    from kmds_desktop.literature.server import EmbeddedServer
+    from kmds_desktop.literature.store.database import open_database
+    from kmds_desktop.literature.store.server import EmbeddedServer
 
     root = Path(tempfile.mkdtemp(prefix="kmds-own-pg-"))
     server = EmbeddedServer(root, durable=False)

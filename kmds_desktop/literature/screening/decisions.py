@@ -37,9 +37,9 @@ from pathlib import Path
 from typing import Any
 
 from kmds_desktop.literature.errors import LiteratureError
-from kmds_desktop.literature.history import utc_now
 from kmds_desktop.literature.screening.records import ScreeningRecord, normalize_doi, normalize_pmid
-from kmds_desktop.literature.sqlite_store import SqliteStore
+from kmds_desktop.literature.store.sqlite_store import SqliteStore
+from kmds_desktop.literature.strategy.history import utc_now
 
 SCREENING_FILE = "screening.sqlite3"
 SCHEMA_VERSION = 1

@@ -1,6 +1,7 @@
 """Export a review's included records (or all of them, with decision, reason, note and score).
 
-Why reuse :mod:`kmds_desktop.literature.export`: a screened set goes to the same reference managers as a
+Why reuse :mod:`kmds_desktop.literature.strategy.export`: a screened set goes to the same reference
+managers as a
 search's documents, so it is written by the same writers (RIS fields, BibTeX keys and escaping, CSV
 columns); this module only adds the screening fields. RIS carries the decision and reason as ``KW``
 (``screening: include``, ``exclusion reason: …``) and an ``N1`` note (what Zotero shows as a note);
@@ -14,15 +15,15 @@ import io
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from kmds_desktop.literature.export import (
+from kmds_desktop.literature.screening.decisions import INCLUDE, Decision
+from kmds_desktop.literature.screening.records import ScreeningRecord
+from kmds_desktop.literature.strategy.export import (
     CSV_COLUMNS,
     ExportDocument,
     documents_to_bibtex,
     documents_to_csv,
     documents_to_ris,
 )
-from kmds_desktop.literature.screening.decisions import INCLUDE, Decision
-from kmds_desktop.literature.screening.records import ScreeningRecord
 
 SCREENING_COLUMNS = ("decision", "reason", "note", "score")
 Key = tuple[str, str]
@@ -121,7 +122,7 @@ def export_screened(
     scores: Mapping[Key, float] | None = None,
 ) -> Path:
     """Write ``records`` (already selected) to ``path`` as CSV, RIS or BibTeX (by ``fmt`` or suffix)."""
-    from kmds_desktop.literature.export import format_for_path
+    from kmds_desktop.literature.strategy.export import format_for_path
 
     path = Path(path)
     key = (fmt or format_for_path(path)).lower().lstrip(".")

@@ -1,7 +1,7 @@
 """Dates as the literature filters take them: a date, a datetime, a year, or ISO text.
 
-Why a module of its own: the full-text rows (:mod:`~kmds_desktop.literature.database`) and the
-semantic rows (:mod:`~kmds_desktop.literature.vectors`) apply the same date filters, and vectors
+Why a module of its own: the full-text rows (:mod:`~kmds_desktop.literature.store.database`) and the
+semantic rows (:mod:`~kmds_desktop.literature.store.vectors`) apply the same date filters, and vectors
 reaching into the database module for it made ``database -> schema -> vectors -> database`` a cycle.
 """
 

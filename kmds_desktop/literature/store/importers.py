@@ -1,6 +1,6 @@
 """Readers for the corpus formats the app imports: shared JSONL, MEDLINE/PubMed XML, PubMedQA JSON.
 
-Readers only parse; :mod:`kmds_desktop.literature.loading` writes. Each reader yields
+Readers only parse; :mod:`kmds_desktop.literature.store.loading` writes. Each reader yields
 :class:`Record` for every usable record and :class:`BadRecord` (with its position: line, record
 number, entry key) for a malformed one, so one bad record never stops a file. A file that cannot be
 read at all raises :class:`~kmds_desktop.literature.errors.ImportFileError`; the loader then rolls the

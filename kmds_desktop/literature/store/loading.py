@@ -32,7 +32,7 @@ import psycopg
 import psycopg.errors
 
 from kmds_desktop.literature.errors import ImportFileError, LiteratureError
-from kmds_desktop.literature.importers import (
+from kmds_desktop.literature.store.importers import (
     BadRecord,
     Note,
     Record,
@@ -41,7 +41,7 @@ from kmds_desktop.literature.importers import (
     detect_format,
     read_records,
 )
-from kmds_desktop.literature.schema import KNOWN_SOURCES, current_version
+from kmds_desktop.literature.store.schema import KNOWN_SOURCES, current_version
 from kmds_desktop.tasks import Cancelled, CancelToken, ProgressFn, check, report
 from kmds_desktop.text import plural
 

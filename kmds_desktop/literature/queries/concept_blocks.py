@@ -32,16 +32,15 @@ of :data:`FEEDBACK_DOCS` documents.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import re
-import time
-import weakref
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any
+
+from kmds_desktop.literature.store.collection_size import collection_size
 
 #: A pair of adjacent words is one concept when the phrase matches at least PHRASE_MIN documents and
 #: either this share of the documents of the rarer word, or PHRASE_LIFT times the documents that
@@ -165,47 +164,6 @@ COUNT_BUDGET_MS = 25
 #: here): the strategy of a question is then the same on every run, window and CLI alike. The
 #: budget above is for larger collections, where an exact count of a frequent term costs more.
 EXACT_COUNTS_UP_TO = 100_000
-#: How long a collection size is reused (an import changes it; the search's own ranking recounts).
-SIZE_TTL_S = 300.0
-#: Keyed by the database object itself (weakly), so a new object never inherits a dead one's size.
-_sizes: weakref.WeakKeyDictionary[Any, tuple[float, int | None]] = weakref.WeakKeyDictionary()
-
-
-def collection_size(database: Any) -> int | None:
-    """Documents in ``database`` (cached for :data:`SIZE_TTL_S`); None when it cannot say.
-
-    ``status()`` counts per source with a join; one plain count is several times cheaper on a large
-    database, and every question's strategy needs it.
-    """
-    if database is None:
-        return None
-    now = time.monotonic()
-    try:
-        cached = _sizes.get(database)
-    except TypeError:  # not weakly referable: no cache
-        cached = None
-    if cached is not None and now - cached[0] < SIZE_TTL_S:
-        return cached[1]
-    size: int | None
-    try:
-        if callable(getattr(database, "run", None)):
-            row = database.run(lambda c: c.execute("SELECT count(*) FROM document").fetchone())
-            size = int(row[0]) if row else 0
-        else:
-            size = int(database.status()["documents"])
-    except Exception:  # noqa: BLE001 - unknown size: the strategy is written without counts
-        size = None
-    with contextlib.suppress(TypeError):
-        _sizes[database] = (now, size)
-    return size
-
-
-def forget_collection_size(database: Any) -> None:
-    """Drop the cached size (after an import into ``database``)."""
-    with contextlib.suppress(TypeError):
-        _sizes.pop(database, None)
-
-
 class CorpusLookups:
     """Counts, stems and texts from the literature database, cached; every look-up may fail (then the
     strategy is written with less knowledge, never not at all)."""

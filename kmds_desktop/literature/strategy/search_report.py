@@ -6,7 +6,8 @@ hypothetical abstract; text, provenance, matches, documents returned, unique), t
 how many documents the semantic rows could search (those with a vector), the fusion and the
 re-ranking, the models' generated and unique query counts, the set algebra used,
 how rows were de-duplicated into documents, the overlap of the rows and, when known papers were given,
-the strategy's recall on them. Documents themselves are exported with :mod:`kmds_desktop.literature.export`.
+the strategy's recall on them. Documents themselves are exported with
+:mod:`kmds_desktop.literature.strategy.export`.
 """
 
 from __future__ import annotations
@@ -16,9 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kmds_desktop import __version__
-from kmds_desktop.literature.history import SavedSet, SearchHistory, describe_provenance
-from kmds_desktop.literature.overlap import overlap
-from kmds_desktop.literature.semantic import (
+from kmds_desktop.literature.retrieval.semantic import (
     KIND_FULL_TEXT,
     KIND_SEMANTIC_HAND,
     KIND_SEMANTIC_QUESTION,
@@ -27,7 +26,9 @@ from kmds_desktop.literature.semantic import (
     describe_fusion,
     describe_rerank,
 )
-from kmds_desktop.literature.workbench import KnownCheck
+from kmds_desktop.literature.strategy.history import SavedSet, SearchHistory, describe_provenance
+from kmds_desktop.literature.strategy.overlap import overlap
+from kmds_desktop.literature.strategy.workbench import KnownCheck
 from kmds_desktop.text import plural
 
 _MAX_LISTED = 20

@@ -34,15 +34,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from kmds_desktop.literature.concept_blocks import (
+from kmds_desktop.literature.queries.concept_blocks import (
     EXACT_COUNTS_UP_TO,
     Concept,
     ConceptFinder,
     CorpusLookups,
     Strategy,
-    collection_size,
     write_strategy,
 )
+from kmds_desktop.literature.store.collection_size import collection_size
 
 BUILTIN_KEYWORDS = "builtin:keywords"
 BUILTIN_PREFIX = "builtin:"

@@ -23,7 +23,7 @@ _TO_TSQUERY = re.compile(
 _TSQUERY_ARGUMENT = re.compile(r"((?:[^']++|'')*+)'\s*\)")
 _LABEL = re.compile(
     r"^\s*(?:[-*•>]+\s*|\d+[.)]\s*)?(?:\*\*)?\s*"
-    r"(?:(?:final\s+|postgresql\s+|full[- ]text\s+|search\s+|ts)?(?:query|tsquery|answer|output)"
+    r"(?:(?:final\s+|postgresql\s+|full[- ]text\s+|search\s+|ts)?(?:query|queries|tsquery|answer|output)"
     r"(?:\s*\d+)?)?\s*(?:\*\*)?\s*[:=]?\s*(?:\*\*)?\s*",
     re.IGNORECASE,
 )

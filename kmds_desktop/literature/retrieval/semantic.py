@@ -179,8 +179,8 @@ def similarities_to_question(db: Any, question_vector: Any, ids: list[int], *, m
                              cancel: CancelToken | None = None, encoder: Any = None) -> dict[int, float]:
     """Cosine similarity of each candidate to the question: stored vectors, and for candidates without
     one (imported after the last embedding run, or no vector table) the vector is computed now."""
-    from kmds_desktop.literature.fusion import cosine_similarities
-    from kmds_desktop.literature.vectors import document_texts, encoder_for, stored_vectors
+    from kmds_desktop.literature.retrieval.fusion import cosine_similarities
+    from kmds_desktop.literature.store.vectors import document_texts, encoder_for, stored_vectors
 
     encode = encoder_for(model_name, encoder)
     vectors = dict(stored_vectors(db, ids, cancel=cancel))

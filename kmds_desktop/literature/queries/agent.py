@@ -24,10 +24,11 @@ How the ``query_generation`` settings act here:
   queries than it was shown raises :class:`QueryAgentError`); on -> it may tick a subset.
 - ``execution_mode``: only "serial" exists (validated in :mod:`kmds_desktop.config`).
 
-Rows of other kinds (:mod:`kmds_desktop.literature.semantic`): a ``semantic`` row embeds its sentence
+Rows of other kinds (:mod:`kmds_desktop.literature.retrieval.semantic`): a ``semantic`` row embeds
+its sentence
 and runs an ID-only nearest-neighbour query on the document vectors; a ``hypothetical`` row does the
 same with an abstract an LLM wrote. The ticked rows' ranked ID lists are merged as the ``retrieval``
-settings say (:mod:`kmds_desktop.literature.fusion`): reciprocal rank fusion by default, optionally
+settings say (:mod:`kmds_desktop.literature.retrieval.fusion`): reciprocal rank fusion by default, optionally
 re-ranked by similarity to the question.
 """
 
@@ -42,21 +43,22 @@ from datetime import date
 from typing import Any
 
 from kmds_desktop.config import QueryGenerationSettings, RetrievalSettings
-from kmds_desktop.literature.errors import InvalidQuery, LiteratureError
-from kmds_desktop.literature.fusion import (
-    best_lexical_scores,
-    reciprocal_rank_fusion,
-    rerank_by_similarity,
-)
-from kmds_desktop.literature.query_cleaning import deduplicate_queries
-from kmds_desktop.literature.query_generation import (
+from kmds_desktop.literature.errors import InvalidQuery, LiteratureError, QueryAgentError
+from kmds_desktop.literature.queries.query_cleaning import deduplicate_queries
+from kmds_desktop.literature.queries.query_generation import (
     DEFAULT_SYSTEM_PROMPT,
     ChatBackend,
     MultiModelQueryGenerator,
     MultiModelQueryResult,
     QueryGenerationResult,
 )
-from kmds_desktop.literature.semantic import (
+from kmds_desktop.literature.retrieval.fusion import (
+    best_lexical_scores,
+    merge_ranked,
+    reciprocal_rank_fusion,
+    rerank_by_similarity,
+)
+from kmds_desktop.literature.retrieval.semantic import (
     ROW_HYPOTHETICAL,
     ROW_SEMANTIC,
     ROW_TSQUERY,
@@ -71,10 +73,6 @@ log = logging.getLogger(__name__)
 
 #: ``modifier(queries) -> queries``: the human-in-the-loop review (edit, tick) before anything runs.
 QueryModifier = Callable[[list[str]], Sequence[str]]
-
-
-class QueryAgentError(LiteratureError):
-    """The agent cannot go on: no query was generated, none could run, or the review broke a rule."""
 
 
 class IncompleteSearch(QueryAgentError):
@@ -110,7 +108,7 @@ class QueryRunStats:
     estimated: bool = field(default=False, repr=False)
     #: ``check_query`` only: the valid query's terms that no document has (``'fungal':*``).
     absent_terms: list[str] = field(default_factory=list, repr=False)
-    kind: str = ROW_TSQUERY  # "tsquery", "semantic" or "hypothetical" (see literature.semantic)
+    kind: str = ROW_TSQUERY  # "tsquery", "semantic" or "hypothetical" (see literature.retrieval.semantic)
     #: semantic rows: cosine similarity of the first and the last document returned
     best_similarity: float | None = None
     last_similarity: float | None = None
@@ -237,12 +235,12 @@ class QueryAgent:
         self.settings = settings or QueryGenerationSettings()
         self.retrieval = retrieval or RetrievalSettings()
         self.embedding_model = embedding_model
-        #: who embeds semantic rows' texts (None: this process; see ``literature.vectors.Encoder``)
+        #: who embeds semantic rows' texts (None: this process; see ``literature.store.vectors.Encoder``)
         self.encoder = encoder
         self.system_prompt = system_prompt or DEFAULT_SYSTEM_PROMPT
         self.fetch_batch_size = fetch_batch_size
         # vectors (numpy, psycopg's vector type) loads on first use, as the semantic rows' imports do.
-        from kmds_desktop.literature.vectors import encoder_for
+        from kmds_desktop.literature.store.vectors import encoder_for
 
         self.generator = MultiModelQueryGenerator(
             backend, ollama_host=self.settings.ollama_host, timeout=self.settings.timeout_s,
@@ -301,7 +299,7 @@ class QueryAgent:
     # --- rows of other kinds ----------------------------------------------------------------------------
     def llm_model(self) -> str | None:
         """The first configured model that is an LLM (not ``builtin:``), or None."""
-        from kmds_desktop.literature.keyword_queries import is_builtin
+        from kmds_desktop.literature.queries.keyword_queries import is_builtin
 
         models = self.settings.models if self.settings.multi_model_enabled else self.settings.models[:1]
         return next((m for m in models if not is_builtin(m)), None)
@@ -535,7 +533,7 @@ class QueryAgent:
             ids, _, found_by = reciprocal_rank_fusion(lists, k=r.fusion_k, weights=weights)
             fusion = "rrf"
         if r.rerank and question and question.strip() and ids and r.rerank_weight > 0:
-            from kmds_desktop.literature.vectors import embed_text
+            from kmds_desktop.literature.store.vectors import embed_text
 
             head = ids[: r.rerank_candidates]
             try:
@@ -557,7 +555,7 @@ class QueryAgent:
                       cancel: CancelToken | None) -> QueryRunStats:
         """A semantic or hypothetical row: embed its text, nearest neighbours ID-only, its statistics
         (``matches`` = documents with a vector under the same filters)."""
-        from kmds_desktop.literature.vectors import embed_text, nearest_ids, vector_coverage
+        from kmds_desktop.literature.store.vectors import embed_text, nearest_ids, vector_coverage
 
         stat = QueryRunStats(index=index, query=row.text, kind=row.kind)
         start = time.perf_counter()
@@ -576,7 +574,7 @@ class QueryAgent:
         except Exception as err:  # noqa: BLE001 - one failing row is reported, the others run
             if cancel is not None and cancel.cancelled:
                 raise Cancelled("cancelled by the user") from None
-            from kmds_desktop.literature.vectors import VectorsUnavailable
+            from kmds_desktop.literature.store.vectors import VectorsUnavailable
 
             stat.error = str(err) or type(err).__name__
             # No vectors here (or an empty text) is the row's own problem, like an invalid tsquery; a
@@ -660,23 +658,3 @@ def _ranked_ids(ranked: Any) -> list[int]:
         else:
             out.append(int(item))
     return out
-
-
-def merge_ranked(id_lists: Sequence[Sequence[int]]) -> tuple[list[int], dict[int, list[int]]]:
-    """Union of ranked ID lists, ordered by the best position any list gave an ID.
-
-    Ties (the same best position) go to the ID more lists found, then to the earlier list. Returns the
-    merged IDs and, per ID, the indices of the lists that contain it.
-    """
-    best: dict[int, tuple[int, int]] = {}
-    found_by: dict[int, list[int]] = {}
-    for list_index, ids in enumerate(id_lists):
-        for position, doc_id in enumerate(ids):
-            found_by.setdefault(doc_id, [])
-            if list_index not in found_by[doc_id]:
-                found_by[doc_id].append(list_index)
-            key = (position, list_index)
-            if doc_id not in best or key < best[doc_id]:
-                best[doc_id] = key
-    ordered = sorted(best, key=lambda i: (best[i][0], -len(found_by[i]), best[i][1]))
-    return ordered, found_by

@@ -8,10 +8,10 @@ its error and the rest continue, and a cancel stops before the next call and abo
 
 Later attempts of one model vary the temperature *and* the prompt (broader, then more specific, and
 they are shown the queries the model already proposed), so a model's three queries are not the same
-query three times. Replies are cleaned (:mod:`kmds_desktop.literature.query_cleaning`) before de-
+query three times. Replies are cleaned (:mod:`kmds_desktop.literature.queries.query_cleaning`) before de-
 duplication, so ``a & b`` and ``A&b`` count as one query, spelled as it first appeared.
 
-``builtin:keywords`` (:mod:`kmds_desktop.literature.keyword_queries`) is a generator that needs no LLM
+``builtin:keywords`` (:mod:`kmds_desktop.literature.queries.keyword_queries`) is a generator that needs no LLM
 and can be listed among the models, so the flow works offline. ``openai:NAME`` is a model on the
 OpenAI-compatible server (``openai_base_url``); ``ollama:NAME`` or a bare name one on Ollama.
 
@@ -30,8 +30,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
-from kmds_desktop.literature.keyword_queries import TermStatistics, builtin_generator, is_builtin
-from kmds_desktop.literature.query_cleaning import clean_query_with_reason, deduplicate_queries
+from kmds_desktop.literature.queries.keyword_queries import TermStatistics, builtin_generator, is_builtin
+from kmds_desktop.literature.queries.query_cleaning import clean_query_with_reason, deduplicate_queries
 from kmds_desktop.tasks import Cancelled, CancelToken, ProgressFn, check, report
 
 #: Taught to every model: the tsquery language, concepts as OR groups of synonyms, and "query only".
@@ -41,6 +41,8 @@ from kmds_desktop.tasks import Cancelled, CancelToken, ProgressFn, check, report
 #: matched nothing. A small model follows worked examples more than rules, so the rules are few, the
 #: examples show the shape wanted, and the BROADER attempt ORs the key words (the idf ranking orders
 #: its matches), which is where most of the LLM rows' recall comes from (see the bench's figures).
+#: No example may come from a judged corpus (the model copies examples: a CF example was written as
+#: the query of another CF question), so the examples are on topics neither SciFact nor CF asks about.
 DEFAULT_SYSTEM_PROMPT = """\
 You write ONE PostgreSQL full-text search query (the text given to to_tsquery('english', ...)) that \
 finds the titles and abstracts about a biomedical research question.
@@ -62,8 +64,8 @@ Answer with the query only, on one line: no explanation, no code fences, no SQL.
 Examples
 Question: Does aspirin reduce the risk of heart attack in diabetic patients?
 Query: aspirin & (myocardial <-> infarction | heart <-> attack | mi) & diabet:*
-Question: What are the effects of calcium on the physical properties of mucus from CF patients?
-Query: (calcium | ca) & (mucus | mucin:* | sputum) & (cystic <-> fibrosis | cf)
+Question: Does acupuncture relieve chronic low back pain better than sham treatment?
+Query: (acupunctur:* | electroacupunctur:*) & (back <-> pain | lumbago | backache)
 Question: Quitting smoking lowers the incidence of lung cancer.
 Query: (smok:* | tobacco | cigarette:*) & (lung | pulmonary) & (cancer:* | carcinoma:* | tumor:* | tumour:*)
 """
@@ -157,7 +159,7 @@ class MultiModelQueryResult:
 
     def models_for(self, query: str) -> list[str]:
         """Models that proposed ``query`` (case/spacing-insensitive), in call order, without repeats."""
-        from kmds_desktop.literature.query_cleaning import query_key
+        from kmds_desktop.literature.queries.query_cleaning import query_key
 
         key = query_key(query)
         out: list[str] = []
@@ -199,7 +201,7 @@ def build_prompt(question: str, attempt: int, previous: Sequence[str] = ()) -> s
     if hint:
         lines.append(hint)
     if previous:
-        lines.append("Do not repeat these queries:")
+        lines.append("Already written (write a different one):")
         lines.extend(f"- {q}" for q in previous)
     lines.append("Query:")
     return "\n".join(lines)
@@ -418,8 +420,8 @@ def queries_from_json(reply: str) -> list[str] | None:
 def _query_from_reply(raw: str, reply_format: str) -> tuple[str, str | None]:
     """The attempt's query: from a structured reply, the first listed query that cleans to a usable
     one; from any other reply (or a structured one that is not the JSON asked for), the cleaned text."""
-    if reply_format == "schema":
-        listed = queries_from_json(raw)
+    listed = queries_from_json(raw)  # a text reply may be JSON too (the model copied the format)
+    if listed is not None or reply_format == "schema":
         for candidate in listed or []:
             query, reason = clean_query_with_reason(candidate)
             if query:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import psycopg
 
 from kmds_desktop.literature.errors import SchemaError
-from kmds_desktop.literature.vectors import create_vector_table_if_possible
+from kmds_desktop.literature.store.vectors import create_vector_table_if_possible
 
 VERSION_TABLE = "kmds_schema_version"
 

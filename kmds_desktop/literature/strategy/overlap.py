@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kmds_desktop.literature.history import SearchHistory, row_kind
-from kmds_desktop.literature.semantic import KIND_FULL_TEXT, KIND_HYPOTHETICAL
+from kmds_desktop.literature.retrieval.semantic import KIND_FULL_TEXT, KIND_HYPOTHETICAL
+from kmds_desktop.literature.strategy.history import SearchHistory, row_kind
 
 
 @dataclass

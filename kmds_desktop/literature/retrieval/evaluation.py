@@ -3,7 +3,7 @@
 For researchers who want to know how well a set of rows (generated full-text queries, the semantic
 row, a hypothetical abstract) finds the papers that matter on their own judged questions, and for the
 benchmark that compares the app's fused search with a BM25 reference. Every question runs through the
-same :class:`~kmds_desktop.literature.agent.QueryAgent` path as a search in the app (ID-only rows,
+same :class:`~kmds_desktop.literature.queries.agent.QueryAgent` path as a search in the app (ID-only rows,
 the settings' fusion and re-ranking), without fetching documents. The measures come from
 ``ir-measures`` (the TREC tools' definitions), not from hand-written formulas.
 
@@ -163,8 +163,13 @@ def run_questions(
     (its rows fused the agent's way when there are several) and ``fused`` (all rows, as a search in
     the app merges and re-ranks them).
     """
-    from kmds_desktop.literature.agent import QueryAgentError
-    from kmds_desktop.literature.semantic import ROW_HYPOTHETICAL, ROW_SEMANTIC, ROW_TSQUERY, SearchRow
+    from kmds_desktop.literature.errors import QueryAgentError
+    from kmds_desktop.literature.retrieval.semantic import (
+        ROW_HYPOTHETICAL,
+        ROW_SEMANTIC,
+        ROW_TSQUERY,
+        SearchRow,
+    )
 
     unknown = [r for r in rows if r not in ROW_TYPES]
     if unknown or not rows:
@@ -211,8 +216,7 @@ def run_questions(
 
 def _fuse_alone(agent: Any, lists: list[list[int]]) -> list[int]:
     """One row type's own ranking: its single row, or its rows fused (no re-ranking)."""
-    from kmds_desktop.literature.agent import merge_ranked
-    from kmds_desktop.literature.fusion import reciprocal_rank_fusion
+    from kmds_desktop.literature.retrieval.fusion import merge_ranked, reciprocal_rank_fusion
 
     if len(lists) <= 1:
         return list(lists[0]) if lists else []

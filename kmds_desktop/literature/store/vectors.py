@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from kmds_desktop.literature.dates import coerce_date
 from kmds_desktop.literature.errors import LiteratureError
+from kmds_desktop.literature.store.dates import coerce_date
 from kmds_desktop.tasks import CancelToken, ProgressFn, check, report
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -1,7 +1,7 @@
 """The search strategy workbench: record runs in the history, combine sets, re-run, check known papers.
 
 Qt-free, so the CLI (``kmds-desktop literature history/combine/check/report``) and the window's history
-panel drive the same code. The history (:mod:`kmds_desktop.literature.history`) stores; this module
+panel drive the same code. The history (:mod:`kmds_desktop.literature.strategy.history`) stores; this module
 decides what a run, a combination, a re-run and a known-papers check *mean*:
 
 - a run's rows are stored exactly as they ran, with their provenance and counts; its documents are the
@@ -21,21 +21,21 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kmds_desktop.literature import set_algebra
-from kmds_desktop.literature.history import HistoryError, Member, RowRecord, SavedSet, SearchHistory
-from kmds_desktop.literature.identities import (
+from kmds_desktop.literature.store.identities import (
     DocumentIdentity,
     document_identities,
     explain_misses,
     find_known,
     normalize_title,
 )
-from kmds_desktop.literature.known_papers import KnownPaper
+from kmds_desktop.literature.strategy import set_algebra
+from kmds_desktop.literature.strategy.history import HistoryError, Member, RowRecord, SavedSet, SearchHistory
+from kmds_desktop.literature.strategy.known_papers import KnownPaper
 
 
 def search_row(text: str, provenance: dict[str, Any]) -> Any:
     """The row as the agent runs it: full-text, or semantic / hypothetical (``row_type`` in provenance)."""
-    from kmds_desktop.literature.semantic import SearchRow
+    from kmds_desktop.literature.retrieval.semantic import SearchRow
 
     return SearchRow(text, provenance.get("row_type") or "tsquery")
 
@@ -53,7 +53,7 @@ def provenance_of_generated(result: Any) -> dict[str, Any]:
 def rows_from_generation(generated: Any) -> list[tuple[str, dict[str, Any]]]:
     """(query, provenance) for each unique generated query: the first model and attempt that proposed
     it, and every model that proposed the same query (case/spacing-insensitive)."""
-    from kmds_desktop.literature.query_cleaning import query_key
+    from kmds_desktop.literature.queries.query_cleaning import query_key
 
     out = []
     for query in generated.unique_queries:
@@ -233,7 +233,7 @@ class SearchWorkbench:
             on_query: Callable[[Any], None] | None = None, cancel: Any = None, kind: str = "search",
             ) -> SavedSet:
         """Run ``rows`` (text, provenance) through the query agent and record the run as a new set."""
-        from kmds_desktop.literature.agent import QueryAgent
+        from kmds_desktop.literature.queries.agent import QueryAgent
 
         agent = agent or QueryAgent(self._db())
         info = {"max_rows": max_rows, **(details or {})}

@@ -17,7 +17,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-from kmds_desktop.literature.citation_names import key_stem, parse_author, to_ascii
+from kmds_desktop.literature.strategy.citation_names import key_stem, parse_author, to_ascii
 
 #: The file formats the documents table can be exported to, with their usual extensions.
 DOCUMENT_FORMATS: dict[str, str] = {"csv": ".csv", "ris": ".ris", "bibtex": ".bib"}

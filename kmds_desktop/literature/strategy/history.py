@@ -32,8 +32,13 @@ from pathlib import Path
 from typing import Any
 
 from kmds_desktop.literature.errors import LiteratureError
-from kmds_desktop.literature.semantic import KIND_FULL_TEXT, ROW_KIND_LABELS, VectorCoverage, row_kind_label
-from kmds_desktop.literature.sqlite_store import SqliteStore
+from kmds_desktop.literature.retrieval.semantic import (
+    KIND_FULL_TEXT,
+    ROW_KIND_LABELS,
+    VectorCoverage,
+    row_kind_label,
+)
+from kmds_desktop.literature.store.sqlite_store import SqliteStore
 
 HISTORY_FILE = "search_history.sqlite3"
 SCHEMA_VERSION = 1

@@ -123,3 +123,23 @@ def cosine_similarities(query_vector: np.ndarray, vectors: Mapping[int, np.ndarr
     norms[norms == 0] = 1.0
     sims = (matrix @ q) / norms
     return {doc_id: float(s) for doc_id, s in zip(ids, sims, strict=True)}
+
+
+def merge_ranked(id_lists: Sequence[Sequence[int]]) -> tuple[list[int], dict[int, list[int]]]:
+    """Union of ranked ID lists, ordered by the best position any list gave an ID.
+
+    Ties (the same best position) go to the ID more lists found, then to the earlier list. Returns the
+    merged IDs and, per ID, the indices of the lists that contain it.
+    """
+    best: dict[int, tuple[int, int]] = {}
+    found_by: dict[int, list[int]] = {}
+    for list_index, ids in enumerate(id_lists):
+        for position, doc_id in enumerate(ids):
+            found_by.setdefault(doc_id, [])
+            if list_index not in found_by[doc_id]:
+                found_by[doc_id].append(list_index)
+            key = (position, list_index)
+            if doc_id not in best or key < best[doc_id]:
+                best[doc_id] = key
+    ordered = sorted(best, key=lambda i: (best[i][0], -len(found_by[i]), best[i][1]))
+    return ordered, found_by

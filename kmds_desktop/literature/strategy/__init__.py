@@ -1,0 +1,1 @@
+"""The search strategy: history, set algebra, known papers, overlap, reports and exports."""
