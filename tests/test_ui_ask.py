@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 from PySide6.QtCore import QPoint, Qt
@@ -414,3 +415,66 @@ def test_a_new_question_clears_the_old_records_and_a_banner_ends_with_its_event(
     window.messages.show_message("Literature: 3 documents could not be read.", "warning", topic="literature")
     _ask(qtbot, window, "What data quality issues were there?")
     assert window.messages.isVisible() and "Literature" in window.messages.label.text()
+
+
+def _waiting_reply(release):
+    """A scripted reply that comes only once ``release`` is set (a model still thinking)."""
+    def reply(_prompt, _body):
+        release.wait(60)
+        return "late answer [1]"
+    return reply
+
+
+def test_cancel_while_the_answer_is_written_says_cancelled_in_the_route_box(
+        qtbot, make_window, kb_path, fake_ollama):
+    """The Route box never names an answer that was not given: while the model writes it says so,
+    and after Cancel it names the route that was chosen and that the answer was cancelled (it said
+    "answer: offline", as if an offline answer had been given)."""
+    release = threading.Event()
+    route = {"intent_class": "model_selection_search", "filters": {}, "explanation": "Models were compared."}
+    fake_ollama.models["slow-writer"] = ModelScript(replies=[json.dumps(route), _waiting_reply(release)])
+    window = _window(qtbot, make_window, kb_path, _ollama_settings(fake_ollama, "slow-writer"))
+    panel = window.ask
+    summary = panel.route_editor.summary
+    try:
+        qtbot.mouseClick(panel.question, Qt.MouseButton.LeftButton)
+        qtbot.keyClicks(panel.question, "Which model was selected and why?")
+        qtbot.mouseClick(panel.ask_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: "being written" in summary.text(), timeout=ANSWER_TIMEOUT)
+        assert "model_selection_search" in summary.text() and "offline" not in summary.text()
+        with qtbot.waitSignal(panel.job.finished, timeout=20_000):
+            qtbot.mouseClick(panel.cancel_button, Qt.MouseButton.LeftButton)
+    finally:
+        release.set()
+    text = _plain_text(summary)
+    assert panel.state.text() == "Cancelled."
+    assert "answer: cancelled" in text, text
+    assert "model_selection_search" in text  # the route that had been chosen
+    assert "offline" not in text and "llm" not in text.split("answer:")[1], text
+    assert panel.route_editor.summary.toolTip().endswith("answer: cancelled")
+
+
+def test_cancel_before_a_route_is_chosen_says_so_in_the_route_box(qtbot, make_window, kb_path, fake_ollama):
+    release = threading.Event()
+    fake_ollama.models["slow-router"] = ModelScript(replies=[_waiting_reply(release)])
+    window = _window(qtbot, make_window, kb_path, _ollama_settings(fake_ollama, "slow-router"))
+    panel = window.ask
+    try:
+        qtbot.mouseClick(panel.question, Qt.MouseButton.LeftButton)
+        qtbot.keyClicks(panel.question, "Which model was selected and why?")
+        qtbot.keyClick(panel.question, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+        qtbot.waitUntil(lambda: len(fake_ollama.requests_for("/api/chat")) >= 1, timeout=ANSWER_TIMEOUT)
+        with qtbot.waitSignal(panel.job.finished, timeout=20_000):
+            qtbot.mouseClick(panel.cancel_button, Qt.MouseButton.LeftButton)
+    finally:
+        release.set()
+    text = _plain_text(panel.route_editor.summary)
+    assert text.startswith("Cancelled before a route was chosen"), text
+    assert "Choosing how to search" not in text and "answer:" not in text
+    assert not panel.route_editor.rerun_button.isEnabled()
+
+
+def _plain_text(label) -> str:
+    doc = QTextDocument()
+    doc.setHtml(label.text())
+    return " ".join(doc.toPlainText().split())

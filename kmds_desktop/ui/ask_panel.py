@@ -47,7 +47,14 @@ from kmds_desktop.app.ask import (
 )
 from kmds_desktop.ui.ask_question import QuestionEdit
 from kmds_desktop.ui.ask_results import RecordsTable, ResultsModel
-from kmds_desktop.ui.ask_route import INTENT_LABELS, RouteEditor
+from kmds_desktop.ui.ask_route import (
+    ANSWER_CANCELLED,
+    ANSWER_FAILED,
+    ANSWER_WRITING,
+    CANCELLED_BEFORE_ROUTE,
+    INTENT_LABELS,
+    RouteEditor,
+)
 from kmds_desktop.ui.markdown_render import to_html
 from kmds_desktop.ui.workers import Job, JobRunner, format_exception
 
@@ -73,6 +80,8 @@ class AskPanel(QWidget):
         self.context_provider: Any = None  # set by the window: () -> {"kb", "settings", "index_holder"}
         self.session = AskSession()
         self.result: Any = None
+        #: The running answer's route and records, once retrieved (its answer not written yet).
+        self._retrieved: Any = None
         self.job: Job | None = None
         self._streamed: list[str] = []
         #: ``(answer text, HTML)`` of the answer being received, rendered by the worker.
@@ -175,6 +184,7 @@ class AskPanel(QWidget):
         if self.job is not None and self.job.running:
             self.job.cancel()
         self.result = None
+        self._retrieved = None
         self._streamed = []
         self._rendered = None
         self.results.set_results([])
@@ -228,6 +238,7 @@ class AskPanel(QWidget):
         self._streamed = []
         self._rendered = None
         self.result = None
+        self._retrieved = None
         # The previous question's records and route go at once: shown beside the new question
         # (during the answer, or after Cancel) they would read as its answer.
         self.results.set_results([])
@@ -295,9 +306,10 @@ class AskPanel(QWidget):
         self.answer.ensureCursorVisible()
 
     def _show_retrieved(self, result: Any) -> None:
+        self._retrieved = result
         self.results.set_results(result.results)
         self._fit_columns()
-        self.route_editor.show_result(result)
+        self.route_editor.show_result(result, answer=ANSWER_WRITING)
 
     def _fit_columns(self, cap: int = 140) -> None:
         """Fit the records' columns to their texts (:meth:`RecordsTable.fit_columns`)."""
@@ -329,6 +341,10 @@ class AskPanel(QWidget):
             return
         summary, details = format_exception(exc)
         self.state.setText("The question could not be answered.")
+        if self._retrieved is not None:
+            self.route_editor.show_result(self._retrieved, answer=ANSWER_FAILED)
+        else:
+            self.route_editor.clear("No route was chosen: the question could not be answered.")
         self.answer.setHtml(f"<p style='color:#b00020'>{html.escape(summary)}</p>")
         self.message.emit("error", f"The question could not be answered: {summary}", details)
 
@@ -336,6 +352,11 @@ class AskPanel(QWidget):
         if self._for_previous_kb():
             return  # cancelled because another KB was opened; the state line says so
         self.state.setText("Cancelled.")
+        # The Route box names the route that had been chosen, and that no answer came of it.
+        if self._retrieved is not None:
+            self.route_editor.show_result(self._retrieved, answer=ANSWER_CANCELLED)
+        else:
+            self.route_editor.clear(CANCELLED_BEFORE_ROUTE)
         if self._streamed:
             self.answer.append("\n\n(cancelled)")
 

@@ -35,6 +35,14 @@ INTENT_LABELS = {
     "semantic_search": "Semantic search (by meaning)",
 }
 
+#: The Route box's "answer:" while the answer is written, and after Cancel (no answer was given).
+ANSWER_WRITING = "being written…"
+ANSWER_CANCELLED = "cancelled"
+ANSWER_FAILED = "none (the question could not be answered)"
+#: The Route box after a Cancel that came before any route was chosen.
+CANCELLED_BEFORE_ROUTE = "Cancelled before a route was chosen: no search ran and no answer was written."
+
+
 def _plain(rich: str) -> str:
     """The text of one line of the route summary's HTML (its tooltip is plain text)."""
     return html.unescape(re.sub(r"<[^>]+>", "", rich))
@@ -134,7 +142,11 @@ class RouteEditor(QGroupBox):
         box.setValue(-1)
         return box
 
-    def show_result(self, result: Any) -> None:
+    def show_result(self, result: Any, answer: str | None = None) -> None:
+        """Show the route ``result`` ran and who answered; ``answer`` says instead how the answer
+        stands when it has not been written (yet): while it is written, or after Cancel. The
+        result of a running answer still holds the default synthesis ("offline"): shown as is, it
+        claimed an offline answer that was never given."""
         route = result.route
         lines = []
         intent = INTENT_LABELS.get(result.intent_class, result.intent_class)
@@ -153,9 +165,9 @@ class RouteEditor(QGroupBox):
                 f"{html.escape(result.fallback_reason)}</span>"
             )
         backend = html.escape(str(result.backend))
-        synth = html.escape(str(getattr(result, "synthesis", "")))
+        synth = html.escape(answer if answer is not None else str(getattr(result, "synthesis", "")))
         lines.append(f"<b>Backend:</b> {backend} · answer: {synth}")
-        if getattr(result, "synthesis_error", None):
+        if answer is None and getattr(result, "synthesis_error", None):
             lines.append(
                 f"<span style='color:#9a5b00'>Synthesis failed: {html.escape(result.synthesis_error)}</span>"
             )
