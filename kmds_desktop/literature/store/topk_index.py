@@ -1,0 +1,329 @@
+"""The top-k index: an embedded BM25 index (tantivy) beside the literature database.
+
+Why: PostgreSQL ranks **every** match of a full-text row before it keeps the best 100, so a broad
+row's cost grows with its matches (at 520,000 documents 210-690 ms for 28k-248k matches; tens of
+seconds at PubMed size). tantivy keeps BM25's term statistics in the index and finds the best k with
+block-max WAND, so the cost follows k and the rarest terms, not the number of matches
+(``bench/literature_scale.py``). PostgreSQL stays the store and the judge of query syntax: the
+index holds PostgreSQL's **own** lexemes at their own positions (read from ``search_vector``), and
+a query is run only in the form PostgreSQL printed after stemming (``to_tsquery(...)::text``, see
+:mod:`~kmds_desktop.literature.store.tsquery_tree`), so a row matches exactly the documents
+``search_vector @@ to_tsquery('english', q)`` matches (``tests/test_topk_index.py`` checks that on
+the shared corpora over generated queries).
+
+What the index cannot run exactly it does not run: a phrase whose operand is a prefix, a NOT or a
+weight-restricted term, ``<0>``, or a phrase over OR groups that expands to more than
+:data:`MAX_PHRASE_ALTERNATIVES` phrases; :meth:`TopKIndex.translate` returns None and the row runs
+in PostgreSQL as before.
+
+Layout: ``id`` (the document id, fast field), ``body`` (one token per position: the lexeme there, or
+:data:`GAP` where PostgreSQL left a stop word out, so ``<N>`` distances are PostgreSQL's), ``source``
+and ``day`` (publication date as days since 1970) for the filters. Withdrawn documents are not
+indexed (every full-text row leaves them out). ``state.json`` beside it says how far a build got
+(resumable) and the transaction the build started from (the incremental refresh reads only rows
+written after it).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kmds_desktop.literature.store.tsquery_tree import Node, Term, Tree, UnreadableQuery, read_tree
+
+#: The token at a position that holds no lexeme (a stop word PostgreSQL dropped). Never a lexeme: the
+#: English parser does not keep control characters, and no query can name it.
+GAP = "\x1f"
+#: A phrase over OR groups is run as the OR of its phrases up to this many; more runs in PostgreSQL.
+MAX_PHRASE_ALTERNATIVES = 64
+#: PostgreSQL stores positions up to this value (later words share it); a document longer than that
+#: keeps its lexemes, once, at this position (phrases there may differ from PostgreSQL's; abstracts
+#: never get close).
+MAX_POSITION = 16383
+SCHEMA_VERSION = 1
+_EPOCH = dt.date(1970, 1, 1)
+_LEXEME = re.compile(r"'((?:[^']|'')*)'(?::([0-9A-D,]+))?")
+_REGEX_SPECIAL = re.compile(r"([\\.+*?()|\[\]{}^$#&~<>\"@-])")
+
+
+def body_tokens(tsvector_text: str) -> str:
+    """The ``body`` text of a document from its ``search_vector::text``: the lexeme at each position,
+    :data:`GAP` between, one token per position (a lexeme without positions goes once at the end)."""
+    by_position: dict[int, str] = {}
+    unpositioned: list[str] = []
+    for lexeme, positions in _LEXEME.findall(tsvector_text):
+        lexeme = lexeme.replace("''", "'")
+        if not positions:
+            unpositioned.append(lexeme)
+            continue
+        for item in positions.split(","):
+            number = int(item.rstrip("ABCD") or 0)
+            if number not in by_position:
+                by_position[number] = lexeme
+            else:  # two lexemes at one position (the 16383 cap): keep both, the later one after
+                unpositioned.append(lexeme)
+    if not by_position:
+        return " ".join(unpositioned)
+    last = max(by_position)
+    tokens = [by_position.get(p, GAP) for p in range(1, last + 1)]
+    return " ".join(tokens + unpositioned)
+
+
+def date_day(value: dt.date | None) -> int | None:
+    return None if value is None else (value - _EPOCH).days
+
+
+@dataclass
+class BuildState:
+    """How far a build got: the last id written and committed, whether it finished, the transaction
+    it started from (rows written after it are the next refresh's)."""
+
+    schema: int = SCHEMA_VERSION
+    database: str = ""
+    last_id: int = 0
+    complete: bool = False
+    start_xid: int = 0
+    documents: int = 0
+
+    @classmethod
+    def load(cls, path: Path) -> BuildState | None:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(data, dict) or data.get("schema") != SCHEMA_VERSION:
+            return None
+        known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        return cls(**known)
+
+    def save(self, path: Path) -> None:
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.__dict__), encoding="utf-8")
+        os.replace(tmp, path)
+
+
+class TopKIndex:
+    """One tantivy index in ``folder`` (created 0700): add documents, run translated tsqueries."""
+
+    def __init__(self, folder: Path) -> None:
+        import tantivy
+
+        self._tantivy = tantivy
+        self.folder = Path(folder)
+        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(self.folder, 0o700)
+        self.state_path = self.folder / "state.json"
+        builder = tantivy.SchemaBuilder()
+        builder.add_unsigned_field("id", stored=True, indexed=True, fast=True)
+        builder.add_text_field("body", stored=False, tokenizer_name="whitespace", index_option="position")
+        builder.add_unsigned_field("source", indexed=True, fast=True)
+        builder.add_integer_field("day", indexed=True, fast=True)
+        self.schema = builder.build()
+        (self.folder / "tantivy").mkdir(mode=0o700, exist_ok=True)
+        self.index = tantivy.Index(self.schema, path=str(self.folder / "tantivy"))
+        self._writer: Any = None
+
+    # -- writing ----------------------------------------------------------------------------------
+
+    def _open_writer(self) -> Any:
+        if self._writer is None:
+            self._writer = self.index.writer(heap_size=128_000_000, num_threads=1)
+        return self._writer
+
+    def add(self, rows: Iterable[tuple[int, str, int, dt.date | None]]) -> int:
+        """Add ``(id, search_vector::text, source_id, publication_date)`` rows (not yet committed)."""
+        writer = self._open_writer()
+        tantivy = self._tantivy
+        added = 0
+        for doc_id, vector_text, source_id, published in rows:
+            doc = tantivy.Document()
+            doc.add_unsigned("id", int(doc_id))
+            doc.add_text("body", body_tokens(vector_text))
+            doc.add_unsigned("source", int(source_id))
+            day = date_day(published)
+            if day is not None:
+                doc.add_integer("day", day)
+            writer.add_document(doc)
+            added += 1
+        return added
+
+    def delete(self, ids: Iterable[int]) -> None:
+        """Delete by id (by query: tantivy's delete-by-term does not match an unsigned field)."""
+        wanted = [int(i) for i in ids]
+        if not wanted:
+            return
+        writer = self._open_writer()
+        for start in range(0, len(wanted), 10_000):
+            chunk = wanted[start:start + 10_000]
+            writer.delete_documents_by_query(self._tantivy.Query.term_set_query(self.schema, "id", chunk))
+
+    def commit(self) -> None:
+        if self._writer is not None:
+            self._writer.commit()
+            self._writer.wait_merging_threads()
+            self._writer = None
+        self.index.reload()
+
+    def clear(self) -> None:
+        writer = self._open_writer()
+        writer.delete_all_documents()
+        self.commit()
+
+    # -- reading ----------------------------------------------------------------------------------
+
+    def translate(self, printed: str) -> Any | None:
+        """The tantivy query of a printed tsquery, or None when it cannot be run exactly here.
+
+        ``printed`` is PostgreSQL's ``to_tsquery(...)::text``; the empty string (a query of stop words
+        only) translates to a query matching nothing, as in PostgreSQL."""
+        try:
+            tree = read_tree(printed)
+        except UnreadableQuery:
+            return None
+        query = self._tantivy.Query
+        if tree is None:
+            return query.boolean_query([(self._tantivy.Occur.MustNot, query.all_query())])
+        return self._to_query(tree)
+
+    def _to_query(self, tree: Tree) -> Any | None:
+        """Post-order over an explicit stack (no recursion on the query's depth)."""
+        tantivy = self._tantivy
+        query, occur = tantivy.Query, tantivy.Occur
+        done: dict[int, Any] = {}
+        stack: list[tuple[Tree, bool]] = [(tree, False)]
+        while stack:
+            item, expanded = stack.pop()
+            if isinstance(item, Term):
+                built = self._term_query(item)
+                if built is None:
+                    return None
+                done[id(item)] = built
+                continue
+            if item.op == "phrase":
+                built = self._phrase_query(item)
+                if built is None:
+                    return None
+                done[id(item)] = built
+                continue
+            if not expanded:
+                stack.append((item, True))
+                stack.extend((child, False) for child in item.children)
+                continue
+            parts = [done.pop(id(child)) for child in item.children]
+            if item.op == "not":
+                done[id(item)] = query.boolean_query([(occur.Must, query.all_query()),
+                                                      (occur.MustNot, parts[0])])
+            else:
+                kind = occur.Must if item.op == "and" else occur.Should
+                done[id(item)] = query.boolean_query([(kind, p) for p in parts])
+        return done[id(tree)]
+
+    def _term_query(self, term: Term) -> Any | None:
+        if term.weights:
+            return None
+        query = self._tantivy.Query
+        if term.prefix:
+            return query.regex_query(self.schema, "body", _REGEX_SPECIAL.sub(r"\\\1", term.lexeme) + ".*")
+        return query.term_query(self.schema, "body", term.lexeme)
+
+    def _phrase_query(self, node: Node) -> Any | None:
+        alternatives = _phrase_alternatives(node)
+        if not alternatives:
+            return None
+        query, occur = self._tantivy.Query, self._tantivy.Occur
+        phrases = [query.phrase_query(self.schema, "body", list(words)) if len(words) > 1
+                   else query.term_query(self.schema, "body", words[0][1]) for words in alternatives]
+        if len(phrases) == 1:
+            return phrases[0]
+        return query.boolean_query([(occur.Should, p) for p in phrases])
+
+    def filtered(self, base: Any, sources: Sequence[int] | None, from_date: dt.date | None,
+                 to_date: dt.date | None) -> Any:
+        """``base`` limited to the sources and the publication-date range (as the SQL row is)."""
+        tantivy = self._tantivy
+        query, occur = tantivy.Query, tantivy.Occur
+        clauses = [(occur.Must, base)]
+        if sources is not None:
+            wanted = [int(s) for s in sources]
+            clauses.append((occur.Must, query.term_set_query(self.schema, "source", wanted)))
+        if from_date is not None or to_date is not None:
+            clauses.append((occur.Must, query.range_query(
+                self.schema, "day", tantivy.FieldType.Integer, date_day(from_date), date_day(to_date))))
+        return clauses[0][1] if len(clauses) == 1 else query.boolean_query(clauses)
+
+    def top(self, query: Any, k: int, offset: int = 0) -> list[tuple[int, float]]:
+        """``(id, BM25 score)`` of the best ``k`` after ``offset``, best first, ties by id."""
+        if k <= 0:
+            return []
+        searcher = self.index.searcher()
+        result = searcher.search(query, k + offset, count=False)
+        hits = [(int(searcher.doc(address)["id"][0]), float(score)) for score, address in result.hits]
+        hits.sort(key=lambda hit: (-hit[1], hit[0]))
+        return hits[offset:offset + k]
+
+    def count(self, query: Any) -> int:
+        """The exact number of matches (tantivy counts without scoring or collecting them)."""
+        return int(self.index.searcher().search(query, 1, count=True).count)
+
+    def documents(self) -> int:
+        return int(self.index.searcher().num_docs)
+
+    def document_frequency(self, lexeme: str) -> int:
+        """Documents holding ``lexeme`` (kept in the index: no recount; deletions not yet merged away
+        may still count)."""
+        return int(self.index.searcher().doc_freq("body", lexeme))
+
+    def all_ids(self) -> list[int]:
+        """Every indexed id (for the refresh's check against the database's ids)."""
+        searcher = self.index.searcher()
+        total = searcher.num_docs
+        if total == 0:
+            return []
+        result = searcher.search(self._tantivy.Query.all_query(), total, count=False,
+                                 order_by_field="id")
+        return sorted(int(key) for key, _ in result.hits)
+
+
+def _phrase_alternatives(node: Node) -> list[tuple[tuple[int, str], ...]] | None:
+    """Every ``(offset, lexeme)`` word list a phrase tree stands for (OR groups expanded), or None
+    when a part cannot be a tantivy phrase. Iterative: leaves left to right, offsets as PostgreSQL
+    counts them (``X <N> Y`` puts Y's first word N positions after X's last)."""
+    # Each entry of the work stack is (tree, then-continuation marker); results are lists of
+    # (words, width) where width is the offset of the last word.
+    results: dict[int, list[tuple[tuple[tuple[int, str], ...], int]]] = {}
+    stack: list[tuple[Tree, bool]] = [(node, False)]
+    while stack:
+        item, expanded = stack.pop()
+        if isinstance(item, Term):
+            if item.prefix or item.weights:
+                return None
+            results[id(item)] = [(((0, item.lexeme),), 0)]
+            continue
+        if item.op == "not" or (item.op == "phrase" and item.distance < 1):
+            return None
+        if item.op == "and":
+            return None
+        if not expanded:
+            stack.append((item, True))
+            stack.extend((child, False) for child in item.children)
+            continue
+        parts = [results.pop(id(child)) for child in item.children]
+        if item.op == "or":
+            merged = [alt for part in parts for alt in part]
+        else:
+            left, right = parts
+            merged = []
+            for words_l, width_l in left:
+                for words_r, width_r in right:
+                    shift = width_l + item.distance
+                    merged.append((words_l + tuple((o + shift, w) for o, w in words_r), shift + width_r))
+        if len(merged) > MAX_PHRASE_ALTERNATIVES:
+            return None
+        results[id(item)] = merged
+    return [words for words, _ in results[id(node)]]

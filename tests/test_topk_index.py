@@ -1,0 +1,181 @@
+"""The top-k index matches exactly what PostgreSQL's ``@@`` matches, on the shared corpora.
+
+A differential test: queries generated from the corpora's own words (AND/OR/NOT, phrases ``<->``
+and ``<N>`` taken from real titles, prefixes, hyphenated and numeric terms, stop words inside
+phrases, OR groups inside phrases) run both in PostgreSQL and in the index; the id sets must be equal
+for every query the index accepts, and the index must accept the plain shapes (no silent fallback).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Any
+
+import pytest
+
+from kmds_desktop.literature.store.topk_build import build_index, refresh_index
+from kmds_desktop.literature.store.topk_index import GAP, TopKIndex, body_tokens
+from kmds_desktop.literature.store.tsquery_tree import Node, Term, read_tree
+
+WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)?")
+
+
+def test_body_tokens_keep_postgres_positions() -> None:
+    assert body_tokens("'failur':3B 'heart':1A 'it''s':5") == f"heart {GAP} failur {GAP} it's"
+    assert body_tokens("'x' 'y':2") == f"{GAP} y x"
+
+
+def test_reading_a_deeply_nested_query_uses_no_recursion() -> None:
+    depth = 20_000
+    tree = read_tree("(" * depth + "'a' & 'b'" + ")" * depth)
+    assert tree == Node("and", (Term("a"), Term("b")))
+    tree = read_tree("!" * 5000 + "'a'")
+    for _ in range(5000):
+        assert isinstance(tree, Node) and tree.op == "not"
+        tree = tree.children[0]
+    assert tree == Term("a")
+
+
+def test_precedence_is_postgres_own() -> None:
+    assert read_tree("'a' | 'b' & !'c' <-> 'd'") == Node("or", (
+        Term("a"), Node("and", (Term("b"), Node("phrase", (Node("not", (Term("c"),)), Term("d")), 1)))))
+    assert read_tree("'a':* <2> 'b':AB") == Node("phrase", (Term("a", True), Term("b", False, "AB")), 2)
+
+
+@pytest.fixture(scope="module")
+def built(pg_database: Any, tmp_path_factory: pytest.TempPathFactory) -> TopKIndex:
+    index = TopKIndex(tmp_path_factory.mktemp("topk") / "index")
+    state = build_index(pg_database, index, batch=3000)
+    assert state.complete and state.documents == index.documents() > 8000
+    return index
+
+
+def _postgres_ids(db: Any, query: str) -> set[int]:
+    rows = db.run(lambda c: c.execute(
+        "SELECT id FROM document WHERE withdrawn_date IS NULL AND "
+        "search_vector @@ to_tsquery('english', %s)", (query,)).fetchall())
+    return {int(r[0]) for r in rows}
+
+
+def _printed(db: Any, query: str) -> str:
+    return str(db.run(lambda c: c.execute("SELECT to_tsquery('english', %s)::text", (query,)).fetchone()[0]))
+
+
+def _generated_queries(db: Any, count: int, seed: int = 7) -> list[str]:
+    rng = random.Random(seed)
+    titles = [str(r[0]) for r in db.run(lambda c: c.execute(
+        "SELECT title FROM document WHERE title IS NOT NULL ORDER BY id").fetchall())]
+    rng.shuffle(titles)
+    sentences = [WORD.findall(t) for t in titles[:3000]]
+    sentences = [s for s in sentences if len(s) >= 4]
+    words = [w for s in sentences for w in s]
+    hyphenated = sorted({w for w in words if "-" in w})
+    numeric = ["2", "10", "19", "1", "100"]
+
+    def word() -> str:
+        return rng.choice(words).lower()
+
+    def phrase(distance: int | None = None) -> str:
+        s = rng.choice(sentences)
+        i = rng.randrange(len(s) - 2)
+        if distance is None:
+            return f"{s[i]} <-> {s[i + 1]}"
+        return f"{s[i]} <{distance}> {s[i + distance]}"
+
+    def chain() -> str:
+        s = rng.choice(sentences)
+        i = rng.randrange(len(s) - 2)
+        return f"{s[i]} <-> {s[i + 1]} <-> {s[i + 2]}"
+
+    shapes = [
+        lambda: word(),
+        lambda: f"{word()} & {word()}",
+        lambda: f"{word()} | {word()} | {word()}",
+        lambda: f"{word()} & !{word()}",
+        lambda: f"!{word()}",
+        lambda: f"({word()} | {word()}) & ({word()} | {word()})",
+        lambda: phrase(),
+        lambda: phrase(2),
+        lambda: f"{phrase()} | {word()}",
+        lambda: chain(),
+        lambda: f"{word()[:4]}:*",
+        lambda: f"{word()[:3]}:* & {word()}",
+        lambda: rng.choice(hyphenated) if hyphenated else word(),
+        lambda: f"{rng.choice(hyphenated) if hyphenated else word()} | {rng.choice(numeric)}",
+        lambda: f"{rng.choice(numeric)} & {word()}",
+        lambda: f"heart <-> of <-> {word()}",
+        lambda: f"({word()} | {word()}) <-> {word()}",
+        lambda: f"!({word()} | {word()}) & {word()}",
+        lambda: f"{word()} <-> ({word()} <-> {word()} | {word()})",
+    ]
+    return [rng.choice(shapes)() for _ in range(count)]
+
+
+def test_the_index_matches_exactly_what_postgres_matches(pg_database: Any, built: TopKIndex) -> None:
+    queries = _generated_queries(pg_database, 400)
+    compared = 0
+    matched_something = 0
+    for text in queries:
+        try:
+            expected = _postgres_ids(pg_database, text)
+        except Exception:  # noqa: BLE001 - a generated word PostgreSQL refuses (e.g. a lone number form)
+            continue
+        printed = _printed(pg_database, text)
+        query = built.translate(printed)
+        assert query is not None, f"the index refused a plain query {text!r} ({printed!r})"
+        got = {doc_id for doc_id, _ in built.top(query, max(1, len(expected)) + 5)}
+        assert got == expected, (text, printed, len(got), len(expected), sorted(got ^ expected)[:5])
+        assert built.count(query) == len(expected), text
+        compared += 1
+        matched_something += bool(expected)
+    assert compared >= 350 and matched_something >= 250, (compared, matched_something)
+
+
+def test_what_the_index_cannot_run_exactly_is_left_to_postgres(built: TopKIndex) -> None:
+    for printed in ("'heart':* <-> 'failur'", "'a' <-> !'b'", "'a':B & 'c'", "'a' <0> 'b'"):
+        assert built.translate(printed) is None, printed
+    assert built.translate("") is not None and built.count(built.translate("")) == 0
+
+
+def test_filters_and_ranking(pg_database: Any, built: TopKIndex) -> None:
+    query = built.translate(_printed(pg_database, "cystic <-> fibrosis"))
+    hits = built.top(query, 100)
+    assert len(hits) == 100 and all(a[1] >= b[1] for a, b in zip(hits, hits[1:], strict=False))
+    import datetime as dt
+
+    since = dt.date(2000, 1, 1)
+    expected = {int(r[0]) for r in pg_database.run(lambda c: c.execute(
+        "SELECT id FROM document WHERE withdrawn_date IS NULL AND publication_date >= %s AND "
+        "search_vector @@ to_tsquery('english', 'cystic <-> fibrosis')", (since,)).fetchall())}
+    got = {i for i, _ in built.top(built.filtered(query, None, since, None), 100_000)}
+    assert got == expected
+    assert built.document_frequency("fibrosi") == len(_postgres_ids(pg_database, "fibrosis"))
+
+
+def test_refresh_follows_new_changed_and_withdrawn_documents(pg_empty_database: Any, tmp_path: Any,
+                                                              literature_data: Any) -> None:
+    db = pg_empty_database
+    db.import_files([literature_data / "cf" / "corpus.jsonl"])
+    index = TopKIndex(tmp_path / "index")
+    build_index(db, index, batch=500)
+    before = index.documents()
+    target = db.run(lambda c: c.execute(
+        "SELECT id FROM document WHERE search_vector @@ to_tsquery('english', 'pseudomonas') "
+        "ORDER BY id LIMIT 2").fetchall())
+    withdrawn, changed = int(target[0][0]), int(target[1][0])
+
+    def edit(c: Any) -> None:
+        with c.transaction():
+            c.execute("UPDATE document SET withdrawn_date = current_date WHERE id = %s", (withdrawn,))
+            c.execute("UPDATE document SET title = 'zyxwvut quokka study' WHERE id = %s", (changed,))
+            c.execute("DELETE FROM document WHERE id = (SELECT max(id) FROM document)")
+
+    db.run(edit)
+    result = refresh_index(db, index)
+    assert result.removed == 2 and result.indexed >= 1, (result, before, index.documents())
+    assert index.documents() == before - 2
+    quokka = index.translate(_printed(db, "quokka"))
+    assert [i for i, _ in index.top(quokka, 10)] == [changed]
+    pseudomonas = index.translate(_printed(db, "pseudomonas"))
+    assert {i for i, _ in index.top(pseudomonas, 10_000)} == _postgres_ids(db, "pseudomonas")
