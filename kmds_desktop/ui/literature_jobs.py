@@ -140,6 +140,8 @@ class LiteratureJobs:
             on_cancelled=lambda: self._generation_finished(rnd, cancelled=True),
         )
         self._generation_job = job
+        if job is not None:
+            self.stage_started.emit()  # "Generated: …" of the round before is over
         self._set_progress("Generating: " + rnd.status_line())
         return self._watch(job)
 
@@ -243,6 +245,7 @@ class LiteratureJobs:
         if job is None:
             return None
         self._work_job = job
+        self.stage_started.emit()  # the generation's banner ends when its queries run
         self._set_progress(f"Running {n} {'query' if n == 1 else 'queries'}")
         return self._watch(job)
 

@@ -15,6 +15,8 @@ Signals
     ``documents_changed(int)`` — number of documents in the results table (enable Export actions).
     ``wide_toggled(bool)`` — the user asked for the literature review to take the window's width.
     ``history_recorded(int)`` — a finished run was saved in the search history as set #N.
+    ``search_cleared()`` / ``stage_started()`` — New search cleared the panel / a generation or a run
+    started: the panel's message on the window's bar was about what came before, and goes.
 Methods for the File menu
     ``import_files(paths) -> Job | None`` and ``import_files_dialog()`` — MEDLINE XML, JSONL, PubMedQA JSON.
     ``export_documents(fmt, path=None)`` (``fmt`` in ``"csv" | "ris" | "bibtex"``) and
@@ -89,6 +91,9 @@ class LiteraturePanel(LiteratureJobs, LiteratureFiles, LiteratureRecords, QWidge
     history_recorded = Signal(int)
     #: New search cleared the panel: messages about the previous search no longer hold.
     search_cleared = Signal()
+    #: The next stage started (a generation, a run): the banner about the one before it ("Generated:
+    #: …", a run's warnings) has ended with its event and goes (the window ends the panel's topic).
+    stage_started = Signal()
 
     def __init__(
         self,

@@ -132,6 +132,8 @@ class MainWindow(WindowStartup, WindowRecovery, WindowMenus, WindowStatus, Windo
         panel.message_shown.connect(
             lambda level, text: self.messages.show_message(text, level, topic="literature"))
         panel.search_cleared.connect(lambda: self.messages.end_topic("literature"))
+        # A banner ends with its event: the next generation or run replaces "Generated: …".
+        panel.stage_started.connect(lambda: self.messages.end_topic("literature"))
         panel.wide_toggled.connect(self.set_literature_wide)
         return panel
 

@@ -1,0 +1,83 @@
+"""The literature panel in the real window, as a first-time user meets it: the message bar's banners
+end with their event.
+Scripted Ollama server through the real client, the real PostgreSQL test server with the shared corpora."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from support.fake_ollama import ModelScript
+
+from kmds_desktop.config import Settings
+from kmds_desktop.ui.review_model import CHECKING
+
+WAIT = 30_000
+LEFT = Qt.MouseButton.LeftButton
+MODEL = "qwen2.5-coder:1.5b-instruct-q4_K_M"
+QUESTION = "Does Pseudomonas aeruginosa infection worsen lung function in cystic fibrosis?"
+#: Queries as a small real model wrote them for QUESTION; the first names a word no document has
+#: (its row is flagged weak, with a note in the Error column).
+REPLIES = ["(pseudomonas & aeruginosa | pa) & (infection | infxq) & (lung | pulmonary) & "
+           "(cystic & fibrosis | cf)",
+           "Pseudomonas <-> aeruginosa & (cystic <-> fibrosis | CF)"]
+
+
+def _window(qtbot, make_window, fake_ollama, pg_database):
+    fake_ollama.models[MODEL] = ModelScript(REPLIES)
+    settings = Settings()
+    qg = settings.query_generation
+    qg.multi_model_enabled = True
+    qg.models = [MODEL, "builtin:keywords"]
+    qg.ollama_host = fake_ollama.url
+    qg.timeout_s = 30
+    qg.queries_per_model = 2
+    return make_window(settings, auto_index=False,
+                       literature_kwargs={"database": pg_database, "open_on_start": False})
+
+
+def _generate(qtbot, panel, question: str = QUESTION) -> None:
+    """Type the question and click Generate queries; wait until every row is checked."""
+    qtbot.mouseClick(panel.question, LEFT)
+    panel.question.selectAll()
+    qtbot.keyClicks(panel.question, question)
+    qtbot.mouseClick(panel.generate_button, LEFT)
+    qtbot.waitUntil(lambda: panel.session.round is not None and panel.session.round.finished, timeout=WAIT)
+    qtbot.waitUntil(lambda: all(r.validity != CHECKING for r in panel.review.rows()), timeout=WAIT)
+
+
+def _banner(window) -> str:
+    """The message bar's text, or "" while it is hidden."""
+    return window.messages.label.text() if window.messages.isVisible() else ""
+
+
+def test_the_generated_banner_ends_when_the_next_stage_starts(qtbot, make_window, fake_ollama, pg_database):
+    """ "Generated: …" is about one round: it goes when its queries run, when the next round starts
+    and on New search (it stayed until dismissed); a message about something else stays."""
+    window = _window(qtbot, make_window, fake_ollama, pg_database)
+    panel = window.literature
+    _generate(qtbot, panel)
+    assert _banner(window).startswith("Generated:")
+
+    qtbot.mouseClick(panel.run_button, LEFT)  # the run starts: the generation's banner is over
+    assert not _banner(window).startswith("Generated:")
+    qtbot.waitUntil(lambda: panel.session.last_run is not None and not panel._working(), timeout=WAIT)
+    assert not _banner(window).startswith("Generated:"), _banner(window)
+
+    _generate(qtbot, panel)
+    assert _banner(window).startswith("Generated:")
+    panel.question.setFocus()
+    panel.question.selectAll()
+    qtbot.keyClicks(panel.question, "Does azithromycin help lung function in cystic fibrosis?")
+    qtbot.keyClick(panel.question, Qt.Key.Key_Return)  # a new question's round: the old banner goes at once
+    assert not window.messages.isVisible()
+    qtbot.waitUntil(lambda: panel.session.round.finished and not panel.generating, timeout=WAIT)
+    assert _banner(window).startswith("Generated:")  # the new round's own
+
+    window.messages.show_message("The answer could not be written.", "warning", topic="ask")
+    qtbot.mouseClick(panel.run_button, LEFT)
+    assert _banner(window) == "The answer could not be written."  # not the literature panel's to end
+    qtbot.waitUntil(lambda: not panel._working(), timeout=WAIT)
+
+    _generate(qtbot, panel)
+    assert _banner(window).startswith("Generated:")
+    qtbot.mouseClick(panel.new_search_button, LEFT)
+    assert not window.messages.isVisible()
