@@ -1,5 +1,5 @@
 """The literature panel in the real window, as a first-time user meets it: the message bar's banners
-end with their event.
+end with their event, and the review table's Query column keeps the room at the window's default size.
 Scripted Ollama server through the real client, the real PostgreSQL test server with the shared corpora."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from PySide6.QtCore import Qt
 from support.fake_ollama import ModelScript
 
 from kmds_desktop.config import Settings
-from kmds_desktop.ui.review_model import CHECKING
+from kmds_desktop.ui.review_model import CHECKING, ReviewModel
 
 WAIT = 30_000
 LEFT = Qt.MouseButton.LeftButton
@@ -81,3 +81,53 @@ def test_the_generated_banner_ends_when_the_next_stage_starts(qtbot, make_window
     assert _banner(window).startswith("Generated:")
     qtbot.mouseClick(panel.new_search_button, LEFT)
     assert not window.messages.isVisible()
+
+
+def _widths(panel) -> dict[str, int]:
+    view = panel.review_view
+    return {panel.review.headerData(c, Qt.Orientation.Horizontal): view.columnWidth(c)
+            for c in range(panel.review.columnCount())}
+
+
+def _query_is_widest(panel) -> bool:
+    widths = _widths(panel)
+    query = widths.pop("Query")
+    return all(query > w for w in widths.values())
+
+
+def test_the_query_column_is_the_widest_beside_two_other_panels(qtbot, make_window, fake_ollama, pg_database):
+    """At the window's default size (three panels side by side) a long model name, a weak query's
+    flag and its note took the room and the Query column was squeezed to "Q…": it is the widest
+    column now, the others fit their texts within limits, and each cut text is whole in its tooltip."""
+    window = _window(qtbot, make_window, fake_ollama, pg_database)
+    panel = window.literature
+    assert window.browser.isVisible() and window.ask.isVisible()
+    _generate(qtbot, panel)
+    view = panel.review_view
+    rows = panel.review.rows()
+    weak = next(i for i, r in enumerate(rows) if r.weakness)
+    assert panel.review.index(weak, ReviewModel.COL_ERROR).data().startswith("Weak:")
+    qtbot.waitUntil(lambda: _query_is_widest(panel), timeout=WAIT)
+    widths = _widths(panel)
+    assert widths["Query"] >= 0.3 * view.viewport().width(), widths
+    assert not view.horizontalScrollBar().isVisible(), widths
+    metrics = view.fontMetrics()
+    for column in (ReviewModel.COL_VALID, ReviewModel.COL_MATCHES, ReviewModel.COL_RETURNED):
+        texts = [panel.review.index(r, column).data() or "" for r in range(len(rows))]
+        assert view.columnWidth(column) >= max(metrics.horizontalAdvance(t) for t in texts), (column, widths)
+    for row in range(len(rows)):  # whatever is cut, the tooltip says whole
+        query = panel.review.index(row, ReviewModel.COL_QUERY)
+        assert query.data(Qt.ItemDataRole.ToolTipRole).startswith(rows[row].query)
+        model = panel.review.index(row, ReviewModel.COL_MODEL)
+        assert rows[row].model in model.data(Qt.ItemDataRole.ToolTipRole)
+    error = panel.review.index(weak, ReviewModel.COL_ERROR)
+    assert error.data(Qt.ItemDataRole.ToolTipRole) == error.data()
+
+    window.resize(1600, 1000)  # the first-time user's window
+    qtbot.waitUntil(lambda: _query_is_widest(panel), timeout=WAIT)
+    assert not view.horizontalScrollBar().isVisible()
+    qtbot.mouseClick(panel.wide_button, LEFT)  # the whole width: the texts fit whole again
+    qtbot.waitUntil(lambda: not window.browser.isVisible(), timeout=WAIT)
+    need = metrics.horizontalAdvance(MODEL)
+    qtbot.waitUntil(lambda: view.columnWidth(ReviewModel.COL_MODEL) >= need, timeout=WAIT)
+    assert _query_is_widest(panel), _widths(panel)

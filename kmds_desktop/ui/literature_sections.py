@@ -46,9 +46,17 @@ FOUND_BY_SHARE = 0.3
 #: The share of the documents table's width the Title keeps when "Found by" is fitted (a narrow table).
 TITLE_SHARE = 0.25
 #: The review table's Error column: at least this wide, and as wide as its longest note up to
-#: :data:`ERROR_SHARE` of the table (in Wide mode, a duplicate's whole "same as the query of …" note).
+#: :data:`ERROR_SHARE` of the table (in Wide mode, a duplicate's whole "same as the query of …" note),
+#: while the query keeps its room (see :meth:`ReviewSection.fit_columns`).
 ERROR_MIN_WIDTH = 180
 ERROR_SHARE = 0.34
+#: The review table's Model column: as wide as its longest name, up to this share of the table.
+MODEL_SHARE = 0.25
+#: The least share of the review table's width the Query column keeps when the other columns'
+#: texts would take more (the Model and Error columns give way, their texts are in their tooltips).
+QUERY_MIN_SHARE = 0.35
+#: The least width the Model and Error columns are narrowed to when they give way.
+GIVE_WAY_MIN_WIDTH = 56
 
 EMPTY_DATABASE_HINT = (
     "<h3>The literature database is empty</h3>"
@@ -96,8 +104,8 @@ class QuestionBar(QWidget):
 
 
 class ReviewSection(QWidget):
-    """The review table of the session's rows and the buttons under it; keeps the Error column as
-    wide as its notes (within :data:`ERROR_SHARE` of the table)."""
+    """The review table of the session's rows and the buttons under it; keeps the Query column the
+    widest, with the room the other columns' texts leave (:meth:`fit_columns`)."""
 
     #: Delete pressed in the table.
     remove_requested = Signal()
@@ -119,24 +127,25 @@ class ReviewSection(QWidget):
         # The query is checked while it is typed (0.4 s after the last key), not only on commit.
         view.setItemDelegateForColumn(ReviewModel.COL_QUERY, LiveQueryDelegate(view))
         header = view.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        # The query is what the user reads and edits: it takes the room that is left; the error
-        # column has a fixed share (full text in its tooltip), so no column is pushed off to the side.
+        # The query is what the user reads and edits: it takes the room that is left. The tick and
+        # "#" columns fit their (short, fixed) contents; the others are fitted to their texts by
+        # fit_columns when rows change or the table is resized. All fitted to their contents, a long
+        # model name ("[hypothetical] qwen2.5-coder:1.5b") and the Error notes took the whole width
+        # of the panel beside two others, and the query was squeezed to "Q…".
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        for column in (ReviewModel.COL_INCLUDE, ReviewModel.COL_ATTEMPT):
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(ReviewModel.COL_QUERY, QHeaderView.ResizeMode.Stretch)
-        header.setSectionResizeMode(ReviewModel.COL_ERROR, QHeaderView.ResizeMode.Interactive)
-        header.resizeSection(ReviewModel.COL_ERROR, ERROR_MIN_WIDTH)
-        # Fitted to its notes when rows change or the table is resized (fit_error_column): at a
-        # fixed 180 px a duplicate's note was cut even with the whole window's width in Wide mode.
-        self._error_fit = QTimer(self)
-        self._error_fit.setSingleShot(True)
-        self._error_fit.setInterval(0)
-        self._error_fit.timeout.connect(self.fit_error_column)
+        self._column_fit = QTimer(self)
+        self._column_fit.setSingleShot(True)
+        self._column_fit.setInterval(0)
+        self._column_fit.timeout.connect(self.fit_columns)
         for changed in (review.dataChanged, review.rowsInserted, review.rowsRemoved, review.modelReset):
-            changed.connect(self._error_fit.start)
+            changed.connect(self._column_fit.start)
         header.setStretchLastSection(False)
         header.setMinimumSectionSize(28)
         view.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 10)
-        view.viewport().installEventFilter(self)  # resized: the Error column is refitted
+        view.viewport().installEventFilter(self)  # resized: the columns are refitted
 
         self.add_button = QPushButton("Add query")
         self.add_button.setObjectName("addQuery")
@@ -184,26 +193,75 @@ class ReviewSection(QWidget):
         self.review_view.setCurrentIndex(index)
         self.review_view.edit(index)
 
-    def fit_error_column(self) -> None:
-        """Give the Error column the width of its longest note, within :data:`ERROR_SHARE` of the
-        table and never under :data:`ERROR_MIN_WIDTH` (the full note is also in the cell's tooltip).
-        The width comes from the font's metrics of the few notes shown, not from asking the style
-        for every cell."""
+    #: The columns fit_columns sets (the tick and "#" columns fit their contents, the query stretches).
+    FITTED = (ReviewModel.COL_MODEL, ReviewModel.COL_VALID, ReviewModel.COL_MATCHES,
+              ReviewModel.COL_RETURNED, ReviewModel.COL_UNIQUE, ReviewModel.COL_ERROR)
+    #: The columns that give way to the query (their whole texts are in their cells' tooltips).
+    GIVE_WAY = (ReviewModel.COL_MODEL, ReviewModel.COL_ERROR)
+
+    def column_widths(self) -> dict[int, int]:
+        """The widths :meth:`fit_columns` gives the fitted columns at the table's width now.
+
+        Each is as wide as its header and its longest text; the Model column at most
+        :data:`MODEL_SHARE` of the table, the Error column its notes within :data:`ERROR_SHARE`
+        (at least :data:`ERROR_MIN_WIDTH` when it has a note). Where that would leave the query less
+        than :data:`QUERY_MIN_SHARE` of the table, or less than another column, the Model and Error
+        columns give way: both are cut to one width, the largest that leaves the query its room, never
+        under :data:`GIVE_WAY_MIN_WIDTH`. The widths come from the font's metrics of the few texts
+        shown, not from asking the style for every cell.
+        """
         view = self.review_view
-        column = ReviewModel.COL_ERROR
+        header = view.horizontalHeader()
         metrics = view.fontMetrics()
-        notes = (str(self.review.index(r, column).data() or "") for r in range(self.review.rowCount()))
+        room = view.viewport().width()
         margin = 2 * (view.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, view) + 1) + 4
-        need = max((metrics.horizontalAdvance(n) for n in notes if n), default=0) + margin
-        width = max(ERROR_MIN_WIDTH, min(need, int(view.viewport().width() * ERROR_SHARE)))
-        if need == margin:  # no notes: the header's width, so the query has the room (was 180 px empty)
-            width = view.horizontalHeader().sectionSizeHint(column)
-        if view.columnWidth(column) != width:
-            view.setColumnWidth(column, width)
+        rows = range(self.review.rowCount())
+        want: dict[int, int] = {}
+        for column in self.FITTED:
+            texts = (str(self.review.index(r, column).data() or "") for r in rows)
+            need = max((metrics.horizontalAdvance(t) for t in texts if t), default=0)
+            fit = max(header.sectionSizeHint(column), need + margin if need else 0)
+            if column == ReviewModel.COL_MODEL:
+                fit = min(fit, max(header.sectionSizeHint(column), int(room * MODEL_SHARE)))
+            elif column == ReviewModel.COL_ERROR and need:
+                fit = max(ERROR_MIN_WIDTH, min(fit, int(room * ERROR_SHARE)))
+            want[column] = fit
+        # The tick and "#" columns as Qt sizes them to their contents (it may not have yet).
+        fixed = sum(max(header.sectionSizeHint(c), view.sizeHintForColumn(c))
+                    for c in (ReviewModel.COL_INCLUDE, ReviewModel.COL_ATTEMPT))
+        fixed += sum(w for c, w in want.items() if c not in self.GIVE_WAY)
+
+        def fits(level: int) -> bool:
+            widths = [min(want[c], level) for c in self.GIVE_WAY]
+            query = room - fixed - sum(widths)
+            others = [w for c, w in want.items() if c not in self.GIVE_WAY] + widths
+            return query >= room * QUERY_MIN_SHARE and query > max(others, default=0)
+
+        level = max(want[c] for c in self.GIVE_WAY)
+        if not fits(level):
+            low, high = GIVE_WAY_MIN_WIDTH, level  # the largest level that fits (or the least)
+            while low < high:
+                middle = (low + high + 1) // 2
+                if fits(middle):
+                    low = middle
+                else:
+                    high = middle - 1
+            level = low
+        for column in self.GIVE_WAY:
+            floor = min(want[column], max(GIVE_WAY_MIN_WIDTH, header.sectionSizeHint(column)))
+            want[column] = max(floor, min(want[column], level))
+        return want
+
+    def fit_columns(self) -> None:
+        """Give the fitted columns :meth:`column_widths`; the Query column stretches into the rest."""
+        view = self.review_view
+        for column, width in self.column_widths().items():
+            if view.columnWidth(column) != width:
+                view.setColumnWidth(column, width)
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
         if watched is self.review_view.viewport() and event.type() == QEvent.Type.Resize:
-            self._error_fit.start()
+            self._column_fit.start()
         return super().eventFilter(watched, event)
 
 
