@@ -54,6 +54,10 @@ NICENESS = 10
 TOKEN_ENV = "KMDS_INDEX_TOKEN"
 #: Exit status of a child that found the folder locked by another program.
 EXIT_LOCKED = 3
+#: A log larger than this is moved to ``<log>.1`` (replacing the one there) when a process starts.
+LOG_KEEP_BYTES = 1 << 20
+#: The line the app writes in the log before each start (the child's output follows it).
+LOG_START_LINE = "--- index process starting {when} (app process {pid}) ---\n"
 
 
 @dataclass(frozen=True)
@@ -265,9 +269,15 @@ def _start(folder: Path) -> IndexProcess:
     env = dict(os.environ, ANONYMIZED_TELEMETRY="False", RUST_LOG=os.environ.get("KMDS_INDEX_LOG", "warn"))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
     env[TOKEN_ENV] = token  # not on the command line, which every user of the machine can read
+    # What the child says reaches its log at once, even when it ends without Python's clean-up
+    # (os._exit, a library's exit(), a crash): its standard output to a file is otherwise held in
+    # an 8 KiB buffer, and a child that printed why it stopped left an empty log. A fatal signal
+    # (a crash in ChromaDB's or torch's native code) writes the Python stack there too.
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONFAULTHANDLER"] = "1"
     log_path = folder / LOG_FILE
     try:
-        log = open(log_path, "wb")  # noqa: SIM115 - handed to the child, closed right after
+        log, start_offset = _open_log(log_path)
     except OSError as err:
         raise IndexStoreError(f"cannot write in the index folder {folder}: {err.strerror or err}") from None
     try:
@@ -287,7 +297,7 @@ def _start(folder: Path) -> IndexProcess:
     while time.monotonic() < deadline:
         code = process.poll()
         if code is not None:
-            raise IndexStoreError(_start_failure(folder, code, log_path))
+            raise IndexStoreError(_start_failure(folder, code, log_path, start_offset))
         address = _read_server_file(folder, token)
         if address is not None:
             return IndexProcess(folder, process, address)
@@ -299,18 +309,73 @@ def _start(folder: Path) -> IndexProcess:
     )
 
 
-def _start_failure(folder: Path, code: int, log_path: Path) -> str:
+def _open_log(log_path: Path) -> tuple[Any, int]:
+    """The log for one more start, opened to append (handed to the child), and where this start's
+    part begins.
+
+    Appended, not rewritten: a failed start is followed by another one, which the app recovers
+    with; rewritten, the log had lost the failure's output by the time the user read it. A log
+    over :data:`LOG_KEEP_BYTES` is moved to ``<log>.1`` first. Each start begins with a line
+    saying when (:data:`LOG_START_LINE`).
+    """
+    with contextlib.suppress(FileNotFoundError):
+        if log_path.stat().st_size > LOG_KEEP_BYTES:
+            os.replace(log_path, log_path.with_name(log_path.name + ".1"))
+    log = open(log_path, "ab")  # noqa: SIM115 - handed to the child, closed right after
+    try:
+        line = LOG_START_LINE.format(when=time.strftime("%Y-%m-%d %H:%M:%S"), pid=os.getpid())
+        log.write(line.encode("utf-8"))
+        log.flush()
+        return log, log.tell()
+    except BaseException:
+        log.close()
+        raise
+
+
+def _start_failure(folder: Path, code: int, log_path: Path, start_offset: int = 0) -> str:
+    """Why the child ended before it served: what it wrote to its log at this start (the exception
+    of a traceback, a fatal error's line, else its last lines), or that it wrote nothing."""
     if code == EXIT_LOCKED:
         return (
             f"the index folder {folder} is in use by another program (a `kmds-desktop index` or "
             "`ask` command still running?); semantic search works again once it has finished"
         )
     try:
-        tail = log_path.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-3:]
+        with open(log_path, "rb") as fh:
+            fh.seek(start_offset)
+            said = fh.read(LOG_KEEP_BYTES).decode("utf-8", errors="replace")
     except OSError:
-        tail = []
-    detail = f": {' | '.join(tail)}" if tail else ""
-    return f"the index process for {folder} stopped at start (exit status {code}){detail}; see {log_path}"
+        said = ""
+    reason = start_reason(said)
+    detail = f": {reason}" if reason else "; it wrote nothing to its log"
+    return f"the index process for {folder} stopped at start ({_exit_words(code)}){detail}; see {log_path}"
+
+
+def start_reason(output: str) -> str:
+    """The reason in a child's output: the exception after the last traceback, or the line of a
+    fatal error (faulthandler's), else its last three lines; "" when it wrote nothing."""
+    lines = [line.rstrip() for line in output.splitlines() if line.strip()]
+    fatal = [line for line in lines if line.startswith("Fatal Python error")]
+    if fatal:
+        return fatal[-1]
+    headers = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last)")]
+    if headers:
+        after = [line for line in lines[headers[-1] + 1:] if not line[:1].isspace()]
+        if after:
+            return " | ".join(after[-3:])
+    return " | ".join(lines[-3:])
+
+
+def _exit_words(code: int) -> str:
+    """``exit status N``, or the signal that ended the process (``killed by SIGSEGV``)."""
+    if code < 0:
+        import signal
+
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit status {code}"
 
 
 def _remove_server_file(folder: Path, pid: int) -> None:
