@@ -124,7 +124,7 @@ class RetrievalSettings(_Section):
     fusion: Literal["rrf", "best_rank"] = "rrf"
     fusion_k: int = Field(20, ge=1, le=1000)
     semantic_weight: float = Field(3.0, ge=0.0, le=10.0)
-    fulltext_ranking: Literal["idf", "ts_rank_cd"] = "idf"
+    fulltext_ranking: Literal["bm25", "idf", "ts_rank_cd"] = "idf"
     rerank: bool = True
     rerank_weight: float = Field(0.7, ge=0.0, le=1.0)
     rerank_candidates: int = Field(200, ge=1, le=5000)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from support.fake_ollama import ModelScript
 
@@ -99,6 +100,13 @@ def test_rerank_uses_stored_vectors_and_computes_missing_ones(embedded_sample, l
                                     model_name="all-MiniLM-L6-v2")
     assert set(sims) == {ids[records[0]["id"]], *new_ids}
     assert max(sims, key=sims.get) == new_ids[0] and sims[new_ids[0]] > 0.6
+    # the vectors computed on demand are kept: the semantic row now finds those documents too
+    from kmds_desktop.literature.store.vectors import nearest_ids, stored_vectors
+
+    kept = stored_vectors(db, new_ids)
+    assert set(kept) == set(new_ids)
+    assert np.allclose(kept[new_ids[0]], encode([_text_of(db, new_ids[0])])[0], atol=1e-4)
+    assert new_ids[0] in [i for i, _ in nearest_ids(db, encode([question])[0], 5)]
 
     agent = QueryAgent(db, retrieval=RetrievalSettings(rerank=True, rerank_weight=1.0))
     words = " | ".join(w for w in question.lower().replace(",", " ").split() if w.isalpha() and len(w) > 4)
@@ -214,3 +222,9 @@ def test_rerank_mixes_similarity_with_full_text_evidence():
     assert rerank_by_similarity(fused, sims, weight=0.2, lexical=lexical) == [1, 3, 2]
     with pytest.raises(ValueError, match="between 0 and 1"):
         rerank_by_similarity(fused, sims, weight=1.5)
+
+
+def _text_of(db, doc_id: int) -> str:
+    from kmds_desktop.literature.store.vectors import document_texts
+
+    return document_texts(db, [doc_id])[doc_id]

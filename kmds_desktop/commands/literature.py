@@ -10,6 +10,7 @@ Imports of the database layer happen inside the handlers so ``kmds-desktop --hel
 from __future__ import annotations
 
 import argparse
+import time
 from typing import Any
 
 from kmds_desktop.commands.common import (
@@ -74,6 +75,23 @@ def register(sub: argparse._SubParsersAction) -> argparse._SubParsersAction:  # 
     emb.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     emb.set_defaults(func=_embed)
 
+    topk = lit_sub.add_parser(
+        "topk",
+        help="the top-k index for fast full-text rows at any size: build, refresh, status",
+        description="Build (or go on building) the top-k index beside the database: tantivy BM25 over "
+                    "PostgreSQL's own lexemes, so a full-text row's cost follows the rows asked for, not "
+                    "its matches, and counts are exact and fast. Read-only on the database (a BMLibrarian "
+                    "one too); the index lives in the app's data folder. Each batch is committed: Ctrl+C "
+                    "stops and the next 'build' goes on. 'refresh' follows new, changed, withdrawn and "
+                    "deleted documents without a rebuild (imports through the app refresh it themselves).",
+    )
+    topk.add_argument("action", choices=("build", "refresh", "status"))
+    topk.add_argument("--rebuild", action="store_true", help="build: start from nothing (else it goes on "
+                      "from an unfinished build, or adds the documents new since a finished one)")
+    topk.add_argument("--dsn", help=DSN_HELP)
+    topk.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+    topk.set_defaults(func=_topk)
+
     from kmds_desktop.commands.literature_evaluate import register_evaluate
     from kmds_desktop.commands.literature_history import register_history
     from kmds_desktop.commands.literature_screen import register_screen
@@ -116,6 +134,36 @@ def _describe_vectors(vec: dict[str, Any], owner: str) -> str:
     if owner != "app":
         return "none: not created in a database the app does not own ('embed --allow-schema-changes')"
     return "none yet ('kmds-desktop literature embed')"
+
+
+@guarded(interrupted="indexing interrupted; the next 'literature topk build' goes on from there")
+def _topk(args: argparse.Namespace) -> int:
+    from kmds_desktop.literature.store.topk_build import build_index, index_folder, refresh_index
+    from kmds_desktop.literature.store.topk_index import BuildState, TopKIndex
+
+    with literature_database(args) as db:
+        folder = index_folder(db)
+        state = BuildState.load(folder / "state.json")
+        if args.action == "status":
+            if state is None:
+                print("top-k index: not built ('kmds-desktop literature topk build'); "
+                      "rows rank in PostgreSQL")
+            else:
+                done = "ready" if state.complete else "unfinished (run 'build' to go on)"
+                print(f"top-k index: {done}, {state.documents:,} documents, {folder}")
+            return 0
+        index = TopKIndex(folder)
+        started = time.perf_counter()
+        if args.action == "refresh":
+            rep = refresh_index(db, index)
+            print(f"top-k index refreshed: {rep.indexed:,} indexed, {rep.removed:,} removed "
+                  f"in {time.perf_counter() - started:.1f} s")
+            return 0
+        state = build_index(db, index, progress=progress_line(args.quiet), rebuild=args.rebuild)
+    end_progress()
+    seconds = time.perf_counter() - started
+    print(f"top-k index built: {state.documents:,} documents in {seconds:.1f} s ({folder})")
+    return 0
 
 
 @guarded(interrupted="embedding interrupted; the next run resumes")

@@ -40,9 +40,10 @@ def register_evaluate(lit_sub: argparse._SubParsersAction) -> None:  # noqa: SLF
     ev.add_argument("--queries-per-model", type=int, choices=(1, 2, 3), metavar="N",
                     help="full-text queries per model, 1-3")
     ev.add_argument("--max-rows", type=int, default=100, metavar="N", help="documents per row (default 100)")
-    ev.add_argument("--ranking", choices=("idf", "ts_rank_cd"), default=None,
-                    help="how full-text rows rank their matches: idf (term rarity, like BM25) or ts_rank_cd "
-                         "(every word alike) (default: retrieval.fulltext_ranking)")
+    ev.add_argument("--ranking", choices=("bm25", "idf", "ts_rank_cd"), default=None,
+                    help="how full-text rows rank their matches: bm25 (the top-k index; idf until it is "
+                         "built), idf (term rarity, like BM25) or ts_rank_cd (every word alike) "
+                         "(default: retrieval.fulltext_ranking)")
     ev.add_argument("--rerank", action=argparse.BooleanOptionalAction, default=None,
                     help="re-rank fused candidates by similarity to the question (default: retrieval.rerank)")
     ev.add_argument("--dsn", help=DSN_HELP)

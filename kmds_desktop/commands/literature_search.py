@@ -65,8 +65,9 @@ def register_search(lit_sub: argparse._SubParsersAction) -> None:  # noqa: SLF00
                         help="run only the semantic rows (no full-text queries are generated)")
     search.add_argument("--fusion", choices=("rrf", "best_rank"), default=None,
                         help="how the rows' ranked lists are merged (default: retrieval.fusion)")
-    search.add_argument("--ranking", choices=("idf", "ts_rank_cd"), default=None,
-                        help="how full-text rows rank their matches: idf (term rarity, like BM25) or "
+    search.add_argument("--ranking", choices=("bm25", "idf", "ts_rank_cd"), default=None,
+                        help="how full-text rows rank their matches: bm25 (the top-k index of 'literature "
+                             "topk build'; idf until it is built), idf (term rarity, like BM25) or "
                              "ts_rank_cd (every word alike) (default: retrieval.fulltext_ranking)")
     search.add_argument("--rerank", action=argparse.BooleanOptionalAction, default=None,
                         help="re-rank the merged candidates by similarity to the question when a semantic "

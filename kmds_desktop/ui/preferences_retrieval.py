@@ -49,6 +49,7 @@ class RetrievalTab:
                   "0 to 10; full-text rows weigh 1")
         self.ret_ranking = QComboBox()
         self.ret_ranking.setObjectName("fulltextRanking")
+        self.ret_ranking.addItem("BM25 from the top-k index (term rarity until it is built)", "bm25")
         self.ret_ranking.addItem("Term rarity (idf-weighted, like BM25)", "idf")
         self.ret_ranking.addItem("Cover density (ts_rank_cd, every word alike)", "ts_rank_cd")
         self._row(form, "retrieval.fulltext_ranking", "Rank full-text rows by", self.ret_ranking)

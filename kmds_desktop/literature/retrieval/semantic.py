@@ -178,9 +178,15 @@ def write_hypothetical_abstract(backend: Any, model: str, question: str, *, temp
 def similarities_to_question(db: Any, question_vector: Any, ids: list[int], *, model_name: str,
                              cancel: CancelToken | None = None, encoder: Any = None) -> dict[int, float]:
     """Cosine similarity of each candidate to the question: stored vectors, and for candidates without
-    one (imported after the last embedding run, or no vector table) the vector is computed now."""
+    one (imported after the last embedding run, or no vector table) the vector is computed now and
+    kept in the vector table where there is one (the semantic row then finds them too)."""
     from kmds_desktop.literature.retrieval.fusion import cosine_similarities
-    from kmds_desktop.literature.store.vectors import document_texts, encoder_for, stored_vectors
+    from kmds_desktop.literature.store.vectors import (
+        document_texts,
+        encoder_for,
+        store_vectors,
+        stored_vectors,
+    )
 
     encode = encoder_for(model_name, encoder)
     vectors = dict(stored_vectors(db, ids, cancel=cancel))
@@ -189,6 +195,7 @@ def similarities_to_question(db: Any, question_vector: Any, ids: list[int], *, m
         texts = {i: t for i, t in document_texts(db, missing, cancel=cancel).items() if t}
         if texts:
             order = list(texts)
-            for doc_id, vector in zip(order, encode([texts[i] for i in order]), strict=True):
-                vectors[doc_id] = vector
+            computed = dict(zip(order, encode([texts[i] for i in order]), strict=True))
+            vectors.update(computed)
+            store_vectors(db, computed, texts, model_name, cancel=cancel)
     return cosine_similarities(question_vector, vectors)

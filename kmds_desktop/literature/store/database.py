@@ -77,6 +77,9 @@ from kmds_desktop.literature.store.server import default_server
 from kmds_desktop.tasks import CancelToken, ProgressFn, check, report
 
 log = logging.getLogger(__name__)
+#: The app's own database gets its top-k index built by the import itself up to this many documents
+#: (seconds); a larger one is built on request, with progress and Cancel.
+AUTO_TOPK_UP_TO = 300_000
 
 EMBEDDED_DBNAME = "kmds_literature"
 #: How long the source list is reused before it is read again (sources change only on import).
@@ -144,6 +147,9 @@ class LiteratureDatabase:
         self.schema_owner = "app"
         self._sources_cache: tuple[float, list[tuple[int, str]]] | None = None
         self._term_stats = term_weights.TermStatistics()
+        #: The top-k index of this database (see :mod:`.topk_index`): False until looked up, then the
+        #: index or None (not built). ``attach_topk_index`` sets it.
+        self._topk: Any = False
 
     # -- connection handling ---------------------------------------------------------------
     @property
@@ -361,7 +367,7 @@ class LiteratureDatabase:
         to_date: Any = None,
         offset: int = 0,
         *,
-        ranking: Literal["idf", "ts_rank_cd"] = "ts_rank_cd",
+        ranking: Literal["bm25", "idf", "ts_rank_cd"] = "ts_rank_cd",
         cancel: CancelToken | None = None,
     ) -> list[tuple[int, float]]:
         """``(id, rank)`` pairs, best first (rank descending, then id ascending).
@@ -370,15 +376,22 @@ class LiteratureDatabase:
         must be ``to_tsquery`` syntax and bad syntax raises :class:`InvalidQuery`. ``ranking``:
         ``ts_rank_cd`` (PostgreSQL's cover density, every word alike; BMLibrarian's order) or ``idf``
         (each term's ``ts_rank`` weighted by its rarity, see
-        :mod:`kmds_desktop.literature.store.term_weights`).
+        :mod:`kmds_desktop.literature.store.term_weights`) or ``bm25``: BM25 from the top-k index
+        (cost bounded by ``max_rows``, not the matches; see :mod:`.topk_index`), ``idf`` where the
+        index is not built yet or cannot run the query exactly.
         """
-        if ranking not in ("idf", "ts_rank_cd"):
-            raise ValueError(f"unknown ranking '{ranking}': use idf or ts_rank_cd")
+        if ranking not in ("bm25", "idf", "ts_rank_cd"):
+            raise ValueError(f"unknown ranking '{ranking}': use bm25, idf or ts_rank_cd")
         max_rows, offset = _non_negative(max_rows, "max_rows"), _non_negative(offset, "offset")
         params = self._search_params(ts_query_str, use_pubmed, use_medrxiv, use_others, from_date, to_date)
         if params is None or max_rows == 0:
             return []
         where, tsq = self._where(plain, params["from_date"], params["to_date"])
+        if ranking == "bm25":
+            hits = self._topk_search(tsq, params, cancel, max_rows, offset)
+            if hits is not None:
+                return hits
+            ranking = "idf"
         params.update(limit=max_rows, offset=offset)
         rank = f"ts_rank_cd(d.search_vector, {tsq})"
         if ranking == "idf":
@@ -393,6 +406,42 @@ class LiteratureDatabase:
         )
         rows = self.run(lambda c: self._execute(c, sql, params).fetchall(), cancel)
         return [(int(r[0]), float(r[1])) for r in rows]
+
+    # -- the top-k index -------------------------------------------------------------------------
+
+    def attach_topk_index(self, index: Any | None) -> None:
+        """Use ``index`` (a built :class:`~.topk_index.TopKIndex` of this database) for ``bm25`` rows
+        and counts; None: run everything in PostgreSQL."""
+        self._topk = index
+
+    def topk_index(self) -> Any | None:
+        """The built top-k index of this database, looked up once in the data folder (None: none)."""
+        if self._topk is False:
+            from kmds_desktop.literature.store.topk_build import ready_index
+
+            try:
+                self._topk = ready_index(self)
+            except Exception as err:  # noqa: BLE001 - no index is the PostgreSQL path, never a failure
+                log.info("no top-k index: %s", err)
+                self._topk = None
+        return self._topk
+
+    def _topk_query(self, tsq: str, params: dict[str, Any], cancel: CancelToken | None) -> Any | None:
+        """The index's query for the row (filters applied), or None when PostgreSQL must run it.
+        PostgreSQL still reads the text first: bad syntax is its ``InvalidQuery``, as before."""
+        index = self.topk_index()
+        if index is None:
+            return None
+        printed = self.run(lambda c: self._execute(c, f"SELECT ({tsq})::text", params).fetchone()[0], cancel)
+        query = index.translate(str(printed or ""))
+        if query is None:
+            return None
+        return index.filtered(query, params["sources"], params["from_date"], params["to_date"])
+
+    def _topk_search(self, tsq: str, params: dict[str, Any], cancel: CancelToken | None, max_rows: int,
+                     offset: int) -> list[tuple[int, float]] | None:
+        query = self._topk_query(tsq, params, cancel)
+        return None if query is None else self.topk_index().top(query, max_rows, offset)
 
     def _term_weights(self, tsq: str, params: dict[str, Any],
                       cancel: CancelToken | None) -> tuple[list[str], list[float]]:
@@ -476,7 +525,10 @@ class LiteratureDatabase:
         params = self._search_params(ts_query_str, use_pubmed, use_medrxiv, use_others, from_date, to_date)
         if params is None:
             return MatchCount(0)
-        where, _ = self._where(plain, params["from_date"], params["to_date"])
+        where, tsq = self._where(plain, params["from_date"], params["to_date"])
+        fast = self._topk_query(tsq, params, cancel)
+        if fast is not None:  # exact, from the index: tantivy counts without collecting
+            return MatchCount(self.topk_index().count(fast))
         params["timeout"] = str(int(timeout_ms if timeout_ms is not None else self.statement_timeout_ms))
 
         def exact(c: psycopg.Connection) -> int:
@@ -611,6 +663,7 @@ class LiteratureDatabase:
             paths = [paths]
         self._sources_cache = None
         conn = self._connect()
+        report = None
         try:
             report = import_paths(conn, [Path(p) for p in paths], progress=progress, cancel=cancel,
                                   redact=self._redact, where=self.display_name)
@@ -637,6 +690,35 @@ class LiteratureDatabase:
             forget_collection_size(self)
             with contextlib.suppress(Exception):
                 conn.close()
+            self._topk_after_import(report)
+
+    def _topk_after_import(self, report: Any) -> None:
+        """Keep the top-k index in step with an import: documents with new ids are added (cheap, by
+        id); when the import changed or withdrew documents (or failed part-way), the refresh runs.
+        The app's own database of up to :data:`AUTO_TOPK_UP_TO` documents gets its index built here
+        the first time; a larger one, or one the app does not own, is built on request
+        (``literature topk build``, the literature panel's Fast search button)."""
+        from kmds_desktop.literature.store.topk_build import build_index, index_folder, refresh_index
+        from kmds_desktop.literature.store.topk_index import TopKIndex
+
+        try:
+            index = self.topk_index()
+            if index is None:
+                if self.schema_owner != "app" or report is None or not report.inserted:
+                    return
+                size = self.run(lambda c: c.execute("SELECT count(*) FROM document").fetchone()[0])
+                if size > AUTO_TOPK_UP_TO:
+                    return
+                index = TopKIndex(index_folder(self))
+                build_index(self, index)
+                self._topk = index
+            elif report is None or report.updated or report.withdrawn:
+                refresh_index(self, index)
+            else:
+                build_index(self, index)
+        except Exception as err:  # noqa: BLE001 - a stale index is dropped, never a failed import
+            log.warning("top-k index not brought in step with the import (%s); rows run in PostgreSQL", err)
+            self._topk = None
 
     # -- status ---------------------------------------------------------------------------------------
     def status(self) -> dict[str, Any]:

@@ -89,11 +89,35 @@ def detect_format(path: Path) -> str:
     )
 
 
-def _open_binary(path: Path) -> IO[bytes]:
+class ReadMeter:
+    """How far a reader has got into its file: bytes read from the disk (compressed bytes for a
+    ``.gz``), so a loader can show progress against the files' sizes while the file is parsed."""
+
+    def __init__(self) -> None:
+        self._file: IO[bytes] | None = None
+        self._last = 0
+
+    def attach(self, raw: IO[bytes]) -> None:
+        self._file, self._last = raw, 0
+
+    @property
+    def bytes_read(self) -> int:
+        """Bytes of the file read so far (the last position seen once the file is closed)."""
+        if self._file is not None:
+            try:
+                self._last = max(self._last, self._file.tell())
+            except (OSError, ValueError):  # closed: keep the last position seen
+                self._file = None
+        return self._last
+
+
+def _open_binary(path: Path, meter: ReadMeter | None = None) -> IO[bytes]:
     try:
         raw = path.open("rb")
     except OSError as err:
         raise ImportFileError(f"cannot open {path}: {err.strerror or err}") from None
+    if meter is not None:
+        meter.attach(raw)
     if path.name.lower().endswith(".gz"):
         return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
     return raw
@@ -102,11 +126,12 @@ def _open_binary(path: Path) -> IO[bytes]:
 _READ_ERRORS = (OSError, EOFError, zlib.error, gzip.BadGzipFile, UnicodeDecodeError)
 
 
-def read_records(path: Path) -> Iterator[Record | BadRecord | Note | Withdrawal]:
-    """Records of ``path`` in file order (format from :func:`detect_format`)."""
+def read_records(path: Path, meter: ReadMeter | None = None) -> Iterator[Record | BadRecord | Note | Withdrawal]:
+    """Records of ``path`` in file order (format from :func:`detect_format`); ``meter`` follows how
+    much of the file has been read."""
     fmt = detect_format(path)
     reader = {"jsonl": read_jsonl, "medline": read_medline_xml, "pubmedqa": read_pubmedqa}[fmt]
-    yield from reader(path)
+    yield from reader(path, meter)
 
 
 # -- helpers ---------------------------------------------------------------------------------------
@@ -169,9 +194,9 @@ def parse_partial_date(year: Any, month: Any = None, day: Any = None) -> dt.date
 
 
 # -- JSONL ------------------------------------------------------------------------------------------
-def read_jsonl(path: Path) -> Iterator[Record | BadRecord | Note | Withdrawal]:
+def read_jsonl(path: Path, meter: ReadMeter | None = None) -> Iterator[Record | BadRecord | Note | Withdrawal]:
     """The shared format: ``{id, title, abstract, year, authors, journal, doi, pmid, source, origin}``."""
-    with _open_binary(path) as raw:
+    with _open_binary(path, meter) as raw:
         text = io.TextIOWrapper(raw, encoding="utf-8")
         lineno = 0
         try:
@@ -310,22 +335,67 @@ def _medline_record(mc: Any, pubmed_data: Any | None) -> Record:
                   publication=journal, publication_date=pub_date, doi=doi, mesh_terms=mesh, keywords=keywords)
 
 
-def read_medline_xml(path: Path) -> Iterator[Record | BadRecord | Note | Withdrawal]:
-    """``MedlineCitationSet`` (MEDLINE 2016 DTD) and ``PubmedArticleSet`` (current DTD), streamed.
+_XML_CHUNK = 1 << 16  # bytes fed to the parser at a time: memory stays bounded whatever the file's size
+
+
+class _RootSeen:
+    """Target of the guard parser: it only notes that the root element has started (builds nothing)."""
+
+    started = False
+
+    def start(self, tag: str, attrib: dict[str, str]) -> None:
+        self.started = True
+
+    def end(self, tag: str) -> None:
+        pass
+
+    def data(self, data: str) -> None:
+        pass
+
+    def close(self) -> None:
+        return None
+
+
+def _xml_events(raw: IO[bytes]) -> Iterator[tuple[str, Any]]:
+    """``start``/``end`` events of an XML stream, read ``_XML_CHUNK`` bytes at a time.
+
+    Safety as defusedxml's parser gives it, at the speed of ElementTree's C parser: the bytes before
+    the root element (the prolog, the only place a DTD and so an entity declaration can be) go
+    through defusedxml's parser first, which refuses entity declarations and external references
+    (billion laughs, XXE); once the root element has started nothing can declare an entity any more,
+    and the C parser never loads an external DTD or entity, so an undeclared reference is skipped or
+    refused, never fetched. The caller clears each record once read, so memory stays bounded."""
+    import xml.etree.ElementTree as ET
+
+    from defusedxml.ElementTree import DefusedXMLParser
+
+    seen = _RootSeen()
+    guard = DefusedXMLParser(target=seen)
+    parser = ET.XMLPullParser(events=("start", "end"))
+    while chunk := raw.read(_XML_CHUNK):
+        if not seen.started:
+            guard.feed(chunk)  # raises before the C parser sees a refused declaration
+        parser.feed(chunk)
+        yield from parser.read_events()
+    parser.close()
+    yield from parser.read_events()
+
+
+def read_medline_xml(path: Path, meter: ReadMeter | None = None) -> Iterator[Record | BadRecord | Note | Withdrawal]:
+    """``MedlineCitationSet`` (MEDLINE 2016 DTD) and ``PubmedArticleSet`` (current DTD), streamed
+    (gzip and XML decoded incrementally; each record is dropped once read, see :func:`_xml_events`).
 
     The PMIDs of an update file's ``DeleteCitation`` come as one :class:`Withdrawal`; the loader
     marks those documents withdrawn rather than deleting them, so saved searches still resolve.
     """
     from xml.etree.ElementTree import ParseError
 
-    from defusedxml import ElementTree as SafeET
-
     count = 0
     stack: list[str] = []
     root = None
-    with _open_binary(path) as raw:
+    with _open_binary(path, meter) as raw:
         try:
-            for event, el in SafeET.iterparse(raw, events=("start", "end")):
+            for event, el in _xml_events(raw):
                 if event == "start":
                     if root is None:
                         root = el
@@ -349,18 +419,18 @@ def read_medline_xml(path: Path) -> Iterator[Record | BadRecord | Note | Withdra
                         yield _medline_record(mc, el.find("PubmedData"))
                     except (ValueError, TypeError) as err:
                         yield BadRecord(f"record {count}" + (f" (PMID {pmid})" if pmid else ""), str(err))
-                    el.clear()
-                    if root is not None:
-                        root.clear()
                 elif el.tag in ("PubmedBookArticle",):
                     count += 1
                     yield BadRecord(f"record {count}", "PubMed book records are not imported")
-                    el.clear()
                 elif el.tag == "DeleteCitation":
                     pmids = [p for p in (_clean(e.text) for e in el.findall("PMID")) if p]
                     if pmids:
                         yield Withdrawal("pubmed", pmids)
-                    el.clear()
+                else:
+                    continue
+                el.clear()  # a record (or deletion list) read: drop it and the root's reference to it
+                if parent == root.tag:  # type: ignore[union-attr]
+                    root.clear()  # type: ignore[union-attr]
         except ParseError as err:
             raise ImportFileError(
                 f"{path}: not well-formed XML ({err}); nothing from this file was imported"
@@ -378,13 +448,13 @@ def read_medline_xml(path: Path) -> Iterator[Record | BadRecord | Note | Withdra
 
 
 # -- PubMedQA ----------------------------------------------------------------------------------------------
-def read_pubmedqa(path: Path) -> Iterator[Record | BadRecord | Note | Withdrawal]:
+def read_pubmedqa(path: Path, meter: ReadMeter | None = None) -> Iterator[Record | BadRecord | Note | Withdrawal]:
     """PubMedQA ``ori_pqal.json``: ``{pmid: {QUESTION, CONTEXTS, LABELS, MESHES, YEAR, ...}}``.
 
     The abstract is the ``CONTEXTS`` joined with their ``LABELS``; PubMedQA carries no title.
     """
     try:
-        with _open_binary(path) as raw:
+        with _open_binary(path, meter) as raw:
             data = json.load(io.TextIOWrapper(raw, encoding="utf-8"))
     except json.JSONDecodeError as err:
         raise ImportFileError(f"{path}: not valid JSON (line {err.lineno}: {err.msg})") from None

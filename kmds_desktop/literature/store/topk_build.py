@@ -11,8 +11,10 @@ with: new, changed and newly withdrawn documents), re-indexes them, and when the
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kmds_desktop.literature.store.topk_index import BuildState, TopKIndex
@@ -36,31 +38,38 @@ class RefreshReport:
 
 
 def build_index(database: Any, index: TopKIndex, *, batch: int = BATCH, progress: ProgressFn | None = None,
-                cancel: CancelToken | None = None) -> BuildState:
-    """Index every document not withdrawn, going on from an unfinished build of the same database."""
+                cancel: CancelToken | None = None, rebuild: bool = False) -> BuildState:
+    """Index every document not withdrawn, going on from an unfinished build of the same database
+    (and, on a finished one, adding the documents with a higher id than the last one indexed; the
+    refresh is what follows changed and withdrawn ones). ``rebuild`` starts from nothing."""
     identity = database_identity(database)
     state = BuildState.load(index.state_path)
-    if state is None or state.database != identity or state.complete:
+    if state is None or state.database != identity or rebuild:
         index.clear()
         start = int(database.run(lambda c: c.execute(_SNAPSHOT_SQL).fetchone()[0]))
         state = BuildState(database=identity, start_xid=start)
         state.save(index.state_path)
+    state.complete = False
     total = int(database.run(lambda c: c.execute(
         "SELECT count(*) FROM document WHERE withdrawn_date IS NULL").fetchone()[0]))
     report(progress, state.documents, total, f"indexing {total:,} documents for fast full-text rows")
-    while True:
-        check(cancel)
-        rows = database.run(lambda c: c.execute(_ROWS_SQL, (state.last_id, batch)).fetchall(), cancel)
-        if not rows:
-            break
-        index.add((int(r[0]), str(r[1] or ""), int(r[2]), r[3]) for r in rows)
-        index.commit()
-        state.last_id = int(rows[-1][0])
-        state.documents += len(rows)
-        state.save(index.state_path)
-        report(progress, min(state.documents, total), total,
-               f"indexed {state.documents:,} of {total:,} documents")
+    try:
+        while True:
+            check(cancel)
+            rows = database.run(lambda c: c.execute(_ROWS_SQL, (state.last_id, batch)).fetchall(), cancel)
+            if not rows:
+                break
+            index.add((int(r[0]), str(r[1] or ""), int(r[2]), r[3]) for r in rows)
+            index.commit(final=False)
+            state.last_id = int(rows[-1][0])
+            state.documents += len(rows)
+            state.save(index.state_path)
+            report(progress, min(state.documents, total), total,
+                   f"indexed {state.documents:,} of {total:,} documents")
+    finally:
+        index.commit()  # what was committed stays; background merges end here
     state.complete = True
+    state.documents = index.documents()
     state.save(index.state_path)
     return state
 
@@ -71,18 +80,24 @@ def refresh_index(database: Any, index: TopKIndex, *, cancel: CancelToken | None
     if state is None or not state.complete:
         raise RuntimeError("the top-k index is not built yet: build it first")
     now = int(database.run(lambda c: c.execute(_SNAPSHOT_SQL).fetchone()[0]))
-    changed = database.run(lambda c: c.execute(
-        "SELECT id, search_vector::text, source_id, publication_date, withdrawn_date IS NOT NULL "
-        "FROM document "
-        "WHERE age(xmin) <= %s ORDER BY id", (max(0, now - state.start_xid) + 1,)).fetchall(), cancel)
+    newer = max(0, now - state.start_xid) + 1
     result = RefreshReport()
-    if changed:
+    last = 0
+    while True:  # in id order, a batch at a time: memory stays bounded however much changed
         check(cancel)
+        changed = database.run(lambda c, last=last: c.execute(
+            "SELECT id, search_vector::text, source_id, publication_date, withdrawn_date IS NOT NULL "
+            "FROM document WHERE id > %s AND age(xmin) <= %s ORDER BY id LIMIT %s",
+            (last, newer, BATCH)).fetchall(), cancel)
+        if not changed:
+            break
+        last = int(changed[-1][0])
         index.delete(int(r[0]) for r in changed)
         live = [(int(r[0]), str(r[1] or ""), int(r[2]), r[3]) for r in changed if not r[4]]
-        result.indexed = index.add(live)
-        result.removed = len(changed) - len(live)
-        index.commit()
+        result.indexed += index.add(live)
+        result.removed += len(changed) - len(live)
+        index.commit(final=False)
+    index.commit()
     expected = int(database.run(lambda c: c.execute(
         "SELECT count(*) FROM document WHERE withdrawn_date IS NULL").fetchone()[0]))
     if index.documents() != expected:  # rows were deleted: compare the ids once
@@ -99,9 +114,33 @@ def refresh_index(database: Any, index: TopKIndex, *, cancel: CancelToken | None
     return result
 
 
+def index_folder(database: Any) -> Path:
+    """Where this database's index lives: the app's data folder (0700), one folder per database."""
+    from kmds_desktop import paths
+
+    key = hashlib.sha256(database_identity(database).encode()).hexdigest()[:16]
+    return paths.sub_dir("topk") / key
+
+
+def ready_index(database: Any) -> TopKIndex | None:
+    """The finished index of ``database``, or None (never built, or a build still unfinished)."""
+    folder = index_folder(database)
+    state = BuildState.load(folder / "state.json")
+    if state is None or not state.complete:
+        return None
+    return TopKIndex(folder)
+
+
 def database_identity(database: Any) -> str:
-    """Which database an index belongs to: the server's system identifier and the database's oid."""
+    """Which database an index belongs to: the server's system identifier (where the role may read
+    it, else the server's address and port) and the database's name and oid."""
     row = database.run(lambda c: c.execute(
-        "SELECT (SELECT system_identifier FROM pg_control_system())::text || '/' || "
-        "(SELECT oid FROM pg_database WHERE datname = current_database())::text").fetchone())
-    return str(row[0])
+        "SELECT current_database() || '/' || (SELECT oid FROM pg_database WHERE datname = current_database())"
+        " || '@' || coalesce(host(inet_server_addr()), 'socket') || ':' || "
+        "coalesce(inet_server_port()::text, '')").fetchone())
+    try:
+        system = database.run(lambda c: c.execute(
+            "SELECT system_identifier::text FROM pg_control_system()").fetchone()[0])
+    except Exception:  # noqa: BLE001 - a role without pg_monitor: the address stands in
+        system = ""
+    return f"{system}/{row[0]}"

@@ -20,6 +20,7 @@ All SQL here is constant text; values (vectors included) are bound parameters.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -456,3 +457,31 @@ def document_texts(db: Any, ids: Iterable[int], *, cancel: CancelToken | None = 
     rows = db.run(lambda c: c.execute(
         f"SELECT d.id, {TEXT_SQL} FROM document d WHERE d.id = ANY(%s)", (wanted,)).fetchall(), cancel)
     return {int(r[0]): str(r[1] or "") for r in rows}
+
+
+def store_vectors(db: Any, vectors: dict[int, Any], texts: dict[int, str], model_name: str, *,
+                  cancel: CancelToken | None = None) -> int:
+    """Keep vectors computed on demand (a search's candidates without one) in the vector table, so
+    the semantic row finds them next time and no search computes them twice.
+
+    Why: on a database too large to embed whole (36M abstracts at ~27 per second on two cores is two
+    weeks), the documents researchers' searches actually reach get vectors as they are met. Only where
+    the table already exists (the app's own database, or one whose owner opted in): nothing is created
+    here. Returns how many were stored; a failure stores nothing and is no search's failure."""
+    if not vectors:
+        return 0
+    rows = [(int(i), model_name, hashlib.md5(texts[i].encode("utf-8")).hexdigest(),  # noqa: S324 - a change mark
+             vector_literal(v)) for i, v in vectors.items() if texts.get(i)]
+
+    def write(conn: psycopg.Connection) -> int:
+        if not vector_table_exists(conn):
+            return 0
+        with conn.transaction(), conn.cursor() as cur:
+            cur.executemany(_UPSERT, rows)
+        return len(rows)
+
+    try:
+        return int(db.run(write, cancel))
+    except psycopg.Error as err:
+        log.info("vectors computed for candidates not kept: %s", err)
+        return 0
