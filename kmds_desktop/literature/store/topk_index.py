@@ -51,7 +51,7 @@ SCHEMA_VERSION = 2
 #: A query term found in the title adds its title BM25 times this to the score (matching is the
 #: body's alone). Why: titles say what a paper is about; PostgreSQL's ranking weighs a title word
 #: 2.5 times an abstract word (weights A 1.0, B 0.4). Chosen on SciFact *train* claims only.
-TITLE_BOOST = 3.0
+TITLE_BOOST = 1.5
 _EPOCH = dt.date(1970, 1, 1)
 _LEXEME = re.compile(r"'((?:[^']|'')*)'(?::([0-9A-D,]+))?")
 _REGEX_SPECIAL = re.compile(r"([\\.+*?()|\[\]{}^$#&~<>\"@-])")
