@@ -115,6 +115,10 @@ def database_status(
     """``db.status()``, with ``"vectors"`` (``literature status``'s count of documents with a vector)
     when ``model_name`` is given; a failure there is reported in it, never raised."""
     status = db.status()
+    try:
+        status["topk"] = topk_status(db)
+    except Exception as err:  # noqa: BLE001 - the document count still stands
+        status["topk"] = {"state": "none", "documents": 0, "error": str(err)}
     if model_name is not None:
         from kmds_desktop.literature.store.vectors import vector_status
 
@@ -134,6 +138,46 @@ def describe_vectors(vectors: dict[str, Any] | None) -> str:
     text = f"{int(vectors.get('with_vectors') or 0):,} with vectors"
     needing = vectors.get("needing")
     return text + (f", {int(needing):,} to embed" if needing else "")
+
+
+def topk_status(db: Any) -> dict[str, Any]:
+    """Where the top-k index of ``db`` stands: ``{"state": "ready"|"unfinished"|"none", "documents"}``."""
+    from kmds_desktop.literature.store.topk_build import index_folder
+    from kmds_desktop.literature.store.topk_index import BuildState
+
+    state = BuildState.load(index_folder(db) / "state.json")
+    if state is None:
+        return {"state": "none", "documents": 0}
+    return {"state": "ready" if state.complete else "unfinished", "documents": state.documents}
+
+
+def describe_topk(status: dict[str, Any] | None, documents: int = 0) -> str:
+    """A few words for the window's status, only where the user has something to do: an unfinished
+    index, or a database too large for the import to index by itself that has none (a ready index,
+    or a small database, just works and says nothing)."""
+    from kmds_desktop.literature.store.database import AUTO_TOPK_UP_TO
+
+    state = (status or {}).get("state", "none")
+    if state == "unfinished":
+        return (f"fast search index unfinished ({int(status.get('documents') or 0):,} documents; "
+                "File > Build fast search index goes on)")
+    if state == "none" and documents > AUTO_TOPK_UP_TO:
+        return "no fast search index (File > Build fast search index)"
+    return ""
+
+
+def build_topk_index(db: Any, *, progress: ProgressFn | None = None,
+                     cancel: CancelToken | None = None) -> Any:
+    """Build (or go on building) the top-k index of ``db`` (``literature topk build``'s code): read-only
+    on the database, committed batch by batch, so Cancel keeps what is done and the next build goes on;
+    the database uses the index as soon as it is finished."""
+    from kmds_desktop.literature.store.topk_build import build_index, index_folder
+    from kmds_desktop.literature.store.topk_index import TopKIndex
+
+    index = TopKIndex(index_folder(db))
+    state = build_index(db, index, progress=progress, cancel=cancel)
+    db.attach_topk_index(index)
+    return state
 
 
 def import_literature(

@@ -137,6 +137,42 @@ class LiteratureFiles:
         return ("Embed the documents that have no vector yet, in the background, for semantic rows"
                 + (f" (now: {vectors})" if vectors else ""))
 
+    # --- the top-k index ------------------------------------------------------------------------
+    def build_fast_index(self: LiteraturePanel) -> Job | None:
+        """Build the top-k index in the background (File > Build fast search index): full-text rows
+        then rank and count in time that follows the rows asked for, not their matches. Until it is
+        finished, searches run in PostgreSQL as before; Cancel keeps the batches done and the next
+        build goes on from there."""
+        if self._topk_job is not None and not self._topk_job.done:
+            self.show_message("The fast search index is being built already (see the progress area).", "info")
+            return None
+
+        def start(db: Any) -> None:
+            job = self.jobs.submit(
+                KINDS["topk"], lj.build_topk_index, db,
+                label="Building the fast search index", policy="refuse", busy_cursor=False,
+                on_progress=lambda d, t, m: self._set_progress(f"Fast search index: {m}"),
+                on_result=lambda state: (
+                    self._set_progress(f"Fast search index ready: {state.documents:,} documents. Full-text "
+                                       "rows now rank by BM25 from it."),
+                    self.show_message("Fast search index ready: full-text rows and counts use it.", "info")),
+                on_error=lambda exc: self.show_message(
+                    user_message(exc, "The fast search index was not built (searches run in PostgreSQL as "
+                                      "before)"), "warning"),
+                on_cancelled=lambda: self._set_progress(
+                    "Fast search index cancelled; the documents indexed so far are kept and the next build "
+                    "goes on from there. Searches run in PostgreSQL until it is finished."),
+                on_finished=self._topk_finished,
+            )
+            self._topk_job = job
+
+        self._with_database(start)
+        return self._topk_job
+
+    def _topk_finished(self: LiteraturePanel) -> None:
+        self._topk_job = None
+        self.refresh_status()
+
     # --- export -----------------------------------------------------------------------------------
     def _ask_path(self: LiteraturePanel, title: str, suggested: str, filters: str) -> str | None:
         path, _ = QFileDialog.getSaveFileName(self, title, str(Path.home() / suggested), filters)

@@ -32,6 +32,7 @@ KINDS = {
     "run": "literature.run",
     "import": "literature.import",
     "embed": "literature.embed",
+    "topk": "literature.topk",
     "export": "literature.export",
     "record": "history.record",
 }
@@ -100,8 +101,10 @@ class LiteratureJobs:
         where = status.get("database") or ""
         self.vectors = status.get("vectors")
         vectors = lj.describe_vectors(self.vectors)
+        self.topk = status.get("topk")
+        fast = lj.describe_topk(self.topk, count)
         self.status_changed.emit(f"Literature: {count:,} documents" + (f", {vectors}" if vectors else "")
-                                 + (f" ({where})" if where else ""))
+                                 + (f", {fast}" if fast else "") + (f" ({where})" if where else ""))
         self.embed_button.setToolTip(self._embed_tooltip())
         self._update_results_page()
         self.recheck_failed()

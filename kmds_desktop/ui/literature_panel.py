@@ -113,6 +113,9 @@ class LiteraturePanel(LiteratureJobs, LiteratureFiles, LiteratureRecords, QWidge
         self._generation_job: Job | None = None
         self._work_job: Job | None = None  # a run or an import (one at a time)
         self._embed_job: Job | None = None
+        self._topk_job: Job | None = None
+        #: The top-k index's state from the last status read (``app.literature_data.topk_status``).
+        self.topk: dict[str, Any] | None = None
         self.document_count: int | None = None
         #: The last ``literature status`` count of document vectors (None until read).
         self.vectors: dict[str, Any] | None = None

@@ -82,6 +82,11 @@ class WindowMenus:
         self.import_action = self._action(
             file_menu, "&Import literature…", self._import_literature, None, "importLiterature"
         )
+        self.topk_action = self._action(
+            file_menu, "Build &fast search index", self.literature.build_fast_index, None, "buildFastIndex"
+        )
+        self.topk_action.setToolTip("Index the literature database for fast full-text rows and counts at "
+                                    "any size (read-only on the database; Cancel keeps what is done)")
         self.export_menu = file_menu.addMenu("&Export")
         self._fill_export_menu()
         file_menu.addSeparator()

@@ -37,11 +37,13 @@ class RefreshReport:
     removed: int = 0
 
 
-def build_index(database: Any, index: TopKIndex, *, batch: int = BATCH, progress: ProgressFn | None = None,
-                cancel: CancelToken | None = None, rebuild: bool = False) -> BuildState:
+def build_index(database: Any, index: TopKIndex, *, batch: int | None = None,
+                progress: ProgressFn | None = None, cancel: CancelToken | None = None,
+                rebuild: bool = False) -> BuildState:
     """Index every document not withdrawn, going on from an unfinished build of the same database
     (and, on a finished one, adding the documents with a higher id than the last one indexed; the
     refresh is what follows changed and withdrawn ones). ``rebuild`` starts from nothing."""
+    batch = int(batch or BATCH)
     identity = database_identity(database)
     state = BuildState.load(index.state_path)
     if state is None or state.database != identity or rebuild:
