@@ -235,3 +235,26 @@ def test_an_llm_answer_carries_its_citation_note_everywhere(fake_ollama, demo_kb
     assert displayed_answer(result).endswith(f"*{note}*")
     assert f"*{note}*" in answer_markdown(result)
     assert note in format_result(result.to_dict())
+
+
+def test_uncited_claims_that_restate_a_record_get_its_citation_and_say_so() -> None:
+    """A small model writes the right facts without markers (seen with Qwen2.5-Coder-1.5B): a claim
+    whose words are mostly one record's gets that record's number, the note says the app added it,
+    and a claim that restates nothing stays uncited and counted."""
+    from kmds_desktop.ask.answers import repair_citations
+
+    sources = ["Two rows (an Adelie from Torgersen, 2007, and a Gentoo) have all four body measurements "
+               "missing",
+               "sex is missing for 11 penguins (6 Adelie, 5 Gentoo); the other 333 rows are complete",
+               "Bill length and bill depth are negatively correlated over all penguins"]
+    answer = ("Two rows have all four body measurements missing and were dropped. "
+              "The sex was missing for 11 penguins. The study was carried out with great care.")
+    text, note, uncited = repair_citations(answer, 3, sources)
+    assert text == ("Two rows have all four body measurements missing and were dropped [1]. "
+                    "The sex was missing for 11 penguins [2]. The study was carried out with great care.")
+    assert note.startswith("Drawn from [1], [2]. The app added [1], [2] where the model cited nothing")
+    assert note.endswith("1 of 3 statements cite no record.") and uncited == 1
+    # the model's own citations are kept as they are; only uncited claims are attributed
+    text, note, uncited = repair_citations("Bill length and bill depth are negatively correlated [2].", 3,
+                                           sources)
+    assert text.endswith("[2].") and "The app added" not in note and uncited == 0

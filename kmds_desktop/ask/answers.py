@@ -95,13 +95,54 @@ def _move_leading_citations(sentence: str) -> str:
     return f"{body} {marks}{end}"
 
 
-def repair_citations(answer: str, n_results: int) -> tuple[str, str, int]:
+#: An uncited claim is attributed to a record when at least this share of its content words (and
+#: :data:`ATTRIBUTE_MIN_WORDS`) are the record's: a claim that restates a finding shares most of its
+#: words with it, one the model made up shares few.
+ATTRIBUTE_SHARE = 0.5
+ATTRIBUTE_MIN_WORDS = 3
+_STOP = frozenset("the a an and or of in on for to with by is are was were be been that this these those it "
+                  "its as at from which who than then there their they we our not no but also into over all "
+                  "any each both between within".split())
+
+
+def _content_words(text: str) -> set[str]:
+    """Lower-case word stems (first 6 letters) of the words that carry meaning."""
+    return {w[:6] for w in re.findall(r"[a-z0-9]{2,}", text.lower()) if w not in _STOP}
+
+
+def _attribute(sentence: str, sources: Sequence[str]) -> int | None:
+    """The record (1-based) an uncited claim restates, by shared content words, or None."""
+    words = _content_words(_CITATION.sub("", sentence))
+    if len(words) < ATTRIBUTE_MIN_WORDS:
+        return None
+    best, best_shared = None, 0
+    for number, source in enumerate(sources, start=1):
+        shared = len(words & _content_words(source))
+        if shared > best_shared:
+            best, best_shared = number, shared
+    if best is None or best_shared < ATTRIBUTE_MIN_WORDS or best_shared < ATTRIBUTE_SHARE * len(words):
+        return None
+    return best
+
+
+def _with_citation(sentence: str, number: int) -> str:
+    body = sentence.rstrip()
+    end = body[-1] if body[-1:] in ".!?;" else ""
+    body = body[:-1].rstrip() if end else body
+    return f"{body} [{number}]{end}"
+
+
+def repair_citations(answer: str, n_results: int,
+                     sources: Sequence[str] | None = None) -> tuple[str, str, int]:
     """An LLM's answer with its citations checked: ``(answer, note, uncited claims)``.
 
     Markers that point at no record are dropped; a citation that opens a sentence moves to that
     sentence's end; sentences that state something (``CLAIM_WORDS`` words or more) without a citation
-    are counted. The note, added under the answer, says which records it drew on, and flags an answer
-    that cites nothing or leaves claims uncited, so an uncited answer is never shown as if cited.
+    are counted. With ``sources`` (the records' texts, in prompt order), an uncited claim that restates
+    one record (most of its content words are that record's) gets that record's citation, and the
+    note says the app added it: a small model often writes the right facts without the markers. The
+    note, added under the answer, says which records it drew on, and flags an answer that cites
+    nothing or leaves claims uncited, so an uncited answer is never shown as if cited.
     """
     def keep(match: re.Match[str]) -> str:  # a dropped marker takes the space before it along
         return match.group(0) if 1 <= int(match.group(1)) <= n_results else ""
@@ -109,15 +150,22 @@ def repair_citations(answer: str, n_results: int) -> tuple[str, str, int]:
     text = re.sub(r"[ \t]*\[(\d+)\]", keep, answer).strip()
     lines_out: list[str] = []
     claims = uncited = 0
+    added: list[int] = []
     for line in text.splitlines():
         prefix = re.match(r"^\s*(?:[-*+]|\d+[.)])\s+", line)
         head = prefix.group(0) if prefix else ""
         sentences = [_move_leading_citations(s) for s in _SENTENCE_END.split(line[len(head):]) if s]
-        for sentence in sentences:
+        for i, sentence in enumerate(sentences):
             words = len(re.findall(r"[A-Za-z]{2,}", _CITATION.sub("", sentence)))
             if words >= CLAIM_WORDS and not sentence.rstrip().endswith(":"):
                 claims += 1
-                uncited += not _CITATION.search(sentence)
+                if not _CITATION.search(sentence):
+                    number = _attribute(sentence, sources[:n_results]) if sources else None
+                    if number is None:
+                        uncited += 1
+                    else:
+                        sentences[i] = _with_citation(sentence, number)
+                        added.append(number)
         lines_out.append(head + " ".join(sentences))
     repaired = "\n".join(lines_out).strip()
     cited = cited_numbers(repaired)
@@ -127,6 +175,10 @@ def repair_citations(answer: str, n_results: int) -> tuple[str, str, int]:
                 + (f"; it was given {given}." if n_results else "."))
     else:
         note = "Drawn from " + ", ".join(f"[{n}]" for n in cited) + "."
+        if added:
+            marks = ", ".join(f"[{n}]" for n in sorted(set(added)))
+            note += (f" The app added {marks} where the model cited nothing: those statements restate "
+                     "that record's words.")
         if uncited:
             note += f" {uncited} of {claims} statements cite no record."
     return repaired, note, uncited

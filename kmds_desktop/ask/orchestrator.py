@@ -502,7 +502,8 @@ class SearchOrchestrator:
             yield from self._extractive_after_failure(result, err, partial="".join(parts))
             return
         result.synthesis = "llm"
-        answer, note, uncited = repair_citations(strip_reasoning(text), n)
+        sources = [str(r.get("finding", "")) for r in result.results[:n]]
+        answer, note, uncited = repair_citations(strip_reasoning(text), n, sources)
         result.answer = answer
         result.citation_note, result.uncited_claims = note, uncited
         if not stream:
