@@ -19,14 +19,30 @@ on every row written. So both programs see each document once and keep each othe
 Deletions (MEDLINE ``DeleteCitation``) are applied after the file's records are merged, by setting
 ``withdrawn_date``: searches leave withdrawn documents out, while a saved search log's ID sets
 still fetch them (with the date), so an earlier search stays reproducible.
+
+A folder (the PubMed baseline: ~1,200 ``pubmedNNnNNNN.xml.gz``) is imported file by file in name
+order, and resumably: every file committed is written to a ledger (name, size, mtime, records) in
+the app's data folder, one JSON file per database (:func:`ledger_path`), never in the database, which
+may be a BMLibrarian one the app does not own. The next import of a folder into the same database
+skips the files the ledger has with the same size and mtime, so a killed import loses at most the
+file in progress; a file changed since is imported again. Files named one by one are always read
+(and recorded). Progress is one line for the whole run: files, records, MB read of the total (the
+compressed bytes, so the ``done``/``total`` of the progress callback are bytes), records/s and ETA.
 """
 
 from __future__ import annotations
 
+import contextlib
+import datetime as dt
+import hashlib
+import json
+import logging
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import psycopg.errors
@@ -35,6 +51,7 @@ from kmds_desktop.literature.errors import ImportFileError, LiteratureError
 from kmds_desktop.literature.store.importers import (
     BadRecord,
     Note,
+    ReadMeter,
     Record,
     Withdrawal,
     default_url,
@@ -49,6 +66,11 @@ _COLUMNS = ("doi", "title", "abstract", "authors", "publication", "publication_d
             "keywords", "url")
 _STAGING = "kmds_import_staging"
 _PROGRESS_EVERY = 1000
+
+log = logging.getLogger(__name__)
+
+#: The files a folder import reads (what :func:`~.importers.detect_format` accepts), in name order.
+FOLDER_SUFFIXES = (".xml.gz", ".xml", ".jsonl", ".jsonl.gz", ".ndjson", ".json", ".json.gz")
 
 
 @dataclass
@@ -81,6 +103,8 @@ class FileReport:
 @dataclass
 class ImportReport:
     files: list[FileReport] = field(default_factory=list)
+    #: Files of a folder skipped because the ledger has them imported into this database already.
+    already_imported: list[str] = field(default_factory=list)
 
     @property
     def records(self) -> int:
@@ -108,9 +132,11 @@ class ImportReport:
 
     def summary(self) -> str:
         withdrawn = f", {self.withdrawn:,} withdrawn" if self.withdrawn else ""
+        already = (f"; {plural(len(self.already_imported), 'file')} skipped as already imported"
+                   if self.already_imported else "")
         return (f"{plural(len(self.files), 'file')}: {plural(self.records, 'record')}, "
                 f"{self.inserted:,} new, {self.updated:,} updated, {self.unchanged:,} unchanged{withdrawn}, "
-                f"{len(self.skipped):,} skipped")
+                f"{len(self.skipped):,} skipped{already}")
 
 
 def _merge_expr(col: str) -> str:
@@ -204,15 +230,20 @@ def _source_ids(conn: psycopg.Connection, keys: list[str], target: _Target | Non
 
 
 def import_file(conn: psycopg.Connection, path: Path, *, progress: ProgressFn | None = None,
-                cancel: CancelToken | None = None, done_before: int = 0,
-                target: _Target | None = None) -> FileReport:
-    """Import one file in one transaction (see the module docstring)."""
+                cancel: CancelToken | None = None, target: _Target | None = None,
+                tick: Callable[[int, int, str], None] | None = None) -> FileReport:
+    """Import one file in one transaction (see the module docstring). ``tick(records, bytes_read,
+    phase)`` is called every ``_PROGRESS_EVERY`` records (else ``progress`` gets this file's count)."""
     started = time.perf_counter()
     target = target or _target(conn)
     fmt = detect_format(path)
     if not path.is_file():
         raise ImportFileError(f"cannot import {path}: no such file")
     rep = FileReport(path=str(path), format=fmt)
+    meter = ReadMeter()
+    if tick is None:
+        def tick(records: int, _read: int, phase: str) -> None:
+            report(progress, records, None, f"{path.name}: {plural(records, 'record')} {phase}")
     remove = cancel.add_hook(lambda: conn.cancel_safe(timeout=5)) if cancel is not None else None
     try:
         with conn.transaction():
@@ -228,7 +259,7 @@ def import_file(conn: psycopg.Connection, path: Path, *, progress: ProgressFn | 
             with conn.cursor().copy(
                 f"COPY {_STAGING} (seq, source, external_id, {', '.join(_COLUMNS)}) FROM STDIN"
             ) as copy:
-                for item in read_records(path):
+                for item in read_records(path, meter):
                     if isinstance(item, BadRecord):
                         rep.skipped.append(SkippedRecord(str(path), item.position, item.message))
                         continue
@@ -251,11 +282,9 @@ def import_file(conn: psycopg.Connection, path: Path, *, progress: ProgressFn | 
                                     item.mesh_terms, item.keywords, url))
                     if rep.records % _PROGRESS_EVERY == 0:
                         check(cancel)
-                        report(progress, done_before + rep.records, None,
-                               f"{path.name}: {plural(rep.records, 'record')} read")
+                        tick(rep.records, meter.bytes_read, "read")
             check(cancel)
-            report(progress, done_before + rep.records, None,
-                   f"{path.name}: merging {plural(rep.records, 'record')}")
+            tick(rep.records, meter.bytes_read, "merging")
             ids = _source_ids(conn, sorted(sources), target)
             upsert = _upsert_sql(target.has_updated_date)
             rows = conn.execute(upsert, (list(ids), list(ids.values()))).fetchall()
@@ -301,22 +330,184 @@ def _apply_withdrawals(conn: psycopg.Connection, withdrawals: dict[str, list[str
     )
 
 
+def folder_files(folder: Path) -> list[Path]:
+    """The files of ``folder`` an import reads (:data:`FOLDER_SUFFIXES`, not hidden), in name order;
+    subfolders are not entered."""
+    try:
+        entries = list(folder.iterdir())
+    except OSError as err:
+        raise ImportFileError(f"cannot read the folder {folder}: {err.strerror or err}") from None
+    files = sorted((p for p in entries if not p.name.startswith(".")
+                    and p.name.lower().endswith(FOLDER_SUFFIXES) and p.is_file()), key=lambda p: p.name)
+    if not files:
+        raise ImportFileError(f"{folder}: no files to import in this folder (expected .xml.gz, .xml, .jsonl "
+                              "or .json files)")
+    return files
+
+
+class _Connection:
+    """A connection with the ``run`` of a :class:`~.database.LiteratureDatabase` (what
+    :func:`~.topk_build.database_identity` reads the identity through)."""
+
+    def __init__(self, conn: psycopg.Connection) -> None:
+        self._conn = conn
+
+    def run(self, fn: Callable[[psycopg.Connection], Any], cancel: CancelToken | None = None) -> Any:
+        return fn(self._conn)
+
+
+def ledger_path(database: Any) -> Path:
+    """The ledger of the files imported into ``database`` (a ``LiteratureDatabase`` or a
+    connection): ``<data dir>/imports/<hash of the database's identity>.json``, the folder 0700.
+
+    The identity is the top-k index's (:func:`~.topk_build.database_identity`: the server's system
+    identifier, the database's name and oid), so a database dropped and created again, or another
+    server's database of the same name, has a ledger of its own."""
+    from kmds_desktop import paths
+    from kmds_desktop.literature.store.topk_build import database_identity
+
+    if isinstance(database, psycopg.Connection):
+        database = _Connection(database)
+    identity = database_identity(database)
+    key = hashlib.sha256(identity.encode()).hexdigest()[:16]
+    return paths.sub_dir("imports") / f"{key}.json"
+
+
+class ImportLedger:
+    """The files committed into one database: ``{name: {size, mtime_ns, records, folder, finished}}``.
+
+    Written after each file's commit (atomically: a new file 0600 renamed over the old one, re-read
+    first so two imports into one database keep each other's entries). A kill between the commit
+    and the write only makes the next run import that file again, which changes nothing."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def entries(self) -> dict[str, dict[str, Any]]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as err:
+            log.warning("import ledger %s unreadable (%s): every file is imported again", self.path, err)
+            return {}
+        files = data.get("files") if isinstance(data, dict) else None
+        return files if isinstance(files, dict) else {}
+
+    @staticmethod
+    def _same(entry: Any, st: os.stat_result) -> bool:
+        return (isinstance(entry, dict) and entry.get("size") == st.st_size
+                and entry.get("mtime_ns") == st.st_mtime_ns)
+
+    def done(self, path: Path, st: os.stat_result, entries: dict[str, dict[str, Any]] | None = None) -> bool:
+        """Whether ``path`` (as it is now: ``st``) was imported already."""
+        entries = self.entries() if entries is None else entries
+        return self._same(entries.get(path.name), st)
+
+    def record(self, path: Path, st: os.stat_result, records: int) -> None:
+        entries = self.entries()
+        entries[path.name] = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "records": records,
+                              "folder": str(path.resolve().parent),
+                              "finished": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
+        self._write(entries)
+
+    def forget(self, names: list[str] | None = None) -> None:
+        """Drop the entries of ``names`` (every entry when None): they are imported again."""
+        entries = {} if names is None else {k: v for k, v in self.entries().items() if k not in set(names)}
+        self._write(entries)
+
+    def _write(self, entries: dict[str, dict[str, Any]]) -> None:
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        text = json.dumps({"version": 1, "files": entries}, indent=1, sort_keys=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            os.replace(tmp, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise
+
+
+def _clock(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
+
+
+class _RunProgress:
+    """The one progress line of an import run: ``done``/``total`` are bytes of the files read (on
+    disk, so compressed for ``.gz``), never going back; the message says the rest."""
+
+    def __init__(self, progress: ProgressFn | None, files: int, total_bytes: int) -> None:
+        self.progress, self.files, self.total = progress, files, max(total_bytes, 1)
+        self.started = time.perf_counter()
+        self.files_done = self.records_done = self.bytes_done = self._shown = 0
+
+    def tick(self, records: int, read: int, size: int) -> None:
+        """The file in progress has ``records`` read, ``read`` of its ``size`` bytes."""
+        done = max(self._shown, min(self.bytes_done + min(read, size), self.total))
+        self._shown = done
+        records += self.records_done
+        elapsed = time.perf_counter() - self.started
+        rate = f"{records / elapsed:,.0f} rec/s" if elapsed > 0 else "- rec/s"
+        eta = _clock((self.total - done) * elapsed / done) if done and elapsed > 0.5 else "-"
+        digits = 1 if self.total < 100e6 else 0
+        report(self.progress, done, self.total,
+               f"{self.files_done:,}/{self.files:,} files, {records:,} records, "
+               f"{done / 1e6:,.{digits}f}/{self.total / 1e6:,.{digits}f} MB, {rate}, ETA {eta}")
+
+    def finished(self, records: int, size: int) -> None:
+        self.files_done += 1
+        self.records_done += records
+        self.bytes_done += size
+        self.tick(0, 0, 0)
+
+
 def import_paths(conn: psycopg.Connection, paths: list[Path], *, progress: ProgressFn | None = None,
                  cancel: CancelToken | None = None, redact: Callable[[str], str] = str,
                  where: str = "") -> ImportReport:
-    """Import files in order; each is committed before the next starts."""
+    """Import files in order, each committed before the next starts; a folder stands for its files
+    (:func:`folder_files`), less those the ledger has as imported already (see the module docstring)."""
     result = ImportReport()
     # Imports may take longer than an interactive search: no statement timeout on this connection.
     conn.execute("SELECT set_config('statement_timeout', '0', false)")
+    planned: list[tuple[Path, bool]] = []  # (file, found in a folder)
     for path in paths:
-        detect_format(path)  # fail before anything is written when a name is not importable
+        if path.is_dir():
+            planned += [(p, True) for p in folder_files(path)]
+        else:
+            detect_format(path)  # fail before anything is written when a name is not importable
+            planned.append((path, False))
     target = _target(conn)
-    done = 0
-    for path in paths:
+    try:
+        ledger: ImportLedger | None = ImportLedger(ledger_path(conn))
+    except OSError as err:  # no data folder to write to: import everything, record nothing
+        log.warning("no import ledger (%s): every file of a folder is imported", err)
+        ledger = None
+    entries = ledger.entries() if ledger is not None else {}
+    todo: list[tuple[Path, os.stat_result | None]] = []
+    for path, in_folder in planned:
+        try:
+            st: os.stat_result | None = path.stat()
+        except OSError:
+            st = None  # import_file says why
+        if in_folder and st is not None and ledger is not None and ledger.done(path, st, entries):
+            result.already_imported.append(str(path))
+        else:
+            todo.append((path, st))
+    run = _RunProgress(progress, len(todo), sum(st.st_size for _, st in todo if st is not None))
+    for path, st in todo:
         check(cancel)
-        rep = import_file(conn, path, progress=progress, cancel=cancel, done_before=done, target=target)
-        done += rep.records
+        size = st.st_size if st is not None else 0
+        rep = import_file(conn, path, cancel=cancel, target=target,
+                          tick=lambda records, read, _phase, size=size: run.tick(records, read, size))
         result.files.append(rep)
-        report(progress, done, None, f"{path.name}: {rep.inserted:,} new, {rep.updated:,} updated, "
-                                     f"{rep.unchanged:,} unchanged, {len(rep.skipped):,} skipped")
+        if st is not None and ledger is not None:
+            try:
+                ledger.record(path, st, rep.records)
+            except OSError as err:  # the import stands; only the next run's skipping is lost
+                log.warning("could not record %s in the import ledger %s: %s", path.name, ledger.path, err)
+        run.finished(rep.records, size)
     return result
