@@ -12,6 +12,7 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 import time
 import tracemalloc
 from pathlib import Path
@@ -47,6 +48,10 @@ def _folder(literature_data: Path, tmp_path: Path, names: dict[str, str] | None 
 
 def _names(paths: list[str]) -> list[str]:
     return [Path(p).name for p in paths]
+
+
+def _read_ahead_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "kmds-import-read-ahead"]
 
 
 def test_a_folder_imports_its_files_in_name_order_and_a_second_run_skips_them(
@@ -104,6 +109,7 @@ def test_a_cancelled_folder_import_loses_only_the_file_in_progress_and_resumes_t
     with pytest.raises(Cancelled):
         db.import_files(folder, progress=progress, cancel=token)
     assert token.cancelled and db.status()["documents"] == 604  # the first file stays committed
+    assert not _read_ahead_threads()  # the thread parsing ahead stopped with the import
     assert set(ImportLedger(ledger_path(db)).entries()) == {MEDLINE}
 
     resumed = db.import_files(folder)
@@ -222,6 +228,7 @@ def test_an_unreadable_file_stops_the_folder_and_the_next_run_goes_on_from_it(
     with pytest.raises(ImportFileError, match="b.xml.gz"):
         db.import_files(folder)
     assert db.status()["documents"] == 4 and set(ImportLedger(ledger_path(db)).entries()) == {"a.xml.gz"}
+    assert not _read_ahead_threads()
 
     (folder / "b.xml.gz").write_bytes(good)  # downloaded again
     resumed = db.import_files(folder)
