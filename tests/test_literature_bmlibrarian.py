@@ -126,3 +126,52 @@ def test_reading_a_bmlibrarian_database(bmlibrarian):
     assert others_only == set()
     assert docs["101"]["withdrawn_date"] == "2021-06-30"  # a date, not timestamp text
     assert docs["PMC7"]["pmid"] is None and docs["100"]["pmid"] == "100"
+
+
+def test_a_bmlibrarian_database_gets_the_top_k_index_and_keeps_it_in_step(bmlibrarian, pg_external, tmp_path,
+                                                                         capsys, data_home):
+    """Built from the CLI (read-only: the schema is the same after), then new, changed and withdrawn
+    documents follow through the import's own step and ``topk refresh``; bm25 rows match PostgreSQL's."""
+    from kmds_desktop.cli import main
+
+    db, info = bmlibrarian
+    dsn = f"host=127.0.0.1 port={pg_external['server'].tcp_port} dbname=bmlib_conv user=postgres"
+    with psycopg.connect(**info) as conn:
+        before = _snapshot(conn)
+    assert main(["literature", "topk", "status", "--dsn", dsn]) == 0
+    assert "not built" in capsys.readouterr().out
+    assert main(["literature", "topk", "build", "--dsn", dsn, "--quiet"]) == 0
+    assert "top-k index built: 3 documents" in capsys.readouterr().out  # the withdrawn one is left out
+
+    def rows(query: str) -> tuple[set[int], set[int]]:
+        fast = {i for i, _ in db.find_abstract_ids_ranked(query, 100, ranking="bm25")}
+        index = db.topk_index()
+        db.attach_topk_index(None)
+        slow = {i for i, _ in db.find_abstract_ids_ranked(query, 100, ranking="idf")}
+        db.attach_topk_index(index)
+        return fast, slow
+
+    db.attach_topk_index(False)  # look the index up again, as a fresh window would
+    assert db.topk_index() is not None
+    fast, slow = rows("asthma")
+    assert fast == slow and len(fast) == 3
+
+    path = tmp_path / "new.jsonl"
+    path.write_text(json.dumps({"id": "pmid:300", "source": "pubmed", "pmid": "300",
+                                "title": "Asthma and wheeze in infants", "year": 2022}) + "\n")
+    db.import_files([path])  # new ids: the import adds them to the index itself
+    fast, slow = rows("wheez:* & asthma")
+    assert fast == slow and len(fast) == 1
+
+    with psycopg.connect(**info, autocommit=True) as conn:  # BMLibrarian's own work meanwhile
+        conn.execute("UPDATE document SET withdrawn_date = now() WHERE external_id = '100'")
+        conn.execute("UPDATE document SET title = 'Bronchiolitis in Central' WHERE external_id = 'PMC7'")
+    assert main(["literature", "topk", "refresh", "--dsn", dsn]) == 0
+    out = capsys.readouterr().out
+    assert "top-k index refreshed:" in out and ", 1 removed" in out, out
+    for query in ("asthma", "bronchiol:*", "central"):
+        fast, slow = rows(query)
+        assert fast == slow, query
+    assert len(rows("asthma")[0]) == 2
+    with psycopg.connect(**info) as conn:
+        assert _snapshot(conn) == before  # nothing written into the database the app does not own

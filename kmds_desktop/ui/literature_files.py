@@ -58,8 +58,7 @@ class LiteratureFiles:
             names = ", ".join(Path(p).name for p in files)
             job = self.jobs.submit(
                 KINDS["import"], lj.import_literature, db, files, label=f"Importing {names}", policy="refuse",
-                on_progress=lambda d, t, m: self._set_progress(
-                    f"Importing ({d:,}/{t:,}): {m}" if t else f"Importing: {m}"),
+                on_progress=lambda d, t, m: self._set_progress(f"Importing: {m}"),  # m counts files, MB
                 on_result=self._on_imported,
                 on_error=lambda exc: (self._set_progress("Import failed."),
                                       self._show_error(exc, "Import failed"), self.refresh_status()),

@@ -436,7 +436,10 @@ class LiteratureDatabase:
         query = index.translate(str(printed or ""))
         if query is None:
             return None
-        return index.filtered(query, params["sources"], params["from_date"], params["to_date"])
+        sources = params["sources"]
+        if set(sources) >= {s for s, _ in self.sources()}:
+            sources = None  # every source: no filter (a filter clause would keep WAND from skipping)
+        return index.filtered(query, sources, params["from_date"], params["to_date"])
 
     def _topk_search(self, tsq: str, params: dict[str, Any], cancel: CancelToken | None, max_rows: int,
                      offset: int) -> list[tuple[int, float]] | None:

@@ -82,22 +82,24 @@ def refresh_index(database: Any, index: TopKIndex, *, cancel: CancelToken | None
     if state is None or not state.complete:
         raise RuntimeError("the top-k index is not built yet: build it first")
     now = int(database.run(lambda c: c.execute(_SNAPSHOT_SQL).fetchone()[0]))
-    newer = max(0, now - state.start_xid) + 1
+    since = str(state.start_xid % 2**32)  # the 32-bit xid rows carry; age() compares it on the wrap-around
     result = RefreshReport()
     last = 0
     while True:  # in id order, a batch at a time: memory stays bounded however much changed
         check(cancel)
         changed = database.run(lambda c, last=last: c.execute(
             "SELECT id, search_vector::text, source_id, publication_date, withdrawn_date IS NOT NULL "
-            "FROM document WHERE id > %s AND age(xmin) <= %s ORDER BY id LIMIT %s",
-            (last, newer, BATCH)).fetchall(), cancel)
+            "FROM document WHERE id > %s AND age(xmin) <= age(%s::text::xid) ORDER BY id LIMIT %s",
+            (last, since, BATCH)).fetchall(), cancel)
         if not changed:
             break
         last = int(changed[-1][0])
+        withdrawn = [int(r[0]) for r in changed if r[4]]
+        if withdrawn:  # those the index holds: a document withdrawn before the build never was in it
+            result.removed += index.count(index._tantivy.Query.term_set_query(index.schema, "id", withdrawn))
         index.delete(int(r[0]) for r in changed)
         live = [(int(r[0]), str(r[1] or ""), int(r[2]), r[3]) for r in changed if not r[4]]
         result.indexed += index.add(live)
-        result.removed += len(changed) - len(live)
         index.commit(final=False)
     index.commit()
     expected = int(database.run(lambda c: c.execute(

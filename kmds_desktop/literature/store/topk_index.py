@@ -210,6 +210,18 @@ class TopKIndex:
 
     # -- reading ----------------------------------------------------------------------------------
 
+    def _searcher(self) -> Any:
+        """A searcher over the latest commit, also one another process made (a CLI refresh, another
+        window's import): the reader reloads when the index's ``meta.json`` changed (one ``stat``)."""
+        try:
+            stamp = os.stat(self.folder / "tantivy" / "meta.json").st_mtime_ns
+        except OSError:
+            stamp = 0
+        if stamp != getattr(self, "_stamp", None):
+            self.index.reload()
+            self._stamp = stamp
+        return self.index.searcher()
+
     def translate(self, printed: str) -> Any | None:
         """The tantivy query of a printed tsquery, or None when it cannot be run exactly here.
 
@@ -222,13 +234,24 @@ class TopKIndex:
         query = self._tantivy.Query
         if tree is None:
             return query.boolean_query([(self._tantivy.Occur.MustNot, query.all_query())])
+        occur = self._tantivy.Occur
+        flat = _flat_disjunction(tree)
+        if flat is not None:
+            # One flat OR of term queries (the title's terms beside the body's, unboosted: a boost
+            # would hide them from block-max WAND, which skips the blocks that cannot reach the top k).
+            # A title term matches only where the body has it too, so the matches are the body's.
+            clauses = [query.term_query(self.schema, "body", t) for t in flat]
+            if TITLE_BOOST > 0:
+                clauses += [query.term_query(self.schema, "title", t) for t in flat]
+            if len(clauses) == 1:
+                return clauses[0]
+            return query.boolean_query([(occur.Should, c) for c in clauses])
         matching = self._to_query(tree)
         if matching is None:
             return None
         titles = [query.term_query(self.schema, "title", t) for t in _positive_terms(tree)]
         if not titles or TITLE_BOOST <= 0:
             return matching
-        occur = self._tantivy.Occur
         in_title = query.boolean_query([(occur.Should, t) for t in titles])
         return query.boolean_query([(occur.Must, matching),
                                     (occur.Should, query.boost_query(in_title, TITLE_BOOST))])
@@ -303,7 +326,7 @@ class TopKIndex:
         """``(id, BM25 score)`` of the best ``k`` after ``offset``, best first, ties by id."""
         if k <= 0:
             return []
-        searcher = self.index.searcher()
+        searcher = self._searcher()
         result = searcher.search(query, k + offset, count=False)
         hits = [(int(searcher.doc(address)["id"][0]), float(score)) for score, address in result.hits]
         hits.sort(key=lambda hit: (-hit[1], hit[0]))
@@ -311,25 +334,36 @@ class TopKIndex:
 
     def count(self, query: Any) -> int:
         """The exact number of matches (tantivy counts without scoring or collecting them)."""
-        return int(self.index.searcher().search(query, 1, count=True).count)
+        return int(self._searcher().search(query, 1, count=True).count)
 
     def documents(self) -> int:
-        return int(self.index.searcher().num_docs)
+        return int(self._searcher().num_docs)
 
     def document_frequency(self, lexeme: str) -> int:
         """Documents holding ``lexeme`` (kept in the index: no recount; deletions not yet merged away
         may still count)."""
-        return int(self.index.searcher().doc_freq("body", lexeme))
+        return int(self._searcher().doc_freq("body", lexeme))
 
     def all_ids(self) -> list[int]:
         """Every indexed id (for the refresh's check against the database's ids)."""
-        searcher = self.index.searcher()
+        searcher = self._searcher()
         total = searcher.num_docs
         if total == 0:
             return []
         result = searcher.search(self._tantivy.Query.all_query(), total, count=False,
                                  order_by_field="id")
         return sorted(int(key) for key, _ in result.hits)
+
+
+def _flat_disjunction(tree: Tree) -> list[str] | None:
+    """The lexemes of a query that is one term or an OR of plain terms (the broad row's shape), else
+    None."""
+    if isinstance(tree, Term):
+        return None if tree.prefix or tree.weights else [tree.lexeme]
+    if tree.op != "or" or not all(isinstance(c, Term) and not c.prefix and not c.weights
+                                  for c in tree.children):
+        return None
+    return list(dict.fromkeys(c.lexeme for c in tree.children))  # type: ignore[union-attr]
 
 
 def _positive_terms(tree: Tree) -> list[str]:
