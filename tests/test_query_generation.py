@@ -49,6 +49,9 @@ QUESTION = "Does aspirin reduce the risk of heart attack in diabetic patients?"
         # a small model under the {"queries": [...]} format begins its query with the format's word
         ("queries & (lipid:* | fat) & (sputum | secretion:*)", "(lipid:* | fat) & (sputum | secretion:*)"),
         ("Queries: asthma | wheez:*", "asthma | wheez:*"),
+        # a reply in that format cut off at the token limit (seen in the window): no JSON to decode
+        ('{"queries": ["queries & (pseudomonas | aeruginosa) & (cystic <-> fibrosis | pseudomonas',
+         "(pseudomonas | aeruginosa) & (cystic <-> fibrosis | pseudomonas)"),
     ],
 )
 def test_clean_query_repairs_model_output(reply: str, expected: str) -> None:

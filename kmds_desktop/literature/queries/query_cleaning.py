@@ -27,6 +27,9 @@ _LABEL = re.compile(
     r"(?:\s*\d+)?)?\s*(?:\*\*)?\s*[:=]?\s*(?:\*\*)?\s*",
     re.IGNORECASE,
 )
+#: The opening of the ``{"queries": ["...`` format, left when a reply was cut off (a model that ran to
+#: its token limit) and so is no JSON to decode: the query is what follows it.
+_JSON_OPENING = re.compile(r'^\s*\{\s*"quer(?:y|ies)"\s*:\s*\[?\s*"')
 _FOLLOW_HINT = re.compile(r"<->|<\d+>")
 _NOT_HINT = re.compile(r"(?:^|[\s(])!\s*[\w(]")
 _WORD_OPERATOR_HINT = re.compile(r"\b(?:AND|OR|NOT)\b")
@@ -90,6 +93,9 @@ def _extract(reply: str) -> tuple[str, str | None]:
     argument = _tsquery_call_argument(text)
     if argument is not None:
         return argument, None
+    opening = _JSON_OPENING.match(text)
+    if opening:  # a cut-off JSON reply: its first string, up to its closing quote if it has one
+        text = text[opening.end():].split('"', 1)[0].strip()
     fence = _FENCE.search(text)
     if fence and fence.group(1).strip():
         text = fence.group(1).strip()
