@@ -111,8 +111,12 @@ class RetrievalSettings(_Section):
     vectors, computed on demand for candidates without one) with their full-text evidence (the best
     score a full-text row gave them), both scaled to 0-1: ``rerank_weight`` is the similarity's share
     (0: full-text evidence only, 1: similarity only). ``fulltext_ranking`` orders each full-text row:
-    ``idf`` weighs every term by its rarity in the collection (as BM25 does), ``ts_rank_cd`` is
-    PostgreSQL's cover density, every word alike (BMLibrarian's order).
+    ``bm25`` ranks from the top-k index beside the database (cost bounded by the rows asked for, not
+    the matches; idf where the index is not finished), ``idf`` weighs every term by its rarity in
+    PostgreSQL (every match ranked), ``ts_rank_cd`` is PostgreSQL's cover density, every word alike
+    (BMLibrarian's order). bm25 is the default because it is the one that stays fast at PubMed size;
+    on SciFact *train* it is within 0.6 % of idf (fused nDCG@10 0.709 against 0.713, recall@100
+    0.951 both).
 
     Defaults measured on SciFact *train* claims (three ``builtin:keywords`` rows and the semantic
     row; README, *Retrieval quality*): idf ranking, k = 20 with semantic weight 3, re-ranking on with
@@ -124,7 +128,7 @@ class RetrievalSettings(_Section):
     fusion: Literal["rrf", "best_rank"] = "rrf"
     fusion_k: int = Field(20, ge=1, le=1000)
     semantic_weight: float = Field(3.0, ge=0.0, le=10.0)
-    fulltext_ranking: Literal["bm25", "idf", "ts_rank_cd"] = "idf"
+    fulltext_ranking: Literal["bm25", "idf", "ts_rank_cd"] = "bm25"
     rerank: bool = True
     rerank_weight: float = Field(0.7, ge=0.0, le=1.0)
     rerank_candidates: int = Field(200, ge=1, le=5000)

@@ -270,18 +270,25 @@ def test_run_lists_documents_in_rank_order_with_identifiers(pg_database) -> None
 
 def test_cli_json_is_the_sessions_search_log(pg_dsn, pg_database, capsys, data_home) -> None:
     from kmds_desktop import __version__
+    from kmds_desktop.app.literature_data import build_topk_index
     from kmds_desktop.cli import main
 
-    code = main(["literature", "search", QUESTION, "--models", "builtin:keywords", "--queries-per-model", "3",
-                 "--max-rows", "20", "--dsn", pg_dsn, "--json"])
-    out = capsys.readouterr()
-    assert code == 0, out.err
-    cli_log = json.loads(out.out)
+    # the CLI runs in this test's data folder: both faces use the top-k index kept there (bm25 rows)
+    session_index = pg_database.topk_index()
+    build_topk_index(pg_database)
+    try:
+        code = main(["literature", "search", QUESTION, "--models", "builtin:keywords", "--queries-per-model",
+                     "3", "--max-rows", "20", "--dsn", pg_dsn, "--json"])
+        out = capsys.readouterr()
+        assert code == 0, out.err
+        cli_log = json.loads(out.out)
 
-    session = _session(models=["builtin:keywords"], queries_per_model=3)
-    session.database_name = cli_log["database"]
-    _generate(session, pg_database)
-    _run(session, pg_database)
+        session = _session(models=["builtin:keywords"], queries_per_model=3)
+        session.database_name = cli_log["database"]
+        _generate(session, pg_database)
+        _run(session, pg_database)
+    finally:
+        pg_database.attach_topk_index(session_index)
     assert without_volatile(cli_log) == without_volatile(session.search_log(app_version=__version__))
     assert cli_log["documents"] and all(d["ref"] for d in cli_log["documents"])
 

@@ -88,8 +88,10 @@ def test_search_command_ranks_by_the_chosen_ranking(small_corpus, capsys, data_h
                      "--dsn", small_corpus.dsn, "--json"]) == 0
         return json.loads(capsys.readouterr().out)
 
-    by_rarity, by_density = search("idf"), search("ts_rank_cd")
+    by_rarity, by_density, by_bm25 = search("idf"), search("ts_rank_cd"), search("bm25")
     assert by_rarity["settings"]["retrieval"]["fulltext_ranking"] == "idf"
+    assert by_bm25["settings"]["retrieval"]["fulltext_ranking"] == "bm25"
+    assert by_bm25["documents"][0]["external_id"] == "test:rare"  # BM25 weighs rarity too
     assert by_density["settings"]["retrieval"]["fulltext_ranking"] == "ts_rank_cd"
     assert by_rarity["documents"][0]["external_id"] == "test:rare"
     ranks = {d["external_id"]: n for n, d in enumerate(by_density["documents"])}

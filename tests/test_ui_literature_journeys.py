@@ -208,25 +208,31 @@ def test_edit_run_export_and_read_the_log_back(qtbot, make_window, fake_ollama, 
 def test_window_log_equals_the_cli_json(qtbot, make_window, pg_database, pg_dsn, tmp_path, capsys,
                                         monkeypatch) -> None:
     """The same reviewed queries give the same search log in the window and on the command line."""
+    from kmds_desktop.app.literature_data import build_topk_index
     from kmds_desktop.cli import main
 
-    _window_, panel = _window(make_window, _settings(["builtin:keywords"], per_model=3, max_rows=20),
-                              pg_database)
-    _ask(qtbot, panel)
-    _click(qtbot, panel.generate_button)
-    _wait_generated(qtbot, panel)
-    _wait_checked(qtbot, panel)
-    _click(qtbot, panel.run_button)
-    _wait_run(qtbot, panel, None)
-    path = tmp_path / "window-log.json"
-    _export_log_by_menu(qtbot, panel, path, monkeypatch)
-    window_log = load_search_log(path)
-
-    code = main(["literature", "search", QUESTION, "--models", "builtin:keywords", "--queries-per-model", "3",
-                 "--max-rows", "20", "--dsn", pg_dsn, "--json"])
-    out = capsys.readouterr()
-    assert code == 0, out.err
-    cli_log = json.loads(out.out)
+    # the CLI runs in this test's data folder: both faces use the top-k index kept there (bm25 rows)
+    session_index = pg_database.topk_index()
+    build_topk_index(pg_database)
+    try:
+        _window_, panel = _window(make_window, _settings(["builtin:keywords"], per_model=3, max_rows=20),
+                                  pg_database)
+        _ask(qtbot, panel)
+        _click(qtbot, panel.generate_button)
+        _wait_generated(qtbot, panel)
+        _wait_checked(qtbot, panel)
+        _click(qtbot, panel.run_button)
+        _wait_run(qtbot, panel, None)
+        path = tmp_path / "window-log.json"
+        _export_log_by_menu(qtbot, panel, path, monkeypatch)
+        window_log = load_search_log(path)
+        code = main(["literature", "search", QUESTION, "--models", "builtin:keywords", "--queries-per-model",
+                     "3", "--max-rows", "20", "--dsn", pg_dsn, "--json"])
+        out = capsys.readouterr()
+        assert code == 0, out.err
+        cli_log = json.loads(out.out)
+    finally:
+        pg_database.attach_topk_index(session_index)
     assert len(window_log["queries"]) == 3 and window_log["documents"]
     assert without_volatile(window_log) == without_volatile(cli_log)
     assert window_log["run_started_at"] and cli_log["run_started_at"]

@@ -258,7 +258,7 @@ def test_retrieval_preferences_are_validated_on_enter_and_saved(qtbot, make_wind
     _retrieval_tab(qtbot, dialog)
     assert dialog.ret_semantic.isChecked() and dialog.ret_fusion_k.text() == "20"
     assert dialog.ret_rerank.isChecked() and dialog.ret_rerank_weight.isEnabled(), "re-ranking: on by default"
-    assert dialog.ret_ranking.currentData() == "idf"
+    assert dialog.ret_ranking.currentData() == "bm25"
 
     _type(qtbot, dialog.ret_fusion_k, "0")
     assert dialog.isVisible() and dialog.result() == 0, "Enter closed the dialog"

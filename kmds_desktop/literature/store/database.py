@@ -388,7 +388,7 @@ class LiteratureDatabase:
             return []
         where, tsq = self._where(plain, params["from_date"], params["to_date"])
         if ranking == "bm25":
-            hits = self._topk_search(tsq, params, cancel, max_rows, offset)
+            hits = self._topk_search(tsq, where, params, cancel, max_rows, offset)
             if hits is not None:
                 return hits
             ranking = "idf"
@@ -441,10 +441,26 @@ class LiteratureDatabase:
             sources = None  # every source: no filter (a filter clause would keep WAND from skipping)
         return index.filtered(query, sources, params["from_date"], params["to_date"])
 
-    def _topk_search(self, tsq: str, params: dict[str, Any], cancel: CancelToken | None, max_rows: int,
-                     offset: int) -> list[tuple[int, float]] | None:
+    def _topk_search(self, tsq: str, where: str, params: dict[str, Any], cancel: CancelToken | None,
+                     max_rows: int, offset: int) -> list[tuple[int, float]] | None:
+        """The index's best rows, each checked in PostgreSQL by id (a primary-key look-up per row):
+        a document withdrawn or changed since the index's last refresh (by another program, or an
+        edit outside the app) is never returned; the index is asked for a few more to fill the page."""
         query = self._topk_query(tsq, params, cancel)
-        return None if query is None else self.topk_index().top(query, max_rows, offset)
+        if query is None:
+            return None
+        want = offset + max_rows
+        hits = self.topk_index().top(query, want + max(10, want // 10))
+        if not hits:
+            return []
+        params = {**params, "ids": [doc_id for doc_id, _ in hits]}
+        sql = f"SELECT d.id FROM document d WHERE d.id = ANY(%(ids)s) AND {where}"
+        live = {int(r[0]) for r in self.run(lambda c: self._execute(c, sql, params).fetchall(), cancel)}
+        kept = [hit for hit in hits if hit[0] in live]
+        if len(kept) < len(hits):
+            log.info("%d of the top-k index's rows are stale (changed since its refresh): left out",
+                     len(hits) - len(kept))
+        return kept[offset:want]
 
     def _term_weights(self, tsq: str, params: dict[str, Any],
                       cancel: CancelToken | None) -> tuple[list[str], list[float]]:
