@@ -426,11 +426,27 @@ class LiteratureDatabase:
                 self._topk = None
         return self._topk
 
-    def _topk_query(self, tsq: str, params: dict[str, Any], cancel: CancelToken | None) -> Any | None:
+    def _topk_query(self, tsq: str, params: dict[str, Any], cancel: CancelToken | None, *,
+                    counting: bool = False) -> Any | None:
         """The index's query for the row (filters applied), or None when PostgreSQL must run it.
-        PostgreSQL still reads the text first: bad syntax is its ``InvalidQuery``, as before."""
+        PostgreSQL still reads the text first: bad syntax is its ``InvalidQuery``, as before.
+
+        Written to since the index's last refresh (by another program, or SQL outside the app): a
+        small database is refreshed on the spot; a large one still ranks from the index (every row
+        checked by id, see :meth:`_topk_search`) but counts in PostgreSQL until it is refreshed."""
         index = self.topk_index()
         if index is None:
+            return None
+        from kmds_desktop.literature.store.topk_build import in_step
+
+        try:
+            fresh = in_step(self, index)
+        except LiteratureError:
+            raise  # the database itself failed: the search would, too
+        except Exception as err:  # noqa: BLE001 - an index that cannot be checked is not used
+            log.info("top-k index not used: %s", err)
+            return None
+        if counting and not fresh:
             return None
         printed = self.run(lambda c: self._execute(c, f"SELECT ({tsq})::text", params).fetchone()[0], cancel)
         query = index.translate(str(printed or ""))
@@ -545,7 +561,7 @@ class LiteratureDatabase:
         if params is None:
             return MatchCount(0)
         where, tsq = self._where(plain, params["from_date"], params["to_date"])
-        fast = self._topk_query(tsq, params, cancel)
+        fast = self._topk_query(tsq, params, cancel, counting=True)
         if fast is not None:  # exact, from the index: tantivy counts without collecting
             return MatchCount(self.topk_index().count(fast))
         params["timeout"] = str(int(timeout_ms if timeout_ms is not None else self.statement_timeout_ms))

@@ -72,6 +72,7 @@ def build_index(database: Any, index: TopKIndex, *, batch: int | None = None,
         index.commit()  # what was committed stays; background merges end here
     state.complete = True
     state.documents = index.documents()
+    state.write_mark = write_mark(database)
     state.save(index.state_path)
     return state
 
@@ -113,9 +114,35 @@ def refresh_index(database: Any, index: TopKIndex, *, cancel: CancelToken | None
         result.removed += len(gone)
     state.start_xid = now
     state.documents = index.documents()
+    state.write_mark = write_mark(database)
     state.save(index.state_path)
     log.info("top-k index refreshed: %d indexed, %d removed", result.indexed, result.removed)
     return result
+
+
+def write_mark(database: Any) -> int:
+    """How many rows of ``document`` were ever inserted, updated or deleted (PostgreSQL's statistics,
+    one row to read): when it moved since the index was brought in step, something else wrote."""
+    row = database.run(lambda c: c.execute(
+        "SELECT coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), -1) FROM pg_stat_user_tables "
+        "WHERE relid = 'document'::regclass").fetchone())
+    return int(row[0]) if row else -1
+
+
+def in_step(database: Any, index: TopKIndex) -> bool:
+    """Whether nothing was written into ``document`` since the index's last build or refresh. Where
+    something was, a small database (up to the import's own limit) is refreshed here and then is."""
+    state = BuildState.load(index.state_path)
+    if state is None or not state.complete:
+        return False
+    if write_mark(database) == state.write_mark:
+        return True
+    from kmds_desktop.literature.store.database import AUTO_TOPK_UP_TO
+
+    if state.documents > AUTO_TOPK_UP_TO:
+        return False
+    refresh_index(database, index)
+    return True
 
 
 def index_folder(database: Any) -> Path:

@@ -112,6 +112,9 @@ class BuildState:
     complete: bool = False
     start_xid: int = 0
     documents: int = 0
+    #: The table's write counters when the index was last brought in step (see
+    #: :func:`~.topk_build.write_mark`): a different value means rows were written since.
+    write_mark: int = -1
 
     @classmethod
     def load(cls, path: Path) -> BuildState | None:
