@@ -327,7 +327,8 @@ def main() -> int:
             rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
             with psycopg.connect(dsn) as conn:
                 pg_bytes = conn.execute("SELECT pg_total_relation_size('document')").fetchone()[0]
-            facts = {"added": added, "load_s": load_s, "build_s": build_s, "fts5_s": fts5_s, "pg_bytes": pg_bytes,
+            facts = {"added": added, "load_s": load_s, "build_s": build_s, "fts5_s": fts5_s,
+                     "pg_bytes": pg_bytes,
                      "index_bytes": folder_bytes(root / "topk" / "tantivy"), "rss_mb": rss1 / 1024,
                      "rss_growth_mb": (rss1 - rss0) / 1024}
             results.append((size, figures, facts))
