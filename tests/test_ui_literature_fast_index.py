@@ -12,7 +12,6 @@ import pytest
 from PySide6.QtCore import Qt
 
 from kmds_desktop.config import Settings
-from kmds_desktop.literature.store import database as database_module
 from kmds_desktop.literature.store import topk_build
 
 WAIT = 120_000
@@ -32,7 +31,7 @@ def _click_menu(qtbot, window, title: str, entry: str) -> None:
 @pytest.fixture()
 def large_database(monkeypatch: pytest.MonkeyPatch, pg_empty_database, literature_data: Path, tmp_path: Path):
     """300 documents, treated as a database too large to be indexed by its import."""
-    monkeypatch.setattr(database_module, "AUTO_TOPK_UP_TO", 0)
+    monkeypatch.setattr(topk_build, "AUTO_TOPK_UP_TO", 0)
     lines = (literature_data / "scifact" / "corpus.jsonl").read_text(encoding="utf-8").splitlines()[:300]
     path = tmp_path / "sample.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

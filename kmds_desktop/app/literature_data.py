@@ -155,7 +155,7 @@ def describe_topk(status: dict[str, Any] | None, documents: int = 0) -> str:
     """A few words for the window's status, only where the user has something to do: an unfinished
     index, or a database too large for the import to index by itself that has none (a ready index,
     or a small database, just works and says nothing)."""
-    from kmds_desktop.literature.store.database import AUTO_TOPK_UP_TO
+    from kmds_desktop.literature.store.topk_build import AUTO_TOPK_UP_TO
 
     state = (status or {}).get("state", "none")
     if state == "unfinished":

@@ -77,9 +77,6 @@ from kmds_desktop.literature.store.server import default_server
 from kmds_desktop.tasks import CancelToken, ProgressFn, check, report
 
 log = logging.getLogger(__name__)
-#: The app's own database gets its top-k index built by the import itself up to this many documents
-#: (seconds); a larger one is built on request, with progress and Cancel.
-AUTO_TOPK_UP_TO = 300_000
 
 EMBEDDED_DBNAME = "kmds_literature"
 #: How long the source list is reused before it is read again (sources change only on import).
@@ -730,9 +727,10 @@ class LiteratureDatabase:
     def _topk_after_import(self, report: Any) -> None:
         """Keep the top-k index in step with an import: documents with new ids are added (cheap, by
         id); when the import changed or withdrew documents (or failed part-way), the refresh runs.
-        The app's own database of up to :data:`AUTO_TOPK_UP_TO` documents gets its index built here
-        the first time; a larger one, or one the app does not own, is built on request
-        (``literature topk build``, the literature panel's Fast search button)."""
+        The app's own database of up to :data:`.topk_build.AUTO_TOPK_UP_TO` documents gets its index
+        built here the first time; a larger one, or one the app does not own, is built on request
+        (``literature topk build``, File > Build fast search index)."""
+        from kmds_desktop.literature.store import topk_build
         from kmds_desktop.literature.store.topk_build import build_index, index_folder, refresh_index
         from kmds_desktop.literature.store.topk_index import TopKIndex
 
@@ -742,7 +740,7 @@ class LiteratureDatabase:
                 if self.schema_owner != "app" or report is None or not report.inserted:
                     return
                 size = self.run(lambda c: c.execute("SELECT count(*) FROM document").fetchone()[0])
-                if size > AUTO_TOPK_UP_TO:
+                if size > topk_build.AUTO_TOPK_UP_TO:
                     return
                 index = TopKIndex(index_folder(self))
                 build_index(self, index)

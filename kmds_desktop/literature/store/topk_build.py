@@ -24,6 +24,10 @@ log = logging.getLogger(__name__)
 
 #: Documents read and committed per batch (one commit per batch makes the build resumable).
 BATCH = 20_000
+#: The app's own database gets its top-k index built by the import itself up to this many documents
+#: (seconds), and one written to by something else is refreshed on the spot; a larger one is built
+#: and refreshed on request, with progress and Cancel.
+AUTO_TOPK_UP_TO = 300_000
 _SNAPSHOT_SQL = "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
 _ROWS_SQL = ("SELECT id, search_vector::text, source_id, publication_date FROM document "
              "WHERE id > %s AND withdrawn_date IS NULL ORDER BY id LIMIT %s")
@@ -137,8 +141,6 @@ def in_step(database: Any, index: TopKIndex) -> bool:
         return False
     if write_mark(database) == state.write_mark:
         return True
-    from kmds_desktop.literature.store.database import AUTO_TOPK_UP_TO
-
     if state.documents > AUTO_TOPK_UP_TO:
         return False
     refresh_index(database, index)
