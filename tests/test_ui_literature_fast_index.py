@@ -10,22 +10,13 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
+from support.menus import click_menu
 
 from kmds_desktop.config import Settings
 from kmds_desktop.literature.store import topk_build
 
 WAIT = 120_000
 LEFT = Qt.MouseButton.LeftButton
-
-
-def _click_menu(qtbot, window, title: str, entry: str) -> None:
-    bar = window.menuBar()
-    menu_action = next(a for a in bar.actions() if a.text() == title)
-    qtbot.mouseClick(bar, LEFT, pos=bar.actionGeometry(menu_action).center())
-    menu = menu_action.menu()
-    qtbot.waitUntil(menu.isVisible, timeout=5_000)
-    action = next(a for a in menu.actions() if a.text() == entry)
-    qtbot.mouseClick(menu, LEFT, pos=menu.actionGeometry(action).center())
 
 
 @pytest.fixture()
@@ -53,7 +44,7 @@ def test_the_fast_index_is_built_from_the_menu_cancelled_and_finished(qtbot, mak
     panel.refresh_status()
     qtbot.waitUntil(lambda: window.lit_status.text().endswith(", no fast search index"), timeout=WAIT)
 
-    _click_menu(qtbot, window, "&File", "Build &fast search index")
+    click_menu(qtbot, window, "&File", "Build &fast search index")
     strip = window.progress_strip
     qtbot.waitUntil(lambda: strip.row_for("literature.topk") is not None, timeout=WAIT)
     qtbot.waitUntil(lambda: "Fast search index: indexed" in panel.progress_label.text(), timeout=WAIT)
@@ -65,7 +56,7 @@ def test_the_fast_index_is_built_from_the_menu_cancelled_and_finished(qtbot, mak
     done_before = topk_build.BuildState.load(topk_build.index_folder(db) / "state.json").documents
     assert 0 < done_before < len(records)
 
-    _click_menu(qtbot, window, "&File", "Build &fast search index")  # goes on from there
+    click_menu(qtbot, window, "&File", "Build &fast search index")  # goes on from there
     qtbot.waitUntil(lambda: panel._topk_job is None and "ready" in panel.progress_label.text(), timeout=WAIT)
     assert f"Fast search index ready: {len(records):,} documents" in panel.progress_label.text()
     qtbot.waitUntil(lambda: "fast search" not in window.lit_status.text(), timeout=WAIT)

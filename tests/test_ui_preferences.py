@@ -7,6 +7,7 @@ import json
 import pytest
 from PySide6.QtCore import Qt
 from support.fake_ollama import ModelScript
+from support.menus import click_menu
 
 from kmds_desktop import secrets
 from kmds_desktop.app.preferences import probe_llm_backend
@@ -151,17 +152,6 @@ def test_statement_timeout_and_chroma_server_are_validated_inline_then_saved(qtb
         "server", "chroma.example.org", 8001)
 
 
-def _click_menu(qtbot, window, title: str, entry: str) -> None:
-    """Open a menu of the window's menu bar and click one of its entries, as a user does."""
-    bar = window.menuBar()
-    menu_action = next(a for a in bar.actions() if a.text() == title)
-    qtbot.mouseClick(bar, Qt.MouseButton.LeftButton, pos=bar.actionGeometry(menu_action).center())
-    menu = menu_action.menu()
-    qtbot.waitUntil(menu.isVisible, timeout=5_000)
-    action = next(a for a in menu.actions() if a.text() == entry)
-    qtbot.mouseClick(menu, Qt.MouseButton.LeftButton, pos=menu.actionGeometry(action).center())
-
-
 def _query_tab(qtbot, dialog) -> None:
     bar = dialog.tabs.tabBar()
     index = next(i for i in range(dialog.tabs.count()) if dialog.tabs.tabText(i) == "Query generation")
@@ -187,7 +177,7 @@ def test_journey_type_a_model_press_enter_remove_one_and_save(qtbot, make_window
     settings = Settings()
     settings.query_generation.models = ["builtin:keywords", "mistral:7b", "gemma2:2b"]
     window = make_window(settings, auto_index=False)
-    _click_menu(qtbot, window, "&Edit", "&Preferences…")
+    click_menu(qtbot, window, "&Edit", "&Preferences…")
     qtbot.waitUntil(lambda: isinstance(window.active_dialog, PreferencesDialog), timeout=5_000)
     dialog = window.active_dialog
     _query_tab(qtbot, dialog)
