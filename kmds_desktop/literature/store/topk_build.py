@@ -136,7 +136,7 @@ def write_mark(database: Any) -> int:
 def in_step(database: Any, index: TopKIndex) -> bool:
     """Whether nothing was written into ``document`` since the index's last build or refresh. Where
     something was, a small database (up to the import's own limit) is refreshed here and then is."""
-    state = BuildState.load(index.state_path)
+    state = index.state()
     if state is None or not state.complete:
         return False
     if write_mark(database) == state.write_mark:

@@ -213,6 +213,18 @@ class TopKIndex:
 
     # -- reading ----------------------------------------------------------------------------------
 
+    def state(self) -> BuildState | None:
+        """The build state, read again only when ``state.json`` changed (every search asks for it)."""
+        try:
+            stamp = os.stat(self.state_path).st_mtime_ns
+        except OSError:
+            return None
+        cached = getattr(self, "_state_cache", None)
+        if cached is None or cached[0] != stamp:
+            cached = (stamp, BuildState.load(self.state_path))
+            self._state_cache = cached
+        return cached[1]
+
     def _searcher(self) -> Any:
         """A searcher over the latest commit, also one another process made (a CLI refresh, another
         window's import): the reader reloads when the index's ``meta.json`` changed (one ``stat``)."""
