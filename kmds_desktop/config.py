@@ -135,6 +135,10 @@ class RetrievalSettings(_Section):
     embed_after_import: bool = True
     embed_batch_size: int = Field(64, ge=1, le=4096)
     allow_vectors_in_external_database: bool = False
+    #: On a database the app does not own that holds vectors of its own (BMLibrarian's chunk vectors),
+    #: semantic rows search those when their model is on the Ollama server (``query_generation.
+    #: ollama_host``): nothing to embed, every document they cover is found.
+    use_database_vectors: bool = True
 
 
 class IndexSettings(_Section):

@@ -953,8 +953,12 @@ class LiteratureSession(Observable):
         messages: list[tuple[str, str]] = []
         coverage = run_coverage(result.queries)
         if coverage is not None and coverage.partial and not result.failed_queries:
-            messages.append(("warning", f"{self.coverage_sentence()}; Embed documents to search the other "
-                                        f"{coverage.missing:,}."))
+            if coverage.vectors:  # the database's own vectors: its own embedding run adds the others
+                messages.append(("warning", f"{self.coverage_sentence()}; the other {coverage.missing:,} "
+                                            "have no vector of that model in the database yet."))
+            else:
+                messages.append(("warning", f"{self.coverage_sentence()}; Embed documents to search the "
+                                            f"other {coverage.missing:,}."))
         if result.incomplete:
             message = result.incomplete_message()
             messages.append(("error", message[:1].upper() + message[1:]))

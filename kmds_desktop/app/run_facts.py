@@ -83,7 +83,9 @@ def run_coverage(stats: Sequence[Any]) -> VectorCoverage | None:
         if getattr(stat, "kind", ROW_TSQUERY) in SEMANTIC_KINDS and stat.error is None:
             searchable = getattr(stat, "searchable", None)
             if stat.matches is not None and searchable is not None:
-                return VectorCoverage(int(stat.matches), int(searchable))
+                whose = str(getattr(stat, "vectors", None) or "")
+                return VectorCoverage(int(stat.matches), int(searchable), whose,
+                                      bool(getattr(stat, "coverage_estimated", False)))
     return None
 
 
@@ -105,7 +107,8 @@ def retrieval_facts(retrieval: Any, embedding_model: str, result: Any) -> dict[s
         fusion = {"method": "best_rank"}
     coverage = run_coverage(stats)
     return {
-        "embedding_model": embedding_model if semantic else None,
+        "embedding_model": (next((s.vectors_model for s in semantic if getattr(s, "vectors_model", None)),
+                                 embedding_model) if semantic else None),
         "semantic_rows": len(semantic),
         "vector_coverage": coverage.to_dict() if coverage else None,
         "fusion": fusion,

@@ -271,6 +271,32 @@ class OllamaBackend:
         finally:
             request.close()
 
+    def embed(self, texts: list[str], *, model: str | None = None,
+              cancel: CancelToken | None = None) -> list[list[float]]:
+        """The embedding of each text with an embedding model on the server (``/api/embed``), for
+        searching vectors a database already holds (made by that model). Same deadline, cancel and
+        errors as :meth:`chat`; a reply of the wrong shape is :class:`LLMBadReply`."""
+        model = model or self.model
+        if cancel is not None:
+            cancel.raise_if_cancelled()
+        request = _Request(self._url, self.timeout)
+        request.arm(self.timeout, cancel)
+        try:
+            reply = request.client.embed(model=model, input=list(texts))
+            self._raise_if_aborted(request, model, cancel)
+        except (Cancelled, LLMError):
+            raise
+        except Exception as err:  # noqa: BLE001 - every client failure becomes an LLMError or Cancelled
+            self._raise_if_aborted(request, model, cancel)
+            raise self._translate(err, model) from None
+        finally:
+            request.close()
+        vectors = [list(map(float, v)) for v in (getattr(reply, "embeddings", None) or [])]
+        if len(vectors) != len(texts) or any(not v for v in vectors):
+            raise LLMBadReply(f"Ollama model '{model}' at {self.host} returned {len(vectors)} embeddings "
+                              f"for {len(texts)} texts.")
+        return vectors
+
     # --- server information -----------------------------------------------------------------------
     def list_models(self, timeout: float | None = None) -> list[str]:
         """Names of the models the server has (``/api/tags``), sorted; raises :class:`LLMError`."""

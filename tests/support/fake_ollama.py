@@ -38,6 +38,8 @@ class ModelScript:
     #: Accept the request and never reply (a model that hangs): the handler waits until the client
     #: goes away or the server stops.
     hang: bool = False
+    #: An embedding model: ``text -> vector`` answers ``/api/embed`` (Ollama's embedding endpoint).
+    embed: Callable[[str], list[float]] | None = None
 
     def drop_for(self, call_index: int) -> int | None:
         if isinstance(self.drop_after, list):
@@ -118,6 +120,9 @@ class FakeOllama:
                     else:
                         self._json(404, {"error": f"model '{name}' not found"})
                     return
+                if path == "/api/embed":
+                    fake._serve_embed(self, body)
+                    return
                 if path not in ("/api/chat", "/api/generate"):
                     self._json(404, {"error": f"unknown endpoint {path}"})
                     return
@@ -187,6 +192,20 @@ class FakeOllama:
             return str(body.get("prompt", ""))
         messages = body.get("messages") or []
         return "\n".join(str(m.get("content", "")) for m in messages if m.get("role") != "system")
+
+    def _serve_embed(self, handler: Any, body: dict[str, Any]) -> None:
+        model = body.get("model")
+        texts = body.get("input")
+        texts = [texts] if isinstance(texts, str) else list(texts or [])
+        record = RecordedRequest(path="/api/embed", model=model, prompt="\n".join(map(str, texts)), body=body,
+                                 start=time.monotonic(), end=time.monotonic())
+        with self._lock:
+            self.requests.append(record)
+        script = self.models.get(model or "")
+        if script is None or script.embed is None:
+            handler._json(404, {"error": f"model '{model}' not found, try pulling it first"})
+            return
+        handler._json(200, {"model": model, "embeddings": [script.embed(str(t)) for t in texts]})
 
     def _serve_completion(self, handler: BaseHTTPRequestHandler, path: str, body: dict[str, Any]) -> None:
         model = body.get("model")

@@ -115,6 +115,12 @@ class QueryRunStats:
     #: semantic rows: every document under the same filters, with or without a vector (``matches`` of
     #: ``searchable`` is the row's coverage: a partly embedded database hides the rest from it)
     searchable: int | None = None
+    #: semantic rows on vectors the database already holds (a BMLibrarian database's own): whose they
+    #: are ("the database's own snowflake-arctic-embed2:latest vectors"), the model that embedded the
+    #: row's text, and whether ``matches``/``searchable`` are the planner's estimates (a large database)
+    vectors: str | None = None
+    vectors_model: str | None = None
+    coverage_estimated: bool = False
 
     @property
     def ok(self) -> bool:
@@ -251,6 +257,7 @@ class QueryAgent:
         )
         self.last_generation: MultiModelQueryResult | None = None
         self.last_result: ReviewedSearchResult | None = None
+        self._vectors: Any = None  # which vectors semantic rows search: chosen once per run
 
     # --- generation ---------------------------------------------------------------------------------
     def convert_question(self, question: str, *, cancel: CancelToken | None = None) -> str:
@@ -487,6 +494,7 @@ class QueryAgent:
         if self.database is None:
             raise QueryAgentError("no literature database is open: open one before running queries")
         rows = [SearchRow(r.text.strip(), r.kind) for r in map(as_row, queries)]
+        self._vectors = None  # a model pulled since the last run is used from this one on
         if not any(r.text for r in rows):
             raise QueryAgentError("there is no query to run")
         started = time.perf_counter()
@@ -551,37 +559,70 @@ class QueryAgent:
                 fusion += "+rerank"
         return ids, found_by, fusion
 
+    def _vector_choice(self, cancel: CancelToken | None) -> Any:
+        """Which vectors this run's semantic rows search (looked up once per run)."""
+        if self._vectors is None:
+            from kmds_desktop.literature.retrieval.database_vectors import choose_vectors
+
+            self._vectors = choose_vectors(
+                self.database, use_database_vectors=self.retrieval.use_database_vectors,
+                ollama_host=self.settings.ollama_host, timeout_s=self.settings.timeout_s, cancel=cancel)
+        return self._vectors
+
     def _run_semantic(self, index: int, row: SearchRow, max_rows: int, filters: dict[str, Any],
                       cancel: CancelToken | None) -> QueryRunStats:
         """A semantic or hypothetical row: embed its text, nearest neighbours ID-only, its statistics
-        (``matches`` = documents with a vector under the same filters)."""
-        from kmds_desktop.literature.store.vectors import embed_text, nearest_ids, vector_coverage
+        (``matches`` = documents with a vector under the same filters). On a database holding vectors
+        of its own whose model is on the Ollama server, those are searched (see
+        :mod:`kmds_desktop.literature.retrieval.database_vectors`)."""
+        from kmds_desktop.literature.store.vectors import (
+            VectorsUnavailable,
+            embed_text,
+            nearest_ids,
+            vector_coverage,
+        )
 
         stat = QueryRunStats(index=index, query=row.text, kind=row.kind)
         start = time.perf_counter()
+        choice = None
         try:
             if not row.text:
                 raise QueryAgentError("the row's text is empty")
-            ranked = nearest_ids(self.database, embed_text(row.text, self.embedding_model, self.encoder),
-                                 max_rows=max_rows, cancel=cancel, **filters)
+            choice = self._vector_choice(cancel)
+            if choice.vectors is not None:
+                from kmds_desktop.literature.store.database_vectors import (
+                    database_vector_coverage,
+                    nearest_document_ids,
+                )
+
+                ranked = nearest_document_ids(self.database, choice.vectors,
+                                              choice.embed(row.text, cancel=cancel), max_rows=max_rows,
+                                              cancel=cancel, **filters)
+                stat.matches, stat.searchable, stat.coverage_estimated = database_vector_coverage(
+                    self.database, choice.vectors, cancel=cancel, **filters)
+                stat.vectors, stat.vectors_model = choice.vectors.describe(), choice.vectors.model_name
+            else:
+                ranked = nearest_ids(self.database, embed_text(row.text, self.embedding_model, self.encoder),
+                                     max_rows=max_rows, cancel=cancel, **filters)
+                stat.matches, stat.searchable = vector_coverage(self.database, cancel=cancel, **filters)
             stat.ids = [i for i, _ in ranked]
             stat.ids_returned = len(stat.ids)
             if ranked:
                 stat.best_similarity, stat.last_similarity = ranked[0][1], ranked[-1][1]
-            stat.matches, stat.searchable = vector_coverage(self.database, cancel=cancel, **filters)
         except Cancelled:
             raise
         except Exception as err:  # noqa: BLE001 - one failing row is reported, the others run
             if cancel is not None and cancel.cancelled:
                 raise Cancelled("cancelled by the user") from None
-            from kmds_desktop.literature.store.vectors import VectorsUnavailable
-
             stat.error = str(err) or type(err).__name__
+            if isinstance(err, VectorsUnavailable) and choice is not None and choice.note:
+                stat.error += "; " + choice.note  # how to search the vectors the database already has
             # No vectors here (or an empty text) is the row's own problem, like an invalid tsquery; a
             # lost connection or a timeout means the search lost results.
             own_problem = isinstance(err, (VectorsUnavailable, QueryAgentError))
             stat.error_kind = "invalid" if own_problem else "failed"
             stat.ids, stat.ids_returned = [], 0
+            stat.matches = stat.searchable = None
             log.info("semantic row %r failed: %s", row.text[:80], stat.error)
         finally:
             stat.time_s = time.perf_counter() - start

@@ -72,10 +72,16 @@ def row_kind_label(row_type: str | None, is_question: bool = False) -> str:
 
 @dataclass(frozen=True)
 class VectorCoverage:
-    """How many documents a semantic row searched (those with a vector) of all it could have."""
+    """How many documents a semantic row searched (those with a vector) of all it could have.
+
+    ``vectors`` says whose vectors they were when not the app's own ("the database's own
+    snowflake-arctic-embed2:latest vectors"); ``estimated`` that both counts are the planner's
+    estimates (a database too large to count while searching), shown with "≈"."""
 
     searched: int
     documents: int
+    vectors: str = ""
+    estimated: bool = False
 
     @property
     def partial(self) -> bool:
@@ -90,18 +96,28 @@ class VectorCoverage:
         """"the semantic row searched 576 of 1,239 documents (those with a vector)"."""
         who = "the semantic row" if rows == 1 else f"the {rows} semantic rows"
         verb = "searched"
+        about = "≈" if self.estimated else ""
         if not self.partial:
-            return f"{who} {verb} all {self.documents:,} documents (every one has a vector)"
-        return f"{who} {verb} {self.searched:,} of {self.documents:,} documents (those with a vector)"
+            whose = self.vectors or "every one has a vector"
+            return f"{who} {verb} all {about}{self.documents:,} documents ({whose})"
+        whose = f"those with a vector: {self.vectors}" if self.vectors else "those with a vector"
+        return f"{who} {verb} {about}{self.searched:,} of {about}{self.documents:,} documents ({whose})"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"searched": self.searched, "documents": self.documents, "partial": self.partial}
+        data: dict[str, Any] = {"searched": self.searched, "documents": self.documents,
+                                "partial": self.partial}
+        if self.vectors:
+            data["vectors"] = self.vectors
+        if self.estimated:
+            data["estimated"] = True
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> VectorCoverage | None:
         if not data or data.get("searched") is None or data.get("documents") is None:
             return None
-        return cls(int(data["searched"]), int(data["documents"]))
+        return cls(int(data["searched"]), int(data["documents"]), str(data.get("vectors") or ""),
+                   bool(data.get("estimated")))
 
 
 def describe_fusion(facts: Mapping[str, Any]) -> str:

@@ -300,7 +300,7 @@ def embed_text(text: str, model_name: str = "all-MiniLM-L6-v2", encoder: Encoder
     return encoder_for(model_name, encoder)([text])[0]
 
 
-def _filters(db: Any, use_pubmed: bool, use_medrxiv: bool, use_others: bool, from_date: Any,
+def search_filters(db: Any, use_pubmed: bool, use_medrxiv: bool, use_others: bool, from_date: Any,
              to_date: Any) -> tuple[str, dict[str, Any]] | None:
     """(WHERE clause, parameters) of the same filters the full-text rows apply; None: nothing selected."""
     sources = db.resolve_source_ids(use_pubmed, use_medrxiv, use_others)
@@ -346,7 +346,7 @@ def nearest_ids(
     returns ``max_rows`` documents when that many exist.
     """
     max_rows = max(0, int(max_rows))
-    where_params = _filters(db, use_pubmed, use_medrxiv, use_others, from_date, to_date)
+    where_params = search_filters(db, use_pubmed, use_medrxiv, use_others, from_date, to_date)
     if where_params is None or max_rows == 0:
         return []
     where, params = where_params
@@ -394,7 +394,7 @@ def count_with_vectors(db: Any, use_pubmed: bool = True, use_medrxiv: bool = Tru
                        from_date: Any = None, to_date: Any = None, *,
                        cancel: CancelToken | None = None) -> int:
     """Documents a semantic row searches: those with a vector, under the same filters."""
-    where_params = _filters(db, use_pubmed, use_medrxiv, use_others, from_date, to_date)
+    where_params = search_filters(db, use_pubmed, use_medrxiv, use_others, from_date, to_date)
     if where_params is None:
         return 0
     where, params = where_params
@@ -414,7 +414,7 @@ def vector_coverage(db: Any, use_pubmed: bool = True, use_medrxiv: bool = True, 
                     cancel: CancelToken | None = None) -> tuple[int, int]:
     """``(documents with a vector, documents)`` under the same filters, in one statement: what a
     semantic row searched of what it could have searched (a partly embedded database misses the rest)."""
-    where_params = _filters(db, use_pubmed, use_medrxiv, use_others, from_date, to_date)
+    where_params = search_filters(db, use_pubmed, use_medrxiv, use_others, from_date, to_date)
     if where_params is None:
         return 0, 0
     where, params = where_params

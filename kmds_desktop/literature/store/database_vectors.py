@@ -1,0 +1,157 @@
+"""The vectors a BMLibrarian database already holds (chunk vectors in ``emb_<N>``), searched by meaning.
+
+Why: a BMLibrarian installation of PubMed and medRxiv (about 36 million documents) keeps chunk
+embeddings of its own model (``snowflake-arctic-embed2`` through Ollama, 1024 dimensions, an HNSW
+index); embedding it again with the app's model would take two weeks on two cores. Where those vectors
+exist and their model answers on the configured Ollama server, a semantic row embeds its sentence with
+that model and searches them. Read-only: nothing is written into the database.
+
+The layout (BMLibrarian's baseline schema): ``embedding_base (id, chunk_id, model_id)`` with one child
+table per dimension, ``emb_1024 (embedding vector(1024)) INHERITS (embedding_base)``;
+``embedding_models (id, model_name)``; ``chunks (id, document_id, ...)``. A document's similarity is
+its best chunk's. Table names come from the catalog and are quoted as identifiers; values are bound.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from kmds_desktop.literature.store.vectors import MIN_EF_SEARCH, search_filters, vector_literal
+from kmds_desktop.tasks import CancelToken
+
+log = logging.getLogger(__name__)
+
+#: Up to this many documents (the planner's estimate) the coverage is counted exactly; above it, it is
+#: estimated from the tables' statistics and labelled "≈" (an exact count over 36M rows takes minutes).
+EXACT_COVERAGE_UP_TO = 200_000
+#: Chunks a search reads from the HNSW index per document asked for (a document has several chunks).
+CHUNKS_PER_ROW = 4
+
+_LAYOUT_SQL = """
+SELECT c.relname, a.atttypmod FROM pg_inherits i
+JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent
+JOIN pg_namespace n ON n.oid = c.relnamespace
+JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = 'embedding' AND NOT a.attisdropped
+WHERE p.relname = 'embedding_base' AND n.nspname = current_schema() AND c.relname ~ '^emb_[0-9]+$'
+  AND to_regclass('chunks') IS NOT NULL AND to_regclass('embedding_models') IS NOT NULL
+ORDER BY a.atttypmod DESC, c.relname
+"""
+
+
+@dataclass(frozen=True)
+class DatabaseVectors:
+    """One model's chunk vectors in one ``emb_<N>`` table of the database."""
+
+    table: str
+    dimensions: int
+    model_id: int
+    model_name: str
+
+    def describe(self) -> str:
+        return f"the database's own {self.model_name} vectors"
+
+
+def find_database_vectors(db: Any, *, cancel: CancelToken | None = None) -> list[DatabaseVectors]:
+    """Every (table, model) of chunk vectors the database holds, largest dimension first; [] when it
+    has no BMLibrarian vector layout. Looked up once per database object."""
+    cached = getattr(db, "_kmds_database_vectors", None)
+    if cached is not None:
+        return list(cached)
+
+    def run(conn: psycopg.Connection) -> list[DatabaseVectors]:
+        found: list[DatabaseVectors] = []
+        for table, dims in conn.execute(_LAYOUT_SQL).fetchall():
+            rows = conn.execute(sql.SQL(
+                "SELECT m.id, m.model_name FROM embedding_models m WHERE EXISTS "
+                "(SELECT 1 FROM {} e WHERE e.model_id = m.id) ORDER BY m.id").format(
+                    sql.Identifier(str(table)))).fetchall()
+            found.extend(DatabaseVectors(str(table), int(dims), int(r[0]), str(r[1])) for r in rows)
+        return found
+
+    try:
+        found = db.run(run, cancel)
+    except psycopg.Error as err:  # no pgvector, no rights on those tables: as if there were none
+        log.info("the database's own vectors could not be read: %s", err)
+        found = []
+    db._kmds_database_vectors = tuple(found)
+    return found
+
+
+def nearest_document_ids(db: Any, vectors: DatabaseVectors, query_vector: Any, max_rows: int = 100,
+                         use_pubmed: bool = True, use_medrxiv: bool = True, use_others: bool = True,
+                         from_date: Any = None, to_date: Any = None, *,
+                         cancel: CancelToken | None = None) -> list[tuple[int, float]]:
+    """``(document id, cosine similarity of its best chunk)``, closest first, under the same filters as
+    the full-text rows (sources, dates, withdrawn); ID-only, from the table's HNSW index."""
+    max_rows = max(0, int(max_rows))
+    where_params = search_filters(db, use_pubmed, use_medrxiv, use_others, from_date, to_date)
+    if where_params is None or max_rows == 0:
+        return []
+    where, params = where_params
+    candidates = min(4000, CHUNKS_PER_ROW * max_rows + MIN_EF_SEARCH)
+    params.update(q=vector_literal(query_vector), model=vectors.model_id, candidates=candidates,
+                  limit=max_rows, ef=str(min(1000, max(MIN_EF_SEARCH, candidates))))
+    statement = sql.SQL(
+        "WITH near AS (SELECT e.chunk_id, e.embedding <=> %(q)s::vector AS distance FROM {table} e "
+        "WHERE e.model_id = %(model)s ORDER BY e.embedding <=> %(q)s::vector LIMIT %(candidates)s) "
+        "SELECT d.id, 1 - min(near.distance) AS similarity FROM near "
+        "JOIN chunks c ON c.id = near.chunk_id JOIN document d ON d.id = c.document_id "
+        "WHERE {where} GROUP BY d.id ORDER BY similarity DESC, d.id LIMIT %(limit)s").format(
+            table=sql.Identifier(vectors.table), where=sql.SQL(where))  # type: ignore[arg-type]
+
+    def run(conn: psycopg.Connection) -> list[tuple[int, float]]:
+        version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+        with conn.transaction():
+            conn.execute("SELECT set_config('hnsw.ef_search', %(ef)s, true)", params)
+            if version and _at_least(str(version[0]), (0, 8)):  # past ef_search candidates, scan on
+                conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
+            rows = conn.execute(statement, params).fetchall()
+        return [(int(r[0]), float(r[1])) for r in rows]
+
+    return db.run(run, cancel)
+
+
+def _at_least(version: str, wanted: tuple[int, int]) -> bool:
+    try:
+        return tuple(int(p) for p in version.split(".")[:2]) >= wanted
+    except ValueError:
+        return False
+
+
+def database_vector_coverage(db: Any, vectors: DatabaseVectors, use_pubmed: bool = True,
+                             use_medrxiv: bool = True, use_others: bool = True, from_date: Any = None,
+                             to_date: Any = None, *,
+                             cancel: CancelToken | None = None) -> tuple[int, int, bool]:
+    """``(documents with a chunk vector, documents, estimated)`` under the same filters: exact up to
+    :data:`EXACT_COVERAGE_UP_TO` documents, else from the planner's statistics (unfiltered, and
+    ``estimated`` True: shown as "≈")."""
+    where_params = search_filters(db, use_pubmed, use_medrxiv, use_others, from_date, to_date)
+    if where_params is None:
+        return 0, 0, False
+    where, params = where_params
+    params["model"] = vectors.model_id
+
+    def run(conn: psycopg.Connection) -> tuple[int, int, bool]:
+        sizes = dict(conn.execute(
+            "SELECT relname, greatest(reltuples, 0)::bigint FROM pg_class WHERE relname = ANY(%s) "
+            "AND relnamespace = current_schema()::regnamespace",
+            (["document", "chunks", vectors.table],)).fetchall())
+        documents = int(sizes.get("document") or 0)
+        if documents > EXACT_COVERAGE_UP_TO:
+            chunks = max(int(sizes.get("chunks") or 0), 1)
+            share = min(1.0, int(sizes.get(vectors.table) or 0) / chunks)
+            return int(documents * share), documents, True
+        row = conn.execute(sql.SQL(
+            "SELECT count(*) FILTER (WHERE EXISTS (SELECT 1 FROM chunks c JOIN {table} e "
+            "ON e.chunk_id = c.id WHERE c.document_id = d.id AND e.model_id = %(model)s)), count(*) "
+            "FROM document d WHERE {where}"
+        ).format(table=sql.Identifier(vectors.table), where=sql.SQL(where)),  # type: ignore[arg-type]
+            params).fetchone()
+        return (int(row[0]), int(row[1]), False) if row else (0, 0, False)
+
+    return db.run(run, cancel)

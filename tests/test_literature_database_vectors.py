@@ -1,0 +1,238 @@
+"""Semantic rows on the vectors a BMLibrarian database already holds (its own chunk vectors).
+
+A database in BMLibrarian's layout (``embedding_base`` with an ``emb_<N>`` child table per dimension,
+``embedding_models``, ``chunks``) on a real PostgreSQL server with pgvector; the database's model is
+an embedding model on a real HTTP server speaking Ollama's API (``/api/embed``), driven through the
+real ``ollama`` client. The row embeds its sentence with that model and searches the database's own
+vectors (nothing to embed, nothing written); without the model it says what to pull.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+
+import psycopg
+import pytest
+from support.fake_ollama import FakeOllama, ModelScript
+
+from kmds_desktop.app.run_facts import retrieval_facts, run_coverage
+from kmds_desktop.config import QueryGenerationSettings, RetrievalSettings
+from kmds_desktop.literature import open_database
+from kmds_desktop.literature.queries.agent import QueryAgent
+from kmds_desktop.literature.retrieval.semantic import ROW_SEMANTIC, SearchRow
+from kmds_desktop.literature.store import database_vectors
+
+MODEL = "snowflake-arctic-embed2:latest"
+DIMENSIONS = 64
+
+SCHEMA = """
+CREATE EXTENSION IF NOT EXISTS vector;
+CREATE TABLE sources (id serial PRIMARY KEY, name text UNIQUE NOT NULL, url text, is_reputable boolean,
+                      is_free boolean);
+CREATE TABLE document (
+  id serial PRIMARY KEY, source_id integer REFERENCES sources(id), external_id text NOT NULL, doi text,
+  title text, abstract text, category_id integer, keywords text[], augmented_keywords text[],
+  mesh_terms text[], authors text[], publication text, publication_date date, url text, pdf_url text,
+  pdf_filename text, full_text text,
+  added_date timestamp without time zone DEFAULT CURRENT_TIMESTAMP,
+  updated_date timestamp without time zone DEFAULT CURRENT_TIMESTAMP,
+  withdrawn_date timestamp without time zone, withdrawn_reason text,
+  search_vector tsvector GENERATED ALWAYS AS (
+    setweight(to_tsvector('english', coalesce(title,'')),'A') ||
+    setweight(to_tsvector('english', coalesce(abstract,'')),'B')) STORED,
+  CONSTRAINT document_source_id_external_id_key UNIQUE (source_id, external_id));
+CREATE TABLE chunks (id serial PRIMARY KEY, document_id integer, chunking_strategy_id integer,
+                     chunktype_id integer, document_title text, text text, chunklength integer,
+                     chunk_no integer NOT NULL, page_start integer DEFAULT 0, page_end integer DEFAULT 0,
+                     metadata jsonb);
+CREATE TABLE embedding_base (id serial, chunk_id integer NOT NULL, model_id integer);
+CREATE TABLE emb_64 (embedding vector(64)) INHERITS (embedding_base);
+CREATE INDEX emb_64_hnsw ON emb_64 USING hnsw (embedding vector_cosine_ops);
+CREATE TABLE embedding_models (id serial PRIMARY KEY, provider_id integer, model_name text NOT NULL,
+                               model_description text, model_parameters jsonb);
+INSERT INTO sources (name) VALUES ('pubmed'), ('medrxiv');
+INSERT INTO embedding_models (model_name) VALUES ('an-older-model'), ('snowflake-arctic-embed2:latest');
+"""
+
+#: (source, title, abstract, chunked, withdrawn)
+DOCUMENTS = [
+    (1, "Malaria vaccine trial in Kenyan children", "A randomised trial of a malaria vaccine in children.",
+     True, False),
+    (1, "Statins lower cholesterol", "Statin therapy and cholesterol in adults with heart disease.",
+     True, False),
+    (2, "Deep brain stimulation in Parkinson disease", "Stimulation of the subthalamic nucleus.",
+     True, False),
+    (1, "Asthma in children", "Inhaled steroids for childhood asthma.", True, False),
+    (2, "Malaria parasites resist artemisinin", "Artemisinin resistance of malaria parasites.", True, False),
+    (1, "Asthma in Central Europe", "Prevalence of asthma in adults.", False, False),  # no vector yet
+    (1, "Malaria vaccine trial children retracted", "A malaria vaccine trial in children.", True, True),
+]
+
+
+def embed(text: str) -> list[float]:
+    """The scripted model: words hashed into 64 dimensions, unit length (similar words, similar vectors)."""
+    vector = [0.0] * DIMENSIONS
+    for word in text.lower().replace(".", " ").split():
+        if len(word) > 2:
+            vector[int(hashlib.sha1(word.encode()).hexdigest(), 16) % DIMENSIONS] += 1.0
+    norm = math.sqrt(sum(x * x for x in vector)) or 1.0
+    return [x / norm for x in vector]
+
+
+def _expected_order(question: str, ids: dict[str, int], sources: tuple[int, ...] = (1, 2)) -> list[int]:
+    """The documents by their best chunk's cosine similarity to ``question``, computed here."""
+    q = embed(question)
+    best = {}
+    for source, title, abstract, chunked, withdrawn in DOCUMENTS:
+        if chunked and not withdrawn and source in sources:
+            best[ids[title]] = max(sum(a * b for a, b in zip(q, embed(t), strict=True))
+                                   for t in (title, abstract))
+    return sorted(best, key=lambda i: (-round(best[i], 5), i))
+
+
+def _literal(vector: list[float]) -> str:
+    return "[" + ",".join(f"{x:.6f}" for x in vector) + "]"
+
+
+def _tables(info: dict) -> list[tuple]:
+    with psycopg.connect(**info) as conn:
+        return conn.execute("SELECT relname, relkind FROM pg_class c JOIN pg_namespace n "
+                            "ON n.oid = c.relnamespace WHERE n.nspname = 'public' ORDER BY 1").fetchall()
+
+
+@pytest.fixture()
+def bmlibrarian_with_vectors(pg_external, monkeypatch):
+    admin, password = pg_external["admin"], pg_external["password"]
+    with psycopg.connect(**admin, password=password, autocommit=True) as conn:
+        conn.execute("DROP DATABASE IF EXISTS bmlib_vectors")
+        conn.execute("CREATE DATABASE bmlib_vectors")
+    info = {**admin, "dbname": "bmlib_vectors", "password": password}
+    ids: dict[str, int] = {}
+    with psycopg.connect(**info, autocommit=True) as conn:
+        conn.execute(SCHEMA)
+        model_id = conn.execute("SELECT id FROM embedding_models WHERE model_name = %s",
+                                (MODEL,)).fetchone()[0]
+        for n, (source, title, abstract, chunked, withdrawn) in enumerate(DOCUMENTS):
+            doc_id = conn.execute(
+                "INSERT INTO document (source_id, external_id, title, abstract, publication_date, "
+                "withdrawn_date) VALUES (%s, %s, %s, %s, '2020-05-01', CASE WHEN %s THEN now() END) "
+                "RETURNING id",
+                (source, str(1000 + n), title, abstract, withdrawn)).fetchone()[0]
+            ids[title] = doc_id
+            if not chunked:
+                continue
+            for chunk_no, text in enumerate((title, abstract)):
+                chunk_id = conn.execute(
+                    "INSERT INTO chunks (document_id, document_title, text, chunk_no) "
+                    "VALUES (%s, %s, %s, %s) RETURNING id", (doc_id, title, text, chunk_no)).fetchone()[0]
+                conn.execute("INSERT INTO emb_64 (chunk_id, model_id, embedding) VALUES (%s, %s, %s::vector)",
+                             (chunk_id, model_id, _literal(embed(text))))
+        conn.execute("ANALYZE")
+    monkeypatch.setenv("KMDS_DESKTOP_DB_PASSWORD", password)
+    port = pg_external["server"].tcp_port
+    db = open_database(f"host=127.0.0.1 port={port} dbname=bmlib_vectors user=postgres")
+    yield db, info, ids
+    db.close()
+
+
+def _agent(db, url: str, **retrieval) -> QueryAgent:
+    return QueryAgent(db, QueryGenerationSettings(ollama_host=url, timeout_s=10),
+                      retrieval=RetrievalSettings(**retrieval))
+
+
+def test_semantic_row_searches_the_databases_own_vectors_with_their_model(bmlibrarian_with_vectors):
+    db, info, ids = bmlibrarian_with_vectors
+    assert db.schema_owner == "external"
+    before = _tables(info)
+    with FakeOllama({MODEL: ModelScript(embed=embed)}) as fake:
+        result = _agent(db, fake.url).run_reviewed_queries(
+            [SearchRow("malaria vaccine trial in children", ROW_SEMANTIC)], fetch=False)
+        embedded = fake.requests_for("/api/embed")
+    stat = result.queries[0]
+    assert stat.ok, stat.error
+    assert stat.ids[0] == ids["Malaria vaccine trial in Kenyan children"]
+    assert ids["Malaria vaccine trial children retracted"] not in stat.ids  # withdrawn: never found
+    assert ids["Asthma in Central Europe"] not in stat.ids  # no chunk vector
+    assert stat.ids == _expected_order("malaria vaccine trial in children", ids)  # best chunk per document
+    assert [r.model for r in embedded] == [MODEL]  # the sentence embedded by the database's model
+    assert (stat.matches, stat.searchable, stat.coverage_estimated) == (5, 6, False)
+    sentence = run_coverage(result.queries).sentence()
+    assert sentence == ("the semantic row searched 5 of 6 documents (those with a vector: the database's "
+                        f"own {MODEL} vectors)")
+    assert retrieval_facts(RetrievalSettings(), "all-MiniLM-L6-v2", result)["embedding_model"] == MODEL
+    assert _tables(info) == before  # read-only: nothing created in a database the app does not own
+
+
+def test_filters_apply_to_the_databases_vectors(bmlibrarian_with_vectors):
+    db, _, ids = bmlibrarian_with_vectors
+    with FakeOllama({MODEL: ModelScript(embed=embed)}) as fake:
+        result = _agent(db, fake.url).run_reviewed_queries(
+            [SearchRow("malaria vaccine trial in children", ROW_SEMANTIC)], fetch=False,
+            use_pubmed=False, use_others=False)  # medRxiv only
+    stat = result.queries[0]
+    assert stat.ok, stat.error
+    assert stat.ids == _expected_order("malaria vaccine trial in children", ids, sources=(2,))
+    assert stat.ids[0] == ids["Malaria parasites resist artemisinin"]
+    assert (stat.matches, stat.searchable) == (2, 2)
+
+
+def test_a_large_database_gets_an_estimated_coverage(bmlibrarian_with_vectors, monkeypatch):
+    db, _, _ = bmlibrarian_with_vectors
+    monkeypatch.setattr(database_vectors, "EXACT_COVERAGE_UP_TO", 0)  # as if it held millions
+    with FakeOllama({MODEL: ModelScript(embed=embed)}) as fake:
+        result = _agent(db, fake.url).run_reviewed_queries(
+            [SearchRow("statins and cholesterol", ROW_SEMANTIC)], fetch=False)
+    stat = result.queries[0]
+    assert stat.ok and stat.coverage_estimated
+    assert stat.searchable == 7  # the planner's row count of document (withdrawn ones too)
+    assert 0 < stat.matches <= stat.searchable
+    assert "≈" in run_coverage(result.queries).sentence()
+
+
+def test_without_the_model_the_row_says_what_to_pull(bmlibrarian_with_vectors):
+    db, info, _ = bmlibrarian_with_vectors
+    before = _tables(info)
+    with FakeOllama({"llama3.1:8b": ModelScript()}) as fake:  # a server without the embedding model
+        url = fake.url
+        result = _agent(db, url).run_reviewed_queries(
+            [SearchRow("malaria vaccine", ROW_SEMANTIC), "malaria & vaccine"], fetch=False)
+        assert not fake.requests_for("/api/embed")
+    semantic, full_text = result.queries
+    assert not semantic.ok and semantic.error_kind == "invalid"
+    assert f"ollama pull {MODEL}" in semantic.error and url in semantic.error
+    assert full_text.ok and full_text.ids  # the other rows run as before
+    assert _tables(info) == before
+
+
+def test_the_setting_turns_the_databases_vectors_off(bmlibrarian_with_vectors):
+    db, _, _ = bmlibrarian_with_vectors
+    with FakeOllama({MODEL: ModelScript(embed=embed)}) as fake:
+        result = _agent(db, fake.url, use_database_vectors=False).run_reviewed_queries(
+            [SearchRow("malaria vaccine", ROW_SEMANTIC), "malaria"], fetch=False)
+        assert not fake.requests_for("/api/embed")
+    assert not result.queries[0].ok  # the app's own vectors: none in this database
+    assert "ollama pull" not in result.queries[0].error
+
+
+def test_a_model_of_another_size_is_a_clear_error(bmlibrarian_with_vectors):
+    db, _, _ = bmlibrarian_with_vectors
+    with FakeOllama({MODEL: ModelScript(embed=lambda text: [1.0] * 8)}) as fake:
+        result = _agent(db, fake.url).run_reviewed_queries(
+            [SearchRow("malaria vaccine", ROW_SEMANTIC), "malaria"], fetch=False)
+    stat = result.queries[0]
+    assert not stat.ok
+    assert "8-dimensional" in stat.error and "emb_64 holds 64" in stat.error
+
+
+def test_the_ollama_backend_embeds_through_the_real_client():
+    from kmds_desktop.llm.errors import LLMError
+    from kmds_desktop.llm.ollama_backend import OllamaBackend
+
+    with FakeOllama({MODEL: ModelScript(embed=embed)}) as fake:
+        backend = OllamaBackend(fake.url, MODEL, timeout=10)
+        vectors = backend.embed(["malaria vaccine", "statins"])
+        assert [len(v) for v in vectors] == [DIMENSIONS, DIMENSIONS]
+        assert vectors[0] == pytest.approx(embed("malaria vaccine"))
+        with pytest.raises(LLMError, match="nomic-embed-text"):
+            backend.embed(["malaria"], model="nomic-embed-text")
