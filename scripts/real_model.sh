@@ -27,19 +27,32 @@ sha_ok() { [ -f "$1" ] && [ "$(sha256sum "$1" | cut -d' ' -f1)" = "$2" ]; }
 mkdir -p "$CACHE"
 chmod 700 "$CACHE" 2>/dev/null || true
 
-# 1. llama-cpp-python (with its OpenAI server) in the venv: a wheel when the index has one, else a
-#    source build (pip keeps the built wheel in its cache, so a rerun installs in seconds).
-if ! "$PY" -c "import sys, llama_cpp, llama_cpp.server.app; sys.exit(llama_cpp.__version__ != '$LLAMA_VERSION')" \
-        2>/dev/null; then
-    echo "real-model tier: installing llama-cpp-python $LLAMA_VERSION" >&2
-    if "$PY" -m pip download --quiet --no-deps --only-binary=:all: "llama-cpp-python==$LLAMA_VERSION" \
-            -d "$CACHE/wheels" >/dev/null 2>&1; then
-        "$PY" -m pip install --quiet "$CACHE"/wheels/llama_cpp_python-"$LLAMA_VERSION"-*.whl \
-            "llama-cpp-python[server]==$LLAMA_VERSION" || fail "llama-cpp-python did not install"
-    else
-        CMAKE_ARGS="-DLLAVA_BUILD=OFF" "$PY" -m pip install --quiet "llama-cpp-python[server]==$LLAMA_VERSION" \
+# 1. llama-cpp-python (with its OpenAI server) in the venv, built from source for any x86-64 CPU with
+#    AVX2 (GGML_NATIVE off). Why not the machine's own CPU: a native build uses AMX where the CPU has it,
+#    and a VM that does not give its guests AMX state faults in libggml-cpu on the first batch of more
+#    than one token (seen: general protection fault, every chat request). The built wheel is kept in
+#    the cache, so a rerun (or another clone) installs in seconds; pip's own cache is bypassed, since it
+#    may hold a native build of the same version.
+PORTABLE="-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
+usable_llama() {
+    "$PY" -c "import sys, llama_cpp, llama_cpp.server.app
+info = llama_cpp.llama_print_system_info().decode()
+sys.exit(llama_cpp.__version__ != '$LLAMA_VERSION' or 'AMX_INT8 = 1' in info or 'AMX_BF16 = 1' in info)" \
+        2>/dev/null
+}
+if ! usable_llama; then
+    echo "real-model tier: installing llama-cpp-python $LLAMA_VERSION (portable build)" >&2
+    WHEELS="$CACHE/wheels-portable"
+    if ! ls "$WHEELS"/llama_cpp_python-"$LLAMA_VERSION"-*.whl >/dev/null 2>&1; then
+        echo "real-model tier: building llama.cpp (minutes, once per machine)" >&2
+        CMAKE_ARGS="$PORTABLE" "$PY" -m pip wheel --quiet --no-cache-dir --no-deps \
+            "llama-cpp-python==$LLAMA_VERSION" -w "$WHEELS" \
             || fail "llama-cpp-python did not build (it needs cmake and a C++ compiler)"
     fi
+    "$PY" -m pip install --quiet --force-reinstall --no-deps "$WHEELS"/llama_cpp_python-"$LLAMA_VERSION"-*.whl \
+        && "$PY" -m pip install --quiet "llama-cpp-python[server]==$LLAMA_VERSION" \
+        || fail "llama-cpp-python did not install"
+    usable_llama || fail "the installed llama-cpp-python is not the portable $LLAMA_VERSION build"
 fi
 installed=$(date +%s)
 
