@@ -179,3 +179,35 @@ def test_refresh_follows_new_changed_and_withdrawn_documents(pg_empty_database: 
     assert [i for i, _ in index.top(quokka, 10)] == [changed]
     pseudomonas = index.translate(_printed(db, "pseudomonas"))
     assert {i for i, _ in index.top(pseudomonas, 10_000)} == _postgres_ids(db, "pseudomonas")
+
+
+def test_adding_new_documents_also_takes_in_changed_ones_and_leaves_nothing_to_refresh(
+        pg_empty_database: Any, tmp_path: Any, literature_data: Any) -> None:
+    """An import's extend (new ids) re-indexes the older rows written since, and moves the point the
+    refresh reads from: a refresh right after has nothing to do (it used to re-read every row added
+    since the first build)."""
+    db = pg_empty_database
+    db.import_files([literature_data / "cf" / "corpus.jsonl"])
+    index = TopKIndex(tmp_path / "index")
+    build_index(db, index, batch=500)
+    old = int(db.run(lambda c: c.execute("SELECT min(id) FROM document").fetchone()[0]))
+    source = int(db.run(lambda c: c.execute("SELECT source_id FROM document WHERE id = %s",
+                                            (old,)).fetchone()[0]))
+
+    def write(c: Any) -> None:
+        with c.transaction():
+            c.execute("UPDATE document SET title = 'zyxwvut wombat study' WHERE id = %s", (old,))
+            for n in range(3):
+                c.execute("INSERT INTO document (source_id, external_id, title, abstract) "
+                          "VALUES (%s, %s, 'numbat survey', 'numbats in the wild')", (source, f"new-{n}"))
+
+    db.run(write)
+    state = build_index(db, index, batch=500)
+    assert state.complete
+    wombat = index.translate(_printed(db, "wombat"))
+    assert [i for i, _ in index.top(wombat, 10)] == [old]  # the changed older document
+    numbat = index.translate(_printed(db, "numbat"))
+    assert {i for i, _ in index.top(numbat, 10)} == _postgres_ids(db, "numbat") and len(
+        _postgres_ids(db, "numbat")) == 3
+    result = refresh_index(db, index)
+    assert (result.indexed, result.removed) == (0, 0)

@@ -44,16 +44,23 @@ class RefreshReport:
 def build_index(database: Any, index: TopKIndex, *, batch: int | None = None,
                 progress: ProgressFn | None = None, cancel: CancelToken | None = None,
                 rebuild: bool = False) -> BuildState:
-    """Index every document not withdrawn, going on from an unfinished build of the same database
-    (and, on a finished one, adding the documents with a higher id than the last one indexed; the
-    refresh is what follows changed and withdrawn ones). ``rebuild`` starts from nothing."""
+    """Index every document not withdrawn, going on from an unfinished build of the same database.
+
+    On a finished one it adds the documents with a higher id than the last one indexed, then
+    re-indexes the older ones written since the index was last in step (changed, withdrawn), so the
+    next refresh reads only what was written after this build began (not everything since the first
+    build). ``rebuild`` starts from nothing."""
     batch = int(batch or BATCH)
     identity = database_identity(database)
     state = BuildState.load(index.state_path)
+    # A finished index gets the documents with new ids, then the older ones written since it was last
+    # brought in step; then it is in step as of this build's start (the next refresh reads from there).
+    extending = state is not None and state.complete and state.database == identity and not rebuild
+    extend_start = _snapshot(database) if extending else 0
+    previous_last = state.last_id if state is not None and extending else 0
     if state is None or state.database != identity or rebuild:
         index.clear()
-        start = int(database.run(lambda c: c.execute(_SNAPSHOT_SQL).fetchone()[0]))
-        state = BuildState(database=identity, start_xid=start)
+        state = BuildState(database=identity, start_xid=_snapshot(database))
         state.save(index.state_path)
     state.complete = False
     total = int(database.run(lambda c: c.execute(
@@ -74,6 +81,10 @@ def build_index(database: Any, index: TopKIndex, *, batch: int | None = None,
                    f"indexed {state.documents:,} of {total:,} documents")
     finally:
         index.commit()  # what was committed stays; background merges end here
+    if extending:
+        _reindex_changed(database, index, state.start_xid, up_to_id=previous_last, cancel=cancel)
+        index.commit()
+        state.start_xid = extend_start
     state.complete = True
     state.documents = index.documents()
     state.write_mark = write_mark(database)
@@ -86,26 +97,8 @@ def refresh_index(database: Any, index: TopKIndex, *, cancel: CancelToken | None
     state = BuildState.load(index.state_path)
     if state is None or not state.complete:
         raise RuntimeError("the top-k index is not built yet: build it first")
-    now = int(database.run(lambda c: c.execute(_SNAPSHOT_SQL).fetchone()[0]))
-    since = str(state.start_xid % 2**32)  # the 32-bit xid rows carry; age() compares it on the wrap-around
-    result = RefreshReport()
-    last = 0
-    while True:  # in id order, a batch at a time: memory stays bounded however much changed
-        check(cancel)
-        changed = database.run(lambda c, last=last: c.execute(
-            "SELECT id, search_vector::text, source_id, publication_date, withdrawn_date IS NOT NULL "
-            "FROM document WHERE id > %s AND age(xmin) <= age(%s::text::xid) ORDER BY id LIMIT %s",
-            (last, since, BATCH)).fetchall(), cancel)
-        if not changed:
-            break
-        last = int(changed[-1][0])
-        withdrawn = [int(r[0]) for r in changed if r[4]]
-        if withdrawn:  # those the index holds: a document withdrawn before the build never was in it
-            result.removed += index.count(index._tantivy.Query.term_set_query(index.schema, "id", withdrawn))
-        index.delete(int(r[0]) for r in changed)
-        live = [(int(r[0]), str(r[1] or ""), int(r[2]), r[3]) for r in changed if not r[4]]
-        result.indexed += index.add(live)
-        index.commit(final=False)
+    now = _snapshot(database)
+    result = _reindex_changed(database, index, state.start_xid, cancel=cancel)
     index.commit()
     expected = int(database.run(lambda c: c.execute(
         "SELECT count(*) FROM document WHERE withdrawn_date IS NULL").fetchone()[0]))
@@ -121,6 +114,39 @@ def refresh_index(database: Any, index: TopKIndex, *, cancel: CancelToken | None
     state.write_mark = write_mark(database)
     state.save(index.state_path)
     log.info("top-k index refreshed: %d indexed, %d removed", result.indexed, result.removed)
+    return result
+
+
+def _snapshot(database: Any) -> int:
+    """The oldest transaction still running: every row with a newer ``xmin`` is written after it."""
+    return int(database.run(lambda c: c.execute(_SNAPSHOT_SQL).fetchone()[0]))
+
+
+def _reindex_changed(database: Any, index: TopKIndex, since_xid: int, *, up_to_id: int | None = None,
+                     cancel: CancelToken | None = None) -> RefreshReport:
+    """Re-index the rows written since ``since_xid`` (new, changed, newly withdrawn: dropped), those
+    with an id up to ``up_to_id`` when given, in id order a batch at a time (bounded memory however
+    much changed); committed per batch, not at the end."""
+    since = str(since_xid % 2**32)  # the 32-bit xid rows carry; age() compares it on the wrap-around
+    ceiling = up_to_id if up_to_id is not None else 2**62
+    result = RefreshReport()
+    last = 0
+    while True:
+        check(cancel)
+        changed = database.run(lambda c, last=last: c.execute(
+            "SELECT id, search_vector::text, source_id, publication_date, withdrawn_date IS NOT NULL "
+            "FROM document WHERE id > %s AND id <= %s AND age(xmin) <= age(%s::text::xid) "
+            "ORDER BY id LIMIT %s", (last, ceiling, since, BATCH)).fetchall(), cancel)
+        if not changed:
+            break
+        last = int(changed[-1][0])
+        withdrawn = [int(r[0]) for r in changed if r[4]]
+        if withdrawn:  # those the index holds: a document withdrawn before the build never was in it
+            result.removed += index.count(index._tantivy.Query.term_set_query(index.schema, "id", withdrawn))
+        index.delete(int(r[0]) for r in changed)
+        live = [(int(r[0]), str(r[1] or ""), int(r[2]), r[3]) for r in changed if not r[4]]
+        result.indexed += index.add(live)
+        index.commit(final=False)
     return result
 
 
