@@ -1,0 +1,54 @@
+"""The window's semantic row on a BMLibrarian database searches the database's own vectors: real Qt
+offscreen, real PostgreSQL with pgvector in BMLibrarian's layout, the database's embedding model on a
+real HTTP server speaking Ollama's API, real clicks."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import Qt
+from support.fake_ollama import FakeOllama, ModelScript
+from test_literature_database_vectors import MODEL, bmlibrarian_with_vectors, embed  # noqa: F401 - fixture
+
+from kmds_desktop.config import Settings
+from kmds_desktop.ui.literature_panel import LiteraturePanel
+from kmds_desktop.ui.workers import JobRunner
+
+WAIT = 60_000
+
+
+@pytest.fixture()
+def jobs(qtbot):
+    runner = JobRunner()
+    yield runner
+    runner.shutdown()
+
+
+def test_semantic_row_in_the_window_searches_the_databases_own_vectors(
+        qtbot, jobs, bmlibrarian_with_vectors, data_home) -> None:  # noqa: F811 - the fixture
+    db, _, ids = bmlibrarian_with_vectors
+    with FakeOllama({MODEL: ModelScript(embed=embed)}) as fake:
+        settings = Settings()
+        settings.query_generation.ollama_host = fake.url
+        panel = LiteraturePanel(settings, jobs, database=db)
+        qtbot.addWidget(panel)
+        panel.show()
+        qtbot.waitUntil(lambda: panel.vectors is not None and bool(panel.document_count), timeout=WAIT)
+
+        panel.question.setText("malaria vaccine trial in children")
+        qtbot.mouseClick(panel.semantic_button, Qt.MouseButton.LeftButton)
+        qtbot.mouseClick(panel.run_button, Qt.MouseButton.LeftButton)
+        assert not panel.coverage_bar.isVisible(), "no 'embed first' question: the database has vectors"
+        qtbot.waitUntil(lambda: panel.session.last_run is not None and not panel._working(), timeout=WAIT)
+        assert [r.model for r in fake.requests_for("/api/embed")] == [MODEL]
+
+    said = ("The semantic row searched 5 of 6 documents (those with a vector: the database's own "
+            f"{MODEL} vectors)")
+    assert panel.results_label.toolTip() == said
+    assert panel.last_message is not None and panel.last_message[1].startswith(said)
+    assert "no vector of that model in the database yet" in panel.last_message[1]
+    result = panel.session.last_run.result
+    assert result.queries[0].ids[0] == ids["Malaria vaccine trial in Kenyan children"]
+    assert "Malaria" in str(result.documents[0].get("title"))
+    run = panel.search_log()["retrieval_run"]
+    assert run["embedding_model"] == MODEL
+    assert run["vector_coverage"]["vectors"] == f"the database's own {MODEL} vectors"
