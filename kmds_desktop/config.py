@@ -111,8 +111,9 @@ class RetrievalSettings(_Section):
     vectors, computed on demand for candidates without one) with their full-text evidence (the best
     score a full-text row gave them), both scaled to 0-1: ``rerank_weight`` is the similarity's share
     (0: full-text evidence only, 1: similarity only). ``fulltext_ranking`` orders each full-text row:
-    ``bm25`` ranks from the top-k index beside the database (cost bounded by the rows asked for, not
-    the matches; idf where the index is not finished), ``idf`` weighs every term by its rarity in
+    ``bm25`` ranks from the top-k index beside the database (an OR row skips the documents that
+    cannot reach the rows asked for, an AND row costs about its rarest term's documents; idf where the
+    index is not finished), ``idf`` weighs every term by its rarity in
     PostgreSQL (every match ranked), ``ts_rank_cd`` is PostgreSQL's cover density, every word alike
     (BMLibrarian's order). bm25 is the default because it is the one that stays fast at PubMed size;
     on SciFact *train* it is within 0.6 % of idf (fused nDCG@10 0.709 against 0.713, recall@100

@@ -85,15 +85,17 @@ def register(sub: argparse._SubParsersAction) -> argparse._SubParsersAction:  # 
         "topk",
         help="the top-k index for fast full-text rows at any size: build, refresh, status",
         description="Build (or go on building) the top-k index beside the database: tantivy BM25 over "
-                    "PostgreSQL's own lexemes, so a full-text row's cost follows the rows asked for, not "
-                    "its matches, and counts are exact and fast. Read-only on the database (a BMLibrarian "
+                    "PostgreSQL's own lexemes, so a full-text row no longer ranks every match (an OR of "
+                    "terms costs about the rows asked for, an AND about its rarest term's documents) and "
+                    "counts are exact and fast. Read-only on the database (a BMLibrarian "
                     "one too); the index lives in the app's data folder. Each batch is committed: Ctrl+C "
                     "stops and the next 'build' goes on. 'refresh' follows new, changed, withdrawn and "
                     "deleted documents without a rebuild (imports through the app refresh it themselves).",
     )
     topk.add_argument("action", choices=("build", "refresh", "status"))
     topk.add_argument("--rebuild", action="store_true", help="build: start from nothing (else it goes on "
-                      "from an unfinished build, or adds the documents new since a finished one)")
+                      "from an unfinished build, or adds the documents new since a finished "
+                      "one and re-indexes those changed since)")
     topk.add_argument("--dsn", help=DSN_HELP)
     topk.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     topk.set_defaults(func=_topk)
