@@ -21,7 +21,12 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from kmds_desktop.literature.store.vectors import MIN_EF_SEARCH, search_filters, vector_literal
+from kmds_desktop.literature.store.vectors import (
+    MIN_EF_SEARCH,
+    has_iterative_scan,
+    search_filters,
+    vector_literal,
+)
 from kmds_desktop.tasks import CancelToken
 
 log = logging.getLogger(__name__)
@@ -105,22 +110,15 @@ def nearest_document_ids(db: Any, vectors: DatabaseVectors, query_vector: Any, m
             table=sql.Identifier(vectors.table), where=sql.SQL(where))  # type: ignore[arg-type]
 
     def run(conn: psycopg.Connection) -> list[tuple[int, float]]:
-        version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+        iterative = has_iterative_scan(conn)
         with conn.transaction():
             conn.execute("SELECT set_config('hnsw.ef_search', %(ef)s, true)", params)
-            if version and _at_least(str(version[0]), (0, 8)):  # past ef_search candidates, scan on
+            if iterative:  # past ef_search candidates (filters dropped some), scan on
                 conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
             rows = conn.execute(statement, params).fetchall()
         return [(int(r[0]), float(r[1])) for r in rows]
 
     return db.run(run, cancel)
-
-
-def _at_least(version: str, wanted: tuple[int, int]) -> bool:
-    try:
-        return tuple(int(p) for p in version.split(".")[:2]) >= wanted
-    except ValueError:
-        return False
 
 
 def database_vector_coverage(db: Any, vectors: DatabaseVectors, use_pubmed: bool = True,

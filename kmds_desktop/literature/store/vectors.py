@@ -380,14 +380,20 @@ def _iterative_scan(db: Any, conn: psycopg.Connection) -> bool:
     if cached is not None:
         return bool(cached)
     _require_table(conn)
+    supported = has_iterative_scan(conn)
+    db._kmds_vector_iterative = supported
+    return supported
+
+
+def has_iterative_scan(conn: psycopg.Connection) -> bool:
+    """Whether the server's pgvector scans an HNSW index on past ``ef_search`` when filters drop
+    candidates (``hnsw.iterative_scan``, pgvector 0.8+)."""
     row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
     try:
         version = tuple(int(p) for p in str(row[0]).split(".")[:2]) if row else (0, 0)
     except ValueError:
         version = (0, 0)
-    supported = version >= (0, 8)
-    db._kmds_vector_iterative = supported
-    return supported
+    return version >= (0, 8)
 
 
 def count_with_vectors(db: Any, use_pubmed: bool = True, use_medrxiv: bool = True, use_others: bool = True,
