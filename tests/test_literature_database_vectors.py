@@ -236,3 +236,24 @@ def test_the_ollama_backend_embeds_through_the_real_client():
         assert vectors[0] == pytest.approx(embed("malaria vaccine"))
         with pytest.raises(LLMError, match="nomic-embed-text"):
             backend.embed(["malaria"], model="nomic-embed-text")
+
+
+def test_reranking_uses_the_databases_vectors_and_embeds_only_the_question(bmlibrarian_with_vectors):
+    db, _, ids = bmlibrarian_with_vectors
+
+    def app_model(texts):  # the app's own model must not be asked for anything here
+        raise AssertionError(f"embedded {len(texts)} texts with the app's model")
+
+    with FakeOllama({MODEL: ModelScript(embed=embed)}) as fake:
+        agent = QueryAgent(db, QueryGenerationSettings(ollama_host=fake.url, timeout_s=10),
+                           retrieval=RetrievalSettings(rerank=True, rerank_weight=1.0), encoder=app_model)
+        result = agent.run_reviewed_queries(["statin | asthma | malaria | stimulation"], fetch=False,
+                                            question="malaria vaccine trial in children")
+        embedded = fake.requests_for("/api/embed")
+    assert result.fusion.endswith("+rerank")
+    assert [r.prompt for r in embedded] == ["malaria vaccine trial in children"]
+    assert result.queries[0].ids  # the full-text row found them; the order is the similarity's
+    ranked = [i for i in _expected_order("malaria vaccine trial in children", ids) if i in set(
+        result.queries[0].ids)]
+    assert len(ranked) == 5  # the lowest scales to 0, as a document without a vector: compare the others
+    assert result.ids[:4] == ranked[:4]

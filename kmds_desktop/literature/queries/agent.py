@@ -545,9 +545,16 @@ class QueryAgent:
 
             head = ids[: r.rerank_candidates]
             try:
-                sims = similarities_to_question(
-                    self.database, embed_text(question, self.embedding_model, self.encoder), head,
-                    model_name=self.embedding_model, cancel=cancel, encoder=self.encoder)
+                choice = self._vector_choice(cancel)
+                if choice.vectors is not None:  # the database's own vectors: only the question is embedded
+                    from kmds_desktop.literature.store.database_vectors import database_similarities
+
+                    sims = database_similarities(self.database, choice.vectors,
+                                                 choice.embed(question, cancel=cancel), head, cancel=cancel)
+                else:
+                    sims = similarities_to_question(
+                        self.database, embed_text(question, self.embedding_model, self.encoder), head,
+                        model_name=self.embedding_model, cancel=cancel, encoder=self.encoder)
             except Cancelled:
                 raise
             except LiteratureError as err:  # re-ranking is an improvement, never a reason to fail

@@ -11,7 +11,7 @@ row's message.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kmds_desktop.literature.errors import LiteratureError
@@ -29,6 +29,8 @@ class VectorChoice:
     backend: Any = None
     #: why the database's own vectors are not searched (their model is not on the server), or None
     note: str | None = None
+    #: sentences embedded in this run (the question's vector serves its semantic row and the re-ranking)
+    _embedded: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def embed(self, text: str, *, cancel: CancelToken | None = None) -> Any:
         """The unit-length vector of ``text`` by the database's model; raises :class:`LiteratureError`
@@ -38,6 +40,8 @@ class VectorChoice:
         from kmds_desktop.llm.errors import LLMError
 
         assert self.vectors is not None and self.backend is not None
+        if text in self._embedded:
+            return self._embedded[text]
         try:
             vector = np.asarray(self.backend.embed([text], model=self.vectors.model_name, cancel=cancel)[0],
                                 dtype=np.float32)
@@ -50,7 +54,8 @@ class VectorChoice:
                 f"vectors, but the database's {self.vectors.table} holds {self.vectors.dimensions}: it is "
                 "another model of that name; the semantic row cannot search them")
         norm = float(np.linalg.norm(vector))
-        return vector / norm if norm > 0 else vector
+        self._embedded[text] = vector / norm if norm > 0 else vector
+        return self._embedded[text]
 
 
 def choose_vectors(db: Any, *, use_database_vectors: bool, ollama_host: str, timeout_s: float,

@@ -21,6 +21,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from kmds_desktop.literature.errors import LiteratureError
 from kmds_desktop.literature.store.vectors import (
     MIN_EF_SEARCH,
     has_iterative_scan,
@@ -80,7 +81,7 @@ def find_database_vectors(db: Any, *, cancel: CancelToken | None = None) -> list
 
     try:
         found = db.run(run, cancel)
-    except psycopg.Error as err:  # no pgvector, no rights on those tables: as if there were none
+    except (psycopg.Error, LiteratureError) as err:  # no pgvector, no rights there: as if there were none
         log.info("the database's own vectors could not be read: %s", err)
         found = []
     db._kmds_database_vectors = tuple(found)
@@ -119,6 +120,22 @@ def nearest_document_ids(db: Any, vectors: DatabaseVectors, query_vector: Any, m
         return [(int(r[0]), float(r[1])) for r in rows]
 
     return db.run(run, cancel)
+
+
+def database_similarities(db: Any, vectors: DatabaseVectors, query_vector: Any, ids: list[int], *,
+                          cancel: CancelToken | None = None) -> dict[int, float]:
+    """Cosine similarity of each candidate's best chunk to the query vector (for re-ranking fused
+    candidates without embedding them again); candidates without a chunk vector are left out."""
+    wanted = sorted({int(i) for i in ids})
+    if not wanted:
+        return {}
+    statement = sql.SQL(
+        "SELECT c.document_id, max(1 - (e.embedding <=> %(q)s::vector)) FROM chunks c "
+        "JOIN {table} e ON e.chunk_id = c.id WHERE c.document_id = ANY(%(ids)s) AND e.model_id = %(model)s "
+        "GROUP BY c.document_id").format(table=sql.Identifier(vectors.table))
+    params = {"q": vector_literal(query_vector), "ids": wanted, "model": vectors.model_id}
+    rows = db.run(lambda c: c.execute(statement, params).fetchall(), cancel)
+    return {int(r[0]): float(r[1]) for r in rows}
 
 
 def database_vector_coverage(db: Any, vectors: DatabaseVectors, use_pubmed: bool = True,
