@@ -144,6 +144,8 @@ def _agent(db, url: str, **retrieval) -> QueryAgent:
 def test_semantic_row_searches_the_databases_own_vectors_with_their_model(bmlibrarian_with_vectors):
     db, info, ids = bmlibrarian_with_vectors
     assert db.schema_owner == "external"
+    found = database_vectors.find_database_vectors(db)  # the model listed without vectors is not one
+    assert [(v.table, v.dimensions, v.model_name) for v in found] == [("emb_64", 64, MODEL)]
     before = _tables(info)
     with FakeOllama({MODEL: ModelScript(embed=embed)}) as fake:
         result = _agent(db, fake.url).run_reviewed_queries(

@@ -35,6 +35,9 @@ log = logging.getLogger(__name__)
 #: Up to this many documents (the planner's estimate) the coverage is counted exactly; above it, it is
 #: estimated from the tables' statistics and labelled "≈" (an exact count over 36M rows takes minutes).
 EXACT_COVERAGE_UP_TO = 200_000
+#: Rows read from the start of a vector table to see which models made its vectors (besides a 0.01 %
+#: sample of its pages): bounded however large the table is.
+MODEL_PROBE_ROWS = 10_000
 #: Chunks a search reads from the HNSW index per document asked for (a document has several chunks).
 CHUNKS_PER_ROW = 4
 
@@ -72,10 +75,13 @@ def find_database_vectors(db: Any, *, cancel: CancelToken | None = None) -> list
     def run(conn: psycopg.Connection) -> list[DatabaseVectors]:
         found: list[DatabaseVectors] = []
         for table, dims in conn.execute(_LAYOUT_SQL).fetchall():
+            # Which models' vectors the table holds, from its first rows and a sample of its pages: an
+            # EXISTS for a model it lacks would read the whole table (150 GB at 36M chunks).
             rows = conn.execute(sql.SQL(
-                "SELECT m.id, m.model_name FROM embedding_models m WHERE EXISTS "
-                "(SELECT 1 FROM {} e WHERE e.model_id = m.id) ORDER BY m.id").format(
-                    sql.Identifier(str(table)))).fetchall()
+                "SELECT m.id, m.model_name FROM embedding_models m WHERE m.id IN ("
+                "SELECT model_id FROM (SELECT model_id FROM {t} LIMIT %(head)s) head UNION "
+                "SELECT model_id FROM {t} TABLESAMPLE SYSTEM (0.01)) ORDER BY m.id").format(
+                    t=sql.Identifier(str(table))), {"head": MODEL_PROBE_ROWS}).fetchall()
             found.extend(DatabaseVectors(str(table), int(dims), int(r[0]), str(r[1])) for r in rows)
         return found
 
