@@ -15,28 +15,14 @@ import json
 
 import psycopg
 import pytest
+from support.bmlibrarian import BMLIBRARIAN_TABLES
 
 from kmds_desktop.literature import open_database
 
 DOI = "10.1101/2020.03.01.20029876"
 
 BMLIBRARIAN_BASELINE = f"""
-CREATE TABLE sources (id serial PRIMARY KEY, name text UNIQUE NOT NULL, url text, is_reputable boolean,
-                      is_free boolean);
-CREATE TABLE document (
-  id serial PRIMARY KEY, source_id integer REFERENCES sources(id), external_id text NOT NULL, doi text,
-  title text, abstract text, category_id integer, keywords text[], augmented_keywords text[],
-  mesh_terms text[], authors text[], publication text, publication_date date, url text, pdf_url text,
-  pdf_filename text, full_text text,
-  added_date timestamp without time zone DEFAULT CURRENT_TIMESTAMP,
-  updated_date timestamp without time zone DEFAULT CURRENT_TIMESTAMP,
-  withdrawn_date timestamp without time zone, withdrawn_reason text,
-  search_vector tsvector GENERATED ALWAYS AS (
-    setweight(to_tsvector('english', coalesce(title,'')),'A') ||
-    setweight(to_tsvector('english', coalesce(abstract,'')),'B')) STORED,
-  CONSTRAINT document_source_id_external_id_key UNIQUE (source_id, external_id));
-CREATE INDEX idx_document_search_vector ON document USING gin (search_vector);
-INSERT INTO sources (name) VALUES ('pubmed'), ('medrxiv'), ('PubMed Central');
+{BMLIBRARIAN_TABLES}INSERT INTO sources (name) VALUES ('pubmed'), ('medrxiv'), ('PubMed Central');
 -- as BMLibrarian's importers wrote them, a while ago
 INSERT INTO document (source_id, external_id, doi, title, url, publication, updated_date, withdrawn_date)
 VALUES

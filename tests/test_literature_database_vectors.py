@@ -14,6 +14,7 @@ import math
 
 import psycopg
 import pytest
+from support.bmlibrarian import BMLIBRARIAN_TABLES
 from support.fake_ollama import FakeOllama, ModelScript
 
 from kmds_desktop.app.run_facts import retrieval_facts, run_coverage
@@ -28,20 +29,7 @@ DIMENSIONS = 64
 
 SCHEMA = """
 CREATE EXTENSION IF NOT EXISTS vector;
-CREATE TABLE sources (id serial PRIMARY KEY, name text UNIQUE NOT NULL, url text, is_reputable boolean,
-                      is_free boolean);
-CREATE TABLE document (
-  id serial PRIMARY KEY, source_id integer REFERENCES sources(id), external_id text NOT NULL, doi text,
-  title text, abstract text, category_id integer, keywords text[], augmented_keywords text[],
-  mesh_terms text[], authors text[], publication text, publication_date date, url text, pdf_url text,
-  pdf_filename text, full_text text,
-  added_date timestamp without time zone DEFAULT CURRENT_TIMESTAMP,
-  updated_date timestamp without time zone DEFAULT CURRENT_TIMESTAMP,
-  withdrawn_date timestamp without time zone, withdrawn_reason text,
-  search_vector tsvector GENERATED ALWAYS AS (
-    setweight(to_tsvector('english', coalesce(title,'')),'A') ||
-    setweight(to_tsvector('english', coalesce(abstract,'')),'B')) STORED,
-  CONSTRAINT document_source_id_external_id_key UNIQUE (source_id, external_id));
+""" + BMLIBRARIAN_TABLES + """
 CREATE TABLE chunks (id serial PRIMARY KEY, document_id integer, chunking_strategy_id integer,
                      chunktype_id integer, document_title text, text text, chunklength integer,
                      chunk_no integer NOT NULL, page_start integer DEFAULT 0, page_end integer DEFAULT 0,

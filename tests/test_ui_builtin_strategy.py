@@ -3,22 +3,13 @@ review table says, per query, which concepts and variants it used and why (click
 
 from __future__ import annotations
 
-import pytest
 from PySide6.QtCore import Qt
 
 from kmds_desktop.config import Settings
 from kmds_desktop.ui.literature_panel import LiteraturePanel
 from kmds_desktop.ui.review_model import CHECKING, VALID, ReviewModel
-from kmds_desktop.ui.workers import JobRunner
 
 WAIT = 30_000
-
-
-@pytest.fixture()
-def jobs(qtbot):
-    runner = JobRunner()
-    yield runner
-    runner.shutdown()
 
 
 def test_default_generation_gives_three_explained_queries(qtbot, jobs, pg_empty_database, literature_data):

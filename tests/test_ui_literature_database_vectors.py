@@ -4,23 +4,14 @@ real HTTP server speaking Ollama's API, real clicks."""
 
 from __future__ import annotations
 
-import pytest
 from PySide6.QtCore import Qt
 from support.fake_ollama import FakeOllama, ModelScript
 from test_literature_database_vectors import MODEL, bmlibrarian_with_vectors, embed  # noqa: F401 - fixture
 
 from kmds_desktop.config import Settings
 from kmds_desktop.ui.literature_panel import LiteraturePanel
-from kmds_desktop.ui.workers import JobRunner
 
 WAIT = 60_000
-
-
-@pytest.fixture()
-def jobs(qtbot):
-    runner = JobRunner()
-    yield runner
-    runner.shutdown()
 
 
 def test_semantic_row_in_the_window_searches_the_databases_own_vectors(

@@ -12,21 +12,12 @@ import json
 from pathlib import Path
 
 import psycopg
-import pytest
 
 from kmds_desktop.config import Settings
 from kmds_desktop.ui.literature_panel import LiteraturePanel
 from kmds_desktop.ui.review_model import CHECKING, ReviewModel
-from kmds_desktop.ui.workers import JobRunner
 
 WAIT = 20_000
-
-
-@pytest.fixture()
-def jobs(qtbot):
-    runner = JobRunner()
-    yield runner
-    runner.shutdown()
 
 
 def _search_waiting(watcher: psycopg.Connection) -> int | None:

@@ -26,13 +26,6 @@ QUESTION = "Does azithromycin improve lung function in cystic fibrosis?"
 WAIT = 20_000
 
 
-@pytest.fixture()
-def jobs(qtbot):
-    runner = JobRunner()
-    yield runner
-    runner.shutdown()
-
-
 def _settings(models: list[str], host: str) -> Settings:
     settings = Settings()
     qg = settings.query_generation

@@ -7,23 +7,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from PySide6.QtCore import Qt
 
 from kmds_desktop.config import Settings
 from kmds_desktop.literature.store.vectors import vector_status
 from kmds_desktop.ui.literature_panel import LiteraturePanel
 from kmds_desktop.ui.review_model import VALID, ReviewModel
-from kmds_desktop.ui.workers import JobRunner
 
 WAIT = 120_000
-
-
-@pytest.fixture()
-def jobs(qtbot):
-    runner = JobRunner()
-    yield runner
-    runner.shutdown()
 
 
 def test_semantic_row_in_the_review_table(qtbot, jobs, pg_empty_database, literature_data: Path,

@@ -13,14 +13,6 @@ from kmds_desktop import secrets
 from kmds_desktop.app.preferences import probe_llm_backend
 from kmds_desktop.config import Settings, load_settings
 from kmds_desktop.ui.preferences import PreferencesDialog
-from kmds_desktop.ui.workers import JobRunner
-
-
-@pytest.fixture()
-def jobs(qtbot):
-    runner = JobRunner()
-    yield runner
-    runner.shutdown()
 
 
 def _dialog(qtbot, jobs, data_home, settings=None):

@@ -3,19 +3,9 @@ to the keyring, never the settings file; a bad address is shown under its field.
 
 from __future__ import annotations
 
-import pytest
-
 from kmds_desktop import secrets
 from kmds_desktop.config import Settings, load_settings
 from kmds_desktop.ui.preferences import PreferencesDialog
-from kmds_desktop.ui.workers import JobRunner
-
-
-@pytest.fixture()
-def jobs(qtbot):
-    runner = JobRunner()
-    yield runner
-    runner.shutdown()
 
 
 def test_openai_server_model_and_key(qtbot, jobs, data_home, memory_keyring) -> None:

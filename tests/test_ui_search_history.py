@@ -13,18 +13,10 @@ from PySide6.QtWidgets import QFileDialog, QLineEdit, QMessageBox
 from kmds_desktop.literature.strategy.history import SearchHistory
 from kmds_desktop.literature.strategy.workbench import SearchWorkbench
 from kmds_desktop.ui.search_history import SearchHistoryDialog
-from kmds_desktop.ui.workers import JobRunner
 
 WAIT = 20_000
 TITLES = {"h:1": "Aspirin prevents stroke", "h:2": "Aspirin and heart attack",
           "h:3": "Statins prevent stroke", "h:4": "Heart failure and statins", "h:5": "Gardening"}
-
-
-@pytest.fixture()
-def jobs(qtbot):
-    runner = JobRunner()
-    yield runner
-    runner.shutdown()
 
 
 @pytest.fixture()

@@ -61,6 +61,16 @@ def ui_index():
 
 
 @pytest.fixture()
+def jobs(qtbot):
+    """A job runner for a panel under test (its workers joined after the test)."""
+    from kmds_desktop.ui.workers import JobRunner
+
+    runner = JobRunner()
+    yield runner
+    runner.shutdown()
+
+
+@pytest.fixture()
 def make_window(qtbot, data_home, ui_index):
     """Factory for a :class:`MainWindow` on a private data folder; closed and joined after the test.
 
