@@ -99,7 +99,11 @@ def nearest_document_ids(db: Any, vectors: DatabaseVectors, query_vector: Any, m
                          from_date: Any = None, to_date: Any = None, *,
                          cancel: CancelToken | None = None) -> list[tuple[int, float]]:
     """``(document id, cosine similarity of its best chunk)``, closest first, under the same filters as
-    the full-text rows (sources, dates, withdrawn); ID-only, from the table's HNSW index."""
+    the full-text rows (sources, dates, withdrawn); ID-only, from the table's HNSW index.
+
+    The filters apply to the nearest ``CHUNKS_PER_ROW * max_rows + MIN_EF_SEARCH`` chunks (at most
+    4,000): a filter that keeps few of the database's documents (one small source, a narrow date range)
+    can return fewer rows than asked for."""
     max_rows = max(0, int(max_rows))
     where_params = search_filters(db, use_pubmed, use_medrxiv, use_others, from_date, to_date)
     if where_params is None or max_rows == 0:
@@ -117,10 +121,12 @@ def nearest_document_ids(db: Any, vectors: DatabaseVectors, query_vector: Any, m
             table=sql.Identifier(vectors.table), where=sql.SQL(where))  # type: ignore[arg-type]
 
     def run(conn: psycopg.Connection) -> list[tuple[int, float]]:
-        iterative = has_iterative_scan(conn)
+        iterative = getattr(db, "_kmds_iterative_scan", None)
+        if iterative is None:  # once per database object
+            iterative = db._kmds_iterative_scan = has_iterative_scan(conn)
         with conn.transaction():
             conn.execute("SELECT set_config('hnsw.ef_search', %(ef)s, true)", params)
-            if iterative:  # past ef_search candidates (filters dropped some), scan on
+            if iterative:  # more candidates than ef_search (up to 4,000): the scan goes on past it
                 conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
             rows = conn.execute(statement, params).fetchall()
         return [(int(r[0]), float(r[1])) for r in rows]

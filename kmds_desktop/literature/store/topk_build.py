@@ -57,7 +57,7 @@ def build_index(database: Any, index: TopKIndex, *, batch: int | None = None,
     # brought in step; then it is in step as of this build's start (the next refresh reads from there).
     extending = state is not None and state.complete and state.database == identity and not rebuild
     extend_start = _snapshot(database) if extending else 0
-    previous_last = state.last_id if state is not None and extending else 0
+    previous_last = state.last_id if extending and state is not None else 0
     if state is None or state.database != identity or rebuild:
         index.clear()
         state = BuildState(database=identity, start_xid=_snapshot(database))
