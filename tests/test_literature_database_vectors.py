@@ -167,6 +167,38 @@ def test_filters_apply_to_the_databases_vectors(bmlibrarian_with_vectors):
     assert (stat.matches, stat.searchable) == (2, 2)
 
 
+def test_a_narrow_filter_widens_the_search_past_the_nearest_chunks(bmlibrarian_with_vectors):
+    """600 PubMed chunks nearer the sentence than any medRxiv one: the first scan (the nearest
+    4 x 100 + 100) holds no medRxiv chunk, so the row widens until it finds both medRxiv documents."""
+    db, info, ids = bmlibrarian_with_vectors
+    question = "malaria vaccine trial in children"
+    with psycopg.connect(**info, autocommit=True) as conn:
+        model_id = conn.execute("SELECT id FROM embedding_models WHERE model_name = %s",
+                                (MODEL,)).fetchone()[0]
+        for n in range(150):
+            doc_id = conn.execute(
+                "INSERT INTO document (source_id, external_id, title, abstract, publication_date) "
+                "VALUES (1, %s, %s, %s, '2021-01-01') RETURNING id",
+                (f"near-{n}", f"{question} {n}", question)).fetchone()[0]
+            for chunk_no in range(4):
+                chunk_id = conn.execute(
+                    "INSERT INTO chunks (document_id, text, chunk_no) VALUES (%s, %s, %s) RETURNING id",
+                    (doc_id, question, chunk_no)).fetchone()[0]
+                conn.execute("INSERT INTO emb_64 (chunk_id, model_id, embedding) VALUES (%s, %s, %s::vector)",
+                             (chunk_id, model_id, _literal(embed(question))))
+        conn.execute("ANALYZE")
+    with FakeOllama({MODEL: ModelScript(embed=embed)}) as fake:
+        result = _agent(db, fake.url).run_reviewed_queries(
+            [SearchRow(question, ROW_SEMANTIC)], fetch=False, use_pubmed=False, use_others=False)
+    stat = result.queries[0]
+    assert stat.ok, stat.error
+    assert stat.ids == _expected_order(question, ids, sources=(2,))  # both medRxiv documents, in order
+    found = database_vectors.nearest_document_ids(
+        db, database_vectors.find_database_vectors(db)[0], embed(question), max_rows=100, use_pubmed=False,
+        use_others=False)
+    assert [i for i, _ in found] == stat.ids
+
+
 def test_a_large_database_gets_an_estimated_coverage(bmlibrarian_with_vectors, monkeypatch):
     db, _, _ = bmlibrarian_with_vectors
     monkeypatch.setattr(database_vectors, "EXACT_COVERAGE_UP_TO", 0)  # as if it held millions

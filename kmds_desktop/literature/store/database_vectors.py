@@ -28,7 +28,7 @@ from kmds_desktop.literature.store.vectors import (
     search_filters,
     vector_literal,
 )
-from kmds_desktop.tasks import CancelToken
+from kmds_desktop.tasks import CancelToken, check
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +40,8 @@ EXACT_COVERAGE_UP_TO = 200_000
 MODEL_PROBE_ROWS = 10_000
 #: Chunks a search reads from the HNSW index per document asked for (a document has several chunks).
 CHUNKS_PER_ROW = 4
+#: The most chunks a filtered search widens to (a filter that keeps few documents).
+MAX_CANDIDATE_CHUNKS = 64_000
 
 _LAYOUT_SQL = """
 SELECT c.relname, a.atttypmod FROM pg_inherits i
@@ -101,17 +103,17 @@ def nearest_document_ids(db: Any, vectors: DatabaseVectors, query_vector: Any, m
     """``(document id, cosine similarity of its best chunk)``, closest first, under the same filters as
     the full-text rows (sources, dates, withdrawn); ID-only, from the table's HNSW index.
 
-    The filters apply to the nearest ``CHUNKS_PER_ROW * max_rows + MIN_EF_SEARCH`` chunks (at most
-    4,000): a filter that keeps few of the database's documents (one small source, a narrow date range)
-    can return fewer rows than asked for."""
+    The filters apply to the nearest ``CHUNKS_PER_ROW * max_rows + MIN_EF_SEARCH`` chunks; while they
+    leave fewer rows than asked for (one small source, a narrow date range), the search widens to four
+    times as many chunks, up to :data:`MAX_CANDIDATE_CHUNKS` (each step an HNSW scan, so the cost stays
+    bounded). Only a filter that keeps almost none of the database's chunks returns fewer rows."""
     max_rows = max(0, int(max_rows))
     where_params = search_filters(db, use_pubmed, use_medrxiv, use_others, from_date, to_date)
     if where_params is None or max_rows == 0:
         return []
     where, params = where_params
-    candidates = min(4000, CHUNKS_PER_ROW * max_rows + MIN_EF_SEARCH)
-    params.update(q=vector_literal(query_vector), model=vectors.model_id, candidates=candidates,
-                  limit=max_rows, ef=str(min(1000, max(MIN_EF_SEARCH, candidates))))
+    first = min(MAX_CANDIDATE_CHUNKS, CHUNKS_PER_ROW * max_rows + MIN_EF_SEARCH)
+    params.update(q=vector_literal(query_vector), model=vectors.model_id, limit=max_rows)
     statement = sql.SQL(
         "WITH near AS (SELECT e.chunk_id, e.embedding <=> %(q)s::vector AS distance FROM {table} e "
         "WHERE e.model_id = %(model)s ORDER BY e.embedding <=> %(q)s::vector LIMIT %(candidates)s) "
@@ -124,11 +126,21 @@ def nearest_document_ids(db: Any, vectors: DatabaseVectors, query_vector: Any, m
         iterative = getattr(db, "_kmds_iterative_scan", None)
         if iterative is None:  # once per database object
             iterative = db._kmds_iterative_scan = has_iterative_scan(conn)
-        with conn.transaction():
-            conn.execute("SELECT set_config('hnsw.ef_search', %(ef)s, true)", params)
-            if iterative:  # more candidates than ef_search (up to 4,000): the scan goes on past it
-                conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
-            rows = conn.execute(statement, params).fetchall()
+        candidates, rows = first, []
+        while True:
+            step = {**params, "candidates": candidates, "ef": str(min(1000, max(MIN_EF_SEARCH, candidates))),
+                    "tuples": str(max(20000, 2 * candidates))}
+            with conn.transaction():
+                conn.execute("SELECT set_config('hnsw.ef_search', %(ef)s, true)", step)
+                if iterative:  # more candidates than ef_search: the scan goes on past it
+                    conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                                 "set_config('hnsw.max_scan_tuples', %(tuples)s, true)", step)
+                rows = conn.execute(statement, step).fetchall()
+            widest = MAX_CANDIDATE_CHUNKS if iterative else 1000  # without iterative scans ef_search caps it
+            if len(rows) >= max_rows or candidates >= widest:
+                break
+            check(cancel)
+            candidates = min(MAX_CANDIDATE_CHUNKS, candidates * 4)
         return [(int(r[0]), float(r[1])) for r in rows]
 
     return db.run(run, cancel)
