@@ -279,3 +279,33 @@ def test_reranking_uses_the_databases_vectors_and_embeds_only_the_question(bmlib
         result.queries[0].ids)]
     assert len(ranked) == 5  # the lowest scales to 0, as a document without a vector: compare the others
     assert result.ids[:4] == ranked[:4]
+
+
+def test_the_cli_reports_the_databases_vectors_and_its_search_adds_the_semantic_row(
+        bmlibrarian_with_vectors, data_home, capsys):
+    """``literature status`` says what the database's own vectors cover; ``literature search`` adds the
+    question's semantic row on them by the window's rule (the app itself has embedded nothing here)."""
+    import json
+
+    from kmds_desktop.cli import main
+    from kmds_desktop.config import load_settings, save_settings
+
+    db, _, ids = bmlibrarian_with_vectors
+    dsn = db.dsn
+    assert main(["literature", "status", "--dsn", dsn]) == 0
+    out = capsys.readouterr().out
+    assert (f"database vectors: 5 of 6 documents have the database's own {MODEL} vectors (emb_64, 64 "
+            "dimensions)") in out
+    with FakeOllama({MODEL: ModelScript(embed=embed)}) as fake:
+        settings = load_settings()
+        settings.query_generation.ollama_host = fake.url
+        save_settings(settings)
+        code = main(["literature", "search", "malaria vaccine trial in children", "--models",
+                     "builtin:keywords", "--queries-per-model", "1", "--max-rows", "5", "--dsn", dsn,
+                     "--json"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    semantic = [q for q in json.loads(out)["queries"] if q["provenance"].get("row_type") == "semantic"]
+    assert len(semantic) == 1 and semantic[0]["provenance"]["kind"] == "question"
+    assert semantic[0]["ids"][0] == ids["Malaria vaccine trial in Kenyan children"]
+    assert semantic[0]["error"] is None

@@ -43,3 +43,57 @@ def test_semantic_row_in_the_window_searches_the_databases_own_vectors(
     run = panel.search_log()["retrieval_run"]
     assert run["embedding_model"] == MODEL
     assert run["vector_coverage"]["vectors"] == f"the database's own {MODEL} vectors"
+
+
+def test_the_window_says_the_database_has_its_own_vectors_and_generation_adds_the_semantic_row(
+        qtbot, jobs, bmlibrarian_with_vectors, data_home) -> None:  # noqa: F811 - the fixture
+    """The app has embedded nothing here, yet the database's own vectors cover 5 of 6 documents: the
+    status line says so (not "no vectors"), Run asks no "embed first" question, Embed documents says
+    what it would add, and a generation round adds the question's semantic row as on an embedded
+    database (the CLI's search applies the same rule)."""
+    db, _, _ = bmlibrarian_with_vectors
+    with FakeOllama({MODEL: ModelScript(embed=embed)}) as fake:
+        settings = Settings()
+        settings.query_generation.ollama_host = fake.url
+        settings.query_generation.models = ["builtin:keywords"]
+        panel = LiteraturePanel(settings, jobs, database=db)
+        statuses: list[str] = []
+        panel.status_changed.connect(statuses.append)
+        qtbot.addWidget(panel)
+        panel.show()
+        qtbot.waitUntil(lambda: panel.database_vectors is not None, timeout=WAIT)
+        assert any(f"5 with the database's own {MODEL} vectors" in s for s in statuses), statuses
+        assert not any("no vectors" in s for s in statuses)
+        assert panel.embed_button.toolTip().startswith(f"Semantic rows search the database's own {MODEL}")
+        panel.question.setText("malaria vaccine trial in children")
+        qtbot.mouseClick(panel.generate_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: panel.session.round is not None and panel.session.round.finished,
+                        timeout=WAIT)
+        qtbot.waitUntil(lambda: not panel.generating, timeout=WAIT)
+        semantic = [r for r in panel.session.rows if r.kind == "semantic"]
+        assert [r.query for r in semantic] == ["malaria vaccine trial in children"]
+        qtbot.mouseClick(panel.run_button, Qt.MouseButton.LeftButton)
+        assert not panel.coverage_bar.isVisible()
+        qtbot.waitUntil(lambda: panel.session.last_run is not None and not panel._working(), timeout=WAIT)
+    stat = next(s for s in panel.session.last_run.result.queries if s.kind == "semantic")
+    assert stat.ok and stat.vectors == f"the database's own {MODEL} vectors"
+
+
+def test_with_the_setting_off_the_database_vectors_are_not_offered(
+        qtbot, jobs, bmlibrarian_with_vectors, data_home) -> None:  # noqa: F811 - the fixture
+    db, _, _ = bmlibrarian_with_vectors
+    settings = Settings()
+    settings.retrieval.use_database_vectors = False
+    settings.query_generation.models = ["builtin:keywords"]
+    panel = LiteraturePanel(settings, jobs, database=db)
+    statuses: list[str] = []
+    panel.status_changed.connect(statuses.append)
+    qtbot.addWidget(panel)
+    panel.show()
+    qtbot.waitUntil(lambda: bool(statuses), timeout=WAIT)
+    assert panel.database_vectors is None and "no vectors" in statuses[-1]
+    panel.question.setText("malaria vaccine trial in children")
+    qtbot.mouseClick(panel.generate_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: panel.session.round is not None and panel.session.round.finished, timeout=WAIT)
+    qtbot.waitUntil(lambda: not panel.generating, timeout=WAIT)
+    assert not [r for r in panel.session.rows if r.kind == "semantic"]

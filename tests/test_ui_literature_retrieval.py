@@ -281,6 +281,8 @@ def test_retrieval_preferences_are_validated_on_enter_and_saved(qtbot, make_wind
     dialog.ret_ranking.setCurrentIndex(dialog.ret_ranking.findData("ts_rank_cd"))
     qtbot.mouseClick(dialog.ret_external, LEFT)
     qtbot.mouseClick(dialog.ret_embed, LEFT)
+    assert dialog.ret_database_vectors.isChecked()  # on by default
+    qtbot.mouseClick(dialog.ret_database_vectors, LEFT)
     dialog.ret_fusion.setCurrentIndex(dialog.ret_fusion.findData("best_rank"))
     assert dialog.isVisible()
 
@@ -291,6 +293,7 @@ def test_retrieval_preferences_are_validated_on_enter_and_saved(qtbot, make_wind
     assert (saved.semantic_row, saved.hypothetical_row, saved.fusion) == (True, False, "best_rank")
     assert saved.fulltext_ranking == "ts_rank_cd"
     assert saved.allow_vectors_in_external_database and not saved.embed_after_import
+    assert not saved.use_database_vectors
     # The window uses them at once: the literature session merges by the new settings.
     panel = window.literature
     panel._update_buttons()

@@ -276,3 +276,26 @@ def test_the_built_in_generators_embedding_neighbours_can_be_turned_off(qtbot, j
     assert not box.isChecked()
     assert dialog.save() is True
     assert load_settings(data_home / "settings.json").query_generation.builtin_embedding_variants is False
+
+
+def test_every_tab_fits_the_dialog_without_cutting_a_line(qtbot, jobs, data_home):
+    """Each tab at the dialog's size shows its rows whole: no check box or hint runs past the right
+    edge (the Retrieval tab's once did), and the Retrieval tab scrolls down to its last check box."""
+    from PySide6.QtCore import QPoint
+    from PySide6.QtWidgets import QCheckBox, QScrollArea
+
+    dialog = _dialog(qtbot, jobs, data_home)
+    for i in range(dialog.tabs.count()):
+        dialog.tabs.setCurrentIndex(i)
+        qtbot.wait(50)
+        page = dialog.tabs.widget(i)
+        edge = dialog.tabs.geometry().right()  # what the dialog shows of the tab (a wider page is cut)
+        for box in page.findChildren(QCheckBox):
+            right = box.mapTo(dialog, QPoint(box.sizeHint().width(), 0)).x()
+            assert right <= edge, (dialog.tabs.tabText(i), box.text(), right, edge)
+    area = dialog.findChild(QScrollArea, "retrievalTabScroll")
+    dialog.tabs.setCurrentWidget(area)
+    last = dialog.ret_database_vectors
+    area.ensureWidgetVisible(last)
+    qtbot.wait(50)
+    assert last.visibleRegion().boundingRect().height() == last.height(), "the last check box is reachable"

@@ -50,6 +50,7 @@ Rules the session keeps (and the README states):
 from __future__ import annotations
 
 import itertools
+import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -74,6 +75,8 @@ from kmds_desktop.literature.retrieval.semantic import (
     SearchRow,
 )
 from kmds_desktop.tasks import Cancelled, CancelToken, ProgressFn, check, report
+
+log = logging.getLogger(__name__)
 
 GENERATED = "generated"
 #: The Model column of the question's semantic row (added by the retrieval settings, not edited).
@@ -955,7 +958,8 @@ class LiteratureSession(Observable):
         if coverage is not None and coverage.partial and not result.failed_queries:
             if coverage.vectors:  # the database's own vectors: its own embedding run adds the others
                 messages.append(("warning", f"{self.coverage_sentence()}; the other {coverage.missing:,} "
-                                            "have no vector of that model in the database yet."))
+                                            f"{_plural(coverage.missing, 'has', 'have')} no vector of that "
+                                            "model in the database yet."))
             else:
                 messages.append(("warning", f"{self.coverage_sentence()}; Embed documents to search the "
                                             f"other {coverage.missing:,}."))
@@ -1029,6 +1033,18 @@ def plan_retrieval_rows(agent: QueryAgent, question: str, *,
         if cancel is not None and cancel.cancelled:
             raise Cancelled("cancelled by the user") from None
         return RetrievalRows(reason=f"document vectors unavailable: {err}")
+    if with_vectors == 0:  # a BMLibrarian database's own vectors serve the row too
+        from kmds_desktop.literature.retrieval.database_vectors import database_vector_status
+
+        try:
+            own = database_vector_status(agent.database, use_database_vectors=r.use_database_vectors,
+                                         cancel=cancel)
+        except Cancelled:
+            raise
+        except Exception as err:  # noqa: BLE001 - none to search; the full-text rows still run
+            log.warning("the database's own vectors could not be read: %s", err)
+            own = None
+        with_vectors = int(own["with_vectors"]) if own else 0
     if with_vectors == 0:
         return RetrievalRows(reason="no document has a vector yet (embedding runs after an import)")
     model = agent.llm_model() if r.hypothetical_row else None

@@ -8,11 +8,14 @@ signals; a script calls it directly.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from kmds_desktop.tasks import CancelToken, ProgressFn, report
+
+log = logging.getLogger(__name__)
 
 #: The Preferences > Retrieval check box that lets the app add vectors to a database it does not manage.
 EXTERNAL_OPT_IN = "Allow a vector table in an external database"
@@ -109,12 +112,22 @@ class DatabaseOnDemand:
 
 
 def database_status(
-    db: Any, model_name: str | None = None, *, progress: ProgressFn | None = None,
-    cancel: CancelToken | None = None,
+    db: Any, model_name: str | None = None, *, use_database_vectors: bool = True,
+    progress: ProgressFn | None = None, cancel: CancelToken | None = None,
 ) -> dict[str, Any]:
     """``db.status()``, with ``"vectors"`` (``literature status``'s count of documents with a vector)
-    when ``model_name`` is given; a failure there is reported in it, never raised."""
+    when ``model_name`` is given, and ``"database_vectors"`` (the vectors a BMLibrarian database holds
+    itself, which semantic rows search: :func:`database_vector_status`, None when there are none); a
+    failure there is reported in it, never raised."""
+    from kmds_desktop.literature.retrieval.database_vectors import database_vector_status
+
     status = db.status()
+    try:
+        status["database_vectors"] = database_vector_status(
+            db, use_database_vectors=use_database_vectors, cancel=cancel)
+    except Exception as err:  # noqa: BLE001 - the document count still stands
+        log.warning("the database's own vectors could not be read: %s", err)
+        status["database_vectors"] = None
     try:
         status["topk"] = topk_status(db)
     except Exception as err:  # noqa: BLE001 - the document count still stands
@@ -129,8 +142,15 @@ def database_status(
     return status
 
 
-def describe_vectors(vectors: dict[str, Any] | None) -> str:
-    """A few words for the window's status: "8,000 with vectors", "316 to embed", "no vectors"."""
+def describe_vectors(vectors: dict[str, Any] | None, database_vectors: dict[str, Any] | None = None) -> str:
+    """A few words for the window's status: "8,000 with vectors", "316 to embed", "no vectors"; on a
+    database with its own vectors, those first ("≈36,000,000 with the database's own … vectors")."""
+    if database_vectors and database_vectors.get("with_vectors"):
+        approx = "≈" if database_vectors.get("estimated") else ""
+        own = f"{approx}{int(database_vectors['with_vectors']):,} with {database_vectors['described']}"
+        if vectors and vectors.get("available") and vectors.get("with_vectors"):
+            return f"{own}, {int(vectors['with_vectors']):,} with the app's"
+        return own
     if not vectors:
         return ""
     if not vectors.get("available"):

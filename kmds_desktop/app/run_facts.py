@@ -51,10 +51,12 @@ def generation_counts(attempts: Sequence[Any]) -> dict[str, int]:
     return {"queries_generated": len(texts), "queries_unique": len({query_key(t) for t in texts})}
 
 
-def coverage_from_status(documents: int | None, vectors: Mapping[str, Any] | None) -> VectorCoverage | None:
+def coverage_from_status(documents: int | None, vectors: Mapping[str, Any] | None,
+                         database_vectors: Mapping[str, Any] | None = None) -> VectorCoverage | None:
     """Coverage from the database status (documents, and ``vector_status``'s ``with_vectors``); None
-    when either is not known yet."""
-    if documents is None or not vectors:
+    when either is not known yet, and on a database whose own vectors semantic rows search (embedding
+    with the app's model would not add to those; the run says how many they cover)."""
+    if documents is None or not vectors or (database_vectors and database_vectors.get("with_vectors")):
         return None
     with_vectors = int(vectors.get("with_vectors") or 0) if vectors.get("available") else 0
     return VectorCoverage(min(with_vectors, int(documents)), int(documents))

@@ -113,11 +113,15 @@ def register(sub: argparse._SubParsersAction) -> argparse._SubParsersAction:  # 
 @guarded
 def _status(args: argparse.Namespace) -> int:
     from kmds_desktop.config import load_settings
+    from kmds_desktop.literature.retrieval.database_vectors import database_vector_status
     from kmds_desktop.literature.store.vectors import vector_status
 
+    settings = load_settings()
     with literature_database(args) as db:
         info = db.status()
-        info["vectors"] = vector_status(db, load_settings().index.embedding_model)
+        info["vectors"] = vector_status(db, settings.index.embedding_model)
+        info["database_vectors"] = database_vector_status(
+            db, use_database_vectors=settings.retrieval.use_database_vectors)
     if args.json:
         print_json(info)
         return 0
@@ -129,6 +133,12 @@ def _status(args: argparse.Namespace) -> int:
     print(f"documents: {info['documents']} ({info['withdrawn']} withdrawn)")
     for name, count in info["sources"].items():
         print(f"  {name:<20} {count}")
+    own = info["database_vectors"]
+    if own:
+        approx = "≈" if own["estimated"] else ""
+        print(f"database vectors: {approx}{own['with_vectors']} of {approx}{own['documents']} documents have "
+              f"{own['described']} ({own['table']}, {own['dimensions']} dimensions); semantic rows search "
+              f"them when {own['model']} is on the Ollama server")
     print(f"vectors:   {_describe_vectors(info['vectors'], info['schema_owner'])}")
     return 0
 

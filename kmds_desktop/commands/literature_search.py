@@ -194,14 +194,13 @@ def _add_semantic_rows(args: argparse.Namespace, session: Any, agent: Any, db: A
             if text.strip():
                 session.add_semantic(text)
         return
-    from kmds_desktop.app.literature import write_hypothetical
+    from kmds_desktop.app.literature import plan_retrieval_rows, write_hypothetical
     from kmds_desktop.literature.errors import QueryAgentError
-    from kmds_desktop.literature.store.vectors import vector_status
 
     want_semantic = args.semantic
-    if want_semantic is None:
+    if want_semantic is None:  # the window's rule: vectors to search (the app's, or the database's own)
         want_semantic = session.retrieval.semantic_row and (
-            bool(args.semantic_text) or vector_status(db, session.embedding_model)["with_vectors"] > 0)
+            bool(args.semantic_text) or plan_retrieval_rows(agent, session.question).with_vectors > 0)
     added = []
     if want_semantic:
         added.append(session.add_question_row())  # the rule the window's generation round applies

@@ -180,7 +180,8 @@ def encode(
 
     model = get_model(model_name)
     if len(texts) == 0:
-        dim = int(model.get_sentence_embedding_dimension() or 0)
+        size = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        dim = int(size() or 0)  # the new name, where the installed sentence-transformers has it
         return np.zeros((0, dim), dtype=np.float32)
     if all(len(t) <= SHORT_TEXT_CHARS for t in texts):
         return _encode_short(texts, model_name, batch_size)

@@ -132,6 +132,11 @@ class LiteratureFiles:
         return self._embed_job is not None and not self._embed_job.done
 
     def _embed_tooltip(self: LiteraturePanel) -> str:
+        own = self.database_vectors
+        if own and own.get("with_vectors"):
+            return (f"Semantic rows search {own['described']} (nothing to embed while its model is on the "
+                    "Ollama server). This embeds with the app's model into a table of its own, which needs "
+                    f"'{lj.EXTERNAL_OPT_IN}' in Preferences > Retrieval")
         vectors = lj.describe_vectors(self.vectors)
         return ("Embed the documents that have no vector yet, in the background, for semantic rows"
                 + (f" (now: {vectors})" if vectors else ""))

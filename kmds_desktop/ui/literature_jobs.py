@@ -89,6 +89,7 @@ class LiteratureJobs:
         self._with_database(
             lambda db: self.jobs.submit(
                 KINDS["status"], lj.database_status, db, self.session.embedding_model,
+                use_database_vectors=self.settings.retrieval.use_database_vectors,
                 label="Reading the literature database status",
                 policy="latest", busy_cursor=False, on_result=self._status_arrived,
                 on_error=lambda exc: self._show_error(exc, "Cannot read the literature database"),
@@ -100,7 +101,8 @@ class LiteratureJobs:
         self.document_count = count
         where = status.get("database") or ""
         self.vectors = status.get("vectors")
-        vectors = lj.describe_vectors(self.vectors)
+        self.database_vectors = status.get("database_vectors")
+        vectors = lj.describe_vectors(self.vectors, self.database_vectors)
         self.topk = status.get("topk")
         fast = lj.describe_topk(self.topk, count)
         self.status_changed.emit(f"Literature: {count:,} documents" + (f", {vectors}" if vectors else "")
@@ -216,7 +218,8 @@ class LiteratureJobs:
             self.show_message(user_message(exc), "warning")
             return None
         warning = None if confirmed else run_facts.coverage_warning(
-            plan.kinds, run_facts.coverage_from_status(self.document_count, self.vectors))
+            plan.kinds,
+            run_facts.coverage_from_status(self.document_count, self.vectors, self.database_vectors))
         if warning:
             self.coverage_bar.ask(warning)
             self._set_progress("Not run yet: choose Embed first or Run anyway above the table.")

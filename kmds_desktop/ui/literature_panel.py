@@ -119,6 +119,8 @@ class LiteraturePanel(LiteratureJobs, LiteratureFiles, LiteratureRecords, QWidge
         self.document_count: int | None = None
         #: The last ``literature status`` count of document vectors (None until read).
         self.vectors: dict[str, Any] | None = None
+        #: the vectors a BMLibrarian database holds itself (semantic rows search those), from the status
+        self.database_vectors: dict[str, Any] | None = None
         self._workbench: Any = None
         self.history_dialog: Any = None
         self.screening_window: Any = None

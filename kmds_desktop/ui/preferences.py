@@ -88,6 +88,9 @@ class PreferencesDialog(LLMTab, QueryTab, LiteratureTab, RetrievalTab, IndexTab,
         layout.addWidget(self.tabs)
         layout.addWidget(self.general_error)
         layout.addWidget(self.buttons)
+        # As wide as the widest tab needs: an explicit minimum of 560 alone overrode the layout's, and
+        # the Retrieval tab's check boxes and hints were cut at the dialog's right edge.
+        self.setMinimumWidth(max(560, self.minimumSizeHint().width()))
         self._load(settings)
 
     # -- building --

@@ -65,8 +65,13 @@ class RetrievalTab:
         self.ret_external = QCheckBox(EXTERNAL_OPT_IN + " (e.g. BMLibrarian's)")
         self.ret_external.setObjectName("allowExternalVectors")
         self._row(form, "retrieval.allow_vectors_in_external_database", "", self.ret_external,
-                  "Off: nothing is created in a database the app does not manage; semantic rows find "
-                  "nothing there until vectors exist")
+                  "Off: nothing is created in a database the app does not manage; semantic rows search "
+                  "only the vectors it holds itself, if any")
+        self.ret_database_vectors = QCheckBox("Search a BMLibrarian database's own chunk vectors")
+        self.ret_database_vectors.setObjectName("useDatabaseVectors")
+        self._row(form, "retrieval.use_database_vectors", "", self.ret_database_vectors,
+                  "When the database's embedding model is on the Ollama server, semantic rows search the "
+                  "vectors the database already holds (nothing to embed)")
         self.ret_rerank.toggled.connect(self._update_enabled)
         return page
 
@@ -88,6 +93,7 @@ class RetrievalTab:
         self.ret_rerank_weight.setText(str(r.rerank_weight))
         self.ret_embed.setChecked(r.embed_after_import)
         self.ret_external.setChecked(r.allow_vectors_in_external_database)
+        self.ret_database_vectors.setChecked(r.use_database_vectors)
 
     def _collect_retrieval(self: PreferencesDialog, data: dict[str, Any]) -> None:
         data["retrieval"].update(
@@ -102,5 +108,6 @@ class RetrievalTab:
                 "rerank_weight": self.ret_rerank_weight.text().strip(),
                 "embed_after_import": self.ret_embed.isChecked(),
                 "allow_vectors_in_external_database": self.ret_external.isChecked(),
+                "use_database_vectors": self.ret_database_vectors.isChecked(),
             }
         )
