@@ -45,6 +45,27 @@ def test_semantic_row_in_the_window_searches_the_databases_own_vectors(
     assert run["vector_coverage"]["vectors"] == f"the database's own {MODEL} vectors"
 
 
+def _panel(qtbot, jobs, db, settings: Settings) -> tuple[LiteraturePanel, list[str]]:
+    """The literature panel on ``db`` with the built-in generator, and the status lines it shows."""
+    settings.query_generation.models = ["builtin:keywords"]
+    panel = LiteraturePanel(settings, jobs, database=db)
+    statuses: list[str] = []
+    panel.status_changed.connect(statuses.append)
+    qtbot.addWidget(panel)
+    panel.show()
+    return panel, statuses
+
+
+def _generate(qtbot, panel: LiteraturePanel, question: str) -> list:
+    """Type ``question``, click Generate queries, wait for the round; the semantic rows it added."""
+    panel.question.clear()
+    qtbot.keyClicks(panel.question, question)
+    qtbot.mouseClick(panel.generate_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: panel.session.round is not None and panel.session.round.finished, timeout=WAIT)
+    qtbot.waitUntil(lambda: not panel.generating, timeout=WAIT)
+    return [r for r in panel.session.rows if r.kind == "semantic"]
+
+
 def test_the_window_says_the_database_has_its_own_vectors_and_generation_adds_the_semantic_row(
         qtbot, jobs, bmlibrarian_with_vectors, data_home) -> None:  # noqa: F811 - the fixture
     """The app has embedded nothing here, yet the database's own vectors cover 5 of 6 documents: the
@@ -55,22 +76,12 @@ def test_the_window_says_the_database_has_its_own_vectors_and_generation_adds_th
     with FakeOllama({MODEL: ModelScript(embed=embed)}) as fake:
         settings = Settings()
         settings.query_generation.ollama_host = fake.url
-        settings.query_generation.models = ["builtin:keywords"]
-        panel = LiteraturePanel(settings, jobs, database=db)
-        statuses: list[str] = []
-        panel.status_changed.connect(statuses.append)
-        qtbot.addWidget(panel)
-        panel.show()
+        panel, statuses = _panel(qtbot, jobs, db, settings)
         qtbot.waitUntil(lambda: panel.database_vectors is not None, timeout=WAIT)
         assert any(f"5 with the database's own {MODEL} vectors" in s for s in statuses), statuses
         assert not any("no vectors" in s for s in statuses)
         assert panel.embed_button.toolTip().startswith(f"Semantic rows search the database's own {MODEL}")
-        panel.question.setText("malaria vaccine trial in children")
-        qtbot.mouseClick(panel.generate_button, Qt.MouseButton.LeftButton)
-        qtbot.waitUntil(lambda: panel.session.round is not None and panel.session.round.finished,
-                        timeout=WAIT)
-        qtbot.waitUntil(lambda: not panel.generating, timeout=WAIT)
-        semantic = [r for r in panel.session.rows if r.kind == "semantic"]
+        semantic = _generate(qtbot, panel, "malaria vaccine trial in children")
         assert [r.query for r in semantic] == ["malaria vaccine trial in children"]
         qtbot.mouseClick(panel.run_button, Qt.MouseButton.LeftButton)
         assert not panel.coverage_bar.isVisible()
@@ -84,16 +95,7 @@ def test_with_the_setting_off_the_database_vectors_are_not_offered(
     db, _, _ = bmlibrarian_with_vectors
     settings = Settings()
     settings.retrieval.use_database_vectors = False
-    settings.query_generation.models = ["builtin:keywords"]
-    panel = LiteraturePanel(settings, jobs, database=db)
-    statuses: list[str] = []
-    panel.status_changed.connect(statuses.append)
-    qtbot.addWidget(panel)
-    panel.show()
+    panel, statuses = _panel(qtbot, jobs, db, settings)
     qtbot.waitUntil(lambda: bool(statuses), timeout=WAIT)
     assert panel.database_vectors is None and "no vectors" in statuses[-1]
-    panel.question.setText("malaria vaccine trial in children")
-    qtbot.mouseClick(panel.generate_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: panel.session.round is not None and panel.session.round.finished, timeout=WAIT)
-    qtbot.waitUntil(lambda: not panel.generating, timeout=WAIT)
-    assert not [r for r in panel.session.rows if r.kind == "semantic"]
+    assert not _generate(qtbot, panel, "malaria vaccine trial in children")
