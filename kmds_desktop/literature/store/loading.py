@@ -351,8 +351,8 @@ def folder_files(folder: Path) -> list[Path]:
     files = sorted((p for p in entries if not p.name.startswith(".")
                     and p.name.lower().endswith(FOLDER_SUFFIXES) and p.is_file()), key=lambda p: p.name)
     if not files:
-        raise ImportFileError(f"{folder}: no files to import in this folder (expected .xml.gz, .xml, .jsonl "
-                              "or .json files)")
+        raise ImportFileError(f"{folder}: no files to import in this folder (expected "
+                              f"{', '.join(FOLDER_SUFFIXES)} files)")
     return files
 
 
