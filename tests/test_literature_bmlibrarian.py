@@ -161,3 +161,28 @@ def test_a_bmlibrarian_database_gets_the_top_k_index_and_keeps_it_in_step(bmlibr
     assert len(rows("asthma")[0]) == 2
     with psycopg.connect(**info) as conn:
         assert _snapshot(conn) == before  # nothing written into the database the app does not own
+
+
+def test_a_document_without_a_source_is_left_out_of_the_index_and_never_wedges_the_build(
+        bmlibrarian, data_home):
+    """BMLibrarian's schema lets ``document.source_id`` be NULL. Every search filters by source, so such
+    a row is never found; the index leaves it out (it used to stop the build on it at every retry,
+    committing the rows before it in its batch once more each time)."""
+    from kmds_desktop.literature.store.topk_build import build_index, index_folder, refresh_index
+    from kmds_desktop.literature.store.topk_index import TopKIndex
+
+    db, info = bmlibrarian
+    with psycopg.connect(**info, autocommit=True) as conn:
+        conn.execute("INSERT INTO document (source_id, external_id, title, abstract) "
+                     "VALUES (NULL, 'orphan', 'Asthma without a source', 'asthma')")
+    index = TopKIndex(index_folder(db))
+    state = build_index(db, index, batch=2)
+    assert state.complete and state.documents == 3 == len(set(index.all_ids())) == len(index.all_ids())
+    fast = {i for i, _ in db.find_abstract_ids_ranked("asthma", 100, ranking="bm25")}
+    db.attach_topk_index(None)
+    slow = {i for i, _ in db.find_abstract_ids_ranked("asthma", 100, ranking="idf")}
+    assert fast == slow and len(fast) == 3
+    with psycopg.connect(**info, autocommit=True) as conn:  # a source given to it later: found then
+        conn.execute("UPDATE document SET source_id = (SELECT min(id) FROM sources) "
+                     "WHERE external_id = 'orphan'")
+    assert refresh_index(db, index).indexed == 1 and index.documents() == 4

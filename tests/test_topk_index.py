@@ -138,6 +138,39 @@ def test_what_the_index_cannot_run_exactly_is_left_to_postgres(built: TopKIndex)
     assert built.translate("") is not None and built.count(built.translate("")) == 0
 
 
+def test_a_deeply_nested_query_runs_in_postgres_not_in_the_index(pg_database: Any, built: TopKIndex) -> None:
+    """tantivy searches nested boolean queries recursively: 500 levels of AND/OR killed the process
+    (SIGSEGV). Deeper than MAX_QUERY_DEPTH goes to PostgreSQL; up to it the index runs the query, on a
+    worker thread with a 512 KB stack too, and matches what PostgreSQL matches."""
+    import threading
+
+    from kmds_desktop.literature.store.topk_index import MAX_QUERY_DEPTH
+
+    def nested(levels: int) -> str:
+        return "cystic & ( fibrosis | " * levels + "lung" + " )" * levels
+
+    deep = _printed(pg_database, nested(1000))
+    assert deep.count("(") >= 1000  # PostgreSQL keeps the nesting as typed
+    assert built.translate(deep) is None
+    assert built.translate("!" * 1000 + "'cystic'") is None
+    levels = (MAX_QUERY_DEPTH - 3) // 2  # an AND and an OR a level, the title wrapper's two more
+    query = nested(levels)
+    outcome: dict[str, Any] = {}
+
+    def search() -> None:
+        translated = built.translate(_printed(pg_database, query))
+        outcome["ids"] = None if translated is None else {i for i, _ in built.top(translated, 10_000)}
+
+    threading.stack_size(512 * 1024)
+    try:
+        worker = threading.Thread(target=search)
+        worker.start()
+        worker.join()
+    finally:
+        threading.stack_size(0)
+    assert outcome["ids"] == _postgres_ids(pg_database, query) != set()
+
+
 def test_filters_and_ranking(pg_database: Any, built: TopKIndex) -> None:
     query = built.translate(_printed(pg_database, "cystic <-> fibrosis"))
     hits = built.top(query, 100)
@@ -154,7 +187,9 @@ def test_filters_and_ranking(pg_database: Any, built: TopKIndex) -> None:
 
 
 def test_refresh_follows_new_changed_and_withdrawn_documents(pg_empty_database: Any, tmp_path: Any,
-                                                              literature_data: Any) -> None:
+                                                              literature_data: Any, monkeypatch: Any) -> None:
+    from kmds_desktop.literature.store import topk_build
+
     db = pg_empty_database
     db.import_files([literature_data / "cf" / "corpus.jsonl"])
     index = TopKIndex(tmp_path / "index")
@@ -164,17 +199,20 @@ def test_refresh_follows_new_changed_and_withdrawn_documents(pg_empty_database: 
         "SELECT id FROM document WHERE search_vector @@ to_tsquery('english', 'pseudomonas') "
         "ORDER BY id LIMIT 2").fetchall())
     withdrawn, changed = int(target[0][0]), int(target[1][0])
+    middle = sorted(index.all_ids())[before // 2]
 
     def edit(c: Any) -> None:
         with c.transaction():
             c.execute("UPDATE document SET withdrawn_date = current_date WHERE id = %s", (withdrawn,))
             c.execute("UPDATE document SET title = 'zyxwvut quokka study' WHERE id = %s", (changed,))
             c.execute("DELETE FROM document WHERE id = (SELECT max(id) FROM document)")
+            c.execute("DELETE FROM document WHERE id = %s", (middle,))
 
     db.run(edit)
+    monkeypatch.setattr(topk_build, "ID_RANGE", 97)  # the deleted ids found a range at a time
     result = refresh_index(db, index)
-    assert result.removed == 2 and result.indexed >= 1, (result, before, index.documents())
-    assert index.documents() == before - 2
+    assert result.removed == 3 and result.indexed >= 1, (result, before, index.documents())
+    assert index.documents() == before - 3 and middle not in index.all_ids()
     quokka = index.translate(_printed(db, "quokka"))
     assert [i for i, _ in index.top(quokka, 10)] == [changed]
     pseudomonas = index.translate(_printed(db, "pseudomonas"))
@@ -211,3 +249,31 @@ def test_adding_new_documents_also_takes_in_changed_ones_and_leaves_nothing_to_r
         _postgres_ids(db, "numbat")) == 3
     result = refresh_index(db, index)
     assert (result.indexed, result.removed) == (0, 0)
+
+
+def test_a_batch_that_fails_half_way_is_not_kept_and_the_build_goes_on(pg_empty_database: Any, tmp_path: Any,
+                                                                       literature_data: Any,
+                                                                       monkeypatch: Any) -> None:
+    """A failure inside a batch (the disk full, a bad row) drops that batch's added rows: the build
+    goes on from the last committed batch, and no document is in the index twice."""
+    db = pg_empty_database
+    db.import_files([literature_data / "cf" / "corpus.jsonl"])
+    index = TopKIndex(tmp_path / "index")
+    real_add, calls = TopKIndex.add, {"n": 0}
+
+    def failing_add(self: TopKIndex, rows: Any) -> int:
+        calls["n"] += 1
+        added = real_add(self, rows)
+        if calls["n"] == 3:
+            raise OSError("no space left on device")
+        return added
+
+    monkeypatch.setattr(TopKIndex, "add", failing_add)
+    with pytest.raises(OSError):
+        build_index(db, index, batch=200)
+    monkeypatch.setattr(TopKIndex, "add", real_add)
+    assert len(TopKIndex(tmp_path / "index").all_ids()) == 400  # the two batches committed
+    state = build_index(db, TopKIndex(tmp_path / "index"), batch=200)
+    ids = TopKIndex(tmp_path / "index").all_ids()
+    expected = int(db.run(lambda c: c.execute("SELECT count(*) FROM document").fetchone()[0]))
+    assert state.complete and len(ids) == len(set(ids)) == expected == state.documents

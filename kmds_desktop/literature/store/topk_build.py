@@ -29,8 +29,14 @@ BATCH = 20_000
 #: and refreshed on request, with progress and Cancel.
 AUTO_TOPK_UP_TO = 300_000
 _SNAPSHOT_SQL = "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
+#: The documents a search can find: not withdrawn, with a source (every search filters by source, so
+#: a row without one, which BMLibrarian's schema allows, is never found and is not indexed).
+_LIVE = "withdrawn_date IS NULL AND source_id IS NOT NULL"
 _ROWS_SQL = ("SELECT id, search_vector::text, source_id, publication_date FROM document "
-             "WHERE id > %s AND withdrawn_date IS NULL ORDER BY id LIMIT %s")
+             f"WHERE id > %s AND {_LIVE} ORDER BY id LIMIT %s")
+_COUNT_SQL = f"SELECT count(*) FROM document WHERE {_LIVE}"
+#: Ids compared per range when the refresh checks the index's ids against the database's.
+ID_RANGE = 1_000_000
 
 
 @dataclass
@@ -56,15 +62,18 @@ def build_index(database: Any, index: TopKIndex, *, batch: int | None = None,
     # A finished index gets the documents with new ids, then the older ones written since it was last
     # brought in step; then it is in step as of this build's start (the next refresh reads from there).
     extending = state is not None and state.complete and state.database == identity and not rebuild
+    extend_mark = write_mark(database) if extending else -1  # before its snapshot, as below
     extend_start = _snapshot(database) if extending else 0
     previous_last = state.last_id if extending and state is not None else 0
     if state is None or state.database != identity or rebuild:
         index.clear()
-        state = BuildState(database=identity, start_xid=_snapshot(database))
+        # The write counter is read before the snapshot: a write during the build moves it past the
+        # stored mark, so the index is never taken as in step with a write it may have missed.
+        state = BuildState(database=identity, write_mark=write_mark(database), start_xid=_snapshot(database))
         state.save(index.state_path)
     state.complete = False
-    total = int(database.run(lambda c: c.execute(
-        "SELECT count(*) FROM document WHERE withdrawn_date IS NULL").fetchone()[0]))
+    state.save(index.state_path)  # a build killed from here on resumes as a build, never as finished
+    total = int(database.run(lambda c: c.execute(_COUNT_SQL).fetchone()[0], cancel))
     report(progress, state.documents, total, f"indexing {total:,} documents for fast full-text rows")
     try:
         while True:
@@ -72,22 +81,23 @@ def build_index(database: Any, index: TopKIndex, *, batch: int | None = None,
             rows = database.run(lambda c: c.execute(_ROWS_SQL, (state.last_id, batch)).fetchall(), cancel)
             if not rows:
                 break
-            index.add((int(r[0]), str(r[1] or ""), int(r[2]), r[3]) for r in rows)
+            index.add([(int(r[0]), str(r[1] or ""), int(r[2]), r[3]) for r in rows])
             index.commit(final=False)
             state.last_id = int(rows[-1][0])
             state.documents += len(rows)
             state.save(index.state_path)
             report(progress, min(state.documents, total), total,
                    f"indexed {state.documents:,} of {total:,} documents")
-    finally:
-        index.commit()  # what was committed stays; background merges end here
+    except BaseException:
+        index.rollback()  # the batch in hand half added: dropped (the committed ones stay)
+        raise
+    index.commit()  # background merges end here
     if extending:
         _reindex_changed(database, index, state.start_xid, up_to_id=previous_last, cancel=cancel)
         index.commit()
-        state.start_xid = extend_start
+        state.start_xid, state.write_mark = extend_start, extend_mark
     state.complete = True
     state.documents = index.documents()
-    state.write_mark = write_mark(database)
     state.save(index.state_path)
     return state
 
@@ -97,24 +107,39 @@ def refresh_index(database: Any, index: TopKIndex, *, cancel: CancelToken | None
     state = BuildState.load(index.state_path)
     if state is None or not state.complete:
         raise RuntimeError("the top-k index is not built yet: build it first")
+    mark = write_mark(database)  # before the snapshot (see build_index)
     now = _snapshot(database)
     result = _reindex_changed(database, index, state.start_xid, cancel=cancel)
     index.commit()
-    expected = int(database.run(lambda c: c.execute(
-        "SELECT count(*) FROM document WHERE withdrawn_date IS NULL").fetchone()[0]))
-    if index.documents() != expected:  # rows were deleted: compare the ids once
-        ids = {int(r[0]) for r in database.run(lambda c: c.execute(
-            "SELECT id FROM document WHERE withdrawn_date IS NULL").fetchall(), cancel)}
-        gone = [i for i in index.all_ids() if i not in ids]
-        index.delete(gone)
-        index.commit()
-        result.removed += len(gone)
+    expected = int(database.run(lambda c: c.execute(_COUNT_SQL).fetchone()[0], cancel))
+    if index.documents() > expected:  # more than the database has: rows were deleted
+        result.removed += _remove_deleted(database, index, cancel=cancel)
     state.start_xid = now
     state.documents = index.documents()
-    state.write_mark = write_mark(database)
+    state.write_mark = mark
     state.save(index.state_path)
     log.info("top-k index refreshed: %d indexed, %d removed", result.indexed, result.removed)
     return result
+
+
+def _remove_deleted(database: Any, index: TopKIndex, *, cancel: CancelToken | None = None) -> int:
+    """Delete from the index the ids the database no longer has, comparing :data:`ID_RANGE` ids at a
+    time (bounded memory at 36 million documents; Cancel between ranges)."""
+    top = database.run(lambda c: c.execute("SELECT max(id) FROM document").fetchone()[0], cancel)
+    last = max(int(top or 0), index.max_id())
+    removed = 0
+    for first in range(0, last + 1, ID_RANGE):
+        check(cancel)
+        upper = first + ID_RANGE - 1
+        live = {int(r[0]) for r in database.run(lambda c, first=first, upper=upper: c.execute(
+            f"SELECT id FROM document WHERE id BETWEEN %s AND %s AND {_LIVE}", (first, upper)).fetchall(),
+            cancel)}
+        gone = [i for i in index.ids_between(first, upper) if i not in live]
+        if gone:
+            index.delete(gone)
+            removed += len(gone)
+    index.commit()
+    return removed
 
 
 def _snapshot(database: Any) -> int:
@@ -134,19 +159,25 @@ def _reindex_changed(database: Any, index: TopKIndex, since_xid: int, *, up_to_i
     while True:
         check(cancel)
         changed = database.run(lambda c, last=last: c.execute(
-            "SELECT id, search_vector::text, source_id, publication_date, withdrawn_date IS NOT NULL "
-            "FROM document WHERE id > %s AND id <= %s AND age(xmin) <= age(%s::text::xid) "
+            "SELECT id, search_vector::text, source_id, publication_date, "
+            "withdrawn_date IS NOT NULL OR source_id IS NULL FROM document "
+            "WHERE id > %s AND id <= %s AND age(xmin) <= age(%s::text::xid) "
             "ORDER BY id LIMIT %s", (last, ceiling, since, BATCH)).fetchall(), cancel)
         if not changed:
             break
         last = int(changed[-1][0])
         withdrawn = [int(r[0]) for r in changed if r[4]]
-        if withdrawn:  # those the index holds: a document withdrawn before the build never was in it
-            result.removed += index.count(index._tantivy.Query.term_set_query(index.schema, "id", withdrawn))
-        index.delete(int(r[0]) for r in changed)
         live = [(int(r[0]), str(r[1] or ""), int(r[2]), r[3]) for r in changed if not r[4]]
-        result.indexed += index.add(live)
-        index.commit(final=False)
+        try:  # a batch is deleted and added again whole, or not at all
+            if withdrawn:  # those the index holds: one withdrawn before the build never was in it
+                result.removed += index.count(index._tantivy.Query.term_set_query(index.schema, "id",
+                                                                                  withdrawn))
+            index.delete(int(r[0]) for r in changed)
+            result.indexed += index.add(live)
+            index.commit(final=False)
+        except BaseException:
+            index.rollback()
+            raise
     return result
 
 

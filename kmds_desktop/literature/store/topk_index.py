@@ -43,6 +43,10 @@ from kmds_desktop.literature.store.tsquery_tree import Node, Term, Tree, Unreada
 GAP = "\x1f"
 #: A phrase over OR groups is run as the OR of its phrases up to this many; more runs in PostgreSQL.
 MAX_PHRASE_ALTERNATIVES = 64
+#: Nesting levels of AND/OR/NOT the index runs (with the title wrapper's two more); a deeper query
+#: runs in PostgreSQL. tantivy searches nested boolean queries recursively: at 160 levels it overflowed
+#: a 512 KB thread's stack (SIGSEGV, the app gone); 32 is far below that and above any real query.
+MAX_QUERY_DEPTH = 32
 #: PostgreSQL stores positions up to this value (later words share it); a document longer than that
 #: keeps its lexemes, once, at this position (phrases there may differ from PostgreSQL's; abstracts
 #: never get close).
@@ -168,9 +172,8 @@ class TopKIndex:
 
     def add(self, rows: Iterable[tuple[int, str, int, dt.date | None]]) -> int:
         """Add ``(id, search_vector::text, source_id, publication_date)`` rows (not yet committed)."""
-        writer = self._open_writer()
         tantivy = self._tantivy
-        added = 0
+        docs = []  # every row read before the writer gets one: a bad row adds nothing of its batch
         for doc_id, vector_text, source_id, published in rows:
             doc = tantivy.Document()
             doc.add_unsigned("id", int(doc_id))
@@ -182,9 +185,11 @@ class TopKIndex:
             day = date_day(published)
             if day is not None:
                 doc.add_integer("day", day)
+            docs.append(doc)
+        writer = self._open_writer()
+        for doc in docs:
             writer.add_document(doc)
-            added += 1
-        return added
+        return len(docs)
 
     def delete(self, ids: Iterable[int]) -> None:
         """Delete by id (by query: tantivy's delete-by-term does not match an unsigned field)."""
@@ -205,6 +210,14 @@ class TopKIndex:
                 self._writer.wait_merging_threads()
                 self._writer = None
         self.index.reload()
+
+    def rollback(self) -> None:
+        """Drop what was added or deleted since the last commit (a batch that failed half-way must
+        not be committed: its rows would be added again, twice, when the build goes on)."""
+        if self._writer is not None:
+            self._writer.rollback()
+            self._writer.wait_merging_threads()
+            self._writer = None
 
     def clear(self) -> None:
         writer = self._open_writer()
@@ -272,13 +285,18 @@ class TopKIndex:
                                     (occur.Should, query.boost_query(in_title, TITLE_BOOST))])
 
     def _to_query(self, tree: Tree) -> Any | None:
-        """Post-order over an explicit stack (no recursion on the query's depth)."""
+        """Post-order over an explicit stack (no recursion on the query's depth here); None for a
+        tree deeper than :data:`MAX_QUERY_DEPTH`, which then runs in PostgreSQL: tantivy searches a
+        nested boolean query recursively, and a few hundred levels overflowed the thread's stack and
+        killed the process (PostgreSQL prints such a query as it was typed)."""
         tantivy = self._tantivy
         query, occur = tantivy.Query, tantivy.Occur
         done: dict[int, Any] = {}
-        stack: list[tuple[Tree, bool]] = [(tree, False)]
+        stack: list[tuple[Tree, bool, int]] = [(tree, False, 1)]
         while stack:
-            item, expanded = stack.pop()
+            item, expanded, depth = stack.pop()
+            if depth > MAX_QUERY_DEPTH:
+                return None
             if isinstance(item, Term):
                 built = self._term_query(item)
                 if built is None:
@@ -292,8 +310,8 @@ class TopKIndex:
                 done[id(item)] = built
                 continue
             if not expanded:
-                stack.append((item, True))
-                stack.extend((child, False) for child in item.children)
+                stack.append((item, True, depth))
+                stack.extend((child, False, depth + 1) for child in item.children)
                 continue
             parts = [done.pop(id(child)) for child in item.children]
             if item.op == "not":
@@ -359,15 +377,29 @@ class TopKIndex:
         may still count)."""
         return int(self._searcher().doc_freq("body", lexeme))
 
-    def all_ids(self) -> list[int]:
-        """Every indexed id (for the refresh's check against the database's ids)."""
+    def ids_between(self, first: int, last: int) -> list[int]:
+        """The indexed ids from ``first`` to ``last`` (inclusive), sorted: the refresh compares the ids
+        with the database's a range at a time, so its memory stays bounded at any size."""
+        tantivy = self._tantivy
         searcher = self._searcher()
-        total = searcher.num_docs
+        query = tantivy.Query.range_query(self.schema, "id", tantivy.FieldType.Unsigned, int(first),
+                                          int(last))
+        total = int(searcher.search(query, 1, count=True).count)
         if total == 0:
             return []
-        result = searcher.search(self._tantivy.Query.all_query(), total, count=False,
-                                 order_by_field="id")
-        return sorted(int(key) for key, _ in result.hits)
+        result = searcher.search(query, total, count=False, order_by_field="id")
+        return sorted(int(key) for key, _ in result.hits)  # ordered by the id field: its value
+
+    def max_id(self) -> int:
+        """The highest indexed id (0 when empty): one hit, ordered by the id field."""
+        tantivy = self._tantivy
+        result = self._searcher().search(tantivy.Query.all_query(), 1, count=False, order_by_field="id",
+                                         order=tantivy.Order.Desc)
+        return int(result.hits[0][0]) if result.hits else 0
+
+    def all_ids(self) -> list[int]:
+        """Every indexed id (tests; the refresh reads them by range, :meth:`ids_between`)."""
+        return self.ids_between(0, 2**63 - 1)
 
 
 def _flat_disjunction(tree: Tree) -> list[str] | None:
