@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from kmds_desktop.literature.store.topk_build import build_index, refresh_index
-from kmds_desktop.literature.store.topk_index import GAP, TopKIndex, body_tokens
+from kmds_desktop.literature.store.topk_index import GAP, BuildState, TopKIndex, body_tokens
 from kmds_desktop.literature.store.tsquery_tree import Node, Term, read_tree
 
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)?")
@@ -277,3 +277,32 @@ def test_a_batch_that_fails_half_way_is_not_kept_and_the_build_goes_on(pg_empty_
     ids = TopKIndex(tmp_path / "index").all_ids()
     expected = int(db.run(lambda c: c.execute("SELECT count(*) FROM document").fetchone()[0]))
     assert state.complete and len(ids) == len(set(ids)) == expected == state.documents
+
+
+def test_cancel_during_the_imports_index_step_keeps_the_import_and_the_next_build_goes_on(
+        pg_empty_database: Any, literature_data: Any, data_home: Any, monkeypatch: Any) -> None:
+    """The import's own index step honours Cancel (at PubMed size it reads millions of rows): the
+    documents imported stay, the index is left unfinished, and the next build completes it."""
+    from kmds_desktop.literature.store.topk_build import index_folder
+    from kmds_desktop.tasks import CancelToken
+
+    db = pg_empty_database
+    token = CancelToken()
+    messages: list[str] = []
+
+    def progress(done: int, total: int, message: str) -> None:
+        messages.append(message)
+        if message.startswith("indexed"):  # the index step's first batch is committed
+            token.cancel()
+
+    from kmds_desktop.literature.store import topk_build
+
+    monkeypatch.setattr(topk_build, "BATCH", 500)  # CF's 1,239 documents: three batches
+    report = db.import_files([literature_data / "cf" / "corpus.jsonl"], progress=progress, cancel=token)
+    assert report.inserted == 1239 == db.status()["documents"]
+    assert any(m.startswith("indexing 1,239 documents") for m in messages)
+    state = BuildState.load(index_folder(db) / "state.json")
+    assert state is not None and not state.complete and state.documents == 500
+    assert db.topk_index() is None  # rows run in PostgreSQL meanwhile
+    index = TopKIndex(index_folder(db))
+    assert build_index(db, index).complete and index.documents() == 1239

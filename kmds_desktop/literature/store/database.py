@@ -722,33 +722,46 @@ class LiteratureDatabase:
             forget_collection_size(self)
             with contextlib.suppress(Exception):
                 conn.close()
-            self._topk_after_import(report)
+            self._topk_after_import(report, progress=progress, cancel=cancel)
 
-    def _topk_after_import(self, report: Any) -> None:
+    def _topk_after_import(self, report: Any, *, progress: ProgressFn | None = None,
+                           cancel: CancelToken | None = None) -> None:
         """Keep the top-k index in step with an import: documents with new ids are added (cheap, by
         id); when the import changed or withdrew documents (or failed part-way), the refresh runs.
         The app's own database of up to :data:`.topk_build.AUTO_TOPK_UP_TO` documents gets its index
         built here the first time; a larger one, or one the app does not own, is built on request
-        (``literature topk build``, File > Build fast search index)."""
+        (``literature topk build``, File > Build fast search index).
+
+        Cancel reaches this step too (an import cancelled, or Cancel pressed while it runs): the index
+        is left as it is, out of step, and the next search, refresh or build brings it in step (the
+        write counter shows it missed writes)."""
         from kmds_desktop.literature.store import topk_build
         from kmds_desktop.literature.store.topk_build import build_index, index_folder, refresh_index
         from kmds_desktop.literature.store.topk_index import TopKIndex
+        from kmds_desktop.tasks import Cancelled
 
+        if cancel is not None and cancel.cancelled:
+            return
         try:
             index = self.topk_index()
             if index is None:
                 if self.schema_owner != "app" or report is None or not report.inserted:
                     return
-                size = self.run(lambda c: c.execute("SELECT count(*) FROM document").fetchone()[0])
+                # The planner's count (ANALYZE just ran): an exact count of millions of rows takes long.
+                size = self.run(lambda c: c.execute(
+                    "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = 'document'::regclass"
+                ).fetchone()[0], cancel)
                 if size > topk_build.AUTO_TOPK_UP_TO:
                     return
                 index = TopKIndex(index_folder(self))
-                build_index(self, index)
+                build_index(self, index, progress=progress, cancel=cancel)
                 self._topk = index
             elif report is None or report.updated or report.withdrawn:
-                refresh_index(self, index)
+                refresh_index(self, index, cancel=cancel)
             else:
-                build_index(self, index)
+                build_index(self, index, progress=progress, cancel=cancel)
+        except Cancelled:
+            log.info("top-k index left out of step by a cancel; the next refresh or build catches up")
         except Exception as err:  # noqa: BLE001 - a stale index is dropped, never a failed import
             log.warning("top-k index not brought in step with the import (%s); rows run in PostgreSQL", err)
             self._topk = None
