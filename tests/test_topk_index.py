@@ -306,3 +306,21 @@ def test_cancel_during_the_imports_index_step_keeps_the_import_and_the_next_buil
     assert db.topk_index() is None  # rows run in PostgreSQL meanwhile
     index = TopKIndex(index_folder(db))
     assert build_index(db, index).complete and index.documents() == 1239
+
+
+def test_pages_of_tied_scores_neither_skip_nor_repeat_documents(tmp_path: Any) -> None:
+    """15 documents of one and the same score in three segments (one re-indexed): tantivy cuts a tie at
+    its limit in segment order, which varies; the pages of 5 are ids 1-5, 6-10, 30-34 every time."""
+    for run in range(6):
+        index = TopKIndex(tmp_path / f"index{run}")
+        doc = "'a':1 'b':2"
+        index.add([(i, doc, 1, None) for i in range(1, 11)])
+        index.commit()
+        index.add([(i, doc, 1, None) for i in range(30, 35)])
+        index.commit()
+        index.delete(range(6, 11))
+        index.add([(i, doc, 1, None) for i in range(6, 11)])
+        index.commit()
+        query = index.translate("'a'")
+        pages = [[i for i, _ in index.top(query, 5, offset)] for offset in (0, 5, 10)]
+        assert pages == [[1, 2, 3, 4, 5], [6, 7, 8, 9, 10], [30, 31, 32, 33, 34]], (run, pages)

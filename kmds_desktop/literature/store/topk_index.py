@@ -360,8 +360,19 @@ class TopKIndex:
         if k <= 0:
             return []
         searcher = self._searcher()
-        result = searcher.search(query, k + offset, count=False)
-        hits = [(int(searcher.doc(address)["id"][0]), float(score)) for score, address in result.hits]
+        wanted = k + offset
+        limit = wanted
+        while True:
+            # tantivy cuts a tie at the limit in segment order, which differs between runs: while the
+            # last hit ties the one the page ends on, more are read (up to 8 times as many), so that
+            # "ties by id" holds and pages neither skip nor repeat documents.
+            result = searcher.search(query, limit, count=False)
+            scored = result.hits
+            if (len(scored) < limit or float(scored[-1][0]) < float(scored[wanted - 1][0])
+                    or limit >= 8 * wanted):
+                break
+            limit *= 2
+        hits = [(int(searcher.doc(address)["id"][0]), float(score)) for score, address in scored]
         hits.sort(key=lambda hit: (-hit[1], hit[0]))
         return hits[offset:offset + k]
 
