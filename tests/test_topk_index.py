@@ -292,7 +292,7 @@ def test_cancel_during_the_imports_index_step_keeps_the_import_and_the_next_buil
 
     def progress(done: int, total: int, message: str) -> None:
         messages.append(message)
-        if message.startswith("indexed"):  # the index step's first batch is committed
+        if message.startswith("fast search index: indexed"):  # the step's first batch is committed
             token.cancel()
 
     from kmds_desktop.literature.store import topk_build
@@ -300,7 +300,7 @@ def test_cancel_during_the_imports_index_step_keeps_the_import_and_the_next_buil
     monkeypatch.setattr(topk_build, "BATCH", 500)  # CF's 1,239 documents: three batches
     report = db.import_files([literature_data / "cf" / "corpus.jsonl"], progress=progress, cancel=token)
     assert report.inserted == 1239 == db.status()["documents"]
-    assert any(m.startswith("indexing 1,239 documents") for m in messages)
+    assert any(m.startswith("fast search index: indexing 1,239 documents") for m in messages)
     state = BuildState.load(index_folder(db) / "state.json")
     assert state is not None and not state.complete and state.documents == 500
     assert db.topk_index() is None  # rows run in PostgreSQL meanwhile
@@ -324,3 +324,30 @@ def test_pages_of_tied_scores_neither_skip_nor_repeat_documents(tmp_path: Any) -
         query = index.translate("'a'")
         pages = [[i for i, _ in index.top(query, 5, offset)] for offset in (0, 5, 10)]
         assert pages == [[1, 2, 3, 4, 5], [6, 7, 8, 9, 10], [30, 31, 32, 33, 34]], (run, pages)
+
+
+def test_the_index_belongs_to_the_database_not_to_the_address_it_was_reached_by(
+        pg_empty_database: Any, literature_data: Any, data_home: Any) -> None:
+    """The identity is the server's system identifier and the database's name and oid: another address
+    of the same server is the same database. An index made when the identity named the address is moved
+    to its new folder once, finished as it was (not rebuilt)."""
+    from kmds_desktop import paths
+    from kmds_desktop.literature.store.topk_build import _key, database_identity, identities, index_folder
+
+    db = pg_empty_database
+    db.import_files([literature_data / "cf" / "corpus.jsonl"])
+    identity, legacy = identities(db)
+    assert identity == database_identity(db) and "@" not in identity and legacy.startswith(identity + "@")
+    import shutil
+
+    shutil.rmtree(paths.sub_dir("topk") / _key(identity))  # the import's own index: as if never made
+    db.attach_topk_index(False)
+    old = paths.sub_dir("topk") / _key(legacy)
+    state = build_index(db, TopKIndex(old))  # as an older version built it: keyed and marked by address
+    state.database = legacy
+    state.save(old / "state.json")
+    folder = index_folder(db)
+    assert folder != old and not old.exists()
+    moved = BuildState.load(folder / "state.json")
+    assert moved is not None and moved.complete and moved.database == identity
+    assert TopKIndex(folder).documents() == 1239 and db.topk_index() is not None

@@ -696,8 +696,19 @@ class LiteratureDatabase:
         self._sources_cache = None
         conn = self._connect()
         report = None
+        last = [0, 0]  # the import's last (done, total): the index step after it keeps them
+
+        def importing(done: int, total: int, message: str) -> None:
+            last[:] = [done, total]
+            if progress is not None:
+                progress(done, total, message)
+
+        def indexing(_done: int, _total: int, message: str) -> None:
+            if progress is not None:  # one bar for the whole import: full, the step in the words
+                progress(last[1] or last[0], last[1], f"fast search index: {message}")
+
         try:
-            report = import_paths(conn, [Path(p) for p in paths], progress=progress, cancel=cancel,
+            report = import_paths(conn, [Path(p) for p in paths], progress=importing, cancel=cancel,
                                   redact=self._redact, where=self.display_name)
             # Fresh planner statistics: the built-in generator and the live counts fall back to the
             # planner's estimate on a large database, and before autovacuum's next ANALYZE those
@@ -722,7 +733,7 @@ class LiteratureDatabase:
             forget_collection_size(self)
             with contextlib.suppress(Exception):
                 conn.close()
-            self._topk_after_import(report, progress=progress, cancel=cancel)
+            self._topk_after_import(report, progress=indexing, cancel=cancel)
 
     def _topk_after_import(self, report: Any, *, progress: ProgressFn | None = None,
                            cancel: CancelToken | None = None) -> None:

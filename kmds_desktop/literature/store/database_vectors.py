@@ -21,14 +21,14 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from kmds_desktop.literature.errors import LiteratureError
+from kmds_desktop.literature.errors import DatabaseUnavailable, LiteratureError, QueryTimeout
 from kmds_desktop.literature.store.vectors import (
     MIN_EF_SEARCH,
     has_iterative_scan,
     search_filters,
     vector_literal,
 )
-from kmds_desktop.tasks import CancelToken, check
+from kmds_desktop.tasks import Cancelled, CancelToken, check
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +89,8 @@ def find_database_vectors(db: Any, *, cancel: CancelToken | None = None) -> list
 
     try:
         found = db.run(run, cancel)
+    except (Cancelled, QueryTimeout, DatabaseUnavailable):
+        raise  # the next search asks again: a cancel or a lost connection says nothing of the layout
     except (psycopg.Error, LiteratureError) as err:  # no pgvector, no rights there: as if there were none
         log.info("the database's own vectors could not be read: %s", err)
         found = []

@@ -59,6 +59,8 @@ def build_index(database: Any, index: TopKIndex, *, batch: int | None = None,
     batch = int(batch or BATCH)
     identity = database_identity(database)
     state = BuildState.load(index.state_path)
+    if state is not None and state.database == identities(database)[1]:
+        state.database = identity  # made before the identity left out the address: the same database
     # A finished index gets the documents with new ids, then the older ones written since it was last
     # brought in step; then it is in step as of this build's start (the next refresh reads from there).
     extending = state is not None and state.complete and state.database == identity and not rebuild
@@ -205,11 +207,27 @@ def in_step(database: Any, index: TopKIndex) -> bool:
 
 
 def index_folder(database: Any) -> Path:
-    """Where this database's index lives: the app's data folder (0700), one folder per database."""
+    """Where this database's index lives: the app's data folder (0700), one folder per database.
+
+    An index made when the identity still named the server's address (see :func:`database_identity`)
+    is moved to its new folder here, once, instead of looking unbuilt (hours to build again)."""
     from kmds_desktop import paths
 
-    key = hashlib.sha256(database_identity(database).encode()).hexdigest()[:16]
-    return paths.sub_dir("topk") / key
+    identity, legacy = identities(database)
+    folder = paths.sub_dir("topk") / _key(identity)
+    if legacy != identity and not folder.exists():
+        old = paths.sub_dir("topk") / _key(legacy)
+        state = BuildState.load(old / "state.json")
+        if state is not None and state.database == legacy:
+            old.rename(folder)
+            state.database = identity
+            state.save(folder / "state.json")
+            log.info("top-k index moved to the folder of its database's identity (%s)", folder)
+    return folder
+
+
+def _key(identity: str) -> str:
+    return hashlib.sha256(identity.encode()).hexdigest()[:16]
 
 
 def ready_index(database: Any) -> TopKIndex | None:
@@ -222,15 +240,25 @@ def ready_index(database: Any) -> TopKIndex | None:
 
 
 def database_identity(database: Any) -> str:
-    """Which database an index belongs to: the server's system identifier (where the role may read
-    it, else the server's address and port) and the database's name and oid."""
+    """Which database an index (and an import ledger) belongs to: the server's system identifier and
+    the database's name and oid. Not the address it was reached by (a socket or TCP, ``localhost`` or
+    ``127.0.0.1``, a container's new IP are the same database), except where the role may not read the
+    system identifier: then the address and port stand in for it."""
+    return identities(database)[0]
+
+
+def identities(database: Any) -> tuple[str, str]:
+    """``(identity, the identity before it left out the address)``: the second finds an index or a
+    ledger made before, to move it to the first's place."""
     row = database.run(lambda c: c.execute(
-        "SELECT current_database() || '/' || (SELECT oid FROM pg_database WHERE datname = current_database())"
-        " || '@' || coalesce(host(inet_server_addr()), 'socket') || ':' || "
-        "coalesce(inet_server_port()::text, '')").fetchone())
+        "SELECT current_database() || '/' || "
+        "(SELECT oid FROM pg_database WHERE datname = current_database()), "
+        "coalesce(host(inet_server_addr()), 'socket') || ':' || coalesce(inet_server_port()::text, '')"
+    ).fetchone())
     try:
         system = database.run(lambda c: c.execute(
             "SELECT system_identifier::text FROM pg_control_system()").fetchone()[0])
-    except Exception:  # noqa: BLE001 - a role without pg_monitor: the address stands in
+    except Exception:  # noqa: BLE001 - a role without the right: the address stands in
         system = ""
-    return f"{system}/{row[0]}"
+    legacy = f"{system}/{row[0]}@{row[1]}"
+    return (f"{system}/{row[0]}" if system else legacy), legacy
