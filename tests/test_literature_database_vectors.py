@@ -309,3 +309,23 @@ def test_the_cli_reports_the_databases_vectors_and_its_search_adds_the_semantic_
     assert len(semantic) == 1 and semantic[0]["provenance"]["kind"] == "question"
     assert semantic[0]["ids"][0] == ids["Malaria vaccine trial in Kenyan children"]
     assert semantic[0]["error"] is None
+
+
+def test_a_cancelled_lookup_is_not_remembered_as_no_vectors(bmlibrarian_with_vectors, monkeypatch):
+    """A query cancelled, timed out or cut off while looking for the database's vectors says nothing of
+    its layout: the next search looks again and finds them (it used to remember "none" for the session).
+    The failures are the database's own error types, raised in place of its ``run`` once each."""
+    from kmds_desktop.literature.errors import DatabaseUnavailable, QueryCancelled, QueryTimeout
+
+    db, _, _ = bmlibrarian_with_vectors
+    real_run = db.run
+    for error in (QueryCancelled("cancelled by the user"), QueryTimeout("the query took too long"),
+                  DatabaseUnavailable("lost the connection")):
+        def failing(fn, cancel=None, error=error):
+            raise error
+
+        monkeypatch.setattr(db, "run", failing)
+        with pytest.raises(type(error)):
+            database_vectors.find_database_vectors(db)
+        monkeypatch.setattr(db, "run", real_run)
+    assert [v.model_name for v in database_vectors.find_database_vectors(db)] == [MODEL]
