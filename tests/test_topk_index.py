@@ -351,3 +351,18 @@ def test_the_index_belongs_to_the_database_not_to_the_address_it_was_reached_by(
     moved = BuildState.load(folder / "state.json")
     assert moved is not None and moved.complete and moved.database == identity
     assert TopKIndex(folder).documents() == 1239 and db.topk_index() is not None
+
+
+def test_a_tie_longer_than_the_margin_reads_on_until_it_ends(tmp_path: Any) -> None:
+    """120 documents of one score in four segments: past the margin read at once (32) the search reads
+    twice as many until the tie ends, so every page of 10 is the next 10 ids."""
+    index = TopKIndex(tmp_path / "index")
+    for start in (1, 41, 81):
+        index.add([(i, "'a':1 'b':2", 1, None) for i in range(start, start + 40)])
+        index.commit()
+    index.delete(range(20, 30))
+    index.add([(i, "'a':1 'b':2", 1, None) for i in range(20, 30)])
+    index.commit()
+    query = index.translate("'a'")
+    pages = [[i for i, _ in index.top(query, 10, offset)] for offset in range(0, 120, 10)]
+    assert pages == [list(range(start, start + 10)) for start in range(1, 121, 10)]
