@@ -10,13 +10,22 @@ PubMed records from every format use the PMID as external id (source ``pubmed``)
 imported from JSONL, MEDLINE XML and PubMedQA is one document. medRxiv records use the bare DOI as
 external id (``10.1101/...``, never ``medrxiv:10.1101/...``), as BMLibrarian's medRxiv importer stores
 them, so a preprint in a shared BMLibrarian database is one document whichever program imported it.
+
+Damaged or hostile input stays one record's problem where it can: a date part that cannot be read
+makes the date coarser (the record is kept), a JSON line nested too deeply is a :class:`BadRecord`, and
+text reaches PostgreSQL without the NUL characters and lone surrogates it refuses (which would roll
+the whole file back). Memory is bounded per record: a JSONL line longer than
+:data:`MAX_RECORD_BYTES` is skipped (as a :class:`BadRecord`, read past without being held), while
+XML past that size, or past :data:`MAX_RECORD_ELEMENTS`, without a record ending stops the file with
+an :class:`~kmds_desktop.literature.errors.ImportFileError` (the parser holds the record's tree, so it
+cannot be skipped); a whole-file JSON (PubMedQA) past :data:`MAX_JSON_FILE_BYTES` is refused the same
+way. A ``.gz`` that decompresses to one endless line or element costs no more than these bounds.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import gzip
-import io
 import json
 import re
 import zlib
@@ -30,6 +39,23 @@ from kmds_desktop.literature.errors import ImportFileError
 _MONTHS = {m: i for i, m in enumerate(
     ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"], start=1)}
 _SEASONS = {"spring": 3, "summer": 6, "fall": 9, "autumn": 9, "winter": 12}
+
+#: Most bytes of one record: one JSONL line, or the XML read (decompressed) between two record ends.
+#: The largest real PubMed records are under 1 MB; the bound only stops a damaged or hostile file
+#: (a ``.gz`` that decompresses to one line or element without end) from exhausting memory.
+MAX_RECORD_BYTES = 64 << 20
+#: Most XML elements started between two record ends (each costs about 100 bytes once parsed, so
+#: 64 MiB of ``<a/>`` would cost gigabytes); the largest PubMed records have tens of thousands.
+MAX_RECORD_ELEMENTS = 1_000_000
+#: Most bytes (decompressed) of a file parsed whole, as PubMedQA's JSON is: PubMedQA's largest file
+#: (211,269 artificial instances) is a few hundred MB.
+MAX_JSON_FILE_BYTES = 1 << 30
+_SKIP_CHUNK = 1 << 20  # bytes read at a time while reading past an over-long JSONL line
+
+
+def _size(n: int) -> str:
+    """A limit for a message: ``64 MiB``, or bytes where it is no whole number of MiB."""
+    return f"{n >> 20:,} MiB" if n and n % (1 << 20) == 0 else f"{n:,} bytes"
 
 
 @dataclass
@@ -139,11 +165,30 @@ def read_records(path: Path, meter: ReadMeter | None = None) -> Iterator[Item]:
 
 
 # -- helpers ---------------------------------------------------------------------------------------
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
 def _clean(value: Any) -> str | None:
+    """``value`` as one line of text with its runs of white space made single spaces, or None.
+
+    Every text a reader gives PostgreSQL comes through here, so here it loses what PostgreSQL
+    refuses: NUL characters (JSON's ``\\u0000``) are dropped and lone surrogates (JSON's
+    ``\\ud800`` without its pair, which cannot be encoded as UTF-8) become U+FFFD; either would
+    otherwise fail the COPY and roll the whole file back."""
     if value is None:
         return None
-    text = " ".join(str(value).split())
+    text = str(value)
+    if not text.isascii():  # O(1) in CPython: the scan only runs for text with non-ASCII characters
+        text = _SURROGATES.sub("\ufffd", text)
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+    text = " ".join(text.split())
     return text or None
+
+
+def _is_pmid(text: str | None) -> bool:
+    """Whether ``text`` is a PMID: ASCII digits only (``str.isdigit`` alone also takes '²' or '١')."""
+    return text is not None and text.isascii() and text.isdigit()
 
 
 def _clean_doi(value: Any) -> str | None:
@@ -173,49 +218,103 @@ def _year_date(value: Any) -> dt.date | None:
     return dt.date(year, 1, 1)
 
 
+def _number(text: str, digits: int) -> int | None:
+    """``text`` as a number if it is 1 to ``digits`` ASCII digits, else None.
+
+    Why not ``int(text)`` after ``text.isdigit()``: ``isdigit`` takes '²', which ``int`` refuses,
+    and a 20-digit month reads as a number ``datetime.date`` cannot take (OverflowError)."""
+    if 0 < len(text) <= digits and text.isascii() and text.isdigit():
+        return int(text)
+    return None
+
+
 def parse_partial_date(year: Any, month: Any = None, day: Any = None) -> dt.date | None:
-    """A date from possibly partial parts (missing month/day -> 1); month may be a name or number."""
+    """A date from possibly partial parts (missing month/day -> 1); month may be a name, season or
+    number.
+
+    A part that cannot be read makes the date coarser instead of losing the record: a bad day gives
+    the month's first day, a bad month the year's (which the loader treats as year-only precision),
+    and a year that is not four ASCII digits (or year 0) gives no date. Numbers are read only from
+    ASCII digits of bounded length (month and day up to 2, year 4), so no part can overflow."""
     if year in (None, ""):
         return None
-    y = int(str(year).strip()[:4])
-    m = 1
+    y = _number(str(year).strip()[:4], 4)
+    if y is None:
+        return None
+    m: int | None = 1
     if month not in (None, ""):
         text = str(month).strip().lower()
-        if text.isdigit():
-            m = int(text)
-        else:
-            m = _MONTHS.get(text[:3]) or _SEASONS.get(text) or 1
-    d = 1
-    if day not in (None, "") and str(day).strip().isdigit():
-        d = int(str(day).strip())
-    try:
-        return dt.date(y, m, d)
-    except ValueError:
+        m = _number(text, 2)
+        if m is None and not text.isdigit():
+            m = _MONTHS.get(text[:3]) or _SEASONS.get(text)
+        if m is not None and not 1 <= m <= 12:
+            m = None
+    d = None
+    if m is not None and day not in (None, ""):
+        d = _number(str(day).strip(), 2)
+    for mm, dd in ((m, d), (m, 1), (1, 1)):  # as given, then coarser
+        if mm is None or dd is None:
+            continue
         try:
-            return dt.date(y, m if 1 <= m <= 12 else 1, 1)
-        except ValueError:
-            return None
+            return dt.date(y, mm, dd)
+        except (ValueError, OverflowError):
+            continue
+    return None
 
 
 # -- JSONL ------------------------------------------------------------------------------------------
+def _lines(raw: IO[bytes], limit: int) -> Iterator[bytes | None]:
+    """The lines of ``raw`` (with their newline), None for one longer than ``limit`` bytes.
+
+    Why not iterate a text wrapper: it holds a whole line however long, so a ``.gz`` that
+    decompresses to one endless line would exhaust memory. Here a line is read with at most
+    ``limit + 1`` bytes held, and the rest of an over-long line is read past in small pieces."""
+    while line := raw.readline(limit + 1):
+        if len(line) <= limit or line.endswith(b"\n"):
+            yield line
+            continue
+        while not line.endswith(b"\n"):
+            line = raw.readline(_SKIP_CHUNK)
+            if not line:
+                break
+        yield None
+
+
 def read_jsonl(path: Path, meter: ReadMeter | None = None) -> Iterator[Item]:
-    """The shared format: ``{id, title, abstract, year, authors, journal, doi, pmid, source, origin}``."""
+    """The shared format: ``{id, title, abstract, year, authors, journal, doi, pmid, source, origin}``.
+
+    A line that is not JSON, nested too deeply for the parser, longer than :data:`MAX_RECORD_BYTES`
+    or not a usable record is a :class:`BadRecord`; bytes that are not UTF-8 stop the file."""
     with _open_binary(path, meter) as raw:
-        text = io.TextIOWrapper(raw, encoding="utf-8")
         lineno = 0
         try:
-            for lineno, line in enumerate(text, start=1):  # noqa: B007 - lineno used after the loop
+            for line in _lines(raw, MAX_RECORD_BYTES):
+                lineno += 1
+                if line is None:
+                    yield BadRecord(f"line {lineno}", f"longer than {_size(MAX_RECORD_BYTES)}, the limit "
+                                    "for one record (real records are under 1 MB); skipped unread")
+                    continue
                 if not line.strip():
                     continue
                 try:
-                    data = json.loads(line)
+                    text = line.decode("utf-8")
+                except UnicodeDecodeError as err:
+                    raise ImportFileError(f"{path}: line {lineno} is not UTF-8 text ({err.reason} at byte "
+                                          f"{err.start})") from None
+                try:
+                    data = json.loads(text)
                 except json.JSONDecodeError as err:
                     yield BadRecord(f"line {lineno}", f"not valid JSON ({err.msg})")
+                    continue
+                except RecursionError:  # [[[[... deeper than the interpreter's stack allows
+                    yield BadRecord(f"line {lineno}", "not valid JSON (nested too deeply)")
                     continue
                 try:
                     yield _jsonl_record(data)
                 except (ValueError, TypeError, KeyError) as err:
                     yield BadRecord(f"line {lineno}", str(err))
+                except RecursionError:  # a field nested almost as deep as json allows, made text
+                    yield BadRecord(f"line {lineno}", "a field is nested too deeply")
         except _READ_ERRORS as err:
             raise ImportFileError(f"{path}: cannot read past line {lineno}: {err}") from None
 
@@ -229,7 +328,7 @@ def _jsonl_record(data: Any) -> Record:
     pmid = _clean(data.get("pmid"))
     if source == "pubmed" or (not source and pmid):
         source = "pubmed"
-        if not pmid or not pmid.isdigit():
+        if not _is_pmid(pmid):
             raise ValueError(f"PubMed record {rec_id!r} has no valid pmid")
         external_id = pmid
     else:
@@ -268,7 +367,7 @@ def _jsonl_record(data: Any) -> Record:
 
 def default_url(source: str, external_id: str, doi: str | None) -> str | None:
     """The landing page BMLibrarian's importers store in ``url`` when a record brings none."""
-    if source == "pubmed" and external_id.isdigit():
+    if source == "pubmed" and _is_pmid(external_id):
         return f"https://pubmed.ncbi.nlm.nih.gov/{external_id}/"
     if source == "medrxiv" and (doi or external_id).startswith("10."):
         return f"https://www.medrxiv.org/content/{doi or external_id}"
@@ -282,7 +381,7 @@ def _text(el: Any) -> str | None:
 
 def _medline_record(mc: Any, pubmed_data: Any | None) -> Record:
     pmid = _clean(mc.findtext("PMID"))
-    if not pmid or not pmid.isdigit():
+    if not _is_pmid(pmid):
         raise ValueError("citation has no PMID")
     art = mc.find("Article")
     if art is None:
@@ -360,8 +459,9 @@ class _RootSeen:
         return None
 
 
-def _xml_events(raw: IO[bytes]) -> Iterator[Iterator[tuple[str, Any]]]:
-    """The ``start``/``end`` events of an XML stream, one iterator per ``_XML_CHUNK`` bytes read.
+def _xml_events(raw: IO[bytes]) -> Iterator[tuple[int, Iterator[tuple[str, Any]]]]:
+    """The ``start``/``end`` events of an XML stream, one iterator per ``_XML_CHUNK`` bytes read,
+    each with the bytes fed to the parser so far (what the caller bounds one record by).
 
     defusedxml's safety at the speed of ElementTree's C parser (1.5x faster on MEDLINE): the bytes
     before the root element (the prolog, the only place where a DTD, and so an entity declaration,
@@ -376,13 +476,15 @@ def _xml_events(raw: IO[bytes]) -> Iterator[Iterator[tuple[str, Any]]]:
     seen = _RootSeen()
     guard = DefusedXMLParser(target=seen)
     parser = ET.XMLPullParser(events=("start", "end"))
+    fed = 0
     while chunk := raw.read(_XML_CHUNK):
         if not seen.started:
             guard.feed(chunk)  # raises before the C parser sees a refused declaration
         parser.feed(chunk)
-        yield parser.read_events()
+        fed += len(chunk)
+        yield fed, parser.read_events()
     parser.close()
-    yield parser.read_events()
+    yield fed, parser.read_events()
 
 
 def read_medline_xml(path: Path, meter: ReadMeter | None = None) -> Iterator[Item]:
@@ -392,6 +494,11 @@ def read_medline_xml(path: Path, meter: ReadMeter | None = None) -> Iterator[Ite
 
     The PMIDs of an update file's ``DeleteCitation`` come as one :class:`Withdrawal`; the loader
     marks those documents withdrawn rather than deleting them, so saved searches still resolve.
+
+    Memory is bounded per record too: the XML between two record ends (a record, or anything else
+    held until a child of the root ends) may be at most :data:`MAX_RECORD_BYTES` decompressed and
+    :data:`MAX_RECORD_ELEMENTS` elements; past that the file stops with an ImportFileError, since
+    the parser holds the unfinished record and it cannot be skipped.
     """
     from xml.etree.ElementTree import ParseError
 
@@ -399,12 +506,17 @@ def read_medline_xml(path: Path, meter: ReadMeter | None = None) -> Iterator[Ite
     depth = 0  # elements open (the root is depth 1)
     root: Any = None
     record_tag = "PubmedArticle"  # MedlineCitation, a child of the root, in a MedlineCitationSet
+    mark = 0  # bytes fed when the last record (or child of the root) ended: what is held starts there
+    elements = 0  # elements started since then
     with _open_binary(path, meter) as raw:
         try:
-            for events in _xml_events(raw):
+            for fed, events in _xml_events(raw):
                 for event, el in events:
                     if event == "start":
                         depth += 1
+                        elements += 1
+                        if elements > MAX_RECORD_ELEMENTS:
+                            raise ImportFileError(_too_big(path, count, f"{MAX_RECORD_ELEMENTS:,} elements"))
                         if root is None:
                             root = el
                             if el.tag not in ("MedlineCitationSet", "PubmedArticleSet"):
@@ -434,11 +546,16 @@ def read_medline_xml(path: Path, meter: ReadMeter | None = None) -> Iterator[Ite
                         pmids = [p for p in (_clean(e.text) for e in el.findall("PMID")) if p]
                         if pmids:
                             yield Withdrawal("pubmed", pmids)
-                    else:
-                        continue
-                    el.clear()  # a record (or deletion list) read: drop it, and the root's reference to it
+                    elif depth != 1:
+                        continue  # a part of a record, or of something else the root holds
+                    # A record, a deletion list or another child of the root ended: drop it (and the
+                    # root's reference to it), so what is held from here on is the next one only.
+                    el.clear()
                     if depth == 1:
                         root.clear()
+                    mark, elements = fed, 0
+                if fed - mark > MAX_RECORD_BYTES:
+                    raise ImportFileError(_too_big(path, count, _size(MAX_RECORD_BYTES)))
         except ParseError as err:
             raise ImportFileError(
                 f"{path}: not well-formed XML ({err}); nothing from this file was imported"
@@ -455,26 +572,46 @@ def read_medline_xml(path: Path, meter: ReadMeter | None = None) -> Iterator[Ite
         raise ImportFileError(f"{path}: empty file")
 
 
+def _too_big(path: Path, count: int, limit: str) -> str:
+    """The error for XML that runs past a record's bound (see :func:`read_medline_xml`)."""
+    where = f"after record {count}" if count else "before the first record"
+    return (f"{path}: the XML {where} runs past {limit} without a record ending, the limit for one "
+            "record (real PubMed records are under 1 MB); the file is damaged or not PubMed XML, "
+            "and nothing from it was imported")
+
+
 # -- PubMedQA ----------------------------------------------------------------------------------------------
 def read_pubmedqa(path: Path, meter: ReadMeter | None = None) -> Iterator[Item]:
     """PubMedQA ``ori_pqal.json``: ``{pmid: {QUESTION, CONTEXTS, LABELS, MESHES, YEAR, ...}}``.
 
-    The abstract is the ``CONTEXTS`` joined with their ``LABELS``; PubMedQA carries no title.
+    The abstract is the ``CONTEXTS`` joined with their ``LABELS``; PubMedQA carries no title. The file
+    is parsed whole, so one larger than :data:`MAX_JSON_FILE_BYTES` (decompressed) is refused before
+    it is held, and nesting deeper than the parser's stack is an ImportFileError, not a crash.
     """
     try:
+        body = bytearray()
         with _open_binary(path, meter) as raw:
-            data = json.load(io.TextIOWrapper(raw, encoding="utf-8"))
+            while chunk := raw.read(_SKIP_CHUNK):  # in pieces: read(limit) would reserve the limit
+                body += chunk
+                if len(body) > MAX_JSON_FILE_BYTES:
+                    raise ImportFileError(f"{path}: larger than {_size(MAX_JSON_FILE_BYTES)}, the limit "
+                                          "for a PubMedQA JSON file (which is read whole); nothing was "
+                                          "imported")
+        data = json.loads(body.decode("utf-8"))
     except json.JSONDecodeError as err:
         raise ImportFileError(f"{path}: not valid JSON (line {err.lineno}: {err.msg})") from None
+    except RecursionError:
+        raise ImportFileError(f"{path}: not valid JSON (nested too deeply)") from None
     except _READ_ERRORS as err:
         raise ImportFileError(f"{path}: cannot read: {err}") from None
+    del body
     if not isinstance(data, dict):
         raise ImportFileError(f"{path}: expected a JSON object keyed by PMID (PubMedQA format)")
     for index, (key, entry) in enumerate(data.items(), start=1):
         position = f"entry {index} (key {key!r})"
         try:
             pmid = str(key).strip()
-            if not pmid.isdigit():
+            if not _is_pmid(pmid):
                 raise ValueError("key is not a PMID")
             if not isinstance(entry, dict):
                 raise ValueError("entry is not an object")

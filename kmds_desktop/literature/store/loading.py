@@ -478,6 +478,8 @@ class _RunProgress:
 
 _AHEAD_CHUNK = 250  # records handed over at a time
 _AHEAD_CHUNKS = 40  # at most this many chunks wait (10,000 records: bounded memory)
+_AHEAD_POLL = 0.2  # seconds the loader waits for the next chunk between looks at its cancel token
+_AHEAD_JOIN = 0.5  # seconds :meth:`_ReadAhead.close` waits for the thread (it stops at its next record)
 
 
 class _ReadAhead:
@@ -486,7 +488,9 @@ class _ReadAhead:
     Why: while PostgreSQL merges one file (the upsert, where the loader only waits, without holding
     the GIL) the next file is being parsed, so parsing and merging overlap instead of taking turns.
     A file's error reaches the loader when it comes to that file (the files before it are imported
-    as they would be without read-ahead); :meth:`close` stops the thread."""
+    as they would be without read-ahead); :meth:`close` stops the thread. The loader waits for the
+    next chunk a short while at a time, so a cancel is seen while the thread is on a slow or stalled
+    read (a network disk, a file that takes long to parse without yielding a record)."""
 
     def __init__(self, files: list[Path]) -> None:
         self._queue: queue.Queue[tuple[str, Any, int]] = queue.Queue(maxsize=_AHEAD_CHUNKS)
@@ -521,13 +525,21 @@ class _ReadAhead:
             if not (self._put(("items", chunk, meter.bytes_read)) and self._put(("end", None, 0))):
                 return
 
-    def file(self) -> tuple[Iterator[Item], ReadMeter]:
-        """The next file's records, and a meter that follows how far into it they are."""
+    def file(self, cancel: CancelToken | None = None) -> tuple[Iterator[Item], ReadMeter]:
+        """The next file's records, and a meter that follows how far into it they are; waiting for
+        them raises :class:`~kmds_desktop.tasks.Cancelled` within ``_AHEAD_POLL`` of ``cancel``."""
         meter = _AheadMeter()
 
         def items() -> Iterator[Item]:
             while True:
-                kind, value, read = self._queue.get()
+                try:
+                    kind, value, read = self._queue.get(timeout=_AHEAD_POLL)
+                except queue.Empty:
+                    check(cancel)
+                    if not self._thread.is_alive() and self._queue.empty():  # nothing more can come
+                        raise LiteratureError("the import's reading thread stopped before the file "
+                                              "was read") from None
+                    continue
                 if kind == "error":
                     raise value
                 if kind == "end":
@@ -538,11 +550,16 @@ class _ReadAhead:
         return items(), meter
 
     def close(self) -> None:
+        """Stop the thread. It stops at its next record, which a stalled read may hold back; it is
+        waited for only ``_AHEAD_JOIN`` (a daemon thread: it ends by itself, and with the program),
+        so a cancel is never held up by the read it cancels."""
         self._stop.set()
         with contextlib.suppress(queue.Empty):
             while True:
                 self._queue.get_nowait()
-        self._thread.join(timeout=5)
+        self._thread.join(timeout=_AHEAD_JOIN)
+        if self._thread.is_alive():
+            log.info("the import's read-ahead thread is still in a read; it stops at its next record")
 
 
 class _AheadMeter(ReadMeter):
@@ -595,7 +612,7 @@ def import_paths(conn: psycopg.Connection, paths: list[Path], *, progress: Progr
             size = st.st_size if st is not None else 0
             rep = import_file(conn, path, cancel=cancel, target=target,
                               tick=lambda records, read, _phase, size=size: run.tick(records, read, size),
-                              items=ahead.file() if ahead is not None else None)
+                              items=ahead.file(cancel) if ahead is not None else None)
             result.files.append(rep)
             if st is not None and ledger is not None:
                 try:
