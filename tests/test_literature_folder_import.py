@@ -333,3 +333,25 @@ def test_each_database_has_a_ledger_of_its_own(pg_empty_database, pg_server, lit
         other.close()
         with psycopg.connect(**admin, autocommit=True) as conn:
             conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def test_a_ledger_kept_under_the_servers_address_is_moved_and_still_skips_its_files(
+        pg_empty_database, literature_data, tmp_path, data_home):
+    """The ledger's name once hashed the address the server was reached by too; such a ledger is moved
+    to the database's identity once, and the folder's files it records are not read again."""
+    import hashlib
+
+    from kmds_desktop import paths
+    from kmds_desktop.literature.store.topk_build import identities
+
+    db = pg_empty_database
+    folder = _folder(literature_data, tmp_path)
+    db.import_files(folder)
+    path = ledger_path(db)
+    identity, legacy = identities(db)
+    assert identity != legacy
+    old = paths.sub_dir("imports") / f"{hashlib.sha256(legacy.encode()).hexdigest()[:16]}.json"
+    path.rename(old)  # as an older version left it
+    assert ledger_path(db) == path and path.exists() and not old.exists()
+    again = db.import_files(folder)
+    assert again.files == [] and sorted(_names(again.already_imported)) == sorted([CURRENT, MEDLINE])

@@ -373,15 +373,22 @@ def ledger_path(database: Any) -> Path:
 
     The identity is the top-k index's (:func:`~.topk_build.database_identity`: the server's system
     identifier, the database's name and oid), so a database dropped and created again, or another
-    server's database of the same name, has a ledger of its own."""
+    server's database of the same name, has a ledger of its own. A ledger kept under the identity that
+    still named the server's address is moved to its new name once (else a folder import would read
+    every file again)."""
     from kmds_desktop import paths
-    from kmds_desktop.literature.store.topk_build import database_identity
+    from kmds_desktop.literature.store.topk_build import identities
 
     if isinstance(database, psycopg.Connection):
         database = _Connection(database)
-    identity = database_identity(database)
-    key = hashlib.sha256(identity.encode()).hexdigest()[:16]
-    return paths.sub_dir("imports") / f"{key}.json"
+    identity, legacy = identities(database)
+    folder = paths.sub_dir("imports")
+    path = folder / f"{hashlib.sha256(identity.encode()).hexdigest()[:16]}.json"
+    old = folder / f"{hashlib.sha256(legacy.encode()).hexdigest()[:16]}.json"
+    if legacy != identity and not path.exists() and old.exists():
+        with contextlib.suppress(OSError):  # another import moved it first
+            old.rename(path)
+    return path
 
 
 class ImportLedger:
