@@ -333,7 +333,7 @@ def test_menus_and_status_bar_have_every_entry(qtbot, make_window, kmds_data):
     assert list(menus) == ["File", "Edit", "View", "Help"]
     file_items = texts(menus["File"])
     for wanted in ("Open knowledge base…", "Open recent", "Save knowledge base", "Import literature…",
-                   "Export", "Quit"):
+                   "Import literature folder…", "Export", "Quit"):
         assert wanted in file_items, file_items
     assert "Preferences…" in texts(menus["Edit"])
     assert any(t.startswith("Show ") for t in texts(menus["View"]))

@@ -25,8 +25,11 @@ IMPORT_SUFFIXES = (".xml", ".xml.gz", ".jsonl", ".jsonl.gz", ".json", ".json.gz"
 
 
 def importable(path: str) -> bool:
-    """Whether ``path`` is named like a file the literature import reads."""
-    return path.lower().endswith(IMPORT_SUFFIXES)
+    """Whether ``path`` is named like a file the literature import reads, or is a folder (the PubMed
+    baseline's ~1,200 ``.xml.gz``: imported file by file, resumable, one progress line)."""
+    import os
+
+    return path.lower().endswith(IMPORT_SUFFIXES) or os.path.isdir(path)
 
 
 def open_literature_database(

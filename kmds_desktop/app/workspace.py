@@ -26,6 +26,7 @@ Rules kept here (the window follows them; a script can too):
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import threading
 from collections.abc import Callable, Collection, Sequence
@@ -339,7 +340,7 @@ def remember_opened(ui: UISettings, path: str | Path) -> None:
 def route_dropped(files: list[str]) -> tuple[str, list[str]]:
     """What files dropped on the window are for: ``("literature", files)`` when any is a literature
     file (those are imported), else ``("kb", [first KB file])``, else ``("", [])``."""
-    literature = [f for f in files if f.lower().endswith(LITERATURE_ONLY_SUFFIXES)]
+    literature = [f for f in files if f.lower().endswith(LITERATURE_ONLY_SUFFIXES) or os.path.isdir(f)]
     if literature:
         return "literature", literature
     kb_files = [f for f in files if f.lower().endswith(KB_SUFFIXES)]
@@ -347,8 +348,8 @@ def route_dropped(files: list[str]) -> tuple[str, list[str]]:
 
 
 def droppable(path: str) -> bool:
-    """Whether the window accepts ``path`` dropped on it."""
-    return path.lower().endswith(KB_SUFFIXES + LITERATURE_ONLY_SUFFIXES)
+    """Whether the window accepts ``path`` dropped on it (a folder: the literature import's)."""
+    return path.lower().endswith(KB_SUFFIXES + LITERATURE_ONLY_SUFFIXES) or os.path.isdir(path)
 
 
 def recovery_path(kb_path: str | Path) -> Path:

@@ -37,15 +37,21 @@ class LiteratureFiles:
         paths, _ = QFileDialog.getOpenFileNames(self, "Import literature", str(Path.home()), LITERATURE_FILES)
         return self.import_files(paths) if paths else None
 
+    def import_folder_dialog(self: LiteraturePanel) -> Job | None:
+        """File > Import literature folder: a folder such as the PubMed baseline, file by file."""
+        folder = QFileDialog.getExistingDirectory(self, "Import a literature folder", str(Path.home()))
+        return self.import_files([folder]) if folder else None
+
     def import_files(self: LiteraturePanel, paths: Sequence[str | Path]) -> Job | None:
-        """Import MEDLINE/PubMed XML, JSONL or PubMedQA JSON files on a worker (progress, Cancel)."""
+        """Import MEDLINE/PubMed XML, JSONL or PubMedQA JSON files, or folders of them (the PubMed
+        baseline: name order, resumable, one progress line), on a worker (progress, Cancel)."""
         files = [str(p) for p in paths]
         wrong = [p for p in files if not lj.importable(p)]
         files = [p for p in files if lj.importable(p)]
         if wrong:
             self.show_message(
-                "Not a literature file (expected .xml, .xml.gz, .jsonl or .json): " + ", ".join(wrong),
-                "warning",
+                f"Not a literature file (expected {', '.join(lj.IMPORT_SUFFIXES)}, or a folder of them): "
+                + ", ".join(wrong), "warning",
             )
         if not files:
             return None
@@ -63,7 +69,8 @@ class LiteratureFiles:
                 on_error=lambda exc: (self._set_progress("Import failed."),
                                       self._show_error(exc, "Import failed"), self.refresh_status()),
                 on_cancelled=lambda: (
-                    self._set_progress("Import cancelled; files finished before it are kept."),
+                    self._set_progress("Import cancelled; files finished before it are kept (a folder's "
+                                       "next import goes on from there)."),
                     self.refresh_status(),
                 ),
             )
@@ -80,7 +87,10 @@ class LiteratureFiles:
         self.show_message(lj.import_summary(report), "info")
         self.refresh_status()
         if self.settings.retrieval.embed_after_import:
-            self.embed_documents()
+            if self.embedding:  # it counted its documents when it began: one more run when it ends
+                self._embed_again = True
+            else:
+                self.embed_documents()
 
     # --- embedding --------------------------------------------------------------------------------
     def embed_documents(self: LiteraturePanel) -> Job | None:
@@ -104,9 +114,11 @@ class LiteratureFiles:
                 on_result=self._embedded,
                 on_error=lambda exc: self.show_message(
                     user_message(exc, "Documents were not embedded (full-text rows still work)"), "warning"),
-                on_cancelled=lambda: self._set_progress(
-                    "Embedding cancelled; the documents embedded so far keep their vectors, and the next "
-                    "run (Embed documents, or the next import) goes on from there."),
+                on_cancelled=lambda: (
+                    setattr(self, "_embed_again", False),  # a Cancel is not followed by another run
+                    self._set_progress(
+                        "Embedding cancelled; the documents embedded so far keep their vectors, and the "
+                        "next run (Embed documents, or the next import) goes on from there.")),
                 on_finished=self._embed_finished,
             )
             self._embed_job = job
@@ -126,6 +138,9 @@ class LiteratureFiles:
         self._embed_job = None
         self._update_buttons()
         self.refresh_status()
+        if self._embed_again:  # an import finished while it ran
+            self._embed_again = False
+            self.embed_documents()
 
     @property
     def embedding(self: LiteraturePanel) -> bool:

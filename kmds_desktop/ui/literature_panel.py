@@ -113,6 +113,7 @@ class LiteraturePanel(LiteratureJobs, LiteratureFiles, LiteratureRecords, QWidge
         self._generation_job: Job | None = None
         self._work_job: Job | None = None  # a run or an import (one at a time)
         self._embed_job: Job | None = None
+        self._embed_again = False  # an import finished while embedding ran: one more run after it
         self._topk_job: Job | None = None
         #: The top-k index's state from the last status read (``app.literature_data.topk_status``).
         self.topk: dict[str, Any] | None = None

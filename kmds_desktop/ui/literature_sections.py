@@ -61,7 +61,9 @@ GIVE_WAY_MIN_WIDTH = 56
 EMPTY_DATABASE_HINT = (
     "<h3>The literature database is empty</h3>"
     "<p>Fill it with <b>File &gt; Import literature</b>, or drop a MEDLINE/PubMed XML file "
-    "(<code>.xml</code>, <code>.xml.gz</code>) or a JSONL file (one record per line) onto this panel.</p>"
+    "(<code>.xml</code>, <code>.xml.gz</code>) or a JSONL file (one record per line) onto this panel. "
+    "A folder such as the PubMed baseline: <b>File &gt; Import literature folder</b>, or drop the folder "
+    "(a cancelled or interrupted import goes on where it stopped).</p>"
     "<p>Queries can be written and checked meanwhile; they match nothing until documents are imported.</p>"
 )
 NO_RESULTS_YET = "Run the ticked queries to see documents here."

@@ -82,6 +82,13 @@ class WindowMenus:
         self.import_action = self._action(
             file_menu, "&Import literature…", self._import_literature, None, "importLiterature"
         )
+        self.import_folder_action = self._action(
+            file_menu, "Import literature f&older…", self.literature.import_folder_dialog, None,
+            "importLiteratureFolder",
+        )
+        self.import_folder_action.setToolTip(
+            "A folder such as the PubMed baseline (~1,200 .xml.gz): file by file in name order, one "
+            "progress line; Cancel or a crash keeps the files done, and importing the folder again goes on")
         self.topk_action = self._action(
             file_menu, "Build &fast search index", self.literature.build_fast_index, None, "buildFastIndex"
         )
