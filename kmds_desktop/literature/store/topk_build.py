@@ -57,9 +57,9 @@ def build_index(database: Any, index: TopKIndex, *, batch: int | None = None,
     next refresh reads only what was written after this build began (not everything since the first
     build). ``rebuild`` starts from nothing."""
     batch = int(batch or BATCH)
-    identity = database_identity(database)
+    identity, legacy = identities(database)
     state = BuildState.load(index.state_path)
-    if state is not None and state.database == identities(database)[1]:
+    if state is not None and state.database == legacy:
         state.database = identity  # made before the identity left out the address: the same database
     # A finished index gets the documents with new ids, then the older ones written since it was last
     # brought in step; then it is in step as of this build's start (the next refresh reads from there).
@@ -74,7 +74,6 @@ def build_index(database: Any, index: TopKIndex, *, batch: int | None = None,
         state = BuildState(database=identity, write_mark=write_mark(database), start_xid=_snapshot(database))
         state.save(index.state_path)
     state.complete = False
-    state.save(index.state_path)  # a build killed from here on resumes as a build, never as finished
     total = int(database.run(lambda c: c.execute(_COUNT_SQL).fetchone()[0], cancel))
     report(progress, state.documents, total, f"indexing {total:,} documents for fast full-text rows")
     try:
