@@ -7,6 +7,9 @@ same queries:
 - the top-100 ID-only full-text row: ``find_abstract_ids_ranked(..., ranking="idf")`` in PostgreSQL
   (today's default; every match ranked) vs ``ranking="bm25"`` with the top-k index attached
   (:mod:`kmds_desktop.literature.store.topk_index`), p50 and p95 per query set;
+- the index alone: the exact walk of the row vs the row as it runs (a broad AND over the row budget
+  within an impact tier, :mod:`kmds_desktop.literature.store.topk_tiers`), with the tier's overlap
+  with the exact top 100 and its share of the exact top 100's score;
 - the live count: ``count_matches`` in PostgreSQL (with the window's 300 ms budget, then the
   planner's estimate) vs from the index (exact);
 
@@ -259,6 +262,7 @@ def measure(db: Any, index: TopKIndex, queries: dict[str, list[str]], fts5: Path
     lite = sqlite3.connect(fts5) if fts5 else None
     for name, qs in queries.items():
         pg, fast, pg_count, fast_count, lite_ms, estimated = [], [], [], [], [], 0
+        walk, tiered, overlaps, shares, in_tier = [], [], [], [], 0
         for q in qs:
             db.attach_topk_index(None)
             pg.append(timed(lambda q=q: db.find_abstract_ids_ranked(q, 100, ranking="idf")))
@@ -268,12 +272,27 @@ def measure(db: Any, index: TopKIndex, queries: dict[str, list[str]], fts5: Path
             db.attach_topk_index(index)
             fast.append(timed(lambda q=q: db.find_abstract_ids_ranked(q, 100, ranking="bm25")))
             fast_count.append(timed(lambda q=q: db.count_matches(q)))
+            # the index alone: the exact walk vs the row as it runs (within an impact tier when the
+            # walk is over the row budget), and how far the tier's top 100 is from the exact one
+            printed = db.run(lambda c, q=q: c.execute("SELECT to_tsquery('english', %s)::text",
+                                                       (q,)).fetchone()[0])
+            plan = index.plan(str(printed or ""))
+            if plan is not None:
+                walk.append(timed(lambda plan=plan: index.top(plan.query, 100)))
+                tiered.append(timed(lambda plan=plan: index.top_ranked(plan, 100)))
+                exact = index.top(plan.query, 100)
+                ranked, tier = index.top_ranked(plan, 100)
+                if tier is not None and exact:
+                    in_tier += 1
+                    overlaps.append(len({i for i, _ in ranked} & {i for i, _ in exact}) / len(exact))
+                    shares.append(sum(x for _, x in ranked) / sum(x for _, x in exact))
             if lite is not None:
                 lite_ms.append(timed(lambda q=q: lite.execute(
                     "SELECT rowid FROM t WHERE t MATCH ? ORDER BY bm25(t) LIMIT 100",
                     (fts5_query(q),)).fetchall()))
         out[name] = {"pg": pg, "fast": fast, "pg_count": pg_count, "fast_count": fast_count,
-                     "fts5": lite_ms, "estimated": estimated}
+                     "fts5": lite_ms, "estimated": estimated, "walk": walk, "tiered": tiered,
+                     "overlaps": overlaps, "shares": shares, "in_tier": in_tier}
     if lite is not None:
         lite.close()
     return out
@@ -354,6 +373,17 @@ def report(results: list[tuple[int, dict[str, Any], dict[str, float]]],
                   f"{pct(f['fast'], .5):6.1f}/{pct(f['fast'], .95):6.1f} | {lite}   "
                   f"{pct(f['pg_count'], .5):7.1f}/{pct(f['pg_count'], .95):7.1f} | "
                   f"{pct(f['fast_count'], .5):6.1f}/{pct(f['fast_count'], .95):6.1f}{est}")
+    print("\nsize       set        index only p50/p95 ms: exact walk | as run (tiers) ; rows in a tier, "
+          "overlap with the exact top 100 (median, least), score share (least)")
+    for size, figures, _ in results:
+        for name, f in figures.items():
+            if not f["walk"]:
+                continue
+            quality = (f"overlap {float(np.median(f['overlaps'])):.2f}, {min(f['overlaps']):.2f}; "
+                       f"score share {min(f['shares']):.3f}") if f["overlaps"] else "-"
+            print(f"{size:>9,}  {name:<9}  {pct(f['walk'], .5):6.1f}/{pct(f['walk'], .95):6.1f} | "
+                  f"{pct(f['tiered'], .5):6.1f}/{pct(f['tiered'], .95):6.1f} ; {f['in_tier']} of "
+                  f"{len(f['walk'])} in a tier, {quality}")
     for size, _, facts in results:
         print(f"{size:>9,}: load of {facts['added']:,.0f} more {facts['load_s']:.0f} s, index build of them "
               f"{facts['build_s']:.0f} s ({facts['added'] / max(facts['build_s'], 1e-9):,.0f} docs/s), "
@@ -364,7 +394,8 @@ def report(results: list[tuple[int, dict[str, Any], dict[str, float]]],
     if len(results) >= 2:
         (n0, f0, _), (n1, f1, _) = results[0], results[-1]
         for name in f0:
-            for key, label in (("pg", "PostgreSQL"), ("fast", "top-k"), ("fts5", "FTS5")):
+            for key, label in (("pg", "PostgreSQL"), ("fast", "top-k"), ("fts5", "FTS5"),
+                               ("walk", "exact walk"), ("tiered", "index+tiers")):
                 if not f0[name][key] or not f1[name][key]:
                     continue
                 a, b = pct(f0[name][key], .5), pct(f1[name][key], .5)

@@ -128,6 +128,9 @@ def test_a_bmlibrarian_database_gets_the_top_k_index_and_keeps_it_in_step(bmlibr
     assert "not built" in capsys.readouterr().out
     assert main(["literature", "topk", "build", "--dsn", dsn, "--quiet"]) == 0
     assert "top-k index built: 3 documents" in capsys.readouterr().out  # the withdrawn one is left out
+    assert main(["literature", "topk", "status", "--dsn", dsn]) == 0
+    status = capsys.readouterr().out
+    assert "ready, 3 documents" in status and "impact tiers: none (the database was too small" in status
 
     def rows(query: str) -> tuple[set[int], set[int]]:
         fast = {i for i, _ in db.find_abstract_ids_ranked(query, 100, ranking="bm25")}

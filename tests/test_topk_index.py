@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import random
 import re
+import shutil
 from typing import Any
 
 import pytest
 
 from kmds_desktop.literature.store.topk_build import build_index, refresh_index
-from kmds_desktop.literature.store.topk_index import GAP, BuildState, TopKIndex, body_tokens
+from kmds_desktop.literature.store.topk_index import GAP, SCHEMA_VERSION, BuildState, TopKIndex, body_tokens
 from kmds_desktop.literature.store.tsquery_tree import Node, Term, read_tree
 
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)?")
@@ -366,3 +367,90 @@ def test_a_tie_longer_than_the_margin_reads_on_until_it_ends(tmp_path: Any) -> N
     query = index.translate("'a'")
     pages = [[i for i, _ in index.top(query, 10, offset)] for offset in range(0, 120, 10)]
     assert pages == [list(range(start, start + 10)) for start in range(1, 121, 10)]
+
+
+def _broad_terms(db: Any, built: TopKIndex, least_share: float) -> list[str]:
+    rows = db.run(lambda c: c.execute(
+        "SELECT word, ndoc FROM ts_stat('SELECT search_vector FROM document') ORDER BY ndoc DESC "
+        "LIMIT 400").fetchall())
+    total = built.documents()
+    return [str(w) for w, n in rows if n >= least_share * total and str(w).isalpha()
+            and built.tiers is not None and str(w) in built.tiers.thresholds]
+
+
+def test_impact_tiers_bound_a_broad_and_rows_walk_and_return_only_true_matches(
+        pg_database: Any, built: TopKIndex) -> None:
+    """A broad AND over the row budget runs within an impact tier: every row a true match with its
+    exact BM25 score, the best of the tier's, most of the exact top rows among them."""
+    assert built.tiers is not None and len(built.tiers.thresholds) > 100
+    broad = _broad_terms(pg_database, built, 0.08)
+    assert len(broad) >= 12, broad
+    rng = random.Random(3)
+    overlaps, shares = [], []
+    for _ in range(12):
+        a, b = rng.sample(broad, 2)
+        text = f"{a} & {b}"
+        plan = built.plan(_printed(pg_database, text))
+        assert plan is not None and plan.operands == ((a,), (b,))
+        matches = _postgres_ids(pg_database, text)
+        exact = built.top(plan.query, len(matches) + 5)
+        scores = dict(exact)
+        # a budget an eighth of the postings (a broad row at a few million documents)
+        budget = (built.document_frequency(a) + built.document_frequency(b)) // 8
+        tiered, tier = built.top_ranked(plan, 20, budget=budget)
+        if tier is None:  # every tier narrower than the page: exact
+            assert tiered == exact[:20]
+            continue
+        assert len(tiered) == 20 and {i for i, _ in tiered} <= matches, text
+        assert all(scores[i] == pytest.approx(s) for i, s in tiered), text  # exact BM25 scores
+        assert [s for _, s in tiered] == sorted((s for _, s in tiered), reverse=True)
+        overlaps.append(len({i for i, _ in tiered} & {i for i, _ in exact[:20]}) / 20)
+        shares.append(sum(s for _, s in tiered) / sum(s for _, s in exact[:20]))
+        # the same row without the budget (the shared corpora's rows fit it) ranks exactly
+        assert built.top_ranked(plan, 20) == (exact[:20], None)
+    assert len(overlaps) >= 8, overlaps
+    print(f"tiered rows: {len(overlaps)}, overlap with the exact top 20: median "
+          f"{sorted(overlaps)[len(overlaps) // 2]:.2f}, score share {min(shares):.3f}..{max(shares):.3f}")
+    assert sorted(overlaps)[len(overlaps) // 2] >= 0.9 and min(shares) >= 0.98, (overlaps, shares)
+
+
+def test_a_tier_with_too_few_matches_gives_way_and_pages_share_one_ranking(
+        pg_database: Any, built: TopKIndex) -> None:
+    broad = _broad_terms(pg_database, built, 0.08)
+    a, b = broad[0], broad[1]
+    plan = built.plan(_printed(pg_database, f"{a} & {b}"))
+    matches = _postgres_ids(pg_database, f"{a} & {b}")
+    exact = built.top(plan.query, len(matches) + 5)
+    budget = (built.document_frequency(a) + built.document_frequency(b)) // 8
+    first, tier = built.top_ranked(plan, 30, budget=budget)
+    assert tier is not None
+    pages = [built.top_ranked(plan, 10, offset, budget=budget) for offset in (0, 10, 20)]
+    assert [hit for page, _ in pages for hit in page] == first and {t for _, t in pages} == {tier}
+    # asking for every match: no tier has them all, so the row is ranked exactly
+    assert built.top_ranked(plan, len(matches), budget=budget) == (exact[:len(matches)], None)
+    # shapes the tiers do not restrict (a phrase, a prefix, one term, an OR) rank exactly
+    for text in (f"{a} <-> {b}", f"{a[:3]}:* & {b}", a, f"{a} | {b}"):
+        other = built.plan(_printed(pg_database, text))
+        assert other is not None and not other.operands, text
+        assert built.top_ranked(other, 10, budget=1)[1] is None
+
+
+def test_an_index_of_the_older_layout_is_searched_exactly_until_rebuilt(
+        pg_database: Any, tmp_path: Any) -> None:
+    folder = tmp_path / "index"
+    old = TopKIndex(folder)
+    shutil.rmtree(folder / "tantivy")
+    old.layout = 2
+    old._open()  # an index made with the layout-2 schema: no tier fields
+    old.add([(1, "'cystic':1 'fibrosis':2", 1, None), (2, "'cystic':1", 1, None)])
+    old.commit()
+    BuildState(schema=2, database="x", complete=True, documents=2).save(old.state_path)
+    reopened = TopKIndex(folder)
+    assert reopened.layout == 2 and reopened.tiers is None
+    plan = reopened.plan("'cystic' & 'fibrosis'")
+    assert reopened.top_ranked(plan, 5, budget=0) == (reopened.top(plan.query, 5), None)
+    assert [i for i, _ in reopened.top(plan, 5)] == [1]
+    state = build_index(pg_database, reopened, batch=5000, rebuild=True)
+    assert state.schema == SCHEMA_VERSION and reopened.layout == SCHEMA_VERSION
+    assert reopened.tiers is not None and reopened.tiers.thresholds
+    assert BuildState.load(reopened.state_path).schema == SCHEMA_VERSION

@@ -74,6 +74,7 @@ from kmds_desktop.literature.retrieval.semantic import (
     SEMANTIC_KINDS,
     SearchRow,
 )
+from kmds_desktop.literature.store.topk_tiers import tier_sentence
 from kmds_desktop.tasks import Cancelled, CancelToken, ProgressFn, check, report
 
 log = logging.getLogger(__name__)
@@ -963,6 +964,9 @@ class LiteratureSession(Observable):
             else:
                 messages.append(("warning", f"{self.coverage_sentence()}; Embed documents to search the "
                                             f"other {coverage.missing:,}."))
+        tiered = tier_sentence([q.index + 1 for q in result.queries if q.ok and q.ranked_in_tier])
+        if tiered:  # the order of a broad row differs from ranking every match: the user is told
+            messages.append(("info", tiered + "."))
         if result.incomplete:
             message = result.incomplete_message()
             messages.append(("error", message[:1].upper() + message[1:]))

@@ -117,5 +117,7 @@ def retrieval_facts(retrieval: Any, embedding_model: str, result: Any) -> dict[s
         "rerank": {"applied": applied.endswith("+rerank"), "enabled": bool(retrieval.rerank),
                    "weight": float(retrieval.rerank_weight), "candidates": int(retrieval.rerank_candidates)},
         "fulltext_ranking": str(retrieval.fulltext_ranking),
+        # rows (1-based) the fast index ranked within its impact tier (see tier_sentence)
+        "tier_ranked_rows": [s.index + 1 for s in stats if getattr(s, "ranked_in_tier", False)],
         "merged": applied,
     }

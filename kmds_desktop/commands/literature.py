@@ -158,6 +158,7 @@ def _describe_vectors(vec: dict[str, Any], owner: str) -> str:
 def _topk(args: argparse.Namespace) -> int:
     from kmds_desktop.literature.store.topk_build import build_index, index_folder, refresh_index
     from kmds_desktop.literature.store.topk_index import BuildState, TopKIndex
+    from kmds_desktop.literature.store.topk_tiers import Tiers, describe_tiers
 
     with literature_database(args) as db:
         folder = index_folder(db)
@@ -169,6 +170,7 @@ def _topk(args: argparse.Namespace) -> int:
             else:
                 done = "ready" if state.complete else "unfinished (run 'build' to go on)"
                 print(f"top-k index: {done}, {state.documents:,} documents, {folder}")
+                print(f"impact tiers: {describe_tiers(state, Tiers.load(folder / 'tiers.json'))}")
             return 0
         index = TopKIndex(folder)
         started = time.perf_counter()

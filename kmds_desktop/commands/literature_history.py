@@ -166,6 +166,11 @@ def _history_show(args: argparse.Namespace, wb: Any) -> int:
         count = f"error: {r.error}" if r.error else f"{r.matches} matches, {r.ids_returned} returned, " \
                                                    f"{r.unique_ids} unique"
         print(f"  #{s.number}.{r.position} {r.text}\n        {r.provenance_text()}; {count}")
+    tiered = ((s.details or {}).get("retrieval") or {}).get("tier_ranked_rows")
+    if tiered:
+        from kmds_desktop.app.literature import tier_sentence
+
+        print(f"ranking:    {tier_sentence(tiered)}")
     if s.complete:
         members = wb.history.members(s.number)[:10]
         for m in members:

@@ -88,6 +88,7 @@ def _search(args: argparse.Namespace) -> int:
         LiteratureSession,
         RetrievalRows,
         generate_round,
+        tier_sentence,
     )
     from kmds_desktop.app.search_log import search_log_json, utc_now
     from kmds_desktop.app.strategy import finish_recording, run_details, run_numbered
@@ -172,11 +173,15 @@ def _search(args: argparse.Namespace) -> int:
                   f"{stat.matches} documents with vectors{of_all}{sims} ({stat.time_s:.2f} s)",
                   file=sys.stderr)
         elif stat.ok:
+            tier = ", ranked within the fast index's impact tier" if stat.ranked_in_tier else ""
             print(f"  ran #{stat.index + 1} '{stat.query}': {stat.matches} matches, {stat.ids_returned} "
-                  f"returned ({stat.time_s:.2f} s)", file=sys.stderr)
+                  f"returned{tier} ({stat.time_s:.2f} s)", file=sys.stderr)
         else:
             print(f"  skipped #{stat.index + 1} '{stat.query[:70]}': {stat.error}", file=sys.stderr)
     print(session.run_summary())
+    tiered = tier_sentence([s.index + 1 for s in result.queries if s.ok and s.ranked_in_tier])
+    if tiered:
+        print(f"  {tiered}.", file=sys.stderr)
     for doc in session.documents:
         year = doc.get("year") or ""
         found = ", ".join(f"#{i + 1}" for i in result.found_by.get(doc["id"], []))

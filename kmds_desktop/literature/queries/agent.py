@@ -121,6 +121,10 @@ class QueryRunStats:
     vectors: str | None = None
     vectors_model: str | None = None
     coverage_estimated: bool = False
+    #: full-text rows: ranked by the fast index within its impact tier (a broad AND too large to walk
+    #: within the row budget): every id a true match with its exact BM25 score, the order the best of
+    #: the documents where one of the row's terms weighs most (see literature.store.topk_tiers)
+    ranked_in_tier: bool = False
 
     @property
     def ok(self) -> bool:
@@ -653,6 +657,7 @@ class QueryAgent:
                                                  ranking=self.retrieval.fulltext_ranking, **filters)
             stat.ids = _ranked_ids(ranked)
             stat.scores = [float(item[1]) for item in ranked if isinstance(item, (tuple, list))]
+            stat.ranked_in_tier = bool(getattr(ranked, "approximate", False))
             stat.ids_returned = len(stat.ids)
             stat.matches = int(db.count_matches(query, cancel=cancel, **filters))
         except Cancelled:

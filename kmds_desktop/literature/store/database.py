@@ -86,7 +86,7 @@ _EMBEDDED_CONNECT_RETRY_S = 10.0
 
 T = TypeVar("T")
 
-__all__ = ["LiteratureDatabase", "MatchCount", "open_database", "open_embedded"]
+__all__ = ["LiteratureDatabase", "MatchCount", "RankedRows", "open_database", "open_embedded"]
 
 
 class MatchCount(int):
@@ -101,6 +101,19 @@ class MatchCount(int):
 
     def __repr__(self) -> str:
         return f"~{int(self)}" if self.estimated else str(int(self))
+
+
+class RankedRows(list):
+    """A row's ``(id, rank)`` pairs, best first; ``approximate`` is True when the fast index ranked a
+    broad AND within its impact tier (every row a true match with its exact BM25 score, the order
+    the best of the documents where a term weighs most; see :mod:`.topk_tiers`), so a report can say
+    so."""
+
+    approximate: bool
+
+    def __init__(self, rows: Any = (), approximate: bool = False) -> None:
+        super().__init__(rows)
+        self.approximate = approximate
 
 
 def _is_pubmed(name: str) -> bool:
@@ -366,7 +379,7 @@ class LiteratureDatabase:
         *,
         ranking: Literal["bm25", "idf", "ts_rank_cd"] = "ts_rank_cd",
         cancel: CancelToken | None = None,
-    ) -> list[tuple[int, float]]:
+    ) -> RankedRows:
         """``(id, rank)`` pairs, best first (rank descending, then id ascending).
 
         ``plain=True`` reads the text as a person types it (``websearch_to_tsquery``); otherwise it
@@ -382,7 +395,7 @@ class LiteratureDatabase:
         max_rows, offset = _non_negative(max_rows, "max_rows"), _non_negative(offset, "offset")
         params = self._search_params(ts_query_str, use_pubmed, use_medrxiv, use_others, from_date, to_date)
         if params is None or max_rows == 0:
-            return []
+            return RankedRows()
         where, tsq = self._where(plain, params["from_date"], params["to_date"])
         if ranking == "bm25":
             hits = self._topk_search(tsq, where, params, cancel, max_rows, offset)
@@ -402,7 +415,7 @@ class LiteratureDatabase:
             "ORDER BY rank DESC, d.id ASC LIMIT %(limit)s OFFSET %(offset)s"
         )
         rows = self.run(lambda c: self._execute(c, sql, params).fetchall(), cancel)
-        return [(int(r[0]), float(r[1])) for r in rows]
+        return RankedRows((int(r[0]), float(r[1])) for r in rows)
 
     # -- the top-k index -------------------------------------------------------------------------
 
@@ -446,7 +459,7 @@ class LiteratureDatabase:
         if counting and not fresh:
             return None
         printed = self.run(lambda c: self._execute(c, f"SELECT ({tsq})::text", params).fetchone()[0], cancel)
-        query = index.translate(str(printed or ""))
+        query = index.plan(str(printed or ""))
         if query is None:
             return None
         sources = params["sources"]
@@ -455,7 +468,7 @@ class LiteratureDatabase:
         return index.filtered(query, sources, params["from_date"], params["to_date"])
 
     def _topk_search(self, tsq: str, where: str, params: dict[str, Any], cancel: CancelToken | None,
-                     max_rows: int, offset: int) -> list[tuple[int, float]] | None:
+                     max_rows: int, offset: int) -> RankedRows | None:
         """The index's best rows, each checked in PostgreSQL by id (a primary-key look-up per row):
         a document withdrawn or changed since the index's last refresh (by another program, or an
         edit outside the app) is never returned; the index is asked for a few more to fill the page."""
@@ -463,9 +476,9 @@ class LiteratureDatabase:
         if query is None:
             return None
         want = offset + max_rows
-        hits = self.topk_index().top(query, want + max(10, want // 10))
+        hits, tier = self.topk_index().top_ranked(query, want + max(10, want // 10))
         if not hits:
-            return []
+            return RankedRows()
         params = {**params, "ids": [doc_id for doc_id, _ in hits]}
         sql = f"SELECT d.id FROM document d WHERE d.id = ANY(%(ids)s) AND {where}"
         live = {int(r[0]) for r in self.run(lambda c: self._execute(c, sql, params).fetchall(), cancel)}
@@ -473,7 +486,7 @@ class LiteratureDatabase:
         if len(kept) < len(hits):
             log.info("%d of the top-k index's rows are stale (changed since its refresh): left out",
                      len(hits) - len(kept))
-        return kept[offset:want]
+        return RankedRows(kept[offset:want], approximate=tier is not None)
 
     def _term_weights(self, tsq: str, params: dict[str, Any],
                       cancel: CancelToken | None) -> tuple[list[str], list[float]]:

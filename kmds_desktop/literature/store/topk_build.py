@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kmds_desktop.literature.store.topk_index import BuildState, TopKIndex
+from kmds_desktop.literature.store.topk_index import TITLE_BOOST, BuildState, TopKIndex, document_fields
+from kmds_desktop.literature.store.topk_tiers import SAMPLE_DOCUMENTS, Tiers
 from kmds_desktop.tasks import CancelToken, ProgressFn, check, report
 
 log = logging.getLogger(__name__)
@@ -72,6 +73,8 @@ def build_index(database: Any, index: TopKIndex, *, batch: int | None = None,
         # The write counter is read before the snapshot: a write during the build moves it past the
         # stored mark, so the index is never taken as in step with a write it may have missed.
         state = BuildState(database=identity, write_mark=write_mark(database), start_xid=_snapshot(database))
+        report(progress, 0, None, "sampling documents for the fast index's impact tiers")
+        index.set_tiers(sample_tiers(database, cancel=cancel))
         state.save(index.state_path)
     state.complete = False
     total = int(database.run(lambda c: c.execute(_COUNT_SQL).fetchone()[0], cancel))
@@ -101,6 +104,25 @@ def build_index(database: Any, index: TopKIndex, *, batch: int | None = None,
     state.documents = index.documents()
     state.save(index.state_path)
     return state
+
+
+#: Fewer sampled documents than this give no impact tiers (too few to place a term's top share; a
+#: database this small never needs them).
+MIN_TIER_SAMPLE = 1_000
+
+
+def sample_tiers(database: Any, *, cancel: CancelToken | None = None) -> Tiers:
+    """The impact tiers' thresholds from about :data:`SAMPLE_DOCUMENTS` documents (PostgreSQL's
+    block sample, repeatable; every document of a smaller database)."""
+    size = database.run(lambda c: c.execute(
+        "SELECT reltuples FROM pg_class WHERE oid = 'document'::regclass").fetchone()[0], cancel)
+    percent = 100.0 if not size or size <= 0 else min(100.0, 150.0 * SAMPLE_DOCUMENTS / float(size))
+    rows = database.run(lambda c: c.execute(
+        f"SELECT search_vector::text FROM document TABLESAMPLE SYSTEM (%s) REPEATABLE (7) "
+        f"WHERE {_LIVE} LIMIT %s", (percent, SAMPLE_DOCUMENTS)).fetchall(), cancel)
+    if len(rows) < MIN_TIER_SAMPLE:
+        return Tiers()
+    return Tiers.from_sample((document_fields(str(r[0] or "")) for r in rows), title_boost=TITLE_BOOST)
 
 
 def refresh_index(database: Any, index: TopKIndex, *, cancel: CancelToken | None = None) -> RefreshReport:

@@ -36,6 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kmds_desktop.literature.store import topk_tiers
+from kmds_desktop.literature.store.topk_tiers import FRACTIONS, Tiers, tier_field
 from kmds_desktop.literature.store.tsquery_tree import Node, Term, Tree, UnreadableQuery, read_tree
 
 #: The token at a position that holds no lexeme (a stop word PostgreSQL dropped). Never a lexeme: the
@@ -51,7 +53,10 @@ MAX_QUERY_DEPTH = 32
 #: keeps its lexemes, once, at this position (phrases there may differ from PostgreSQL's; abstracts
 #: never get close).
 MAX_POSITION = 16383
-SCHEMA_VERSION = 2
+#: 3: the impact tiers' fields (see :mod:`.topk_tiers`). An index of layout 2 is still searched
+#: exactly (without tiers) until it is rebuilt.
+SCHEMA_VERSION = 3
+_READABLE_SCHEMAS = (2, 3)
 #: A query term found in the title adds its title BM25 times this to the score (matching is the
 #: body's alone). Why: titles say what a paper is about; PostgreSQL's ranking weighs a title word
 #: 2.5 times an abstract word (weights A 1.0, B 0.4). Chosen on SciFact *train* claims only.
@@ -126,7 +131,7 @@ class BuildState:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
-        if not isinstance(data, dict) or data.get("schema") != SCHEMA_VERSION:
+        if not isinstance(data, dict) or data.get("schema") not in _READABLE_SCHEMAS:
             return None
         known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
         return cls(**known)
@@ -135,6 +140,17 @@ class BuildState:
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(self.__dict__), encoding="utf-8")
         os.replace(tmp, path)
+
+
+@dataclass
+class RowPlan:
+    """A row as the index runs it: the exact query (filters applied), and for a broad AND of plain
+    terms its terms outside any NOT and each AND operand's terms, which the impact tiers may
+    restrict it by (see :mod:`.topk_tiers`)."""
+
+    query: Any
+    terms: tuple[str, ...] = ()
+    operands: tuple[tuple[str, ...], ...] = ()
 
 
 class TopKIndex:
@@ -148,20 +164,39 @@ class TopKIndex:
         self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.chmod(self.folder, 0o700)
         self.state_path = self.folder / "state.json"
-        if (self.folder / "tantivy").exists() and BuildState.load(self.state_path) is None:
+        self.tiers_path = self.folder / "tiers.json"
+        state = BuildState.load(self.state_path)
+        if (self.folder / "tantivy").exists() and state is None:
             # an index of another layout (or a build that never saved its state): start again
             shutil.rmtree(self.folder / "tantivy", ignore_errors=True)
             self.state_path.unlink(missing_ok=True)
+        self.layout = state.schema if state is not None else SCHEMA_VERSION
+        self._open()
+        self._writer: Any = None
+
+    def _open(self) -> None:
+        tantivy = self._tantivy
         builder = tantivy.SchemaBuilder()
         builder.add_unsigned_field("id", stored=True, indexed=True, fast=True)
         builder.add_text_field("body", stored=False, tokenizer_name="whitespace", index_option="position")
         builder.add_text_field("title", stored=False, tokenizer_name="whitespace", index_option="freq")
         builder.add_unsigned_field("source", indexed=True, fast=True)
         builder.add_integer_field("day", indexed=True, fast=True)
+        if self.layout >= 3:
+            for j in range(len(FRACTIONS)):
+                builder.add_text_field(tier_field(j), stored=False, tokenizer_name="whitespace",
+                                       index_option="basic")
         self.schema = builder.build()
         (self.folder / "tantivy").mkdir(mode=0o700, exist_ok=True)
         self.index = tantivy.Index(self.schema, path=str(self.folder / "tantivy"))
-        self._writer: Any = None
+        self.tiers = Tiers.load(self.tiers_path) if self.layout >= 3 else None
+
+    def set_tiers(self, tiers: Tiers) -> None:
+        """Fix the impact tiers' thresholds (a build from nothing, before its first document)."""
+        if self.layout < 3:
+            return
+        tiers.save(self.tiers_path)
+        self.tiers = tiers
 
     # -- writing ----------------------------------------------------------------------------------
 
@@ -181,6 +216,10 @@ class TopKIndex:
             doc.add_text("body", body)
             if title:
                 doc.add_text("title", title)
+            if self.tiers is not None:
+                for j, text in enumerate(self.tiers.fields(body, title)):
+                    if text:
+                        doc.add_text(tier_field(j), text)
             doc.add_unsigned("source", int(source_id))
             day = date_day(published)
             if day is not None:
@@ -220,6 +259,16 @@ class TopKIndex:
             self._writer = None
 
     def clear(self) -> None:
+        """Start from nothing, in the current layout (an index of an older one gets the new one)."""
+        if self._writer is not None:
+            self.rollback()
+        if self.layout != SCHEMA_VERSION:
+            shutil.rmtree(self.folder / "tantivy", ignore_errors=True)
+            self.layout = SCHEMA_VERSION
+            self._open()
+            self._stamp = None
+        self.tiers_path.unlink(missing_ok=True)
+        self.tiers = None
         writer = self._open_writer()
         writer.delete_all_documents()
         self.commit()
@@ -255,13 +304,30 @@ class TopKIndex:
 
         ``printed`` is PostgreSQL's ``to_tsquery(...)::text``; the empty string (a query of stop words
         only) translates to a query matching nothing, as in PostgreSQL."""
+        plan = self.plan(printed)
+        return None if plan is None else plan.query
+
+    def plan(self, printed: str) -> RowPlan | None:
+        """:meth:`translate`'s query with what the impact tiers need (a broad AND's terms)."""
         try:
             tree = read_tree(printed)
         except UnreadableQuery:
             return None
         query = self._tantivy.Query
         if tree is None:
-            return query.boolean_query([(self._tantivy.Occur.MustNot, query.all_query())])
+            return RowPlan(query.boolean_query([(self._tantivy.Occur.MustNot, query.all_query())]))
+        built = self._tree_query(tree)
+        if built is None:
+            return None
+        operands = _and_operands(tree)
+        if operands is None:
+            return RowPlan(built)
+        terms = tuple(dict.fromkeys(t for group in operands for t in group))
+        return RowPlan(built, terms, operands)
+
+    def _tree_query(self, tree: Tree) -> Any | None:
+        """The exact tantivy query of a read tree (title scores beside the body's), or None."""
+        query = self._tantivy.Query
         occur = self._tantivy.Occur
         flat = _flat_disjunction(tree)
         if flat is not None:
@@ -343,7 +409,11 @@ class TopKIndex:
 
     def filtered(self, base: Any, sources: Sequence[int] | None, from_date: dt.date | None,
                  to_date: dt.date | None) -> Any:
-        """``base`` limited to the sources and the publication-date range (as the SQL row is)."""
+        """``base`` limited to the sources and the publication-date range (as the SQL row is); a
+        :class:`RowPlan` stays one."""
+        if isinstance(base, RowPlan):
+            return RowPlan(self.filtered(base.query, sources, from_date, to_date), base.terms,
+                           base.operands)
         tantivy = self._tantivy
         query, occur = tantivy.Query, tantivy.Occur
         clauses = [(occur.Must, base)]
@@ -357,8 +427,61 @@ class TopKIndex:
 
     def top(self, query: Any, k: int, offset: int = 0) -> list[tuple[int, float]]:
         """``(id, BM25 score)`` of the best ``k`` after ``offset``, best first, ties by id."""
+        return self.top_ranked(query, k, offset)[0]
+
+    def top_ranked(self, query: Any, k: int, offset: int = 0, *,
+                   budget: int | None = None) -> tuple[list[tuple[int, float]], int | None]:
+        """:meth:`top`, and the impact tier it was restricted to (None: ranked exactly).
+
+        A :class:`RowPlan` of a broad AND whose walk would read more postings than ``budget``
+        (:data:`.topk_tiers.ROW_BUDGET`, read at each search) runs within the least restrictive tier
+        that fits it; one with fewer matches there than asked for runs in the next wider tier, and
+        exactly at last
+        (see :mod:`.topk_tiers`). The budget does not depend on the page: pages of one row come from
+        one ranking while its tier has matches enough."""
         if k <= 0:
+            return [], None
+        if not isinstance(query, RowPlan):
+            return self._top_exact(query, k, offset), None
+        searcher = self._searcher()
+        for tier in self._tiers_for(searcher, query, topk_tiers.ROW_BUDGET if budget is None else budget):
+            hits = self._top_exact(self._restricted(query, tier), k, offset)
+            if len(hits) >= k:  # the tier has the page's every row
+                return hits, tier
+        return self._top_exact(query.query, k, offset), None
+
+    def _tiers_for(self, searcher: Any, plan: RowPlan, limit: int) -> list[int]:
+        """The tiers to try for ``plan``, least restrictive first: none when the exact walk fits
+        ``limit`` postings (an AND walks as many as its smallest operand has) or the index has no
+        tiers; else the first whose postings fit, then the wider ones (a tier with too few matches
+        gives way to the next wider one)."""
+        if self.tiers is None or not plan.operands or not self.tiers.thresholds:
             return []
+        frequency = searcher.doc_freq
+        walk = min(sum(frequency("body", t) for t in group) for group in plan.operands)
+        if walk <= limit:
+            return []
+        fitting = len(FRACTIONS) - 1
+        for j in range(len(FRACTIONS)):
+            size = sum(frequency(tier_field(j), t) if t in self.tiers.thresholds else frequency("body", t)
+                       for t in plan.terms)
+            if size <= limit:
+                fitting = j
+                break
+        return list(range(fitting, -1, -1))
+
+    def _restricted(self, plan: RowPlan, tier: int) -> Any:
+        """``plan``'s query limited to the documents where one of its terms is in ``tier`` (scoring
+        nothing: the scores stay the exact BM25 ones)."""
+        tantivy = self._tantivy
+        query, occur = tantivy.Query, tantivy.Occur
+        known = self.tiers.thresholds if self.tiers is not None else {}
+        clauses = [(occur.Should, query.term_query(
+            self.schema, tier_field(tier) if t in known else "body", t)) for t in plan.terms]
+        restriction = query.const_score_query(query.boolean_query(clauses), 0.0)
+        return query.boolean_query([(occur.Must, plan.query), (occur.Must, restriction)])
+
+    def _top_exact(self, query: Any, k: int, offset: int) -> list[tuple[int, float]]:
         searcher = self._searcher()
         wanted = k + offset
         # A few more than the page's end: a tie across the end is common (39 % of rows of 100 on the
@@ -384,6 +507,8 @@ class TopKIndex:
 
     def count(self, query: Any) -> int:
         """The exact number of matches (tantivy counts without scoring or collecting them)."""
+        if isinstance(query, RowPlan):
+            query = query.query
         return int(self._searcher().search(query, 1, count=True).count)
 
     def documents(self) -> int:
@@ -428,6 +553,28 @@ def _flat_disjunction(tree: Tree) -> list[str] | None:
                                   for c in tree.children):
         return None
     return list(dict.fromkeys(c.lexeme for c in tree.children))  # type: ignore[union-attr]
+
+
+def _and_operands(tree: Tree) -> tuple[tuple[str, ...], ...] | None:
+    """The plain terms of each positive operand of an AND of plain terms, of ORs of plain terms,
+    and of NOTs (``(a | b) & c & !d`` gives ``(("a", "b"), ("c",))``), the shape the impact tiers
+    restrict; None for any other query (a phrase or a prefix scores otherwise: run exactly)."""
+    if isinstance(tree, Term) or tree.op != "and":
+        return None
+    operands = []
+    for child in tree.children:
+        if isinstance(child, Term):
+            if child.prefix or child.weights:
+                return None
+            operands.append((child.lexeme,))
+        elif child.op == "not":
+            continue
+        elif child.op == "or" and all(isinstance(c, Term) and not c.prefix and not c.weights
+                                      for c in child.children):
+            operands.append(tuple(c.lexeme for c in child.children))  # type: ignore[union-attr]
+        else:
+            return None
+    return tuple(operands) if operands else None
 
 
 def _positive_terms(tree: Tree) -> list[str]:

@@ -26,6 +26,7 @@ from kmds_desktop.literature.retrieval.semantic import (
     describe_fusion,
     describe_rerank,
 )
+from kmds_desktop.literature.store.topk_tiers import tier_sentence
 from kmds_desktop.literature.strategy.history import SavedSet, SearchHistory, describe_provenance
 from kmds_desktop.literature.strategy.overlap import overlap
 from kmds_desktop.literature.strategy.workbench import KnownCheck
@@ -293,6 +294,8 @@ def _retrieval_lines(search: dict[str, Any]) -> list[str]:
         coverage = _coverage_text(facts)
         lines.append(f"Semantic rows: embedded with {facts['embedding_model']}, nearest documents by cosine "
                      "similarity (pgvector)" + (f"; {coverage}" if coverage else ""))
+    if facts.get("tier_ranked_rows"):
+        lines.append(f"Full-text ranking: {tier_sentence(facts['tier_ranked_rows'])}")
     lines.append(f"Merge: {describe_fusion(facts)}")
     lines.append(f"Re-ranking: {describe_rerank(facts)}")
     return lines
@@ -329,6 +332,10 @@ def methods_summary(report: dict[str, Any], size: str = "") -> str:
         text += f" The rows' ranked lists were merged by {fusion}; {rerank}."
     elif len(merges) > 1:
         text += " The rows' ranked lists were merged as each search below says."
+    tiered = [(n, f["tier_ranked_rows"]) for n, f in facts if f.get("tier_ranked_rows")]
+    if tiered:  # a methods section must not claim an exact ranking it did not have
+        text += " " + "; ".join((f"In #{n}: " if several else "") + tier_sentence(rows)
+                                for n, rows in tiered) + "."
     if report["set_algebra"]:
         text += f" The searches were combined as {report['set_algebra'][0]['expression']}."
     return text + f" The final set holds {report['document_count']} documents."
