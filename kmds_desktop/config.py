@@ -140,6 +140,11 @@ class RetrievalSettings(_Section):
     #: semantic rows search those when their model is on the Ollama server (``query_generation.
     #: ollama_host``): nothing to embed, every document they cover is found.
     use_database_vectors: bool = True
+    #: bm25 rows: rank a broad AND row by walking every match instead of within the top-k index's
+    #: impact tier (see literature.store.topk_tiers). Off by default: the walk grows with the matches
+    #: (tens of milliseconds per row at PubMed size); the tier's row is the same matches' best in
+    #: the tier, labelled as such in every report.
+    exact_broad_rows: bool = False
 
 
 class IndexSettings(_Section):

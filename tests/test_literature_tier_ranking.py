@@ -116,3 +116,19 @@ def test_the_window_the_cli_and_the_report_say_the_row_was_ranked_in_a_tier(
     status = capsys.readouterr().out
     terms = len(tiered.topk_index().tiers.thresholds)
     assert f"impact tiers: {terms:,} terms; a broad AND row walking more than 1 postings" in status, status
+
+
+def test_the_exact_order_setting_walks_every_match(tiered: Any) -> None:
+    """``retrieval.exact_broad_rows``: the agent's row is the exact walk, not the tier's."""
+    from kmds_desktop.config import RetrievalSettings
+    from kmds_desktop.literature.queries.agent import QueryAgent
+
+    query = _broad_row(tiered)
+    exact = tiered.find_abstract_ids_ranked(query, 20, ranking="bm25", exact_order=True)
+    assert not exact.approximate
+    for setting, tier in ((False, True), (True, False)):
+        agent = QueryAgent(tiered, retrieval=RetrievalSettings(exact_broad_rows=setting))
+        stat = agent.run_reviewed_queries([query], max_rows=20, fetch=False).queries[0]
+        assert stat.ok and stat.ranked_in_tier is tier
+        if setting:
+            assert stat.ids == [i for i, _ in exact]

@@ -299,3 +299,21 @@ def test_every_tab_fits_the_dialog_without_cutting_a_line(qtbot, jobs, data_home
     area.ensureWidgetVisible(last)
     qtbot.wait(50)
     assert last.visibleRegion().boundingRect().height() == last.height(), "the last check box is reachable"
+
+
+def test_broad_rows_can_be_ranked_over_every_match(qtbot, jobs, data_home):
+    """Preferences > Retrieval: the check box saves ``retrieval.exact_broad_rows`` (off by default)."""
+    from PySide6.QtCore import QPoint
+    from PySide6.QtWidgets import QScrollArea
+
+    dialog = _dialog(qtbot, jobs, data_home)
+    area = dialog.findChild(QScrollArea, "retrievalTabScroll")
+    dialog.tabs.setCurrentWidget(area)
+    box = dialog.ret_exact_broad
+    area.ensureWidgetVisible(box)
+    qtbot.wait(50)
+    assert box.isVisible() and not box.isChecked(), "off by default, as the settings say"
+    qtbot.mouseClick(box, Qt.MouseButton.LeftButton, pos=QPoint(8, box.height() // 2))
+    assert box.isChecked()
+    assert dialog.save() is True
+    assert load_settings(data_home / "settings.json").retrieval.exact_broad_rows is True

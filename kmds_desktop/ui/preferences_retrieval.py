@@ -53,6 +53,11 @@ class RetrievalTab:
         self.ret_ranking.addItem("Term rarity (idf-weighted, like BM25)", "idf")
         self.ret_ranking.addItem("Cover density (ts_rank_cd, every word alike)", "ts_rank_cd")
         self._row(form, "retrieval.fulltext_ranking", "Rank full-text rows by", self.ret_ranking)
+        self.ret_exact_broad = QCheckBox("Rank broad AND rows over every match (slower at PubMed size)")
+        self.ret_exact_broad.setObjectName("exactBroadRows")
+        self._row(form, "retrieval.exact_broad_rows", "", self.ret_exact_broad,
+                  "Off: on a very large database a broad AND row is ranked within the fast index's impact "
+                  "tier (its best among the documents where a term weighs most), and reports say so")
         self.ret_rerank = QCheckBox("Re-rank the merged candidates by similarity to the question")
         self.ret_rerank.setObjectName("rerank")
         self._row(form, "retrieval.rerank", "Re-ranking", self.ret_rerank)
@@ -89,6 +94,7 @@ class RetrievalTab:
         self.ret_fusion_k.setText(str(r.fusion_k))
         self.ret_semantic_weight.setText(str(r.semantic_weight))
         self.ret_ranking.setCurrentIndex(max(0, self.ret_ranking.findData(r.fulltext_ranking)))
+        self.ret_exact_broad.setChecked(r.exact_broad_rows)
         self.ret_rerank.setChecked(r.rerank)
         self.ret_rerank_weight.setText(str(r.rerank_weight))
         self.ret_embed.setChecked(r.embed_after_import)
@@ -104,6 +110,7 @@ class RetrievalTab:
                 "fusion_k": self.ret_fusion_k.text().strip(),
                 "semantic_weight": self.ret_semantic_weight.text().strip(),
                 "fulltext_ranking": self.ret_ranking.currentData(),
+                "exact_broad_rows": self.ret_exact_broad.isChecked(),
                 "rerank": self.ret_rerank.isChecked(),
                 "rerank_weight": self.ret_rerank_weight.text().strip(),
                 "embed_after_import": self.ret_embed.isChecked(),

@@ -654,7 +654,8 @@ class QueryAgent:
                 return stat
             stat.normalized = normalized
             ranked = db.find_abstract_ids_ranked(query, max_rows=max_rows, cancel=cancel,
-                                                 ranking=self.retrieval.fulltext_ranking, **filters)
+                                                 ranking=self.retrieval.fulltext_ranking,
+                                                 exact_order=self.retrieval.exact_broad_rows, **filters)
             stat.ids = _ranked_ids(ranked)
             stat.scores = [float(item[1]) for item in ranked if isinstance(item, (tuple, list))]
             stat.ranked_in_tier = bool(getattr(ranked, "approximate", False))

@@ -378,6 +378,7 @@ class LiteratureDatabase:
         offset: int = 0,
         *,
         ranking: Literal["bm25", "idf", "ts_rank_cd"] = "ts_rank_cd",
+        exact_order: bool = False,
         cancel: CancelToken | None = None,
     ) -> RankedRows:
         """``(id, rank)`` pairs, best first (rank descending, then id ascending).
@@ -388,7 +389,8 @@ class LiteratureDatabase:
         (each term's ``ts_rank`` weighted by its rarity, see
         :mod:`kmds_desktop.literature.store.term_weights`) or ``bm25``: BM25 from the top-k index
         (cost bounded by ``max_rows``, not the matches; see :mod:`.topk_index`), ``idf`` where the
-        index is not built yet or cannot run the query exactly.
+        index is not built yet or cannot run the query exactly. ``exact_order``: a broad AND row is
+        ranked over every match, never within the index's impact tier (see :mod:`.topk_tiers`).
         """
         if ranking not in ("bm25", "idf", "ts_rank_cd"):
             raise ValueError(f"unknown ranking '{ranking}': use bm25, idf or ts_rank_cd")
@@ -398,7 +400,7 @@ class LiteratureDatabase:
             return RankedRows()
         where, tsq = self._where(plain, params["from_date"], params["to_date"])
         if ranking == "bm25":
-            hits = self._topk_search(tsq, where, params, cancel, max_rows, offset)
+            hits = self._topk_search(tsq, where, params, cancel, max_rows, offset, exact_order)
             if hits is not None:
                 return hits
             ranking = "idf"
@@ -468,7 +470,7 @@ class LiteratureDatabase:
         return index.filtered(query, sources, params["from_date"], params["to_date"])
 
     def _topk_search(self, tsq: str, where: str, params: dict[str, Any], cancel: CancelToken | None,
-                     max_rows: int, offset: int) -> RankedRows | None:
+                     max_rows: int, offset: int, exact_order: bool = False) -> RankedRows | None:
         """The index's best rows, each checked in PostgreSQL by id (a primary-key look-up per row):
         a document withdrawn or changed since the index's last refresh (by another program, or an
         edit outside the app) is never returned; the index is asked for a few more to fill the page."""
@@ -476,7 +478,8 @@ class LiteratureDatabase:
         if query is None:
             return None
         want = offset + max_rows
-        hits, tier = self.topk_index().top_ranked(query, want + max(10, want // 10))
+        hits, tier = self.topk_index().top_ranked(query, want + max(10, want // 10),
+                                                  budget=2**62 if exact_order else None)
         if not hits:
             return RankedRows()
         params = {**params, "ids": [doc_id for doc_id, _ in hits]}

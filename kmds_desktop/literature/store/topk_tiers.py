@@ -169,7 +169,8 @@ def describe_tiers(state: object, tiers: Tiers | None) -> str:
     if getattr(state, "schema", 3) < 3:
         return "none (an index built before them: 'literature topk build --rebuild' adds them)"
     if tiers is None or not tiers.thresholds:
-        return "none (the database was too small when the index was built)"
+        return ("none (the database was too small when the index was built; "
+                "'literature topk build --rebuild' adds them)")
     return (f"{len(tiers.thresholds):,} terms; a broad AND row walking more than {ROW_BUDGET:,} postings "
             "is ranked within one")
 
