@@ -99,6 +99,15 @@ def test_the_window_the_cli_and_the_report_say_the_row_was_ranked_in_a_tier(
     assert level == "info" and text.startswith("Row #1 was ranked") and "exact BM25 score" in text
     assert panel.documents.rowCount() == 20
     assert panel.session.last_run.result.queries[0].ranked_in_tier
+    # the row's IDs cell says it too, and its tooltip says what it means and how to change it
+    from kmds_desktop.ui.review_model import ReviewModel
+
+    cell = panel.review.index(0, ReviewModel.COL_RETURNED)
+    assert cell.data() == "20 (tier)"
+    tip = cell.data(Qt.ItemDataRole.ToolTipRole)
+    assert tip.startswith("Ranked within the fast index's impact tier") and "Preferences > Retrieval" in tip
+    view = panel.review_view
+    assert view.columnWidth(ReviewModel.COL_RETURNED) >= view.fontMetrics().horizontalAdvance("20 (tier)")
 
     # the search is in the history: its report says how the row was ranked, in both places
     out = tmp_path / "report.md"

@@ -134,6 +134,8 @@ class ReviewModel(QAbstractTableModel):
                 return row.validity_message
             if col == self.COL_ERROR and self._error_text(row):
                 return self._error_text(row)
+            if col == self.COL_RETURNED and row.ranked_in_tier:
+                return row.tier_note
             if col == self.COL_QUERY and row.query:
                 why = f"\n\nWhy: {row.strategy_note}" if row.strategy_note else ""
                 if row.original is not None:
@@ -188,7 +190,9 @@ class ReviewModel(QAbstractTableModel):
                 return ""
             return f"{row.matches:,}" if row.matches_exact else f"~{row.matches:,}"
         if col == self.COL_RETURNED:
-            return "" if row.returned is None else f"{row.returned:,}"
+            if row.returned is None:
+                return ""
+            return f"{row.returned:,}" + (" (tier)" if row.ranked_in_tier else "")
         if col == self.COL_UNIQUE:
             return "" if row.unique is None else f"{row.unique:,}"
         if col == self.COL_ERROR:
