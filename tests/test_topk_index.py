@@ -428,11 +428,20 @@ def test_a_tier_with_too_few_matches_gives_way_and_pages_share_one_ranking(
     assert [hit for page, _ in pages for hit in page] == first and {t for _, t in pages} == {tier}
     # asking for every match: no tier has them all, so the row is ranked exactly
     assert built.top_ranked(plan, len(matches), budget=budget) == (exact[:len(matches)], None)
-    # shapes the tiers do not restrict (a phrase, a prefix, one term, an OR) rank exactly
-    for text in (f"{a} <-> {b}", f"{a[:3]}:* & {b}", a, f"{a} | {b}"):
+    # shapes the tiers do not restrict (a phrase, one term, an OR, an AND of prefixes) rank exactly
+    for text in (f"{a} <-> {b}", a, f"{a} | {b}", f"{a[:3]}:* & {b[:3]}:*"):
         other = built.plan(_printed(pg_database, text))
         assert other is not None and not other.operands, text
         assert built.top_ranked(other, 10, budget=1)[1] is None
+    # a prefix operand scores a constant in tantivy: the row is restricted by its other terms
+    text = f"{a[:4]}:* & {b}"
+    mixed = built.plan(_printed(pg_database, text))
+    assert mixed.operands == ((b,),) and mixed.prefixes == (a[:4],)
+    every = dict(built.top(mixed.query, 100_000))
+    hits, tier = built.top_ranked(mixed, 10, budget=1)
+    assert tier is not None and len(hits) == 10
+    assert all(i in every and every[i] == pytest.approx(x) for i, x in hits)
+    assert {i for i, _ in hits} <= _postgres_ids(pg_database, text)
 
 
 def test_an_index_of_the_older_layout_is_searched_exactly_until_rebuilt(

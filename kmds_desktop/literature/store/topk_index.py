@@ -151,6 +151,9 @@ class RowPlan:
     query: Any
     terms: tuple[str, ...] = ()
     operands: tuple[tuple[str, ...], ...] = ()
+    #: AND operands that are a prefix (``'incl':*``): tantivy scores a prefix match as a constant, so
+    #: they narrow the walk but do not take part in the restriction.
+    prefixes: tuple[str, ...] = ()
 
 
 class TopKIndex:
@@ -319,11 +322,12 @@ class TopKIndex:
         built = self._tree_query(tree)
         if built is None:
             return None
-        operands = _and_operands(tree)
-        if operands is None:
+        shape = _and_operands(tree)
+        if shape is None:
             return RowPlan(built)
+        operands, prefixes = shape
         terms = tuple(dict.fromkeys(t for group in operands for t in group))
-        return RowPlan(built, terms, operands)
+        return RowPlan(built, terms, operands, prefixes)
 
     def _tree_query(self, tree: Tree) -> Any | None:
         """The exact tantivy query of a read tree (title scores beside the body's), or None."""
@@ -413,7 +417,7 @@ class TopKIndex:
         :class:`RowPlan` stays one."""
         if isinstance(base, RowPlan):
             return RowPlan(self.filtered(base.query, sources, from_date, to_date), base.terms,
-                           base.operands)
+                           base.operands, base.prefixes)
         tantivy = self._tantivy
         query, occur = tantivy.Query, tantivy.Occur
         clauses = [(occur.Must, base)]
@@ -458,7 +462,9 @@ class TopKIndex:
         if self.tiers is None or not plan.operands or not self.tiers.thresholds:
             return []
         frequency = searcher.doc_freq
-        walk = min(sum(frequency("body", t) for t in group) for group in plan.operands)
+        walks = [sum(frequency("body", t) for t in group) for group in plan.operands]
+        walks += [sum(n for _, n in searcher.terms_with_prefix("body", prefix)) for prefix in plan.prefixes]
+        walk = min(walks)
         if walk <= limit:
             return []
         fitting = len(FRACTIONS) - 1
@@ -555,18 +561,23 @@ def _flat_disjunction(tree: Tree) -> list[str] | None:
     return list(dict.fromkeys(c.lexeme for c in tree.children))  # type: ignore[union-attr]
 
 
-def _and_operands(tree: Tree) -> tuple[tuple[str, ...], ...] | None:
+def _and_operands(tree: Tree) -> tuple[tuple[tuple[str, ...], ...], tuple[str, ...]] | None:
     """The plain terms of each positive operand of an AND of plain terms, of ORs of plain terms,
-    and of NOTs (``(a | b) & c & !d`` gives ``(("a", "b"), ("c",))``), the shape the impact tiers
-    restrict; None for any other query (a phrase or a prefix scores otherwise: run exactly)."""
+    and of NOTs (``(a | b) & c & !d`` gives ``(("a", "b"), ("c",))``), and the AND's prefix operands
+    (``'incl':*``, a constant score in tantivy): the shape the impact tiers restrict; None for any
+    other query (a phrase scores otherwise: run exactly)."""
     if isinstance(tree, Term) or tree.op != "and":
         return None
     operands = []
+    prefixes = []
     for child in tree.children:
         if isinstance(child, Term):
-            if child.prefix or child.weights:
+            if child.weights:
                 return None
-            operands.append((child.lexeme,))
+            if child.prefix:
+                prefixes.append(child.lexeme)
+            else:
+                operands.append((child.lexeme,))
         elif child.op == "not":
             continue
         elif child.op == "or" and all(isinstance(c, Term) and not c.prefix and not c.weights
@@ -574,7 +585,7 @@ def _and_operands(tree: Tree) -> tuple[tuple[str, ...], ...] | None:
             operands.append(tuple(c.lexeme for c in child.children))  # type: ignore[union-attr]
         else:
             return None
-    return tuple(operands) if operands else None
+    return (tuple(operands), tuple(prefixes)) if operands else None
 
 
 def _positive_terms(tree: Tree) -> list[str]:
