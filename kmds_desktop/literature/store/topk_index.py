@@ -300,6 +300,9 @@ class TopKIndex:
         if stamp != getattr(self, "_stamp", None):
             self.index.reload()
             self._stamp = stamp
+            # a rebuild elsewhere took new thresholds: restrict by the ones its documents were tiered by
+            if self.layout >= 3:
+                self.tiers = Tiers.load(self.tiers_path)
         return self.index.searcher()
 
     def translate(self, printed: str) -> Any | None:
