@@ -128,6 +128,8 @@ def test_the_index_matches_exactly_what_postgres_matches(pg_database: Any, built
         got = {doc_id for doc_id, _ in built.top(query, max(1, len(expected)) + 5)}
         assert got == expected, (text, printed, len(got), len(expected), sorted(got ^ expected)[:5])
         assert built.count(query) == len(expected), text
+        plan = built.plan(printed)  # the row as searches run it: at this size never within a tier
+        assert built.top_ranked(plan, 10) == (built.top(query, 10), None), text
         compared += 1
         matched_something += bool(expected)
     assert compared >= 350 and matched_something >= 250, (compared, matched_something)
