@@ -18,10 +18,11 @@ in PostgreSQL as before.
 
 Layout: ``id`` (the document id, fast field), ``body`` (one token per position: the lexeme there, or
 :data:`GAP` where PostgreSQL left a stop word out, so ``<N>`` distances are PostgreSQL's), ``source``
-and ``day`` (publication date as days since 1970) for the filters. Withdrawn documents are not
-indexed (every full-text row leaves them out). ``state.json`` beside it says how far a build got
-(resumable) and the transaction the build started from (the incremental refresh reads only rows
-written after it).
+and ``day`` (publication date as days since 1970) for the filters, ``tier1``..``tier4`` (layout 3:
+the terms for which the document is in the term's impact tier, see :mod:`.topk_tiers`). Withdrawn
+documents are not indexed (every full-text row leaves them out). ``state.json`` beside it says how
+far a build got (resumable) and the transaction the build started from (the incremental refresh
+reads only rows written after it).
 """
 
 from __future__ import annotations
