@@ -329,3 +329,18 @@ def test_a_cancelled_lookup_is_not_remembered_as_no_vectors(bmlibrarian_with_vec
             database_vectors.find_database_vectors(db)
         monkeypatch.setattr(db, "run", real_run)
     assert [v.model_name for v in database_vectors.find_database_vectors(db)] == [MODEL]
+
+
+def test_a_table_never_analysed_is_sized_by_the_planner_not_as_empty(pg_empty_database):
+    """A database loaded in bulk and not yet analysed (``reltuples`` -1) is sized by the planner's
+    estimate from its pages, not taken for an empty one (whose coverage would be counted exactly)."""
+    with psycopg.connect(pg_empty_database.dsn, autocommit=True) as conn:
+        conn.execute("DROP TABLE IF EXISTS never_analysed")
+        conn.execute("CREATE TABLE never_analysed (x int, t text)")
+        conn.execute("INSERT INTO never_analysed SELECT g, repeat('x', 40) FROM generate_series(1, 5000) g")
+        tuples = conn.execute("SELECT reltuples FROM pg_class WHERE relname = 'never_analysed'").fetchone()[0]
+        assert tuples < 0
+        sizes = database_vectors.table_sizes(conn, ["never_analysed", "document"])
+        conn.execute("DROP TABLE never_analysed")
+    assert 2_000 <= sizes["never_analysed"] <= 20_000, sizes
+    assert sizes["document"] >= 0
