@@ -472,10 +472,13 @@ class TopKIndex:
         if walk <= limit:
             return []
         fitting = len(FRACTIONS) - 1
+        # a restricted row costs more per document than a walk (a seek into each long list instead of
+        # reading them in order): its tier is chosen for the same time, not the same postings
+        within = limit // topk_tiers.SEEK_COST
         for j in range(len(FRACTIONS)):
             size = sum(frequency(tier_field(j), t) if t in self.tiers.thresholds else frequency("body", t)
                        for t in plan.terms)
-            if size <= limit:
+            if size <= within:
                 fitting = j
                 break
         return list(range(fitting, -1, -1))
