@@ -302,8 +302,15 @@ class TopKIndex:
             self.index.reload()
             self._stamp = stamp
             # a rebuild elsewhere took new thresholds: restrict by the ones its documents were tiered by
+            # (read again only when tiers.json changed, not at every commit of a build or refresh)
             if self.layout >= 3:
-                self.tiers = Tiers.load(self.tiers_path)
+                try:
+                    tiers_stamp = os.stat(self.tiers_path).st_mtime_ns
+                except OSError:
+                    tiers_stamp = None
+                if tiers_stamp != getattr(self, "_tiers_stamp", None):
+                    self.tiers = Tiers.load(self.tiers_path)
+                    self._tiers_stamp = tiers_stamp
         return self.index.searcher()
 
     def translate(self, printed: str) -> Any | None:
@@ -466,11 +473,13 @@ class TopKIndex:
         if self.tiers is None or not plan.operands or not self.tiers.thresholds:
             return []
         frequency = searcher.doc_freq
-        walks = [sum(frequency("body", t) for t in group) for group in plan.operands]
-        walks += [sum(n for _, n in searcher.terms_with_prefix("body", prefix)) for prefix in plan.prefixes]
-        walk = min(walks)
+        walk = min(sum(frequency("body", t) for t in group) for group in plan.operands)
         if walk <= limit:
             return []
+        for prefix in plan.prefixes:  # a prefix's expansions are read only when the terms are all broad
+            walk = min(walk, sum(n for _, n in searcher.terms_with_prefix("body", prefix)))
+            if walk <= limit:
+                return []
         fitting = len(FRACTIONS) - 1
         # a restricted row costs more per document than a walk (a seek into each long list instead of
         # reading them in order): its tier is chosen for the same time, not the same postings
