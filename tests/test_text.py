@@ -29,3 +29,14 @@ def test_a_job_progress_line_says_the_job_name_once() -> None:
     assert job_progress_text("Indexing", "indexing: 3 of 9") == "Indexing: 3 of 9"
     assert job_progress_text("Indexing", "3 of 9") == "Indexing: 3 of 9"
     assert progress_line([("A", "x"), ("B", "y")]) == "2 tasks: B · A"
+
+
+def test_a_long_message_is_cut_to_one_readable_line_that_says_its_length() -> None:
+    from kmds_desktop.text import MESSAGE_LIMIT, shorten
+
+    assert shorten("line 3: bad\n  year") == "line 3: bad year"
+    long = "line 7: " + "x" * 120_000
+    cut = shorten(long)
+    assert len(cut) <= MESSAGE_LIMIT and cut.startswith("line 7: xxx")
+    assert cut.endswith(f"({len(long):,} characters in all)")
+    assert len(shorten(long, 80)) <= 80
