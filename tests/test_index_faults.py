@@ -260,3 +260,51 @@ def test_rebuild_after_vector_file_damage_keeps_the_damaged_copy(tmp_path: Path,
     assert report.embedded == 9
     index = SemanticIndex(persist)
     assert index.count(kb_id="*") == 9 and index.search("feature engineering")
+
+
+_INTERRUPTED_WRITER = """
+import os, signal, sqlite3, sys
+con = sqlite3.connect(sys.argv[1], isolation_level=None)
+con.execute("PRAGMA cache_size=1")  # the changed pages spill into the file: the journal is needed
+con.execute("BEGIN IMMEDIATE")
+con.execute("UPDATE embeddings SET seq_id = seq_id")
+con.execute("UPDATE embedding_metadata SET string_value = string_value")
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_hot_journal_is_recovered_not_reported_as_damage(tmp_path: Path, kmds_data: Path,
+                                                           embedding_model) -> None:
+    """A write killed half-way (a crash, a full disk) leaves ChromaDB's database with a hot rollback
+    journal; a read-only look cannot roll it back ("attempt to write a readonly database") and the
+    index was called damaged. Opened read-write under the folder's lock, it is recovered: every entry
+    is there and searchable, and the journal is gone."""
+    persist = tmp_path / "idx"
+    _two_kb_store(persist, kmds_data)
+    db = persist / "chroma.sqlite3"
+    killed = subprocess.run([sys.executable, "-c", _INTERRUPTED_WRITER, str(db)], capture_output=True)
+    assert killed.returncode == -9, killed.stderr
+    journal = persist / "chroma.sqlite3-journal"
+    assert journal.stat().st_size > 0  # hot: SQLite must roll it back before anyone reads
+    import sqlite3
+
+    with pytest.raises(sqlite3.OperationalError, match="readonly"):  # what the read-only check met
+        sqlite3.connect(f"file:{db}?mode=ro", uri=True).execute("SELECT count(*) FROM sqlite_master")
+
+    index = SemanticIndex(persist)
+    assert index.count(kb_id="*") == 19
+    assert index.search("feature engineering")
+    assert not journal.exists()
+
+
+def test_a_journal_that_hides_real_damage_is_still_damage(tmp_path: Path, kmds_data: Path,
+                                                          embedding_model) -> None:
+    """Recovery is no licence: a database that is garbage under its journal is still reported, with
+    the rebuild to run."""
+    persist = tmp_path / "idx"
+    _two_kb_store(persist, kmds_data)
+    db = persist / "chroma.sqlite3"
+    db.write_bytes(b"\x00garbage, not SQLite" * 200)
+    (persist / "chroma.sqlite3-journal").write_bytes(b"\x00" * 512)
+    with pytest.raises(IndexCorruptedError, match="--rebuild"):
+        SemanticIndex(persist)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import logging
 import re
 import shutil
 import socket
@@ -36,6 +37,8 @@ INDEX_FORMAT = 3
 SERVER_CONNECT_TIMEOUT_S = 3.0
 _SQLITE_FILE = "chroma.sqlite3"
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+log = logging.getLogger(__name__)
 
 _settings_template: Any = None
 _clients: dict[str, Any] = {}
@@ -210,6 +213,9 @@ def _check_sqlite(path: Path) -> None:
                                       str(path))
     except OSError as err:
         raise IndexStoreError(f"cannot read the index database {db}: {err.strerror or err}") from None
+    if _journal_of(db) is not None:
+        _recover_journal(path, db)
+        return
     try:
         con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
         try:
@@ -220,6 +226,50 @@ def _check_sqlite(path: Path) -> None:
         raise IndexCorruptedError(
             f"the index database {db} is damaged ({err}); " + rebuild_hint(path), str(path)
         ) from None
+
+
+def _journal_of(db: Path) -> Path | None:
+    """The rollback journal or write-ahead log beside ``db``, if one is there (a write in progress, or
+    one a kill or a full disk interrupted)."""
+    for suffix in ("-journal", "-wal"):
+        journal = db.with_name(db.name + suffix)
+        try:
+            if journal.stat().st_size > 0:
+                return journal
+        except OSError:
+            continue
+    return None
+
+
+def _recover_journal(path: Path, db: Path) -> None:
+    """Let SQLite finish an interrupted write: a read-write open rolls a hot journal back (or replays a
+    WAL), which a read-only open cannot do; it then failed with "attempt to write a readonly database"
+    and a healthy index was reported damaged.
+
+    Why under the folder's lock: only a folder no live process has open can hold a *hot* journal, and
+    recovery writes the database file. When another process holds the lock, its journal belongs to its
+    write in progress (SQLite tells the two apart by its own locks) and that process's ChromaDB, which
+    opens read-write, recovers it if it ever needs to: nothing is judged here. A database that still
+    fails after recovery is damaged."""
+    lock = index_process.folder_lock(path)
+    if not lock.acquire(blocking=False):
+        return
+    try:
+        con = sqlite3.connect(str(db), timeout=5)
+        try:
+            con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            verdict = str(con.execute("PRAGMA quick_check(1)").fetchone()[0])
+        finally:
+            con.close()
+        if verdict != "ok":
+            raise sqlite3.DatabaseError(verdict)
+    except sqlite3.DatabaseError as err:
+        raise IndexCorruptedError(
+            f"the index database {db} is damaged ({err}); " + rebuild_hint(path), str(path)
+        ) from None
+    finally:
+        lock.release()
+    log.info("index database %s: an interrupted write was recovered from its journal", db)
 
 
 def memory_client() -> Any:
