@@ -105,15 +105,43 @@ def test_undo_and_change_a_decided_record(store: DecisionStore) -> None:
     assert session.undo().key == b.key and b.key not in session.decisions
 
 
+def test_undo_restores_each_record_and_the_queue_as_it_was(store: DecisionStore) -> None:
+    """Five decisions (the model trains after the first include and exclude), three undos: the records
+    come back last first, and deciding them again walks the queue as it was, whatever the decisions."""
+    session = open_session(store, background=False)
+    session.add_records(records(), origin="#1")
+    shown = []
+    for decide in (session.include, session.exclude, session.include, session.maybe, session.exclude):
+        shown.append(session.current.key)
+        decide()
+    next_before = session.current.key
+    for expected in reversed(shown[2:]):
+        assert session.undo().key == expected and expected not in session.decisions
+        assert session.view().ordered_by == "undone"
+    assert set(session.decisions) == set(shown[:2])
+    assert [session.records[i].key for i, _how in session.queue(4)] == [*shown[2:], next_before]
+    # Records joining meanwhile do not take the undone record off the screen.
+    session.add_records(records(3, source="other"), origin="#2")
+    assert session.current.key == shown[2]
+    for expected in (*shown[3:], next_before):
+        session.exclude("wrong outcome")  # other decisions than before: the model learns otherwise
+        assert session.current.key == expected
+    assert session.progress().screened == 5
+
+
 def test_key_presses(store: DecisionStore) -> None:
     session = open_session(store, background=False)
     session.add_records(records(), origin="#1")
     a = session.current
     assert session.press("i")
     b = session.current
-    assert session.press("3")  # the third reason
+    assert session.press("3")  # the third reason, chosen: nothing decided, the same record on screen
+    assert b.key not in session.decisions and session.current.key == b.key
+    assert session.chosen_reason() == DEFAULT_REASONS[2]
+    assert session.press("e")
     assert session.decisions[b.key].reason == DEFAULT_REASONS[2]
     assert session.press("x") and session.last_reason == DEFAULT_REASONS[2]
+    assert len(DEFAULT_REASONS) < 9 and not session.press("9")  # no ninth reason: nothing happens
     assert session.press("u") and session.press("left")
     assert session.current.key == b.key
     assert not session.press("q")

@@ -75,17 +75,21 @@ def test_keyboard_journey_decisions_in_the_store(qtbot, window, store_path):
     key(qtbot, window, Qt.Key.Key_I)
     second = title_on_screen(window)
     assert second != first and second in window.record_view.toPlainText()
-    key(qtbot, window, Qt.Key.Key_2)  # exclude with the second reason
+    key(qtbot, window, Qt.Key.Key_2)  # the second reason: chosen, nothing decided
+    assert title_on_screen(window) == second and window.session.view().decision is None
+    key(qtbot, window, Qt.Key.Key_E)  # exclude with it
     key(qtbot, window, Qt.Key.Key_U)  # undo: the second record comes back, undecided
     assert title_on_screen(window) == second and window.session.view().decision is None
     assert "Not decided" in window.decision_label.text()
     key(qtbot, window, Qt.Key.Key_1)  # exclude it with the first reason instead
+    key(qtbot, window, Qt.Key.Key_E)
     assert title_on_screen(window) not in (first, second) and window.session.view().decision is None
     key(qtbot, window, Qt.Key.Key_Left)  # back: the last decided (the second)
     key(qtbot, window, Qt.Key.Key_Left)  # back again: the first
     assert title_on_screen(window) == first
     assert window.decided_list.currentItem().text().endswith(first)
-    key(qtbot, window, Qt.Key.Key_3)  # change the first to an exclude
+    key(qtbot, window, Qt.Key.Key_3)  # change the first to an exclude (third reason)
+    key(qtbot, window, Qt.Key.Key_E)
     assert title_on_screen(window) == second  # the next decided record, still browsing
     key(qtbot, window, Qt.Key.Key_Right)  # forward past the last decided: the queue again
     assert window.session.view().decision is None
@@ -123,7 +127,7 @@ def test_buttons_note_and_decided_list(qtbot, window):
 def test_a_new_session_on_the_same_folder_finds_every_decision(qtbot, window, store_path):
     from kmds_desktop.ui.screening_view import ScreeningWindow
 
-    for k in (Qt.Key.Key_I, Qt.Key.Key_2, Qt.Key.Key_M, Qt.Key.Key_I):
+    for k in (Qt.Key.Key_I, Qt.Key.Key_2, Qt.Key.Key_E, Qt.Key.Key_M, Qt.Key.Key_I):
         key(qtbot, window, k)
     old = window.session
     made = {k: (d.decision, d.reason) for k, d in old.decisions.items()}
@@ -147,7 +151,8 @@ def test_a_new_session_on_the_same_folder_finds_every_decision(qtbot, window, st
 
 
 def test_flow_diagram_numbers_equal_the_decisions(qtbot, window, tmp_path):
-    for k in (Qt.Key.Key_I, Qt.Key.Key_1, Qt.Key.Key_1, Qt.Key.Key_3, Qt.Key.Key_M):
+    keys = Qt.Key
+    for k in (keys.Key_I, keys.Key_1, keys.Key_E, keys.Key_E, keys.Key_3, keys.Key_E, keys.Key_M):
         key(qtbot, window, k)
     s = window.session
     window.tabs.setCurrentWidget(window.flow)
@@ -169,7 +174,7 @@ def test_flow_diagram_numbers_equal_the_decisions(qtbot, window, tmp_path):
 
 
 def test_stopping_report_with_the_chosen_rule(qtbot, window):
-    for k in (Qt.Key.Key_I, Qt.Key.Key_1, Qt.Key.Key_1):
+    for k in (Qt.Key.Key_I, Qt.Key.Key_1, Qt.Key.Key_E, Qt.Key.Key_E):
         key(qtbot, window, k)
     window.tabs.setCurrentWidget(window.stopping)
     text = window.stopping.report_label.text()
@@ -185,7 +190,7 @@ def test_stopping_report_with_the_chosen_rule(qtbot, window):
 
 def test_export_included_records(qtbot, window, tmp_path):
     key(qtbot, window, Qt.Key.Key_I)
-    key(qtbot, window, Qt.Key.Key_1)
+    key(qtbot, window, Qt.Key.Key_E)
     included = window.session.decided_keys()[0]
     title = next(r.title for r in window.session.records if r.key == included)
     for fmt, suffix in (("ris", ".ris"), ("bibtex", ".bib"), ("csv", ".csv")):
@@ -215,7 +220,7 @@ def test_ticking_model_scores_in_active_learning_changes_the_order(qtbot, window
     s = window.session
     assert not window.scores_check.isChecked() and window.scores_check.isEnabled()
     key(qtbot, window, Qt.Key.Key_I)  # "Cystic fibrosis lung function decline in adults (0)"
-    key(qtbot, window, Qt.Key.Key_1)  # "Mouse model of airway inflammation (1)"
+    key(qtbot, window, Qt.Key.Key_E)  # "Mouse model of airway inflammation (1)"
     assert s.wait_for_training(timeout=20)
     s.set_order("active")  # go on from the trained order
     before = title_on_screen(window)
@@ -248,7 +253,7 @@ def test_next_record_without_waiting_for_training(qtbot, window, monkeypatch):
     monkeypatch.setattr(app_screening, "train", slow_train)
     s = window.session
     key(qtbot, window, Qt.Key.Key_I)
-    key(qtbot, window, Qt.Key.Key_1)  # one include, one exclude: a training starts and is held
+    key(qtbot, window, Qt.Key.Key_E)  # one include, one exclude: a training starts and is held
     before = title_on_screen(window)
     key(qtbot, window, Qt.Key.Key_I)
     assert title_on_screen(window) != before  # shown at once, the training still held

@@ -87,7 +87,7 @@ def test_without_vectors_the_similarity_button_says_why(qtbot, window) -> None:
 
 def test_two_screeners_import_with_unknown_ids_and_a_broken_line(qtbot, window, tmp_path: Path) -> None:
     s = window.session
-    for k in (Qt.Key.Key_I, Qt.Key.Key_1, Qt.Key.Key_I, Qt.Key.Key_1):
+    for k in (Qt.Key.Key_I, Qt.Key.Key_1, Qt.Key.Key_E, Qt.Key.Key_I, Qt.Key.Key_E):
         qtbot.keyClick(window, k)
     mine = {r.external_id: s.decisions[r.key].decision for r in s.records if r.key in s.decisions}
     assert len(mine) == 4

@@ -7,6 +7,12 @@ screen and the order; a view renders :meth:`ScreeningSession.view` and forwards 
 :meth:`ScreeningSession.press` (or calls :meth:`include`, :meth:`exclude`, :meth:`maybe`, :meth:`undo`,
 :meth:`go_to` from buttons), and subscribes to changes with :meth:`subscribe`.
 
+Keys (:data:`KEYS`, :data:`REASON_KEYS`): a decision takes its own key (I include, E or X exclude, M maybe);
+the number keys 1–9 only choose the exclusion reason that E then uses. A number key never decides: a row of
+numbered reasons reads as "pick a reason", and one key that excluded at once threw records away unread.
+Undo (U or Ctrl+Z) takes the last decisions back one by one; each record comes back on screen, and the
+records that were next come back after it in the order they had (see :meth:`ScreeningSession.undo`).
+
 Ordering (:class:`~kmds_desktop.literature.screening.ordering.OrderMode`): until there is one include and
 one exclude, the search's fused rank (records from a file: similarity to the question, else file order);
 then the active-learning order. Training runs on one background thread of the session: each decision
@@ -78,7 +84,8 @@ LLM_SCORE_LABEL = "LLM score (1–5)"
 EMBEDDING_SCORE_LABEL = "embedding similarity score (1–5, no LLM)"
 
 #: Keys a view forwards (:meth:`ScreeningSession.press`): i include, x/e exclude (with the reason last
-#: chosen, or the first), 1–9 exclude with that reason, m maybe, u or ctrl+z undo, left/right back/forward.
+#: chosen, or the first), m maybe, u or ctrl+z undo, left/right back/forward. The number keys are
+#: :data:`REASON_KEYS`: they choose a reason and decide nothing.
 KEYS = {
     "i": "include",
     "x": "exclude",
@@ -89,6 +96,10 @@ KEYS = {
     "left": "back",
     "right": "forward",
 }
+#: The keys that choose the exclusion reason of that number (1 the first); a reason only, never a decision.
+REASON_KEYS = "123456789"
+#: The actions of :data:`KEYS` that record a decision.
+DECISION_ACTIONS = ("include", "exclude", "maybe")
 
 
 @dataclass(frozen=True)
@@ -185,6 +196,11 @@ class ScreeningSession:
         self._thread: threading.Thread | None = None
         self._current: int | None = None
         self._browse: int | None = None  # index into the decided order while going back
+        #: Records to show again before the order's next pick, last first: each undone record and the
+        #: record that was on screen when it was undone (with what had chosen it), so deciding them
+        #: again walks the queue as it was. Decided or vanished entries are dropped when reached.
+        self._resume: list[tuple[Key, str]] = []
+        self._ordered_by = ""
         self.last_reason = ""
         self._load()
         if background:
@@ -405,8 +421,9 @@ class ScreeningSession:
 
     # -- observers -----------------------------------------------------------------------------------
     def subscribe(self, observer: Observer) -> Callable[[], None]:
-        """``observer(event)`` on ``"record"`` (another record on screen), ``"decided"``, ``"scores"``
-        (a training finished; may come from the training thread), ``"records"`` (records joined).
+        """``observer(event)`` on ``"record"`` (another record on screen), ``"decided"`` (a decision
+        made or taken back), ``"scores"`` (a training finished; may come from the training thread),
+        ``"records"`` (records joined), ``"reason"`` (another exclusion reason chosen).
         Returns the function that unsubscribes."""
         self._observers.append(observer)
 
@@ -532,6 +549,12 @@ class ScreeningSession:
 
     def _next_index(self) -> tuple[int | None, str]:
         mask = self._decided_mask()
+        while self._resume:  # an undo's records first, as they were (see :meth:`undo`)
+            key, how = self._resume[-1]
+            i = self._index.get(key)
+            if i is not None and not mask[i]:
+                return i, how
+            self._resume.pop()
         check = self.sample_check()
         if check is not None:
             for key in check.sample:
@@ -560,6 +583,11 @@ class ScreeningSession:
         with self._lock:
             mask = self._decided_mask()
             out: list[tuple[int, str]] = []
+            for key, how in reversed(self._resume):
+                i = self._index.get(key)
+                if i is not None and not mask[i] and len(out) < n:
+                    out.append((i, how))
+                    mask[i] = True
             check = self.sample_check()
             for key in check.sample if check is not None else ():
                 i = self._index.get(tuple(key))  # type: ignore[arg-type]
@@ -643,20 +671,39 @@ class ScreeningSession:
         return self.decide(MAYBE, note=note)
 
     def undo(self) -> ScreeningRecord | None:
-        """Take back the last decision (repeatable); its record comes back on screen, undecided or with
-        its decision before."""
+        """Take back the last decision (repeatable: the store keeps every change, so Ctrl+Z three times
+        takes back three); its record comes back on screen, undecided or with its decision before.
+
+        Why the resume stack: the record that was next must stay next. Undo after deciding A, B and C
+        (D on screen) shows C, B, A in turn; deciding A again shows B, then C, then D, whatever the
+        model learnt meanwhile, so no record the user was about to read slips back into the queue."""
         key = self.store.undo(self.review.id)
         if key is None:
             return self.current
         with self._lock:
             self.decisions = self.store.decisions(self.review.id)
             self._order_of_decisions = self.store.decision_order(self.review.id)
-            self._browse = None
-            self._current = self._index.get(key)
-            self._ordered_by = "undone"
+            shown = self.current
+            if shown is not None and self._browse is None and shown.key not in self.decisions:
+                self._push_resume(shown.key, self._ordered_by)
+            i = self._index.get(key)
+            if i is not None and key not in self.decisions:
+                self._push_resume(key, "undone")
+                self._browse, self._current, self._ordered_by = None, i, "undone"
         self._retrain()
-        self._emit("record")
+        self._emit("decided")  # the decisions changed: the decided list and the progress follow
+        if i is None:
+            self._advance()  # the record left the review: the queue goes on
+        elif key in self.decisions:
+            self._show_decided(self._order_of_decisions.index(key))  # a change undone: its decision before
+        else:
+            self._emit("record")
         return self.current
+
+    def _push_resume(self, key: Key, how: str) -> None:
+        """Put ``key`` on top of the resume stack (once: an older entry of it goes)."""
+        self._resume = [entry for entry in self._resume if entry[0] != key]
+        self._resume.append((key, how))
 
     def decided_keys(self) -> list[Key]:
         """Decided records in the order they were first decided (the view's list to go back in)."""
@@ -702,26 +749,43 @@ class ScreeningSession:
         return self.current
 
     def press(self, key: str) -> bool:
-        """A key press forwarded by a view (see :data:`KEYS`); True when it meant something."""
+        """A key press forwarded by a view (see :data:`KEYS`); True when it meant something. A number
+        key (:data:`REASON_KEYS`) chooses the reason E will use and decides nothing."""
         key = key.lower()
-        if key.isdigit() and key != "0":
-            n = int(key) - 1
-            if n < len(self.review.reasons) and self.current is not None:
-                self.exclude(self.review.reasons[n])
-                return True
-            return False
+        if len(key) == 1 and key in REASON_KEYS:
+            return self.choose_reason(int(key)) is not None
         action = KEYS.get(key)
-        if action is None or (self.current is None and action in ("include", "exclude", "maybe")):
+        if action is None or (self.current is None and action in DECISION_ACTIONS):
             return False
         if action == "exclude":
-            self.exclude(self.last_reason or (self.review.reasons[0] if self.review.reasons else ""))
+            self.exclude(self.chosen_reason())
         else:
             getattr(self, action)()
         return True
 
+    def chosen_reason(self) -> str:
+        """The reason an exclude without one gets: the one last chosen or used, else the first."""
+        return self.last_reason or (self.review.reasons[0] if self.review.reasons else "")
+
+    def choose_reason(self, reason: str | int) -> str | None:
+        """Choose the exclusion reason (its text, or its number from 1) that E and Exclude will use;
+        decides nothing. Returns the reason, or None when there is no such reason."""
+        reasons = self.review.reasons
+        if isinstance(reason, int):
+            if not 0 < reason <= len(reasons):
+                return None
+            reason = reasons[reason - 1]
+        elif reason not in reasons:
+            return None
+        self.last_reason = reason
+        self._emit("reason")
+        return reason
+
     def set_reasons(self, reasons: Sequence[str]) -> list[str]:
         """Edit the list of exclusion reasons (decisions keep the reason they were given)."""
         self.review.reasons = self.store.set_reasons(self.review.id, reasons)
+        if self.last_reason not in self.review.reasons:
+            self.last_reason = ""  # E must not exclude with a reason the list no longer shows
         return self.review.reasons
 
     # -- what the view shows ---------------------------------------------------------------------------

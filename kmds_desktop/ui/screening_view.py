@@ -1,5 +1,8 @@
 """The screening window: one record at a time, decided by key or button, on a :class:`ScreeningSession`.
 
+Keys: I, E, M decide (as the buttons say); 1–9 only choose the exclusion reason E uses; U or Ctrl+Z undo
+the last decisions one by one. No single key excludes a record the user has not chosen to exclude.
+
 Why a view only: the window and ``kmds-desktop literature screen`` must mean the same by every decision,
 so this module renders :meth:`ScreeningSession.view`, its progress, stopping report and PRISMA flow, and
 forwards every key and click to the session; it decides nothing itself. The session announces changes
@@ -37,7 +40,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from kmds_desktop.app.screening import KEYS, ScreeningSession
+from kmds_desktop.app.screening import DECISION_ACTIONS, KEYS, ScreeningSession
 from kmds_desktop.app.screening_start import close_session, open_for_documents
 from kmds_desktop.ui.screening_pages import FlowPage, StoppingPage
 from kmds_desktop.ui.screening_review import AgreementPage, ScoresPage
@@ -174,14 +177,16 @@ class ScreeningWindow(QWidget):
         self.exclude_button.clicked.connect(lambda: self._decide("exclude"))
         self.maybe_button.clicked.connect(lambda: self._decide("maybe"))
         self.reasons_list = QListWidget()
-        self.reasons_list.setToolTip("Keys 1–9 exclude with that reason at once; E and the Exclude button "
-                                     "use the reason chosen here")
-        self.reasons_list.itemClicked.connect(self._reason_chosen)
+        self.reasons_list.setToolTip("Keys 1–9 choose a reason (they decide nothing); E and the Exclude "
+                                     "button exclude with the reason chosen here")
+        self.reasons_list.currentItemChanged.connect(self._reason_chosen)
         self.edit_reasons_button = QPushButton("Edit reasons…")
         self.edit_reasons_button.clicked.connect(self.edit_reasons)
         self.note_edit = QLineEdit()
         self.note_edit.setPlaceholderText("note (saved with the decision)")
-        self.undo_button = QPushButton("Undo (U)")
+        self.undo_button = QPushButton("Undo (U, Ctrl+Z)")
+        self.undo_button.setToolTip("Take back the last decision; again for the one before. The record "
+                                    "comes back on screen, and the records after it in their order")
         self.back_button = QPushButton("◀ Back (←)")
         self.forward_button = QPushButton("Forward (→) ▶")
         self.undo_button.clicked.connect(lambda: self.press("u"))
@@ -194,7 +199,7 @@ class ScreeningWindow(QWidget):
         rv.addWidget(self.include_button)
         rv.addWidget(self.exclude_button)
         rv.addWidget(self.maybe_button)
-        rv.addWidget(QLabel("Exclusion reason (keys 1–9):"))
+        rv.addWidget(QLabel("Exclusion reason (keys 1–9 choose):"))
         rv.addWidget(self.reasons_list, 1)
         rv.addWidget(self.edit_reasons_button)
         rv.addWidget(QLabel("Note:"))
@@ -253,24 +258,20 @@ class ScreeningWindow(QWidget):
                 self.scores.render()
         elif event == "record":
             self._render_record(new=True)
+        elif event == "reason":
+            self._render_reasons(self.session.chosen_reason())
         else:
             self._render_all()
 
     # -- actions: each goes to the session ----------------------------------------------------------------
     def press(self, key: str) -> bool:
-        """A key, as the session knows it; a decision key takes the note typed for it."""
+        """A key, as the session knows it; a decision key (I, E, M) decides with the note typed and the
+        reason chosen; a number key only chooses a reason (the session's :meth:`~ScreeningSession.press`)."""
         session = self.session
         if session is None:
             return False
-        note = self.note_edit.text().strip()
-        action = "exclude" if key.isdigit() else KEYS.get(key)
-        if note and action in ("include", "exclude", "maybe") and session.current is not None:
-            reasons = session.review.reasons
-            if key.isdigit():
-                if not 0 < int(key) <= len(reasons):
-                    return False
-                return self._decide("exclude", reasons[int(key) - 1])
-            return self._decide(action, session.last_reason or (reasons[0] if reasons else ""))
+        if KEYS.get(key) in DECISION_ACTIONS:
+            return self._decide(KEYS[key])
         return session.press(key)
 
     def _decide(self, decision: str, reason: str = "") -> bool:
@@ -279,14 +280,14 @@ class ScreeningWindow(QWidget):
             return False
         if decision == "exclude" and not reason:
             item = self.reasons_list.currentItem()
-            reason = str(item.data(Qt.ItemDataRole.UserRole)) if item is not None else ""
+            reason = str(item.data(Qt.ItemDataRole.UserRole)) if item is not None else session.chosen_reason()
         session.decide(decision, reason=reason, note=self.note_edit.text().strip())
         return True
 
-    def _reason_chosen(self, item: QListWidgetItem) -> None:
-        if self.session is not None:
-            self.session.last_reason = str(item.data(Qt.ItemDataRole.UserRole))
-            self.exclude_button.setText(f"Exclude (E): {self.session.last_reason}")
+    def _reason_chosen(self, item: QListWidgetItem | None, _previous: QListWidgetItem | None = None) -> None:
+        """A reason clicked or reached with the arrow keys becomes the one E and Exclude use."""
+        if self.session is not None and item is not None:
+            self.session.choose_reason(str(item.data(Qt.ItemDataRole.UserRole)))
 
     def _decided_chosen(self, item: QListWidgetItem) -> None:
         if self.session is not None:
@@ -309,7 +310,7 @@ class ScreeningWindow(QWidget):
             return
         if reasons is None:
             text, ok = QInputDialog.getMultiLineText(
-                self, "Exclusion reasons", "One reason a line (keys 1–9):",
+                self, "Exclusion reasons", "One reason a line (keys 1–9 choose the first nine):",
                 "\n".join(self.session.review.reasons),
             )
             if not ok:
@@ -352,7 +353,7 @@ class ScreeningWindow(QWidget):
         self.progress_label.setText(session.progress().line())
         view = session.view()
         # The reason E and the Exclude button will use (a decided record's own reason is in its label).
-        self._render_reasons(session.last_reason or (session.review.reasons[:1] or [""])[0])
+        self._render_reasons(session.chosen_reason())
         can_decide = view is not None
         for w in (self.include_button, self.exclude_button, self.maybe_button):
             w.setEnabled(can_decide)
@@ -413,15 +414,24 @@ class ScreeningWindow(QWidget):
             self.why_label.setText("No model yet: it trains after the first include and the first exclude.")
 
     def _render_reasons(self, chosen: str) -> None:
-        """The reasons with their keys; the one E and the Exclude button use is selected and named."""
+        """The reasons with their keys; the one E and the Exclude button use is selected and named.
+        Signals stay blocked: selecting the session's own choice is no new choice (and the list is not
+        rebuilt under its own signal when the user picks a reason)."""
         reasons = self.session.review.reasons if self.session is not None else []
-        self.reasons_list.clear()
-        for n, reason in enumerate(reasons, start=1):
-            item = QListWidgetItem(f"{n}  {reason}" if n <= 9 else f"    {reason}")
-            item.setData(Qt.ItemDataRole.UserRole, reason)
-            self.reasons_list.addItem(item)
-            if reason == chosen:
-                self.reasons_list.setCurrentItem(item)
+        listed = self.reasons_list
+        shown = [listed.item(row).data(Qt.ItemDataRole.UserRole) for row in range(listed.count())]
+        self.reasons_list.blockSignals(True)
+        try:
+            if shown != list(reasons):
+                self.reasons_list.clear()
+                for n, reason in enumerate(reasons, start=1):
+                    item = QListWidgetItem(f"{n}  {reason}" if n <= 9 else f"    {reason}")
+                    item.setData(Qt.ItemDataRole.UserRole, reason)
+                    self.reasons_list.addItem(item)
+            row = reasons.index(chosen) if chosen in reasons else -1
+            self.reasons_list.setCurrentRow(row)
+        finally:
+            self.reasons_list.blockSignals(False)
         self.exclude_button.setText(f"Exclude (E): {chosen}" if chosen else "Exclude (E)")
 
     def _render_decided(self) -> None:

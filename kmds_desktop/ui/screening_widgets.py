@@ -18,12 +18,13 @@ from PySide6.QtSvg import QSvgRenderer
 from PySide6.QtSvgWidgets import QSvgWidget
 from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QSizePolicy, QWidget
 
-from kmds_desktop.app.screening import KEYS
+from kmds_desktop.app.screening import KEYS, REASON_KEYS
 
-#: The keys the window forwards to :meth:`ScreeningSession.press` (Qt's spelling -> the session's).
+#: The keys the window forwards to :meth:`ScreeningSession.press` (Qt's spelling -> the session's):
+#: I, E/X, M decide, U and Ctrl+Z undo, the arrows go back and forward, 1–9 only choose a reason.
 SHORTCUTS = {
     **{k.upper(): k for k in KEYS if len(k) == 1},
-    **{str(n): str(n) for n in range(1, 10)},
+    **{n: n for n in REASON_KEYS},
     "Ctrl+Z": "ctrl+z",
     "Left": "left",
     "Right": "right",
