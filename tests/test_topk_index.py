@@ -465,3 +465,100 @@ def test_an_index_of_the_older_layout_is_searched_exactly_until_rebuilt(
     assert state.schema == SCHEMA_VERSION and reopened.layout == SCHEMA_VERSION
     assert reopened.tiers is not None and reopened.tiers.thresholds
     assert BuildState.load(reopened.state_path).schema == SCHEMA_VERSION
+
+
+_KILLED_BUILD = """
+import sys
+from kmds_desktop.config import LiteratureSettings
+from kmds_desktop.literature.store.database import open_database
+from kmds_desktop.literature.store.topk_build import build_index
+from kmds_desktop.literature.store.topk_index import TopKIndex
+db = open_database(sys.argv[1], settings=LiteratureSettings(statement_timeout_ms=30_000))
+build_index(db, TopKIndex(sys.argv[2]), batch=200)
+"""
+
+
+def test_a_kill_between_a_batchs_commit_and_its_state_adds_nothing_twice(pg_empty_database: Any,
+                                                                         tmp_path: Any,
+                                                                         literature_data: Any) -> None:
+    """``kill -9`` right after the third batch's commit, before ``state.json`` records it: the index
+    holds 600 documents, the state says 400. Going on from there used to add the third batch again
+    (1,439 documents for 1,239, every count too high); now the build drops what lies past the recorded
+    id first, and each document is in the index once."""
+    import os
+    import subprocess
+    import sys
+
+    db = pg_empty_database
+    db.import_files([literature_data / "cf" / "corpus.jsonl"])
+    folder = tmp_path / "index"
+    env = {**os.environ, "KMDS_CRASH_AT": "topk.batch-committed:3"}
+    killed = subprocess.run([sys.executable, "-c", _KILLED_BUILD, str(db.dsn), str(folder)], env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert killed.returncode == -9, killed.stderr
+    state = BuildState.load(folder / "state.json")
+    assert state is not None and state.documents == 400 and not state.complete
+    assert TopKIndex(folder).documents() == 600  # the third batch committed, unrecorded
+    index = TopKIndex(folder)
+    state = build_index(db, index, batch=200)
+    ids = index.all_ids()
+    expected = int(db.run(lambda c: c.execute("SELECT count(*) FROM document").fetchone()[0]))
+    assert state.complete and len(ids) == len(set(ids)) == expected == state.documents == 1239
+    cystic = index.translate(_printed(db, "cystic"))
+    assert index.count(cystic) == len(_postgres_ids(db, "cystic"))
+
+
+def _index_with_a_batch_twice(db: Any, folder: Any) -> TopKIndex:
+    """A finished index that holds 150 documents twice and whose state agrees with it: what a kill
+    between a batch's commit and ``state.json`` left with the older build."""
+    index = TopKIndex(folder)
+    build_index(db, index, batch=500)
+    rows = db.run(lambda c: c.execute(
+        "SELECT id, search_vector::text, source_id, publication_date FROM document ORDER BY id "
+        "LIMIT 150 OFFSET 300").fetchall())
+    index.add([(int(r[0]), str(r[1]), int(r[2]), r[3]) for r in rows])
+    index.commit()
+    state = BuildState.load(index.state_path)
+    assert state is not None
+    state.documents = index.documents()
+    state.save(index.state_path)
+    assert state.documents == 1239 + 150
+    return index
+
+
+def test_refresh_repairs_an_index_that_holds_documents_twice(pg_empty_database: Any, tmp_path: Any,
+                                                             literature_data: Any) -> None:
+    db = pg_empty_database
+    db.import_files([literature_data / "cf" / "corpus.jsonl"])
+    index = _index_with_a_batch_twice(db, tmp_path / "index")
+    cystic = index.translate(_printed(db, "cystic"))
+    assert index.count(cystic) > len(_postgres_ids(db, "cystic"))  # the counts the duplicates inflate
+    result = refresh_index(db, index)
+    ids = index.all_ids()
+    assert len(ids) == len(set(ids)) == 1239 == index.documents()
+    assert result.indexed == 150 and result.removed == 0
+    assert index.count(cystic) == len(_postgres_ids(db, "cystic"))
+    assert BuildState.load(index.state_path).documents == 1239  # type: ignore[union-attr]
+    assert refresh_index(db, index).indexed == 0  # repaired: nothing left to do
+
+
+def test_opening_a_small_index_whose_count_disagrees_repairs_it_before_it_counts(
+        pg_empty_database: Any, tmp_path: Any, literature_data: Any) -> None:
+    """The first search of a newly opened small database compares the index's count with the
+    database's once: a damaged index is repaired before any count comes from it."""
+    from kmds_desktop.literature.store.topk_build import in_step
+
+    db = pg_empty_database
+    db.import_files([literature_data / "cf" / "corpus.jsonl"])
+    _index_with_a_batch_twice(db, tmp_path / "index")
+    opened = TopKIndex(tmp_path / "index")
+    assert opened.documents() == 1389
+    assert in_step(db, opened)
+    ids = opened.all_ids()
+    assert len(ids) == len(set(ids)) == opened.documents() == 1239
+    # the state file out of step with the index (a refresh killed before it saved) is noticed too
+    state = BuildState.load(opened.state_path)
+    assert state is not None
+    state.documents = 1000
+    state.save(opened.state_path)
+    assert in_step(db, opened) and BuildState.load(opened.state_path).documents == 1239  # type: ignore[union-attr]

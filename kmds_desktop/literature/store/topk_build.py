@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kmds_desktop.crashpoints import crash_point
 from kmds_desktop.literature.store.topk_index import TITLE_BOOST, BuildState, TopKIndex, document_fields
 from kmds_desktop.literature.store.topk_tiers import SAMPLE_DOCUMENTS, Tiers
 from kmds_desktop.tasks import CancelToken, ProgressFn, check, report
@@ -79,6 +81,14 @@ def build_index(database: Any, index: TopKIndex, *, batch: int | None = None,
     state.complete = False
     total = int(database.run(lambda c: c.execute(_COUNT_SQL).fetchone()[0], cancel))
     report(progress, state.documents, total, f"indexing {total:,} documents for fast full-text rows")
+    # What the index holds past the last id state.json records is read again, so dropped first: a
+    # kill between a batch's commit and the save of state.json left that batch in the index unrecorded
+    # (going on from the recorded id added it twice: duplicates, every count too high), and a refresh
+    # indexes new rows without moving the last id.
+    beyond = index.max_id()
+    if beyond > state.last_id:
+        index.delete_ids_between(state.last_id + 1, beyond)
+        index.commit(final=False)
     try:
         while True:
             check(cancel)
@@ -87,6 +97,7 @@ def build_index(database: Any, index: TopKIndex, *, batch: int | None = None,
                 break
             index.add([(int(r[0]), str(r[1] or ""), int(r[2]), r[3]) for r in rows])
             index.commit(final=False)
+            crash_point("topk.batch-committed")
             state.last_id = int(rows[-1][0])
             state.documents += len(rows)
             state.save(index.state_path)
@@ -96,6 +107,7 @@ def build_index(database: Any, index: TopKIndex, *, batch: int | None = None,
         index.rollback()  # the batch in hand half added: dropped (the committed ones stay)
         raise
     index.commit()  # background merges end here
+    crash_point("topk.build-merged")
     if extending:
         _reindex_changed(database, index, state.start_xid, up_to_id=previous_last, cancel=cancel)
         index.commit()
@@ -126,7 +138,12 @@ def sample_tiers(database: Any, *, cancel: CancelToken | None = None) -> Tiers:
 
 
 def refresh_index(database: Any, index: TopKIndex, *, cancel: CancelToken | None = None) -> RefreshReport:
-    """Bring a finished index in step with the database without a rebuild."""
+    """Bring a finished index in step with the database without a rebuild.
+
+    When the index's document count still differs from the database's after the changed rows are
+    re-indexed (rows deleted, or an index damaged by a crash of an older version: a batch in it
+    twice), the ids are compared range by range and the index repaired: ids gone are removed, ids
+    held twice and ids missing are indexed again (once)."""
     state = BuildState.load(index.state_path)
     if state is None or not state.complete:
         raise RuntimeError("the top-k index is not built yet: build it first")
@@ -135,8 +152,10 @@ def refresh_index(database: Any, index: TopKIndex, *, cancel: CancelToken | None
     result = _reindex_changed(database, index, state.start_xid, cancel=cancel)
     index.commit()
     expected = int(database.run(lambda c: c.execute(_COUNT_SQL).fetchone()[0], cancel))
-    if index.documents() > expected:  # more than the database has: rows were deleted
-        result.removed += _remove_deleted(database, index, cancel=cancel)
+    if index.documents() != expected:  # rows deleted, or documents twice or missing: compare the ids
+        repaired = _reconcile_ids(database, index, cancel=cancel)
+        result.removed += repaired.removed
+        result.indexed += repaired.indexed
     state.start_xid = now
     state.documents = index.documents()
     state.write_mark = mark
@@ -145,24 +164,41 @@ def refresh_index(database: Any, index: TopKIndex, *, cancel: CancelToken | None
     return result
 
 
-def _remove_deleted(database: Any, index: TopKIndex, *, cancel: CancelToken | None = None) -> int:
-    """Delete from the index the ids the database no longer has, comparing :data:`ID_RANGE` ids at a
-    time (bounded memory at 36 million documents; Cancel between ranges)."""
+def _reconcile_ids(database: Any, index: TopKIndex, *, cancel: CancelToken | None = None) -> RefreshReport:
+    """Make the index hold each live document exactly once, comparing :data:`ID_RANGE` ids at a time
+    (bounded memory at 36 million documents; Cancel between ranges): ids the database no longer has
+    (deleted, withdrawn) are removed; ids held more than once, or not at all, are indexed again from
+    the database, deleted and added in one commit per range (a kill keeps the range as it was)."""
     top = database.run(lambda c: c.execute("SELECT max(id) FROM document").fetchone()[0], cancel)
     last = max(int(top or 0), index.max_id())
-    removed = 0
+    result = RefreshReport()
     for first in range(0, last + 1, ID_RANGE):
         check(cancel)
         upper = first + ID_RANGE - 1
         live = {int(r[0]) for r in database.run(lambda c, first=first, upper=upper: c.execute(
             f"SELECT id FROM document WHERE id BETWEEN %s AND %s AND {_LIVE}", (first, upper)).fetchall(),
             cancel)}
-        gone = [i for i in index.ids_between(first, upper) if i not in live]
-        if gone:
-            index.delete(gone)
-            removed += len(gone)
+        held = Counter(index.ids_between(first, upper))
+        gone = [i for i in held if i not in live]
+        again = sorted(i for i in live if held.get(i, 0) != 1)  # twice (a crash's duplicate) or missing
+        if not gone and not again:
+            continue
+        rows = database.run(lambda c, again=again: c.execute(
+            "SELECT id, search_vector::text, source_id, publication_date FROM document "
+            f"WHERE id = ANY(%s) AND {_LIVE} ORDER BY id", (again,)).fetchall(), cancel) if again else []
+        try:
+            index.delete([*gone, *again])
+            index.add([(int(r[0]), str(r[1] or ""), int(r[2]), r[3]) for r in rows])
+            index.commit(final=False)
+        except BaseException:
+            index.rollback()
+            raise
+        result.removed += len(gone)
+        result.indexed += len(rows)
+        log.info("top-k index ids %d-%d repaired: %d removed, %d held twice or missing indexed again",
+                 first, upper, len(gone), len(rows))
     index.commit()
-    return removed
+    return result
 
 
 def _snapshot(database: Any) -> int:
@@ -201,6 +237,7 @@ def _reindex_changed(database: Any, index: TopKIndex, since_xid: int, *, up_to_i
         except BaseException:
             index.rollback()
             raise
+        crash_point("topk.refresh-committed")
     return result
 
 
@@ -219,11 +256,21 @@ def in_step(database: Any, index: TopKIndex) -> bool:
     state = index.state()
     if state is None or not state.complete:
         return False
-    if write_mark(database) == state.write_mark:
+    # A count that disagrees with state.json's (a crash between a commit and its record, another
+    # program's half-finished refresh) is out of step too; a small database's index is also checked
+    # against the database's count once per opening (an index an older version left a batch twice in).
+    agrees = index.documents() == state.documents
+    small = state.documents <= AUTO_TOPK_UP_TO
+    if agrees and small and not index.checked_against_database:
+        live = int(database.run(lambda c: c.execute(_COUNT_SQL).fetchone()[0]))
+        agrees = live == state.documents
+        index.checked_against_database = agrees
+    if agrees and write_mark(database) == state.write_mark:
         return True
-    if state.documents > AUTO_TOPK_UP_TO:
+    if not small:
         return False
     refresh_index(database, index)
+    index.checked_against_database = True
     return True
 
 

@@ -177,6 +177,9 @@ class TopKIndex:
         self.layout = state.schema if state is not None else SCHEMA_VERSION
         self._open()
         self._writer: Any = None
+        #: Whether this opening's document count was compared with the database's and agreed (see
+        #: :func:`~.topk_build.in_step`).
+        self.checked_against_database = False
 
     def _open(self) -> None:
         tantivy = self._tantivy
@@ -243,6 +246,12 @@ class TopKIndex:
         for start in range(0, len(wanted), 10_000):
             chunk = wanted[start:start + 10_000]
             writer.delete_documents_by_query(self._tantivy.Query.term_set_query(self.schema, "id", chunk))
+
+    def delete_ids_between(self, first: int, last: int) -> None:
+        """Delete every document with an id from ``first`` to ``last`` (inclusive; not yet committed)."""
+        tantivy = self._tantivy
+        self._open_writer().delete_documents_by_query(tantivy.Query.range_query(
+            self.schema, "id", tantivy.FieldType.Unsigned, int(first), int(last)))
 
     def commit(self, *, final: bool = True) -> None:
         """Make the added documents durable and searchable; ``final=False`` keeps the writer (and its
