@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kmds_desktop import paths
+from kmds_desktop.crashpoints import crash_point
 from kmds_desktop.kb.model import KnowledgeBaseError, Observation, Workflow
 from kmds_desktop.kb.safety import prescan_rdfxml, read_kb_bytes
 from kmds_desktop.kb.save_temp import create_locked_temp, remove_stale_temps
@@ -555,6 +556,7 @@ def save_kb(
                 # mkstemp makes 0600; a new KB gets the mode any new file gets in this process
                 # (0600 in the app, whose umask keeps the user's files private)
                 os.chmod(tmp, paths.new_file_mode())
+            crash_point("kb.save.temp-written")  # the new file whole beside the old one
             os.replace(tmp, target)
         except KnowledgeBaseError:
             tmp.unlink(missing_ok=True)

@@ -51,6 +51,7 @@ from typing import Any
 import psycopg
 import psycopg.errors
 
+from kmds_desktop.crashpoints import crash_point
 from kmds_desktop.literature.errors import ImportFileError, LiteratureError
 from kmds_desktop.literature.store.importers import (
     BadRecord,
@@ -621,6 +622,7 @@ def import_paths(conn: psycopg.Connection, paths: list[Path], *, progress: Progr
                               tick=lambda records, read, _phase, size=size: run.tick(records, read, size),
                               items=ahead.file(cancel) if ahead is not None else None)
             result.files.append(rep)
+            crash_point("import.file-committed")  # committed, not yet in the ledger
             if st is not None and ledger is not None:
                 try:
                     ledger.record(path, st, rep.records)

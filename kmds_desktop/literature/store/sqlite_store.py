@@ -17,6 +17,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+from kmds_desktop.crashpoints import crash_point
+
 #: How long a writer waits for another process's write lock before the store's error is raised.
 BUSY_TIMEOUT_MS = 30_000
 
@@ -90,6 +92,7 @@ class SqliteStore:
                     yield self._conn
             except sqlite3.Error as err:
                 raise self.ERROR(f"cannot write {self.WHAT} {self.path}: {err}") from None
+            crash_point("sqlite.committed")
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
+from kmds_desktop.crashpoints import crash_point
 from kmds_desktop.literature.errors import LiteratureError
 from kmds_desktop.literature.store.dates import coerce_date
 from kmds_desktop.tasks import CancelToken, ProgressFn, check, report
@@ -253,6 +254,7 @@ def embed_documents(
             with conn.transaction(), conn.cursor() as cur:
                 cur.executemany(_UPSERT, [(int(r[0]), model_name, r[2], vector_literal(vec))
                                           for r, vec in zip(rows, vectors, strict=True)])
+            crash_point("embed.batch-committed")
             rep.embedded += len(rows)
             after = int(rows[-1][0])
             report(progress, rep.embedded, total, f"embedded {rep.embedded:,} of {total:,} documents")
