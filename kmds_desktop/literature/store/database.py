@@ -764,7 +764,7 @@ class LiteratureDatabase:
         write counter shows it missed writes)."""
         from kmds_desktop.literature.store import topk_build
         from kmds_desktop.literature.store.topk_build import build_index, index_folder, refresh_index
-        from kmds_desktop.literature.store.topk_index import TopKIndex
+        from kmds_desktop.literature.store.topk_index import BuildState, TopKIndex
         from kmds_desktop.tasks import Cancelled
 
         if cancel is not None and cancel.cancelled:
@@ -772,7 +772,9 @@ class LiteratureDatabase:
         try:
             index = self.topk_index()
             if index is None:
-                if self.schema_owner != "app" or report is None or not report.inserted:
+                # a build an earlier import's step left unfinished (killed, cancelled) goes on here too
+                unfinished = BuildState.load(index_folder(self) / "state.json") is not None
+                if self.schema_owner != "app" or report is None or not (report.inserted or unfinished):
                     return
                 # The planner's count (ANALYZE just ran): an exact count of millions of rows takes long.
                 size = self.run(lambda c: c.execute(
