@@ -102,6 +102,47 @@ def _split_kb_file(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[li
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the app or one command; a reader that stops reading (``… | head``) ends it quietly.
+
+    Why here, once: every command prints through ``sys.stdout``, and a pipe closed by its reader
+    makes the next write (or the flush at exit) raise :class:`BrokenPipeError`; handled per command it
+    would be missed by the next one. The output the reader wanted has been delivered, so the command
+    exits 0 with no traceback and no "Exception ignored" line from the interpreter's last flush.
+    """
+    try:
+        code = _main(argv)
+        _flush_stdout()
+    except BrokenPipeError:
+        return _reader_gone()
+    except SystemExit:  # argparse's --help / --version / usage errors exit; their output is flushed too
+        try:
+            _flush_stdout()
+        except BrokenPipeError:
+            _reader_gone()
+        raise
+    return code
+
+
+def _flush_stdout() -> None:
+    if sys.stdout is not None:  # None in a windowed build without a console
+        sys.stdout.flush()
+
+
+def _reader_gone() -> int:
+    """Point stdout at the null device so nothing more (the interpreter's final flush included) can
+    fail on the closed pipe; the command's work is done, so it exits 0."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no real file descriptor: nothing left to flush into
+        pass
+    return 0
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv_list = list(sys.argv[1:] if argv is None else argv)
     paths.restrict_umask()  # files 0600, folders 0700: the data folder holds the user's work
     from kmds_desktop.index.index_process import COMMAND

@@ -60,7 +60,7 @@ from kmds_desktop.app.events import Observable
 from kmds_desktop.app.run_facts import retrieval_facts, row_kind_of, run_coverage
 from kmds_desktop.app.search_log import build_search_log
 from kmds_desktop.config import LiteratureSettings, QueryGenerationSettings, RetrievalSettings
-from kmds_desktop.literature.queries.agent import QueryAgent, ReviewedSearchResult
+from kmds_desktop.literature.queries.agent import QUOTED_QUERY_CHARS, QueryAgent, ReviewedSearchResult
 from kmds_desktop.literature.queries.query_cleaning import query_key
 from kmds_desktop.literature.queries.query_generation import (
     DEFAULT_SYSTEM_PROMPT,
@@ -76,6 +76,7 @@ from kmds_desktop.literature.retrieval.semantic import (
 )
 from kmds_desktop.literature.store.topk_tiers import tier_sentence
 from kmds_desktop.tasks import Cancelled, CancelToken, ProgressFn, check, report
+from kmds_desktop.text import shorten
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +94,19 @@ INVALID = "invalid"
 FAILED = "failed"  # the check itself failed (database down): neither valid nor invalid
 
 _uids = itertools.count(1)
+
+#: Where the documents-per-row limit (``literature.max_rows``) is raised, in the window and the CLI:
+#: every row it cuts says so with this.
+MAX_ROWS_WHERE = "Preferences → Literature database → Documents per query (or --max-rows)"
+
+
+def cap_note(returned: int, matches: int) -> str:
+    """What a row cut by the documents-per-row limit says: "showing 100 of 142: raise the limit in …".
+
+    Why: the row's true count sits beside the documents it returned, and a reader who sees 100
+    documents takes them for everything the query found unless the cut is said where it applies."""
+    return f"showing {returned:,} of {matches:,}: raise the limit in {MAX_ROWS_WHERE}"
+
 
 #: Quiet time after the last keystroke before an edited query is checked: a check per keystroke
 #: would keep the database busy with queries the user is still writing (the window's timer waits it).
@@ -871,7 +885,8 @@ class LiteratureSession(Observable):
         if all(r.validity == INVALID for r in rows):
             raise QueryAgentError(
                 "every ticked query is invalid; fix them in the table (each row shows its error): "
-                + "; ".join(f"'{r.query}': {r.validity_message}" for r in rows))
+                + "; ".join(f"'{shorten(r.query, QUOTED_QUERY_CHARS)}': {shorten(r.validity_message)}"
+                            for r in rows))
         offered = list(self.round.offered) if self.round is not None else []
         text_rows = [r for r in rows if not r.semantic]
         queries: list[str] = []
@@ -981,6 +996,12 @@ class LiteratureSession(Observable):
         tiered = tier_sentence([q.index + 1 for q in result.queries if q.ok and q.ranked_in_tier])
         if tiered:  # the order of a broad row differs from ranking every match: the user is told
             messages.append(("info", tiered + "."))
+        capped = [q for q in result.queries if q.capped]
+        if capped:  # the documents are the best of each row, not all it matched: said, not silent
+            rows = "; ".join(f"row {q.index + 1}: showing {q.ids_returned:,} of {q.matches or 0:,}"
+                             for q in capped)
+            messages.append(("info", f"{rows[:1].upper()}{rows[1:]} matching documents: raise the limit "
+                                     f"in {MAX_ROWS_WHERE}."))
         if result.incomplete:
             message = result.incomplete_message()
             messages.append(("error", message[:1].upper() + message[1:]))
@@ -1014,7 +1035,8 @@ class LiteratureSession(Observable):
             text += "; " + coverage.sentence(semantic)
         failed = result.failed_queries
         if failed:
-            text += "; could not run: " + "; ".join(f"'{q.query}': {q.error}" for q in failed)
+            text += "; could not run: " + "; ".join(
+                f"'{shorten(q.query, QUOTED_QUERY_CHARS)}': {shorten(q.error or '')}" for q in failed)
         return text
 
     # --- the log -------------------------------------------------------------------------------

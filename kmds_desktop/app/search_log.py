@@ -189,7 +189,9 @@ def build_search_log(session: LoggedSession, *, app_version: str = "") -> dict[s
     log["merged_ids"] = list(result.ids)
     log["fusion"] = result.fusion
     log["retrieval_run"] = dict(run.facts)
-    log["row_kinds"] = kind_counts(q["row_kind"] for q in log["queries"])
+    # rows that ran: an invalid row (its text rejected) is listed in queries[] but never ran
+    ran = zip(log["queries"], result.queries, strict=False)
+    log["row_kinds"] = kind_counts(q["row_kind"] for q, stat in ran if stat.error_kind != "invalid")
     log["document_count"] = len(result.documents)
     log["incomplete"] = bool(result.incomplete)
     log["failed_queries"] = [{"query": q.query, "error": q.error, "kind": q.error_kind}

@@ -17,6 +17,9 @@ from kmds_desktop.commands.common import DSN_HELP as _DSN_HELP
 from kmds_desktop.commands.common import guarded, literature_database
 from kmds_desktop.commands.common import print_json as _dump
 
+#: Documents ``history show`` lists (the set's count is printed above them, the rest said below).
+SHOWN_MEMBERS = 10
+
 
 def register_history(lit_sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     """Add ``history``, ``combine``, ``check``, ``overlap`` and ``report`` under ``literature``."""
@@ -172,9 +175,12 @@ def _history_show(args: argparse.Namespace, wb: Any) -> int:
 
         print(f"ranking:    {tier_sentence(tiered)}")
     if s.complete:
-        members = wb.history.members(s.number)[:10]
-        for m in members:
+        members = wb.history.members(s.number)
+        for m in members[:SHOWN_MEMBERS]:
             print(f"  {m.rank:>4}. {m.source} {m.external_id} (id {m.doc_id})")
+        if len(members) > SHOWN_MEMBERS:  # a cap is said where it applies
+            print(f"  showing {SHOWN_MEMBERS} of {len(members):,} documents: --json lists them all, "
+                  f"'literature report {s.number} --documents FILE' exports them")
     return 0
 
 

@@ -87,6 +87,7 @@ def _search(args: argparse.Namespace) -> int:
         HypotheticalAttempt,
         LiteratureSession,
         RetrievalRows,
+        cap_note,
         generate_round,
         tier_sentence,
     )
@@ -174,8 +175,9 @@ def _search(args: argparse.Namespace) -> int:
                   file=sys.stderr)
         elif stat.ok:
             tier = ", ranked within the fast index's impact tier" if stat.ranked_in_tier else ""
+            cut = f"; {cap_note(stat.ids_returned, stat.matches)}" if stat.capped else ""
             print(f"  ran #{stat.index + 1} '{stat.query}': {stat.matches} matches, {stat.ids_returned} "
-                  f"returned{tier} ({stat.time_s:.2f} s)", file=sys.stderr)
+                  f"returned{tier} ({stat.time_s:.2f} s){cut}", file=sys.stderr)
         else:
             print(f"  skipped #{stat.index + 1} '{stat.query[:70]}': {stat.error}", file=sys.stderr)
     print(session.run_summary())

@@ -35,6 +35,7 @@ from kmds_desktop.llm.errors import (
     LLMSchemaRefused,
     LLMTimeout,
     LLMUnreachable,
+    server_error_text,
 )
 from kmds_desktop.tasks import Cancelled, CancelToken
 
@@ -364,7 +365,7 @@ class OllamaBackend:
                 "right host in Preferences → LLM.", host=host)
         if isinstance(err, ollama.ResponseError):
             status = err.status_code
-            detail = err.error or ""
+            detail = server_error_text(err.error or "", status)  # an HTML error page named, not quoted
             if status == 404 or "not found" in detail.lower():
                 available = self._models_or_empty()
                 names = ", ".join(available) if available else "none"
@@ -384,7 +385,7 @@ class OllamaBackend:
                 return LLMSchemaRefused(f"Ollama at {host} refused the JSON schema for '{model}' "
                                         f"({status}): {detail}")
             return LLMError(f"Ollama at {host} returned an error ({status}): {detail}")
-        return LLMError(f"Ollama at {host} failed: {type(err).__name__}: {err}")
+        return LLMError(f"Ollama at {host} failed: {type(err).__name__}: {server_error_text(str(err))}")
 
     def _models_or_empty(self) -> list[str]:
         try:

@@ -32,6 +32,7 @@ from kmds_desktop.llm.errors import (
     LLMSchemaRefused,
     LLMTimeout,
     LLMUnreachable,
+    server_error_text,
 )
 from kmds_desktop.llm.ollama_backend import AbortableRequest, _ssl_context
 from kmds_desktop.tasks import Cancelled, CancelToken
@@ -340,9 +341,9 @@ class OpenAIBackend:
         """The LLMError for an HTTP error status (the body is read at most :data:`MAX_ERROR_BYTES`)."""
         raw = _read_bounded(response, MAX_ERROR_BYTES).decode("utf-8", errors="replace")
         try:
-            detail = _error_text(json.loads(raw))
-        except (ValueError, RecursionError):
-            detail = " ".join(raw.split())[:300]
+            detail = server_error_text(_error_text(json.loads(raw)), response.status_code)
+        except (ValueError, RecursionError):  # not JSON: an HTML error page of a proxy, or plain text
+            detail = server_error_text(raw, response.status_code)
         err = self._status_error_unredacted(response.status_code, detail, model, had_schema)
         err.args = tuple(self._redact(a) if isinstance(a, str) else a for a in err.args)
         return err

@@ -45,6 +45,14 @@ class LiteratureTab:
             self.lit_timeout,
             "0 = no limit",
         )
+        self.lit_max_rows = QLineEdit()
+        self._row(
+            form,
+            "literature.max_rows",
+            "Documents per query",
+            self.lit_max_rows,
+            "The best-ranked documents each query keeps (1–100,000); a query that matches more says so.",
+        )
         self.lit_dsn = QLineEdit()
         self.lit_dsn.setPlaceholderText("postgresql://user@host:5432/dbname  or  host=… dbname=… user=…")
         self._row(
@@ -65,6 +73,7 @@ class LiteratureTab:
         self.lit_dbname.setText(lit.dbname)
         self.lit_user.setText(lit.user)
         self.lit_timeout.setText(str(lit.statement_timeout_ms))
+        self.lit_max_rows.setText(str(lit.max_rows))
 
     def _collect_literature(self: PreferencesDialog, data: dict[str, Any]) -> None:
         data["literature"].update(
@@ -75,6 +84,7 @@ class LiteratureTab:
                 "dbname": self.lit_dbname.text().strip(),
                 "user": self.lit_user.text().strip(),
                 "statement_timeout_ms": self.lit_timeout.text().strip(),
+                "max_rows": self.lit_max_rows.text().strip(),
             }
         )
 

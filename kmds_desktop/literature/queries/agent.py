@@ -68,8 +68,13 @@ from kmds_desktop.literature.retrieval.semantic import (
     write_hypothetical_abstract,
 )
 from kmds_desktop.tasks import Cancelled, CancelToken, ProgressFn, check, report
+from kmds_desktop.text import shorten
 
 log = logging.getLogger(__name__)
+
+#: How much of a query a message quotes: enough to recognise it (the table and the log keep it whole);
+#: a 60 KB query quoted whole made a message no one could read.
+QUOTED_QUERY_CHARS = 80
 
 #: ``modifier(queries) -> queries``: the human-in-the-loop review (edit, tick) before anything runs.
 QueryModifier = Callable[[list[str]], Sequence[str]]
@@ -130,6 +135,15 @@ class QueryRunStats:
     def ok(self) -> bool:
         return self.error is None
 
+    @property
+    def capped(self) -> bool:
+        """A full-text row that matched more documents than it returned: the documents-per-row limit
+        (``literature.max_rows``) cut it, and whoever reads its results must be told (142 matches
+        shown as 100 looked like 100 matches). A semantic row ranks every document with a vector, so
+        its cut is its nature, not a limit to point at."""
+        return (self.ok and self.kind == ROW_TSQUERY and self.matches is not None
+                and self.ids_returned < self.matches)
+
     def to_dict(self, with_ids: bool = True) -> dict[str, Any]:
         data = asdict(self)
         for key in ("valid", "invalid_reason", "estimated", "scores"):
@@ -173,7 +187,8 @@ class ReviewedSearchResult:
         lost = self.lost_queries
         if not lost:
             return ""
-        reasons = "; ".join(f"'{q.query}': {_one_line(q.error)}" for q in lost)
+        reasons = "; ".join(f"'{shorten(q.query, QUOTED_QUERY_CHARS)}': {shorten(q.error or '')}"
+                            for q in lost)
         return (f"the search is incomplete: {len(lost)} of {len(self.queries)} queries could not run, "
                 f"their documents are missing ({reasons})")
 
@@ -193,10 +208,6 @@ class ReviewedSearchResult:
                                for q in self.failed_queries],
             "fusion": self.fusion,
         }
-
-
-def _one_line(text: str | None) -> str:
-    return " ".join((text or "").split())
 
 
 def _jsonable(value: Any) -> Any:
@@ -518,7 +529,8 @@ class QueryAgent:
                 on_query(stat)
         ok = [s for s in stats if s.ok]
         if not ok:
-            reasons = "; ".join(f"'{s.query}': {s.error}" for s in stats)
+            reasons = "; ".join(f"'{shorten(s.query, QUOTED_QUERY_CHARS)}': {shorten(s.error or '')}"
+                                for s in stats)
             raise QueryAgentError(f"none of the {len(stats)} queries could run: {reasons}")
         ids, found_by, fusion = self._merge(stats, question, cancel)
         for stat in ok:

@@ -75,6 +75,7 @@ from kmds_desktop.literature.store.loading import import_paths
 from kmds_desktop.literature.store.schema import ensure_schema
 from kmds_desktop.literature.store.server import default_server
 from kmds_desktop.tasks import CancelToken, ProgressFn, check, report
+from kmds_desktop.text import shorten
 
 log = logging.getLogger(__name__)
 
@@ -269,8 +270,9 @@ class LiteratureDatabase:
                         )
                     ) from None
                 raise LiteratureError(self._redact(f"database error on {self.display_name}: {err}")) from None
-            except psycopg.Error as err:
-                raise LiteratureError(self._redact(f"database error on {self.display_name}: {err}")) from None
+            except psycopg.Error as err:  # the server's text may quote a whole statement or query
+                raise LiteratureError(self._redact(f"database error on {self.display_name}: "
+                                                   f"{shorten(str(err))}")) from None
             finally:
                 with self._active_guard:
                     self._active = None
@@ -607,15 +609,18 @@ class LiteratureDatabase:
         except psycopg.Error as err:
             if not _is_query_text_error(err):
                 raise
-            diag = err.diag.message_primary or str(err)
-            raise InvalidQuery(f"invalid search query {params.get('q')!r}: {diag}") from None
+            raise InvalidQuery(f"invalid search query {_quoted(params.get('q'))}: "
+                               f"{_query_error_text(err)}") from None
 
     def validate_tsquery(self, text: str, plain: bool = False) -> tuple[bool, str]:
         """Ask the server whether ``text`` is a valid query: ``(True, normalized)`` or ``(False, error)``.
 
         Never raises for bad query text (only :class:`DatabaseUnavailable` and the like when the server
-        cannot answer). A query made only of stop words is reported as invalid, because it matches
-        nothing.
+        cannot answer), however long or deep it is: the server's own parser stops a deep one with an
+        internal error ("tsquery stack too small" for ``!`` × 1,000), which is the text's fault too.
+        The reason is one line of at most :data:`~kmds_desktop.text.MESSAGE_LIMIT` characters (the
+        server quotes the whole query back, 60 KB for a 60 KB query). A query made only of stop words
+        is reported as invalid, because it matches nothing.
         """
         if not isinstance(text, str):
             return False, f"the query must be text, not {type(text).__name__}"
@@ -631,7 +636,7 @@ class LiteratureDatabase:
             except psycopg.Error as err:
                 if not _is_query_text_error(err):
                     raise
-                return False, err.diag.message_primary or str(err)
+                return False, _query_error_text(err)
             normalized = (row[0] if row else "") or ""
             if not normalized.strip():
                 return False, "the query has no searchable words (only stop words or punctuation)"
@@ -869,7 +874,20 @@ def _is_query_text_error(err: psycopg.Error) -> bool:
     (class 22, e.g. a bad phrase distance) or a program limit (class 54, e.g. parentheses nested so
     deep that parsing exceeds the stack). Timeouts, cancels and lost connections are not."""
     state = getattr(err, "sqlstate", None) or ""
+    if state == "XX000":  # an internal error of the tsquery parser itself: "tsquery stack too small"
+        return "tsquery" in (err.diag.message_primary or "")
     return state == "42601" or state[:2] in ("22", "54")
+
+
+def _query_error_text(err: psycopg.Error) -> str:
+    """The server's reason for rejecting a query's text, on one readable line: it quotes the whole
+    query back ("syntax error in tsquery: \"…\""), which for a 60 KB query buried the reason."""
+    return shorten(err.diag.message_primary or str(err))
+
+
+def _quoted(query: Any) -> str:
+    """A query quoted in a message, cut to a line's worth (the whole text is in the table or file)."""
+    return repr(shorten(str(query or ""), 80))
 
 
 def _unique_ints(values: Iterable[int]) -> list[int]:

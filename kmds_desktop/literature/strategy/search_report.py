@@ -93,10 +93,14 @@ def build_report(history: SearchHistory, number: int, known: KnownCheck | None =
             "generation": {k: s.details.get(k) for k in ("models", "queries_per_model", "temperature",
                                                         "deduplicate_queries", "queries_generated",
                                                         "queries_unique", "queries_run") if k in s.details},
-            "row_kinds": _kind_counts(r.row_kind for r in s.rows),
+            # Only the rows that ran: an invalid row (its text rejected) is listed, "not run", and
+            # counted nowhere, so a methods section never claims a search it did not make.
+            "row_kinds": _kind_counts(r.row_kind for r in s.rows if not r.invalid),
+            "rows_not_run": sum(1 for r in s.rows if r.invalid),
             "retrieval": s.details.get("retrieval"),
             "deduplication": s.details.get("deduplication"),
-            "rows": [{**r.to_dict(), "provenance_text": describe_provenance(r.provenance)} for r in s.rows],
+            "rows": [{**r.to_dict(), "provenance_text": describe_provenance(r.provenance),
+                      "run": not r.invalid, "outcome": r.outcome} for r in s.rows],
         })
     complete_searches = [s.number for s in searches if s.complete]
     report: dict[str, Any] = {
@@ -166,14 +170,15 @@ def report_markdown(report: dict[str, Any]) -> str:
                          f"temperature {gen.get('temperature', '?')}; "
                          f"{gen.get('queries_generated', '?')} generated, {gen.get('queries_unique', '?')} "
                          f"after de-duplication of the query text")
-        if s.get("row_kinds"):
-            lines.append(f"- Rows run: {_kinds_text(s['row_kinds'], methods=False)}")
+        if s.get("row_kinds") or s.get("rows_not_run"):
+            lines.append(f"- Rows run: {_kinds_text(s.get('row_kinds') or {}, methods=False)}"
+                         + _not_run_text(s.get("rows_not_run")))
         lines += [f"- {line}" for line in _retrieval_lines(s)]
         lines.append("")
         lines.append("| row | kind | query as run | provenance | matches | returned | unique |")
         lines.append("|---|---|---|---|---:|---:|---:|")
         for r in s["rows"]:
-            matches = "error: " + _cell(r["error"]) if r["error"] else (
+            matches = _cell(r.get("outcome") or f"error: {r['error']}") if r["error"] else (
                 ("~" if r["matches_estimated"] else "") + str(r["matches"]))
             lines.append(f"| #{s['set']}.{r['position']} | {_cell(r['row_kind'])} | `{_cell(r['text'])}` | "
                          f"{_cell(r['provenance_text'])} | {matches} | {r['ids_returned']} | "
@@ -256,6 +261,14 @@ def _kind_counts(kinds: Any) -> dict[str, int]:
     return {label: listed.count(label) for label in ROW_KIND_LABELS if label in listed}
 
 
+def _not_run_text(not_run: int | None) -> str:
+    """"; 1 more row was not run (its query was invalid)" ("" when every row ran)."""
+    if not not_run:
+        return ""
+    return (f"; {not_run} more row{'s were' if not_run != 1 else ' was'} not run "
+            f"(invalid: see the table)")
+
+
 def _kinds_text(counts: dict[str, int], *, methods: bool) -> str:
     """"2 full-text queries (PostgreSQL to_tsquery, English configuration), 1 semantic row (the
     question) and 1 hypothetical abstract"; ``methods`` adds how full-text queries were parsed."""
@@ -308,14 +321,17 @@ def methods_summary(report: dict[str, Any], size: str = "") -> str:
     searches = report["searches"]
     counts: dict[str, int] = {}
     for s in searches:
-        for kind, n in (s.get("row_kinds") or _kind_counts(r["row_kind"] for r in s["rows"])).items():
+        kinds = s["row_kinds"] if "row_kinds" in s else _kind_counts(r["row_kind"] for r in s["rows"]
+                                                                      if r.get("run", True))
+        for kind, n in kinds.items():
             counts[kind] = counts.get(kind, 0) + n
     counts = {k: counts[k] for k in ROW_KIND_LABELS if k in counts}
     total = sum(counts.values())
+    not_run = sum(int(s.get("rows_not_run") or 0) for s in searches)
     text = (f"The literature database {report['database']}{size} was searched on "
             f"{(report['date'] or '')[:10]} with {len(searches)} search{'es' if len(searches) != 1 else ''} "
             f"of {total} row{'s' if total != 1 else ''}, listed below exactly as run: "
-            f"{_kinds_text(counts, methods=True)}.")
+            f"{_kinds_text(counts, methods=True)}{_not_run_text(not_run)}.")
     several = len(searches) > 1
     facts = [(s["set"], s.get("retrieval") or {}) for s in searches]
     models = sorted({f["embedding_model"] for _, f in facts if f.get("embedding_model")})

@@ -12,7 +12,7 @@ Grammar (case-insensitive operators)::
     operand  := '#' N | '#' N '.' K | '(' expr ')'
     OP       := AND | OR | NOT
 
-``#N`` is set N of the history, ``#N.K`` the documents row K of search N found. ``NOT`` is binary:
+``#N`` is set N of the history, ``#N.K`` the documents row K (from 1) of search N found. ``NOT`` is binary:
 ``#1 NOT #2`` is every document of #1 that is not in #2 (PubMed's meaning). Precedence: ``AND`` and
 ``NOT`` bind tighter than ``OR`` and group left to right, so ``#1 OR #2 AND #3`` is ``#1 OR (#2 AND
 #3)`` and ``#1 AND #2 NOT #3`` is ``(#1 AND #2) NOT #3``. Parentheses override both.
@@ -90,6 +90,9 @@ def tokenize(text: str) -> list[Token]:
                     raise ExpressionError(f"'{text[i:j + 1]}' must be followed by a row number, e.g. "
                                           f"{text[i:j]}.1", pos)
                 row = int(text[j + 1:k]) if k - j - 1 <= 6 else -1
+                if row == 0:  # rows count from 1; "#1.0" would silently read as the whole set #1
+                    raise ExpressionError(f"'{text[i:k]}' is not a row: rows are numbered from 1, e.g. "
+                                          f"{text[i:j]}.1 (or {text[i:j]} for the whole set)", pos)
                 j = k
             if number < 1 or row < 0:
                 raise ExpressionError(f"'{text[i:j]}' is not a set in the history", pos)

@@ -207,7 +207,7 @@ class SearchWorkbench:
                 matches=int(matches) if matches is not None else None,
                 matches_estimated=bool(getattr(matches, "estimated", False)),
                 ids_returned=stat.ids_returned, unique_ids=stat.unique_ids, time_s=round(stat.time_s, 4),
-                error=stat.error, ids=list(stat.ids),
+                error=_recorded_error(stat), ids=list(stat.ids),
             ))
         members = self._members_for(list(result.ids))
         all_details = dict(self.history.get(number).details)
@@ -488,3 +488,14 @@ class SearchWorkbench:
                     out.append((len(out), row.text, (f"#{current.number}.{row.position}", cutoff,
                                                      is_semantic(row.provenance))))
         return out
+
+
+def _recorded_error(stat: Any) -> str | None:
+    """A row's error as the history keeps it: a row that never ran because it was invalid (its text
+    rejected, or a semantic row with nothing to search) starts with "invalid", which is how the
+    history and the search report tell it from a valid row that failed (:attr:`RowRecord.invalid`)."""
+    error = stat.error
+    invalid = getattr(stat, "error_kind", None) == "invalid"
+    if error and invalid and not str(error).lower().startswith("invalid"):
+        return f"invalid: {error}"
+    return error
