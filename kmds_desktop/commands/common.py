@@ -61,9 +61,13 @@ def literature_database(args: argparse.Namespace, settings: Any = None) -> Itera
     """The literature database the command names (``--dsn``, else the settings' own), closed when the
     command ends, whatever happens. Opening it raises
     :class:`~kmds_desktop.literature.errors.LiteratureError`."""
+    from kmds_desktop.app.doctor import server_notes
     from kmds_desktop.literature.store.database import open_database
 
     db = open_database(dsn=getattr(args, "dsn", None), settings=settings)
+    for note in server_notes(db):  # what the embedded server's start found and did, in one sentence
+        end_progress()
+        print(f"note: {note}", file=sys.stderr)
     try:
         yield db
     finally:

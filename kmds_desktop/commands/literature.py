@@ -213,7 +213,7 @@ def _import(args: argparse.Namespace) -> int:
     """One call per file or folder, so the reports of earlier ones survive a later one's failure."""
     from pathlib import Path
 
-    from kmds_desktop.literature.errors import LiteratureError
+    from kmds_desktop.literature.errors import DiskFull, LiteratureError
 
     progress = progress_line(args.quiet)
     code = 0
@@ -225,6 +225,9 @@ def _import(args: argparse.Namespace) -> int:
                 if folder and args.again:
                     _forget_folder(db, Path(path))
                 result = db.import_files([path], progress=progress)
+            except DiskFull as err:  # the file is fine: the disk is the thing to fix
+                code = fail(str(err) + (" The same command goes on from there." if folder else ""))
+                continue
             except LiteratureError as err:
                 resume = (" Files finished before it are kept and recorded: the same command goes on from "
                           "there (fix or remove the file first).")

@@ -26,6 +26,15 @@ class ServerStartError(DatabaseUnavailable):
     """The embedded PostgreSQL server could not be initialised or started."""
 
 
+class DiskFull(LiteratureError):
+    """The disk holding the embedded server's data folder cannot take a write (an import, a start).
+
+    Raised before an import that would not fit (nothing written), and after one that filled the disk
+    (the file in progress rolled back, files finished before it kept); the message says how much
+    space is missing and on which folder, so the user frees space there or moves the data folder.
+    """
+
+
 class SchemaError(LiteratureError):
     """The database lacks the tables the app needs, or has a newer schema than this app knows."""
 

@@ -63,6 +63,7 @@ from kmds_desktop import secrets
 from kmds_desktop.config import load_settings
 from kmds_desktop.literature.errors import (
     DatabaseUnavailable,
+    DiskFull,
     InvalidQuery,
     LiteratureError,
     QueryCancelled,
@@ -728,9 +729,16 @@ class LiteratureDatabase:
             if progress is not None:  # one bar for the whole import: full, the step in the words
                 progress(last[1] or last[0], last[1], f"fast search index: {message}")
 
+        sizes: list[int] = []  # of the files this import reads: a full disk's message says what is missing
+
+        def before_writing(file_sizes: list[int]) -> None:
+            sizes[:] = file_sizes
+            if self.server is not None:  # the embedded server's disk is ours to check, a remote one's not
+                self.server.check_import_space(file_sizes)
+
         try:
             report = import_paths(conn, [Path(p) for p in paths], progress=importing, cancel=cancel,
-                                  redact=self._redact, where=self.display_name)
+                                  redact=self._redact, where=self.display_name, before_writing=before_writing)
             # Fresh planner statistics: the built-in generator and the live counts fall back to the
             # planner's estimate on a large database, and before autovacuum's next ANALYZE those
             # estimates know nothing of the new words ("'cystic': 1 document" in a CF collection).
@@ -739,11 +747,13 @@ class LiteratureDatabase:
                 conn.commit()
             return report
         except (psycopg.OperationalError, psycopg.InterfaceError) as err:
+            self._raise_if_disk_full(err, sizes)
             raise DatabaseUnavailable(
                 self._redact(f"lost the connection to {self.display_name} during import: {err}; "
                              "the file in progress was rolled back")
             ) from None
         except psycopg.Error as err:
+            self._raise_if_disk_full(err, sizes)
             raise LiteratureError(
                 self._redact(f"import into {self.display_name} failed: {err}; the file in progress was "
                              "rolled back")
@@ -755,6 +765,14 @@ class LiteratureDatabase:
             with contextlib.suppress(Exception):
                 conn.close()
             self._topk_after_import(report, progress=indexing, cancel=cancel)
+
+    def _raise_if_disk_full(self, err: psycopg.Error, sizes: list[int]) -> None:
+        """An import that failed because the embedded server's disk filled: say how much is missing
+        and where (:meth:`~.server.EmbeddedServer.disk_full_message`), not the server's raw error."""
+        message = self.server.disk_full_message(str(err), sizes) if self.server is not None else None
+        if message:
+            raise DiskFull(self._redact(f"{message} (the file in progress was rolled back; files finished "
+                                        "before it are kept)")) from None
 
     def _topk_after_import(self, report: Any, *, progress: ProgressFn | None = None,
                            cancel: CancelToken | None = None) -> None:

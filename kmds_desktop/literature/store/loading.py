@@ -582,9 +582,11 @@ class _AheadMeter(ReadMeter):
 
 def import_paths(conn: psycopg.Connection, paths: list[Path], *, progress: ProgressFn | None = None,
                  cancel: CancelToken | None = None, redact: Callable[[str], str] = str,
-                 where: str = "") -> ImportReport:
+                 where: str = "", before_writing: Callable[[list[int]], None] | None = None) -> ImportReport:
     """Import files in order, each committed before the next starts; a folder stands for its files
-    (:func:`folder_files`), less those the ledger has as imported already (see the module docstring)."""
+    (:func:`folder_files`), less those the ledger has as imported already (see the module docstring).
+    ``before_writing(sizes)`` gets the sizes of the files about to be read, before anything is
+    written: the embedded server refuses there an import its disk cannot hold."""
     result = ImportReport()
     # Imports may take longer than an interactive search: no statement timeout on this connection.
     conn.execute("SELECT set_config('statement_timeout', '0', false)")
@@ -612,6 +614,8 @@ def import_paths(conn: psycopg.Connection, paths: list[Path], *, progress: Progr
             result.already_imported.append(str(path))
         else:
             todo.append((path, st))
+    if before_writing is not None:
+        before_writing([st.st_size for _, st in todo if st is not None])
     run = _RunProgress(progress, len(todo), sum(st.st_size for _, st in todo if st is not None))
     ahead = _ReadAhead([path for path, _ in todo]) if len(todo) > 1 else None
     try:

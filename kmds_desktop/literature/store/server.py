@@ -30,6 +30,26 @@ message. The app never chowns or chmods a folder it did not just create itself; 
 already exists must already belong to the server's user. A ``postmaster.pid`` is trusted only when
 its process is a ``postgres`` whose working directory (or command line) is this data folder, so a
 stale file whose number now belongs to someone else's server is recognised as stale.
+
+Recovery. A server of this data folder can be left in a state no command gets past: "shutting down"
+forever (a stop requested while a backend hung, or while crash recovery could not write on a full
+disk), "starting" for good (crash recovery stuck), answering nothing, or gone with its
+``postmaster.pid`` left behind. Every later command then waited on it and failed, also after the
+cause was gone. So ``start()`` diagnoses the server first (:meth:`EmbeddedServer.diagnose`: the pid
+file, its status line and a connection attempt) and, when no live app process is registered as its
+user (``clients.json``, read under the same inter-process lock; a live one may be mid-work and is
+never touched), brings it back: a server still finishing a start or a stop gets a few seconds, then
+``pg_ctl stop -m immediate`` (no shutdown checkpoint: what was committed is in the WAL and the next
+start replays it), escalated to SIGQUIT and finally SIGKILL of the postmaster and its children when
+even that hangs; every wait is bounded in seconds. The user is told in one sentence what was found
+and what was done (:meth:`EmbeddedServer.take_notes`). A start that fails because the disk is full
+says so, with the free space and the folder, instead of quoting a log.
+
+Free space. An import writes about :data:`IMPORT_DATA_FACTOR` times the file's size into tables and
+indexes, and :data:`IMPORT_WAL_FACTOR` times it into the WAL, which PostgreSQL keeps until the next
+checkpoint; :meth:`EmbeddedServer.check_import_space` refuses an import the data folder's disk cannot
+hold before anything is written, and :meth:`EmbeddedServer.disk_full_message` says how much is
+missing, and where, when a disk filled anyway.
 """
 
 from __future__ import annotations
@@ -41,16 +61,21 @@ import logging
 import os
 import platform
 import shutil
+import signal
 import socket
 import stat
 import subprocess
 import tempfile
 import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import fasteners
+import psycopg
 
-from kmds_desktop.literature.errors import ServerStartError
+from kmds_desktop.literature.errors import DiskFull, ServerStartError
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +85,125 @@ SUPERUSER = "postgres"
 _IS_WINDOWS = platform.system() == "Windows"
 _SOCKET_PATH_MAX = 100  # sun_path is 104-108 bytes depending on the OS
 _SOCKET_DIR_PREFIX = "kmds-pg-"
+
+#: Bytes of table and index one imported byte becomes: the most measured on the shared corpora
+#: (growth of ``pg_database_size`` per byte of file, as read from disk: MEDLINE ``.xml.gz`` 3.14,
+#: PubMed sample JSONL 2.86, SciFact JSONL 2.63, CF JSONL 1.96, PubMedQA JSON 1.41), plus the
+#: import's staging table (about 1.9 more: SciFact's peak folder size was 8.3 times the file).
+IMPORT_DATA_FACTOR = 5.1
+#: Bytes of WAL one imported byte writes (measured the same way: 3.2 to 5.3, PubMed sample the most).
+#: The WAL stays on disk until the next checkpoint, which a large import reaches at ``max_wal_size``.
+IMPORT_WAL_FACTOR = 5.4
+#: PostgreSQL's default ``max_wal_size`` (1 GB) and two 16 MB segments it may run over it by.
+WAL_HELD_MAX = (1024 + 32) * 1024 * 1024
+#: Headroom below which the server's folder counts as full: a WAL segment and the files a start writes.
+LOW_SPACE_BYTES = 32 * 1024 * 1024
+#: How long a server finishing its start (crash recovery) or its stop is given before it is stopped.
+RECOVERY_GRACE_S = 15.0
+STOPPING_GRACE_S = 5.0
+#: How long one connection attempt of the diagnosis waits (libpq's minimum is 2 s).
+PROBE_TIMEOUT_S = 5
+#: Bounded waits of a forced stop: ``pg_ctl -m immediate``, then SIGQUIT, then SIGKILL.
+IMMEDIATE_STOP_S = 10
+SIGNAL_WAIT_S = 5.0
+
+#: What a state of :class:`ServerDiagnosis` means, in the words of the notes and the doctor.
+STATE_WORDS = {
+    "not initialised": "not created yet (the first use creates it)",
+    "stopped": "stopped (it starts when something needs it)",
+    "stale": "gone, with its postmaster.pid left behind",
+    "ready": "running and answering",
+    "busy": "running, refusing new connections for now",
+    "starting": "stuck starting (crash recovery did not finish)",
+    "stopping": "stuck shutting down",
+    "not answering": "running but not answering",
+}
+#: States in which the server is up but no command gets past it.
+WEDGED_STATES = ("starting", "stopping", "not answering")
+
+
+def format_bytes(n: float) -> str:
+    """``n`` bytes for a message: 812 KB, 35 MB, 1.4 GB."""
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if abs(n) >= size:
+            value = n / size
+            return f"{value:.1f} {unit}" if value < 10 else f"{value:,.0f} {unit}"
+    return f"{int(n)} bytes"
+
+
+def import_space_needed(sizes: Iterable[int]) -> int:
+    """Bytes of free space an import of files of these ``sizes`` (as on disk) needs in the server's
+    data folder at its peak: tables, indexes and staging, plus the WAL held until a checkpoint."""
+    total = sum(max(0, int(size)) for size in sizes)
+    return int(total * IMPORT_DATA_FACTOR + min(total * IMPORT_WAL_FACTOR, WAL_HELD_MAX)) + LOW_SPACE_BYTES
+
+
+def import_room(free: int) -> int:
+    """The largest total size of files an import can take with ``free`` bytes free (the inverse of
+    :func:`import_space_needed`)."""
+    free = free - LOW_SPACE_BYTES
+    if free <= 0:
+        return 0
+    uncapped = free / (IMPORT_DATA_FACTOR + IMPORT_WAL_FACTOR)
+    if uncapped * IMPORT_WAL_FACTOR <= WAL_HELD_MAX:
+        return int(uncapped)
+    return int((free - WAL_HELD_MAX) / IMPORT_DATA_FACTOR)
+
+
+def free_bytes(path: Path) -> int | None:
+    """Free bytes (for an unprivileged user) on the file system holding ``path``, or its nearest
+    existing parent; None when it cannot be read."""
+    for candidate in (path, *path.parents):
+        try:
+            return int(shutil.disk_usage(candidate).free)
+        except OSError:
+            continue
+    return None
+
+
+#: How PostgreSQL and the OS word a full disk (ENOSPC, SQLSTATE 53100's "could not extend file").
+_DISK_FULL_WORDS = ("no space left on device", "disk full", "could not extend file")
+
+
+def _mentions_disk_full(text: str) -> bool:
+    lowered = text.lower()
+    return any(words in lowered for words in _DISK_FULL_WORDS)
+
+
+@dataclass
+class ServerDiagnosis:
+    """What :meth:`EmbeddedServer.diagnose` found: ``state`` (a key of :data:`STATE_WORDS`), the
+    postmaster's pid (None when none runs), why (the server's own refusal, or the stale pid), the
+    live app processes registered as its users, the free space on its disk and where its log is."""
+
+    state: str
+    pid: int | None = None
+    detail: str = ""
+    clients: list[int] = field(default_factory=list)
+    free_bytes: int | None = None
+    data_folder: Path = Path()
+    log_path: Path = Path()
+
+    @property
+    def wedged(self) -> bool:
+        """Up, but no command gets past it (see :data:`WEDGED_STATES`)."""
+        return self.state in WEDGED_STATES
+
+    @property
+    def low_space(self) -> bool:
+        return self.free_bytes is not None and self.free_bytes < LOW_SPACE_BYTES
+
+    def describe(self) -> str:
+        """One line: the state in words, the pid and the server's own reason."""
+        words = STATE_WORDS.get(self.state, self.state)
+        pid = f" (pid {self.pid})" if self.pid else ""
+        detail = f": {self.detail}" if self.detail else ""
+        return f"{words}{pid}{detail}"
+
+    def to_dict(self) -> dict[str, object]:
+        return {"state": self.state, "pid": self.pid, "detail": self.detail, "clients": self.clients,
+                "free_bytes": self.free_bytes, "data_folder": str(self.data_folder),
+                "log": str(self.log_path), "wedged": self.wedged}
 
 
 def bin_dir() -> Path:
@@ -176,6 +320,36 @@ def _log_tail(path: Path, lines: int, max_bytes: int = 16384) -> str:
     return "\n".join(data.decode("utf-8", errors="replace").splitlines()[-lines:])
 
 
+def _file_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _log_since(path: Path, offset: int, max_bytes: int = 16384) -> str:
+    """What a log gained after ``offset`` (at most its last ``max_bytes``); "" when unreadable."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            end = fh.tell()
+            start = offset if 0 <= offset <= end else 0
+            fh.seek(max(start, end - max_bytes))
+            return fh.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _alive(proc: object) -> bool:
+    """Whether ``proc`` (a psutil.Process) still runs (a zombie nobody reaped does not)."""
+    import psutil
+
+    try:
+        return bool(proc.is_running()) and proc.status() != psutil.STATUS_ZOMBIE  # type: ignore[attr-defined]
+    except psutil.Error:
+        return False
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
@@ -208,6 +382,7 @@ class EmbeddedServer:
         self._users = 0
         self._thread_lock = threading.Lock()
         self._user = _service_user()
+        self._notes: list[str] = []
 
     # -- paths and connection --------------------------------------------------------------
     @property
@@ -305,6 +480,228 @@ class EmbeddedServer:
 
     def pid(self) -> int | None:
         return self._postmaster_pid()
+
+    # -- diagnosis and recovery ---------------------------------------------------------------
+    def diagnose(self) -> ServerDiagnosis:
+        """The server's state, changing nothing (``doctor``; :meth:`start` acts on it). Taken under
+        the inter-process lock, so no app process is starting or stopping it meanwhile."""
+        with self._thread_lock, fasteners.InterProcessLock(str(self._lock_path)):
+            return self._diagnose_locked()
+
+    def _diagnose_locked(self) -> ServerDiagnosis:
+        found = {"clients": self._live_clients(), "free_bytes": free_bytes(self.root),
+                 "data_folder": self.pgdata, "log_path": self.log_path}
+        if not (self.pgdata / "PG_VERSION").exists():
+            return ServerDiagnosis("not initialised", **found)  # type: ignore[arg-type]
+        pid_file = self.pgdata / "postmaster.pid"
+        info = self._postmaster_info()
+        if info is None:
+            if pid_file.exists():
+                return ServerDiagnosis("stale", detail="its postmaster.pid is unreadable or cut short",
+                                       **found)  # type: ignore[arg-type]
+            return ServerDiagnosis("stopped", **found)  # type: ignore[arg-type]
+        pid = self._postmaster_pid()
+        if pid is None:
+            detail = f"postmaster.pid names process {info.get('pid', '?')}, which is gone or another server"
+            return ServerDiagnosis("stale", detail=detail, **found)  # type: ignore[arg-type]
+        state, detail = self._probe(info.get("status", ""))
+        return ServerDiagnosis(state, pid=pid, detail=detail, **found)  # type: ignore[arg-type]
+
+    def _probe(self, status_line: str) -> tuple[str, str]:
+        """("ready", "") when a connection and ``SELECT 1`` succeed; else the state its refusal
+        names (the server's words as the detail). An answer that is not about the server's state
+        (a wrong password, too many clients) still shows it alive: "busy", never touched."""
+        try:
+            params = {**self.conninfo("postgres"), "connect_timeout": PROBE_TIMEOUT_S,
+                      "application_name": "kmds-desktop-probe"}
+            with psycopg.connect(**params, password=self.password, autocommit=True) as conn:  # type: ignore[arg-type]
+                conn.execute("SELECT 1")
+            return "ready", ""
+        except ServerStartError as err:  # the socket folder is missing or unsafe
+            return "not answering", str(err)
+        except psycopg.Error as err:
+            lowered = str(err).lower()
+            said = str(err).split("FATAL:", 1)[-1] if "FATAL:" in str(err) else str(err)
+            lines = [line.strip() for line in said.splitlines() if line.strip()]
+            text = (lines[0] if lines else type(err).__name__)[:300]
+        if "shutting down" in lowered:
+            return "stopping", text
+        if any(words in lowered for words in ("starting up", "recovery mode", "not yet accepting",
+                                              "not accepting connections")):
+            return "starting", text
+        if any(words in lowered for words in ("timeout", "timed out", "connection refused",
+                                              "no such file or directory", "server closed the connection")):
+            status = status_line.strip()
+            return ("stopping" if status == "stopping" else "starting" if status == "starting"
+                    else "not answering"), text
+        return "busy", text
+
+    def repair(self) -> tuple[str | None, ServerDiagnosis]:
+        """``doctor``'s repair: what :meth:`start` does to a wedged or stale server (the note, None
+        when it was healthy), then a start to show that it comes back, stopped again when no app
+        process uses it (a server nobody registered would run on with nobody to stop it). Returns the
+        note and the diagnosis after the repair (state "ready" when it came back and answered)."""
+        with self._thread_lock, fasteners.InterProcessLock(str(self._lock_path)):
+            note = self._recover_locked()
+            if note is None:
+                return None, self._diagnose_locked()
+            if not self.is_running():
+                offset = _file_size(self.log_path)
+                try:
+                    self._start_postmaster()
+                except ServerStartError as err:
+                    raise self._start_failure(err, offset) from None
+            after = self._diagnose_locked()
+            if not after.clients:
+                self._stop_locked()
+            return note, after
+
+    def take_notes(self) -> list[str]:
+        """What the last starts found and did about it (one sentence each), once: the window shows
+        them as a message, the CLI as ``note:`` lines."""
+        with self._thread_lock:
+            notes, self._notes = self._notes, []
+        return notes
+
+    def _recover_locked(self) -> str | None:
+        """Bring back a server of this folder that no command gets past (see the module docstring);
+        the note to show, or None when there was nothing to do. Raises when a live app process
+        still uses the wedged server: it may be mid-work, and stopping it is its user's call."""
+        diag = self._diagnose_locked()
+        if diag.state == "stale":
+            self._clear_stale_pid_file()
+            return (f"The embedded PostgreSQL in {self.pgdata} had stopped without cleaning up "
+                    f"({diag.detail}), so the app removed the stale postmaster.pid and started it again"
+                    + self._space_hint(diag) + ".")
+        if not diag.wedged:
+            return None
+        others = [p for p in diag.clients if p != os.getpid()]
+        if others:
+            raise ServerStartError(
+                f"the embedded PostgreSQL in {self.pgdata} is {diag.describe()}, and KMDS Desktop "
+                f"process{'es' if len(others) > 1 else ''} {', '.join(map(str, others))} still use"
+                f"{'' if len(others) > 1 else 's'} it; close {'them' if len(others) > 1 else 'it'} "
+                "(or end it) and start again: the next start stops the server and brings it back")
+        first = diag
+        diag = self._wait_out(diag)
+        if not diag.wedged:
+            if diag.state in ("stale", "stopped"):
+                self._clear_stale_pid_file()
+            log.info("the embedded PostgreSQL in %s left the state '%s' by itself", self.pgdata, first.state)
+            return None
+        self._force_stop(diag.pid)
+        return (f"The embedded PostgreSQL in {self.pgdata} was {STATE_WORDS[first.state]} (pid {first.pid}"
+                + (f": {first.detail}" if first.state == "not answering" and first.detail else "")
+                + ") and no running KMDS Desktop used it, so "
+                "the app stopped it at once (immediate mode, which keeps every committed change) and "
+                "started it again" + self._space_hint(diag) + ".")
+
+    @staticmethod
+    def _space_hint(diag: ServerDiagnosis) -> str:
+        if not diag.low_space:
+            return ""
+        return (f"; only {format_bytes(diag.free_bytes or 0)} is free on {diag.data_folder}, so free space "
+                "there before importing")
+
+    def _wait_out(self, diag: ServerDiagnosis) -> ServerDiagnosis:
+        """Give a server finishing its crash recovery or its stop a few seconds to get there."""
+        grace = {"starting": RECOVERY_GRACE_S, "stopping": STOPPING_GRACE_S}.get(diag.state, 0.0)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            time.sleep(0.5)
+            diag = self._diagnose_locked()
+            if not diag.wedged:
+                break
+        return diag
+
+    def _force_stop(self, pid: int | None) -> None:
+        """Stop the server however it hangs, each wait bounded: ``pg_ctl stop -m immediate``, then
+        SIGQUIT to the postmaster (what immediate mode sends; pg_ctl may not get it there), then
+        SIGKILL to it and every child it had (a stopped or hung backend ignores all else; left
+        alive, it would keep the shared memory that makes the next start refuse)."""
+        import psutil
+
+        processes: list[psutil.Process] = []
+        if pid is not None:
+            with contextlib.suppress(psutil.Error):
+                postmaster = psutil.Process(pid)
+                processes = [postmaster, *postmaster.children(recursive=True)]
+        sock = self.socket_dir()
+        log.warning("stopping the embedded PostgreSQL in %s (pid %s) in immediate mode", self.pgdata, pid)
+        try:
+            self._run("pg_ctl", "-D", str(self.pgdata), "-m", "immediate", "-w", "-t", str(IMMEDIATE_STOP_S),
+                      "stop", timeout=IMMEDIATE_STOP_S + 10)
+        except ServerStartError as err:
+            log.warning("pg_ctl stop -m immediate did not stop it: %s", err)
+        for sig in (signal.SIGQUIT, signal.SIGKILL):
+            alive = [p for p in (processes[:1] if sig == signal.SIGQUIT else processes) if _alive(p)]
+            if not alive:
+                break
+            log.warning("sending %s to %s", sig.name, ", ".join(str(p.pid) for p in alive))
+            for proc in alive:
+                with contextlib.suppress(psutil.Error):
+                    proc.send_signal(sig)
+            deadline = time.monotonic() + SIGNAL_WAIT_S
+            while time.monotonic() < deadline and any(_alive(p) for p in alive):
+                time.sleep(0.1)
+        if self._postmaster_pid() is not None:
+            raise ServerStartError(
+                f"the embedded PostgreSQL in {self.pgdata} (pid {pid}) could not be stopped; end it "
+                f"(kill -9 {pid}) and start again")
+        self._clear_stale_pid_file()
+        self._remove_socket_dir(sock)
+
+    def _start_failure(self, err: ServerStartError, log_offset: int) -> ServerStartError:
+        """The error to show for a start that failed: a full disk said as such (with the free space
+        and the folder), else ``err``. Only the log written by this start counts as evidence."""
+        free = free_bytes(self.pgdata)
+        written = _log_since(self.log_path, log_offset)
+        if not ((free is not None and free < LOW_SPACE_BYTES) or _mentions_disk_full(written)):
+            return err
+        left = format_bytes(free) if free is not None else "too little"
+        return ServerStartError(
+            f"the embedded PostgreSQL cannot start: the disk holding {self.pgdata} is full ({left} free); "
+            "free space there or choose another data folder (--data-dir or KMDS_DESKTOP_HOME), then "
+            f"start again (its log: {self.log_path})")
+
+    # -- free space ---------------------------------------------------------------------------
+    def check_import_space(self, sizes: Iterable[int]) -> None:
+        """Refuse, before anything is written, an import of files of these ``sizes`` that the data
+        folder's disk cannot hold (see :func:`import_space_needed`)."""
+        sizes = list(sizes)
+        needed = import_space_needed(sizes)
+        free = free_bytes(self.pgdata)
+        if free is not None and free < needed:
+            files = f"{len(sizes)} files" if len(sizes) != 1 else "the file"
+            verb = "need" if len(sizes) != 1 else "needs"
+            raise DiskFull(
+                f"not imported: {files} ({format_bytes(sum(sizes))}) {verb} about {format_bytes(needed)}, "
+                f"{format_bytes(free)} free on {self.pgdata}; free space or choose another data folder "
+                "(--data-dir or KMDS_DESKTOP_HOME)")
+
+    def disk_full_message(self, error: str, sizes: Iterable[int]) -> str | None:
+        """What to tell the user when an import of files of these ``sizes`` failed with ``error``
+        because the disk filled (None when the disk is not the cause): how much is missing, where."""
+        free = free_bytes(self.pgdata)
+        full = _mentions_disk_full(error) or (free is not None and free < LOW_SPACE_BYTES)
+        if not full and "connection" in error.lower():  # the server died: its log says why
+            full = _mentions_disk_full(self.log_tail(30))
+        if not full:
+            return None
+        needed = import_space_needed(sizes)
+        if free is None:
+            return (f"the disk holding {self.pgdata} is full; the import needs about {format_bytes(needed)} "
+                    "there: free space or choose another data folder (--data-dir or KMDS_DESKTOP_HOME), "
+                    "then import again")
+        missing = needed - free
+        if missing > 0:
+            return (f"the disk holding {self.pgdata} filled up: the import needs about "
+                    f"{format_bytes(missing)} more ({format_bytes(needed)} in all, "
+                    f"{format_bytes(free)} free); "
+                    "free space there or choose another data folder (--data-dir or KMDS_DESKTOP_HOME), "
+                    "then import again")
+        return (f"the disk holding {self.pgdata} filled up during the import; {format_bytes(free)} is free "
+                f"there now, about {format_bytes(needed)} needed: import again")
 
     # -- running the binaries ------------------------------------------------------------
     def _run(self, program: str, *args: str, log_file: Path | None = None, timeout: float = 120) -> str:
@@ -452,11 +849,19 @@ class EmbeddedServer:
             if not (self.pgdata / "PG_VERSION").exists():
                 log.info("initialising the embedded PostgreSQL in %s", self.pgdata)
                 self._initdb()
+            note = self._recover_locked()
             if self.is_running():
                 log.info("reusing the running embedded PostgreSQL (pid %s)", self.pid())
             else:
                 log.info("starting the embedded PostgreSQL in %s", self.pgdata)
-                self._start_postmaster()
+                offset = _file_size(self.log_path)
+                try:
+                    self._start_postmaster()
+                except ServerStartError as err:
+                    raise self._start_failure(err, offset) from None
+            if note:
+                log.warning("%s", note)
+                self._notes.append(note)
             self._register()
         return self
 
@@ -468,8 +873,10 @@ class EmbeddedServer:
         return self
 
     def ensure_running(self) -> None:
-        """Start the server again if it stopped (used when reconnecting after a lost connection)."""
-        if not self.is_running():
+        """Start the server again if it stopped, or bring it back if its ``postmaster.pid`` says it
+        is stuck starting or stopping (used when reconnecting after a lost connection)."""
+        status = (self._postmaster_info() or {}).get("status", "")
+        if not self.is_running() or status in ("starting", "stopping"):
             self.start()
 
     def stop(self, mode: str = "fast") -> None:
@@ -483,11 +890,18 @@ class EmbeddedServer:
             return
         sock = self.socket_dir()
         log.info("stopping the embedded PostgreSQL in %s", self.pgdata)
+        pid = self._postmaster_pid()
         try:
             self._run("pg_ctl", "-D", str(self.pgdata), "-m", mode, "-w", "-t", "60", "stop")
-        except ServerStartError:
+        except ServerStartError as err:
             if self.is_running():
-                raise
+                if mode == "immediate":
+                    raise
+                # A stop that hangs (a backend that never ends, a shutdown checkpoint on a full disk)
+                # would leave the server "shutting down" for good: every later start waited on it.
+                log.warning("the embedded PostgreSQL did not stop in %s mode (%s); stopping it at once",
+                            mode, err)
+                self._force_stop(pid)
             # it went away by itself meanwhile (crashed or stopped by another process): nothing to stop
         self._remove_socket_dir(sock)
 
