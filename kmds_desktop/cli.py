@@ -44,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     from kmds_desktop.commands.ask import register as register_ask
+    from kmds_desktop.commands.doctor import register as register_doctor
     from kmds_desktop.commands.literature import register as register_literature
     from kmds_desktop.commands.literature_search import register_search
     from kmds_desktop.index.cli import register as register_index
@@ -53,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_index(sub)
     register_ask(sub)
     register_search(register_literature(sub))
+    register_doctor(sub)
     return parser
 
 

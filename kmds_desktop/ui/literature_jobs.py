@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from kmds_desktop.app import literature as app_lit
 from kmds_desktop.app import literature_data as lj
 from kmds_desktop.app import run_facts, strategy
+from kmds_desktop.app.doctor import server_notes
 from kmds_desktop.app.messages import user_message
 from kmds_desktop.app.presentation import plural
 from kmds_desktop.app.search_log import utc_now
@@ -74,6 +75,8 @@ class LiteratureJobs:
         return self.db.database
 
     def _database_opened(self: LiteraturePanel, db: Any) -> None:
+        for note in server_notes(db):  # the embedded server was found stuck and brought back
+            self.show_message(note, "warning")
         for then in self.db.opened(db):
             then(db)
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QAction, QIcon, QKeySequence
-from PySide6.QtWidgets import QMenu, QMessageBox
+from PySide6.QtGui import QAction, QFontDatabase, QIcon, QKeySequence
+from PySide6.QtWidgets import QDialog, QDialogButtonBox, QMenu, QMessageBox, QPlainTextEdit, QVBoxLayout
 
 from kmds_desktop import __version__
-from kmds_desktop.app import workspace
+from kmds_desktop.app import doctor, workspace
 from kmds_desktop.app.presentation import data_dir, resources_dir
 
 if TYPE_CHECKING:
@@ -134,6 +134,8 @@ class WindowMenus:
 
         help_menu = bar.addMenu("&Help")
         self._action(help_menu, "&Keyboard shortcuts", self.show_shortcuts, None, "shortcuts")
+        self._action(help_menu, "&Diagnose data folder…", self.diagnose_data_folder, None,
+                     "diagnoseDataFolder")
         self._action(help_menu, "&About KMDS Desktop", self.show_about, None, "about")
         self._update_recent_menu()
 
@@ -199,6 +201,34 @@ class WindowMenus:
         box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose, True)
         self.active_dialog = box
         box.open()
+
+    def diagnose_data_folder(self: MainWindow) -> None:
+        """Help > Diagnose data folder: the doctor runs on a worker (it may bring the database server
+        back, seconds), its report opens in a dialog (:mod:`kmds_desktop.app.doctor`)."""
+        self.jobs.submit(
+            "doctor", doctor.diagnose_data_folder, label="Diagnosing the data folder", policy="refuse",
+            on_result=self._show_diagnosis,
+            on_error=lambda exc: self.messages.show_exception(exc, "The data folder could not be diagnosed"),
+        )
+
+    def _show_diagnosis(self: MainWindow, report: Any) -> None:
+        dialog = QDialog(self)
+        dialog.setObjectName("diagnosisDialog")
+        dialog.setWindowTitle(f"Data folder diagnosis: {report.summary()}")
+        text = QPlainTextEdit(report.to_text(), dialog)
+        text.setObjectName("diagnosisReport")
+        text.setReadOnly(True)
+        text.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        text.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, dialog)
+        buttons.rejected.connect(dialog.reject)
+        layout = QVBoxLayout(dialog)
+        layout.addWidget(text)
+        layout.addWidget(buttons)
+        dialog.resize(900, 420)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose, True)
+        self.active_dialog = dialog
+        dialog.open()
 
     def show_shortcuts(self: MainWindow) -> None:
         box = QMessageBox(self)
