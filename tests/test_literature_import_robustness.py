@@ -12,6 +12,7 @@ import json
 import threading
 import time
 import tracemalloc
+import zlib
 from pathlib import Path
 
 import psycopg
@@ -20,13 +21,17 @@ import pytest
 from kmds_desktop.literature.errors import ImportFileError
 from kmds_desktop.literature.store import importers
 from kmds_desktop.literature.store.importers import (
+    MAX_GZIP_RATIO,
     MAX_RECORD_BYTES,
+    MIN_GZIP_CAP,
     BadRecord,
     Record,
     parse_partial_date,
     read_records,
 )
 from kmds_desktop.tasks import Cancelled, CancelToken
+from kmds_desktop.text import MESSAGE_LIMIT
+from kmds_desktop.user_files import ENV_MAX_GZIP_RATIO, size_text
 
 _MIB_OF_A = gzip.compress(b"a" * (1 << 20), compresslevel=9)  # one gzip member: 1 MiB of "a", ~1 KB
 
@@ -181,7 +186,9 @@ def test_nul_characters_and_lone_surrogates_are_cleaned_before_postgresql(pg_emp
 
 
 # -- 4. one record's size is bounded -------------------------------------------------------------------
-def test_a_jsonl_line_past_the_record_limit_is_skipped_without_being_held(pg_empty_database, tmp_path):
+def test_a_jsonl_line_past_the_record_limit_is_skipped_without_being_held(pg_empty_database, tmp_path,
+                                                                           monkeypatch):
+    monkeypatch.setenv(ENV_MAX_GZIP_RATIO, "100000")  # past the file's cap (tests/test_input_bounds.py)
     limit_mib = MAX_RECORD_BYTES >> 20
     path = _gzip_members(tmp_path / "bomb.jsonl.gz",
                          (json.dumps(_rec(1)) + '\n{"id": "x:2", "source": "x", "title": "').encode(),
@@ -204,7 +211,8 @@ def test_a_jsonl_line_past_the_record_limit_is_skipped_without_being_held(pg_emp
 
 
 def test_xml_text_past_the_record_limit_stops_the_file_with_bounded_memory(
-        pg_empty_database, tmp_path, data_home):
+        pg_empty_database, tmp_path, data_home, monkeypatch):
+    monkeypatch.setenv(ENV_MAX_GZIP_RATIO, "100000")  # past the file's cap (tests/test_input_bounds.py)
     good = _jsonl(tmp_path / "good.jsonl", [_rec(1)])
     head = f"<PubmedArticleSet>{_article(94000001, 'A good article')}<PubmedArticle><MedlineCitation>" \
            "<PMID>94000002</PMID><Article><ArticleTitle>"
@@ -300,3 +308,106 @@ def test_cancel_is_not_held_up_by_a_slow_read_of_the_file_ahead(pg_empty_databas
     for thread in readers:
         thread.join(timeout=60)
         assert not thread.is_alive()
+
+
+# -- 6. a .gz bomb stops at its cap; the message says the cap and how to raise it ---------------------------
+def _zeros_gz(path: Path, mib: int, byte: bytes = b"\0") -> Path:
+    """``mib`` MiB of ``byte`` as one gzip stream: about 1 KB on disk per MiB."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)  # 31: the gzip container
+    block = byte * (1 << 20)
+    with path.open("wb") as fh:
+        for _ in range(mib):
+            fh.write(packer.compress(block))
+        fh.write(packer.flush())
+    return path
+
+
+@pytest.mark.timeout(120)  # a guard against an unbounded read, not a timing
+def test_a_gzip_bomb_stops_at_the_cap_and_says_how_to_raise_it(pg_empty_database, tmp_path, data_home,
+                                                              monkeypatch):
+    good = _jsonl(tmp_path / "a_good.jsonl", [_rec(1)])
+    bomb = _zeros_gz(tmp_path / "b_bomb.jsonl.gz", 300)  # 300 MB of zeros in about 300 KB
+    size = bomb.stat().st_size
+    assert size < 400_000
+    cap = max(size * MAX_GZIP_RATIO, MIN_GZIP_CAP)
+    with pytest.raises(ImportFileError) as info:
+        pg_empty_database.import_files([good, bomb])
+    message = str(info.value)
+    assert message.startswith(f"{bomb}: decompresses to more than {size_text(cap)}, the cap for this .gz "
+                              "file")
+    assert f"{MAX_GZIP_RATIO} times its {size_text(size)} on disk" in message
+    assert f"gunzip it and import the plain file, or raise the cap with the environment variable " \
+           f"{ENV_MAX_GZIP_RATIO} (now {MAX_GZIP_RATIO})" in message
+    assert set(_rows(pg_empty_database.dsn)) == {"x:1"}  # the file before it stays, nothing of the bomb
+
+    # Millions of blank lines: the same cap, and no longer minutes of CPU to get there.
+    blank = _zeros_gz(tmp_path / "blank.jsonl.gz", 300, b"\n")
+    with pytest.raises(ImportFileError, match="decompresses to more than"):
+        list(read_records(blank))
+
+    # Raised as the message says, the file is read to its end (each line skipped as too long).
+    monkeypatch.setenv(ENV_MAX_GZIP_RATIO, "2000")
+    items = list(read_records(bomb))
+    assert items and all(isinstance(i, BadRecord) for i in items)
+
+
+def test_the_gzip_cap_leaves_real_gz_files_alone(literature_data):
+    """The shared MEDLINE file expands 6 times, the most any real corpus file here does."""
+    path = literature_data / "raw" / "medline16n0902.xml.gz"
+    text = gzip.decompress(path.read_bytes())
+    assert len(text) > 5 * path.stat().st_size
+    records = [i for i in read_records(path) if isinstance(i, Record)]
+    assert len(records) == text.count(b"</MedlineCitation>") > 600  # every record, to the file's end
+
+
+@pytest.mark.timeout(60)
+def test_a_corpus_file_that_is_a_link_to_dev_zero_is_refused(pg_empty_database, tmp_path):
+    link = tmp_path / "corpus.jsonl"
+    link.symlink_to("/dev/zero")
+    with pytest.raises(ImportFileError, match=r"corpus\.jsonl is a character device .*not a file"):
+        pg_empty_database.import_files([link])
+    with pytest.raises(ImportFileError, match=r"corpus\.jsonl is a character device"):
+        list(read_records(link))
+
+
+# -- 7. fields of the wrong type are refused with their line, not stored as their Python spelling --------
+def test_fields_of_the_wrong_type_skip_the_record_with_its_line(pg_empty_database, tmp_path):
+    path = _jsonl(tmp_path / "typed.jsonl", [
+        _rec(1, abstract="A fine abstract.", year=2019),
+        _rec(2, abstract=["a", "b"]),
+        _rec(3, year=10**30),
+        _rec(4, year="10000000"),
+        _rec(5, year=1e30),
+        {"id": "x:6", "source": "x", "title": 42},
+        _rec(7, authors=["Doe J", {"name": "Roe R"}]),
+        _rec(8, publication_date="100000-01-01"),
+        _rec(9, year=True),
+        _rec(10, year="2018", abstract=None, authors="Solo A"),
+        _rec(11, year=2020.0),
+        {"id": 123, "source": "x", "title": "A numeric id"},
+    ])
+    report = pg_empty_database.import_files([path])
+    reasons = {s.position: s.message for s in report.skipped}
+    assert reasons == {
+        "line 2": "field 'abstract' is a list, expected text",
+        "line 3": f"year {10**30} is not a year from 1000 to 9999",
+        "line 4": "year '10000000' is not a year from 1000 to 9999",
+        "line 5": "year 1e+30 is not a year from 1000 to 9999",
+        "line 6": "field 'title' is a number, expected text",
+        "line 7": "authors item 2 is an object, expected text",
+        "line 8": "publication_date '100000-01-01' does not start with a 4-digit year",
+        "line 9": "year is true/false, expected a number",
+    }
+    rows = _rows(pg_empty_database.dsn)
+    assert set(rows) == {"x:1", "x:10", "x:11", "123"}
+    assert rows["x:1"][1] == "A fine abstract." and rows["x:1"][4] == dt.date(2019, 1, 1)
+    assert rows["x:10"][2] == ["Solo A"] and rows["x:11"][4] == dt.date(2020, 1, 1)
+    assert not any(r[4] == dt.date(1000, 1, 1) for r in rows.values())  # 10^30 was once 1000-01-01
+
+
+def test_a_skipped_record_reason_is_cut_to_a_readable_line(pg_empty_database, tmp_path):
+    path = _jsonl(tmp_path / "long.jsonl", [_rec(1), {"id": "x:" + "9" * 200_000, "source": "x"}])
+    report = pg_empty_database.import_files([path])
+    (skipped,) = report.skipped
+    assert skipped.position == "line 2" and skipped.message.startswith("record 'x:999")
+    assert len(skipped.message) <= MESSAGE_LIMIT and "characters in all)" in skipped.message

@@ -51,6 +51,7 @@ from kmds_desktop.literature.screening.decisions import (
     Key,
     Review,
     ScreeningError,
+    read_decisions_file,
 )
 from kmds_desktop.literature.screening.model_scores import EMBEDDING_SCORER, ModelScore, mean_score
 from kmds_desktop.literature.screening.ordering import (
@@ -914,9 +915,7 @@ class ScreeningSession:
         return path
 
     def import_decisions(self, path: str | Path, reviewer: str | None = None) -> ImportReport:
-        return self.store.import_decisions(
-            self.review.id, Path(path).read_text(encoding="utf-8-sig"), reviewer
-        )
+        return self.store.import_decisions(self.review.id, read_decisions_file(path), reviewer)
 
     def agreement(self, reviewer: str) -> agreement.Agreement:
         return agreement.compare(self.decisions, self.store.other_decisions(self.review.id, reviewer))

@@ -54,6 +54,7 @@ from kmds_desktop.app.run_facts import generation_counts, kind_counts
 from kmds_desktop.config import LiteratureSettings, QueryGenerationSettings, RetrievalSettings
 from kmds_desktop.literature.retrieval.semantic import SEMANTIC_KINDS, VectorCoverage
 from kmds_desktop.literature.strategy.history import row_kind, utc_now
+from kmds_desktop.user_files import file_limit, read_user_text
 
 __all__ = ["FORMAT", "VOLATILE_KEYS", "build_search_log", "document_ref", "load_search_log",
            "search_log_json", "utc_now", "without_volatile", "write_search_log"]
@@ -228,11 +229,9 @@ def write_search_log(log: Mapping[str, Any], path: str | Path) -> Path:
 def load_search_log(path: str | Path) -> dict[str, Any]:
     """Read a log written by :func:`write_search_log` (bounded size); ``ValueError`` when it is not one."""
     path = Path(path)
-    size = path.stat().st_size
-    if size > MAX_LOG_BYTES:
-        raise ValueError(f"{path}: {size:,} bytes is larger than a search log can be")
+    text = read_user_text(path, file_limit(MAX_LOG_BYTES), "search log")  # bounded; never /dev/zero
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(text)
     except RecursionError:
         raise ValueError(f"{path}: nested too deeply to be a search log") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:

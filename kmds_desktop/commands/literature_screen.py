@@ -302,14 +302,25 @@ def _simulate(args: argparse.Namespace) -> int:
     else:
         if not args.question:
             return fail("--collection needs --question", 2)
+        import io
+
+        from kmds_desktop.user_files import open_user_file
+
+        def lines(name: str) -> io.TextIOWrapper:  # regular files only: never a link to /dev/zero
+            return io.TextIOWrapper(open_user_file(folder / name, f"collection's {name}"), encoding="utf-8")
+
         folder: Path = args.collection
-        docs = [json.loads(line) for line in (folder / "corpus.jsonl").open(encoding="utf-8")]
-        for line in (folder / "queries.jsonl").open(encoding="utf-8"):
-            q = json.loads(line)
-            if str(q.get("id") if "id" in q else q.get("_id")) == args.question:
-                question = str(q.get("text") or "")
+        with lines("corpus.jsonl") as fh:
+            docs = [json.loads(line) for line in fh if line.strip()]
+        with lines("queries.jsonl") as fh:
+            for line in fh:
+                if not line.strip():
+                    continue
+                q = json.loads(line)
+                if str(q.get("id") if "id" in q else q.get("_id")) == args.question:
+                    question = str(q.get("text") or "")
         relevant = set()
-        with (folder / "qrels.tsv").open(encoding="utf-8") as fh:
+        with lines("qrels.tsv") as fh:
             for line in fh:
                 parts = line.rstrip("\n").split("\t")
                 if len(parts) >= 2 and parts[0] == args.question:

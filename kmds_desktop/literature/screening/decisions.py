@@ -37,9 +37,17 @@ from pathlib import Path
 from typing import Any
 
 from kmds_desktop.literature.errors import LiteratureError
-from kmds_desktop.literature.screening.records import ScreeningRecord, normalize_doi, normalize_pmid
+from kmds_desktop.literature.screening.records import (
+    CsvProblem,
+    ScreeningRecord,
+    csv_rows,
+    normalize_doi,
+    normalize_pmid,
+)
 from kmds_desktop.literature.store.sqlite_store import SqliteStore
 from kmds_desktop.literature.strategy.history import utc_now
+from kmds_desktop.text import shorten
+from kmds_desktop.user_files import file_limit, read_user_text
 
 SCREENING_FILE = "screening.sqlite3"
 SCHEMA_VERSION = 1
@@ -196,6 +204,18 @@ class ImportReport:
                 f"(line {', '.join(str(n) for n, _ in self.broken[:5])})"
             )
         return "; ".join(parts)
+
+
+#: The largest decisions file read, in bytes (a million decisions are about 150 MB); larger files are
+#: refused before they are read (raise it with ``KMDS_DESKTOP_MAX_FILE_MB``).
+MAX_DECISIONS_FILE_BYTES = 256 << 20
+
+
+def read_decisions_file(path: str | Path) -> str:
+    """The text of another reviewer's decisions file, read bounded and only if it is a regular file
+    (see :mod:`kmds_desktop.user_files`: a link to ``/dev/zero`` is refused, not read until memory
+    ends), for :meth:`DecisionStore.import_decisions`."""
+    return read_user_text(path, file_limit(MAX_DECISIONS_FILE_BYTES), "decisions file")
 
 
 def default_store_path() -> Path:
@@ -490,11 +510,19 @@ class DecisionStore(SqliteStore):
                 index[("doi", rec.doi)] = rec.key
             if rec.pmid:
                 index[("pmid", rec.pmid)] = rec.key
-        reader = csv.reader(io.StringIO(text))
-        header = next(reader, None)
+        rows_read = csv_rows(text)
+        header: list[str] | None = None
         report = ImportReport(reviewer=reviewer or "")
+        for line_no, first in rows_read:
+            if isinstance(first, CsvProblem):
+                report.broken.append((line_no, shorten(first.text())))
+                continue
+            if first:
+                header = first
+                break
         if not header:
-            report.broken.append((1, "the file is empty"))
+            if not report.broken:
+                report.broken.append((1, "the file is empty"))
             return report
         cols = {name.strip().lower(): i for i, name in enumerate(header)}
         missing = [c for c in ("decision",) if c not in cols]
@@ -504,7 +532,10 @@ class DecisionStore(SqliteStore):
             )
             return report
         rows: list[tuple[Key, str, Decision]] = []
-        for line_no, row in enumerate(reader, start=2):
+        for line_no, row in rows_read:
+            if isinstance(row, CsvProblem):
+                report.broken.append((line_no, shorten(row.text())))
+                continue
             if not row or all(not c.strip() for c in row):
                 continue
             if len(row) != len(header):
@@ -519,7 +550,7 @@ class DecisionStore(SqliteStore):
                 decision, decision
             )
             if decision not in DECISIONS:
-                report.broken.append((line_no, f"unknown decision {get('decision')!r}"))
+                report.broken.append((line_no, shorten(f"unknown decision {get('decision')!r}")))
                 continue
             who = reviewer or get("reviewer") or "other"
             report.reviewer = report.reviewer or who
@@ -530,7 +561,8 @@ class DecisionStore(SqliteStore):
             if key is None and pmid:
                 key = index.get(("pmid", pmid))
             if key is None:
-                report.unknown.append(f"{get('source')}:{get('external_id')}".strip(":") or get("doi"))
+                report.unknown.append(
+                    shorten(f"{get('source')}:{get('external_id')}".strip(":") or get("doi"), 80))
                 continue
             rows.append((key, who, Decision(decision, get("reason"), get("note"), None, get("decided_at"))))
         with self._write() as conn:

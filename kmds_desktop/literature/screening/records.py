@@ -8,20 +8,30 @@ screened once (:func:`merge_duplicates`); the others are counted as duplicates r
 
 Loaders: database documents (a search's merged ids or a history set, fetched by the caller), and files
 — CSV (this app's export, or any file with title/abstract columns; ``label_included`` is read for
-simulations) and RIS (via rispy).
+simulations) and RIS (via rispy). A file is read bounded and only if it is a regular file
+(:mod:`kmds_desktop.user_files`), so a link to ``/dev/zero`` is refused, not read until memory ends.
 """
 
 from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kmds_desktop.text import shorten
+from kmds_desktop.user_files import UserFileError, file_limit, read_user_text
+
 _DOI_PREFIX = re.compile(r"^(?:https?://(?:dx\.)?doi\.org/|doi:)", re.IGNORECASE)
+_YEAR = re.compile(r"^\s*(\d{4})(?!\d)")
+
+#: The largest records file (CSV or RIS) read, in bytes: 100,000 records with abstracts are about
+#: 250 MB. Larger files are refused before they are read (raise it with ``KMDS_DESKTOP_MAX_FILE_MB``).
+MAX_RECORDS_FILE_BYTES = 256 << 20
 
 
 def normalize_doi(value: Any) -> str:
@@ -230,53 +240,144 @@ def _file_identity(path: Path, row: Mapping[str, str], n: int, title: str) -> tu
     return f"file:{path.name}", digest
 
 
+@dataclass
+class CsvProblem:
+    """Lines of a CSV file that could not be read as a row (broken quoting), and why."""
+
+    first_line: int
+    last_line: int
+    reason: str
+
+    @property
+    def where(self) -> str:
+        if self.last_line > self.first_line:
+            return f"lines {self.first_line}–{self.last_line}"
+        return f"line {self.first_line}"
+
+    def text(self) -> str:
+        return f"{self.where}: {self.reason}"
+
+
+def _quoting_reason(error: str, first: int, last: int) -> str:
+    """What a strict CSV parser's complaint means for the user, and what to do."""
+    fix = 'close the quote (a quote inside a field is written twice: "")'
+    if "unexpected end of data" in error:
+        if last > first:
+            return (f"a quote opened on line {first} is never closed, so lines {first}–{last} (to the end "
+                    f"of the file) were read as one field and not imported; {fix}")
+        return f"a quote opened on line {first} is never closed; {fix}"
+    if last > first:
+        return (f"broken quoting ({error}): a quote opened on line {first} runs on to line {last}, so "
+                f"these lines were read as one field and not imported; {fix}")
+    return f"broken quoting ({error}); {fix}"
+
+
+def csv_rows(text: str) -> Iterator[tuple[int, list[str] | CsvProblem]]:
+    """The rows of CSV ``text``, each with the line it starts on; broken quoting is a :class:`CsvProblem`.
+
+    Why strict parsing: Python's lenient mode reads a quote left open as one field running to the
+    next quote or the end of the file, silently swallowing every line in between; the strict parser
+    stops there, and the lines it read past are reported by number (the rows after them are read as
+    usual). Why the field size limit is raised: the ``csv`` module refuses a field over 131,072
+    characters (an abstract can be longer), which aborted the whole file with a ``_csv.Error``; no
+    field can be longer than the text, whose size the caller has bounded (``user_files``). The limit
+    is process-wide, so it is only ever raised, never lowered under another reader."""
+    if csv.field_size_limit() < len(text) + 1:
+        csv.field_size_limit(len(text) + 1)
+    reader = csv.reader(io.StringIO(text), strict=True)
+    start = 1
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as err:
+            last = max(reader.line_num, start)
+            yield start, CsvProblem(start, last, _quoting_reason(str(err), start, last))
+            start = last + 1
+            continue
+        yield start, row
+        start = reader.line_num + 1
+
+
+def _refuse_problems(path: Path, problems: list[CsvProblem], what: str) -> None:
+    """A records file with broken quoting is refused whole (nothing added), naming the lines: adding
+    the rest would leave the swallowed records out without the user knowing which."""
+    if not problems:
+        return
+    shown = "; ".join(shorten(p.text(), 240) for p in problems[:3])
+    more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+    raise UserFileError(f"{path}: {len(problems)} place(s) in the {what} could not be read, so nothing was "
+                        f"added: {shown}{more}")
+
+
+def _year(text: str) -> int | None:
+    """A year from the start of ``text`` when it is exactly four digits (``2019``, ``2019-05-01``);
+    ``10000000`` is no year (its first four digits are not one)."""
+    match = _YEAR.match(text)
+    return int(match.group(1)) if match else None
+
+
 def read_csv_records(path: str | Path) -> list[ScreeningRecord]:
     """Records of a CSV with a header row (title, abstract, authors ``; ``-separated, year, journal,
-    doi, pmid, source, external_id, ``label_included``). Lines with no title and no abstract are skipped."""
+    doi, pmid, source, external_id, ``label_included``). Lines with no title and no abstract are skipped.
+
+    The file is read bounded (:func:`~kmds_desktop.user_files.read_user_text`: a regular file, at most
+    :data:`MAX_RECORDS_FILE_BYTES` unless the environment raises it); broken quoting refuses the file
+    with the lines named (see :func:`csv_rows`)."""
     path = Path(path)
+    text = read_user_text(path, file_limit(MAX_RECORDS_FILE_BYTES), "records file")
     out = []
-    with path.open(encoding="utf-8-sig", newline="") as fh:
-        reader = csv.DictReader(fh)
-        if reader.fieldnames is None:
-            return []
-        lower = {name: name.lower().strip() for name in reader.fieldnames if name}
-        for n, raw in enumerate(reader, start=1):
-            row = {lower.get(k, k): (v or "") for k, v in raw.items() if k}
-            title = _first(row, "title", "primary_title")
-            abstract = _first(row, "abstract", "notes_abstract")
-            if not title and not abstract:
-                continue
-            source, ext = _file_identity(path, row, n, title)
-            year_text = _first(row, "year", "publication_year")[:4]
-            label_text = _first(row, "label_included", "included", "label").lower()
-            authors = _first(row, "authors", "author")
-            out.append(
-                ScreeningRecord(
-                    source=source,
-                    external_id=ext,
-                    title=title,
-                    abstract=abstract,
-                    authors=[a.strip() for a in re.split(r";|\band\b", authors) if a.strip()],
-                    year=int(year_text) if year_text.isdigit() else None,
-                    journal=_first(row, "journal", "publication", "secondary_title"),
-                    doi=normalize_doi(_first(row, "doi")),
-                    pmid=normalize_pmid(_first(row, "pmid")),
-                    url=_first(row, "url"),
-                    origins=[f"file {path.name}"],
-                    found_by=[f for f in _first(row, "found_by").split("; ") if f],
-                    label=True if label_text in _TRUE else False if label_text in _FALSE else None,
-                )
+    problems: list[CsvProblem] = []
+    header: list[str] | None = None
+    n = 0
+    for _line, fields in csv_rows(text):
+        if isinstance(fields, CsvProblem):
+            problems.append(fields)
+            continue
+        if header is None:
+            header = [name.lower().strip() for name in fields]
+            continue
+        if not fields:
+            continue
+        n += 1
+        row = {name: value for name, value in zip(header, fields, strict=False) if name}
+        title = _first(row, "title", "primary_title")
+        abstract = _first(row, "abstract", "notes_abstract")
+        if not title and not abstract:
+            continue
+        source, ext = _file_identity(path, row, n, title)
+        label_text = _first(row, "label_included", "included", "label").lower()
+        authors = _first(row, "authors", "author")
+        out.append(
+            ScreeningRecord(
+                source=source,
+                external_id=ext,
+                title=title,
+                abstract=abstract,
+                authors=[a.strip() for a in re.split(r";|\band\b", authors) if a.strip()],
+                year=_year(_first(row, "year", "publication_year")),
+                journal=_first(row, "journal", "publication", "secondary_title"),
+                doi=normalize_doi(_first(row, "doi")),
+                pmid=normalize_pmid(_first(row, "pmid")),
+                url=_first(row, "url"),
+                origins=[f"file {path.name}"],
+                found_by=[f for f in _first(row, "found_by").split("; ") if f],
+                label=True if label_text in _TRUE else False if label_text in _FALSE else None,
             )
+        )
+    _refuse_problems(path, problems, "CSV file")
     return out
 
 
 def read_ris_records(path: str | Path) -> list[ScreeningRecord]:
-    """Records of a RIS file (rispy), known by their ID/AN and DB, else PMID/DOI, else a title hash."""
+    """Records of a RIS file (rispy), known by their ID/AN and DB, else PMID/DOI, else a title hash;
+    read bounded as :func:`read_csv_records` reads."""
     import rispy
 
     path = Path(path)
-    with path.open(encoding="utf-8-sig") as fh:
-        entries = rispy.load(fh)
+    text = read_user_text(path, file_limit(MAX_RECORDS_FILE_BYTES), "records file")
+    entries = rispy.loads(text)
     out = []
     for n, entry in enumerate(entries, start=1):
         title = str(entry.get("title") or entry.get("primary_title") or "")
@@ -292,7 +393,6 @@ def read_ris_records(path: str | Path) -> list[ScreeningRecord]:
         if row["db"].lower() == "pubmed" and str(entry.get("accession_number") or "").isdigit():
             row["pmid"] = str(entry["accession_number"])
         source, ext = _file_identity(path, row, n, title)
-        year_text = str(entry.get("year") or entry.get("publication_year") or "")[:4]
         out.append(
             ScreeningRecord(
                 source=source,
@@ -300,7 +400,7 @@ def read_ris_records(path: str | Path) -> list[ScreeningRecord]:
                 title=title,
                 abstract=abstract,
                 authors=[str(a) for a in entry.get("authors") or entry.get("first_authors") or []],
-                year=int(year_text) if year_text.isdigit() else None,
+                year=_year(str(entry.get("year") or entry.get("publication_year") or "")),
                 journal=str(entry.get("secondary_title") or entry.get("journal_name") or ""),
                 doi=normalize_doi(entry.get("doi")),
                 pmid=normalize_pmid(row.get("pmid")),

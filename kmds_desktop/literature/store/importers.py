@@ -27,6 +27,7 @@ from __future__ import annotations
 import datetime as dt
 import gzip
 import json
+import os
 import re
 import zlib
 from collections.abc import Iterator
@@ -35,6 +36,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from kmds_desktop.literature.errors import ImportFileError
+from kmds_desktop.user_files import ENV_MAX_GZIP_RATIO, UserFileError, env_limit, open_user_file, size_text
 
 _MONTHS = {m: i for i, m in enumerate(
     ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"], start=1)}
@@ -50,7 +52,12 @@ MAX_RECORD_ELEMENTS = 1_000_000
 #: Most bytes (decompressed) of a file parsed whole, as PubMedQA's JSON is: PubMedQA's largest file
 #: (211,269 artificial instances) is a few hundred MB.
 MAX_JSON_FILE_BYTES = 1 << 30
-_SKIP_CHUNK = 1 << 20  # bytes read at a time while reading past an over-long JSONL line
+_SKIP_CHUNK = 1 << 20  # bytes read at a time from a file parsed whole
+#: A ``.gz`` may decompress to at most this many times its size on disk (see :class:`_CappedGzip`):
+#: about ten times what the real corpus files measured here expand to (3.1x to 6.0x).
+MAX_GZIP_RATIO = 50
+#: The least cap on a ``.gz`` file's decompressed size, so a small file of repetitive records is read.
+MIN_GZIP_CAP = 8 << 20
 
 
 def _size(n: int) -> str:
@@ -141,15 +148,71 @@ class ReadMeter:
         return self._last
 
 
+class _CappedGzip:
+    """A ``.gz`` file's decompressed bytes, stopping with an :class:`ImportFileError` past ``cap``.
+
+    Why: every reader bounds one record, but not a file's length, and a ``.gz`` chooses its own: 305 KB
+    of compressed blank lines took 104 s of CPU to read as 300 MB of nothing. Real corpus files
+    expand 3 to 6 times (MEDLINE XML 6.0x, the shared JSONL corpora 3.1 to 5.2x), so the cap is
+    :data:`MAX_GZIP_RATIO` times the size on disk (at least :data:`MIN_GZIP_CAP`), which the
+    environment variable ``KMDS_DESKTOP_MAX_GZIP_RATIO`` raises; the message says both ways on."""
+
+    def __init__(self, raw: IO[bytes], path: Path, size: int, ratio: int, meter: ReadMeter | None) -> None:
+        self._raw, self._meter = raw, meter
+        self._gz = gzip.GzipFile(fileobj=raw, mode="rb")
+        self._path, self._size, self._ratio = path, size, ratio
+        self._cap = max(size * ratio, MIN_GZIP_CAP)
+        self._given = 0
+
+    def _count(self, data: bytes) -> bytes:
+        self._given += len(data)
+        if self._given > self._cap:
+            floor = size_text(MIN_GZIP_CAP)
+            raise ImportFileError(
+                f"{self._path}: decompresses to more than {size_text(self._cap)}, the cap for this .gz file "
+                f"({self._ratio} times its {size_text(self._size)} on disk, at least {floor}), so nothing "
+                "from it was imported; if the file is genuine, gunzip it and import the plain file, or raise "
+                f"the cap with the environment variable {ENV_MAX_GZIP_RATIO} (now {self._ratio})")
+        return data
+
+    def read(self, size: int = -1) -> bytes:
+        if size is None or size < 0:  # never unbounded: at most one byte past the cap
+            size = self._cap + 1 - self._given
+        return self._count(self._gz.read(max(size, 0)))
+
+    def readline(self, size: int = -1) -> bytes:
+        if size is None or size < 0:
+            size = self._cap + 1 - self._given
+        return self._count(self._gz.readline(max(size, 0)))
+
+    def close(self) -> None:
+        if self._meter is not None:
+            _ = self._meter.bytes_read  # the position at the end, kept by the meter once closed
+        try:
+            self._gz.close()
+        finally:
+            self._raw.close()  # GzipFile leaves a file object it was given open
+
+    def __enter__(self) -> _CappedGzip:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def _open_binary(path: Path, meter: ReadMeter | None = None) -> IO[bytes]:
+    """``path`` for reading (decompressed when it is a ``.gz``): only a regular file (a link to
+    ``/dev/zero`` or a FIFO is refused, see :mod:`kmds_desktop.user_files`), and a ``.gz`` capped."""
     try:
-        raw = path.open("rb")
-    except OSError as err:
-        raise ImportFileError(f"cannot open {path}: {err.strerror or err}") from None
+        raw = open_user_file(path, "corpus file")
+        size = os.fstat(raw.fileno()).st_size
+        ratio = env_limit(ENV_MAX_GZIP_RATIO, MAX_GZIP_RATIO) if path.name.lower().endswith(".gz") else 0
+    except UserFileError as err:
+        raise ImportFileError(str(err)) from None
     if meter is not None:
         meter.attach(raw)
-    if path.name.lower().endswith(".gz"):
-        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
+    if ratio:
+        return _CappedGzip(raw, path, size, ratio, meter)  # type: ignore[return-value]
     return raw
 
 
@@ -199,22 +262,66 @@ def _clean_doi(value: Any) -> str | None:
     return text or None
 
 
-def _str_list(value: Any) -> list[str]:
+_JSON_TYPES = {dict: "an object", list: "a list", bool: "true/false", int: "a number", float: "a number",
+               str: "text"}
+
+
+def _kind(value: Any) -> str:
+    """How a JSON value's type reads in a message (``a list``, ``a number``)."""
+    return _JSON_TYPES.get(type(value), type(value).__name__)
+
+
+def _text_field(data: dict[str, Any], name: str, *, numbers: bool = False) -> str | None:
+    """The text of field ``name`` (None when absent or null), refusing another type.
+
+    Why refuse: ``str()`` of a list stored ``['a', 'b']`` as an abstract, a wrong value that looks
+    like data; the record is skipped with its line number instead, so the user can fix the source.
+    ``numbers`` also takes a whole number (an id or PMID written as a JSON number)."""
+    value = data.get(name)
+    if value is None or isinstance(value, str):
+        return _clean(value)
+    if numbers and isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return str(value)
+    raise ValueError(f"field {name!r} is {_kind(value)}, expected text")
+
+
+def _str_list(value: Any, name: str = "field") -> list[str]:
+    """A list of text (one text is a list of one); any other type, or an item that is not text, is
+    refused rather than written as its Python spelling."""
     if value is None:
         return []
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list):
-        raise ValueError(f"expected a list of text, got {type(value).__name__}")
+        raise ValueError(f"{name} is {_kind(value)}, expected a list of text")
+    for number, item in enumerate(value, start=1):
+        if item is not None and not isinstance(item, str):
+            raise ValueError(f"{name} item {number} is {_kind(item)}, expected text")
     return [t for t in (_clean(v) for v in value) if t]
 
 
+_YEAR_TEXT = re.compile(r"\s*(\d{4})(?!\d)")
+
+
 def _year_date(value: Any) -> dt.date | None:
-    if value in (None, ""):
+    """January 1st of a year given as a whole number (``2019``, or ``2019.0`` as some writers put it)
+    or as text that starts with four digits (``"2019"``, ``"2019-05"``); anything else is refused:
+    10^30 is no year, and its first four digits (1000) are not one either."""
+    if value is None or value == "":
         return None
-    year = int(str(value).strip()[:4])
-    if not 1000 <= year <= 9999:
-        raise ValueError(f"year {value!r} out of range")
+    year: int | None = None
+    if isinstance(value, (bool, list, dict)):
+        raise ValueError(f"year is {_kind(value)}, expected a number")
+    if isinstance(value, int):
+        year = value
+    elif isinstance(value, float):
+        year = int(value) if value.is_integer() and abs(value) < 1e6 else None
+    elif isinstance(value, str):
+        match = _YEAR_TEXT.match(value)
+        year = int(match.group(1)) if match else None
+    if year is None or not 1000 <= year <= 9999:
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:40] + "…"
+        raise ValueError(f"year {shown} is not a year from 1000 to 9999")
     return dt.date(year, 1, 1)
 
 
@@ -238,7 +345,8 @@ def parse_partial_date(year: Any, month: Any = None, day: Any = None) -> dt.date
     ASCII digits of bounded length (month and day up to 2, year 4), so no part can overflow."""
     if year in (None, ""):
         return None
-    y = _number(str(year).strip()[:4], 4)
+    year_text = str(year).strip()
+    y = _number(year_text, 4) if len(year_text) == 4 else None  # "10000" is no year, nor is its "1000"
     if y is None:
         return None
     m: int | None = 1
@@ -263,38 +371,70 @@ def parse_partial_date(year: Any, month: Any = None, day: Any = None) -> dt.date
 
 
 # -- JSONL ------------------------------------------------------------------------------------------
-def _lines(raw: IO[bytes], limit: int) -> Iterator[bytes | None]:
-    """The lines of ``raw`` (with their newline), None for one longer than ``limit`` bytes.
+_LINE_BLOCK = 1 << 20  # bytes of a JSONL file read at a time
+#: A line with something on it, from its start (``re.M``) to its end; blank lines never match.
+_CONTENT_LINE = re.compile(rb"^[^\S\n]*\S[^\n]*", re.MULTILINE)
+
+
+def _lines(raw: IO[bytes], limit: int) -> Iterator[tuple[int, bytes | None]]:
+    """The lines of ``raw`` that are not blank, each with its number (from 1) and without its
+    newline; None for one longer than ``limit`` bytes.
 
     Why not iterate a text wrapper: it holds a whole line however long, so a ``.gz`` that
-    decompresses to one endless line would exhaust memory. Here a line is read with at most
-    ``limit + 1`` bytes held, and the rest of an over-long line is read past in small pieces."""
-    while line := raw.readline(limit + 1):
-        if len(line) <= limit or line.endswith(b"\n"):
-            yield line
+    decompresses to one endless line would exhaust memory. Here at most ``limit`` bytes of a line are
+    held; an over-long line is read past and dropped. Why blocks and a regular expression, not
+    ``readline``: blank lines are found and counted in C, so a file of millions of them (a
+    compressed one costs a few hundred KB) reads in a fraction of a second, not minutes."""
+    lineno = 1  # the number of the line ``carry`` is the start of
+    carry = bytearray()  # the start of a line whose end has not been read yet
+    too_long = False  # that line is past ``limit``: its bytes are not kept
+    while block := raw.read(_LINE_BLOCK):
+        first = block.find(b"\n")
+        if first < 0:  # the whole block continues the line in ``carry``
+            if not too_long:
+                carry += block
+                if len(carry) > limit:
+                    carry, too_long = bytearray(), True
             continue
-        while not line.endswith(b"\n"):
-            line = raw.readline(_SKIP_CHUNK)
-            if not line:
-                break
-        yield None
+        if too_long or len(carry) + first > limit:
+            yield lineno, None
+        else:
+            carry += block[:first]
+            if carry.strip():
+                yield lineno, bytes(carry)
+        carry, too_long = bytearray(), False
+        lineno += 1
+        last = block.rfind(b"\n")
+        pos = first + 1  # ``lineno`` is the number of the line that starts at ``pos``
+        for match in _CONTENT_LINE.finditer(block, pos, last):
+            lineno += block.count(b"\n", pos, match.start())
+            pos = match.start()
+            line = match.group()
+            yield lineno, (line if len(line) <= limit else None)
+        lineno += block.count(b"\n", pos, last + 1)
+        carry += block[last + 1:]
+        if len(carry) > limit:
+            carry, too_long = bytearray(), True
+    if too_long:
+        yield lineno, None
+    elif carry.strip():
+        yield lineno, bytes(carry)
 
 
 def read_jsonl(path: Path, meter: ReadMeter | None = None) -> Iterator[Item]:
     """The shared format: ``{id, title, abstract, year, authors, journal, doi, pmid, source, origin}``.
 
     A line that is not JSON, nested too deeply for the parser, longer than :data:`MAX_RECORD_BYTES`
-    or not a usable record is a :class:`BadRecord`; bytes that are not UTF-8 stop the file."""
+    or not a usable record (a field of the wrong type: a list for an abstract, a number for a title,
+    a year that is not one) is a :class:`BadRecord` with its line number; bytes that are not UTF-8
+    stop the file."""
     with _open_binary(path, meter) as raw:
         lineno = 0
         try:
-            for line in _lines(raw, MAX_RECORD_BYTES):
-                lineno += 1
+            for lineno, line in _lines(raw, MAX_RECORD_BYTES):
                 if line is None:
                     yield BadRecord(f"line {lineno}", f"longer than {_size(MAX_RECORD_BYTES)}, the limit "
                                     "for one record (real records are under 1 MB); skipped unread")
-                    continue
-                if not line.strip():
                     continue
                 try:
                     text = line.decode("utf-8")
@@ -322,10 +462,10 @@ def read_jsonl(path: Path, meter: ReadMeter | None = None) -> Iterator[Item]:
 def _jsonl_record(data: Any) -> Record:
     if not isinstance(data, dict):
         raise ValueError("a record must be a JSON object")
-    rec_id = _clean(data.get("id"))
+    rec_id = _text_field(data, "id", numbers=True)
     prefix = rec_id.split(":", 1)[0] if rec_id and ":" in rec_id else ""
-    source = (_clean(data.get("source")) or prefix).lower()
-    pmid = _clean(data.get("pmid"))
+    source = (_text_field(data, "source") or prefix).lower()
+    pmid = _text_field(data, "pmid", numbers=True)
     if source == "pubmed" or (not source and pmid):
         source = "pubmed"
         if not _is_pmid(pmid):
@@ -339,15 +479,19 @@ def _jsonl_record(data: Any) -> Record:
         external_id = rec_id
         if source == "medrxiv":  # BMLibrarian's key for a preprint: the bare DOI
             bare = rec_id.split(":", 1)[1] if rec_id.lower().startswith("medrxiv:") else rec_id
-            external_id = _clean_doi(data.get("doi")) or _clean_doi(bare) or rec_id
+            external_id = _clean_doi(_text_field(data, "doi")) or _clean_doi(bare) or rec_id
     is_preprint_doi = source == "medrxiv" and external_id.startswith("10.")
-    title, abstract = _clean(data.get("title")), _clean(data.get("abstract"))
+    title, abstract = _text_field(data, "title"), _text_field(data, "abstract")
     if not title and not abstract:
         raise ValueError(f"record {rec_id or pmid!r} has neither title nor abstract")
     pub_date = None
-    if data.get("publication_date"):
-        parts = str(data["publication_date"]).split("-")
-        pub_date = parse_partial_date(*parts[:3])
+    date_text = _text_field(data, "publication_date")
+    if date_text:
+        parts = date_text.split("-")
+        year_match = _YEAR_TEXT.match(parts[0])
+        if not year_match:
+            raise ValueError(f"publication_date {date_text[:40]!r} does not start with a 4-digit year")
+        pub_date = parse_partial_date(year_match.group(1), *parts[1:3])
     elif data.get("year") is not None:
         pub_date = _year_date(data.get("year"))
     return Record(
@@ -355,13 +499,13 @@ def _jsonl_record(data: Any) -> Record:
         external_id=external_id,
         title=title,
         abstract=abstract,
-        authors=_str_list(data.get("authors")),
-        publication=_clean(data.get("journal") or data.get("publication")),
+        authors=_str_list(data.get("authors"), "authors"),
+        publication=_text_field(data, "journal") or _text_field(data, "publication"),
         publication_date=pub_date,
-        doi=_clean_doi(data.get("doi")) or (external_id if is_preprint_doi else None),
-        mesh_terms=_str_list(data.get("mesh_terms")),
-        keywords=_str_list(data.get("keywords")),
-        url=_clean(data.get("url")),
+        doi=_clean_doi(_text_field(data, "doi")) or (external_id if is_preprint_doi else None),
+        mesh_terms=_str_list(data.get("mesh_terms"), "mesh_terms"),
+        keywords=_str_list(data.get("keywords"), "keywords"),
+        url=_text_field(data, "url"),
     )
 
 
@@ -615,7 +759,7 @@ def read_pubmedqa(path: Path, meter: ReadMeter | None = None) -> Iterator[Item]:
                 raise ValueError("key is not a PMID")
             if not isinstance(entry, dict):
                 raise ValueError("entry is not an object")
-            contexts = _str_list(entry.get("CONTEXTS"))
+            contexts = _str_list(entry.get("CONTEXTS"), "CONTEXTS")
             if not contexts:
                 raise ValueError("entry has no CONTEXTS")
             labels = entry.get("LABELS") or []
@@ -625,6 +769,6 @@ def read_pubmedqa(path: Path, meter: ReadMeter | None = None) -> Iterator[Item]:
                 parts.append(f"{label}: {ctx}" if label else ctx)
             yield Record(source="pubmed", external_id=pmid, abstract=" ".join(parts),
                          publication_date=_year_date(entry.get("YEAR")),
-                         mesh_terms=_str_list(entry.get("MESHES")))
+                         mesh_terms=_str_list(entry.get("MESHES"), "MESHES"))
         except (ValueError, TypeError) as err:
             yield BadRecord(position, str(err))

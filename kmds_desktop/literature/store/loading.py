@@ -66,7 +66,8 @@ from kmds_desktop.literature.store.importers import (
 )
 from kmds_desktop.literature.store.schema import KNOWN_SOURCES, current_version
 from kmds_desktop.tasks import Cancelled, CancelToken, ProgressFn, check, report
-from kmds_desktop.text import plural
+from kmds_desktop.text import plural, shorten
+from kmds_desktop.user_files import UserFileError, open_user_file
 
 _COLUMNS = ("doi", "title", "abstract", "authors", "publication", "publication_date", "mesh_terms",
             "keywords", "url")
@@ -245,8 +246,11 @@ def import_file(conn: psycopg.Connection, path: Path, *, progress: ProgressFn | 
     started = time.perf_counter()
     target = target or _target(conn)
     fmt = detect_format(path)
-    if not path.is_file():
-        raise ImportFileError(f"cannot import {path}: no such file")
+    if not path.is_file():  # missing, a folder, a device or a FIFO: the reader's refusal says which
+        try:
+            open_user_file(path, "corpus file").close()
+        except UserFileError as err:
+            raise ImportFileError(str(err)) from None
     rep = FileReport(path=str(path), format=fmt)
     if items is None:
         meter = ReadMeter()
@@ -273,7 +277,8 @@ def import_file(conn: psycopg.Connection, path: Path, *, progress: ProgressFn | 
             ) as copy:
                 for item in records:
                     if isinstance(item, BadRecord):
-                        rep.skipped.append(SkippedRecord(str(path), item.position, item.message))
+                        # Cut to one readable line: a reason may quote a 200,000-character field.
+                        rep.skipped.append(SkippedRecord(str(path), item.position, shorten(item.message)))
                         continue
                     if isinstance(item, Note):
                         rep.notes.append(item.message)

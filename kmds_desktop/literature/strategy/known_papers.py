@@ -3,8 +3,9 @@
 Review teams validate a strategy against a set of papers they already know are relevant. They come
 as pasted PMIDs / DOIs / source ids (``cf:139``, ``scifact:4983``), or as a reference manager's export
 in RIS (read with ``rispy``) or BibTeX (read with ``bibtexparser``). Input from outside is bounded: at
-most :data:`MAX_BYTES` of text and :data:`MAX_PAPERS` papers; a file that cannot be parsed gives one
-clear error line.
+most :data:`MAX_BYTES` of text (a file: :func:`~kmds_desktop.user_files.file_limit`, which the
+environment can raise) and :data:`MAX_PAPERS` papers; only a regular file is read (never a device or a
+pipe); a file that cannot be parsed gives one clear error line.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kmds_desktop.literature.errors import LiteratureError
+from kmds_desktop.user_files import UserFileError, file_limit, read_user_text
 
 MAX_BYTES = 20 * 1024 * 1024
 MAX_PAPERS = 20_000
@@ -108,7 +110,8 @@ def parse_identifiers(text: str, origin: str = "pasted") -> list[KnownPaper]:
 
 def _parse(text: str, origin: str, *, strict: bool) -> tuple[list[KnownPaper], list[UnreadableItem]]:
     if len(text.encode("utf-8", "replace")) > MAX_BYTES:
-        raise KnownPapersError(f"the pasted text is larger than {MAX_BYTES // (1024 * 1024)} MB")
+        raise KnownPapersError(f"the pasted text is larger than {MAX_BYTES // (1024 * 1024)} MB, the limit "
+                               "for pasted identifiers; paste them in parts, or load them from a file")
     items = [t for t in re.split(r"[\s,;]+", text) if t]
     papers: list[KnownPaper] = []
     unreadable: list[UnreadableItem] = []
@@ -139,20 +142,18 @@ def _parse(text: str, origin: str, *, strict: bool) -> tuple[list[KnownPaper], l
                     raise KnownPapersError(bad.text())
                 unreadable.append(bad)
         if len(papers) + len(unreadable) > MAX_PAPERS:
-            raise KnownPapersError(f"more than {MAX_PAPERS} known papers")
+            raise KnownPapersError(f"more than {MAX_PAPERS:,} known papers, the limit for one check; check "
+                                   "them in parts")
     return papers, unreadable
 
 
 def read_known_file(path: str | Path) -> list[KnownPaper]:
     """Known papers from a RIS (``.ris``), BibTeX (``.bib``) or plain identifier list (anything else)."""
     path = Path(path)
-    try:
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            raise KnownPapersError(f"{path}: larger than {MAX_BYTES // (1024 * 1024)} MB")
-        text = path.read_bytes().decode("utf-8-sig", errors="replace")
-    except OSError as err:
-        raise KnownPapersError(f"cannot read {path}: {err.strerror or err}") from None
+    try:  # bounded, and only a regular file: a link to /dev/zero is refused, not read until memory ends
+        text = read_user_text(path, file_limit(MAX_BYTES), "known-papers file", errors="replace")
+    except UserFileError as err:
+        raise KnownPapersError(str(err)) from None
     suffix = path.suffix.lower()
     stripped = text.lstrip()
     if suffix in (".ris", ".nbib") or stripped.startswith("TY  -"):
@@ -203,7 +204,8 @@ def parse_ris(text: str, name: str = "RIS") -> list[KnownPaper]:
     papers: list[KnownPaper] = []
     for number, entry in enumerate(entries, start=1):
         if number > MAX_PAPERS:
-            raise KnownPapersError(f"{name}: more than {MAX_PAPERS} records")
+            raise KnownPapersError(f"{name}: more than {MAX_PAPERS:,} records, the limit for one check; "
+                                   "check them in parts")
         title = _first(entry.get("title") or entry.get("primary_title"))
         doi = _clean_doi(_first(entry.get("doi")) or "")
         accession = _first(entry.get("accession_number"))
@@ -237,7 +239,8 @@ def parse_bibtex(text: str, name: str = "BibTeX") -> list[KnownPaper]:
     papers: list[KnownPaper] = []
     for number, entry in enumerate(library.entries, start=1):
         if number > MAX_PAPERS:
-            raise KnownPapersError(f"{name}: more than {MAX_PAPERS} entries")
+            raise KnownPapersError(f"{name}: more than {MAX_PAPERS:,} entries, the limit for one check; "
+                                   "check them in parts")
         fields = {k.lower(): str(f.value) for k, f in entry.fields_dict.items()}
 
         def field(key: str, fields: dict[str, str] = fields) -> str | None:
