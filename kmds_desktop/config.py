@@ -169,6 +169,9 @@ class UISettings(_Section):
     splitter_sizes: list[int] = Field(default_factory=list)
     question_history: list[str] = Field(default_factory=list)
     max_recent: int = Field(10, ge=1, le=50)
+    #: The folder each kind of file dialog last chose a file in ("kb", "literature", "export", ...):
+    #: the next dialog of that kind starts there, not in the home folder.
+    last_folders: dict[str, str] = Field(default_factory=dict)
 
     def add_recent(self, path: str) -> None:
         """Put ``path`` first in the recent list (no duplicates, bounded)."""

@@ -209,6 +209,21 @@ def one_line(text: Any, width: int) -> str:
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
+#: :func:`edited_route`'s default ``workflow``: keep the previous route's.
+KEEP_WORKFLOW = object()
+#: The Route box's Workflow choice that does not narrow the records to one workflow.
+ANY_WORKFLOW = "any"
+
+
+def workflow_choices(kb: Any) -> list[str]:
+    """The workflows a route may be narrowed to, by name, in the KB's order (none without a KB): the
+    Route box offers these and "any"."""
+    if kb is None:
+        return []
+    names = [str(w.name) for w in getattr(kb, "workflows", []) if getattr(w, "name", "")]
+    return list(dict.fromkeys(names))
+
+
 def edited_route(
     intent_class: str,
     *,
@@ -217,10 +232,14 @@ def edited_route(
     finding_min: int | None = None,
     finding_max: int | None = None,
     previous: Any = None,
+    workflow: str | None | object = KEEP_WORKFLOW,
 ) -> Any:
     """The route a user edited (template, filters), validated by the orchestrator's route model;
     ``previous`` itself (its explanation and listing kept) when nothing was changed, so "Re-run on
     this route" without an edit runs the same route and gives the same records.
+
+    ``workflow``: the workflow the records must belong to (None or "": any); by default the
+    previous route's (a caller with no workflow field keeps what the router chose).
 
     Why here: the model accepts a range whose first finding is after its last, and the template
     then finds nothing with no word of why; the check comes first so the user reads the cause.
@@ -241,8 +260,8 @@ def edited_route(
                 "keyword": (keyword or "").strip() or None,
                 "finding_seq_min": finding_min,
                 "finding_seq_max": finding_max,
-                # the editor has no workflow field: the previous route's workflow stays
-                "workflow": previous.filters.workflow if previous is not None else None,
+                "workflow": ((previous.filters.workflow if previous is not None else None)
+                             if workflow is KEEP_WORKFLOW else (str(workflow or "").strip() or None)),
             },
             "explanation": "Route edited by the user.",
         }

@@ -517,6 +517,8 @@ class LiteratureSession(Observable):
         self.documents: list[dict[str, Any]] = []  # merged, best rank first, each with "rank"
         self.database_name = ""
         self._checking: set[tuple[int, int]] = set()  # (uid, revision) a check job is answering
+        #: (documents, documents a semantic row searches) at the last status read (see database_counted)
+        self._database_counts: tuple[int | None, int | None] | None = None
         #: The history window's known papers (kept while the window is closed).
         self.known_papers = KnownPapersInput()
 
@@ -872,6 +874,39 @@ class LiteratureSession(Observable):
         if uids:
             self.announce(CHECKS_WANTED, uids)
         return uids
+
+    def database_counted(self, documents: int | None, searchable: int | None, *,
+                         exact: bool = True) -> list[int]:
+        """The database's status was read: ``documents`` in it, ``searchable`` of them by a semantic
+        row (those with a vector; None when not known). Returns the uids whose Matches changed.
+
+        After an import (or an embedding run) the counts the rows show describe the database as it
+        was: a full-text row that has a count is checked again (it waits for a check, announced as
+        :data:`CHECKS_WANTED`), and a semantic row that has a count gets the new number of documents
+        it searches. The first reading only records the counts (nothing was counted before it).
+        """
+        before = self._database_counts
+        self._database_counts = (documents, searchable)
+        if before is None or before == (documents, searchable):
+            return []
+        recheck: list[int] = []
+        changed: list[int] = []
+        for row in self.rows:
+            if row.matches is None:
+                continue
+            if row.semantic:
+                if searchable is not None and (row.matches, row.matches_exact) != (searchable, exact):
+                    row.matches, row.matches_exact = searchable, exact
+                    changed.append(row.uid)
+            elif before[0] != documents and row.validity == VALID:
+                row.validity = CHECKING
+                recheck.append(row.uid)
+                changed.append(row.uid)
+        if changed:
+            self.announce(ROWS_CHANGED, changed)
+        if recheck:
+            self.announce(CHECKS_WANTED, recheck)
+        return changed
 
     # --- running -------------------------------------------------------------------------------
     def plan_run(self, now: str = "") -> RunPlan:

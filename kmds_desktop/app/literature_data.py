@@ -145,6 +145,33 @@ def database_status(
     return status
 
 
+def everything_embedded(vectors: dict[str, Any] | None) -> bool:
+    """Whether every document has its vector (``vector_status``: the table exists, some have one, none
+    needs one): then Embed documents has nothing to do, and the window says so instead of offering it.
+    Unknown (no status yet, or a failed read) is not "everything": the user may still embed."""
+    if not vectors or not vectors.get("available") or vectors.get("error"):
+        return False
+    needing = vectors.get("needing")
+    return needing is not None and int(needing) == 0 and int(vectors.get("with_vectors") or 0) > 0
+
+
+def semantic_searchable(vectors: dict[str, Any] | None,
+                        database_vectors: dict[str, Any] | None = None) -> tuple[int | None, bool]:
+    """``(documents a semantic row searches, exact?)`` by the status: the database's own vectors when
+    semantic rows search those (an estimate on a large table), else the documents with the app's vector
+    (0 when there is no vector table yet); None when the status has not said."""
+    if database_vectors and database_vectors.get("with_vectors"):
+        return int(database_vectors["with_vectors"]), not database_vectors.get("estimated")
+    if not vectors or vectors.get("error"):
+        return None, True
+    return (int(vectors.get("with_vectors") or 0) if vectors.get("available") else 0), True
+
+
+#: The Embed button's tooltip while every document has a vector (it is disabled then).
+EVERYTHING_EMBEDDED = ("Every document has a vector for semantic rows: nothing to embed. Importing documents "
+                       "enables this again.")
+
+
 def describe_vectors(vectors: dict[str, Any] | None, database_vectors: dict[str, Any] | None = None) -> str:
     """A few words for the window's status: "8,000 with vectors", "316 to embed", "no vectors"; on a
     database with its own vectors, those first ("≈36,000,000 with the database's own … vectors")."""

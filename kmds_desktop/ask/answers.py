@@ -241,7 +241,9 @@ def _records(n: int, listing: bool, total: int | None) -> str:
     if listing:
         if total is not None and total > n:
             return f"the first {n} of the {total} matching observations (raise the limit to see the rest)"
-        return "the one matching observation" if n == 1 else f"all {n} matching observations"
+        if n <= 2:  # "all 2 matching" reads oddly: one, both, then all n
+            return "the one matching observation" if n == 1 else "both matching observations"
+        return f"all {n} matching observations"
     if total is not None and total > n:
         return f"the {n} most relevant of {total} relevant observations (raise the limit to see the rest)"
     return "the one relevant observation" if n == 1 else f"the {n} relevant observations"

@@ -23,7 +23,6 @@ from typing import Any
 from PySide6.QtCore import QModelIndex, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QKeySequence, QShortcut, QTextCharFormat
 from PySide6.QtWidgets import (
-    QFileDialog,
     QHBoxLayout,
     QLabel,
     QPushButton,
@@ -34,6 +33,7 @@ from PySide6.QtWidgets import (
 )
 
 from kmds_desktop.app import ask as app_ask
+from kmds_desktop.app import last_folders
 from kmds_desktop.app.ask import (
     RENDERED,
     RETRIEVED,
@@ -45,6 +45,7 @@ from kmds_desktop.app.ask import (
     citation_number,
     displayed_answer,
 )
+from kmds_desktop.ui import file_dialogs
 from kmds_desktop.ui.ask_question import QuestionEdit
 from kmds_desktop.ui.ask_results import RecordsTable, ResultsModel
 from kmds_desktop.ui.ask_route import (
@@ -90,6 +91,9 @@ class AskPanel(QWidget):
         #: Which KB is open (its name is shown when an answer is cleared; see kb_changed).
         self._kb: Any = None
         self._kb_name = ""
+        #: While the state line says an answer was cleared: the KB that answer was about (None otherwise).
+        #: Another KB opened after that rewrites the line, which must name the KB open *now*.
+        self._cleared_about: str | None = None
 
         self.question = QuestionEdit()
         self.question.show_history(self.session.history)
@@ -174,6 +178,10 @@ class AskPanel(QWidget):
         if kb is not self._kb:
             self._kb = kb
             self._kb_name = Path(str(getattr(kb, "path", "") or "")).name or "the new knowledge base"
+            self.route_editor.set_workflows(app_ask.workflow_choices(kb))
+        if outcome != "cleared" and self._cleared_about is not None and kb is not None:
+            # Nothing asked since the last switch: the note stays, naming the KB open now.
+            self.state.setText(self._cleared_note(self._cleared_about))
         if outcome == "stale":
             note = " The knowledge base was edited since: a cited record may have changed."
             if self.result is not None and note not in self.state.text():
@@ -190,9 +198,12 @@ class AskPanel(QWidget):
         self.results.set_results([])
         self.answer.clear()
         self.route_editor.clear()
-        self.state.setText(
-            f"The last answer was about {previous}; {self._kb_name} is open now: ask again to answer from it."
-        )
+        self._cleared_about = previous
+        self.state.setText(self._cleared_note(previous))
+
+    def _cleared_note(self, about: str) -> str:
+        """The state line after an answer about ``about`` was cleared: it names the KB open now."""
+        return f"The last answer was about {about}; {self._kb_name} is open now: ask again to answer from it."
 
     def ask(self, question: str | None = None, *, route: Any = None) -> Job | None:
         """Answer ``question`` (default: the question box); ``route`` skips the router (re-run)."""
@@ -247,6 +258,7 @@ class AskPanel(QWidget):
         self.answer.setHtml(f"<p style='color:#666'><i>{html.escape(text)}</i></p>")
         self.ask_button.setEnabled(False)
         self.cancel_button.setEnabled(True)
+        self._cleared_about = None
         self.state.setText("Thinking…")
         return job
 
@@ -259,7 +271,8 @@ class AskPanel(QWidget):
         if self.result is None:
             self.message.emit("warning", "There is no answer to export yet.", "")
             return
-        name, _ = QFileDialog.getSaveFileName(self, "Export answer", "answer.md", "Markdown (*.md)")
+        name = file_dialogs.save_file(self, last_folders.EXPORT, "Export answer", "answer.md",
+                                      "Markdown (*.md)")
         if name:
             self.export_answer(name)
 

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from kmds_desktop.app.ask import edited_route
+from kmds_desktop.app.ask import ANY_WORKFLOW, edited_route
 
 INTENT_LABELS = {
     "exploratory_search": "Exploratory observations",
@@ -90,6 +90,11 @@ class RouteEditor(QGroupBox):
         self.obs_type.setPlaceholderText("any type")
         self.keyword = QLineEdit()
         self.keyword.setPlaceholderText("any word")
+        #: The open KB's workflows and "any" (data None): the records of one workflow, or of all.
+        self.workflow = QComboBox()
+        self.workflow.setObjectName("routeWorkflow")
+        self.workflow.setToolTip("Only the records of this workflow of the open knowledge base")
+        self.set_workflows([])
         self.seq_min = self._seq_box()
         self.seq_max = self._seq_box()
         #: The route the editor was filled from (Re-run without an edit runs exactly it).
@@ -110,6 +115,7 @@ class RouteEditor(QGroupBox):
         form.addRow("Type contains", self.obs_type)
         form.addRow("Findings", seq_row)
         form.addRow("Keyword", self.keyword)
+        form.addRow("Workflow", self.workflow)
         layout = QVBoxLayout(self)
         layout.addWidget(self.summary)
         layout.addLayout(form)
@@ -128,11 +134,32 @@ class RouteEditor(QGroupBox):
         self.template.setCurrentIndex(0)
         self.obs_type.clear()
         self.keyword.clear()
+        self.workflow.setCurrentIndex(0)
         self.seq_min.setValue(-1)
         self.seq_max.setValue(-1)
         self.error.setVisible(False)
         self.rerun_button.setEnabled(False)
         self._shown_route = None
+
+    def set_workflows(self, names: list[str]) -> None:
+        """Offer the open KB's workflows (:func:`~kmds_desktop.app.ask.workflow_choices`) and "any";
+        the choice goes back to "any" (another KB's workflow would narrow a re-run to nothing)."""
+        self.workflow.clear()
+        self.workflow.addItem(ANY_WORKFLOW, None)
+        for name in names:
+            self.workflow.addItem(name, name)
+
+    def _show_workflow(self, name: str | None) -> None:
+        """Select ``name`` (None: "any"); a router's loose name ("Penguin") not in the list is added,
+        so the field shows the filter that ran and a re-run keeps it."""
+        if not name:
+            self.workflow.setCurrentIndex(0)
+            return
+        idx = self.workflow.findData(name)
+        if idx < 0:
+            self.workflow.addItem(name, name)
+            idx = self.workflow.count() - 1
+        self.workflow.setCurrentIndex(idx)
 
     @staticmethod
     def _seq_box() -> QSpinBox:
@@ -187,6 +214,7 @@ class RouteEditor(QGroupBox):
         f = route.filters
         self.obs_type.setText(f.obs_type_filter or "")
         self.keyword.setText(f.keyword or "")
+        self._show_workflow(f.workflow)
         self.seq_min.setValue(-1 if f.finding_seq_min is None else f.finding_seq_min)
         self.seq_max.setValue(-1 if f.finding_seq_max is None else f.finding_seq_max)
 
@@ -201,6 +229,7 @@ class RouteEditor(QGroupBox):
             finding_min=None if low < 0 else low,
             finding_max=None if high < 0 else high,
             previous=self._shown_route,
+            workflow=self.workflow.currentData(),
         )
 
     def _rerun(self) -> None:

@@ -13,8 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtWidgets import QFileDialog
-
+from kmds_desktop.app import last_folders
 from kmds_desktop.app.presentation import SearchWorkbench, known_check_text, plural
 from kmds_desktop.app.strategy import (
     KnownPapersCheck,
@@ -23,6 +22,7 @@ from kmds_desktop.app.strategy import (
     searches_overlap,
     write_set_report,
 )
+from kmds_desktop.ui import file_dialogs
 from kmds_desktop.ui.markdown_render import to_html
 
 if TYPE_CHECKING:
@@ -65,8 +65,8 @@ class HistoryChecks:
 
     def load_known_file(self: SearchHistoryDialog, path: str | None = None) -> None:
         if path is None:
-            path, _ = QFileDialog.getOpenFileName(self, "Known papers", str(Path.home()),
-                                                  "References (*.ris *.bib *.txt);;All files (*)")
+            path = file_dialogs.open_file(self, last_folders.KNOWN_PAPERS, "Known papers",
+                                          "References (*.ris *.bib *.txt);;All files (*)")
             if not path:
                 return
         self.known_file = path
@@ -131,7 +131,7 @@ class HistoryChecks:
                    suffixes: tuple[str, ...]) -> str | None:
         """``path``, or the one the user picks; without a known suffix the first is added."""
         if path is None:
-            path, _ = QFileDialog.getSaveFileName(self, title, str(Path.home() / suggested), filters)
+            path = file_dialogs.save_file(self, last_folders.EXPORT, title, suggested, filters)
             if not path:
                 return None
         return path if Path(path).suffix.lower() in suffixes else f"{path}{suffixes[0]}"

@@ -13,13 +13,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtWidgets import QFileDialog
-
 from kmds_desktop import __version__
+from kmds_desktop.app import last_folders
 from kmds_desktop.app import literature_data as lj
 from kmds_desktop.app import presentation as export_mod
 from kmds_desktop.app.messages import user_message
 from kmds_desktop.app.search_log import write_search_log
+from kmds_desktop.ui import file_dialogs
 from kmds_desktop.ui.literature_jobs import KINDS
 from kmds_desktop.ui.workers import Job
 
@@ -34,12 +34,12 @@ class LiteratureFiles:
 
     # --- import -----------------------------------------------------------------------------------
     def import_files_dialog(self: LiteraturePanel) -> Job | None:
-        paths, _ = QFileDialog.getOpenFileNames(self, "Import literature", str(Path.home()), LITERATURE_FILES)
+        paths = file_dialogs.open_files(self, last_folders.LITERATURE, "Import literature", LITERATURE_FILES)
         return self.import_files(paths) if paths else None
 
     def import_folder_dialog(self: LiteraturePanel) -> Job | None:
         """File > Import literature folder: a folder such as the PubMed baseline, file by file."""
-        folder = QFileDialog.getExistingDirectory(self, "Import a literature folder", str(Path.home()))
+        folder = file_dialogs.folder(self, last_folders.LITERATURE, "Import a literature folder")
         return self.import_files([folder]) if folder else None
 
     def import_files(self: LiteraturePanel, paths: Sequence[str | Path]) -> Job | None:
@@ -147,6 +147,8 @@ class LiteratureFiles:
         return self._embed_job is not None and not self._embed_job.done
 
     def _embed_tooltip(self: LiteraturePanel) -> str:
+        if lj.everything_embedded(self.vectors):
+            return lj.EVERYTHING_EMBEDDED
         own = self.database_vectors
         if own and own.get("with_vectors"):
             return (f"Semantic rows search {own['described']} (nothing to embed while its model is on the "
@@ -194,7 +196,7 @@ class LiteratureFiles:
 
     # --- export -----------------------------------------------------------------------------------
     def _ask_path(self: LiteraturePanel, title: str, suggested: str, filters: str) -> str | None:
-        path, _ = QFileDialog.getSaveFileName(self, title, str(Path.home() / suggested), filters)
+        path = file_dialogs.save_file(self, last_folders.EXPORT, title, suggested, filters)
         return path or None
 
     def export(self: LiteraturePanel, what: str) -> Job | None:

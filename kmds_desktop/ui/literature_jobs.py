@@ -110,7 +110,10 @@ class LiteratureJobs:
         fast = lj.describe_topk(self.topk, count)
         self.status_changed.emit(f"Literature: {count:,} documents" + (f", {vectors}" if vectors else "")
                                  + (f", {fast}" if fast else "") + (f" ({where})" if where else ""))
+        # an import or an embedding run changed the counts: the rows' Matches follow
+        self.review.database_counted(count, *lj.semantic_searchable(self.vectors, self.database_vectors))
         self.embed_button.setToolTip(self._embed_tooltip())
+        self._update_buttons()  # Embed is offered only while some document lacks a vector
         self._update_results_page()
         self.recheck_failed()
         if self._run_after_embedding and not self.embedding:  # Embed first: the counts are new now

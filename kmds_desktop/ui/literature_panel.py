@@ -261,7 +261,9 @@ class LiteraturePanel(LiteratureJobs, LiteratureFiles, LiteratureRecords, QWidge
         self.none_button.setVisible(selectable)
         self.export_button.setEnabled(self.has_documents() or self.session.last_run is not None)
         self.screen_button.setEnabled(bool(self.session.documents) and self.session.last_run is not None)
-        self.embed_button.setEnabled(not self.embedding)
+        # Nothing to embed when every document has a vector (the tooltip says so); an import that
+        # adds documents is followed by a status read, which enables it again.
+        self.embed_button.setEnabled(not self.embedding and not lj.everything_embedded(self.vectors))
 
     def _set_progress(self, text: str) -> None:
         self.progress_label.setText(text)

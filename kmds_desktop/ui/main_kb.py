@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFileDialog, QMessageBox
+from PySide6.QtWidgets import QMessageBox
 
-from kmds_desktop.app import workspace
+from kmds_desktop.app import last_folders, workspace
+from kmds_desktop.ui import file_dialogs
 from kmds_desktop.ui.workers import Job
 
 if TYPE_CHECKING:
@@ -27,8 +28,9 @@ class WindowKnowledgeBase:
     """Knowledge base and index of :class:`MainWindow` (see the module docstring)."""
 
     def open_kb_dialog(self: MainWindow) -> None:
-        start = str(Path(self.kb.path).parent) if self.kb is not None else str(Path.home())
-        name, _ = QFileDialog.getOpenFileName(self, "Open knowledge base", start, KB_FILE_FILTER)
+        here = Path(self.kb.path).parent if self.kb is not None else None  # when none was chosen yet
+        name = file_dialogs.open_file(self, last_folders.KB, "Open knowledge base", KB_FILE_FILTER,
+                                      fallback=here)
         if name:
             self.open_kb(name)
 
@@ -97,9 +99,9 @@ class WindowKnowledgeBase:
     def save_kb_as(self: MainWindow) -> None:
         if self.kb is None:
             return
-        name, _ = QFileDialog.getSaveFileName(
-            self, "Save knowledge base as", str(self.kb.path), KB_FILE_FILTER
-        )
+        path = Path(self.kb.path)
+        name = file_dialogs.save_file(self, last_folders.KB, "Save knowledge base as", path.name,
+                                      KB_FILE_FILTER, fallback=path.parent)
         if name:
             self.save_kb(name)
 

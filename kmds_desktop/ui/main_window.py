@@ -26,6 +26,7 @@ from kmds_desktop.app import workspace
 from kmds_desktop.app.preferences import write_settings
 from kmds_desktop.app.presentation import Settings
 from kmds_desktop.app.workspace import IndexFollower, IndexHolder
+from kmds_desktop.ui import file_dialogs
 from kmds_desktop.ui.ask_panel import AskPanel
 from kmds_desktop.ui.kb_browser import KBBrowser
 from kmds_desktop.ui.literature_panel import LiteraturePanel
@@ -81,6 +82,8 @@ class MainWindow(WindowStartup, WindowRecovery, WindowMenus, WindowStatus, Windo
         self.setWindowIcon(app_icon())
         self.setAcceptDrops(True)
 
+        # every file dialog starts in the folder its kind last used, kept in these settings
+        file_dialogs.remember_folders_in(self.settings.ui, self.persist_settings)
         self.messages = MessageBar()
         self.browser = KBBrowser()
         self.ask = AskPanel(self.jobs, self)

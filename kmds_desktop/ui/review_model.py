@@ -335,6 +335,16 @@ class ReviewModel(QAbstractTableModel):
             self._changed_rows(i, i, [self.COL_VALID, self.COL_ERROR])
         return uids
 
+    def database_counted(self, documents: int | None, searchable: int | None,
+                         exact: bool = True) -> list[int]:
+        """The database's counts were read again (after an import or embedding): the rows' Matches
+        follow (:meth:`~kmds_desktop.app.literature.LiteratureSession.database_counted`)."""
+        uids = self.session.database_counted(documents, searchable, exact=exact)
+        for uid in uids:
+            i = self.row_index(uid)
+            self._changed_rows(i, i, [self.COL_VALID, self.COL_MATCHES])
+        return uids
+
     def refresh(self) -> None:
         """Every row may have changed (a run's statistics arrived)."""
         self._changed_rows(0, len(self._rows) - 1)

@@ -13,7 +13,6 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QDoubleSpinBox,
-    QFileDialog,
     QHBoxLayout,
     QLabel,
     QPushButton,
@@ -22,8 +21,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from kmds_desktop.app import last_folders
 from kmds_desktop.app.presentation import flow_svg
 from kmds_desktop.app.screening import ScreeningSession
+from kmds_desktop.ui import file_dialogs
 from kmds_desktop.ui.screening_widgets import FlowView
 
 
@@ -131,9 +132,8 @@ class FlowPage(QWidget):
             return None
         self.render()
         if path is None:
-            chosen, _ = QFileDialog.getSaveFileName(
-                self, "Save the PRISMA flow", f"prisma-flow.{fmt}", f"{fmt.upper()} (*.{fmt})"
-            )
+            chosen = file_dialogs.save_file(self, last_folders.SCREENING, "Save the PRISMA flow",
+                                            f"prisma-flow.{fmt}", f"{fmt.upper()} (*.{fmt})")
             if not chosen:
                 return None
             path = chosen

@@ -14,7 +14,6 @@ from typing import Any
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (
     QComboBox,
-    QFileDialog,
     QHBoxLayout,
     QLabel,
     QPushButton,
@@ -24,6 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from kmds_desktop.app import last_folders
 from kmds_desktop.app.screening import ScreeningSession
 from kmds_desktop.app.screening_scores import (
     mean_score,
@@ -31,6 +31,7 @@ from kmds_desktop.app.screening_scores import (
     score_undecided,
     scoring_backend,
 )
+from kmds_desktop.ui import file_dialogs
 
 
 def _table(headers: list[str]) -> QTableWidget:
@@ -216,7 +217,8 @@ class AgreementPage(QWidget):
         if self.session is None:
             return None
         if path is None:
-            path, _ = QFileDialog.getSaveFileName(self, "Export my decisions", "decisions.csv", "CSV (*.csv)")
+            path = file_dialogs.save_file(self, last_folders.SCREENING, "Export my decisions",
+                                          "decisions.csv", "CSV (*.csv)")
             if not path:
                 return None
         written = self.session.export_decisions(path, reviewer)
@@ -227,7 +229,8 @@ class AgreementPage(QWidget):
         if self.session is None:
             return None
         if path is None:
-            path, _ = QFileDialog.getOpenFileName(self, "Import decisions", "", "CSV (*.csv);;All files (*)")
+            path = file_dialogs.open_file(self, last_folders.SCREENING, "Import decisions",
+                                          "CSV (*.csv);;All files (*)")
             if not path:
                 return None
         try:

@@ -23,7 +23,6 @@ from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtGui import QCloseEvent, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QCheckBox,
-    QFileDialog,
     QGridLayout,
     QHBoxLayout,
     QInputDialog,
@@ -40,8 +39,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from kmds_desktop.app import last_folders
 from kmds_desktop.app.screening import DECISION_ACTIONS, KEYS, ScreeningSession
 from kmds_desktop.app.screening_start import close_session, open_for_documents
+from kmds_desktop.ui import file_dialogs
 from kmds_desktop.ui.screening_pages import FlowPage, StoppingPage
 from kmds_desktop.ui.screening_review import AgreementPage, ScoresPage
 from kmds_desktop.ui.screening_widgets import EXPORTS, MARKS, SHORTCUTS, OrderBar, record_html, split_keywords
@@ -324,8 +325,8 @@ class ScreeningWindow(QWidget):
         if self.session is None:
             return None
         suffix = next(s for _t, f, s in EXPORTS if f == fmt)
-        path = path or QFileDialog.getSaveFileName(self, "Export included records", f"included{suffix}",
-                                                    f"{fmt} (*{suffix})")[0]
+        path = path or file_dialogs.save_file(self, last_folders.EXPORT, "Export included records",
+                                              f"included{suffix}", f"{fmt} (*{suffix})")
         if not path:
             return None
         written = self.session.export(path, fmt, "included")

@@ -19,6 +19,7 @@ from PySide6.QtSvgWidgets import QSvgWidget
 from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QSizePolicy, QWidget
 
 from kmds_desktop.app.screening import KEYS, REASON_KEYS
+from kmds_desktop.app.screening_marks import row_terms
 
 #: The keys the window forwards to :meth:`ScreeningSession.press` (Qt's spelling -> the session's):
 #: I, E/X, M decide, U and Ctrl+Z undo, the arrows go back and forward, 1–9 only choose a reason.
@@ -39,27 +40,11 @@ ROW_COLOUR = "#dbe9ff"
 INCLUDE_COLOUR = "#c8f0c8"
 EXCLUDE_COLOUR = "#f8c8c8"
 
-#: Query syntax that is not a term: boolean words, and the words too common to help a reader.
-_NOT_TERMS = {
-    "and", "or", "not", "near", "the", "of", "in", "a", "an", "to", "for", "with", "on", "by", "is",
-    "are", "semantic", "hypothetical", "abstract", "row",
-}
-_WORD = re.compile(r"[A-Za-z][A-Za-z0-9\-]{2,}")
-
 
 def terms_of_rows(found_by: Iterable[str]) -> list[str]:
-    """The words of the rows that found a record ("#3 row 2: cystic AND fibros:*" -> cystic, fibros),
-    so a reader sees where each row matched. Prefix terms (``fibros:*``) stay prefixes."""
-    terms: list[str] = []
-    for row in found_by:
-        text = row.split(": ", 1)[1] if re.match(r"^#\d+ row \d+: ", row) else row
-        if text.startswith("hypothetical abstract"):
-            continue  # a model's paragraph: its words say nothing about this record
-        for word in _WORD.findall(text):
-            low = word.lower()
-            if low not in _NOT_TERMS and low not in terms:
-                terms.append(low)
-    return terms
+    """The words of the rows that found a record, marked in it: never a filler word such as "the",
+    "of", "and" (the rule is :func:`~kmds_desktop.app.screening_marks.row_terms`)."""
+    return row_terms(found_by)
 
 
 def split_keywords(text: str) -> list[str]:

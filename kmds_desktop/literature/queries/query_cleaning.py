@@ -27,6 +27,17 @@ _LABEL = re.compile(
     r"(?:\s*\d+)?)?\s*(?:\*\*)?\s*[:=]?\s*(?:\*\*)?\s*",
     re.IGNORECASE,
 )
+#: An attempt's label a model writes around its query ("(attempt 2)", "Attempt 2:", "Broader variant:"),
+#: echoing the numbering or the hint of a later attempt: read as a label, never as query words (it
+#: became "(attempt & 2) & ..." and the row read as if "(attempt 2)" were its name). Only with its
+#: number or its colon: "variant" alone is a word a genetics query may use.
+_ATTEMPT_LABEL = re.compile(
+    r"^\s*(?:\(\s*attempt\s*#?\s*\d+\s*\)|attempt\s*#?\s*\d+\s*[:=.\-\u2013]"
+    r"|(?:a\s+)?(?:broader|more\s+specific|narrower|specific)\s+variant\s*(?:\(\s*attempt\s*#?\s*\d+\s*\))?\s*:)"
+    r"\s*[:=]?\s*",
+    re.IGNORECASE,
+)
+_ATTEMPT_SUFFIX = re.compile(r"\s*\(\s*attempt\s*#?\s*\d+\s*\)\s*$", re.IGNORECASE)
 #: The opening of the ``{"queries": ["...`` format, left when a reply was cut off (a model that ran to
 #: its token limit) and so is no JSON to decode: the query is what follows it.
 _JSON_OPENING = re.compile(r'^\s*\{\s*"quer(?:y|ies)"\s*:\s*\[?\s*"')
@@ -122,7 +133,10 @@ def _extract(reply: str) -> tuple[str, str | None]:
     for line in lines:
         if line.endswith(":") and not _has_operator(line.rsplit(":", 1)[0]):
             continue  # "Here is the query:" — a preamble, the query follows
-        stripped = _LABEL.sub("", line, count=1).strip().strip("`").strip()
+        # an attempt label before "Query:" ("(attempt 2) Query: ...") or after it ("Query (attempt 2): ...")
+        stripped = _ATTEMPT_LABEL.sub("", line, count=1)
+        stripped = _ATTEMPT_LABEL.sub("", _LABEL.sub("", stripped, count=1), count=1)
+        stripped = _ATTEMPT_SUFFIX.sub("", stripped).strip().strip("`").strip()
         if stripped:
             candidates.append(stripped)
     for line in candidates:

@@ -99,7 +99,10 @@ class VectorCoverage:
         about = "≈" if self.estimated else ""
         if not self.partial:
             whose = self.vectors or "every one has a vector"
-            return f"{who} {verb} all {about}{self.documents:,} documents ({whose})"
+            # "all 2 documents" reads oddly: the one document, both documents, then all n
+            every = {1: "the one document", 2: "both documents"}.get(
+                0 if about else self.documents, f"all {about}{self.documents:,} documents")
+            return f"{who} {verb} {every} ({whose})"
         whose = f"those with a vector: {self.vectors}" if self.vectors else "those with a vector"
         return f"{who} {verb} {about}{self.searched:,} of {about}{self.documents:,} documents ({whose})"
 

@@ -243,6 +243,8 @@ def report_markdown(report: dict[str, Any]) -> str:
                                "kept documents")
                     elif reason["missing_words"]:
                         why = "lacks " + ", ".join(f"`{w}`" for w in reason["missing_words"])
+                    elif reason.get("written_otherwise"):
+                        why = "writes " + ", ".join(reason["written_otherwise"]) + ", a form the row lacks"
                     else:
                         why = "does not match (word order or phrase)"
                     lines.append(f"  - {reason['row']}: {why}")
@@ -414,6 +416,8 @@ def known_check_text(check: KnownCheck, *, whole: bool = False) -> str:
                 why = f"matches, ranked below the {reason['max_rows']} documents kept"
             elif reason["missing_words"]:
                 why = "lacks " + ", ".join(reason["missing_words"])
+            elif reason.get("written_otherwise"):
+                why = "writes " + ", ".join(reason["written_otherwise"]) + ", a form the row lacks"
             else:
                 why = "does not match"
             lines.append(f"      {reason['row']}: {why}")

@@ -455,6 +455,7 @@ class SearchWorkbench:
                     reasons.append({"row": label, "text": text, "semantic": semantic,
                                     "matches_query": reason.matches_query if reason else False,
                                     "missing_words": reason.missing_words if reason else [],
+                                    "written_otherwise": reason.written_otherwise if reason else [],
                                     "max_rows": cutoff})
             missed.append(MissedPaper(strategy.number, status, reasons))
         return KnownCheck(statuses, set_recalls, row_recalls, missed)
