@@ -263,3 +263,19 @@ def test_the_default_server_of_a_process_recovers_on_its_next_open(app_home):
         db.close()
     finally:
         conn.close()
+
+
+def test_window_says_in_its_message_bar_that_the_server_was_brought_back(qtbot, make_window, app_home):
+    """The window opens the literature database on a worker; the server's note (here: a stale
+    postmaster.pid removed) reaches the message bar, the one place the window shows messages."""
+    dead = leave_stale_pid_file(app_home)
+    window = make_window(literature_kwargs={"open_on_start": True})
+
+    def noted() -> bool:
+        return any("removed the stale postmaster.pid" in m.text for m in window.messages.history)
+
+    qtbot.waitUntil(noted, timeout=120_000)
+    note = next(m for m in window.messages.history if "removed the stale postmaster.pid" in m.text)
+    assert note.level == "warning" and f"names process {dead}" in note.text
+    _one_sentence(note.text)
+    qtbot.waitUntil(lambda: window.literature.database is not None, timeout=60_000)

@@ -337,7 +337,7 @@ def test_menus_and_status_bar_have_every_entry(qtbot, make_window, kmds_data):
         assert wanted in file_items, file_items
     assert "Preferences…" in texts(menus["Edit"])
     assert any(t.startswith("Show ") for t in texts(menus["View"]))
-    assert texts(menus["Help"]) == ["Keyboard shortcuts", "About KMDS Desktop"]
+    assert texts(menus["Help"]) == ["Keyboard shortcuts", "Diagnose data folder…", "About KMDS Desktop"]
     export_items = texts(window.export_menu)
     assert export_items[:4] == ["Documents as CSV…", "Documents as RIS…", "Documents as BibTeX…",
                                 "Search log (JSON)…"]
