@@ -127,7 +127,8 @@ def test_filters_are_applied(fake_ollama, ml_kb, index_dir) -> None:
     reply = route_json("exploratory_search", obs_type_filter="Data Quality", finding_seq_min=2,
                        finding_seq_max=4)
     fake_ollama.models[MODEL] = ModelScript(replies=[scripted(reply)])
-    result = make(ml_kb, index_dir, fake_ollama.url, n_results=10).ask("What data quality issues were seen?")
+    result = make(ml_kb, index_dir, fake_ollama.url, n_results=10).ask(
+        "What data quality issues were seen in findings 2 to 4?")
     assert result.fallback_reason is None
     expected = {o.iri for o in ml_kb.observations if o.category == "exploratory"
                 and "data quality" in o.obs_type.lower() and o.finding_seq is not None

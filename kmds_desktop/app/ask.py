@@ -28,7 +28,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from kmds_desktop.app.preferences import server_address_error
+from kmds_desktop.app.preferences import api_address_error, server_address_error
 from kmds_desktop.app.workspace import IndexHolder
 from kmds_desktop.config import Settings, SettingsError, describe_validation_error
 from kmds_desktop.text import plural
@@ -291,6 +291,7 @@ def answer_markdown(result: Any) -> str:
     for i, row in enumerate(r.results, 1):
         lines.append(f"[{i}] {one_line(row.get('finding'), 200)} — {row.get('obs_type')} ({row.get('iri')})")
     lines += ["", f"Route: {r.intent_class}. {r.route_explanation}"]
+    lines += [f"Guard: {note}" for note in getattr(r, "route_notes", None) or []]
     if r.fallback_reason:
         lines.append(f"Fallback: {r.fallback_reason}")
     lines.append(f"Backend: {r.backend}")
@@ -323,7 +324,8 @@ def settings_for_ask(
             llm.google_model = model
             llm.openai_model = model
         if openai_base_url:
-            problem = server_address_error(openai_base_url)
+            # an API root keeps its path (``/v1``), unlike an Ollama host: Preferences checks it so too
+            problem = api_address_error(openai_base_url)
             if problem:
                 raise SettingsError(f"llm.openai_base_url: {problem}")
             llm.openai_base_url = openai_base_url

@@ -197,7 +197,10 @@ _COUNT_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 _WORKFLOW_NUMBER = re.compile(r"\bworkflow\s*(?:#|no\.?|number|nr\.?)?\s*(\d+|"
                               + "|".join(_COUNT_WORDS) + r")\b(?!\s*(?:%|percent))", re.I)
 _WORKFLOW_ORDINAL = re.compile(r"\b(" + "|".join(_ORDINAL_WORDS) + r")\s+workflow\b", re.I)
-_NAME_PHRASE = re.compile(r"((?:[\w-]+\s+){1,6})(?:workflow|analysis|pipeline|study)(?:'s|s)?\b", re.I)
+#: Nouns researchers put after (part of) a workflow's name: "the body mass workflow", and, said
+#: loosely, "the species classifier work", "the retail customer project", "the experiment one".
+_NAME_PHRASE = re.compile(r"((?:[\w-]+\s+){1,6})"
+                          r"(?:workflow|analysis|pipeline|study|work|project|part|one|data)(?:'s|s)?\b", re.I)
 #: Words that end a part of a workflow's name read backwards from "workflow".
 _STOP = frozenset({"the", "a", "an", "this", "that", "our", "my", "in", "of", "for", "from", "with", "all",
                    "and", "its", "each", "every", "whole", "entire", "any", "to", "on", "at", "by"})

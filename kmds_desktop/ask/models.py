@@ -115,6 +115,14 @@ class OrchestratorResult:
     citation_note: str = ""
     #: Statements of an LLM's answer that cite no record (0 for extractive and offline answers).
     uncited_claims: int = 0
+    #: What the guard did to the model's route, one sentence each: a filter dropped because the
+    #: question does not support it, or the template overruled (see :mod:`kmds_desktop.ask.guard`).
+    #: Shown in the window's Route box, the CLI and exports.
+    route_notes: list[str] = field(default_factory=list)
+    #: The other router's route when the two disagreed (the window offers it one click away).
+    alternative_route: OrchestratorRoute | None = None
+    #: The model's route as it came (after validation), before the guard; None without a model router.
+    model_route: OrchestratorRoute | None = None
     #: Why the records found answer the question only weakly ("" when they do not): the best one's
     #: similarity to the question is low. Shown under the answer, in the window, the CLI and exports.
     weak_match: str = ""
@@ -134,5 +142,8 @@ class OrchestratorResult:
         data = asdict(self)
         data["route"] = self.route.model_dump() if self.route is not None else None
         data["proposed_route"] = self.proposed_route.model_dump() if self.proposed_route is not None else None
+        for key in ("alternative_route", "model_route"):
+            route = getattr(self, key)
+            data[key] = route.model_dump() if route is not None else None
         data["truncated"] = self.truncated
         return data

@@ -27,7 +27,7 @@ from typing import Any
 from kmds_desktop.ask.catalog import ROUTES
 from kmds_desktop.ask.kb_vocabulary import GENERIC_TYPES, KBVocabulary, normalise_name, type_stem
 from kmds_desktop.ask.models import OrchestratorRoute
-from kmds_desktop.ask.question_words import asks_for_results, everyday_type
+from kmds_desktop.ask.question_words import asks_for_results, asks_what_was_chosen, everyday_type
 from kmds_desktop.ask.relevance import is_listing
 from kmds_desktop.kb import SearchFilters
 
@@ -68,7 +68,8 @@ _CATEGORY_CUES: dict[str, tuple[str, ...]] = {
                                 "modeling assumption", "assumption", "choice of model",
                                 "choice of algorithm", "algorithm", "why was a", "why did we use"),
     "model_selection_search": ("model selection", "select the model", "selected model", "compare models",
-                               "model comparison", "best model", "best performing", "evaluation metric"),
+                               "model comparison", "best model", "best performing", "evaluation metric",
+                               "cross-validation", "cross validation", "cross-validated"),
     "all_observations_search": ("all observations", "all findings", "every observation", "every finding",
                                 "all the observations", "all the findings", "list observations",
                                 "list findings", "list all", "overview of all", "everything"),
@@ -82,6 +83,12 @@ _CATEGORY_WORDS = {"exploratory", "data representation", "modelling choice", "mo
 class OfflineDecision:
     route: OrchestratorRoute
     scores: dict[str, float]
+    #: What the template rests on: "words" (the question names a type or a category, or asks about
+    #: results or a choice), "filters" (all observations, because the question names a range or a
+    #: workflow but no kind of record), "similarity" (the closest template's examples, nothing
+    #: named) or "none" (no template close enough: free-text search). The guard
+    #: (:mod:`~kmds_desktop.ask.guard`) reads it to decide when a model may choose another template.
+    basis: str = "words"
 
 
 class _TemplateVectors:
@@ -150,7 +157,11 @@ def route_offline(question: str, question_vector: Any, model_name: str,
             everyday_category = None  # the question names another category outright: trust that
         if everyday_category:
             obs_type, listing_said = everyday_obs_type, everyday_listing or None
-    results = not obs_type and not everyday_category and asks_for_results(question, vocab)
+    choice_cued = {"modelling_choice_search", "model_selection_search"}
+    chosen = (not obs_type and not everyday_category and set(category_cued) <= choice_cued
+              and asks_what_was_chosen(question, vocab))
+    results = not obs_type and not everyday_category and not chosen and asks_for_results(question, vocab)
+    basis = "words"
     if obs_type:
         best = f"{_category_of(obs_type, vocab)}_search"
         why = (f"the question's words name the observation type {obs_type!r}" if everyday_category
@@ -158,26 +169,36 @@ def route_offline(question: str, question_vector: Any, model_name: str,
     elif everyday_category:
         best = f"{everyday_category}_search"
         why = f"the question's words name {everyday_category.replace('_', ' ')} observations"
+    elif chosen:
+        # "why was it chosen" asks mainly for the reason, "which was chosen and why" for the choice;
+        # either template answers from both categories (the orchestrator's choice rule)
+        best = "modelling_choice_search" if lowered.lstrip().startswith("why") else "model_selection_search"
+        why = ("the question asks what was chosen and why: the model selection records (what was selected) "
+               "and the modelling choice records (why)")
     elif results and (not category_cued or "model_selection_search" in category_cued):
         best = "model_selection_search"
         why = "the question asks how models did: model selection records, those stating figures first"
     elif scores[best] >= MIN_TEMPLATE_SIMILARITY:
         named = " and named in the question" if best in cued else ""
         why = f"closest template (similarity {similarity[best]:.2f}){named}"
+        basis = "words" if best in cued else "similarity"
     else:
         best = "semantic_search"
+        basis = "none"
         top = max(similarity.values())
         why = f"no template is close enough (best similarity {top:.2f}): free-text search"
     category = _CATEGORY_OF_INTENT.get(best)
     seq_min, seq_max, seq_note = _range_from_question(question, vocab, category, workflow)
     has_seq = seq_min is not None or seq_max is not None
-    if (has_seq or workflow) and not category_cued and not obs_type and not everyday_category and not results:
-        best = "all_observations_search"
+    named_kind = bool(category_cued or obs_type or everyday_category or results or chosen)
+    if (has_seq or workflow) and not named_kind:
+        # the range or workflow is the question's; the template only follows from it
+        best, basis = "all_observations_search", "filters"
         why = "the question asks for a range of findings" if has_seq else "the question names a workflow"
         if has_seq:  # the range was read for the old template's category: read it again for all
             seq_min, seq_max, seq_note = _range_from_question(question, vocab, None, workflow)
     if best == "semantic_search" and workflow:
-        best = "all_observations_search"
+        best, basis = "all_observations_search", "filters"
     keyword = None
     if m := _QUOTED.search(question):
         keyword = (m.group(1) or m.group(2)).strip()
@@ -193,7 +214,7 @@ def route_offline(question: str, question_vector: Any, model_name: str,
         else "an open question: the relevant records"
     explanation = f"Offline router: {why}" + (f"; {'; '.join(notes)}" if notes else "") + f"; {mode}."
     route = OrchestratorRoute(intent_class=best, filters=filters, explanation=explanation, listing=listing)
-    return OfflineDecision(route, scores)
+    return OfflineDecision(route, scores, basis)
 
 
 _CATEGORY_OF_INTENT = {

@@ -39,10 +39,11 @@ from kmds_desktop.ask.answers import (
     synthesis_prompt,
 )
 from kmds_desktop.ask.catalog import ROUTE_BY_INTENT
+from kmds_desktop.ask.guard import guard_route
 from kmds_desktop.ask.kb_vocabulary import KBVocabulary
 from kmds_desktop.ask.models import OrchestratorResult, OrchestratorRoute
 from kmds_desktop.ask.offline_router import category_named, route_offline
-from kmds_desktop.ask.question_words import asks_for_results, figures_bonus
+from kmds_desktop.ask.question_words import asks_for_results, asks_what_was_chosen, figures_bonus
 from kmds_desktop.ask.relevance import (
     DEFAULT_LIMIT,
     group_by_workflow,
@@ -82,6 +83,8 @@ BACKEND_CHOICES = ("auto", "ollama", "google", "openai", "offline")
 #: LLM failures that will repeat on the next call, so synthesis is not attempted after routing hit one.
 _PERSISTENT_LLM_ERRORS = (LLMUnreachable, LLMModelNotFound, LLMAuthError, LLMTimeout)
 _STEPS = 4
+#: The templates a question about what was chosen and why is answered from, together.
+_CHOICE_INTENTS = ("model_selection_search", "modelling_choice_search")
 #: Templates with more records than this are ranked by a filtered index query, not one by one.
 RANK_EXACTLY_MAX = 500
 #: Similarity added to records of the category the router guessed (but the question did not name).
@@ -281,7 +284,19 @@ class SearchOrchestrator:
                     raise self._llm_error
                 vocabulary = self.vocabulary()
                 reply, result.route_format = self._route_reply(routing_prompt(question, vocabulary), cancel)
-                proposed = _in_kb_terms(parse_route(reply), vocabulary)
+                result.model_route = _in_kb_terms(parse_route(reply), vocabulary)
+                # the offline router is the model's floor: the model's route runs only where the
+                # question supports it (kmds_desktop.ask.guard)
+                t_embed = time.perf_counter()
+                question_vector = self._embed(question)
+                timings["embed"] = time.perf_counter() - t_embed
+                decision = route_offline(question, question_vector, self.embedding_model, vocabulary,
+                                         encode=self._encode)
+                guarded = guard_route(question, result.model_route, decision, vocabulary)
+                proposed = guarded.route
+                result.route_notes, result.alternative_route = guarded.notes, guarded.alternative
+                for note in guarded.notes:
+                    log.info("route guard: %s", note)
             except Cancelled:
                 raise
             except RouteError as err:
@@ -376,6 +391,12 @@ class SearchOrchestrator:
         if listing:
             records = [_observation_result(o, None, "template") for o in candidates]
             return group_by_workflow(merge_duplicates(records)), True, empty
+        if (route.intent_class in _CHOICE_INTENTS and not filters.obs_type_filter
+                and asks_what_was_chosen(question, self.vocabulary())):
+            # "which model was chosen and why": what was selected and why that kind of model was
+            # wanted are two categories; each keeps its own relevant records
+            both = [o for intent in _CHOICE_INTENTS for o in TEMPLATES[intent](self.kb, filters)]
+            return self._relevant(question, qvec, both, None, filters, per_category=True), False, empty
         prefer = None
         if (guessed and candidates and category is not None and not described
                 and not category_named(question, route.intent_class, self.vocabulary())):
@@ -385,7 +406,8 @@ class SearchOrchestrator:
         return self._relevant(question, qvec, candidates, category, filters, prefer), False, empty
 
     def _relevant(self, question: str, qvec: Any, observations: list[Observation], category: str | None,
-                  filters: SearchFilters, prefer: str | None = None) -> list[dict[str, Any]]:
+                  filters: SearchFilters, prefer: str | None = None,
+                  per_category: bool = False) -> list[dict[str, Any]]:
         """The template's records relevant to the question: ranked by similarity (stored index
         vectors), cut where relevance drops, duplicates merged, grouped by workflow.
 
@@ -416,9 +438,14 @@ class SearchOrchestrator:
             ranked = self.index.rank(question, list(by_iri), **kwargs)
         vocabulary = self.vocabulary()
         figures = category == "model_selection" and asks_for_results(question, vocabulary)
-        topic = vocabulary.workflow_topic(question) if figures and not filters.workflow else None
+        topic = vocabulary.workflow_topic(question) if (figures or per_category) and not filters.workflow \
+            else None
 
         def bonus(obs: Observation) -> float:
+            preferred = PREFERRED_BONUS if topic in obs.workflows else 0.0
+            if per_category:  # the statement of what was selected first, in the workflow the words name
+                return preferred + (figures_bonus(obs.finding, question) if obs.category == "model_selection"
+                                    else 0.0)
             if not figures:
                 return 0.0
             return figures_bonus(obs.finding, question) + (PREFERRED_BONUS if topic in obs.workflows else 0.0)
@@ -427,8 +454,14 @@ class SearchOrchestrator:
                    + bonus(by_iri[iri]))
                   for iri, dist in ranked if iri in by_iri]
         scored.sort(key=lambda pair: -pair[1])
-        kept = relevant(scored, relative_floor=RESULTS_RELATIVE_FLOOR, gap=RESULTS_GAP) if figures \
-            else relevant(scored)
+        if per_category:  # each category's relevant records, then all of them best first
+            kept = [pair for cat in dict.fromkeys(o.category for o, _ in scored)
+                    for pair in relevant([p for p in scored if p[0].category == cat])]
+            kept.sort(key=lambda pair: -pair[1])
+        elif figures:
+            kept = relevant(scored, relative_floor=RESULTS_RELATIVE_FLOOR, gap=RESULTS_GAP)
+        else:
+            kept = relevant(scored)
         distance = {iri: dist for iri, dist in ranked}
         records = [_observation_result(obs, distance[obs.iri], "template") for obs, _ in kept]
         return group_by_workflow(merge_duplicates(records))

@@ -61,10 +61,36 @@ _RESULTS_STRONG = re.compile(
     r"\bby how much\b|\bhow much (?:better|worse|more|less)\b|\bhow well\b|\bhow accurate\b|\baccura\w+"
     r"|\boutperform\w*|\b(?:performed|predicted|predicts|did|scored|worked)\s+(?:the\s+)?best\b"
     r"|\bbest (?:model|classifier|regressor|performing)\b|\bwhich model (?:won|was best|is best)\b"
-    r"|\bhighest\b|\blowest\b|\bmae\b|\brmse\b|\br2\b|\br squared\b|\bmean absolute error\b"
+    r"|\bstack(?:s|ed)? up\b|\b(?:came|come|comes) out on top\b|\bhighest\b|\blowest\b"
+    r"|\bmae\b|\brmse\b|\br2\b|\br squared\b|\bmean absolute error\b"
     r"|\b(?:won|win|winner|winning)\b|\bbeat\b|\bmiss(?:ed)? the\b",
     re.I)
 _RESULTS_WEAK = re.compile(r"\b(?:results?|errors?|scores?|performance|conclude\w*|came out)\b", re.I)
+
+
+#: A choice made: "chosen", "picked", "went with", "decided on", "settled on", "opted for".
+_CHOSE = re.compile(
+    r"\b(?:chos(?:e|en)|choos(?:e|ing)|choice|select(?:ed|ion)?|pick(?:ed|ing)?|opt(?:ed)? for|adopt(?:ed)?"
+    r"|decid(?:e|ed) (?:on|to use|for)|settl(?:e|ed) (?:on|for)|(?:went|go|going) with|end(?:ed)? up with"
+    r"|prefer(?:red)?|favou?r(?:ed)?)\b", re.I)
+#: Asking for the reason: "why", "the reason", "rationale", "justified", "what made us".
+_WHY = re.compile(r"\bwhy\b|\breason(?:s|ing)?\b|\brationale\b|\bjustif\w*|\bwhat made (?:us|them|you)\b"
+                  r"|\bhow come\b|\bmotivat\w*|\bbasis for\b|\bbased on what\b", re.I)
+#: What is chosen in a data-science workflow: a model, an algorithm, an approach.
+_CHOSEN_THING = re.compile(_MODEL_WORDS.pattern + r"|\bapproach(?:es)?\b|\bmethods?\b|\btechniques?\b"
+                           r"|\bwhat (?:was|were|did we|did they)\b", re.I)
+
+
+def asks_what_was_chosen(question: str, vocab: KBVocabulary | None = None) -> bool:
+    """Whether the question asks which model or approach was chosen *and why* ("which model was
+    chosen and why?", "why did we go with the random forest?", "what made us pick PCA?").
+
+    Why a rule of its own: the answer lies in two categories at once — the model selection records
+    say what was selected (and how it compared), the modelling choice records say why that kind of
+    model was wanted — and ranking the whole KB by similarity to such a question finds neither
+    (on the retail KB it cited a data-quality record). Such a question is answered from both."""
+    text = _without_names(question, vocab) if vocab is not None else question
+    return bool(_CHOSE.search(question) and _WHY.search(question) and _CHOSEN_THING.search(text))
 
 
 def everyday_type(question: str, vocab: KBVocabulary) -> tuple[str | None, str | None, bool]:

@@ -99,6 +99,8 @@ def format_result(data: dict[str, Any]) -> str:
     lines = [data["answer"].strip() + (f"\n\n{note}" if note and data["answer"].strip() else ""), ""]
     route = f"Route: {data['intent_class']} — {data['route_explanation']}"
     lines.append(route)
+    for guard_note in data.get("route_notes") or []:
+        lines.append(f"Guard: {guard_note}")
     if data.get("fallback_reason"):
         lines.append(f"Fallback: {data['fallback_reason']}")
     note = f" — {data['backend_note']}" if data.get("backend_note") else ""

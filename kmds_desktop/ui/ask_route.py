@@ -103,6 +103,12 @@ class RouteEditor(QGroupBox):
         seq_row.addWidget(self.seq_min)
         seq_row.addWidget(QLabel("to"))
         seq_row.addWidget(self.seq_max)
+        #: The other router's route, one click away when the two disagreed (the model's or the offline one).
+        self.other_button = QPushButton("Use the other route")
+        self.other_button.setObjectName("otherRoute")
+        self.other_button.setVisible(False)
+        self.other_button.clicked.connect(self._use_other)
+        self._other_route: Any = None
         self.rerun_button = QPushButton("Re-run on this route")
         self.rerun_button.setObjectName("rerunRoute")
         self.rerun_button.setEnabled(False)
@@ -120,7 +126,11 @@ class RouteEditor(QGroupBox):
         layout.addWidget(self.summary)
         layout.addLayout(form)
         layout.addWidget(self.error)
-        layout.addWidget(self.rerun_button, 0, Qt.AlignmentFlag.AlignRight)
+        buttons = QHBoxLayout()
+        buttons.addStretch(1)
+        buttons.addWidget(self.other_button)
+        buttons.addWidget(self.rerun_button)
+        layout.addLayout(buttons)
 
     def clear(self, text: str = "Ask a question to see how it is answered.") -> None:
         """Forget the shown route (its answer is gone): nothing to re-run, and no filters left.
@@ -140,6 +150,8 @@ class RouteEditor(QGroupBox):
         self.error.setVisible(False)
         self.rerun_button.setEnabled(False)
         self._shown_route = None
+        self._other_route = None
+        self.other_button.setVisible(False)
 
     def set_workflows(self, names: list[str]) -> None:
         """Offer the open KB's workflows (:func:`~kmds_desktop.app.ask.workflow_choices`) and "any";
@@ -184,6 +196,8 @@ class RouteEditor(QGroupBox):
         lines.append(f"<b>Filters:</b> {html.escape(filters) if filters else 'none'}")
         if result.route_explanation:
             lines.append(f"<b>Why:</b> {html.escape(result.route_explanation)}")
+        for note in getattr(result, "route_notes", None) or []:
+            lines.append(f"<span style='color:#9a5b00'><b>Guard:</b> {html.escape(note)}</span>")
         if result.fallback_reason:
             proposed = result.proposed_route
             was = f" (the router chose {html.escape(proposed.intent_class)})" if proposed is not None else ""
@@ -206,6 +220,13 @@ class RouteEditor(QGroupBox):
         if route is not None:
             self.set_route(route)
         self.rerun_button.setEnabled(True)
+        self._other_route = getattr(result, "alternative_route", None)
+        self.other_button.setVisible(self._other_route is not None)
+        if self._other_route is not None:
+            other = self._other_route
+            described = other.describe_filters() or "no filters"
+            label = INTENT_LABELS.get(other.intent_class, other.intent_class)
+            self.other_button.setToolTip(f"Re-run on {label} ({described}): the route the other router chose")
 
     def set_route(self, route: Any) -> None:
         self._shown_route = route
@@ -231,6 +252,10 @@ class RouteEditor(QGroupBox):
             previous=self._shown_route,
             workflow=self.workflow.currentData(),
         )
+
+    def _use_other(self) -> None:
+        if self._other_route is not None:
+            self.rerun_requested.emit(self._other_route)
 
     def _rerun(self) -> None:
         try:

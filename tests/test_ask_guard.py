@@ -1,0 +1,164 @@
+"""The offline router is the model's floor: what a model's route keeps, what it loses, and what is said.
+
+A model's filter the question does not support (a finding range with no numbers in the question, a
+workflow it does not name, a type it does not name) is dropped and the result says which and why;
+a grounded filter is kept. The model's route comes from the fake Ollama server (a real HTTP server
+with scripted replies); the KB, the embedding model and the index are real. Also here: the offline
+floor itself answers "which model was chosen and why?" from the model selection and modelling choice
+records, and the window's Route box shows the guard's note and offers the other route.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.fake_ollama import ModelScript
+
+from kmds_desktop.ask.guard import guard_route, numbers_in, workflow_grounded
+from kmds_desktop.ask.kb_vocabulary import KBVocabulary
+from kmds_desktop.ask.offline_router import OfflineDecision
+from kmds_desktop.config import Settings
+from kmds_desktop.index import SemanticIndex
+from kmds_desktop.kb import SearchFilters, load_kb
+from kmds_desktop.search import OrchestratorRoute, SearchOrchestrator
+
+DEMO = Path(__file__).resolve().parent.parent / "resources" / "demo_kb.xml"
+MODEL = "router:1b"
+ANSWER = "The records say so [1]."
+SPECIES, BODY_MASS = "penguin species classification", "penguin body mass regression"
+
+
+@pytest.fixture(scope="module")
+def index() -> SemanticIndex:
+    return SemanticIndex(None)
+
+
+@pytest.fixture(scope="module")
+def demo_kb():
+    return load_kb(DEMO)
+
+
+def _model_says(route: dict[str, Any]):
+    """A scripted model: the route for the routing prompt, a short answer for anything else."""
+
+    def reply(prompt: str, body: dict[str, Any]) -> str:
+        return json.dumps(route) if "Reply with one JSON object" in prompt else ANSWER
+
+    return ModelScript(replies=[reply])
+
+
+def _with_model(kb, index: SemanticIndex, url: str) -> SearchOrchestrator:
+    settings = Settings()
+    settings.llm.ollama_host, settings.llm.ollama_model = url, MODEL
+    return SearchOrchestrator(kb, backend="ollama", settings=settings, index=index)
+
+
+def test_which_model_was_chosen_and_why_reaches_the_selection_and_the_choice(kmds_data: Path,
+                                                                            index: SemanticIndex) -> None:
+    kb = load_kb(kmds_data / "example_ml_kb_exp_workflow.xml")
+    orch = SearchOrchestrator(kb, backend="offline", settings=Settings(), index=index)
+    for question in ("which model was chosen and why?", "What was chosen, and for what reason?"):
+        result = orch.retrieve(question)
+        categories = {r["category"] for r in result.results}
+        assert categories == {"model_selection", "modelling_choice"}, (question, result.route_explanation)
+        assert all(r["obs_type"] != "Data Quality Observation" for r in result.results)
+        assert "chosen and why" in result.route_explanation
+
+
+def test_an_invented_finding_range_is_dropped_and_the_note_says_why(fake_ollama, demo_kb,
+                                                                    index: SemanticIndex) -> None:
+    fake_ollama.models[MODEL] = _model_says({
+        "intent_class": "exploratory_search", "listing": True, "explanation": "data quality",
+        "filters": {"obs_type_filter": "Data Quality Observation", "finding_seq_min": 1,
+                    "finding_seq_max": 6}})
+    result = _with_model(demo_kb, index, fake_ollama.url).ask("What data quality problems were found?")
+    assert result.backend == "ollama" and result.fallback_reason is None
+    assert result.model_route is not None and result.model_route.filters.finding_seq_max == 6
+    filters = result.route.filters
+    assert (filters.finding_seq_min, filters.finding_seq_max) == (None, None)  # dropped
+    assert filters.obs_type_filter == "Data Quality Observation"  # grounded in "data quality": kept
+    assert len(result.route_notes) == 1
+    assert "findings 1 to 6" in result.route_notes[0] and "no numbers" in result.route_notes[0]
+    expected = [o.iri for o in demo_kb.observations if o.obs_type == "Data Quality Observation"]
+    assert sorted(r["iri"] for r in result.results) == sorted(expected)  # every one, not only 1 to 6
+    assert result.answer == ANSWER
+    assert result.to_dict()["route_notes"] == result.route_notes
+
+
+def test_a_range_the_question_states_is_kept(fake_ollama, demo_kb, index: SemanticIndex) -> None:
+    fake_ollama.models[MODEL] = _model_says({
+        "intent_class": "all_observations_search", "listing": True, "explanation": "a range",
+        "filters": {"finding_seq_min": 2, "finding_seq_max": 4}})
+    result = _with_model(demo_kb, index, fake_ollama.url).retrieve("Show findings 2 to 4")
+    assert (result.route.filters.finding_seq_min, result.route.filters.finding_seq_max) == (2, 4)
+    assert result.route_notes == []
+    assert result.results and all(2 <= r["finding_seq"] <= 4 for r in result.results)
+
+
+def test_a_workflow_the_question_does_not_name_is_dropped(fake_ollama, demo_kb, index: SemanticIndex) -> None:
+    fake_ollama.models[MODEL] = _model_says({
+        "intent_class": "modelling_choice_search", "listing": True, "explanation": "assumptions",
+        "filters": {"obs_type_filter": "Modelling Assumption Observation", "workflow": SPECIES}})
+    result = _with_model(demo_kb, index, fake_ollama.url).retrieve("What modelling assumptions were made?")
+    assert result.route.filters.workflow is None
+    assert result.route.filters.obs_type_filter == "Modelling Assumption Observation"
+    assert any(SPECIES in note and "does not name that workflow" in note for note in result.route_notes)
+    workflows = {w for r in result.results for w in r["workflows"]}
+    assert workflows == {SPECIES, BODY_MASS}
+
+
+def test_the_offline_routers_template_stands_where_the_question_names_it(fake_ollama, demo_kb,
+                                                                          index: SemanticIndex) -> None:
+    fake_ollama.models[MODEL] = _model_says({"intent_class": "model_selection_search", "listing": False,
+                                             "explanation": "models", "filters": {}})
+    orch = _with_model(demo_kb, index, fake_ollama.url)
+    result = orch.retrieve("List the feature engineering observations")
+    assert result.intent_class == "data_representation_search"
+    assert result.alternative_route is not None
+    assert result.alternative_route.intent_class == "model_selection_search"  # one click away
+    assert any("Kept the offline router's template" in note for note in result.route_notes)
+
+
+def test_grounding_rules_read_the_kbs_own_vocabulary(demo_kb) -> None:
+    vocab = KBVocabulary.of(demo_kb)
+    assert numbers_in("the first three findings, then 7") == {1, 3, 7}
+    assert numbers_in("which model was chosen and why?") == set()
+    assert workflow_grounded("the species classifier work", SPECIES, vocab)  # said loosely
+    assert workflow_grounded("in workflow 2", BODY_MASS, vocab)  # by its place
+    assert not workflow_grounded("Which features separate the species?", SPECIES, vocab)  # a topic word
+    assert not workflow_grounded("What modelling assumptions were made?", BODY_MASS, vocab)
+    nothing_close = OrchestratorRoute(intent_class="semantic_search", explanation="none")
+    offline = OfflineDecision(nothing_close, {}, "none")
+    invented = OrchestratorRoute(intent_class="exploratory_search", filters=SearchFilters(
+        keyword="penguin", finding_seq_min=1, finding_seq_max=6, workflow=SPECIES))
+    guarded = guard_route("What went wrong with the measurements?", invented, offline, vocab)
+    assert guarded.chosen_by == "model"  # the offline router found no template: the model's stands
+    assert sorted(guarded.dropped) == ["findings", "keyword", "workflow"]
+    assert guarded.route.filters.model_dump() == SearchFilters().model_dump()
+    assert len(guarded.notes) == 3
+
+
+def test_the_route_box_shows_the_guard_note_and_offers_the_other_route(qtbot, fake_ollama, demo_kb,
+                                                                      index: SemanticIndex) -> None:
+    from kmds_desktop.ui.ask_route import RouteEditor
+
+    fake_ollama.models[MODEL] = _model_says({
+        "intent_class": "model_selection_search", "listing": False, "explanation": "models",
+        "filters": {"finding_seq_min": 1, "finding_seq_max": 6}})
+    orch = _with_model(demo_kb, index, fake_ollama.url)
+    result = orch.retrieve("List the feature engineering observations")
+    editor = RouteEditor()
+    qtbot.addWidget(editor)
+    editor.show_result(result, answer="being written…")
+    text = editor.summary.text()
+    assert "Guard:" in text and "findings 1 to 6" in text and "Kept the offline router" in text
+    assert editor.other_button.isVisibleTo(editor)
+    with qtbot.waitSignal(editor.rerun_requested) as emitted:
+        editor.other_button.click()
+    assert emitted.args[0].intent_class == "model_selection_search"
+    assert emitted.args[0].filters.finding_seq_min is None  # the other route, guarded too
+    editor.clear()
+    assert not editor.other_button.isVisibleTo(editor)
