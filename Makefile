@@ -3,8 +3,9 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+MKDOCS := NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
-.PHONY: run test test-real-model lint bench screenshots bundle bundle-test sysdeps clean
+.PHONY: run test test-real-model lint docs bench screenshots bundle bundle-test sysdeps clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
@@ -24,6 +25,7 @@ test: $(STAMP)
 	bash scripts/sysdeps.sh test
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m ruff check kmds_desktop tests bench
 	$(BIN)/lint-imports
+	mkdir -p build && $(MKDOCS) -d build/docs-check >build/docs-check.log 2>&1 || { cat build/docs-check.log; exit 1; }
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -ra -m "not slow" --ignore=tests/test_real_model.py
 	bash scripts/sysdeps.sh real-model
 	PYTHON=$(BIN)/python bash scripts/real_model.sh
@@ -38,6 +40,11 @@ test-real-model: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/python -m ruff check kmds_desktop tests bench
+
+## The user guide and design notes (docs/, mkdocs.yml) as a site in site/. Strict: a broken link or anchor, or a
+## page missing from the navigation, fails the build. (Not -q: with it, mkdocs 1.6 no longer counts warnings.)
+docs: $(STAMP)
+	$(MKDOCS) -d site
 
 bench: $(STAMP)
 	for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
