@@ -101,6 +101,9 @@ LOW_SPACE_BYTES = 32 * 1024 * 1024
 #: How long a server finishing its start (crash recovery) or its stop is given before it is stopped.
 RECOVERY_GRACE_S = 15.0
 STOPPING_GRACE_S = 5.0
+#: A server that let one connection attempt time out is asked again for this long before it is
+#: stopped: on a machine under heavy load one slow answer is not yet a hung server.
+NOT_ANSWERING_GRACE_S = 10.0
 #: How long one connection attempt of the diagnosis waits (libpq's minimum is 2 s).
 PROBE_TIMEOUT_S = 5
 #: Bounded waits of a forced stop: ``pg_ctl -m immediate``, then SIGQUIT, then SIGKILL.
@@ -604,8 +607,10 @@ class EmbeddedServer:
                 "there before importing")
 
     def _wait_out(self, diag: ServerDiagnosis) -> ServerDiagnosis:
-        """Give a server finishing its crash recovery or its stop a few seconds to get there."""
-        grace = {"starting": RECOVERY_GRACE_S, "stopping": STOPPING_GRACE_S}.get(diag.state, 0.0)
+        """Give a server finishing its crash recovery or its stop a few seconds to get there, and one
+        that did not answer a second chance."""
+        grace = {"starting": RECOVERY_GRACE_S, "stopping": STOPPING_GRACE_S,
+                 "not answering": NOT_ANSWERING_GRACE_S}.get(diag.state, 0.0)
         deadline = time.monotonic() + grace
         while time.monotonic() < deadline:
             time.sleep(0.5)
