@@ -787,7 +787,7 @@ class LiteratureDatabase:
         write counter shows it missed writes)."""
         from kmds_desktop.literature.store import topk_build
         from kmds_desktop.literature.store.topk_build import build_index, index_folder, refresh_index
-        from kmds_desktop.literature.store.topk_index import BuildState, TopKIndex
+        from kmds_desktop.literature.store.topk_index import TopKIndex
         from kmds_desktop.tasks import Cancelled
 
         if cancel is not None and cancel.cancelled:
@@ -795,15 +795,16 @@ class LiteratureDatabase:
         try:
             index = self.topk_index()
             if index is None:
-                # a build an earlier import's step left unfinished (killed, cancelled) goes on here too
-                unfinished = BuildState.load(index_folder(self) / "state.json") is not None
-                if self.schema_owner != "app" or report is None or not (report.inserted or unfinished):
+                # Built (or a build left unfinished goes on) also when this import added nothing: a
+                # kill after the last file's commit, or during the index step, left the documents in
+                # and no finished index; the restarted import finds every file imported already.
+                if self.schema_owner != "app" or report is None:
                     return
                 # The planner's count (ANALYZE just ran): an exact count of millions of rows takes long.
                 size = self.run(lambda c: c.execute(
                     "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = 'document'::regclass"
                 ).fetchone()[0], cancel)
-                if size > topk_build.AUTO_TOPK_UP_TO:
+                if not 0 < size <= topk_build.AUTO_TOPK_UP_TO:
                     return
                 index = TopKIndex(index_folder(self))
                 build_index(self, index, progress=progress, cancel=cancel)
