@@ -17,7 +17,7 @@ from support.crash import JOBS, CrashHarness, Databases
 
 #: (job, kills, the crash points its clean run must pass: the hooks are really reached)
 SHORT_FORM = [
-    ("import", 3, {"import.file-committed", "topk.batch-committed", "topk.build-merged"}),
+    ("import", 4, {"import.file-committed", "topk.batch-committed", "topk.build-merged"}),
     ("topk", 3, {"topk.batch-committed", "topk.build-merged"}),
     ("embed", 1, {"embed.batch-committed"}),
     ("kb-save", 2, {"kb.save.temp-written"}),
