@@ -46,6 +46,10 @@ class LLMSettings(_Section):
     openai_model: str = "default"
     temperature: float = Field(0.1, ge=0.0, le=2.0)
     timeout_s: float = Field(120.0, gt=0)
+    #: OpenAI-compatible servers (API roots) that "auto" found on this machine's usual ports and the
+    #: user agreed to use: a server on a shared workstation's loopback may be another user's, so none
+    #: is sent a prompt before it is confirmed here.
+    confirmed_servers: list[str] = Field(default_factory=list)
 
 
 class QueryGenerationSettings(_Section):

@@ -16,6 +16,14 @@ from kmds_desktop.config import LLMSettings
 _SERVED = ("ollama", "openai", "google")
 
 
+def confirm_server(llm: LLMSettings, base_url: str) -> LLMSettings:
+    """A copy of ``llm`` in which the user has said yes to "Found … — use it?" for ``base_url``:
+    "auto" may use that server from now on (it is remembered in ``confirmed_servers``)."""
+    confirmed = [*llm.confirmed_servers, base_url] if base_url not in llm.confirmed_servers \
+        else list(llm.confirmed_servers)
+    return llm.model_copy(update={"confirmed_servers": confirmed})
+
+
 def model_of(backend: str, llm: LLMSettings) -> str:
     """The model the settings name for ``backend`` ("" for none)."""
     models = {"ollama": llm.ollama_model, "openai": llm.openai_model, "google": llm.google_model}

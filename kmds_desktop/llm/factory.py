@@ -1,9 +1,13 @@
 """Pick the LLM backend the settings ask for, and wrap plain callables into the same contract.
 
-"auto" prefers a local Ollama that answers and has the configured model (private, free), then
-Google when a key is available, then no LLM at all (offline mode) — so a fresh machine works
-without any LLM and improves as soon as one appears. "openai" (an OpenAI-compatible server) is
-only used when chosen: its address is the user's to give.
+"auto" prefers a local Ollama that answers and has the configured model (private, free), then an
+OpenAI-compatible server on one of the usual local ports (LM Studio 1234, llama.cpp 8080, vLLM 8000,
+Jan 1337) that the user has confirmed, then Google when a key is available, then no LLM at all
+(offline mode) — so a fresh machine works without any LLM and improves as soon as one appears. The
+ports are probed with the model list only (``/v1/models``, half a second each), never a prompt: a
+server found but not yet confirmed is returned as ``BackendChoice.candidate`` with the question to
+ask ("Found llama.cpp at 127.0.0.1:8080 — use it?"); the answer is remembered in
+``llm.confirmed_servers``. "openai" is always used when chosen: its address is the user's to give.
 
 :class:`ModelDispatch` serves several models by name, each from its server (``openai:NAME`` from
 the OpenAI-compatible server, ``ollama:NAME`` or a bare name from Ollama), so the literature
@@ -61,6 +65,47 @@ class FunctionBackend:
         yield self(prompt)
 
 
+#: The usual local ports of OpenAI-compatible servers, in the order "auto" tries them.
+USUAL_OPENAI_SERVERS: tuple[tuple[str, int], ...] = (("LM Studio", 1234), ("llama.cpp", 8080), ("vLLM", 8000),
+                                                     ("Jan", 1337))
+#: Seconds each probe of a usual port may take (a closed port answers at once; a busy one is skipped).
+DISCOVERY_TIMEOUT_S = 0.5
+
+
+@dataclass(frozen=True)
+class FoundServer:
+    """An OpenAI-compatible server that answered its model list on a usual local port."""
+
+    name: str
+    #: The API root (``http://127.0.0.1:8080/v1``), as ``llm.openai_base_url`` and
+    #: ``llm.confirmed_servers`` hold it.
+    base_url: str
+    models: tuple[str, ...] = ()
+
+    @property
+    def question(self) -> str:
+        """What the window asks before the server gets any prompt."""
+        address = self.base_url.split("://", 1)[-1].split("/", 1)[0]
+        return f"Found {self.name} at {address} — use it?"
+
+
+def discover_openai_servers(servers: tuple[tuple[str, int], ...] = USUAL_OPENAI_SERVERS,
+                            host: str = "127.0.0.1",
+                            timeout: float = DISCOVERY_TIMEOUT_S) -> list[FoundServer]:
+    """The OpenAI-compatible servers answering ``/v1/models`` on ``host`` at the given ``(name, port)``
+    pairs, in that order. Only the model list is asked for: nothing is sent to a model."""
+    found = []
+    for name, port in servers:
+        base_url = f"http://{host}:{port}/v1"
+        try:
+            models = OpenAIBackend(base_url, timeout=timeout, api_key="").list_models(timeout=timeout)
+        except LLMError as err:
+            log.debug("auto backend: no %s at %s: %s", name, base_url, err)
+            continue
+        found.append(FoundServer(name, base_url, tuple(models)))
+    return found
+
+
 @dataclass
 class BackendChoice:
     """What :func:`choose_backend` picked and why (shown in the status bar and the result view)."""
@@ -70,15 +115,20 @@ class BackendChoice:
     note: str = ""
     #: What the "auto" probe found of Ollama: "ready", "no-model", "unreachable" ("" when not probed).
     ollama_state: str = ""
+    #: An OpenAI-compatible server "auto" found but may not use before the user confirms it
+    #: (``candidate.question``; a yes goes into ``llm.confirmed_servers``).
+    candidate: FoundServer | None = None
 
 
 def choose_backend(settings: LLMSettings | None = None, backend: str | None = None,
-                   probe_timeout: float = 2.0) -> BackendChoice:
+                   probe_timeout: float = 2.0,
+                   openai_servers: tuple[tuple[str, int], ...] = USUAL_OPENAI_SERVERS) -> BackendChoice:
     """Build the backend named by ``backend`` (default ``settings.backend``).
 
     Explicit "ollama"/"google" are built without probing (errors surface on the first call, with
-    the host or key named); "auto" probes Ollama's ``/api/tags`` for ``probe_timeout`` seconds.
-    Raises :class:`LLMError` only for an explicit "google" without a key.
+    the host or key named); "auto" probes Ollama's ``/api/tags`` for ``probe_timeout`` seconds, then
+    the ``openai_servers`` ports (see the module docstring). Raises :class:`LLMError` only for an
+    explicit "google" without a key.
     """
     settings = settings or LLMSettings()
     backend = backend or settings.backend
@@ -107,15 +157,28 @@ def choose_backend(settings: LLMSettings | None = None, backend: str | None = No
         notes.append(f"Ollama not reachable at {ollama.host}")
         log.debug("auto backend: %s", err)
         state = "unreachable"
+    candidate = None
+    for found in discover_openai_servers(openai_servers, timeout=min(probe_timeout, DISCOVERY_TIMEOUT_S)):
+        if found.base_url in settings.confirmed_servers:
+            model = settings.openai_model if settings.openai_model in found.models or not found.models \
+                else found.models[0]
+            llm = OpenAIBackend(found.base_url, model, settings.temperature, settings.timeout_s)
+            notes.append(f"using {found.name} at {found.base_url} (model {model})")
+            return BackendChoice(llm, "openai", "; ".join(notes), state)
+        if candidate is None:
+            candidate = found
+    if candidate is not None:
+        notes.append(f"{candidate.question} (not used until confirmed)")
     if secrets.google_api_key():
         try:
             return BackendChoice(GoogleBackend(settings.google_model, temperature=settings.temperature,
-                                               timeout=settings.timeout_s), "google", "; ".join(notes), state)
+                                               timeout=settings.timeout_s), "google", "; ".join(notes), state,
+                                 candidate)
         except LLMError as err:
             notes.append(str(err))
     else:
         notes.append("no Google API key")
-    return BackendChoice(None, "offline", "; ".join(notes), state)
+    return BackendChoice(None, "offline", "; ".join(notes), state, candidate)
 
 
 def make_llm(settings: LLMSettings | None = None, backend: str | None = None) -> tuple[LLMFn | None, str]:
