@@ -11,12 +11,11 @@ offline router on some questions the offline router gets right. So both routers 
   customer one"), or its place ("workflow 2"); a type needs its own words ("data quality") or the
   everyday words the offline router reads as that type ("problems in the data"); a keyword must be
   in the question;
-- **where the two routers choose different templates**, the offline router's choice stands when it
-  rests on the question's words (it names a type, a category, a range, a workflow, or asks about
-  results or a choice) and the model's template is not named by the question; otherwise (the
-  offline router only matched examples by similarity, or found nothing close) the model's stands.
-  On ``tests/data/ask_questions_dev.jsonl`` the offline router's words-based templates are all
-  right and its similarity-only ones are where it errs (``bench/ask_guard.py`` measures it);
+- **where the two routers choose different templates**, the offline router's choice stands unless
+  the question's words name the model's template, the offline router found no close template (a
+  free-text search), or it chose all observations only for a named range or workflow that the
+  model's route keeps (:data:`OFFLINE_STANDS`; measured by ``bench/ask_guard.py`` on the dev and
+  hard question sets);
 - the route that did not run is kept as ``alternative``, one click away in the window.
 
 Plain Python: the orchestrator calls :func:`guard_route` after parsing the model's reply.
