@@ -6,6 +6,8 @@ project, so the Qt-free core and the views word counts the same way: "1 record",
 
 from __future__ import annotations
 
+from datetime import datetime
+
 
 def plural(n: int, one: str, many: str | None = None) -> str:
     """``n`` and the noun that agrees with it: ``1 record``, ``2 records``, ``1,240 records``.
@@ -33,3 +35,23 @@ def shorten(text: str, limit: int = MESSAGE_LIMIT) -> str:
     tail = f"… ({len(flat):,} characters in all)"
     keep = max(limit - len(tail), 1)
     return flat[:keep].rstrip() + tail
+
+
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def human_datetime(stamp: str) -> str:
+    """An ISO-8601 time stamp as a person reads it, in local time: ``3 Dec 2026 14:05``.
+
+    Why: the stores keep UTC ISO stamps (``2026-12-03T14:05:11+00:00``), exact and sortable, and a
+    label made of one ("search 2026-12-03T14:05:11+00:00") was what a user saw of a search. Month
+    names are fixed English abbreviations, not the process locale's, so a label reads the same in
+    the window, the CLI and a saved diagram. Text that is not a time stamp comes back unchanged."""
+    text = (stamp or "").strip()
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return text
+    if moment.tzinfo is not None:
+        moment = moment.astimezone()
+    return f"{moment.day} {_MONTHS[moment.month - 1]} {moment.year} {moment.hour:02d}:{moment.minute:02d}"

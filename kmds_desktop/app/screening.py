@@ -389,7 +389,8 @@ class ScreeningSession:
         with self._lock:
             unique, _ = merge_duplicates(list(self.records) + incoming)
             added = self.store.add_records(
-                self.review.id, unique, origin=origin, identified=len(incoming), per_row=per_row
+                self.review.id, unique, origin=origin, identified=len(incoming), per_row=per_row,
+                identities=[rec.key for rec in incoming],
             )
             self._load()
         self._retrain()
@@ -895,7 +896,8 @@ class ScreeningSession:
         return prisma.build_flow(
             sources=self.store.sources(self.review.id),
             unique_records=len(self.records),
-            decisions=self.decisions,
+            decisions={k: d for k, d in self.decisions.items() if k in self._index},
+            identities=self.store.source_identities(self.review.id),
             reasons=self.review.reasons,
             entered=self.store.flow_numbers(self.review.id),
         )

@@ -127,6 +127,8 @@ class LiteraturePanel(LiteratureJobs, LiteratureFiles, LiteratureRecords, QWidge
         self.screening_window: Any = None
         #: The set number the newest finished run was saved as.
         self.last_recorded: int | None = None
+        #: (run, its set number in the history): the source name its screening uses (``#12``).
+        self.recorded_run: tuple[Any, int] | None = None
         #: The newest message (level, text) the panel sent to the window's message bar.
         self.last_message: tuple[str, str] | None = None
         #: The open "discard these queries?" question of New search (None when none is open).
@@ -260,7 +262,8 @@ class LiteraturePanel(LiteratureJobs, LiteratureFiles, LiteratureRecords, QWidge
         self.all_button.setVisible(selectable)
         self.none_button.setVisible(selectable)
         self.export_button.setEnabled(self.has_documents() or self.session.last_run is not None)
-        self.screen_button.setEnabled(bool(self.session.documents) and self.session.last_run is not None)
+        # Whenever results are shown (also results brought back without a run of this session).
+        self.screen_button.setEnabled(bool(self.session.documents))
         # Nothing to embed when every document has a vector (the tooltip says so); an import that
         # adds documents is followed by a status read, which enables it again.
         self.embed_button.setEnabled(not self.embedding and not lj.everything_embedded(self.vectors))

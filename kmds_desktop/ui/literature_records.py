@@ -3,8 +3,9 @@
 A mixin of :class:`~kmds_desktop.ui.literature_panel.LiteraturePanel`: a run is recorded with the
 one protocol of :mod:`kmds_desktop.app.strategy` (numbered on the worker that runs it, completed on
 a worker once the session applied it, as ``literature search`` records it); the search history
-window opens over the same workbench, and Screen these results opens a screening window on the
-run's documents.
+window opens over the same workbench (its Re-run loads a search back into this panel and runs it:
+:meth:`LiteratureRecords.rerun_saved_search`), and Screen these results opens a screening window on
+the documents the panel shows, named as a source by the run's set in the history (``#12``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from kmds_desktop.app import literature as app_lit
 from kmds_desktop.app import strategy
 from kmds_desktop.app.messages import user_message
 from kmds_desktop.app.presentation import SearchHistory, SearchWorkbench, plural
+from kmds_desktop.app.search_log import utc_now
 from kmds_desktop.ui.literature_jobs import KINDS
 from kmds_desktop.ui.workers import Job
 
@@ -47,6 +49,8 @@ class LiteratureRecords:
         the CLI's call too)."""
         if number is None:
             return None
+        # The screening source of these results is this set (see screen_results).
+        self.recorded_run = (run, number)
         return self.jobs.submit(
             KINDS["record"], strategy.finish_recording, self.workbench(), number, run,
             label="Saving the run in the search history", policy="queue", busy_cursor=False,
@@ -77,24 +81,51 @@ class LiteratureRecords:
                 return None
             self.history_dialog = SearchHistoryDialog(workbench, self.jobs, self,
                                                       database=lambda: self.database,
-                                                      known=self.session.known_papers)
+                                                      known=self.session.known_papers,
+                                                      run_search=self.rerun_saved_search)
         else:
             self.history_dialog.refresh()
         self.history_dialog.show()
         self.history_dialog.raise_()
         return self.history_dialog
 
+    def rerun_saved_search(self: LiteraturePanel, search: strategy.SavedSearch) -> Job | None:
+        """The history's Re-run: put ``search`` back in the review table (its question, its rows
+        ticked; unsaved rows of the user's kept, unticked) and run it. None when it cannot run now
+        (the message says why)."""
+        if self._busy():
+            self.show_message("Wait for the running search, import or generation to finish, or cancel it; "
+                              f"then re-run {search.title} again.", "warning")
+            return None
+        self._check_timer.stop()
+        self.results.clear()
+        self.review.beginResetModel()
+        try:
+            loaded = strategy.load_saved_search(self.session, search)
+        finally:
+            self.review.endResetModel()
+        if search.question:  # a search of hand-written rows alone has none: the bar keeps its text
+            self.question.setText(search.question)
+        self.documents_changed.emit(0)
+        self._set_progress(loaded.line())
+        self._update_buttons()
+        return self.run_selected()
+
     def screen_results(self: LiteraturePanel, store_path: str | Path | None = None) -> Any:
-        """Open a screening window on the last run's merged documents (the question's review)."""
+        """Open a screening window on the documents the panel shows (the question's review)."""
         # Imported here: the screening session loads scikit-learn, which the window's start need not wait for.
         from kmds_desktop.ui.screening_view import open_screening
 
         run = self.session.last_run
-        if run is None or not self.session.documents:
+        if not self.session.documents:
             self.show_message("There is nothing to screen: run the ticked queries first.", "warning")
             return None
+        recorded = self.recorded_run
+        number = recorded[1] if recorded is not None and recorded[0] is run else None
+        question = self.session.question or (run.plan.question if run is not None else "") \
+            or self.question.text().strip()
         self.screening_window = open_screening(
-            self, self.jobs, self.session.documents, question=self.session.question or run.plan.question,
-            origin=f"search {run.finished_at}", store_path=store_path,
+            self, self.jobs, self.session.documents, question=question,
+            origin=strategy.screening_origin(run, number, utc_now()), store_path=store_path,
             database=self.database, encoder=self.session.encoder)  # vectors join the order's features
         return self.screening_window

@@ -7,6 +7,11 @@ and decides nothing of its own: every
 operation, including listing and counting, runs on a worker of the window's :class:`JobRunner`, so
 the GUI thread never waits on SQLite or PostgreSQL. The count follows the typing (debounced, only
 the newest request kept); a bad expression shows its one-line error under the box, with the position.
+
+*Re-run* loads the search back into the literature panel that opened the window (its question and
+its rows, ticked, as they ran) and runs it there, so the results are where the user reads, exports
+and screens them; the panel's run is saved as a new set. A window without a panel re-runs the set
+in the history alone, as ``literature rerun`` does.
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ from PySide6.QtWidgets import (
 from kmds_desktop.app.literature import KnownPapersInput
 from kmds_desktop.app.messages import describe_error
 from kmds_desktop.app.presentation import KnownCheck, SavedSet, SearchWorkbench, plural
-from kmds_desktop.app.strategy import set_actions
+from kmds_desktop.app.strategy import SavedSearch, human_datetime, search_of, set_actions
 from kmds_desktop.ui.history_checks import KINDS, HistoryChecks, simple_job
 from kmds_desktop.ui.workers import JobRunner
 
@@ -67,15 +72,18 @@ class SearchHistoryDialog(HistoryChecks, QDialog):
     set_saved = Signal(int)
 
     def __init__(self, workbench: SearchWorkbench, jobs: JobRunner, parent: QWidget | None = None, *,
-                 database: Callable[[], Any] | None = None, known: KnownPapersInput | None = None) -> None:
+                 database: Callable[[], Any] | None = None, known: KnownPapersInput | None = None,
+                 run_search: Callable[[SavedSearch], Any] | None = None) -> None:
         """``known``: where the known-papers box keeps its text (the literature session's, so it
-        outlives this window); a window of its own when not given."""
+        outlives this window); a window of its own when not given. ``run_search``: the literature
+        panel's "load this search into the review table and run it" (Re-run uses it when given)."""
         super().__init__(parent)
         self.known = known if known is not None else KnownPapersInput()
         self.setWindowTitle("Search history")
         self.workbench = workbench
         self.jobs = jobs
         self._database_getter = database
+        self._run_search = run_search
         self.sets: list[SavedSet] = []
         self.last_count: Any = None
         self.last_check: KnownCheck | None = None
@@ -278,7 +286,7 @@ class SearchHistoryDialog(HistoryChecks, QDialog):
         self.sets = list(sets)
         self.table.setRowCount(len(sets))
         for row, s in enumerate(sets):
-            values = (f"#{s.number}", (s.finished_at or s.started_at)[:16].replace("T", " "),
+            values = (f"#{s.number}", human_datetime(s.finished_at or s.started_at),
                       "" if s.document_count is None else f"{s.document_count:,}",
                       _KIND_LABEL.get(s.kind, s.kind),
                       s.title if not s.name else f"{s.name} — {s.question or s.expression}", s.state)
@@ -379,9 +387,22 @@ class SearchHistoryDialog(HistoryChecks, QDialog):
                                 on_error=self._failed("The set cannot be deleted"))
 
     def rerun_selected(self) -> Any:
+        """Re-run the selected search: in the literature panel (loaded into its review table and run
+        there) when the window has one, else in the history alone."""
         saved = self._selected()
         if saved is None:
             return None
+        if self._run_search is not None:
+            try:
+                search = search_of(saved)
+            except Exception as exc:  # noqa: BLE001 - e.g. a combination: the status says what to do
+                self._set_status(f"The re-run failed: {describe_error(exc)}")
+                return None
+            started = self._run_search(search)
+            self._set_status(f"{search.title} loaded into the literature panel and "
+                             + ("running there; the run is saved as a new set when it finishes."
+                                if started is not None else "not run: the panel says why."))
+            return started
         if self._database() is None:
             self._set_status("Open the literature database first (run a search in the literature panel).")
             return None

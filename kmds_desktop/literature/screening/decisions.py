@@ -33,6 +33,7 @@ import os
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +116,11 @@ _SCHEMA = (
         model TEXT NOT NULL, question TEXT NOT NULL, source TEXT NOT NULL, external_id TEXT NOT NULL,
         score INTEGER, reason TEXT NOT NULL DEFAULT '', note TEXT NOT NULL DEFAULT '',
         scored_at TEXT NOT NULL, PRIMARY KEY (model, question, source, external_id)) WITHOUT ROWID""",
+    # The identities each search or file brought (before merging), so the PRISMA flow counts a record
+    # that several runs of a search found once: a re-run is not new identification.
+    """CREATE TABLE IF NOT EXISTS source_record (
+        review_id TEXT NOT NULL, origin TEXT NOT NULL, source TEXT NOT NULL, external_id TEXT NOT NULL,
+        PRIMARY KEY (review_id, origin, source, external_id)) WITHOUT ROWID""",
     """CREATE TABLE IF NOT EXISTS flow_number (
         review_id TEXT NOT NULL, name TEXT NOT NULL, value INTEGER NOT NULL, note TEXT NOT NULL DEFAULT '',
         PRIMARY KEY (review_id, name)) WITHOUT ROWID""",
@@ -302,9 +308,12 @@ class DecisionStore(SqliteStore):
         origin: str,
         identified: int | None = None,
         per_row: Mapping[str, int] | None = None,
+        identities: Iterable[Key] = (),
     ) -> int:
         """Add records (already merged by DOI/PMID) to the review; a record already in it keeps its
-        place and decision, and gains the new rows that found it. Returns how many are new."""
+        place and decision, and gains the new rows that found it. ``identities``: the (source,
+        external id) of every record ``origin`` brought, before merging (see :meth:`source_identities`).
+        Returns how many are new."""
         records = list(records)
         added = 0
         with self._write() as conn:
@@ -350,8 +359,14 @@ class DecisionStore(SqliteStore):
                     origin,
                     len(records) if identified is None else int(identified),
                     json.dumps(dict(per_row or {})),
-                    utc_now(),
+                    # To the microsecond: runs added within one second keep their order in the flow.
+                    datetime.now(UTC).isoformat(timespec="microseconds"),
                 ),
+            )
+            conn.executemany(
+                "INSERT OR IGNORE INTO source_record (review_id, origin, source, external_id) "
+                "VALUES (?, ?, ?, ?)",
+                [(review_id, origin, str(k[0]), str(k[1])) for k in identities],
             )
         return added
 
@@ -373,6 +388,15 @@ class DecisionStore(SqliteStore):
                 (review_id,),
             )
         ]
+
+    def source_identities(self, review_id: str) -> dict[str, set[Key]]:
+        """Per origin, the identities it brought (origins added before they were kept have none)."""
+        out: dict[str, set[Key]] = {}
+        for origin, source, external_id in self._read(
+            "SELECT origin, source, external_id FROM source_record WHERE review_id = ?", (review_id,)
+        ):
+            out.setdefault(str(origin), set()).add((str(source), str(external_id)))
+        return out
 
     # -- decisions -----------------------------------------------------------------------------------
     def decide(

@@ -49,6 +49,9 @@ def _document(rec: ScreeningRecord, decision: Decision | None) -> ExportDocument
         url=rec.url,
         keywords=keywords,
         found_by=list(rec.found_by),
+        volume=rec.volume,
+        issue=rec.issue,
+        pages=rec.pages,
     )
 
 

@@ -6,6 +6,13 @@ DOI/PMID, screened, excluded with per-reason counts, included). What the records
 removed by automation tools, reports not retrieved, full-text exclusions) is entered by hand and marked
 "entered" in the numbers and in the drawing.
 
+Runs of a search count each record once: a record that a second run of the literature database's
+searches finds again (the same record, by its identity in the database) was identified by the first,
+so the flow neither counts it again nor calls it a duplicate removed; a second record of the same
+paper (another identity with the same DOI or PMID) is a duplicate, as PRISMA counts one. Files are
+sources of their own, each counted whole. A source is labelled by its name and a date a person reads
+("Search #12 · 3 Dec 2026 14:05"), never by a raw time stamp.
+
 The SVG is a plain string (no Qt, no library): the window can show it or render it to PNG with Qt.
 """
 
@@ -17,7 +24,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from xml.sax.saxutils import escape
 
-from kmds_desktop.literature.screening.decisions import EXCLUDE, INCLUDE, MAYBE, Decision, SourceCount
+from kmds_desktop.literature.screening.decisions import EXCLUDE, INCLUDE, MAYBE, Decision, Key, SourceCount
+from kmds_desktop.text import human_datetime
 
 #: Numbers a user may enter (name -> label in the flow).
 ENTERED_NUMBERS = {
@@ -28,6 +36,38 @@ ENTERED_NUMBERS = {
     "studies_included": "Studies included in review",
 }
 NO_REASON = "no reason given"
+#: How a search's origin begins: ``#12`` (a set of the search history), ``search <time stamp>`` (a run
+#: that was not kept in the history). Every other origin (``file refs.ris``) is a source of its own.
+_SEARCH_PREFIXES = ("#", "search ")
+
+
+def is_search_run(origin: str) -> bool:
+    """Whether ``origin`` is a run of a search on the literature database (not a file)."""
+    return origin.startswith(_SEARCH_PREFIXES)
+
+
+def source_name(origin: str) -> str:
+    """The source's name without its date: ``Search #12``, ``Search``, ``File refs.ris``."""
+    if origin.startswith("#"):
+        return f"Search {origin.split()[0]}"
+    if origin.startswith("search "):
+        rest = origin[len("search "):].strip()
+        return "Search" if human_datetime(rest) != rest else f"Search {rest}"
+    if origin.startswith("file "):
+        return f"File {origin[len('file '):]}"
+    return origin
+
+
+def source_label(source: SourceCount) -> str:
+    """``Search #12 · 3 Dec 2026 14:05``: the name, then when the run ran (a run that names its time
+    stamp) or else when it joined the review, in local time."""
+    stamp = source.added_at
+    if source.origin.startswith("search "):
+        rest = source.origin[len("search "):].strip()
+        if human_datetime(rest) != rest:
+            stamp = rest
+    when = human_datetime(stamp) if stamp else ""
+    return f"{source_name(source.origin)} · {when}" if when else source_name(source.origin)
 
 
 @dataclass(frozen=True)
@@ -38,7 +78,8 @@ class FlowNumber:
     note: str = ""
 
     def text(self) -> str:
-        return f"{self.label} (n = {self.value:,})" + (" [entered]" if self.entered else "")
+        return (f"{self.label} (n = {self.value:,})" + (f"; {self.note}" if self.note else "")
+                + (" [entered]" if self.entered else ""))
 
 
 @dataclass
@@ -57,7 +98,8 @@ class PrismaFlow:
 
     def to_dict(self) -> dict[str, object]:
         def nums(items: Sequence[FlowNumber]) -> list[dict[str, object]]:
-            return [{"label": n.label, "value": n.value, "entered": n.entered} for n in items]
+            return [{"label": n.label, "value": n.value, "entered": n.entered,
+                     **({"note": n.note} if n.note else {})} for n in items]
 
         return {
             "identified": self.identified,
@@ -100,6 +142,25 @@ class PrismaFlow:
         return out
 
 
+def identified_once(
+    sources: Sequence[SourceCount], identities: Mapping[str, set[Key]]
+) -> list[tuple[SourceCount, int, int]]:
+    """(source, records it identified first, records an earlier run of a search had identified) per
+    source, in the order they joined the review (see the module docstring). A source whose identities
+    were not kept (added before they were) counts what it brought."""
+    seen: set[Key] = set()
+    out = []
+    for s in sorted(sources, key=lambda s: (s.added_at, s.origin)):
+        keys = identities.get(s.origin)
+        if not is_search_run(s.origin) or keys is None:
+            out.append((s, s.identified, 0))
+            continue
+        again = len(keys & seen)
+        out.append((s, max(0, s.identified - again), again))
+        seen |= keys
+    return out
+
+
 def build_flow(
     *,
     sources: Sequence[SourceCount],
@@ -107,14 +168,19 @@ def build_flow(
     decisions: Mapping[tuple[str, str], Decision],
     reasons: Sequence[str] = (),
     entered: Mapping[str, tuple[int, str]] | None = None,
+    identities: Mapping[str, set[Key]] | None = None,
 ) -> PrismaFlow:
-    """Count the flow. ``unique_records``: records in the review after duplicates were merged."""
+    """Count the flow. ``unique_records``: records in the review after duplicates were merged;
+    ``decisions``: those of the review's records; ``identities``: what each origin brought (see
+    :func:`identified_once`), so a record that several runs found counts once."""
     flow = PrismaFlow()
-    for s in sources:
-        flow.identified_per_source.append(FlowNumber(s.origin, s.identified))
+    for s, new, again in identified_once(sources, identities or {}):
+        label = source_label(s)
+        note = f"{s.identified:,} found, {again:,} of them by an earlier run" if again else ""
+        flow.identified_per_source.append(FlowNumber(label, new, note=note))
+        flow.identified += new
         for row, n in s.per_row.items():
-            flow.identified_per_row.append(FlowNumber(f"{s.origin} {row}", int(n)))
-    flow.identified = sum(s.identified for s in sources)
+            flow.identified_per_row.append(FlowNumber(f"{source_name(s.origin)}, {row}", int(n)))
     flow.duplicates_removed = max(0, flow.identified - unique_records)
     counts = Counter(d.decision for d in decisions.values())
     flow.included, flow.excluded, flow.maybe = counts[INCLUDE], counts[EXCLUDE], counts[MAYBE]
@@ -208,9 +274,11 @@ def flow_svg(flow: PrismaFlow, title: str = "") -> str:
         body.append(_arrow(left + _BOX_W // 2, y + main_h, left + _BOX_W // 2, y + h + _GAP))
         y += h + _GAP
 
-    identified = [f"Records identified (n = {flow.identified:,})"] + [
-        f"  {n.label} (n = {n.value:,})" for n in flow.identified_per_source
-    ]
+    identified = [f"Records identified (n = {flow.identified:,})"]
+    for n in flow.identified_per_source:
+        identified.append(f"  {n.label} (n = {n.value:,})")
+        if n.note:
+            identified.append(f"    {n.note}")
     removed = ["Records removed before screening:", f"  Duplicate records (n = {flow.duplicates_removed:,})"]
     for key in ("removed_automation", "removed_other"):
         if key in flow.entered:
@@ -220,14 +288,13 @@ def flow_svg(flow: PrismaFlow, title: str = "") -> str:
         f"  {n.label} (n = {n.value:,})" for n in flow.excluded_per_reason
     ]
     sides = [(excluded, "#f5f5f5")]
-    # Not excluded, so not in the excluded box: records still waiting (or marked maybe) have their own.
-    waiting = []
+    # Not excluded, so not in the excluded box; and a record marked maybe was screened while one not
+    # yet screened was not: each has a box of its own (one shared box read as "maybe: 2 + 5 waiting").
     if flow.maybe:
-        waiting.append(f"Marked maybe (n = {flow.maybe:,})")
+        sides.append(([f"Marked maybe (n = {flow.maybe:,})", "  screened, to decide later"], "#fdf6e3"))
     if flow.not_yet_screened:
-        waiting.append(f"Not yet screened (n = {flow.not_yet_screened:,})")
-    if waiting:
-        sides.append((waiting, "#fdf6e3"))
+        sides.append(([f"Not yet screened (n = {flow.not_yet_screened:,})", "  waiting in the queue"],
+                      "#eef3fb"))
     stage([f"Records screened (n = {flow.screened:,})"], sides)
     full_text = [
         flow.entered[k].text() for k in ("reports_not_retrieved", "reports_excluded") if k in flow.entered

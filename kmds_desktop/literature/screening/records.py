@@ -72,6 +72,10 @@ class ScreeningRecord:
     aliases: list[tuple[str, str]] = field(default_factory=list)
     #: A known label (``label_included`` column of a CSV) for simulations; never shown as a decision.
     label: bool | None = None
+    #: Volume, issue and pages as the source wrote them (exports cite the article with them).
+    volume: str = ""
+    issue: str = ""
+    pages: str = ""
 
     def __post_init__(self) -> None:
         # One spelling of a DOI/PMID, so duplicates are found however a source wrote them.
@@ -105,6 +109,7 @@ class ScreeningRecord:
             "doc_id": self.doc_id,
             "origins": list(self.origins),
             "aliases": [list(a) for a in self.aliases],
+            **{k: v for k, v in (("volume", self.volume), ("issue", self.issue), ("pages", self.pages)) if v},
         }
 
     @classmethod
@@ -127,6 +132,9 @@ class ScreeningRecord:
             doc_id=data.get("doc_id") if isinstance(data.get("doc_id"), int) else None,
             origins=[str(o) for o in data.get("origins") or []],
             aliases=[(str(a[0]), str(a[1])) for a in data.get("aliases") or [] if len(a) == 2],
+            volume=str(data.get("volume") or ""),
+            issue=str(data.get("issue") or ""),
+            pages=str(data.get("pages") or ""),
         )
 
 
@@ -151,6 +159,9 @@ def record_from_document(
         rank=rank,
         doc_id=int(doc["id"]) if isinstance(doc.get("id"), int) else None,
         origins=[origin] if origin else [],
+        volume=str(doc.get("volume") or ""),
+        issue=str(doc.get("issue") or ""),
+        pages=str(doc.get("pages") or ""),
     )
 
 
@@ -197,7 +208,7 @@ def _fold(into: ScreeningRecord, other: ScreeningRecord) -> None:
             into.origins.append(origin)
     if other.rank is not None and (into.rank is None or other.rank < into.rank):
         into.rank = other.rank
-    for name in ("title", "abstract", "journal", "doi", "pmid", "url"):
+    for name in ("title", "abstract", "journal", "doi", "pmid", "url", "volume", "issue", "pages"):
         if not getattr(into, name) and getattr(other, name):
             setattr(into, name, getattr(other, name))
     if not into.authors:
@@ -407,6 +418,9 @@ def read_ris_records(path: str | Path) -> list[ScreeningRecord]:
                 url=str((entry.get("urls") or [""])[0]),
                 keywords=[str(k) for k in entry.get("keywords") or []],
                 origins=[f"file {path.name}"],
+                volume=str(entry.get("volume") or ""),
+                issue=str(entry.get("number") or ""),
+                pages="-".join(str(entry.get(k)) for k in ("start_page", "end_page") if entry.get(k)),
             )
         )
     return out

@@ -69,7 +69,7 @@ from kmds_desktop.literature.errors import (
     QueryCancelled,
     QueryTimeout,
 )
-from kmds_desktop.literature.store import term_weights
+from kmds_desktop.literature.store import citations, term_weights
 from kmds_desktop.literature.store.collection_size import forget_collection_size
 from kmds_desktop.literature.store.dates import coerce_date
 from kmds_desktop.literature.store.loading import import_paths
@@ -676,8 +676,10 @@ class LiteratureDatabase:
         for start in range(0, total, batch_size):
             check(cancel)
             chunk = ids[start:start + batch_size]
-            rows = self.run(lambda c, chunk=chunk: c.execute(_FETCH_SQL, (chunk,)).fetchall(), cancel)
-            by_id = {int(r[0]): _normalize(r) for r in rows}
+            # With each batch, the volume, issue and pages the app keeps beside ``document``.
+            rows, cited = self.run(lambda c, chunk=chunk: (c.execute(_FETCH_SQL, (chunk,)).fetchall(),
+                                                            citations.fetch(c, chunk)), cancel)
+            by_id = {int(r[0]): {**_normalize(r), **cited.get(int(r[0]), {})} for r in rows}
             batch = [by_id[i] for i in chunk if i in by_id]
             done += len(chunk)
             report(progress, done, total, f"fetched {done} of {total} documents")

@@ -80,6 +80,11 @@ class Record:
     mesh_terms: list[str] = field(default_factory=list)
     keywords: list[str] = field(default_factory=list)
     url: str | None = None
+    #: Where the article is in its journal (for a citation), when the source says: volume, issue and
+    #: pages as the source writes them ("123-9"). Kept beside ``document`` (see ``citations``).
+    volume: str | None = None
+    issue: str | None = None
+    pages: str | None = None
 
 
 @dataclass
@@ -506,6 +511,9 @@ def _jsonl_record(data: Any) -> Record:
         mesh_terms=_str_list(data.get("mesh_terms"), "mesh_terms"),
         keywords=_str_list(data.get("keywords"), "keywords"),
         url=_text_field(data, "url"),
+        volume=_text_field(data, "volume", numbers=True),
+        issue=_text_field(data, "issue", numbers=True),
+        pages=_text_field(data, "pages", numbers=True),
     )
 
 
@@ -579,7 +587,19 @@ def _medline_record(mc: Any, pubmed_data: Any | None) -> Record:
     mesh = [t for t in (_text(el) for el in mc.findall("MeshHeadingList/MeshHeading/DescriptorName")) if t]
     keywords = [t for t in (_text(el) for el in mc.findall("KeywordList/Keyword")) if t]
     return Record(source="pubmed", external_id=pmid, title=title, abstract=abstract, authors=authors,
-                  publication=journal, publication_date=pub_date, doi=doi, mesh_terms=mesh, keywords=keywords)
+                  publication=journal, publication_date=pub_date, doi=doi, mesh_terms=mesh, keywords=keywords,
+                  volume=_clean(art.findtext("Journal/JournalIssue/Volume")),
+                  issue=_clean(art.findtext("Journal/JournalIssue/Issue")), pages=_medline_pages(art))
+
+
+def _medline_pages(art: Any) -> str | None:
+    """The article's pages as MEDLINE writes them: ``MedlinePgn`` ("123-9"), else its StartPage and
+    EndPage ("61-76"), else None."""
+    pages = _clean(art.findtext("Pagination/MedlinePgn"))
+    if pages:
+        return pages
+    start, end = _clean(art.findtext("Pagination/StartPage")), _clean(art.findtext("Pagination/EndPage"))
+    return f"{start}-{end}" if start and end else start
 
 
 _XML_CHUNK = 1 << 16  # bytes parsed at a time: memory stays bounded whatever the file's size

@@ -53,6 +53,7 @@ import psycopg.errors
 
 from kmds_desktop.crashpoints import crash_point
 from kmds_desktop.literature.errors import ImportFileError, LiteratureError
+from kmds_desktop.literature.store import citations
 from kmds_desktop.literature.store.importers import (
     BadRecord,
     Item,
@@ -266,14 +267,16 @@ def import_file(conn: psycopg.Connection, path: Path, *, progress: ProgressFn | 
             conn.execute(
                 f"CREATE TEMP TABLE IF NOT EXISTS {_STAGING} (seq bigint, source text, external_id text, "
                 "doi text, title text, abstract text, authors text[], publication text, "
-                "publication_date date, mesh_terms text[], keywords text[], url text) ON COMMIT DELETE ROWS"
+                "publication_date date, mesh_terms text[], keywords text[], url text, "
+                "volume text, issue text, pages text) ON COMMIT DELETE ROWS"
             )
             conn.execute(f"TRUNCATE {_STAGING}")
             sources: set[str] = set()
             keys: set[tuple[str, str]] = set()
             withdrawals: dict[str, list[str]] = {}
             with conn.cursor().copy(
-                f"COPY {_STAGING} (seq, source, external_id, {', '.join(_COLUMNS)}) FROM STDIN"
+                f"COPY {_STAGING} (seq, source, external_id, {', '.join(_COLUMNS)}, "
+                f"{', '.join(citations.STAGING_COLUMNS)}) FROM STDIN"
             ) as copy:
                 for item in records:
                     if isinstance(item, BadRecord):
@@ -296,7 +299,7 @@ def import_file(conn: psycopg.Connection, path: Path, *, progress: ProgressFn | 
                     url = item.url or default_url(item.source, item.external_id, item.doi)
                     copy.write_row((rep.records, item.source, item.external_id, item.doi, item.title,
                                     item.abstract, item.authors, item.publication, item.publication_date,
-                                    item.mesh_terms, item.keywords, url))
+                                    item.mesh_terms, item.keywords, url, item.volume, item.issue, item.pages))
                     if rep.records % _PROGRESS_EVERY == 0:
                         check(cancel)
                         tick(rep.records, meter.bytes_read, "read")
@@ -308,6 +311,7 @@ def import_file(conn: psycopg.Connection, path: Path, *, progress: ProgressFn | 
             rep.inserted = sum(1 for r in rows if r[0])
             rep.updated = len(rows) - rep.inserted
             rep.unchanged = len(keys) - len(rows)
+            citations.write_from_staging(conn, _STAGING, ids)  # volume, issue, pages beside document
             conn.execute(f"TRUNCATE {_STAGING}")
             if withdrawals:
                 _apply_withdrawals(conn, withdrawals, rep, target)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import psycopg
 
 from kmds_desktop.literature.errors import SchemaError
+from kmds_desktop.literature.store.citations import create_table as _create_citation_table
 from kmds_desktop.literature.store.vectors import create_vector_table_if_possible
 
 VERSION_TABLE = "kmds_schema_version"
@@ -95,6 +96,12 @@ UPGRADES: list[tuple[int, str, tuple[Step, ...]]] = [
         # A server without pgvector still gets version 4: the table is created later, by
         # ``literature embed``, once the extension is installed (the step is idempotent).
         (_document_vectors,),
+    ),
+    (
+        5,
+        "volume, issue and pages of the documents (kmds_document_citation, keyed by document id), for "
+        "exports a reference manager can cite",
+        (_create_citation_table,),
     ),
 ]
 

@@ -4,6 +4,11 @@ Plain Python (no Qt) so the GUI, the CLI and tests share one writer. Documents m
 objects with attributes (whatever the database layer returns); :func:`normalize_document` reads
 the common field names once so every format sees the same values. The search log (everything needed
 to repeat a search) is the application layer's: :mod:`kmds_desktop.app.search_log`.
+
+Volume, issue and pages go out wherever the source had them (RIS ``VL``/``IS``/``SP``/``EP``, BibTeX
+``volume``/``number``/``pages``, CSV columns): without them a reference manager cannot cite the
+article. Pages are read as MEDLINE writes them ("123-9" is pages 123 to 129; see
+:func:`~kmds_desktop.literature.store.citations.page_range`).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
+from kmds_desktop.literature.store.citations import page_range
 from kmds_desktop.literature.strategy.citation_names import key_stem, parse_author, to_ascii
 
 #: The file formats the documents table can be exported to, with their usual extensions.
@@ -27,6 +33,9 @@ CSV_COLUMNS = (
     "title",
     "year",
     "journal",
+    "volume",
+    "issue",
+    "pages",
     "authors",
     "doi",
     "pmid",
@@ -55,6 +64,9 @@ class ExportDocument:
     url: str = ""
     keywords: list[str] = field(default_factory=list)
     found_by: list[str] = field(default_factory=list)
+    volume: str = ""
+    issue: str = ""
+    pages: str = ""  #: as the source writes them ("123-9"); see :func:`page_range`
 
 
 def _get(doc: Any, *names: str) -> Any:
@@ -117,6 +129,9 @@ def normalize_document(doc: Any, found_by: Sequence[str] | None = None) -> Expor
         url=str(_get(doc, "url") or ""),
         keywords=_as_list(_get(doc, "keywords")),
         found_by=list(found_by) if found_by is not None else _as_list(_get(doc, "found_by")),
+        volume=str(_get(doc, "volume") or ""),
+        issue=str(_get(doc, "issue") or ""),
+        pages=str(_get(doc, "pages") or ""),
     )
 
 
@@ -158,6 +173,9 @@ def documents_to_csv(
                 d.title,
                 "" if d.year is None else d.year,
                 d.journal,
+                d.volume,
+                d.issue,
+                d.pages,
                 "; ".join(d.authors),
                 d.doi,
                 d.pmid,
@@ -194,7 +212,8 @@ def documents_to_ris(
 ) -> str:
     """RIS (one ``TY  - JOUR`` ... ``ER  -`` record per document), readable by Zotero/EndNote.
 
-    ``AU`` is ``Last, F. M.`` (readers split people at the comma); ``ID`` is the source's own
+    ``AU`` is ``Last, F. M.`` (readers split people at the comma); ``VL``, ``IS``, ``SP`` and ``EP``
+    are volume, issue, first and last page where the source has them; ``ID`` is the source's own
     identifier (:func:`source_identifier`), ``AN`` the bare accession number (PMID, SciFact id),
     ``DB`` the source; ``T2`` is the journal, which Zotero reads as the publication title.
     """
@@ -213,6 +232,11 @@ def documents_to_ris(
             tag("AU", parse_author(author).display)
         tag("PY", d.year)
         tag("T2", d.journal)
+        first, last = page_range(d.pages)
+        tag("VL", d.volume)
+        tag("IS", d.issue)
+        tag("SP", first)
+        tag("EP", last)
         tag("AB", d.abstract)
         tag("DO", d.doi)
         tag("AN", d.pmid or d.external_id)
@@ -258,6 +282,12 @@ def bibtex_verbatim(text: str) -> str:
     return "".join(_VERBATIM_UNSAFE.get(ch, ch) for ch in "".join(text.split()))
 
 
+def bibtex_pages(pages: str) -> str:
+    """``123--129`` (BibTeX's page range, the last page written out), or the one page."""
+    first, last = page_range(pages)
+    return bibtex_escape(f"{first}--{last}" if last else first)
+
+
 def bibtex_author(name: str) -> str:
     """One ``author`` list item: ``Last, F. M.`` for a person, ``{Group Name}`` for a group."""
     author = parse_author(name)
@@ -300,6 +330,9 @@ def documents_to_bibtex(
             fields.append(("year", str(d.year)))
         fields += [
             ("journal", bibtex_escape(d.journal)),
+            ("volume", bibtex_escape(d.volume)),
+            ("number", bibtex_escape(d.issue)),
+            ("pages", bibtex_pages(d.pages)),
             ("doi", bibtex_verbatim(d.doi)),
             ("pmid", bibtex_escape(d.pmid)),
             ("eprint", bibtex_escape(d.pmid or d.external_id)),
