@@ -65,11 +65,10 @@ def small_disk(mount_point: Path, size: str) -> Iterator[Path]:
 def fill_disk(path: Path) -> Path:
     """Write ``path`` until the disk is full (ENOSPC); the filler file, to delete to free the space."""
     chunk = b"\0" * (1 << 16)
-    with open(path, "ab") as fh:
+    with open(path, "ab", buffering=0) as fh:  # unbuffered: nothing left over for close() to fail on
         try:
-            while True:
-                fh.write(chunk)
-                fh.flush()
+            while fh.write(chunk):
+                pass
         except OSError:
             pass
     return path
