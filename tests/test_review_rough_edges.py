@@ -23,6 +23,7 @@ from kmds_desktop.literature.screening.records import ScreeningRecord, record_fr
 from kmds_desktop.literature.store.citations import page_range
 from kmds_desktop.literature.strategy.export import export_documents
 from kmds_desktop.literature.strategy.history import RowRecord, SearchHistory
+from kmds_desktop.literature.strategy.search_report import build_report, report_markdown
 from kmds_desktop.text import human_datetime
 
 #: A readable date ("3 Dec 2026 14:05"); an ISO stamp ("2026-12-03T14:05") is what the labels lost.
@@ -189,6 +190,14 @@ def test_a_saved_search_goes_back_into_the_session_as_it_ran(tmp_path: Path) -> 
         history.close()
     assert search.rows == rows and search.title.startswith(f"#{number} (")
     assert READABLE.search(search.title)
+    # The search report says when it ran as a person reads it, and keeps the exact stamp beside it.
+    history = SearchHistory(tmp_path / "history.sqlite3")
+    try:
+        markdown = report_markdown(build_report(history, number))
+    finally:
+        history.close()
+    when = next(line for line in markdown.splitlines() if line.startswith("- Run: "))
+    assert READABLE.search(when) and f"({search.finished_at})" in when, when
     session = app_lit.LiteratureSession()
     unsaved = session.add_hand_written("my own & query")
     session.add_hand_written("lung & function")  # the same text as a saved row: ticked, not repeated

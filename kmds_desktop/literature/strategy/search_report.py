@@ -30,7 +30,16 @@ from kmds_desktop.literature.store.topk_tiers import tier_sentence
 from kmds_desktop.literature.strategy.history import SavedSet, SearchHistory, describe_provenance
 from kmds_desktop.literature.strategy.overlap import overlap
 from kmds_desktop.literature.strategy.workbench import KnownCheck
-from kmds_desktop.text import plural
+from kmds_desktop.text import human_datetime, plural
+
+
+def _when(stamp: str | None) -> str:
+    """A date a person reads, then the exact stamp the history keeps: ``3 Dec 2026 14:05
+    (2026-12-03T14:05:11+00:00)``."""
+    if not stamp:
+        return ""
+    readable = human_datetime(stamp)
+    return f"{readable} ({stamp})" if readable != stamp else stamp
 
 _MAX_LISTED = 20
 
@@ -149,7 +158,7 @@ def report_markdown(report: dict[str, Any]) -> str:
     lines += [
         f"- **Set**: #{report['set']} ({report['kind']})",
         f"- **Database**: {report['database']}{size}",
-        f"- **Date**: {report['date']}",
+        f"- **Date**: {_when(report['date'])}",
         f"- **Documents in the set**: {report['document_count']}",
         f"- **Written by**: {report['generated_by']}",
         "",
@@ -160,7 +169,7 @@ def report_markdown(report: dict[str, Any]) -> str:
         lines.append(f"## Search #{s['set']}" + (f" — {s['name']}" if s["name"] else ""))
         lines.append("")
         lines.append(f"- Question: {s['question']}")
-        lines.append(f"- Run: {s['date']} on {s['database']}"
+        lines.append(f"- Run: {_when(s['date'])} on {s['database']}"
                      + (f" (re-run of #{s['rerun_of']})" if s.get("rerun_of") else ""))
         lines.append(f"- Documents kept per row: {s['max_rows']}; documents found: {s['documents']}")
         gen = s.get("generation") or {}
@@ -195,7 +204,7 @@ def report_markdown(report: dict[str, Any]) -> str:
                   "|---|---|---|---:|---|"]
         for c in report["set_algebra"]:
             lines.append(f"| #{c['set']} | `{_cell(c['expression'])}` | `{_cell(c['canonical'])}` | "
-                         f"{c['documents']} | {c['date']} |")
+                         f"{c['documents']} | {human_datetime(c['date'] or '')} |")
         lines += ["", "AND and NOT bind tighter than OR; NOT is \"in the left set but not the right "
                       "one\".", ""]
     ov = report.get("overlap")
