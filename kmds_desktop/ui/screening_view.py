@@ -242,10 +242,8 @@ class ScreeningWindow(QWidget):
     def _set_enabled(self, on: bool) -> None:
         for w in (self.include_button, self.exclude_button, self.maybe_button, self.undo_button,
                   self.back_button, self.forward_button, self.export_button, self.order_bar,
-                  self.edit_reasons_button):
+                  self.edit_reasons_button, self.stopping, self.flow):
             w.setEnabled(on)
-        self.stopping.setEnabled(on)
-        self.flow.setEnabled(on)
 
     def _on_event(self, event: str) -> None:
         if self.session is None:
