@@ -294,8 +294,18 @@ def answer_markdown(result: Any) -> str:
     lines += [f"Guard: {note}" for note in getattr(r, "route_notes", None) or []]
     if r.fallback_reason:
         lines.append(f"Fallback: {r.fallback_reason}")
-    lines.append(f"Backend: {r.backend}")
+    lines.append(f"Backend: {r.backend}" + llm_failure_suffix(r))
     return "\n".join(lines) + "\n"
+
+
+def llm_failure_suffix(result: Any) -> str:
+    """`` — the LLM did not write the answer: <why>`` for an answer the LLM failed to write when the
+    route did not fail already ("" otherwise): the reason is said once, on the Fallback line when
+    the router failed, here when only the answer did (the answer's heading no longer repeats it)."""
+    data = result if isinstance(result, dict) else vars(result)
+    if data.get("synthesis") != "extractive" or data.get("fallback_code") == "llm_error":
+        return ""
+    return f" — the LLM did not write the answer: {data.get('synthesis_error') or 'it failed'}"
 
 
 def settings_for_ask(

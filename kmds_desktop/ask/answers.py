@@ -257,5 +257,9 @@ def offline_heading(n: int, listing: bool = False, total: int | None = None) -> 
 
 
 def fallback_heading(reason: str, n: int, listing: bool = False, total: int | None = None) -> str:
-    return (f"The LLM could not write an answer ({reason}), so this is an extractive summary of "
+    """Heading of the extractive answer given when the LLM failed. ``reason`` "" leaves the reason
+    out: the window's line under the answer and the CLI's Fallback/Backend line say it, once (a
+    dead server's message was shown three times: heading, route and status line)."""
+    why = f" ({reason})" if reason else ""
+    return (f"The LLM could not write an answer{why}, so this is an extractive summary of "
             f"{_records(n, listing, total)}, grouped by workflow.")

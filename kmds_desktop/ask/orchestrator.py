@@ -329,8 +329,10 @@ class SearchOrchestrator:
                 fallback = empty_reason
         if fallback is not None:
             code, reason = fallback
+            # a failing LLM's message is said once (fallback_reason); the route only names the cause
+            why = "the LLM did not answer" if code == "llm_error" else reason.rstrip(".")
             ran = OrchestratorRoute(intent_class="semantic_search", filters=SearchFilters(),
-                                    explanation=f"Fell back to semantic search: {reason.rstrip('.')}.")
+                                    explanation=f"Fell back to semantic search: {why}.")
             results = self._semantic(question, question_vector)
             listing = False
             result.fallback_code, result.fallback_reason = code, reason
@@ -546,8 +548,8 @@ class SearchOrchestrator:
                                   partial: str) -> Iterator[str]:
         result.synthesis = "extractive"
         result.synthesis_error = str(err)
-        heading = fallback_heading(_short_reason(err), len(result.results), result.listing,
-                                   result.total_matches)
+        # the reason is said once, by the line under the answer (CLI: the Fallback/Backend line)
+        heading = fallback_heading("", len(result.results), result.listing, result.total_matches)
         extract = extractive_answer(result.results, heading)
         text = f"\n\n{extract}" if partial else extract
         result.answer = (partial + text).strip()
@@ -708,11 +710,6 @@ def _check_question(query: Any) -> str:
     if not isinstance(query, str) or not query.strip():
         raise ValueError("the question is empty: type a question about the knowledge base")
     return query.strip()
-
-
-def _short_reason(err: Exception) -> str:
-    text = str(err).strip().split(". ")[0]
-    return text if len(text) <= 160 else text[:159] + "…"
 
 
 def _settings_or_default() -> Settings:

@@ -104,7 +104,9 @@ def format_result(data: dict[str, Any]) -> str:
     if data.get("fallback_reason"):
         lines.append(f"Fallback: {data['fallback_reason']}")
     note = f" — {data['backend_note']}" if data.get("backend_note") else ""
-    lines.append(f"Backend: {data['backend']} (answer: {data['synthesis']}){note}")
+    from kmds_desktop.app.ask import llm_failure_suffix
+
+    lines.append(f"Backend: {data['backend']} (answer: {data['synthesis']}){note}{llm_failure_suffix(data)}")
     if data["results"]:
         shown, total = len(data["results"]), data.get("total_matches") or len(data["results"])
         kind = "matching" if data.get("listing") else "relevant"

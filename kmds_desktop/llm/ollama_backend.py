@@ -15,6 +15,7 @@ import os
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import unquote
@@ -95,12 +96,40 @@ def _ssl_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
+#: Seconds a connection may take to open. A refused connection fails at once; this bounds a host
+#: that does not answer at all (a machine switched off, a firewall that drops packets), which with
+#: the old bound of ten seconds held a question that long before it fell back.
+CONNECT_TIMEOUT_S = 3.0
+#: Seconds without a byte from the server after which it is asked whether it is still alive (its
+#: model list, :data:`LIVENESS_TIMEOUT_S` to answer). A model reading a long prompt sends nothing for
+#: a minute while the server still answers its model list at once; a server that is being stopped
+#: (it still holds its port but serves nothing) or hangs answers neither.
+SILENCE_S = 2.0
+#: Seconds the liveness probe (the model list) may take before the server is declared gone.
+LIVENESS_TIMEOUT_S = 2.0
+
+
+def server_answers(url: str, *, headers: dict[str, str] | None = None, auth: Any = None,
+                   timeout: float = LIVENESS_TIMEOUT_S) -> bool:
+    """Whether anything answers an HTTP GET of ``url`` within ``timeout`` (any status counts: a 401
+    or a 404 still comes from a live server). Used only as the liveness probe: the model list."""
+    try:
+        with httpx.Client(timeout=timeout, verify=_ssl_context(), headers=headers, auth=auth) as client:
+            client.get(url)
+    except Exception:  # noqa: BLE001 - refused, reset, timed out: nobody is serving
+        return False
+    return True
+
+
 class AbortableRequest:
     """One abortable request: its network backend, its deadline and cancel hook, why it was aborted.
 
     Shared by the Ollama and OpenAI-compatible backends; a subclass sets ``client`` (made on
     ``transport`` with ``timeout_config``), so both give the same total deadline and the same cancel
-    that closes the connection.
+    that closes the connection. ``arm(..., alive=probe)`` adds the liveness watch: after
+    :data:`SILENCE_S` without a byte (:meth:`touch` marks each), ``probe()`` is asked whether the
+    server still answers; when it does not, the request is aborted with reason ``"gone"`` within
+    seconds instead of waiting for the whole deadline.
     """
 
     def __init__(self, timeout: float) -> None:
@@ -109,18 +138,40 @@ class AbortableRequest:
         pool = getattr(self.transport, "_pool", None)
         if pool is not None and hasattr(pool, "_network_backend"):
             pool._network_backend = self.network
-        self.timeout_config = httpx.Timeout(timeout, connect=min(timeout, 10.0))
+        self.timeout_config = httpx.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT_S))
         self.client: Any = None
-        self.reason: str | None = None  # "cancelled" | "timeout" | "too long"
+        self.reason: str | None = None  # "cancelled" | "timeout" | "too long" | "gone"
         self._timer: threading.Timer | None = None
         self._remove_hook: Callable[[], None] | None = None
+        self._closed = threading.Event()
+        self._last_byte = time.monotonic()
 
-    def arm(self, timeout: float, cancel: CancelToken | None) -> None:
+    def arm(self, timeout: float, cancel: CancelToken | None,
+            alive: Callable[[], bool] | None = None) -> None:
         self._timer = threading.Timer(timeout, self.abort, args=("timeout",))
         self._timer.daemon = True
         self._timer.start()
         if cancel is not None:
             self._remove_hook = cancel.add_hook(lambda: self.abort("cancelled"))
+        if alive is not None and timeout > SILENCE_S:
+            threading.Thread(target=self._watch, args=(alive,), daemon=True, name="llm-liveness").start()
+
+    def touch(self) -> None:
+        """Bytes came from the server: it is alive."""
+        self._last_byte = time.monotonic()
+
+    def _watch(self, alive: Callable[[], bool]) -> None:
+        """Ask ``alive()`` after each :data:`SILENCE_S` of silence; abort when it says no."""
+        wait = SILENCE_S
+        while not self._closed.wait(wait):
+            silent = time.monotonic() - self._last_byte
+            if silent < SILENCE_S:
+                wait = SILENCE_S - silent
+                continue
+            if not alive() and not self._closed.is_set():
+                self.abort("gone")
+                return
+            wait = SILENCE_S
 
     def abort(self, reason: str) -> None:
         if self.reason is None:
@@ -128,6 +179,7 @@ class AbortableRequest:
         self.network.abort()
 
     def close(self) -> None:
+        self._closed.set()
         if self._timer is not None:
             self._timer.cancel()
         if self._remove_hook is not None:
@@ -180,7 +232,7 @@ class OllamaBackend:
 
     def __init__(self, host: str = DEFAULT_OLLAMA_HOST, model: str = DEFAULT_OLLAMA_MODEL,
                  temperature: float = 0.1, timeout: float = 120.0, *, options: dict[str, Any] | None = None,
-                 keep_alive: str | float | None = None) -> None:
+                 keep_alive: str | float | None = None, liveness_probe: bool = True) -> None:
         #: The address requests go to (may carry ``user:password@``): never put in a message.
         self._url = (host or DEFAULT_OLLAMA_HOST).rstrip("/")
         #: The address as shown in messages, logs and ``repr``: any user info replaced by ``***``.
@@ -190,6 +242,9 @@ class OllamaBackend:
         self.timeout = float(timeout)
         self.options = dict(options or {})
         self.keep_alive = keep_alive
+        #: Ask the server whether it is alive after :data:`SILENCE_S` without a byte, and give up
+        #: within seconds when it is not (False: wait for the whole ``timeout``).
+        self.liveness_probe = liveness_probe
 
     def __repr__(self) -> str:
         return f"OllamaBackend(host={self.host!r}, model={self.model!r})"
@@ -236,7 +291,7 @@ class OllamaBackend:
         opts = {**self.options, "temperature": self.temperature if temperature is None else temperature}
         opts.update(options or {})
         request = _Request(self._url, self.timeout)
-        request.arm(self.timeout, cancel)
+        request.arm(self.timeout, cancel, self._alive if self.liveness_probe else None)
         received = False
         try:
             kwargs: dict[str, Any] = {"model": model, "messages": messages, "options": opts, "stream": True}
@@ -246,6 +301,7 @@ class OllamaBackend:
                 kwargs["format"] = schema
             size = 0
             for part in request.client.chat(**kwargs):
+                request.touch()
                 if request.reason is not None:
                     break
                 content = part.message.content if part.message is not None else None
@@ -325,6 +381,15 @@ class OllamaBackend:
             raise Cancelled("cancelled by the user")
         if request.reason == "timeout":
             raise self._timeout_error(model)
+        if request.reason == "gone":
+            raise LLMUnreachable(
+                f"The Ollama server at {self.host} stopped answering: nothing came for '{model}' and its "
+                f"model list did not answer within {LIVENESS_TIMEOUT_S:g} s. Start Ollama again "
+                "(`ollama serve`) or check the host in Preferences → LLM.", host=self.host)
+
+    def _alive(self) -> bool:
+        """The liveness probe: does the server still answer its model list?"""
+        return server_answers(f"{self._url}/api/tags")
 
     def _timeout_error(self, model: str | None, limit: float | None = None) -> LLMTimeout:
         """One message for a request past its deadline, whether the deadline timer or httpx's own

@@ -34,7 +34,12 @@ from kmds_desktop.llm.errors import (
     LLMUnreachable,
     server_error_text,
 )
-from kmds_desktop.llm.ollama_backend import AbortableRequest, _ssl_context
+from kmds_desktop.llm.ollama_backend import (
+    LIVENESS_TIMEOUT_S,
+    AbortableRequest,
+    _ssl_context,
+    server_answers,
+)
 from kmds_desktop.tasks import Cancelled, CancelToken
 
 DEFAULT_OPENAI_MODEL = "default"
@@ -51,8 +56,18 @@ def _json_object_format(schema: dict[str, Any]) -> dict[str, Any]:
     return {"type": "json_object", "schema": schema}
 
 
-#: The ways a schema is sent, tried in order until the server takes one (remembered per backend).
+#: The ways a schema is sent, tried in order until the server takes one (remembered per server in
+#: :data:`_DIALECT_TAKEN`, for the process: the window makes a backend per question).
 SCHEMA_DIALECTS = {"json_schema": _json_schema_format, "json_object": _json_object_format}
+#: API root -> the dialect the server took (a server takes the same one for all its models).
+_DIALECT_TAKEN: dict[str, str] = {}
+#: API roots that refused ``cache_prompt`` (a hosted API that rejects fields it does not know):
+#: asked without it from then on.
+_NO_CACHE_PROMPT: set[str] = set()
+
+
+class _CachePromptRefused(LLMError):
+    """The server refused the request because of ``cache_prompt``: ask again without it."""
 #: The longest line of a streamed reply, or body of a plain one, read (bytes): a chunk of a reply is
 #: a few hundred bytes; anything longer than the longest reply plus its JSON framing is not an answer.
 MAX_LINE_BYTES = MAX_REPLY_CHARS * 4 + 64 * 1024
@@ -78,11 +93,14 @@ class _Request(AbortableRequest):
         self.client = httpx.Client(transport=self.transport, headers=headers, timeout=self.timeout_config)
 
 
-def _bounded_lines(response: httpx.Response) -> Iterator[bytes]:
+def _bounded_lines(response: httpx.Response, touch: Any = None) -> Iterator[bytes]:
     """The response body split into lines, none longer than :data:`MAX_LINE_BYTES` (raises
-    :class:`LLMBadReply` instead of buffering more): ``httpx``'s own ``iter_lines`` has no bound."""
+    :class:`LLMBadReply` instead of buffering more): ``httpx``'s own ``iter_lines`` has no bound.
+    ``touch()`` is called for every chunk that arrives (the liveness watch)."""
     buffer = b""
     for chunk in response.iter_raw():
+        if touch is not None:
+            touch()
         buffer += chunk
         while True:
             cut = buffer.find(b"\n")
@@ -122,7 +140,7 @@ class OpenAIBackend:
 
     def __init__(self, base_url: str = DEFAULT_OPENAI_BASE_URL, model: str = DEFAULT_OPENAI_MODEL,
                  temperature: float = 0.1, timeout: float = 120.0, *, api_key: str | None = None,
-                 options: dict[str, Any] | None = None) -> None:
+                 options: dict[str, Any] | None = None, liveness_probe: bool = True) -> None:
         #: The API root requests go to (may carry ``user:password@``): never put in a message.
         self._url = api_base(base_url)
         #: The address as shown in messages, logs and ``repr``.
@@ -131,10 +149,12 @@ class OpenAIBackend:
         self.temperature = temperature
         self.timeout = float(timeout)
         self._key = api_key if api_key is not None else secrets.openai_api_key()
-        #: The schema dialect this server took (None: not asked yet).
-        self._dialect: str | None = None
         #: Default options of every call (Ollama's names, as :meth:`stream` reads them); a call's own win.
         self.options = dict(options or {})
+        #: Ask the server whether it is alive (its model list) after
+        #: :data:`~kmds_desktop.llm.ollama_backend.SILENCE_S` without a byte, and give up within
+        #: seconds when it is not (False: wait for the whole ``timeout``).
+        self.liveness_probe = liveness_probe
 
     def __repr__(self) -> str:  # never shows the key
         return f"OpenAIBackend(host={self.host!r}, model={self.model!r})"
@@ -184,38 +204,59 @@ class OpenAIBackend:
         messages.append({"role": "user", "content": prompt})
         body: dict[str, Any] = {"model": model, "messages": messages, "stream": True,
                                 "temperature": self.temperature if temperature is None else temperature}
+        if self._url not in _NO_CACHE_PROMPT:
+            # llama.cpp's server keeps the prompt's processed prefix for the next request only when
+            # asked (older versions default to false): the routing prompt's 900 static tokens are then
+            # read once, not per question; other servers ignore the field (one that refuses it is
+            # asked again without it)
+            body["cache_prompt"] = True
         for key, value in {**self.options, **(options or {})}.items():
             if key == "num_predict":
                 body["max_tokens"] = value
             elif key in ("seed", "top_p", "stop", "presence_penalty", "frequency_penalty"):
                 body[key] = value
         if schema is None:
-            yield from self._stream_once(body, model, cancel, False)
+            yield from self._send(body, model, cancel, False)
             return
-        dialects = [self._dialect] if self._dialect else list(SCHEMA_DIALECTS)
+        taken = _DIALECT_TAKEN.get(self._url)
+        dialects = [taken] if taken else list(SCHEMA_DIALECTS)
         for n, dialect in enumerate(dialects):
             body["response_format"] = SCHEMA_DIALECTS[dialect](schema)
             try:
-                yield from self._stream_once(body, model, cancel, True)
+                yield from self._send(body, model, cancel, True)
             except LLMSchemaRefused:
                 if n == len(dialects) - 1:
                     raise
                 continue  # refused before any text: the next way of asking
-            self._dialect = dialect
+            _DIALECT_TAKEN[self._url] = dialect
             return
+
+    def _send(self, body: dict[str, Any], model: str, cancel: CancelToken | None,
+              had_schema: bool) -> Iterator[str]:
+        """:meth:`_stream_once`, asked again without ``cache_prompt`` when the server refused it."""
+        try:
+            yield from self._stream_once(body, model, cancel, had_schema)
+        except _CachePromptRefused:
+            _NO_CACHE_PROMPT.add(self._url)
+            body.pop("cache_prompt", None)
+            yield from self._stream_once(body, model, cancel, had_schema)
 
     def _stream_once(self, body: dict[str, Any], model: str, cancel: CancelToken | None,
                      had_schema: bool) -> Iterator[str]:
         """One streamed request of ``body``; see :meth:`stream`."""
         request = _Request(self.timeout, self._headers())
-        request.arm(self.timeout, cancel)
+        request.arm(self.timeout, cancel, self._alive if self.liveness_probe else None)
         received = finished = False
         size = 0
         try:
             with request.client.stream("POST", f"{self._url}/chat/completions", json=body) as response:
                 if response.status_code >= 400:
-                    raise self._status_error(response, model, had_schema)
-                for line in _bounded_lines(response):
+                    err = self._status_error(response, model, had_schema)
+                    if response.status_code in (400, 422) and "cache_prompt" in body \
+                            and "cache_prompt" in str(err):
+                        raise _CachePromptRefused(str(err))
+                    raise err
+                for line in _bounded_lines(response, request.touch):
                     if request.reason is not None:
                         break
                     content, done = self._event_content(line, model)
@@ -323,6 +364,15 @@ class OpenAIBackend:
             raise Cancelled("cancelled by the user")
         if request.reason == "timeout":
             raise self._timeout_error(model)
+        if request.reason == "gone":
+            raise LLMUnreachable(
+                f"The OpenAI-compatible server at {self.host} stopped answering: nothing came for "
+                f"'{model}' and its model list did not answer within {LIVENESS_TIMEOUT_S:g} s. Start "
+                "the server again or check the base URL in Preferences → LLM.", host=self.host)
+
+    def _alive(self) -> bool:
+        """The liveness probe: does the server still answer its model list?"""
+        return server_answers(f"{self._url}/models", headers=self._headers())
 
     def _timeout_error(self, model: str | None, limit: float | None = None) -> LLMTimeout:
         seconds = limit if limit is not None else self.timeout

@@ -6,7 +6,8 @@ a server that constrains decoding to a schema (Ollama's ``format=<schema>``, Ope
 parse every time. Not every server can: an old Ollama, a proxy or an OpenAI-compatible server
 without grammar support refuses the schema (:class:`~kmds_desktop.llm.errors.LLMSchemaRefused`),
 and a plain callable never sees one. Then the same prompt is asked again without a schema and the
-caller's tolerant text parser reads the reply, as before. The caller is told which path was used
+caller's tolerant text parser reads the reply, as before; the refusal is remembered for that server
+and model, so the next question goes straight to text. The caller is told which path was used
 (``"schema"`` or ``"text"``), so results and the search log can say so.
 """
 
@@ -23,6 +24,36 @@ log = logging.getLogger(__name__)
 #: How a reply was asked for: constrained to the schema, or free text parsed tolerantly.
 SCHEMA = "schema"
 TEXT = "text"
+
+#: The servers and models (``(backend name, address, model)``) that refused a schema in this
+#: process: they are asked in plain text from then on. Why: the window makes a backend per
+#: question, and a llama.cpp server without grammar support refused the schema (HTTP 500) and was
+#: asked again as text on every question: a refused request (and its wait) per question.
+_REFUSED_SCHEMA: set[tuple[str, str, str]] = set()
+
+
+def schema_key(backend: Any, model: str | None = None) -> tuple[str, str, str] | None:
+    """``(backend name, address, model)`` a schema refusal is remembered under; None for a backend
+    without an address (a plain callable: it never sees a schema)."""
+    target, name = backend, model
+    backend_for = getattr(backend, "backend_for", None)
+    if callable(backend_for) and model:
+        target, name = backend_for(model)
+    host = getattr(target, "host", None)
+    if not host:
+        return None
+    return str(getattr(target, "name", "")), str(host), str(name or getattr(target, "model", ""))
+
+
+def schema_refused(backend: Any, model: str | None = None) -> bool:
+    """Whether this server and model refused a schema already in this process."""
+    key = schema_key(backend, model)
+    return key is not None and key in _REFUSED_SCHEMA
+
+
+def forget_schema_refusals() -> None:
+    """Ask every server for a schema again (after its settings changed, or in a test)."""
+    _REFUSED_SCHEMA.clear()
 
 
 def can_enforce_schema(backend: Any, model: str | None = None) -> bool:
@@ -50,11 +81,14 @@ def structured_chat(backend: Any, prompt: str, schema: dict[str, Any], *, system
         kwargs["model"] = model
     if options:
         kwargs["options"] = options
-    if can_enforce_schema(backend, model):
+    if can_enforce_schema(backend, model) and not schema_refused(backend, model):
         try:
             return backend.chat(prompt, system, schema=schema, **kwargs), SCHEMA
         except LLMSchemaRefused as err:
-            log.info("%s; asking again without a schema", err)
+            key = schema_key(backend, model)
+            if key is not None:
+                _REFUSED_SCHEMA.add(key)
+            log.info("%s; asking again without a schema, and so from now on", err)
     chat = getattr(backend, "chat", None)
     if chat is None:  # a plain ``prompt -> str`` callable
         return backend(text_prompt or prompt), TEXT

@@ -201,9 +201,12 @@ class RouteEditor(QGroupBox):
         if result.fallback_reason:
             proposed = result.proposed_route
             was = f" (the router chose {html.escape(proposed.intent_class)})" if proposed is not None else ""
+            # a failing LLM's message is on the line under the answer: said once, not here again
+            why = ("the LLM did not answer (the line under the answer says why)"
+                   if result.fallback_code == "llm_error" else result.fallback_reason)
             lines.append(
                 f"<span style='color:#9a5b00'><b>Fell back to semantic search</b>{was}: "
-                f"{html.escape(result.fallback_reason)}</span>"
+                f"{html.escape(why)}</span>"
             )
         backend = html.escape(str(result.backend))
         synth = html.escape(answer if answer is not None else str(getattr(result, "synthesis", "")))
