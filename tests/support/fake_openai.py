@@ -28,6 +28,8 @@ class OpenAIScript:
     json_object_only: bool = False
     drop_after: int | None = None
     hang: bool = False
+    #: Refuse fields of llama.cpp's own (``cache_prompt``) with 400, as OpenAI's hosted API does.
+    strict_fields: bool = False
     calls: int = 0
 
     def next_reply(self) -> str:
@@ -91,6 +93,10 @@ class FakeOpenAI:
                     return
                 if script.status != 200:
                     self._json(script.status, {"error": {"message": script.error or "failed"}})
+                    return
+                if script.strict_fields and "cache_prompt" in body:
+                    self._json(400, {"error": {"message": "Unrecognized request argument supplied: "
+                                                          "cache_prompt"}})
                     return
                 if script.refuse_schema and "response_format" in body:
                     self._json(400, {"error": {"message": "response_format json_schema is not supported"}})
