@@ -46,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     from kmds_desktop.commands.ask import register as register_ask
     from kmds_desktop.commands.doctor import register as register_doctor
     from kmds_desktop.commands.literature import register as register_literature
+    from kmds_desktop.commands.literature_fulltext import register_fulltext
     from kmds_desktop.commands.literature_search import register_search
     from kmds_desktop.index.cli import register as register_index
     from kmds_desktop.kb.cli import register as register_kb
@@ -53,7 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     register_kb(sub)
     register_index(sub)
     register_ask(sub)
-    register_search(register_literature(sub))
+    literature_commands = register_literature(sub)
+    register_search(literature_commands)
+    register_fulltext(literature_commands)
     register_doctor(sub)
     return parser
 
@@ -153,6 +156,12 @@ def _main(argv: Sequence[str] | None) -> int:
         from kmds_desktop.index.index_process import serve
 
         return serve(argv_list[1:])
+    from kmds_desktop.literature.fulltext.reader import COMMAND as PDF_READER
+
+    if argv_list[:1] == [PDF_READER]:  # internal: the bounded PDF reader of a frozen build
+        from kmds_desktop.literature.fulltext.reader import serve as serve_reader
+
+        return serve_reader(argv_list[1:])
     parser = build_parser()
     argv_list, kb_file = _split_kb_file(parser, argv_list)
     args = parser.parse_args(argv_list)

@@ -1,0 +1,151 @@
+"""``kmds-desktop literature fulltext import FOLDER`` / ``fulltext status``, ``literature evidence
+QUESTION`` and ``literature answer QUESTION``: full texts and evidence, headless.
+
+Each drives :class:`~kmds_desktop.app.evidence.EvidenceSession`, the code the window calls too. The
+store is the data folder's own (``--data-dir`` moves it with everything else). Imports of the session
+happen inside the handlers so ``kmds-desktop --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from kmds_desktop.commands.common import end_progress, guarded, print_json, progress_line
+
+
+def register_fulltext(lit_sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
+    """Add ``fulltext`` (``import``, ``status``), ``evidence`` and ``answer`` under ``literature``."""
+    fulltext = lit_sub.add_parser(
+        "fulltext",
+        help="full texts: import a folder of PDFs (pages, passages, full-text index, vectors), status",
+        description="The app's own store of full texts (in the data folder): PDFs read page by page in a "
+                    "bounded child process, split into passages with page ranges, indexed for full-text "
+                    "search and embedded with the shipped model.",
+    )
+    ft_sub = fulltext.add_subparsers(dest="fulltext_command", metavar="SUBCOMMAND")
+    fulltext.set_defaults(func=lambda args: (fulltext.print_help(), 2)[1])
+
+    imp = ft_sub.add_parser(
+        "import",
+        help="import the PDFs under FOLDER (recursive; unchanged files skipped, moved ones re-linked, "
+             "deleted ones removed)",
+        description="Import the PDFs under FOLDER, incrementally by file content (SHA-256): an unchanged "
+                    "file is skipped, a moved one keeps its passages, a file gone from the folder loses "
+                    "them. A PDF that cannot be read (no text layer, encrypted, truncated, broken, too "
+                    "slow) is listed with its reason and the rest imports.",
+    )
+    imp.add_argument("folder", metavar="FOLDER")
+    imp.add_argument("--json", action="store_true", help="print what happened to each file as JSON")
+    imp.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+    imp.set_defaults(func=_import)
+
+    status = ft_sub.add_parser("status", help="papers, pages and passages in the store; files that failed")
+    status.add_argument("--json", action="store_true", help="print the status as JSON")
+    status.set_defaults(func=_status)
+
+    evidence = lit_sub.add_parser(
+        "evidence",
+        help="the passages of the imported full texts that best answer QUESTION (hybrid search)",
+        description="Rank the imported full texts' passages for QUESTION: full-text (bm25) and meaning "
+                    "(the shipped embedding model), fused by reciprocal rank fusion.",
+    )
+    evidence.add_argument("question", metavar="QUESTION")
+    evidence.add_argument("--top", type=int, default=10, metavar="N", help="passages to show (default 10)")
+    evidence.add_argument("--json", action="store_true",
+                          help="print the passages as JSON (each with its DOI or file, pages and text)")
+    evidence.set_defaults(func=_evidence)
+
+    answer = lit_sub.add_parser(
+        "answer",
+        help="answer QUESTION from the imported full texts: quoted sentences cited with paper and page",
+        description="An offline, extractive answer: the best sentences of the best passages, each cited "
+                    "[n] with its paper and page, each quote checked verbatim on that page (dropped "
+                    "otherwise, and counted in the notes). Weak evidence is answered 'These sources do not "
+                    "answer it.'",
+    )
+    answer.add_argument("question", metavar="QUESTION")
+    answer.add_argument("--json", action="store_true", help="print the answer as JSON")
+    answer.add_argument("--markdown", metavar="FILE", help="also write the answer as Markdown to FILE")
+    answer.set_defaults(func=_answer)
+
+
+def _session() -> Any:
+    from kmds_desktop.app.evidence import EvidenceSession
+
+    return EvidenceSession()
+
+
+@guarded
+def _import(args: argparse.Namespace) -> int:
+    folder = Path(args.folder).expanduser()
+    if not folder.is_dir():
+        raise ValueError(f"{folder} is not a folder; give the folder that holds the PDFs")
+    quiet = args.quiet or args.json
+    with _session() as session:
+        result = session.import_folder(folder, progress=progress_line(quiet))
+    end_progress()
+    if args.json:
+        print_json(result.as_dict())
+    else:
+        print(f"{result.folder}: {result.summary()} "
+              f"({result.pages_read} pages read in {result.seconds:.1f} s)")
+        for outcome in result.failures:
+            print(f"  {Path(outcome.path).name}: {outcome.reason}")
+    return 0
+
+
+@guarded
+def _status(args: argparse.Namespace) -> int:
+    with _session() as session:
+        status = session.status()
+    if args.json:
+        print_json(status)
+        return 0
+    print(f"store: {status['store']}")
+    print(f"{status['paper_count']} papers, {status['pages']} pages, {status['passages']} passages, "
+          f"{status['failed']} failed")
+    for paper in status["papers"]:
+        if paper["status"] != "ok":
+            print(f"  {Path(paper['file']).name}: {paper['reason']}")
+    return 0
+
+
+@guarded
+def _evidence(args: argparse.Namespace) -> int:
+    with _session() as session:
+        hits = session.evidence(args.question, top=args.top)
+    if args.json:
+        print_json({"question": args.question, "passages": [h.as_dict() for h in hits]})
+        return 0
+    if not hits:
+        print("no passages: import PDFs first (kmds-desktop literature fulltext import FOLDER)",
+              file=sys.stderr)
+        return 0
+    for hit in hits:
+        print(f"{hit.rank}. {hit.label}, p. {hit.pages}")
+        print(f"   {hit.text[:400]}{'...' if len(hit.text) > 400 else ''}")
+    return 0
+
+
+@guarded
+def _answer(args: argparse.Namespace) -> int:
+    with _session() as session:
+        answer = session.answer(args.question)
+    if args.markdown:
+        target = Path(args.markdown).expanduser()
+        try:
+            target.write_text(answer.markdown(), encoding="utf-8")
+        except OSError as err:
+            raise ValueError(f"cannot write {target} ({err.strerror or err}); choose another file") from None
+    if args.json:
+        print_json(answer.as_dict())
+        return 0
+    print(answer.text)
+    for source in answer.sources:
+        print(f"[{source.number}] {source.label}, {source.page_text}")
+    for note in answer.notes:
+        print(f"note: {note}")
+    return 0

@@ -1,0 +1,317 @@
+"""The app's own store of full texts: one SQLite file in the data folder with papers, their cleaned
+pages, their passages, an FTS5 index over the passages (bm25) and a vector per passage.
+
+Why SQLite beside the literature database and not in it: passages are the app's own derived data,
+and the literature database may be a user's BMLibrarian one that the app must not write into. SQLite
+needs no server, is in Python's standard library with FTS5, and one file per data folder is easy to
+back up or delete. Vectors are float32 blobs (384 floats for the shipped model); a search loads them
+once into one matrix (a few MB for thousands of passages) and keeps it until the store changes.
+
+Pages are kept whole because the quote verifier checks every quote against the cited page's text.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kmds_desktop import paths
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from kmds_desktop.literature.fulltext.passages import Passage
+
+SCHEMA_VERSION = 1
+FILE_NAME = "fulltext.sqlite"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS paper (
+    id INTEGER PRIMARY KEY,
+    sha256 TEXT NOT NULL UNIQUE,
+    path TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    doi TEXT,
+    title TEXT,
+    page_count INTEGER NOT NULL DEFAULT 0,
+    status TEXT NOT NULL,            -- 'ok' or the failure's reason code
+    reason TEXT,
+    record_id INTEGER,               -- a literature record, where one was matched
+    imported_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS paper_path ON paper(path);
+CREATE INDEX IF NOT EXISTS paper_doi ON paper(doi);
+CREATE TABLE IF NOT EXISTS page (
+    paper_id INTEGER NOT NULL REFERENCES paper(id) ON DELETE CASCADE,
+    page_no INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    PRIMARY KEY (paper_id, page_no)
+);
+CREATE TABLE IF NOT EXISTS passage (
+    id INTEGER PRIMARY KEY,
+    paper_id INTEGER NOT NULL REFERENCES paper(id) ON DELETE CASCADE,
+    ordinal INTEGER NOT NULL,
+    start_page INTEGER NOT NULL,
+    end_page INTEGER NOT NULL,
+    start_offset INTEGER NOT NULL,
+    end_offset INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    vector BLOB
+);
+CREATE INDEX IF NOT EXISTS passage_paper ON passage(paper_id);
+CREATE VIRTUAL TABLE IF NOT EXISTS passage_fts USING fts5(
+    text, content='passage', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER IF NOT EXISTS passage_ai AFTER INSERT ON passage BEGIN
+    INSERT INTO passage_fts(rowid, text) VALUES (new.id, new.text);
+END;
+CREATE TRIGGER IF NOT EXISTS passage_ad AFTER DELETE ON passage BEGIN
+    INSERT INTO passage_fts(passage_fts, rowid, text) VALUES ('delete', old.id, old.text);
+END;
+"""
+
+
+@dataclass(frozen=True)
+class PaperRow:
+    """A PDF the store knows: imported (``status == "ok"``) or failed with its reason."""
+
+    id: int
+    sha256: str
+    path: str
+    size: int
+    doi: str | None
+    title: str | None
+    page_count: int
+    status: str
+    reason: str | None
+    record_id: int | None
+
+    @property
+    def label(self) -> str:
+        """How a citation names the paper: its DOI, else its file name."""
+        return self.doi or Path(self.path).name
+
+
+@dataclass(frozen=True)
+class PassageRow:
+    id: int
+    paper_id: int
+    start_page: int
+    end_page: int
+    start_offset: int
+    end_offset: int
+    text: str
+
+
+def default_path() -> Path:
+    """The store in the data folder (``<data>/fulltext/fulltext.sqlite``, the folder 0700)."""
+    return paths.sub_dir("fulltext") / FILE_NAME
+
+
+def _fts_query(question: str) -> str:
+    """An FTS5 OR-query of the question's words (quoted, so no word is read as an operator)."""
+    words = [w for w in re.findall(r"\w+", question.lower()) if len(w) > 1]
+    return " OR ".join(f'"{w}"' for w in dict.fromkeys(words))
+
+
+class FulltextStore:
+    """The SQLite store; one connection, used from one thread at a time (a lock guards it, so a
+    window's worker and its view may take turns)."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = Path(path) if path is not None else default_path()
+        paths.make_private_dir(self.path.parent)
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False)
+        self._db.execute("PRAGMA foreign_keys = ON")
+        self._db.execute("PRAGMA journal_mode = WAL")
+        self._db.executescript(_SCHEMA)
+        with self._db:
+            self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
+                             (str(SCHEMA_VERSION),))
+        self._matrix: tuple[int, np.ndarray, list[int], list[int]] | None = None
+        self._generation = 0
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> FulltextStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- papers -------------------------------------------------------------------------------
+
+    def _paper(self, row: Sequence[Any]) -> PaperRow:
+        return PaperRow(*row)
+
+    _PAPER_COLUMNS = "id, sha256, path, size, doi, title, page_count, status, reason, record_id"
+
+    def papers(self) -> list[PaperRow]:
+        with self._lock:
+            rows = self._db.execute(f"SELECT {self._PAPER_COLUMNS} FROM paper ORDER BY path").fetchall()
+        return [self._paper(r) for r in rows]
+
+    def paper(self, paper_id: int) -> PaperRow | None:
+        with self._lock:
+            row = self._db.execute(f"SELECT {self._PAPER_COLUMNS} FROM paper WHERE id = ?",
+                                   (paper_id,)).fetchone()
+        return self._paper(row) if row else None
+
+    def paper_by_hash(self, sha256: str) -> PaperRow | None:
+        with self._lock:
+            row = self._db.execute(f"SELECT {self._PAPER_COLUMNS} FROM paper WHERE sha256 = ?",
+                                   (sha256,)).fetchone()
+        return self._paper(row) if row else None
+
+    def relink(self, paper_id: int, path: Path) -> None:
+        """A moved file: the same content at a new path keeps its passages."""
+        with self._lock, self._db:
+            self._db.execute("UPDATE paper SET path = ? WHERE id = ?", (str(path), paper_id))
+
+    def remove_papers(self, paper_ids: Iterable[int]) -> int:
+        """Remove papers with their pages and passages (and their full-text entries)."""
+        ids = list(paper_ids)
+        with self._lock, self._db:
+            for paper_id in ids:
+                self._db.execute("DELETE FROM passage WHERE paper_id = ?", (paper_id,))
+                self._db.execute("DELETE FROM paper WHERE id = ?", (paper_id,))
+            self._changed()
+        return len(ids)
+
+    def add_failure(self, sha256: str, path: Path, size: int, code: str, reason: str) -> int:
+        """Remember a file that could not be read, with its reason (an unchanged file is not retried)."""
+        with self._lock, self._db:
+            cur = self._db.execute(
+                "INSERT INTO paper (sha256, path, size, status, reason, imported_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (sha256, str(path), size, code, reason, time.time()),
+            )
+        return int(cur.lastrowid or 0)
+
+    def add_paper(
+        self,
+        sha256: str,
+        path: Path,
+        size: int,
+        doi: str | None,
+        title: str | None,
+        pages: Sequence[str],
+        passages: Sequence[Passage],
+        vectors: np.ndarray,
+    ) -> int:
+        """Store a read paper in one transaction: the paper, its pages, its passages with vectors."""
+        import numpy as np
+
+        with self._lock, self._db:
+            cur = self._db.execute(
+                "INSERT INTO paper (sha256, path, size, doi, title, page_count, status, imported_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, 'ok', ?)",
+                (sha256, str(path), size, doi, title, len(pages), time.time()),
+            )
+            paper_id = int(cur.lastrowid or 0)
+            self._db.executemany(
+                "INSERT INTO page (paper_id, page_no, text) VALUES (?, ?, ?)",
+                [(paper_id, i + 1, text) for i, text in enumerate(pages)],
+            )
+            self._db.executemany(
+                "INSERT INTO passage (paper_id, ordinal, start_page, end_page, start_offset, end_offset, "
+                "text, vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (paper_id, p.ordinal, p.start_page, p.end_page, p.start_offset, p.end_offset, p.text,
+                     np.asarray(vectors[i], dtype=np.float32).tobytes())
+                    for i, p in enumerate(passages)
+                ],
+            )
+            self._changed()
+        return paper_id
+
+    def set_record(self, paper_id: int, record_id: int | None) -> None:
+        with self._lock, self._db:
+            self._db.execute("UPDATE paper SET record_id = ? WHERE id = ?", (record_id, paper_id))
+
+    # -- pages and passages -------------------------------------------------------------------
+
+    def page_text(self, paper_id: int, page_no: int) -> str | None:
+        with self._lock:
+            row = self._db.execute("SELECT text FROM page WHERE paper_id = ? AND page_no = ?",
+                                   (paper_id, page_no)).fetchone()
+        return row[0] if row else None
+
+    def passages(self, ids: Sequence[int]) -> dict[int, PassageRow]:
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT id, paper_id, start_page, end_page, start_offset, end_offset, text FROM passage "
+                f"WHERE id IN ({marks})", list(ids)).fetchall()
+        return {r[0]: PassageRow(*r) for r in rows}
+
+    def passages_of(self, paper_id: int) -> list[PassageRow]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT id, paper_id, start_page, end_page, start_offset, end_offset, text FROM passage "
+                "WHERE paper_id = ? ORDER BY ordinal", (paper_id,)).fetchall()
+        return [PassageRow(*r) for r in rows]
+
+    def counts(self) -> dict[str, int]:
+        with self._lock:
+            papers = self._db.execute("SELECT count(*) FROM paper WHERE status = 'ok'").fetchone()[0]
+            failed = self._db.execute("SELECT count(*) FROM paper WHERE status != 'ok'").fetchone()[0]
+            pages = self._db.execute("SELECT coalesce(sum(page_count), 0) FROM paper").fetchone()[0]
+            passages = self._db.execute("SELECT count(*) FROM passage").fetchone()[0]
+        return {"papers": papers, "failed": failed, "pages": pages, "passages": passages}
+
+    # -- search -------------------------------------------------------------------------------
+
+    def lexical(
+        self, question: str, limit: int, paper_ids: Sequence[int] | None = None
+    ) -> list[tuple[int, float]]:
+        """``(passage id, bm25 score)`` best first (FTS5's bm25 is lower-is-better; negated here)."""
+        query = _fts_query(question)
+        if not query:
+            return []
+        sql = ("SELECT passage_fts.rowid, bm25(passage_fts) AS score FROM passage_fts "
+               "WHERE passage_fts MATCH ?")
+        params: list[Any] = [query]
+        if paper_ids is not None:
+            marks = ",".join("?" * len(paper_ids))
+            sql += f" AND rowid IN (SELECT id FROM passage WHERE paper_id IN ({marks}))"
+            params.extend(paper_ids)
+        sql += " ORDER BY score LIMIT ?"
+        params.append(limit)
+        with self._lock:
+            rows = self._db.execute(sql, params).fetchall()
+        return [(int(r[0]), -float(r[1])) for r in rows]
+
+    def vector_matrix(self) -> tuple[np.ndarray, list[int], list[int]]:
+        """All passage vectors as one matrix, with the passage id and paper id of each row (cached
+        until the store changes)."""
+        import numpy as np
+
+        with self._lock:
+            cached = self._matrix
+            if cached is not None and cached[0] == self._generation:
+                return cached[1], cached[2], cached[3]
+            rows = self._db.execute("SELECT id, paper_id, vector FROM passage WHERE vector IS NOT NULL "
+                                    "ORDER BY id").fetchall()
+            ids = [int(r[0]) for r in rows]
+            papers = [int(r[1]) for r in rows]
+            matrix = (np.stack([np.frombuffer(r[2], dtype=np.float32) for r in rows])
+                      if rows else np.zeros((0, 0), dtype=np.float32))
+            self._matrix = (self._generation, matrix, ids, papers)
+            return matrix, ids, papers
+
+    def _changed(self) -> None:
+        self._generation += 1
+        self._matrix = None
