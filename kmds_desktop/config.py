@@ -50,6 +50,8 @@ class LLMSettings(_Section):
     #: user agreed to use: a server on a shared workstation's loopback may be another user's, so none
     #: is sent a prompt before it is confirmed here.
     confirmed_servers: list[str] = Field(default_factory=list)
+    #: Servers "auto" found and the user said no to: never used, never asked about again.
+    declined_servers: list[str] = Field(default_factory=list)
 
 
 class QueryGenerationSettings(_Section):
@@ -71,6 +73,10 @@ class QueryGenerationSettings(_Section):
     #: ("pulmonary function" for "lung function") to its blocks, beside the corpus's abbreviations,
     #: spellings and feedback words. Off: no embedding model is loaded to write queries.
     builtin_embedding_variants: bool = True
+    #: Models (as written in ``models``) asked for their own tsquery, as BMLibrarian asks. Every other
+    #: LLM names the question's concepts as JSON and the app writes the queries from them (a small
+    #: model's own tsqueries found far less than the built-in's; see ``literature.queries.concept_json``).
+    verbatim_query_models: list[str] = Field(default_factory=list)
 
     @field_validator("execution_mode")
     @classmethod
@@ -81,6 +87,11 @@ class QueryGenerationSettings(_Section):
                 "models share one GPU/CPU and running them in parallel only makes each slower"
             )
         return value
+
+    @field_validator("verbatim_query_models")
+    @classmethod
+    def _clean_verbatim(cls, value: list[str]) -> list[str]:
+        return [m.strip() for m in value if m and m.strip()]
 
     @field_validator("models")
     @classmethod

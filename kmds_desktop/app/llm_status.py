@@ -8,9 +8,12 @@ the answer was quoted from the records. The window and ``kmds-desktop ask`` read
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
+from kmds_desktop.app.preferences import PROBE_TIMEOUT_S, probe_llm_backend
 from kmds_desktop.config import LLMSettings
+from kmds_desktop.llm.factory import USUAL_OPENAI_SERVERS, FoundServer, choose_backend
 
 #: Backends whose answers say something about a server the status line names.
 _SERVED = ("ollama", "openai", "google")
@@ -22,6 +25,50 @@ def confirm_server(llm: LLMSettings, base_url: str) -> LLMSettings:
     confirmed = [*llm.confirmed_servers, base_url] if base_url not in llm.confirmed_servers \
         else list(llm.confirmed_servers)
     return llm.model_copy(update={"confirmed_servers": confirmed})
+
+
+def decline_server(llm: LLMSettings, base_url: str) -> LLMSettings:
+    """A copy of ``llm`` in which the user has said no to "Found … — use it?" for ``base_url``: it
+    is never used and not asked about again (``declined_servers``; a yes given before is withdrawn)."""
+    declined = [*llm.declined_servers, base_url] if base_url not in llm.declined_servers \
+        else list(llm.declined_servers)
+    confirmed = [url for url in llm.confirmed_servers if url != base_url]
+    return llm.model_copy(update={"declined_servers": declined, "confirmed_servers": confirmed})
+
+
+@dataclass(frozen=True)
+class LLMProbe:
+    """What the status line shows of the LLM, and a server "auto" found that waits for a yes."""
+
+    text: str
+    tooltip: str
+    #: An OpenAI-compatible server found on a usual port, neither confirmed nor declined: the window
+    #: asks ``candidate.question`` before any prompt goes to it.
+    candidate: FoundServer | None = None
+
+
+def probe_llm(llm: LLMSettings, *, openai_servers: tuple[tuple[str, int], ...] = USUAL_OPENAI_SERVERS,
+              progress: Any = None, cancel: Any = None) -> LLMProbe:
+    """The status line's probe (a worker's job): the configured backend as
+    :func:`~kmds_desktop.app.preferences.probe_llm_backend` finds it, and for "auto" what asking
+    will use, including a confirmed server on a usual port, and a found one still to confirm."""
+    if llm.backend != "auto":
+        return LLMProbe(*probe_llm_backend(llm))
+    choice = choose_backend(llm, probe_timeout=PROBE_TIMEOUT_S, openai_servers=openai_servers)
+    if choice.name == "openai":
+        model = str(getattr(choice.llm, "model", "") or "")
+        host = str(getattr(choice.llm, "host", "") or "")
+        address = host.split("://", 1)[-1].split("/", 1)[0]
+        return LLMProbe(f"openai · {model} at {address} (ready)", choice.note)
+    why = {"no-model": f"Ollama has no {llm.ollama_model}",
+           "unreachable": "Ollama not reachable"}.get(choice.ollama_state, "")
+    if choice.name == "ollama":
+        text = f"ollama · {llm.ollama_model} (ready)"
+    elif choice.name == "google":
+        text = f"google · {llm.google_model}" + (f" ({why})" if why else "")
+    else:
+        text = f"offline ({why})" if why else "offline"
+    return LLMProbe(text, choice.note, choice.candidate)
 
 
 def model_of(backend: str, llm: LLMSettings) -> str:

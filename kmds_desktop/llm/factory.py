@@ -7,7 +7,8 @@ Jan 1337) that the user has confirmed, then Google when a key is available, then
 ports are probed with the model list only (``/v1/models``, half a second each), never a prompt: a
 server found but not yet confirmed is returned as ``BackendChoice.candidate`` with the question to
 ask ("Found llama.cpp at 127.0.0.1:8080 — use it?"); the answer is remembered in
-``llm.confirmed_servers``. "openai" is always used when chosen: its address is the user's to give.
+``llm.confirmed_servers`` (a no in ``llm.declined_servers``: not asked again). "openai" is always
+used when chosen: its address is the user's to give.
 
 :class:`ModelDispatch` serves several models by name, each from its server (``openai:NAME`` from
 the OpenAI-compatible server, ``ollama:NAME`` or a bare name from Ollama), so the literature
@@ -106,6 +107,22 @@ def discover_openai_servers(servers: tuple[tuple[str, int], ...] = USUAL_OPENAI_
     return found
 
 
+def _models_or_none(base_url: str, timeout: float) -> list[str] | None:
+    """The model list of the server at ``base_url`` (None when it does not answer)."""
+    try:
+        return OpenAIBackend(base_url, timeout=timeout, api_key="").list_models(timeout=timeout)
+    except LLMError as err:
+        log.debug("auto backend: confirmed server %s not answering: %s", base_url, err)
+        return None
+
+
+def _usual_name(base_url: str, servers: tuple[tuple[str, int], ...]) -> str:
+    """The server's usual name by its port ("llama.cpp" for 8080), else "the server"."""
+    port = base_url.split("://", 1)[-1].split("/", 1)[0].rpartition(":")[2]
+    names = {str(p): name for name, p in (*servers, *USUAL_OPENAI_SERVERS)}
+    return names.get(port, "the server")
+
+
 @dataclass
 class BackendChoice:
     """What :func:`choose_backend` picked and why (shown in the status bar and the result view)."""
@@ -158,14 +175,19 @@ def choose_backend(settings: LLMSettings | None = None, backend: str | None = No
         log.debug("auto backend: %s", err)
         state = "unreachable"
     candidate = None
-    for found in discover_openai_servers(openai_servers, timeout=min(probe_timeout, DISCOVERY_TIMEOUT_S)):
+    timeout = min(probe_timeout, DISCOVERY_TIMEOUT_S)
+    # the servers the user confirmed, at the address confirmed (wherever "auto" found them), first
+    confirmed = [FoundServer(_usual_name(url, openai_servers), url, tuple(models))
+                 for url in settings.confirmed_servers
+                 if (models := _models_or_none(url, timeout)) is not None]
+    for found in [*confirmed, *discover_openai_servers(openai_servers, timeout=timeout)]:
         if found.base_url in settings.confirmed_servers:
             model = settings.openai_model if settings.openai_model in found.models or not found.models \
                 else found.models[0]
             llm = OpenAIBackend(found.base_url, model, settings.temperature, settings.timeout_s)
             notes.append(f"using {found.name} at {found.base_url} (model {model})")
             return BackendChoice(llm, "openai", "; ".join(notes), state)
-        if candidate is None:
+        if candidate is None and found.base_url not in settings.declined_servers:
             candidate = found
     if candidate is not None:
         notes.append(f"{candidate.question} (not used until confirmed)")

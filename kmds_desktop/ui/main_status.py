@@ -1,7 +1,9 @@
 """The main window's status line: the KB, the LLM backend, the literature database and the jobs.
 
 A mixin of :class:`~kmds_desktop.ui.main_window.MainWindow`; the texts come from the application
-layer (:func:`kmds_desktop.app.workspace.kb_summary`, :func:`kmds_desktop.app.preferences.probe_llm_backend`).
+layer (:func:`kmds_desktop.app.workspace.kb_summary`, :func:`kmds_desktop.app.llm_status.probe_llm`).
+When "Automatic" finds a server on a usual port that the user has not answered for, a bar above
+the panels asks before anything is sent to it.
 """
 
 from __future__ import annotations
@@ -12,8 +14,14 @@ from typing import TYPE_CHECKING
 from PySide6.QtWidgets import QLabel
 
 from kmds_desktop.app import workspace
-from kmds_desktop.app.llm_status import status_after_answer
-from kmds_desktop.app.preferences import probe_llm_backend
+from kmds_desktop.app.llm_status import (
+    LLMProbe,
+    confirm_server,
+    decline_server,
+    probe_llm,
+    status_after_answer,
+)
+from kmds_desktop.ui.ask_server_question import ServerQuestionBar
 from kmds_desktop.ui.progress import ProgressStrip
 from kmds_desktop.ui.workers import Job
 
@@ -61,10 +69,13 @@ class WindowStatus:
 
     def refresh_llm_status(self: MainWindow) -> Job | None:
         self.llm_status.setText(f"LLM: {self.settings.llm.backend} (checking…)")
+        from kmds_desktop.llm.factory import USUAL_OPENAI_SERVERS
+
         return self.jobs.submit(
             "llm.status",
-            probe_llm_backend,
+            probe_llm,
             self.settings.llm.model_copy(),
+            openai_servers=getattr(self, "openai_servers", USUAL_OPENAI_SERVERS),
             label="Checking the LLM backend",
             policy="latest",
             busy_cursor=False,
@@ -78,7 +89,30 @@ class WindowStatus:
         if status is not None:
             self._llm_status_arrived(status)
 
-    def _llm_status_arrived(self: MainWindow, status: tuple[str, str]) -> None:
-        text, tip = status
+    def _llm_status_arrived(self: MainWindow, status: LLMProbe | tuple[str, str]) -> None:
+        text, tip = (status.text, status.tooltip) if isinstance(status, LLMProbe) else status
         self.llm_status.setText(f"LLM: {text}")
         self.llm_status.setToolTip(tip)
+        candidate = status.candidate if isinstance(status, LLMProbe) else None
+        if candidate is not None and self.settings.llm.backend == "auto":
+            models = ", ".join(candidate.models) or "no models listed"
+            self.server_question_bar().ask(candidate.question, candidate.base_url, f"It offers: {models}")
+
+    def server_question_bar(self: MainWindow) -> ServerQuestionBar:
+        """The "Found … — use it?" bar (made on first need, above the panels)."""
+        bar = getattr(self, "_server_question", None)
+        if bar is None:
+            bar = ServerQuestionBar(self)
+            bar.answered.connect(self._server_answered)
+            self._recovery_layout.addWidget(bar)
+            self._server_question = bar
+        return bar
+
+    def _server_answered(self: MainWindow, base_url: str, yes: bool) -> None:
+        """Remember the answer in the settings file; a yes makes "Automatic" use the server now."""
+        remember = confirm_server if yes else decline_server
+        self.settings.llm = remember(self.settings.llm, base_url)
+        self.persist_settings()
+        if yes:
+            self.messages.info(f"Automatic uses the server at {base_url} from now on.")
+        self.refresh_llm_status()

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
-    QCompleter,
     QFormLayout,
     QHBoxLayout,
     QLabel,
@@ -25,6 +24,34 @@ if TYPE_CHECKING:
 
 
 
+class ModelCombo(QComboBox):
+    """An editable model field whose list "List models" fills from the server: pick one, or type a
+    name (a server may serve models it does not list). ``text()``/``setText()`` read and write the
+    name as a line edit's would."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setEditable(True)
+        self.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
+
+    def text(self) -> str:
+        return self.currentText()
+
+    def setText(self, text: str) -> None:  # noqa: N802 - the line edit's name, kept for its callers
+        self.setCurrentText(text)
+
+    def clear(self) -> None:
+        super().clear()
+        self.clearEditText()
+
+    def set_models(self, models: list[str]) -> None:
+        """The server's models as the list; the name typed stays."""
+        kept = self.currentText()
+        super().clear()
+        self.addItems(models)
+        self.setCurrentText(kept)
+
+
 class LLMTab:
     """The LLM tab of :class:`PreferencesDialog`: builds its fields, loads and collects them."""
 
@@ -33,7 +60,7 @@ class LLMTab:
         form = QFormLayout(page)
         self.backend = QComboBox()
         for key, label in (
-            ("auto", "Automatic (Ollama, then Google, then offline)"),
+            ("auto", "Automatic (Ollama, a local server you confirmed, Google, offline)"),
             ("ollama", "Ollama"),
             ("google", "Google Gemini"),
             ("openai", "OpenAI-compatible server (LM Studio, llama.cpp, vLLM)"),
@@ -75,7 +102,8 @@ class LLMTab:
         self.openai_url = QLineEdit()
         self._row(form, "llm.openai_base_url", "OpenAI-compatible server", self.openai_url,
                   "e.g. http://127.0.0.1:8080/v1")
-        self.openai_model = QLineEdit()
+        self.openai_model = ModelCombo()
+        self.openai_model.setObjectName("openaiModel")
         self.openai_models_button = QPushButton("List models")
         self.openai_models_button.setObjectName("listOpenAIModels")
         self.openai_models_button.clicked.connect(self.refresh_openai_models)
@@ -131,7 +159,7 @@ class LLMTab:
     def _openai_models_arrived(self: PreferencesDialog, models: list[str]) -> None:
         if not self.openai_model.text().strip() and len(models) == 1:
             self.openai_model.setText(models[0])  # a one-model server (llama.cpp): that is the model
-        self.openai_model.setCompleter(QCompleter(models, self.openai_model))
+        self.openai_model.set_models(models)
         self.openai_models_state.setText(openai_models_summary(models, self.openai_model.text().strip()))
 
     def _load_llm(self: PreferencesDialog, s: Settings, keys: dict[str, bool]) -> None:
