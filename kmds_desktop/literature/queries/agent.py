@@ -269,6 +269,7 @@ class QueryAgent:
             openai_base_url=self.settings.openai_base_url,
             encoder=(encoder_for(embedding_model, encoder) if self.settings.builtin_embedding_variants
                      else None),
+            verbatim_models=self.settings.verbatim_query_models,
         )
         self.last_generation: MultiModelQueryResult | None = None
         self.last_result: ReviewedSearchResult | None = None

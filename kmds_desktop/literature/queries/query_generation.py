@@ -15,7 +15,15 @@ duplication, so ``a & b`` and ``A&b`` count as one query, spelled as it first ap
 and can be listed among the models, so the flow works offline. ``openai:NAME`` is a model on the
 OpenAI-compatible server (``openai_base_url``); ``ollama:NAME`` or a bare name one on Ollama.
 
-Where the server can constrain decoding, a model is asked for ``{"queries": ["..."]}`` under a JSON
+How an LLM is asked (per model, ``verbatim_models``): by default it names the question's concepts
+and their terms as JSON and the app compiles them with the built-in strategy's own machinery
+(:mod:`kmds_desktop.literature.queries.concept_json`): one call per model gives all its queries
+(precise, medium, broad), no model can over-AND a query, and a term the corpus lacks is dropped with a
+note. Measured with Qwen2.5-Coder-1.5B, its own tsqueries found far less than the built-in's and made
+the merged search worse (see ``bench/llm_quality.py``). A model listed in ``verbatim_models`` writes
+its own tsquery per attempt, as BMLibrarian asks for it (below).
+
+Where the server can constrain decoding, a verbatim model is asked for ``{"queries": ["..."]}`` under a JSON
 schema (:data:`QUERY_LIST_SCHEMA`); a server that refuses the schema is asked the plain prompt and its
 reply is cleaned as text. Each result says which path it took (``reply_format``), and the search log
 keeps it. Either way the query is only a proposal: the review table checks every query in PostgreSQL
@@ -26,11 +34,25 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
-from kmds_desktop.literature.queries.keyword_queries import TermStatistics, builtin_generator, is_builtin
+from kmds_desktop.literature.queries.concept_json import (
+    CONCEPT_SCHEMA,
+    CONCEPT_SYSTEM_PROMPT,
+    ConceptReplyError,
+    compile_concepts,
+    concept_prompt,
+    parse_concepts,
+)
+from kmds_desktop.literature.queries.keyword_queries import (
+    BUILTIN_KEYWORDS,
+    KeywordQueryBuilder,
+    TermStatistics,
+    builtin_generator,
+    is_builtin,
+)
 from kmds_desktop.literature.queries.query_cleaning import clean_query_with_reason, deduplicate_queries
 from kmds_desktop.tasks import Cancelled, CancelToken, ProgressFn, check, report
 
@@ -97,6 +119,11 @@ MAX_JSON_REPLY_CHARS = 64 * 1024
 #: Tokens a model may write for one query (a query is a few dozen): under a schema a weak model can
 #: fill a string until its context is full, and an unconstrained one can ramble; this bounds the time.
 QUERY_MAX_TOKENS = 256
+#: Tokens for a concept list (a few concepts of a few terms each: about 150 in practice).
+CONCEPT_MAX_TOKENS = 400
+#: ``query_mode`` of a result: compiled from the model's concepts, or the model's own tsquery.
+MODE_CONCEPTS = "concepts"
+MODE_VERBATIM = "verbatim"
 
 
 @dataclass
@@ -121,8 +148,12 @@ class QueryGenerationResult:
     #: Where the model ran, e.g. "ollama http://127.0.0.1:11434" ("" for a built-in generator).
     server: str = ""
     #: Why the query looks as it does, for the review table (the built-in generator's concepts,
-    #: variants and reasons; "" for an LLM).
+    #: variants and reasons; for a model's concepts also the terms added and dropped; "" for a
+    #: verbatim LLM query).
     note: str = ""
+    #: How an LLM's query was made: "concepts" (compiled from its concept list), "verbatim" (its own
+    #: tsquery), "" (a built-in generator).
+    query_mode: str = ""
 
     @property
     def ok(self) -> bool:
@@ -220,7 +251,9 @@ class MultiModelQueryGenerator:
     def __init__(self, backend: ChatBackend | str | None = None, *, ollama_host: str | None = None,
                  timeout: float = 120.0, database: TermStatistics | None = None,
                  deduplicate: bool = True, openai_base_url: str | None = None,
-                 encoder: Callable[[list[str]], Any] | None = None) -> None:
+                 encoder: Callable[[list[str]], Any] | None = None,
+                 verbatim_models: Collection[str] = (),
+                 concept_system_prompt: str | None = None) -> None:
         if isinstance(backend, str):
             host = backend.strip()
             if not host:
@@ -245,6 +278,16 @@ class MultiModelQueryGenerator:
         self.encoder = encoder
         # Built-in generators keep their per-word database look-ups (stems, counts) between calls.
         self._builtins: dict[str, Callable[[str, int], str]] = {}
+        #: Models (as the settings write them, any case) asked for their own tsquery; every other LLM
+        #: names concepts that the app compiles.
+        self.verbatim_models = {m.strip().lower() for m in verbatim_models if m and m.strip()}
+        self.concept_system_prompt = concept_system_prompt or CONCEPT_SYSTEM_PROMPT
+
+    def query_mode(self, model: str) -> str:
+        """``"concepts"`` or ``"verbatim"`` for an LLM, ``""`` for a built-in generator."""
+        if is_builtin(model):
+            return ""
+        return MODE_VERBATIM if model.strip().lower() in self.verbatim_models else MODE_CONCEPTS
 
     @property
     def backend(self) -> ChatBackend:
@@ -294,6 +337,15 @@ class MultiModelQueryGenerator:
         done = 0
         for model in models:
             previous: list[str] = []
+            if self.query_mode(model) == MODE_CONCEPTS:
+                check(cancel)
+                report(progress, done, total, f"{model}: naming the question's concepts")
+                for result in self._concept_round(model, question, queries_per_model, temperature, cancel):
+                    results.append(result)
+                    done += 1
+                    if on_result is not None:
+                        on_result(result)
+                continue
             for attempt in range(1, queries_per_model + 1):
                 check(cancel)
                 report(progress, done, total, f"{model}: query {attempt} of {queries_per_model}")
@@ -385,15 +437,87 @@ class MultiModelQueryGenerator:
             error = "the reply held no usable query"
         return QueryGenerationResult(model, query, elapsed, temp, attempt, error=error,
                                      raw_reply=_kept_reply(raw), reply_format=reply_format, server=server,
-                                     note=note)
+                                     note=note, query_mode=self.query_mode(model))
+
+    def keyword_builder(self) -> KeywordQueryBuilder:
+        """The ``builtin:keywords`` builder (shared with that generator, so a question's plan and its
+        counts are made once whether or not the built-in is among the models)."""
+        if BUILTIN_KEYWORDS not in self._builtins:
+            self._builtins[BUILTIN_KEYWORDS] = builtin_generator(BUILTIN_KEYWORDS, self.database,
+                                                                 self.encoder)
+        builder = self._builtins[BUILTIN_KEYWORDS]
+        assert isinstance(builder, KeywordQueryBuilder)
+        return builder
+
+    def _concept_round(self, model: str, question: str, queries_per_model: int, base_temperature: float,
+                       cancel: CancelToken | None) -> list[QueryGenerationResult]:
+        """One call asks ``model`` for the question's concepts; the app writes its
+        ``queries_per_model`` queries from them (see :mod:`.concept_json`). A reply without concepts is
+        one failed result saying why, the other attempts marked as not written; the other models run."""
+        from kmds_desktop.llm.structured import structured_chat
+
+        temp = attempt_temperature(base_temperature, 1)
+        start = time.perf_counter()
+        raw = reply_format = server = ""
+
+        def failed(message: str, kind: str) -> list[QueryGenerationResult]:
+            first = QueryGenerationResult(model, "", time.perf_counter() - start, temp, 1, error=message,
+                                          raw_reply=_kept_reply(raw), error_kind=kind, server=server,
+                                          reply_format=reply_format, query_mode=MODE_CONCEPTS)
+            rest = [QueryGenerationResult(model, "", 0.0, temp, attempt, error=f"not written: {message}",
+                                          error_kind=kind, skipped=True, server=server,
+                                          query_mode=MODE_CONCEPTS)
+                    for attempt in range(2, queries_per_model + 1)]
+            return [first, *rest]
+
+        try:
+            backend, name, server = self._target(model)
+            prompt = concept_prompt(question)
+            raw, reply_format = structured_chat(
+                backend, prompt, CONCEPT_SCHEMA, system=self.concept_system_prompt, text_prompt=prompt,
+                temperature=temp, cancel=cancel, model=name, options=_options(backend, CONCEPT_MAX_TOKENS))
+        except Cancelled:
+            raise
+        except Exception as err:  # noqa: BLE001 - one model's failure must not stop the others
+            if cancel is not None and cancel.cancelled:
+                raise Cancelled("cancelled by the user") from None
+            message = " ".join(str(err).split()) or "the model gave no reply"
+            if type(err).__name__ == "LLMTimeout":
+                message = (f"'{model}' did not name the concepts within {self.timeout:g} s. Try a smaller "
+                           "model, or raise Preferences → Query generation → Time limit per attempt.")
+            return failed(message, type(err).__name__)
+        elapsed = time.perf_counter() - start
+        try:
+            concepts = parse_concepts(raw)
+        except ConceptReplyError as err:
+            return failed(f"the reply held no concepts as JSON: {err}; the other models' rows still run",
+                          "ConceptReply")
+        try:
+            compiled = compile_concepts(question, concepts, self.keyword_builder())
+        except Exception as err:  # noqa: BLE001 - a failing corpus look-up costs this model's rows only
+            return failed(f"its concepts could not be compiled: {' '.join(str(err).split())}",
+                          type(err).__name__)
+        if not compiled.queries:
+            return failed("the question has no usable content words (only common words); rephrase it",
+                          "ConceptReply")
+        out: list[QueryGenerationResult] = []
+        for attempt in range(1, queries_per_model + 1):
+            index = (attempt - 1) % len(compiled.queries)
+            query, reason = clean_query_with_reason(compiled.queries[index])
+            out.append(QueryGenerationResult(
+                model, query, elapsed if attempt == 1 else 0.0, temp, attempt,
+                error=None if query else f"the compiled query is not usable: {reason or 'empty'}",
+                raw_reply=_kept_reply(raw), reply_format=reply_format, server=server,
+                note=compiled.notes[index], query_mode=MODE_CONCEPTS))
+        return out
 
 
-def _options(backend: Any) -> dict[str, Any] | None:
+def _options(backend: Any, tokens: int = QUERY_MAX_TOKENS) -> dict[str, Any] | None:
     """The token limit for the app's own backends (a caller's ``chat`` may not take ``options``)."""
     from kmds_desktop.llm import ModelDispatch, OllamaBackend, OpenAIBackend
 
     if isinstance(backend, ModelDispatch | OllamaBackend | OpenAIBackend):
-        return {"num_predict": QUERY_MAX_TOKENS}
+        return {"num_predict": tokens}
     return None
 
 

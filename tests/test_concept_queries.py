@@ -1,0 +1,163 @@
+"""Models name concepts, the app writes the queries: concept JSON compiled by the built-in's machinery.
+
+Real parts: the fake Ollama and OpenAI-compatible servers are real HTTP servers with scripted replies
+(driven through the app's own clients), the database is the real PostgreSQL with CF and SciFact
+imported, which judges every compiled query (``to_tsquery``) and counts its matches.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from support.fake_ollama import ModelScript
+from support.fake_openai import FakeOpenAI, OpenAIScript
+
+from kmds_desktop.config import QueryGenerationSettings, Settings
+from kmds_desktop.literature import QueryAgent
+from kmds_desktop.literature.queries.concept_json import (
+    CONCEPT_SYSTEM_PROMPT,
+    MAX_JSON_DEPTH,
+    ConceptReplyError,
+    parse_concepts,
+)
+from kmds_desktop.literature.queries.query_generation import MODE_CONCEPTS, MODE_VERBATIM
+
+QUESTION = "Is Pseudomonas aeruginosa infection in cystic fibrosis patients treated with antibiotics?"
+INVENTED = "zorblaxifen"
+#: Over-specific: five concepts, two of which the question never names, and one invented term.
+CONCEPTS = {"concepts": [
+    {"name": "Pseudomonas aeruginosa", "terms": ["Pseudomonas aeruginosa", "P. aeruginosa", "pseudomonas"]},
+    {"name": "cystic fibrosis", "terms": ["cystic fibrosis", "CF", "mucoviscidosis"]},
+    {"name": "antibiotics", "terms": ["antibiotics", "tobramycin", INVENTED]},
+    {"name": "hospital admission", "terms": ["hospital admission", "hospitalisation"]},
+    {"name": "lung function decline", "terms": ["lung function decline", "FEV1 decline"]},
+]}
+
+
+def _settings(url: str, **changes: object) -> QueryGenerationSettings:
+    base: dict[str, object] = {"multi_model_enabled": True, "models": ["qwen", "builtin:keywords"],
+                               "queries_per_model": 3, "ollama_host": url, "timeout_s": 10,
+                               "builtin_embedding_variants": False}
+    base.update(changes)
+    return QueryGenerationSettings(**base)
+
+
+def _and_groups(query: str) -> int:
+    """How many blocks the widest AND of ``query`` joins (parenthesised OR groups count as one)."""
+    depth, widest, current = 0, 1, 1
+    for char in query:
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "&" and depth == 0:
+            current += 1
+            widest = max(widest, current)
+        elif char == "|" and depth == 0:
+            current = 1
+    return widest
+
+
+# --------------------------------------------------------------------------- parsing, bounded
+
+def test_concept_replies_are_read_in_the_shapes_small_models_write() -> None:
+    fenced = "Here are the concepts:\n```json\n" + json.dumps(CONCEPTS) + "\n```\nHope it helps."
+    concepts = parse_concepts(fenced)
+    assert [c.name for c in concepts][:2] == ["Pseudomonas aeruginosa", "cystic fibrosis"]
+    assert "tobramycin" in concepts[2].terms
+    bare = parse_concepts('[{"concept": "asthma", "synonyms": ["wheeze"]}, "eczema"]')
+    assert [(c.name, c.terms) for c in bare] == [("asthma", ["asthma", "wheeze"]), ("eczema", ["eczema"])]
+
+
+@pytest.mark.parametrize(("reply", "reason"), [
+    ("", "empty"),
+    ("cystic fibrosis AND antibiotics", "not JSON"),
+    ('{"concepts": [{"name": "x", "terms": [', "not valid JSON"),
+    ('{"queries": ["a & b"]}', 'no "concepts" list'),
+    ('{"concepts": [{"name": "", "terms": []}, 3]}', "names no concept"),
+    ("[" * 200_000 + "]" * 200_000, f"deeper than {MAX_JSON_DEPTH}"),
+    ('{"concepts": ["' + "a" * 3_000_000 + '"]}', "too long"),
+])
+def test_a_reply_without_concepts_says_why_in_one_line(reply: str, reason: str) -> None:
+    with pytest.raises(ConceptReplyError) as caught:
+        parse_concepts(reply)
+    message = str(caught.value)
+    assert reason in message and "\n" not in message and len(message) < 200
+
+
+# --------------------------------------------------------------------------- compiled rows
+
+def test_compiled_rows_are_valid_k_of_n_and_drop_the_invented_term(pg_database, fake_ollama) -> None:
+    fake_ollama.models["qwen"] = ModelScript(replies=[json.dumps(CONCEPTS)])
+    agent = QueryAgent(pg_database, _settings(fake_ollama.url))
+    generated = agent.convert_question_multi_model(QUESTION)
+
+    # one call names the concepts for all three queries; the static prompt first, the question last
+    calls = fake_ollama.completion_requests()
+    assert [c.model for c in calls] == ["qwen"]
+    system = next(m["content"] for m in calls[0].body["messages"] if m["role"] == "system")
+    assert system == CONCEPT_SYSTEM_PROMPT
+    assert calls[0].body["messages"][-1]["content"].rstrip().endswith(f"{QUESTION}\nJSON:")
+
+    rows = [r for r in generated.all_queries if r.model == "qwen"]
+    assert [r.attempt_number for r in rows] == [1, 2, 3]
+    assert all(r.ok and r.query_mode == MODE_CONCEPTS for r in rows), [r.error for r in rows]
+    for row in rows:
+        valid, reason = pg_database.validate_tsquery(row.query)
+        assert valid, (row.query, reason)
+        assert pg_database.count_matches(row.query) > 0, row.query
+        assert INVENTED not in row.query.lower()
+        assert f"'{INVENTED}' (no document has it)" in row.note
+    precise, medium, broad = (r.query for r in rows)
+    # concepts the question never names never become blocks of their own: they widen the broad row only
+    for query in (precise, medium):
+        assert "hospital" not in query and "decline" not in query
+    assert "hospital <-> admission" in broad
+    assert "tobramycin" in precise  # the model's term joins the question's 'antibiotics' block
+    assert "'tobramycin' (antibiotics)" in rows[0].note
+    assert "hospital" in rows[0].note and "not a concept of the question" in rows[0].note
+    # the medium row asks for k of the n blocks, not every block ANDed
+    assert ") | (" in medium and _and_groups(medium) < _and_groups(" & ".join(["x"] * 4))
+    assert "&" not in broad
+    # the model's rows then run and merge with the built-in's, as any rows do
+    result = agent.run_reviewed_queries(generated.unique_queries, max_rows=20, fetch=False)
+    assert not result.failed_queries and result.ids
+
+
+def test_garbage_json_is_a_clear_note_and_the_builtin_rows_still_run(pg_database) -> None:
+    with FakeOpenAI() as fake:
+        fake.models["qwen"] = OpenAIScript(replies=["Sure! The concepts are cystic fibrosis {and more"])
+        settings = _settings("http://127.0.0.1:9", models=["openai:qwen", "builtin:keywords"],
+                             openai_base_url=fake.url)
+        agent = QueryAgent(pg_database, settings)
+        generated = agent.convert_question_multi_model(QUESTION)
+    first, *rest = [r for r in generated.all_queries if r.model == "openai:qwen"]
+    assert not first.ok and first.error is not None
+    assert first.error.startswith("the reply held no concepts as JSON: the reply is not valid JSON")
+    assert "the other models' rows still run" in first.error and "\n" not in first.error
+    assert [r.skipped for r in rest] == [True, True]
+    builtin = [r for r in generated.all_queries if r.model == "builtin:keywords"]
+    assert len(builtin) == 3 and all(r.ok for r in builtin)
+    assert generated.unique_queries == [r.query for r in builtin]
+    result = agent.run_reviewed_queries(generated.unique_queries, max_rows=20, fetch=False)
+    assert result.ids and not result.failed_queries
+
+
+def test_the_verbatim_option_keeps_the_models_own_queries(pg_database, fake_ollama) -> None:
+    own = ["(cystic <-> fibrosis) & pseudomonas", "Query: antibiotic & cystic <-> fibrosis"]
+    fake_ollama.models["qwen"] = ModelScript(replies=own)
+    agent = QueryAgent(pg_database, _settings(fake_ollama.url, queries_per_model=2,
+                                              verbatim_query_models=["  QWEN "]))
+    generated = agent.convert_question_multi_model(QUESTION)
+    rows = [r for r in generated.all_queries if r.model == "qwen"]
+    assert [r.query for r in rows] == ["(cystic <-> fibrosis) & pseudomonas",
+                                       "antibiotic & cystic <-> fibrosis"]
+    assert all(r.query_mode == MODE_VERBATIM for r in rows)
+    assert len(fake_ollama.completion_requests()) == 2  # one call per attempt, as before
+
+
+def test_the_verbatim_option_is_a_setting_that_round_trips() -> None:
+    settings = Settings.model_validate({"query_generation": {"verbatim_query_models": [" qwen ", ""]}})
+    assert settings.query_generation.verbatim_query_models == ["qwen"]
+    assert QueryGenerationSettings().verbatim_query_models == []
