@@ -102,11 +102,13 @@ def register(sub: argparse._SubParsersAction) -> argparse._SubParsersAction:  # 
 
     from kmds_desktop.commands.literature_evaluate import register_evaluate
     from kmds_desktop.commands.literature_history import register_history
+    from kmds_desktop.commands.literature_review import register_review
     from kmds_desktop.commands.literature_screen import register_screen
 
     register_history(lit_sub)
     register_evaluate(lit_sub)
     register_screen(lit_sub)
+    register_review(lit_sub)
     return lit_sub
 
 
@@ -244,6 +246,10 @@ def _import(args: argparse.Namespace) -> int:
                 _print_details(rep)
         if code == 0:
             code = _after_import(args, db)
+        if code == 0:
+            from kmds_desktop.commands.literature_review import print_new_records
+
+            print_new_records(db, args.quiet)  # "2 reviews have 14 new records"
     return code
 
 

@@ -1,0 +1,280 @@
+"""A review as one thing: rename, delete, the review file, a second screener, an old store, and updates
+on a real PostgreSQL database that gains the CF collection's later years (1978–79) after the first review."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kmds_desktop.app.reviews import ReviewBook, ReviewError
+from kmds_desktop.app.screening import ScreeningSession
+from kmds_desktop.literature.reviews.exchange import FORMAT_VERSION
+from kmds_desktop.literature.reviews.identity import repeats
+from kmds_desktop.literature.reviews.store import ReviewStore
+from kmds_desktop.literature.reviews.update import add_round, split_known
+from kmds_desktop.literature.screening.decisions import DecisionStore
+from kmds_desktop.literature.screening.records import ScreeningRecord
+
+
+def _records(n: int, prefix: str = "cf") -> list[ScreeningRecord]:
+    return [ScreeningRecord("CF", f"{prefix}:{i}",
+                            title=f"Sweat chloride study number {i} in cystic fibrosis",
+                            abstract=f"Abstract {i} about sweat tests.", doi=f"10.1/{prefix}{i}")
+            for i in range(1, n + 1)]
+
+
+def _screened_store(path: Path, name: str = "sweat") -> DecisionStore:
+    """A screening file as today's screening code writes it (no review tables used)."""
+    store = DecisionStore(path)
+    store.create_review(name, question="sweat testing in cystic fibrosis")
+    store.add_records(name, _records(6), origin="#1", identified=6, per_row={"row 1: sweat": 6},
+                      identities=[r.key for r in _records(6)])
+    store.decide(name, ("CF", "cf:1"), "include")
+    store.decide(name, ("CF", "cf:2"), "exclude", reason="wrong population")
+    store.decide(name, ("CF", "cf:3"), "maybe", note="check the full text")
+    store.decide(name, ("CF", "cf:2"), "exclude", reason="wrong outcome")  # a change: the undo log has two
+    return store
+
+
+def test_a_screening_file_of_todays_code_opens_as_reviews(tmp_path):
+    path = tmp_path / "screening.sqlite3"
+    _screened_store(path).close()
+    with ReviewBook(path) as book:
+        [summary] = book.summaries()
+        assert (summary.id, summary.records, summary.screened, summary.included) == ("sweat", 6, 3, 1)
+        assert book.store.questions("sweat") == ["sweat testing in cystic fibrosis"]
+        assert book.strategy("sweat") is None  # no history given, none saved
+        flow = book.flow("sweat")
+        assert [(r.round, r.records, r.screened, r.included) for r in flow.rounds] == [(0, 6, 3, 1)]
+    # The older code still opens the upgraded file, and the decisions are where they were.
+    again = DecisionStore(path)
+    assert again.decisions("sweat")[("CF", "cf:2")].reason == "wrong outcome"
+    again.close()
+
+
+def test_rename_moves_everything_and_the_screen_commands_follow(tmp_path):
+    path = tmp_path / "screening.sqlite3"
+    _screened_store(path).close()
+    with ReviewBook(path) as book:
+        book.set_questions("sweat", ["sweat testing in cystic fibrosis", "sweat chloride in adults"])
+        assert book.rename("sweat", "CF sweat tests") == "CF sweat tests"
+        with pytest.raises(ReviewError, match="no review 'sweat'"):
+            book.store.find("sweat")
+        store = book.store
+        assert len(store.decisions("CF sweat tests")) == 3
+        assert store.questions("CF sweat tests")[1] == "sweat chloride in adults"
+        session = ScreeningSession(store, "CF sweat tests", background=False)
+        assert session.progress().screened == 3 and session.undo() is not None  # the undo log moved too
+        book.new("other")
+        with pytest.raises(ReviewError, match="exists already"):
+            book.rename("other", "CF sweat tests")
+
+
+def test_delete_leaves_no_row_of_the_review_and_spares_the_others(tmp_path):
+    path = tmp_path / "screening.sqlite3"
+    _screened_store(path).close()
+    with ReviewBook(path) as book:
+        book.new("kept", ["another question"])
+        assert book.delete("sweat") == 3
+        for table in book.store.review_tables():
+            columns, rows = book.store.table_rows(table, "sweat")
+            assert rows == [], table
+        assert [r.id for r in book.summaries()] == ["kept"]
+
+
+def test_an_exported_review_imported_into_a_fresh_data_folder_is_the_same(tmp_path):
+    first = tmp_path / "a" / "screening.sqlite3"
+    _screened_store(first).close()
+    out = tmp_path / "sweat.kmds-review.json"
+    with ReviewBook(first) as book:
+        book.store.set_vectors("sweat", "all-MiniLM-L6-v2", {("CF", "cf:1"): [0.25, -1.5, 3.0]})
+        book.store.set_flow_number("sweat", "reports_not_retrieved", 2, "library")
+        add_round(book.store, "sweat", _records(8, "late")[6:], origin="#2", round_number=1)
+        before = book.report("sweat")
+        before_records = [r.to_dict() for r in book.store.records("sweat")]
+        book.export("sweat", out)
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert data["format_version"] == FORMAT_VERSION and data["review"]["name"] == "sweat"
+
+    with ReviewBook(tmp_path / "b" / "screening.sqlite3") as fresh:
+        imported = fresh.import_file(out)
+        assert imported.review_id == "sweat" and not imported.renamed
+        after = fresh.report("sweat")
+        for field in ("questions", "records", "screened", "included", "excluded", "maybe", "flow",
+                      "updated_flow", "sources"):
+            assert after[field] == before[field], field
+        assert [r.to_dict() for r in fresh.store.records("sweat")] == before_records
+        assert fresh.store.decisions("sweat") == ReviewStore(first).decisions("sweat")
+        assert fresh.store.vectors("sweat", "all-MiniLM-L6-v2")[("CF", "cf:1")].tolist() == [0.25, -1.5, 3.0]
+        assert fresh.store.undo("sweat") == ("CF", "cf:2")  # the undo log came along, in order
+        assert fresh.store.decisions("sweat")[("CF", "cf:2")].reason == "wrong population"
+        # The same file again: a new name, never a merge into the review that exists.
+        again = fresh.import_file(out)
+        assert again.review_id == "sweat (2)" and again.renamed
+        assert len(fresh.store.decisions("sweat (2)")) == 3
+
+
+def test_a_file_that_is_not_a_review_is_refused_in_one_line_and_nothing_is_written(tmp_path):
+    with ReviewBook(tmp_path / "screening.sqlite3") as book:
+        bad = tmp_path / "bad.json"
+        bad.write_text("[1, 2", encoding="utf-8")
+        with pytest.raises(ReviewError, match="not a review file"):
+            book.import_file(bad)
+        bad.write_text(json.dumps({"format": "kmds-desktop review", "format_version": FORMAT_VERSION + 1,
+                                   "tables": {}}), encoding="utf-8")
+        with pytest.raises(ReviewError, match="newer than this app reads"):
+            book.import_file(bad)
+        bad.write_text(json.dumps({"format": "kmds-desktop review", "format_version": 1, "tables": {
+            "review": {"columns": ["id", "name"], "rows": [["x"]]}}}), encoding="utf-8")
+        with pytest.raises(ReviewError, match="not rows of its columns"):
+            book.import_file(bad)
+        with pytest.raises(ValueError, match="not a file"):
+            book.import_file(tmp_path)
+        assert book.summaries() == []
+
+
+def test_a_second_screeners_returned_review_merges_beside_mine_with_conflicts_reported(tmp_path):
+    mine = tmp_path / "me" / "screening.sqlite3"
+    _screened_store(mine).close()
+    handed = tmp_path / "for-bob.json"
+    returned = tmp_path / "from-bob.json"
+    with ReviewBook(mine) as book:
+        book.export("sweat", handed)
+    with ReviewBook(tmp_path / "bob" / "screening.sqlite3") as bob:
+        bob.import_file(handed)
+        bob.store.decide("sweat", ("CF", "cf:1"), "exclude", reason="wrong study design")  # disagrees
+        bob.store.decide("sweat", ("CF", "cf:4"), "include")  # one I have not decided
+        bob.export("sweat", returned, reviewer="bob")
+    with ReviewBook(mine) as book:
+        report = book.merge("sweat", returned)
+        assert report.reviewer == "bob" and report.imported == 4 and report.unknown == 0
+        assert [(k, m, t) for k, m, t in report.conflicts] == [(("CF", "cf:1"), "include", "exclude")]
+        assert "1 conflicts kept" in report.line() or "1 conflict" in report.line()
+        assert book.store.decisions("sweat")[("CF", "cf:1")].decision == "include"  # mine untouched
+        assert book.store.other_decisions("sweat", "bob")[("CF", "cf:4")].decision == "include"
+
+
+def test_a_record_known_by_doi_pmid_or_title_is_not_new(tmp_path):
+    with ReviewStore(tmp_path / "screening.sqlite3") as store:
+        store.create_review("r")
+        add_round(store, "r", _records(3), origin="#1", round_number=0)
+        same_doi = ScreeningRecord("PubMed", "999", title="Another title entirely different", doi="10.1/cf1")
+        same_title = ScreeningRecord("PubMed", "998",
+                                     title="Sweat chloride study number 2 in Cystic Fibrosis!")
+        short_title = ScreeningRecord("PubMed", "997", title="Editorial")
+        new, known = split_known(store, "r", [same_doi, same_title, short_title, _records(3)[2]])
+        assert [r.key for r in new] == [("PubMed", "997")]
+        assert len(known) == 3
+        assert repeats(store.records("r")) == []
+
+
+# -- updates on the real database ---------------------------------------------------------------------
+
+def _cf_by_year(literature_data: Path, tmp_path: Path) -> tuple[Path, Path, dict[str, int]]:
+    early, late = tmp_path / "cf-1974-77.jsonl", tmp_path / "cf-1978-79.jsonl"
+    years: dict[str, int] = {}
+    with (open(literature_data / "cf" / "corpus.jsonl", encoding="utf-8") as src,
+          open(early, "w", encoding="utf-8") as a, open(late, "w", encoding="utf-8") as b):
+        for line in src:
+            doc = json.loads(line)
+            years[doc["id"]] = int(doc["year"])
+            (a if int(doc["year"]) <= 1977 else b).write(line)
+    return early, late, years
+
+
+def test_an_update_after_new_records_are_imported_adds_only_those(pg_empty_database, literature_data,
+                                                                    tmp_path):
+    from kmds_desktop.literature.strategy.history import SearchHistory
+    from kmds_desktop.literature.strategy.workbench import SearchWorkbench
+
+    db = pg_empty_database
+    early, late, years = _cf_by_year(literature_data, tmp_path)
+    db.import_files([early])
+    history = SearchHistory(tmp_path / "history.sqlite3")
+    first = SearchWorkbench(history, db).run(
+        "sweat testing in cystic fibrosis", [("sweat & (chloride | sodium)", {"kind": "hand-written"})],
+        max_rows=1000)
+    with ReviewBook(tmp_path / "screening.sqlite3") as book:
+        name = book.new("sweat", ["sweat testing in cystic fibrosis"], history=history, database=db,
+                        from_sets=[first.number])
+        store = book.store
+        earlier = store.records(name)
+        assert earlier and all(years[r.external_id] <= 1977 for r in earlier)
+        session = ScreeningSession(store, name, background=False)
+        for _ in range(6):
+            rec = session.current
+            session.decide("include" if "sweat" in rec.title.lower() else "exclude")
+        decided = set(session.decisions)
+        undecided_before = {r.key for r in earlier} - decided
+        session.close()
+
+        assert book.new_records(db, history=history).line() == ""  # nothing new before the import
+        db.import_files([late])
+        notice = book.new_records(db, history=history)
+        waiting = notice.new_per_review[name]
+        assert waiting > 0 and notice.line().startswith(f"1 review has {waiting:,} new record")
+
+        outcome = book.update(name, history=history, database=db)
+        assert outcome.round == 1 and outcome.new == waiting
+        assert outcome.known == len(earlier)  # every earlier record found again, recognised
+        assert all(years[k[1]] >= 1978 for k in outcome.new_keys)
+        assert repeats(store.records(name)) == []
+        assert set(store.decisions(name)) == decided  # no decision lost or asked again
+
+        session = ScreeningSession(store, name, background=False)
+        queued = {session.records[i].key for i, _ in session.queue(len(session.records))}
+        assert queued == undecided_before | set(outcome.new_keys)  # earlier unscreened stay; new join
+        assert session.current.key in queued
+        session.close()
+
+        # A second update finds nothing new; a withdrawn record is flagged, its decision kept.
+        withdrawn_key = next(iter(decided))
+        db.run(lambda c: c.execute("UPDATE document SET withdrawn_date = '1980-02-01' WHERE external_id = %s",
+                                   (withdrawn_key[1],)))
+        again = book.update(name, history=history, database=db)
+        assert again.new == 0 and again.known == again.found and again.round == 2
+        assert again.withdrawn == {withdrawn_key: "1980-02-01"}
+        assert withdrawn_key in store.decisions(name)
+
+        flow = book.flow(name)
+        assert [r.records for r in flow.rounds] == [len(earlier), waiting, 0]
+        assert sum(r.records for r in flow.rounds) == len(store.records(name))  # each record once
+        assert flow.rounds[1].identified == outcome.found and flow.rounds[1].already_in_review == len(earlier)
+        assert flow.rounds[0].withdrawn == 1
+        runs = store.runs(name)
+        assert [r.counts["new"] for r in runs] == [waiting, 0]
+        assert all("sweat & (chloride | sodium)" in r.strategy_text for r in runs)
+
+        # An edit of the strategy is a new version, logged, and the next update says which it ran.
+        wider = SearchWorkbench(history, db).run("sweat", [("sweat", {"kind": "hand-written"})],
+                                                 max_rows=1000)
+        edited = book.set_strategy(name, history, [wider.number], note="all sweat records")
+        third = book.update(name, history=history, database=db)
+        assert edited.version == 2 and third.strategy_version == 2 and "sweat" in third.strategy_text
+        assert repeats(store.records(name)) == []
+        lines = "\n".join(book.report_lines(name, history))
+        assert "strategy edited (version 2): all sweat records" in lines and "Update 3" in lines
+    history.close()
+
+
+def test_the_cli_lists_shows_renames_and_deletes_reviews(data_home, capsys):
+    from kmds_desktop.cli import main
+
+    assert main(["literature", "review", "new", "cf-sweat", "--question", "sweat tests in CF"]) == 0
+    assert "review cf-sweat made" in capsys.readouterr().out
+    assert main(["literature", "review", "list", "--json"]) == 0
+    [listed] = json.loads(capsys.readouterr().out)
+    assert (listed["id"], listed["questions"], listed["records"]) == ("cf-sweat", ["sweat tests in CF"], 0)
+    assert main(["literature", "review", "show", "cf-sweat", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["questions"] == ["sweat tests in CF"] and shown["records"] == 0
+    assert main(["literature", "review", "rename", "cf-sweat", "sweat"]) == 0
+    assert main(["literature", "screen", "state", "sweat"]) == 0  # the screen commands take the new name
+    capsys.readouterr()
+    assert main(["literature", "review", "delete", "nope"]) == 1
+    assert "there is no review 'nope'" in capsys.readouterr().err
+    assert main(["literature", "review", "delete", "sweat"]) == 0
+    assert main(["literature", "review", "list"]) == 0
+    assert "no reviews yet" in capsys.readouterr().out
