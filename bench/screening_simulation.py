@@ -26,7 +26,7 @@ The last line: ours / ASReview WSS@95 on the held-out questions (both pool kinds
 
 ASReview is a benchmark-only dependency and is not installed into the app's environment (its pins would
 downgrade rispy): ``pip install --no-deps --target .venv/bench-asreview asreview==3.0.8 pandas pytz`` and
-its import-time dependencies into ``.venv/bench-asreview-deps`` (see the README's Screening section);
+its import-time dependencies into ``.venv/bench-asreview-deps``;
 this script adds both folders to ``sys.path`` when they exist.
 
 The corpus and the questions are embedded once per run (about a minute on 2 cores).

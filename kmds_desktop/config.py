@@ -135,7 +135,7 @@ class RetrievalSettings(_Section):
     0.951 both).
 
     Defaults measured on SciFact *train* claims (three ``builtin:keywords`` rows and the semantic
-    row; README, *Retrieval quality*): idf ranking, k = 20 with semantic weight 3, re-ranking on with
+    row; docs/design/ranking.md, *Measured*): idf ranking, k = 20 with semantic weight 3, re-ranking on with
     weight 0.7. Tuned only on the train split.
     """
 

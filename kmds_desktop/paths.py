@@ -62,7 +62,7 @@ def make_private_dir(path: Path) -> Path:
     Only a folder that belongs to the current user is tightened; it loses group and other access
     (read, write and, unless we are root, traverse). Root keeps others' traverse bit (0701): the
     embedded PostgreSQL refuses to run as root and runs as an unprivileged user, which must pass
-    through root's data folder to reach its cluster (the README says so).
+    through root's data folder to reach its cluster (docs/guide/cli.md says so).
     """
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
     if os.name == "nt":

@@ -1,5 +1,5 @@
-"""A first-time user's run through every journey the README describes, on the real window, with a
-screenshot of each state (for reading, not for the README: they go to ``bench/.data/first-run/shots``).
+"""A first-time user's run through every journey the user guide describes, on the real window, with a
+screenshot of each state (for reading, not for the docs: they go to ``bench/.data/first-run/shots``).
 
 Run under ``xvfb-run -a -s "-screen 0 1600x1000x24" .venv/bin/python scripts/first_run.py``. A fresh data
 folder (``bench/.data/first-run/home``, removed first; only its PostgreSQL cluster is kept between

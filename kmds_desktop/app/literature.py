@@ -10,7 +10,7 @@ in sequence. Generation, checks and runs all go through
 :class:`~kmds_desktop.literature.queries.agent.QueryAgent`, so ``allow_query_selection``,
 ``show_all_queries_to_user`` and ``deduplicate_results`` are applied by one piece of code.
 
-Rules the session keeps (and the README states):
+Rules the session keeps (and docs/guide/literature-search.md states):
 
 - **Provenance.** A row is *generated* (model, attempt, temperature, time), *hand-written*, or
   *edited* (a generated row whose text the user changed: the model's original text is kept and

@@ -72,7 +72,7 @@ def rerank_by_similarity(
     best full-text score, each row's scores divided by the row's top score; 0 for an id no full-text
     row found) or, without ``lexical``, its fused position (1 for the first, falling linearly).
     Scores rather than ranks are mixed because a clear lead in similarity or in term matches should
-    count as one; measured on SciFact *train* claims (README, *Retrieval quality*). Ids without a
+    count as one; measured on SciFact *train* claims (docs/design/ranking.md, *Measured*). Ids without a
     similarity keep only their evidence share. ``weight`` 0 keeps the evidence order (the fused order
     without ``lexical``), 1 sorts by similarity alone. ``k`` is accepted for callers of the earlier
     rank-mixing version and unused.
