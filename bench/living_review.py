@@ -1,0 +1,235 @@
+"""A living review on CF split by year: the first review on 1974–77, an update when 1978–79 is imported.
+
+One command, one run, through the app's own code (:class:`~kmds_desktop.app.reviews.ReviewBook`, the
+screening session, the search history and the embedded PostgreSQL):
+
+1. The CF records of 1974–77 (781) are imported. For each CF question with an **odd** id (even ids are held
+   out), the app's default search runs (the default query generation, ``builtin:keywords``; no semantic row,
+   as on a database not yet embedded; 100 documents per row) and a review is made from it: its search is
+   the review's strategy, its documents the first round's records.
+2. Round one is screened in the screening session with the true labels (relevant = any qrels row), in the
+   session's active-learning order, until the review's stopping rule (50 consecutive excluded) says stop or
+   every record is screened.
+3. The records of 1978–79 (458) are imported, and each review is updated (its strategy re-run on the
+   database as it is now). Reported per question: the update's recall on the new relevant records (the
+   1978–79 records relevant to the question) beside bm25s's on the same records with as many taken as the
+   update added; records shown twice (a record in the review twice, or an earlier record added again:
+   must be 0).
+4. The update's new records are screened by replay twice, from the same priors (one relevant and one
+   irrelevant record of the update, seeded by the question id, as ASReview's simulations do): **warm**, the
+   session's model trained on round one's decisions and the update's as they come, and **cold**, the same
+   model and features with the update's decisions only. WSS@95 and records to 95% recall for both
+   (questions with fewer than 2 relevant new records are left out of this part).
+
+The last line: ``warm / cold WSS@95: X (repeats: N)`` (target: X >= 1.2, N = 0).
+
+Usage: ``python bench/living_review.py [--questions N] [--keep DIR]`` (all 49 odd questions: several
+minutes on 2 cores, most of it round one's screening, which retrains after every decision as the
+session does).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+CF = ROOT.parent / "shared" / "data" / "literature" / "cf"
+FIRST_YEARS, UPDATE_YEARS = range(1974, 1978), range(1978, 1980)
+
+
+def load_cf() -> tuple[list[dict], dict[str, str], dict[str, set[str]]]:
+    docs = [json.loads(line) for line in open(CF / "corpus.jsonl", encoding="utf-8")]
+    queries = {}
+    for line in open(CF / "queries.jsonl", encoding="utf-8"):
+        q = json.loads(line)
+        queries[str(q["id"])] = q["text"]
+    relevant: dict[str, set[str]] = collections.defaultdict(set)
+    with open(CF / "qrels.tsv", encoding="utf-8") as fh:
+        next(fh)
+        for line in fh:
+            qid, doc_id = line.split("\t")[:2]
+            relevant[qid].add(doc_id)
+    return docs, queries, relevant
+
+
+def write_years(docs: list[dict], years: range, path: Path) -> list[dict]:
+    chosen = [d for d in docs if int(d["year"]) in years]
+    path.write_text("".join(json.dumps(d) + "\n" for d in chosen), encoding="utf-8")
+    return chosen
+
+
+def bm25_recall(late: list[dict], question: str, relevant: set[str], k: int) -> float:
+    """bm25s (English stop words) over the 1978–79 records: recall of the top ``k``."""
+    import bm25s
+
+    if not relevant:
+        return float("nan")
+    retriever = bm25s.BM25()
+    texts = [f"{d.get('title') or ''} {d.get('abstract') or ''}" for d in late]
+    retriever.index(bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False)
+    k = max(0, min(k, len(late)))
+    if k == 0:
+        return 0.0
+    results, _ = retriever.retrieve(bm25s.tokenize([question], stopwords="en", show_progress=False), k=k,
+                                    show_progress=False)
+    top = {late[j]["id"] for j in results[0]}
+    return len(top & relevant) / len(relevant)
+
+
+def screen_round_one(session, relevant: set[str]) -> int:
+    """Screen with the true labels until the stopping rule is met or nothing is left; returns decisions."""
+    made = 0
+    while session.current is not None:
+        rec = session.current
+        session.decide("include" if rec.external_id in relevant else "exclude")
+        made += 1
+        if session.stopping_report().rules[0].met:
+            break
+    return made
+
+
+def warm_and_cold(session, new_keys: list[tuple[str, str]], relevant: set[str], seed: int):
+    """Replays of the update's new records (see the module docstring): (warm, cold) SimulationResults."""
+    from kmds_desktop.literature.screening.decisions import INCLUDE, MAYBE
+    from kmds_desktop.literature.screening.ordering import train
+    from kmds_desktop.literature.screening.simulation import pick_priors, simulate
+
+    index = {r.key: i for i, r in enumerate(session.records)}
+    pool = [index[k] for k in new_keys]
+    truth = np.array([session.records[i].external_id in relevant for i in pool], dtype=bool)
+    earlier = {index[k]: d.decision == INCLUDE for k, d in session.decisions.items()
+               if d.decision != MAYBE and k in index}
+    features, config = session.features, session.model
+    ranks = [session.records[i].rank or 10**9 for i in pool]
+    fallback = sorted(range(len(pool)), key=lambda j: (ranks[j], j))
+
+    def scorer(with_earlier: bool):
+        def score(labels):
+            known = dict(earlier) if with_earlier else {}
+            known.update({pool[j]: v for j, v in labels.items()})
+            result = train(features, known, config)
+            return None if result is None else result.values[pool]
+        return score
+
+    priors = pick_priors(truth, seed)
+    warm = simulate(truth, scorer=scorer(True), priors=priors, fallback=fallback)
+    cold = simulate(truth, scorer=scorer(False), priors=priors, fallback=fallback)
+    return warm, cold
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--questions", type=int, default=None, help="only the first N odd questions")
+    parser.add_argument("--keep", type=Path, default=None, help="keep the data folder here")
+    args = parser.parse_args()
+
+    from kmds_desktop.app.reviews import ReviewBook
+    from kmds_desktop.app.screening import ScreeningSession
+    from kmds_desktop.config import LiteratureSettings, QueryGenerationSettings, RetrievalSettings
+    from kmds_desktop.literature.queries.agent import QueryAgent
+    from kmds_desktop.literature.reviews.identity import repeats
+    from kmds_desktop.literature.store.database import open_embedded
+    from kmds_desktop.literature.strategy.history import SearchHistory
+    from kmds_desktop.literature.strategy.workbench import SearchWorkbench, rows_from_generation
+
+    docs, queries, relevant = load_cf()
+    odd = [q for q in sorted(queries, key=int) if int(q) % 2 == 1 and relevant.get(q)][: args.questions]
+    root = args.keep or Path(tempfile.mkdtemp(prefix="kmds-bench-living-"))
+    root.mkdir(parents=True, exist_ok=True)
+    early = write_years(docs, FIRST_YEARS, root / "cf-1974-77.jsonl")
+    late = write_years(docs, UPDATE_YEARS, root / "cf-1978-79.jsonl")
+    late_ids = {d["id"] for d in late}
+    max_rows = LiteratureSettings().max_rows
+    db = open_embedded(root / "postgres")
+    rows_out = []
+    started = time.perf_counter()
+    try:
+        db.import_files([root / "cf-1974-77.jsonl"])
+        agent = QueryAgent(db, QueryGenerationSettings(), retrieval=RetrievalSettings())
+        history = SearchHistory(root / "history.sqlite3")
+        book = ReviewBook(root / "screening.sqlite3")
+        workbench = SearchWorkbench(history, db)
+        first: dict[str, dict] = {}
+        for qid in odd:
+            rows = rows_from_generation(agent.convert_question_multi_model(queries[qid]))
+            saved = workbench.run(queries[qid], rows, max_rows=max_rows, agent=agent)
+            name = book.new(f"cf-q{qid}", [queries[qid]], history=history, database=db,
+                            from_sets=[saved.number])
+            session = ScreeningSession(book.store, name, background=False, seed=int(qid))
+            made = screen_round_one(session, relevant[qid])
+            first[qid] = {"records": len(session.records), "screened": made,
+                          "included": sum(d.decision == "include" for d in session.decisions.values())}
+            session.close()
+        round_one_s = time.perf_counter() - started
+        db.import_files([root / "cf-1978-79.jsonl"])
+        notice = book.new_records(db, history=history, agent=agent)
+        print(f"{len(early)} records of 1974–77 first, {len(late)} of 1978–79 imported later; "
+              f"{len(odd)} odd questions; round one screened in {round_one_s:.0f} s; after the import: "
+              f"{notice.line() or 'no review has new records'}", flush=True)
+        for qid in odd:
+            name = f"cf-q{qid}"
+            before = {r.key for r in book.store.records(name)}
+            outcome = book.update(name, history=history, database=db, agent=agent)
+            records = book.store.records(name)
+            twice = len(repeats(records)) + sum(1 for k in outcome.new_keys if k in before)
+            new_relevant = relevant[qid] & late_ids
+            found = {k[1] for k in outcome.new_keys} & new_relevant
+            recall = len(found) / len(new_relevant) if new_relevant else float("nan")
+            bm25 = bm25_recall(late, queries[qid], new_relevant, outcome.new)
+            row = {"q": qid, **first[qid], "new": outcome.new, "known": outcome.known,
+                   "new_relevant": len(new_relevant), "recall": recall, "bm25": bm25, "twice": twice}
+            in_pool = sum(1 for k in outcome.new_keys if k[1] in relevant[qid])
+            if in_pool >= 2:
+                session = ScreeningSession(book.store, name, background=False, seed=int(qid))
+                warm, cold = warm_and_cold(session, outcome.new_keys, relevant[qid], int(qid))
+                session.close()
+                row.update(warm_wss=warm.wss(0.95), cold_wss=cold.wss(0.95),
+                           warm_n95=warm.records_to_recall(0.95), cold_n95=cold.records_to_recall(0.95))
+            rows_out.append(row)
+        book.close()
+        history.close()
+    finally:
+        db.close(stop_server=True)
+        if args.keep is None:
+            shutil.rmtree(root, ignore_errors=True)
+
+    print(f"{'q':>3} {'R1 rec':>6} {'R1 scr':>6} {'R1 inc':>6} {'new':>5} {'known':>5} {'newrel':>6} "
+          f"{'recall':>6} {'bm25s':>6} {'twice':>5} {'wWSS':>6} {'cWSS':>6} {'wN95':>5} {'cN95':>5}")
+    for r in rows_out:
+        extra = (f"{r['warm_wss']:>6.3f} {r['cold_wss']:>6.3f} {r['warm_n95']:>5} {r['cold_n95']:>5}"
+                 if "warm_wss" in r else f"{'-':>6} {'-':>6} {'-':>5} {'-':>5}")
+        print(f"{r['q']:>3} {r['records']:>6} {r['screened']:>6} {r['included']:>6} {r['new']:>5} "
+              f"{r['known']:>5} {r['new_relevant']:>6} {r['recall']:>6.3f} {r['bm25']:>6.3f} "
+              f"{r['twice']:>5} {extra}")
+    judged = [r for r in rows_out if r["new_relevant"]]
+    simulated = [r for r in rows_out if "warm_wss" in r]
+    repeats_total = sum(r["twice"] for r in rows_out)
+    mean = statistics.fmean
+    print(f"mean over {len(judged)} questions with new relevant records: update recall "
+          f"{mean(r['recall'] for r in judged):.3f}, bm25s on the same records "
+          f"{mean(r['bm25'] for r in judged):.3f}")
+    if not simulated:
+        print("warm / cold WSS@95: n/a (no question has 2 relevant new records) (repeats: "
+              f"{repeats_total})")
+        return 1
+    warm, cold = mean(r["warm_wss"] for r in simulated), mean(r["cold_wss"] for r in simulated)
+    print(f"over {len(simulated)} questions with >= 2 relevant new records: WSS@95 warm {warm:.3f}, cold "
+          f"{cold:.3f}; records to 95% warm {mean(r['warm_n95'] for r in simulated):.1f}, cold "
+          f"{mean(r['cold_n95'] for r in simulated):.1f} (of {mean(r['new'] for r in simulated):.1f})")
+    print(f"warm / cold WSS@95: {warm / cold if cold else float('inf'):.2f} (repeats: {repeats_total})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
