@@ -155,7 +155,8 @@ def test_literature_generation_records_hostile_replies_and_goes_on(fake_ollama) 
     fake_ollama.models["braces"] = ModelScript(replies=["{(" * (MB // 2)], chunk_size=64 * 1024)
     fake_ollama.models["huge"] = ModelScript(replies=["(" * (10 * MB)], chunk_size=64 * 1024)
     fake_ollama.models["good"] = ModelScript(replies=[f"Query: {QUERY}"])
-    generator = MultiModelQueryGenerator(ollama_host=fake_ollama.url, timeout=60)
+    generator = MultiModelQueryGenerator(ollama_host=fake_ollama.url, timeout=60,
+                                         verbatim_models=["deep", "braces", "huge", "good"])
     result = generator.generate_queries("Does aspirin prevent heart attacks?", None,
                                         ["deep", "braces", "huge", "good"], 1)
     by_model = {r.model: r for r in result.all_queries}

@@ -150,7 +150,8 @@ def test_query_generation_dispatches_openai_models_and_logs_the_path(fake) -> No
     fake.models["json-model"] = OpenAIScript(['{"queries": ["aspirin & diabet:*"]}'])
     fake.models["text-model"] = OpenAIScript(["Query: statin:* & myopathy"], refuse_schema=True)
     generator = MultiModelQueryGenerator(
-        ModelDispatch(openai_base_url=fake.url, ollama=OpenAIBackend(fake.url, api_key="")))
+        ModelDispatch(openai_base_url=fake.url, ollama=OpenAIBackend(fake.url, api_key="")),
+        verbatim_models=["openai:json-model", "openai:text-model"])
     result = generator.generate_queries(
         "Does aspirin help diabetics?", None,
         ["openai:json-model", "openai:text-model", "builtin:keywords"], 1)

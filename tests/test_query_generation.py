@@ -67,7 +67,7 @@ def test_a_text_reply_written_as_the_json_format_gives_its_query() -> None:
             assert "schema" not in kwargs
             return '{"queries": ["asthma & (child:* | pediatric)"]}'
 
-    generator = MultiModelQueryGenerator(TextOnlyBackend(), timeout=10)
+    generator = MultiModelQueryGenerator(TextOnlyBackend(), timeout=10, verbatim_models=["jsonish"])
     result = generator.generate_queries(QUESTION, DEFAULT_SYSTEM_PROMPT, ["jsonish"], 1)
     assert [(r.query, r.reply_format) for r in result.all_queries] == [
         ("asthma & (child:* | pediatric)", "text")]
@@ -127,7 +127,8 @@ def test_generation_is_serial_records_404_and_cleans(fake_ollama) -> None:
     _three_models(fake_ollama)
     rows: list[QueryGenerationResult] = []
     progress: list[tuple[int, int | None, str]] = []
-    generator = MultiModelQueryGenerator(ollama_host=fake_ollama.url, timeout=10)
+    generator = MultiModelQueryGenerator(ollama_host=fake_ollama.url, timeout=10,
+                                         verbatim_models=["fenced", "missing", "slow"])
     result = generator.generate_queries(QUESTION, DEFAULT_SYSTEM_PROMPT, ["fenced", "missing", "slow"], 3,
                                         temperature=0.1, progress=lambda *a: progress.append(a),
                                         on_result=rows.append)
@@ -167,7 +168,7 @@ def test_generation_is_serial_records_404_and_cleans(fake_ollama) -> None:
 
 def test_later_attempts_vary_temperature_and_prompt(fake_ollama) -> None:
     fake_ollama.models["m"] = ModelScript(replies=["a & b", "a | b:*", "a & c"])
-    MultiModelQueryGenerator(ollama_host=fake_ollama.url).generate_queries(
+    MultiModelQueryGenerator(ollama_host=fake_ollama.url, verbatim_models=["m"]).generate_queries(
         QUESTION, None, ["m"], 3, temperature=0.2)
     bodies = [r.body for r in fake_ollama.completion_requests()]
     temps = [b["options"]["temperature"] for b in bodies]
@@ -220,8 +221,8 @@ def test_unreachable_host_and_timeout_are_recorded(fake_ollama) -> None:
 
 def test_deduplicate_off_keeps_repeats(fake_ollama) -> None:
     fake_ollama.models["m"] = ModelScript(replies=["a & b", "A&B", "a & b"])
-    result = MultiModelQueryGenerator(ollama_host=fake_ollama.url, deduplicate=False).generate_queries(
-        QUESTION, None, ["m"], 3)
+    result = MultiModelQueryGenerator(ollama_host=fake_ollama.url, deduplicate=False,
+                                      verbatim_models=["m"]).generate_queries(QUESTION, None, ["m"], 3)
     assert result.unique_queries == ["a & b", "A & B", "a & b"] and not result.deduplicated
 
 

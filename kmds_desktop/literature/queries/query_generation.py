@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from kmds_desktop.literature.queries.concept_json import (
@@ -154,6 +154,9 @@ class QueryGenerationResult:
     #: How an LLM's query was made: "concepts" (compiled from its concept list), "verbatim" (its own
     #: tsquery), "" (a built-in generator).
     query_mode: str = ""
+    #: Compiled from a model's concepts: its terms the queries use, and those left out with why.
+    terms_added: list[str] = field(default_factory=list)
+    terms_dropped: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -508,7 +511,8 @@ class MultiModelQueryGenerator:
                 model, query, elapsed if attempt == 1 else 0.0, temp, attempt,
                 error=None if query else f"the compiled query is not usable: {reason or 'empty'}",
                 raw_reply=_kept_reply(raw), reply_format=reply_format, server=server,
-                note=compiled.notes[index], query_mode=MODE_CONCEPTS))
+                note=compiled.notes[index], query_mode=MODE_CONCEPTS, terms_added=list(compiled.added),
+                terms_dropped=list(compiled.dropped)))
         return out
 
 
