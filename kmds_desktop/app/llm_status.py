@@ -47,14 +47,16 @@ class LLMProbe:
     candidate: FoundServer | None = None
 
 
-def probe_llm(llm: LLMSettings, *, openai_servers: tuple[tuple[str, int], ...] = USUAL_OPENAI_SERVERS,
+def probe_llm(llm: LLMSettings, *, openai_servers: tuple[tuple[str, int], ...] | None = None,
               progress: Any = None, cancel: Any = None) -> LLMProbe:
     """The status line's probe (a worker's job): the configured backend as
     :func:`~kmds_desktop.app.preferences.probe_llm_backend` finds it, and for "auto" what asking
-    will use, including a confirmed server on a usual port, and a found one still to confirm."""
+    will use, including a confirmed server on a usual port, and a found one still to confirm.
+    ``openai_servers``: the ``(name, port)`` pairs to look on (None: the usual ports)."""
     if llm.backend != "auto":
         return LLMProbe(*probe_llm_backend(llm))
-    choice = choose_backend(llm, probe_timeout=PROBE_TIMEOUT_S, openai_servers=openai_servers)
+    choice = choose_backend(llm, probe_timeout=PROBE_TIMEOUT_S,
+                            openai_servers=USUAL_OPENAI_SERVERS if openai_servers is None else openai_servers)
     if choice.name == "openai":
         model = str(getattr(choice.llm, "model", "") or "")
         host = str(getattr(choice.llm, "host", "") or "")

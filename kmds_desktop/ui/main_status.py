@@ -69,13 +69,11 @@ class WindowStatus:
 
     def refresh_llm_status(self: MainWindow) -> Job | None:
         self.llm_status.setText(f"LLM: {self.settings.llm.backend} (checking…)")
-        from kmds_desktop.llm.factory import USUAL_OPENAI_SERVERS
-
         return self.jobs.submit(
             "llm.status",
             probe_llm,
             self.settings.llm.model_copy(),
-            openai_servers=getattr(self, "openai_servers", USUAL_OPENAI_SERVERS),
+            openai_servers=getattr(self, "openai_servers", None),  # None: the usual ports
             label="Checking the LLM backend",
             policy="latest",
             busy_cursor=False,
