@@ -107,7 +107,7 @@ def test_route_explanation_keeps_the_routers_reason_beside_the_fallback(fake_oll
         replies=[lambda prompt, body: reply if "JSON" in prompt else "ok [1]"])
     settings = Settings(llm=LLMSettings(ollama_host=fake_ollama.url, ollama_model="m"))
     result = SearchOrchestrator(str(kmds_data / ML_KB), backend="ollama", settings=settings).ask(
-        "Which modelling choices were made?")
+        "Which modelling choices of the Zebra type were made?")  # the filter is grounded in the question
     assert result.fallback_code in ("empty_template", "empty_filtered")
     assert result.route_explanation.startswith(router_says)
     assert "Fell back to semantic search" in result.route_explanation
