@@ -227,7 +227,7 @@ def main() -> int:
     print(f"over {len(simulated)} questions with >= 2 relevant new records: WSS@95 warm {warm:.3f}, cold "
           f"{cold:.3f}; records to 95% warm {mean(r['warm_n95'] for r in simulated):.1f}, cold "
           f"{mean(r['cold_n95'] for r in simulated):.1f} (of {mean(r['new'] for r in simulated):.1f})")
-    print(f"warm / cold WSS@95: {warm / cold if cold else float('inf'):.2f} (repeats: {repeats_total})")
+    print(f"warm / cold WSS@95: {warm / cold if cold else float('inf'):.3f} (repeats: {repeats_total})")
     return 0
 
 

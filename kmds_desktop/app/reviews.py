@@ -84,8 +84,9 @@ class NewRecordsNotice:
             return ""
         n, total = len(having), sum(having.values())
         review = "review has" if n == 1 else "reviews have"
-        return (f"{n} {review} {total:,} new record{'s' if total != 1 else ''} "
-                f"({', '.join(f'{k}: {v:,}' for k, v in sorted(having.items()))}); "
+        most = sorted(having.items(), key=lambda kv: (-kv[1], kv[0]))
+        named = ", ".join(f"{k}: {v:,}" for k, v in most[:5]) + (", …" if len(most) > 5 else "")
+        return (f"{n} {review} {total:,} new record{'s' if total != 1 else ''} ({named}); "
                 "screen them with 'kmds-desktop literature review update NAME'")
 
 
