@@ -278,3 +278,27 @@ def test_the_cli_lists_shows_renames_and_deletes_reviews(data_home, capsys):
     assert main(["literature", "review", "delete", "sweat"]) == 0
     assert main(["literature", "review", "list"]) == 0
     assert "no reviews yet" in capsys.readouterr().out
+
+
+def test_literature_import_says_which_reviews_have_new_records(pg_empty_database, literature_data, tmp_path,
+                                                               data_home, capsys):
+    from kmds_desktop.cli import main
+    from kmds_desktop.literature.strategy.history import SearchHistory
+    from kmds_desktop.literature.strategy.workbench import SearchWorkbench
+
+    db = pg_empty_database
+    early, late, _ = _cf_by_year(literature_data, tmp_path)
+    dsn = str(db.dsn)
+    assert main(["literature", "import", str(early), "--dsn", dsn, "--quiet"]) == 0
+    with SearchHistory() as history:
+        saved = SearchWorkbench(history, db).run("sweat", [("sweat & chloride", {"kind": "hand-written"})],
+                                                 max_rows=1000)
+        with ReviewBook() as book:
+            book.new("sweat", ["sweat chloride"], history=history, database=db, from_sets=[saved.number])
+    capsys.readouterr()
+    assert main(["literature", "import", str(late), "--dsn", dsn, "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "1 review has " in out and "new record" in out and "(sweat: " in out
+    assert main(["literature", "review", "update", "sweat", "--dsn", dsn, "--json"]) == 0
+    update = json.loads(capsys.readouterr().out)
+    assert update["new"] > 0 and f"1 review has {update['new']:,} new record" in out
