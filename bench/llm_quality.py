@@ -316,7 +316,8 @@ def measure_routing(url: str, split: str, limit: int | None, verbose: bool) -> d
                for n, kb in kbs.items()}
     llm = {n: SearchOrchestrator(kb, llm_fn=backend, settings=Settings(), index=index)
            for n, kb in kbs.items()}
-    counts = {"llm": 0, "offline": 0, "llm_listing": 0, "offline_listing": 0, "fallbacks": 0, "schema": 0}
+    counts = {"llm": 0, "offline": 0, "llm_listing": 0, "offline_listing": 0, "fallbacks": 0, "schema": 0,
+              "raw": 0, "ungrounded": 0}
     times: list[float] = []
     for q in questions:
         for name, orchs in (("offline", offline), ("llm", llm)):
@@ -328,6 +329,11 @@ def measure_routing(url: str, split: str, limit: int | None, verbose: bool) -> d
             counts[f"{name}_listing"] += result.listing == q["listing"]
             if name == "llm":
                 times.append(time.perf_counter() - started)
+                # the model's own route before the guard, and the filters the guard dropped from it
+                raw = result.model_route
+                counts["raw"] += raw is not None and raw.intent_class in q["intent"]
+                counts["ungrounded"] += sum(1 for n in result.route_notes
+                                            if n.startswith("Dropped the model's filter"))
                 counts["fallbacks"] += result.fallback_code in FALLBACK_CODES
                 counts["schema"] += result.route_format == "schema"
                 if verbose and not ok:
@@ -335,6 +341,7 @@ def measure_routing(url: str, split: str, limit: int | None, verbose: bool) -> d
                           f"{route.intent_class if route else result.fallback_reason} not in {q['intent']}")
     n = len(questions)
     return {"questions": n, "llm": counts["llm"] / n, "offline": counts["offline"] / n,
+            "raw": counts["raw"] / n, "ungrounded": counts["ungrounded"],
             "llm_listing": counts["llm_listing"] / n, "offline_listing": counts["offline_listing"] / n,
             "fallbacks": counts["fallbacks"], "schema": counts["schema"], "route_s": median(times)}
 
@@ -364,10 +371,19 @@ def written_query(raw: str) -> str:
     return listed[0] if listed else raw.strip()
 
 
+#: The retrieval channels of :func:`measure_corpus`, as the table labels them.
+CHANNELS = (("compiled", "model's compiled rows (concepts)"), ("verbatim", "model's verbatim rows"),
+            ("keywords", "builtin:keywords"), ("merged", "compiled + builtin merged (default)"),
+            ("merged_verbatim", "verbatim + builtin merged (before)"), ("all", "all merged"),
+            ("bm25s", "bm25s"))
+
+
 def measure_corpus(name: str, url: str, root: Path, split: str, limit: int | None, system_prompt: str,
-                   show: int) -> dict[str, Any]:
-    """One generation round per question with the LLM and ``builtin:keywords`` (the app's agent), its
-    full-text rows run ID-only; the LLM's rows, the built-in ones and both fused, against bm25s."""
+                   show: int, modes: Sequence[str] = ("compiled", "verbatim")) -> dict[str, Any]:
+    """One generation round per question with the LLM and ``builtin:keywords`` (the app's agent, the
+    model in its default concept mode), and one with the model asked for its own tsqueries (the
+    verbatim option); every full-text row run ID-only once, then each channel's rows fused as the app
+    fuses them, against bm25s on the same questions."""
     from builtin_generator import bm25_runs
 
     from kmds_desktop.config import QueryGenerationSettings, RetrievalSettings
@@ -381,40 +397,61 @@ def measure_corpus(name: str, url: str, root: Path, split: str, limit: int | Non
     try:
         if db.status()["documents"] == 0:
             db.import_files([DATA / name / "corpus.jsonl"])
-        settings = QueryGenerationSettings(multi_model_enabled=True, models=[MODEL, "builtin:keywords"],
-                                           ollama_host=url, timeout_s=TIMEOUT_S)
-        agent = QueryAgent(db, settings, retrieval=RetrievalSettings(rerank=False),
-                           system_prompt=system_prompt)
-        channels: dict[str, dict[str, list[int]]] = {"llm": {}, "keywords": {}, "merged": {}}
-        written = accepted_before = accepted_after = 0
+        common = {"multi_model_enabled": True, "ollama_host": url, "timeout_s": TIMEOUT_S}
+        compiled_models = [MODEL, "builtin:keywords"] if "compiled" in modes else ["builtin:keywords"]
+        agent = QueryAgent(db, QueryGenerationSettings(models=compiled_models, **common),
+                           retrieval=RetrievalSettings(rerank=False), system_prompt=system_prompt)
+        verbatim = QueryAgent(db, QueryGenerationSettings(models=[MODEL], verbatim_query_models=[MODEL],
+                                                          **common),
+                              retrieval=RetrievalSettings(rerank=False), system_prompt=system_prompt)
+        channels: dict[str, dict[str, list[int]]] = {c: {} for c, _ in CHANNELS if c != "bm25s"}
+        written = accepted_before = accepted_after = compiled_rows = compiled_valid = 0
         empty = 0
         gen_times: list[float] = []
+        concept_times: list[float] = []
+        dropped_terms = added_terms = 0
         for number, question in enumerate(questions):
             generated = agent.convert_question_multi_model(question.text)
-            llm_rows = [r for r in generated.all_queries if r.model == MODEL]
+            own = (verbatim.convert_question_multi_model(question.text) if "verbatim" in modes else None)
+            compiled = [r for r in generated.all_queries if r.model == MODEL]
+            for r in compiled:
+                compiled_rows += 1
+                compiled_valid += r.ok and db.validate_tsquery(r.query)[0]
+                if r.attempt_number == 1:
+                    concept_times.append(r.generation_time)
+                    dropped_terms += sum(1 for t in r.terms_dropped if t.endswith("(no document has it)"))
+                    added_terms += len(r.terms_added)
+            llm_rows = [r for r in (own.all_queries if own else []) if r.model == MODEL]
             for r in llm_rows:
                 gen_times.append(r.generation_time)
                 written += 1
                 before = written_query(r.raw_reply)
                 accepted_before += bool(before) and db.validate_tsquery(before)[0]
                 accepted_after += r.ok and db.validate_tsquery(r.query)[0]
-            valid = [q for q in generated.unique_queries if db.validate_tsquery(q)[0]]
+            unique = list(dict.fromkeys([*generated.unique_queries, *(own.unique_queries if own else [])]))
+            valid = [q for q in unique if db.validate_tsquery(q)[0]]
             ran = agent.run_reviewed_queries([SearchRow(q) for q in valid], max_rows=100, fetch=False,
                                              question=question.text) if valid else None
             ids = {s.query: list(s.ids) for s in (ran.queries if ran else []) if s.ok}
-            by_model = {"llm": [i for q, i in ids.items() if MODEL in generated.models_for(q)],
-                        "keywords": [i for q, i in ids.items()
-                                     if "builtin:keywords" in generated.models_for(q)],
-                        "merged": list(ids.values())}
-            for channel, lists in by_model.items():
-                channels[channel][question.id] = _fuse_alone(agent, lists)
+            of_compiled = [q for q in ids if MODEL in generated.models_for(q)]
+            of_builtin = [q for q in ids if "builtin:keywords" in generated.models_for(q)]
+            of_verbatim = [q for q in ids if own is not None and MODEL in own.models_for(q)]
+            by_channel = {"compiled": of_compiled, "verbatim": of_verbatim, "keywords": of_builtin,
+                          "merged": list(dict.fromkeys(of_compiled + of_builtin)),
+                          "merged_verbatim": list(dict.fromkeys(of_verbatim + of_builtin)),
+                          "all": list(ids)}
+            for channel, queries in by_channel.items():
+                channels[channel][question.id] = _fuse_alone(agent, [ids[q] for q in queries])
             empty += sum(1 for r in llm_rows if r.ok and not ids.get(r.query))
             if number < show:
                 print(f"  [{name}] {question.text}")
-                for r in generated.all_queries:
+                for r in [*generated.all_queries, *(own.all_queries if own else [])]:
                     found = len(ids.get(r.query, [])) if r.ok else 0
-                    print(f"      {r.model[:8]:<8} {r.attempt_number}: {(r.query or str(r.error))[:160]}  "
-                          f"({found} ids)", flush=True)
+                    mode = r.query_mode or "builtin"
+                    print(f"      {r.model[:8]:<8} {mode[:8]:<8} {r.attempt_number}: "
+                          f"{(r.query or str(r.error))[:160]}  ({found} ids)", flush=True)
+                    if r.attempt_number == 1 and r.query_mode == "concepts":
+                        print(f"          note: {r.note.split(' · ', 1)[-1][:300]}")
         names = external_ids(db, {i for ch in channels.values() for ids in ch.values() for i in ids})
         table = {ch: measure({q: [names[i] for i in ids if i in names] for q, ids in runs.items()}, judged)
                  for ch, runs in channels.items()}
@@ -422,7 +459,10 @@ def measure_corpus(name: str, url: str, root: Path, split: str, limit: int | Non
         return {"questions": len(questions), "table": table, "written": written,
                 "accepted_before": accepted_before / max(1, written),
                 "accepted_after": accepted_after / max(1, written),
-                "llm_empty": empty / max(1, written), "query_s": median(gen_times)}
+                "compiled_valid": compiled_valid / max(1, compiled_rows),
+                "dropped_terms": dropped_terms, "added_terms": added_terms,
+                "llm_empty": empty / max(1, written), "query_s": median(gen_times),
+                "concepts_s": median(concept_times), "modes": tuple(modes)}
     finally:
         db.close(stop_server=True)
 
@@ -481,8 +521,12 @@ def print_table(split: str, which: str, routing: dict[str, Any] | None, corpora:
     rows: list[tuple[str, str]] = []
     if routing:
         rows += [
-            (f"routing template accuracy, LLM ({routing['questions']} questions)", f"{routing['llm']:.3f}"),
+            (f"routing template accuracy, guarded LLM ({routing['questions']} questions)",
+             f"{routing['llm']:.3f}"),
+            ("routing template accuracy, raw LLM (before the guard)", f"{routing['raw']:.3f}"),
             ("routing template accuracy, offline router", f"{routing['offline']:.3f}"),
+            ("model's filters not grounded in the question (dropped by the guard)",
+             f"{routing['ungrounded']}"),
             ("listing/open accuracy, LLM / offline",
              f"{routing['llm_listing']:.3f} / {routing['offline_listing']:.3f}"),
             ("LLM routes asked under the schema / fell back",
@@ -490,13 +534,17 @@ def print_table(split: str, which: str, routing: dict[str, Any] | None, corpora:
         ]
     for name, c in corpora.items():
         t = c["table"]
-        rows += [
-            (f"{name}: queries PostgreSQL accepts, as written / cleaned ({c['written']})",
-             f"{c['accepted_before']:.3f} / {c['accepted_after']:.3f}"),
-            (f"{name}: LLM queries finding nothing", f"{c['llm_empty']:.3f}"),
-        ]
-        for channel, label in (("llm", "LLM"), ("keywords", "builtin:keywords"),
-                               ("merged", "LLM + builtin merged"), ("bm25s", "bm25s")):
+        if "verbatim" in c["modes"]:
+            rows += [
+                (f"{name}: verbatim queries PostgreSQL accepts, as written / cleaned ({c['written']})",
+                 f"{c['accepted_before']:.3f} / {c['accepted_after']:.3f}"),
+                (f"{name}: verbatim queries finding nothing", f"{c['llm_empty']:.3f}"),
+            ]
+        if "compiled" in c["modes"]:
+            rows += [(f"{name}: compiled queries PostgreSQL accepts", f"{c['compiled_valid']:.3f}"),
+                     (f"{name}: model terms added / dropped (no document has them)",
+                      f"{c['added_terms']} / {c['dropped_terms']}")]
+        for channel, label in CHANNELS:
             rows.append((f"{name} ({c['questions']} q): R@100 / nDCG@10, {label}",
                          f"{t[channel]['R@100']:.3f} / {t[channel]['nDCG@10']:.3f}"))
     if answers:
@@ -505,7 +553,10 @@ def print_table(split: str, which: str, routing: dict[str, Any] | None, corpora:
              f"{answers['all_cited']:.3f}"),
             ("answers citing more than one record", f"{answers['several']:.3f}"),
         ]
-    times = [("s per generated query (median)", [c["query_s"] for c in corpora.values()]),
+    times = [("s per verbatim query (median)", [c["query_s"] for c in corpora.values()
+                                                 if c["query_s"] == c["query_s"]]),
+             ("s per concept list = 3 compiled queries (median)",
+              [c["concepts_s"] for c in corpora.values() if c["concepts_s"] == c["concepts_s"]]),
              ("s per route (median)", [routing["route_s"]] if routing else []),
              ("s per answer, synthesis (median)", [answers["answer_s"]] if answers else [])]
     rows += [(label, f"{median(v):.1f}") for label, v in times if v]
@@ -514,11 +565,15 @@ def print_table(split: str, which: str, routing: dict[str, Any] | None, corpora:
         print(f"{label:<{width}}{value}", flush=True)
     if not last:
         return
-    ratios = [c["table"]["merged"]["R@100"] / max(1e-9, c["table"]["bm25s"]["R@100"])
-              for c in corpora.values()]
-    if ratios:
-        per = ", ".join(f"{n} {r:.3f}" for n, r in zip(corpora, ratios, strict=True))
-        print(f"LLM-merged recall@100 / bm25s: {statistics.mean(ratios):.3f} ({per})")
+    def ratio(channel: str) -> str:
+        values = [c["table"][channel]["R@100"] / max(1e-9, c["table"]["keywords"]["R@100"])
+                  for c in corpora.values()]
+        return f"{statistics.mean(values):.3f}" if values else "n/a"
+
+    routed = f"{routing['llm'] / max(1e-9, routing['offline']):.3f}" if routing else "n/a"
+    print(f"guarded routing / offline: {routed}; model's rows / built-in: {ratio('compiled')} "
+          f"(recall@100, mean of the corpora; merged / built-in: {ratio('merged')}, "
+          f"verbatim rows / built-in: {ratio('verbatim')})")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -527,6 +582,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--prompt", choices=("old", "new"), default="new")
     parser.add_argument("--parts", default="routing,queries,answers")
     parser.add_argument("--corpora", default="scifact,cf")
+    parser.add_argument("--query-modes", default="compiled,verbatim",
+                        help="the model's rows to measure: compiled (concepts), verbatim, or both")
     parser.add_argument("--lit-questions", type=int, default=15, help="judged questions per corpus")
     parser.add_argument("--route-questions", type=int, default=24)
     parser.add_argument("--answers", type=int, default=len(ANSWER_QUESTIONS))
@@ -554,7 +611,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if "queries" in parts:
                 for name in args.corpora.split(","):
                     corpora[name] = measure_corpus(name, server.url, root, args.split, args.lit_questions,
-                                                   system_prompt, args.show)
+                                                   system_prompt, args.show, args.query_modes.split(","))
                     print_table(args.split, args.prompt, None, {name: corpora[name]}, None, minutes(started),
                                 last=False)
             if "answers" in parts:

@@ -49,7 +49,9 @@ class CountingDatabase:
 
 def _settings(fake_url: str, **changes: Any) -> QueryGenerationSettings:
     base = {"multi_model_enabled": True, "models": ["fenced", "builtin:keywords"], "queries_per_model": 2,
-            "ollama_host": fake_url, "timeout_s": 10}
+            "ollama_host": fake_url, "timeout_s": 10,
+            # these tests script the models' own tsqueries (the option; concepts: test_concept_queries)
+            "verbatim_query_models": ["fenced", "echo", "prose", "missing", "evil"]}
     base.update(changes)
     return QueryGenerationSettings(**base)
 

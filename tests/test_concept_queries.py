@@ -161,3 +161,18 @@ def test_the_verbatim_option_is_a_setting_that_round_trips() -> None:
     settings = Settings.model_validate({"query_generation": {"verbatim_query_models": [" qwen ", ""]}})
     assert settings.query_generation.verbatim_query_models == ["qwen"]
     assert QueryGenerationSettings().verbatim_query_models == []
+
+
+def test_preferences_set_which_models_write_their_own_query(qtbot, jobs, data_home) -> None:
+    from kmds_desktop.config import load_settings
+    from kmds_desktop.ui.preferences import PreferencesDialog
+
+    path = data_home / "settings.json"
+    dialog = PreferencesDialog(Settings(), jobs, settings_path=path)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    assert dialog.qg_verbatim.text() == ""  # every model names concepts by default
+    dialog.qg_verbatim.setText(" qwen2.5-coder:1.5b , openai:local ,")
+    assert dialog.save() is True
+    saved = load_settings(path).query_generation
+    assert saved.verbatim_query_models == ["qwen2.5-coder:1.5b", "openai:local"]

@@ -133,7 +133,7 @@ def test_get_query_generation_config_has_the_documented_keys(data_home: Path) ->
 
 def test_generator_accepts_an_ollama_host_string(fake_ollama) -> None:
     fake_ollama.models["m1"] = ModelScript(replies=["aspirin & cardiovascular"])
-    generator = MultiModelQueryGenerator(fake_ollama.url)
+    generator = MultiModelQueryGenerator(fake_ollama.url, verbatim_models=["m1"])
     result = generator.generate_queries("What are the cardiovascular benefits of aspirin?",
                                         "system prompt", ["m1"], 1)
     assert [r.error for r in result.all_queries] == [None]
@@ -152,7 +152,7 @@ def test_human_review_receives_the_unique_queries_with_default_settings(pg_datab
     fake_ollama.models["a"] = ModelScript(replies=["cystic & fibrosis"])
     fake_ollama.models["b"] = ModelScript(replies=["Cystic&Fibrosis"])
     settings = QueryGenerationSettings(multi_model_enabled=True, models=["a", "b"],
-                                       ollama_host=fake_ollama.url)
+                                       ollama_host=fake_ollama.url, verbatim_query_models=["a", "b"])
     agent = QueryAgent(pg_database, settings)
     seen: list[list[str]] = []
 
@@ -168,7 +168,8 @@ def test_human_review_receives_the_unique_queries_with_default_settings(pg_datab
 
 def test_query_agent_find_abstracts(pg_database, fake_ollama) -> None:
     fake_ollama.models["a"] = ModelScript(replies=["cystic <-> fibrosis & pseudomonas"])
-    agent = QueryAgent(pg_database, QueryGenerationSettings(models=["a"], ollama_host=fake_ollama.url))
+    agent = QueryAgent(pg_database, QueryGenerationSettings(models=["a"], ollama_host=fake_ollama.url,
+                                                            verbatim_query_models=["a"]))
     docs = list(agent.find_abstracts("Pseudomonas in cystic fibrosis?", max_rows=5))
     assert 0 < len(docs) <= 5 and all("id" in d for d in docs)
     fake_ollama.models["a"] = ModelScript(replies=["cystic <-> fibrosis & pseudomonas"])

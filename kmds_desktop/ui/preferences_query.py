@@ -80,6 +80,14 @@ class QueryTab:
         hint.setStyleSheet("color: #666;")
         hint.setWordWrap(True)
         form.addRow("", hint)
+        self.qg_verbatim = QLineEdit()
+        self.qg_verbatim.setObjectName("verbatimModels")
+        self._row(
+            form, "query_generation.verbatim_query_models", "Models writing their own query",
+            self.qg_verbatim,
+            "comma-separated; every other model names the question's concepts and the app writes the "
+            "queries from them",
+        )
         self.qg_temperature = QLineEdit()
         self._row(form, "query_generation.temperature", "Temperature", self.qg_temperature)
         self.qg_host = QLineEdit()
@@ -103,6 +111,7 @@ class QueryTab:
             self._add_model_item(name, True)
         self.qg_per_model.setText(str(qg.queries_per_model))
         self.qg_neighbours.setChecked(qg.builtin_embedding_variants)
+        self.qg_verbatim.setText(", ".join(qg.verbatim_query_models))
         self.qg_temperature.setText(str(qg.temperature))
         self.qg_host.setText(qg.ollama_host)
         self.qg_openai.setText(qg.openai_base_url)
@@ -120,6 +129,7 @@ class QueryTab:
                 "models": models,
                 "queries_per_model": self.qg_per_model.text().strip(),
                 "builtin_embedding_variants": self.qg_neighbours.isChecked(),
+                "verbatim_query_models": [m.strip() for m in self.qg_verbatim.text().split(",") if m.strip()],
                 "temperature": self.qg_temperature.text().strip(),
                 "ollama_host": self.qg_host.text().strip(),
                 "openai_base_url": self.qg_openai.text().strip(),
