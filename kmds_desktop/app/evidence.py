@@ -47,6 +47,16 @@ class EvidenceSession(Observable):
         self.announce("papers")
         return result
 
+    def import_zotero(
+        self, folder: Path, progress: ProgressFn | None = None, cancel: CancelToken | None = None
+    ) -> ImportReport:
+        """Import a Zotero library's PDF attachments, read-only (a copy of its database is read)."""
+        from kmds_desktop.literature.fulltext.zotero import import_zotero
+
+        result = import_zotero(self.store, Path(folder), progress=progress, cancel=cancel)
+        self.announce("papers")
+        return result
+
     def status(self) -> dict[str, Any]:
         """Counts and every paper the store knows, failures with their reasons."""
         counts = self.store.counts()

@@ -37,7 +37,10 @@ def register_fulltext(lit_sub: argparse._SubParsersAction) -> None:  # noqa: SLF
                     "them. A PDF that cannot be read (no text layer, encrypted, truncated, broken, too "
                     "slow) is listed with its reason and the rest imports.",
     )
-    imp.add_argument("folder", metavar="FOLDER")
+    imp.add_argument("folder", metavar="FOLDER", nargs="?")
+    imp.add_argument("--zotero", metavar="DATA_FOLDER",
+                     help="import the PDF attachments of the Zotero library in DATA_FOLDER (read-only: a "
+                          "copy of zotero.sqlite is read, Zotero's DOI and title are kept)")
     imp.add_argument("--json", action="store_true", help="print what happened to each file as JSON")
     imp.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     imp.set_defaults(func=_import)
@@ -80,12 +83,18 @@ def _session() -> Any:
 
 @guarded
 def _import(args: argparse.Namespace) -> int:
-    folder = Path(args.folder).expanduser()
-    if not folder.is_dir():
-        raise ValueError(f"{folder} is not a folder; give the folder that holds the PDFs")
+    if (args.folder is None) == (args.zotero is None):
+        raise ValueError("give either FOLDER (a folder of PDFs) or --zotero DATA_FOLDER, not both or none")
     quiet = args.quiet or args.json
-    with _session() as session:
-        result = session.import_folder(folder, progress=progress_line(quiet))
+    if args.zotero is not None:
+        with _session() as session:
+            result = session.import_zotero(Path(args.zotero).expanduser(), progress=progress_line(quiet))
+    else:
+        folder = Path(args.folder).expanduser()
+        if not folder.is_dir():
+            raise ValueError(f"{folder} is not a folder; give the folder that holds the PDFs")
+        with _session() as session:
+            result = session.import_folder(folder, progress=progress_line(quiet))
     end_progress()
     if args.json:
         print_json(result.as_dict())

@@ -184,3 +184,11 @@ def _import_one(store: FulltextStore, path: Path, reader: PdfReader, embed: Embe
     paper_id = store.add_paper(sha, path, size, answer.get("doi"), answer.get("title"), pages, passages,
                                vectors)
     return FileOutcome(str(path), "imported", paper_id, answer.get("doi"), len(pages), len(passages))
+
+
+def import_file(
+    store: FulltextStore, path: Path, reader: PdfReader, embed: EmbedFn = default_embed
+) -> FileOutcome:
+    """Import one PDF as :func:`import_folder` imports each of its files (for sources that list their
+    files themselves, such as a Zotero library)."""
+    return _import_one(store, path, reader, embed)
