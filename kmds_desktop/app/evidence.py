@@ -9,13 +9,13 @@ off the GUI thread by the window's workers.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from kmds_desktop.app.events import Observable
 from kmds_desktop.literature.evidence.answer import Answer, extractive_answer
-from kmds_desktop.literature.evidence.search import EvidenceHit, search_passages
+from kmds_desktop.literature.evidence.search import EvidenceHit, default_query_embed, search_passages
 from kmds_desktop.literature.fulltext.importer import ImportReport, import_folder
 from kmds_desktop.literature.fulltext.store import FulltextStore, PaperRow
 from kmds_desktop.tasks import CancelToken, ProgressFn
@@ -29,6 +29,15 @@ class EvidenceSession(Observable):
 
     def __init__(self, store_path: Path | None = None) -> None:
         self.store = FulltextStore(store_path)
+        #: ``encoder(texts) -> unit vectors``; the window sets its index process's, so torch never
+        #: loads in the window's process. None: the shipped model in this process (the CLI).
+        self.encoder: Callable[[Sequence[str]], Any] | None = None
+
+    def _embed_options(self) -> dict[str, Any]:
+        encoder = self.encoder
+        if encoder is None:
+            return {}
+        return {"embed": encoder, "embed_query": lambda text: encoder([text])[0]}
 
     def close(self) -> None:
         self.store.close()
@@ -43,7 +52,8 @@ class EvidenceSession(Observable):
         self, folder: Path, progress: ProgressFn | None = None, cancel: CancelToken | None = None
     ) -> ImportReport:
         """Import a folder of PDFs (recursive, incremental by file content)."""
-        result = import_folder(self.store, Path(folder), progress=progress, cancel=cancel)
+        embed = {"embed": self.encoder} if self.encoder is not None else {}
+        result = import_folder(self.store, Path(folder), progress=progress, cancel=cancel, **embed)
         self.announce("papers")
         return result
 
@@ -53,7 +63,8 @@ class EvidenceSession(Observable):
         """Import a Zotero library's PDF attachments, read-only (a copy of its database is read)."""
         from kmds_desktop.literature.fulltext.zotero import import_zotero
 
-        result = import_zotero(self.store, Path(folder), progress=progress, cancel=cancel)
+        embed = {"embed": self.encoder} if self.encoder is not None else {}
+        result = import_zotero(self.store, Path(folder), progress=progress, cancel=cancel, **embed)
         self.announce("papers")
         return result
 
@@ -76,12 +87,16 @@ class EvidenceSession(Observable):
         self, question: str, top: int = DEFAULT_TOP, paper_ids: Sequence[int] | None = None
     ) -> list[EvidenceHit]:
         """The question's best passages (hybrid search), only of ``paper_ids`` when given."""
-        return search_passages(self.store, question, top, paper_ids=paper_ids)
+        options = self._embed_options()
+        return search_passages(self.store, question, top, paper_ids=paper_ids,
+                               embed_query=options.get("embed_query", default_query_embed))
 
     def answer(self, question: str, paper_ids: Sequence[int] | None = None) -> Answer:
         """The offline answer: cited sentences whose every quote is on its page, or "do not answer"."""
-        hits = search_passages(self.store, question, DEFAULT_TOP, paper_ids=paper_ids)
-        result = extractive_answer(self.store, question, hits)
+        hits = self.evidence(question, DEFAULT_TOP, paper_ids=paper_ids)
+        options = self._embed_options()
+        result = (extractive_answer(self.store, question, hits, embed=options["embed"]) if options
+                  else extractive_answer(self.store, question, hits))
         self.announce("answer")
         return result
 
