@@ -82,22 +82,19 @@ MAX_MODEL_VARIANTS = 4
 VARIANT_WIDER = 5.0
 WIDER_MIN_DOCS = 20
 
-#: The reply a schema-capable server is held to.
+#: The reply a schema-capable server is held to. No ``minItems``/``maxItems``: llama.cpp writes each
+#: bound out as repeated optional grammar rules, and nested bounds (concepts x terms) made the grammar
+#: large and the constrained decoding slow; the caps are applied when the reply is read.
 CONCEPT_SCHEMA: dict[str, Any] = {
     "title": "concepts",
     "type": "object",
     "properties": {
         "concepts": {
             "type": "array",
-            "minItems": 1,
-            "maxItems": MAX_MODEL_CONCEPTS,
             "items": {
                 "type": "object",
-                "properties": {
-                    "name": {"type": "string"},
-                    "terms": {"type": "array", "items": {"type": "string"},
-                              "maxItems": MAX_TERMS_PER_CONCEPT},
-                },
+                "properties": {"name": {"type": "string"},
+                               "terms": {"type": "array", "items": {"type": "string"}}},
                 "required": ["name", "terms"],
                 "additionalProperties": False,
             },
@@ -217,7 +214,7 @@ def _concept_of(item: Any) -> ModelConcept | None:
     if not isinstance(item, dict):
         return None
     name = _text(item.get("name") or item.get("concept") or "")
-    raw_terms = next((item[k] for k in ("terms", "synonyms", "variants") if k in item), [])
+    raw_terms: Any = next((item[k] for k in ("terms", "synonyms", "variants") if k in item), [])
     if isinstance(raw_terms, str):
         raw_terms = [raw_terms]
     terms = [t for t in (_text(v) for v in raw_terms[:MAX_TERMS_PER_CONCEPT * 2]

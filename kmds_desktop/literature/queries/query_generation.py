@@ -119,8 +119,8 @@ MAX_JSON_REPLY_CHARS = 64 * 1024
 #: Tokens a model may write for one query (a query is a few dozen): under a schema a weak model can
 #: fill a string until its context is full, and an unconstrained one can ramble; this bounds the time.
 QUERY_MAX_TOKENS = 256
-#: Tokens for a concept list (a few concepts of a few terms each: about 150 in practice).
-CONCEPT_MAX_TOKENS = 400
+#: Tokens for a concept list (three or four concepts of a few terms each are about 100-150).
+CONCEPT_MAX_TOKENS = 300
 #: ``query_mode`` of a result: compiled from the model's concepts, or the model's own tsquery.
 MODE_CONCEPTS = "concepts"
 MODE_VERBATIM = "verbatim"
