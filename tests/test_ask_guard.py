@@ -98,6 +98,19 @@ def test_a_range_the_question_states_is_kept(fake_ollama, demo_kb, index: Semant
     assert result.results and all(2 <= r["finding_seq"] <= 4 for r in result.results)
 
 
+def test_a_range_the_question_states_otherwise_is_replaced_by_its_own(fake_ollama, demo_kb,
+                                                                      index: SemanticIndex) -> None:
+    fake_ollama.models[MODEL] = _model_says({
+        "intent_class": "all_observations_search", "listing": True, "explanation": "a range",
+        "filters": {"finding_seq_min": 1, "finding_seq_max": 6}})
+    result = _with_model(demo_kb, index, fake_ollama.url).retrieve("Show findings 2 to 4")
+    assert result.backend == "ollama" and result.fallback_reason is None
+    assert (result.route.filters.finding_seq_min, result.route.filters.finding_seq_max) == (2, 4)
+    assert len(result.route_notes) == 1
+    assert "findings 1 to 6" in result.route_notes[0]
+    assert "the question's own range (findings 2 to 4) is used" in result.route_notes[0]
+
+
 def test_a_workflow_the_question_does_not_name_is_dropped(fake_ollama, demo_kb, index: SemanticIndex) -> None:
     fake_ollama.models[MODEL] = _model_says({
         "intent_class": "modelling_choice_search", "listing": True, "explanation": "assumptions",

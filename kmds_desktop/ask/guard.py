@@ -27,9 +27,10 @@ import re
 from dataclasses import dataclass, field
 
 from kmds_desktop.ask.kb_vocabulary import KBVocabulary, normalise_name, type_stem
-from kmds_desktop.ask.models import OrchestratorRoute
+from kmds_desktop.ask.models import OrchestratorRoute, describe_filters
 from kmds_desktop.ask.offline_router import OfflineDecision, category_named
 from kmds_desktop.ask.question_words import asks_for_results, asks_what_was_chosen, everyday_type
+from kmds_desktop.kb import SearchFilters
 
 _NUMBER_WORDS = {
     "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
@@ -140,8 +141,9 @@ def ground_filters(question: str, route: OrchestratorRoute, offline: Orchestrato
             dropped.append("findings")
             why = ("the question states no numbers" if not said
                    else f"the question's numbers are {', '.join(str(n) for n in sorted(said))}")
-            instead = (f"; the question's own range ({o.describe_filters()}) is used"
-                       if o.finding_seq_min is not None or o.finding_seq_max is not None else "")
+            own_range = describe_filters(SearchFilters(finding_seq_min=o.finding_seq_min,
+                                                       finding_seq_max=o.finding_seq_max))
+            instead = f"; the question's own range ({own_range}) is used" if own_range else ""
             notes.append(f"Dropped the model's filter findings {low} to {high}: {why}{instead}.")
     if f.workflow and not workflow_grounded(question, f.workflow, vocab):
         changes["workflow"] = o.workflow

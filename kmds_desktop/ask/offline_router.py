@@ -104,7 +104,10 @@ class _TemplateVectors:
             cached = self._by_model.get(model_name)
             if cached is None:
                 if encode is None:
-                    from kmds_desktop.index.embeddings import encode
+                    # why here: the embedding stack loads only when the offline router first needs it
+                    from kmds_desktop.index.embeddings import encode as encode_in_process
+
+                    encode = encode_in_process
 
                 specs = [s for s in ROUTES if s.examples]
                 texts = [[s.description, *s.examples] for s in specs]

@@ -137,7 +137,7 @@ def synthetic_kb(
     if n_observations < 0 or n_workflows < 1:
         raise ValueError("n_observations must be >= 0 and n_workflows >= 1")
     rng = random.Random(seed)
-    workflows = []
+    workflows: list[Workflow] = []
     for w in range(n_workflows):
         name = f"synthetic_workflow_{w + 1}"
         workflows.append(

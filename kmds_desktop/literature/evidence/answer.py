@@ -10,6 +10,7 @@ fill the answer. Every quote goes through :func:`~kmds_desktop.literature.eviden
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -171,7 +172,7 @@ def extractive_answer(
         hit, sentence = candidates[int(index)]
         if taken.get(hit.passage_id, 0) >= PER_PASSAGE:
             continue
-        check = locate_quote(sentence, lambda page, paper=hit.paper_id: store.page_text(paper, page),
+        check = locate_quote(sentence, functools.partial(store.page_text, hit.paper_id),
                              hit.start_page, hit.end_page)
         if not check.verified:
             dropped += 1

@@ -462,8 +462,8 @@ class ConceptFinder:
                     continue
                 candidate, cstems = kept[j]
                 score = float(similarity[j, index])
-                shared = bool(cstems & own)
-                if score < (NEIGHBOUR_SIMILARITY_SHARED if shared else NEIGHBOUR_SIMILARITY):
+                shares_a_stem = bool(cstems & own)
+                if score < (NEIGHBOUR_SIMILARITY_SHARED if shares_a_stem else NEIGHBOUR_SIMILARITY):
                     continue
                 if cstems <= own or own <= cstems:
                     continue  # the concept itself, a part of it, or a narrower phrase containing it

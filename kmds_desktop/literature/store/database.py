@@ -73,6 +73,7 @@ from kmds_desktop.literature.store import citations, term_weights
 from kmds_desktop.literature.store.collection_size import forget_collection_size
 from kmds_desktop.literature.store.dates import coerce_date
 from kmds_desktop.literature.store.loading import import_paths
+from kmds_desktop.literature.store.rows import first_value
 from kmds_desktop.literature.store.schema import ensure_schema
 from kmds_desktop.literature.store.server import default_server
 from kmds_desktop.tasks import CancelToken, ProgressFn, check, report
@@ -463,7 +464,7 @@ class LiteratureDatabase:
             return None
         if counting and not fresh:
             return None
-        printed = self.run(lambda c: self._execute(c, f"SELECT ({tsq})::text", params).fetchone()[0], cancel)
+        printed = self.run(lambda c: first_value(self._execute(c, f"SELECT ({tsq})::text", params)), cancel)
         query = index.plan(str(printed or ""))
         if query is None:
             return None
@@ -478,10 +479,11 @@ class LiteratureDatabase:
         a document withdrawn or changed since the index's last refresh (by another program, or an
         edit outside the app) is never returned; the index is asked for a few more to fill the page."""
         query = self._topk_query(tsq, params, cancel)
-        if query is None:
+        index = self.topk_index()  # not None when a query came back: the query is the index's
+        if query is None or index is None:
             return None
         want = offset + max_rows
-        hits, tier = self.topk_index().top_ranked(query, want + max(10, want // 10),
+        hits, tier = index.top_ranked(query, want + max(10, want // 10),
                                                   budget=2**62 if exact_order else None)
         if not hits:
             return RankedRows()
@@ -499,7 +501,7 @@ class LiteratureDatabase:
         """The query's distinct terms and their idf over the whole collection (counts cached)."""
 
         def collect(conn: psycopg.Connection) -> list[str]:
-            printed = self._execute(conn, f"SELECT ({tsq})::text", params).fetchone()[0] or ""
+            printed = first_value(self._execute(conn, f"SELECT ({tsq})::text", params)) or ""
             terms = term_weights.operands(str(printed))
             need_total, unknown = self._term_stats.missing(terms)
             if terms and (need_total or unknown):  # one statement: the collection size and the counts
@@ -578,8 +580,9 @@ class LiteratureDatabase:
             return MatchCount(0)
         where, tsq = self._where(plain, params["from_date"], params["to_date"])
         fast = self._topk_query(tsq, params, cancel, counting=True)
-        if fast is not None:  # exact, from the index: tantivy counts without collecting
-            return MatchCount(self.topk_index().count(fast))
+        index = self.topk_index()
+        if fast is not None and index is not None:  # exact, from the index: tantivy counts without collecting
+            return MatchCount(index.count(fast))
         params["timeout"] = str(int(timeout_ms if timeout_ms is not None else self.statement_timeout_ms))
 
         def exact(c: psycopg.Connection) -> int:
@@ -677,8 +680,12 @@ class LiteratureDatabase:
             check(cancel)
             chunk = ids[start:start + batch_size]
             # With each batch, the volume, issue and pages the app keeps beside ``document``.
-            rows, cited = self.run(lambda c, chunk=chunk: (c.execute(_FETCH_SQL, (chunk,)).fetchall(),
-                                                            citations.fetch(c, chunk)), cancel)
+
+            def fetch_batch(c: psycopg.Connection, chunk: list[int] = chunk
+                            ) -> tuple[list[tuple[Any, ...]], dict[int, dict[str, Any]]]:
+                return c.execute(_FETCH_SQL, (chunk,)).fetchall(), citations.fetch(c, chunk)
+
+            rows, cited = self.run(fetch_batch, cancel)
             by_id = {int(r[0]): {**_normalize(r), **cited.get(int(r[0]), {})} for r in rows}
             batch = [by_id[i] for i in chunk if i in by_id]
             done += len(chunk)
@@ -720,16 +727,16 @@ class LiteratureDatabase:
         self._sources_cache = None
         conn = self._connect()
         report = None
-        last = [0, 0]  # the import's last (done, total): the index step after it keeps them
+        last: list[int | None] = [0, 0]  # the import's last (done, total): the index step after it keeps them
 
-        def importing(done: int, total: int, message: str) -> None:
+        def importing(done: int, total: int | None, message: str) -> None:
             last[:] = [done, total]
             if progress is not None:
                 progress(done, total, message)
 
-        def indexing(_done: int, _total: int, message: str) -> None:
+        def indexing(_done: int, _total: int | None, message: str) -> None:
             if progress is not None:  # one bar for the whole import: full, the step in the words
-                progress(last[1] or last[0], last[1], f"fast search index: {message}")
+                progress(last[1] or last[0] or 0, last[1], f"fast search index: {message}")
 
         sizes: list[int] = []  # of the files this import reads: a full disk's message says what is missing
 
@@ -803,9 +810,9 @@ class LiteratureDatabase:
                 if self.schema_owner != "app" or report is None:
                     return
                 # The planner's count (ANALYZE just ran): an exact count of millions of rows takes long.
-                size = self.run(lambda c: c.execute(
+                size = self.run(lambda c: first_value(c.execute(
                     "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = 'document'::regclass"
-                ).fetchone()[0], cancel)
+                )), cancel)
                 if not 0 < size <= topk_build.AUTO_TOPK_UP_TO:
                     return
                 index = TopKIndex(index_folder(self))

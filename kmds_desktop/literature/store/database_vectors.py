@@ -23,6 +23,7 @@ import psycopg
 from psycopg import sql
 
 from kmds_desktop.literature.errors import DatabaseUnavailable, LiteratureError, QueryTimeout
+from kmds_desktop.literature.store.rows import first_value
 from kmds_desktop.literature.store.vectors import (
     MIN_EF_SEARCH,
     has_iterative_scan,
@@ -177,8 +178,8 @@ def table_sizes(conn: psycopg.Connection, names: list[str]) -> dict[str, int]:
         if tuples is not None and tuples >= 0:
             sizes[str(name)] = int(tuples)
             continue
-        plan = conn.execute(sql.SQL("EXPLAIN (FORMAT JSON) SELECT 1 FROM {}").format(
-            sql.Identifier(str(name)))).fetchone()[0]
+        plan = first_value(conn.execute(sql.SQL("EXPLAIN (FORMAT JSON) SELECT 1 FROM {}").format(
+            sql.Identifier(str(name)))))
         plan = json.loads(plan) if isinstance(plan, str) else plan
         sizes[str(name)] = max(0, int(plan[0]["Plan"]["Plan Rows"]))
     return sizes

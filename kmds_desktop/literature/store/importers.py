@@ -33,7 +33,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeGuard
 
 from kmds_desktop.literature.errors import ImportFileError
 from kmds_desktop.user_files import ENV_MAX_GZIP_RATIO, UserFileError, env_limit, open_user_file, size_text
@@ -254,7 +254,7 @@ def _clean(value: Any) -> str | None:
     return text or None
 
 
-def _is_pmid(text: str | None) -> bool:
+def _is_pmid(text: str | None) -> TypeGuard[str]:
     """Whether ``text`` is a PMID: ASCII digits only (``str.isdigit`` alone also takes '²' or '١')."""
     return text is not None and text.isascii() and text.isdigit()
 
@@ -623,7 +623,7 @@ class _RootSeen:
         return None
 
 
-def _xml_events(raw: IO[bytes]) -> Iterator[tuple[int, Iterator[tuple[str, Any]]]]:
+def _xml_events(raw: IO[bytes]) -> Iterator[tuple[int, Iterator[tuple[Any, ...]]]]:
     """The ``start``/``end`` events of an XML stream, one iterator per ``_XML_CHUNK`` bytes read,
     each with the bytes fed to the parser so far (what the caller bounds one record by).
 
@@ -639,7 +639,7 @@ def _xml_events(raw: IO[bytes]) -> Iterator[tuple[int, Iterator[tuple[str, Any]]
 
     seen = _RootSeen()
     guard = DefusedXMLParser(target=seen)
-    parser = ET.XMLPullParser(events=("start", "end"))
+    parser: ET.XMLPullParser = ET.XMLPullParser(events=("start", "end"))
     fed = 0
     while chunk := raw.read(_XML_CHUNK):
         if not seen.started:

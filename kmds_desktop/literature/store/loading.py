@@ -631,8 +631,11 @@ def import_paths(conn: psycopg.Connection, paths: list[Path], *, progress: Progr
         for path, st in todo:
             check(cancel)
             size = st.st_size if st is not None else 0
-            rep = import_file(conn, path, cancel=cancel, target=target,
-                              tick=lambda records, read, _phase, size=size: run.tick(records, read, size),
+
+            def tick(records: int, read: int, _phase: str, size: int = size) -> None:
+                run.tick(records, read, size)
+
+            rep = import_file(conn, path, cancel=cancel, target=target, tick=tick,
                               items=ahead.file(cancel) if ahead is not None else None)
             result.files.append(rep)
             crash_point("import.file-committed")  # committed, not yet in the ledger

@@ -713,10 +713,12 @@ class EmbeddedServer:
         exe = bin_dir() / (program + (".exe" if _IS_WINDOWS else ""))
         env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
         env.setdefault("LC_ALL", "C")
-        kwargs: dict[str, object] = {}
+        uid: int | None = None
+        gid: int | None = None
+        extra_groups: list[int] | None = None
         if self._user is not None:
             uid, gid, _ = self._user
-            kwargs.update(user=uid, group=gid, extra_groups=[])
+            extra_groups = []
             env["HOME"] = str(self.pgdata)
         # Output goes to a file, not a pipe: pg_ctl's server child inherits pipes and would keep
         # them open, making the call hang until the server stops.
@@ -725,7 +727,7 @@ class EmbeddedServer:
                 subprocess.run(
                     [str(exe), *args], stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                     env=env, cwd=str(self.pgdata if self.pgdata.exists() else self.root),
-                    timeout=timeout, check=True, **kwargs,  # type: ignore[arg-type]
+                    timeout=timeout, check=True, user=uid, group=gid, extra_groups=extra_groups,
                 )
             except subprocess.CalledProcessError as err:
                 out.seek(0)

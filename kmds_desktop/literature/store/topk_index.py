@@ -279,7 +279,7 @@ class TopKIndex:
             shutil.rmtree(self.folder / "tantivy", ignore_errors=True)
             self.layout = SCHEMA_VERSION
             self._open()
-            self._stamp = None
+            self._stamp: int | None = None
         self.tiers_path.unlink(missing_ok=True)
         self.tiers = None
         writer = self._open_writer()
@@ -593,7 +593,7 @@ def _and_operands(tree: Tree) -> tuple[tuple[tuple[str, ...], ...], tuple[str, .
     other query (a phrase scores otherwise: run exactly)."""
     if isinstance(tree, Term) or tree.op != "and":
         return None
-    operands = []
+    operands: list[tuple[str, ...]] = []
     prefixes = []
     for child in tree.children:
         if isinstance(child, Term):

@@ -32,6 +32,7 @@ import psycopg
 from kmds_desktop.crashpoints import crash_point
 from kmds_desktop.literature.errors import LiteratureError
 from kmds_desktop.literature.store.dates import coerce_date
+from kmds_desktop.literature.store.rows import first_value
 from kmds_desktop.tasks import CancelToken, ProgressFn, check, report
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -286,12 +287,12 @@ def vector_status(db: Any, model_name: str = "all-MiniLM-L6-v2") -> dict[str, An
         if not vector_table_exists(conn):
             return {"available": False, "extension": extension, "with_vectors": 0, "needing": None,
                     "model": model_name}
-        with_vectors = conn.execute(
+        with_vectors = first_value(conn.execute(
             f"SELECT count(*) FROM {VECTOR_TABLE} v JOIN document d ON d.id = v.document_id "
-            "WHERE d.withdrawn_date IS NULL").fetchone()
-        needing = conn.execute(_NEEDING_COUNT, {"model": model_name}).fetchone()
-        return {"available": True, "extension": extension, "with_vectors": int(with_vectors[0]),
-                "needing": int(needing[0]), "model": model_name}
+            "WHERE d.withdrawn_date IS NULL"))
+        needing = first_value(conn.execute(_NEEDING_COUNT, {"model": model_name}))
+        return {"available": True, "extension": extension, "with_vectors": int(with_vectors),
+                "needing": int(needing), "model": model_name}
 
     return db.run(collect)
 
