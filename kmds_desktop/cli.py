@@ -45,18 +45,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     from kmds_desktop.commands.ask import register as register_ask
     from kmds_desktop.commands.doctor import register as register_doctor
+    from kmds_desktop.commands.kb_evidence import register_kb_evidence
     from kmds_desktop.commands.literature import register as register_literature
     from kmds_desktop.commands.literature_fulltext import register_fulltext
     from kmds_desktop.commands.literature_search import register_search
+    from kmds_desktop.commands.literature_verdict import register_verdicts
     from kmds_desktop.index.cli import register as register_index
     from kmds_desktop.kb.cli import register as register_kb
 
-    register_kb(sub)
+    register_kb_evidence(register_kb(sub))
     register_index(sub)
     register_ask(sub)
     literature_commands = register_literature(sub)
     register_search(literature_commands)
     register_fulltext(literature_commands)
+    register_verdicts(literature_commands)
     register_doctor(sub)
     return parser
 

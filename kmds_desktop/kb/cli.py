@@ -13,8 +13,8 @@ import textwrap
 from typing import Any
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
-    """Add this area's subcommands to the main parser."""
+def register(sub: argparse._SubParsersAction) -> argparse._SubParsersAction:  # noqa: SLF001
+    """Add this area's subcommands to the main parser; return the ``kb`` subparsers (others add theirs)."""
     kb = sub.add_parser(
         "kb", help="inspect KMDS knowledge-base files", description="Inspect KMDS knowledge-base files."
     )
@@ -42,6 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     synth.add_argument("--workflows", type=int, default=2, help="number of workflows (default 2)")
     synth.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     synth.set_defaults(func=_synth)
+    return kb_sub
 
 
 def _fail(message: str) -> int:
@@ -58,7 +59,14 @@ def _show(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     except Exception as exc:  # noqa: BLE001 - the CLI promises a one-line message, never a traceback
         return _fail(f"{args.file}: unexpected error: {type(exc).__name__}: {exc}")
-    text = json.dumps(kb.to_dict(), indent=2, ensure_ascii=False) + "\n" if args.json else format_kb(kb)
+    if args.json:
+        from kmds_desktop.kb.evidence_links import evidence_links
+
+        data = kb.to_dict()
+        data["evidence_links"] = [link.to_dict() for link in evidence_links(kb)]
+        text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    else:
+        text = format_kb(kb)
     try:
         sys.stdout.write(text)
         sys.stdout.flush()

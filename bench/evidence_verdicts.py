@@ -1,0 +1,244 @@
+"""Verdicts and choices from evidence, measured: multiple choice on the LitQA dev questions, yes / no /
+maybe on PubMedQA, and the offline per-document stance on SciFact's labelled claim-abstract pairs.
+
+One command, default settings::
+
+    .venv/bin/python bench/evidence_verdicts.py [--store FILE] [--model FILE.gguf] [--pubmedqa-model N]
+
+- LitQA dev (``../shared/data/fulltext/litqa/questions_dev.jsonl``, all 22 questions; the options are
+  the ideal answer and its distractors in a fixed shuffled order): accuracy (right / all) and
+  precision (right / answered), "insufficient" allowed. Offline always; with ``--model`` (a GGUF,
+  default the checked Qwen2.5-Coder-1.5B when present) also the model closed-book and the model with
+  the evidence (its top 5 passages).
+- PubMedQA (``../shared/data/literature/pubmedqa/ori_pqal.json``): yes / no / maybe accuracy of the
+  offline heuristic on the abstracts' contexts (the conclusion, LONG_ANSWER, is not shown), tuned on
+  odd PMIDs and reported on EVEN ones; the majority answer ("yes") beside it.
+- SciFact (``../shared/data/literature/scifact``): per-document stance (supports / contradicts / not
+  addressed) of the offline heuristic against the labels, on the test split (thresholds set on train).
+
+``--store`` reuses a full-text store that holds the 40 LitQA PDFs (``bench/evidence.py`` makes one);
+without it they are imported into a temporary one first. Last line: offline multiple-choice accuracy
+and precision, PubMedQA even accuracy, and the model's accuracy gain from evidence when measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+SHARED = REPO.parent / "shared" / "data"
+LITQA = SHARED / "fulltext" / "litqa"
+PUBMEDQA = SHARED / "literature" / "pubmedqa" / "ori_pqal.json"
+SCIFACT = SHARED / "literature" / "scifact"
+DEFAULT_GGUF = Path.home() / ".cache" / "kmds-desktop-test-models" / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+
+
+def litqa_questions() -> list[dict]:
+    """The dev questions with their options in a fixed shuffled order (seeded by the question id)."""
+    out = []
+    for line in (LITQA / "questions_dev.jsonl").read_text(encoding="utf-8").splitlines():
+        q = json.loads(line)
+        options = [q["ideal"], *q["distractors"]]
+        random.Random(q["id"]).shuffle(options)
+        out.append({**q, "options": options, "right": options.index(q["ideal"])})
+    return out
+
+
+def accuracy_precision(results: list[tuple[int | None, int]]) -> tuple[float, float, int]:
+    answered = [(c, r) for c, r in results if c is not None]
+    right = sum(c == r for c, r in answered)
+    return right / max(1, len(results)), right / max(1, len(answered)), len(answered)
+
+
+def multiple_choice(store, llm=None, label: str = "") -> dict[str, tuple[float, float, int]]:
+    from kmds_desktop.literature.evidence.search import search_passages
+    from kmds_desktop.literature.evidence.verdict import (
+        PASSAGES,
+        choose_closed_book,
+        choose_offline,
+        choose_with_model,
+    )
+
+    rows: dict[str, list[tuple[int | None, int]]] = {"offline": []}
+    if llm is not None:
+        rows["closed-book"], rows["with evidence"] = [], []
+    dropped = 0
+    for q in litqa_questions():
+        hits = search_passages(store, q["question"], PASSAGES)
+        offline = choose_offline(store, q["question"], q["options"], hits)
+        rows["offline"].append((offline.choice, q["right"]))
+        if llm is not None:
+            closed = choose_closed_book(q["question"], q["options"], llm)
+            rows["closed-book"].append((closed.choice, q["right"]))
+            with_evidence = choose_with_model(store, q["question"], q["options"], hits, llm, method=label)
+            dropped += with_evidence.dropped_quotes
+            rows["with evidence"].append((with_evidence.choice, q["right"]))
+    out = {name: accuracy_precision(r) for name, r in rows.items()}
+    for name, (acc, prec, answered) in out.items():
+        print(f"LitQA dev multiple choice, {name}{' (' + label + ')' if name != 'offline' else ''}: "
+              f"accuracy {acc:.2f}, precision {prec:.2f} ({answered}/{len(rows[name])} answered)")
+    if llm is not None:
+        print(f"  model choices dropped because their quote was not on the page: {dropped}")
+    return out
+
+
+def pubmedqa(limit_model: int = 0, llm=None) -> float:
+    from kmds_desktop.literature.evidence.verdict import yes_no_offline
+
+    data = json.loads(PUBMEDQA.read_text(encoding="utf-8"))
+    result = 0.0
+    for split, parity in (("odd (development)", 1), ("EVEN (reported)", 0)):
+        items = [(pmid, v) for pmid, v in data.items() if int(pmid) % 2 == parity]
+        answers = [yes_no_offline(v["QUESTION"], " ".join(v["CONTEXTS"])) for _, v in items]
+        truth = [v["final_decision"] for _, v in items]
+        acc = sum(a == t for a, t in zip(answers, truth, strict=True)) / len(items)
+        majority = Counter(truth).most_common(1)[0]
+        print(f"PubMedQA {split}, {len(items)} questions: offline accuracy {acc:.3f} "
+              f"(answers {dict(Counter(answers))}; majority '{majority[0]}' {majority[1] / len(items):.3f})")
+        result = acc
+    if llm is not None and limit_model:
+        items = [(p, v) for p, v in sorted(data.items()) if int(p) % 2 == 0][:limit_model]
+        right = 0
+        for _, v in items:
+            from kmds_desktop.literature.evidence.verdict import parse_json_reply
+
+            prompt = (f"Question: {v['QUESTION']}\n\nAbstract:\n{' '.join(v['CONTEXTS'])}\n\n"
+                      'Answer the question from the abstract. JSON only: {"answer": "yes" | "no" | "maybe"}')
+            answer = str(parse_json_reply(llm(prompt)).get("answer", "")).lower()
+            right += answer == v["final_decision"]
+        print(f"PubMedQA EVEN, model on the first {len(items)}: accuracy {right / len(items):.3f}")
+    return result
+
+
+def scifact() -> None:
+    from kmds_desktop.literature.evidence.verdict import (
+        CONTRADICTS,
+        NOT_ADDRESSED,
+        SUPPORTS,
+        Passage,
+        judge_offline,
+    )
+
+    corpus = {}
+    for line in (SCIFACT / "corpus.jsonl").read_text(encoding="utf-8").splitlines():
+        doc = json.loads(line)
+        corpus[doc["id"]] = doc["abstract"]
+    claims = {}
+    for line in (SCIFACT / "queries.jsonl").read_text(encoding="utf-8").splitlines():
+        q = json.loads(line)
+        claims[q["id"]] = q["text"]
+    label_of = {"SUPPORT": SUPPORTS, "CONTRADICT": CONTRADICTS, "NOINFO": NOT_ADDRESSED}
+    for split in ("train", "test"):
+        truth, guess = [], []
+        for line in (SCIFACT / "qrels.tsv").read_text(encoding="utf-8").splitlines()[1:]:
+            qid, doc_id, _, row_split, label = line.split("\t")
+            if row_split != split or doc_id not in corpus:
+                continue
+            text = corpus[doc_id]
+            stance = judge_offline(claims[qid], [Passage(text, 1, 1)],
+                                   lambda page, t=text: t if page == 1 else None)[0]
+            truth.append(label_of[label])
+            guess.append(stance)
+        pairs = list(zip(truth, guess, strict=True))
+        acc = sum(a == b for a, b in pairs) / max(1, len(truth))
+        addressed_right = sum((a != NOT_ADDRESSED) == (b != NOT_ADDRESSED) for a, b in pairs)
+        polar = [(a, b) for a, b in pairs if a != NOT_ADDRESSED and b != NOT_ADDRESSED]
+        polar_right = sum(a == b for a, b in polar) / max(1, len(polar))
+        print(f"SciFact {split}, {len(truth)} claim-abstract pairs: stance accuracy {acc:.3f}; "
+              f"addressed-or-not "
+              f"{addressed_right / max(1, len(truth)):.3f}; supports-vs-contradicts where both addressed "
+              f"{polar_right:.3f} ({len(polar)} pairs); majority '{Counter(truth).most_common(1)[0][0]}' "
+              f"{Counter(truth).most_common(1)[0][1] / max(1, len(truth)):.3f}")
+
+
+def start_model(gguf: Path, work: Path):
+    """Serve the GGUF through the test server (Ollama's API over llama.cpp, as ``bench/llm_quality.py``
+    does) and return ``(llm, stop)``."""
+    import subprocess
+    import threading
+
+    from kmds_desktop.llm.ollama_backend import OllamaBackend
+
+    log = work / "server.log"
+    proc = subprocess.Popen([sys.executable, str(REPO / "tests" / "support" / "ollama_llamacpp_server.py"),
+                             "--model", str(gguf), "--name", "bench-model",
+                             "--threads", str(os.cpu_count() or 2), "--ctx", "8192"],
+                            stdout=subprocess.PIPE, stderr=log.open("w"), text=True)
+    line: list[str] = []
+    reader = threading.Thread(target=lambda: line.append(proc.stdout.readline() if proc.stdout else ""),
+                              daemon=True)
+    reader.start()
+    reader.join(600)
+
+    def stop() -> None:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
+
+    if not line or not line[0].startswith("LISTENING "):
+        stop()
+        raise SystemExit(f"the model server did not start: {log.read_text(errors='replace')[-2000:]}")
+    backend = OllamaBackend(f"http://127.0.0.1:{int(line[0].split()[1])}", "bench-model", 0.0, 300.0)
+    return backend, stop
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--store", type=Path,
+                        help="a full-text store holding the LitQA PDFs (skip the import)")
+    parser.add_argument("--model", type=Path, default=None,
+                        help="a GGUF to measure closed-book vs with evidence (default: the cached Qwen 1.5B "
+                             "when present; 'none' to skip)")
+    parser.add_argument("--pubmedqa-model", type=int, default=0, metavar="N",
+                        help="also ask the model N even PubMedQA questions")
+    args = parser.parse_args()
+
+    from kmds_desktop.index.embeddings import encode
+    from kmds_desktop.literature.fulltext.importer import import_folder
+    from kmds_desktop.literature.fulltext.store import FulltextStore
+
+    encode(["warm the model"])
+    work = Path(tempfile.mkdtemp(prefix="kmds-verdict-bench-"))
+    if args.store:
+        store = FulltextStore(args.store)
+    else:
+        store = FulltextStore(work / "fulltext.sqlite")
+        import_folder(store, LITQA / "pdfs")
+    gguf = args.model if args.model is not None else (DEFAULT_GGUF if DEFAULT_GGUF.exists() else None)
+    if gguf is not None and str(gguf) == "none":
+        gguf = None
+    llm, stop = (None, None)
+    if gguf is not None:
+        llm, stop = start_model(gguf, work)
+    try:
+        choice = multiple_choice(store, llm, label=gguf.name if gguf else "")
+        pubmed = pubmedqa(args.pubmedqa_model, llm)
+    finally:
+        if stop is not None:
+            stop()
+    scifact()
+    acc, prec, _ = choice["offline"]
+    gain = ""
+    if "with evidence" in choice:
+        gain = (f"; model with evidence vs closed-book: "
+                f"{100 * (choice['with evidence'][0] - choice['closed-book'][0]):+.0f} points")
+    print(f"multiple choice offline: accuracy {acc:.2f}, precision {prec:.2f}; "
+          f"PubMedQA even: {pubmed:.3f}{gain}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,88 @@
+"""Claims and choices judged from the full texts, offline or with the configured model.
+
+Qt-free, the code ``literature verdict`` / ``literature choose`` run and the window will call. The
+backend is picked as :mod:`kmds_desktop.app.ask` picks it: the settings' backend (``auto`` probes
+Ollama and the confirmed OpenAI-compatible servers), overridden per call by ``backend`` / ``model``;
+no model found means the offline heuristic, and the verdict says which judged it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kmds_desktop.literature.evidence.search import search_passages
+from kmds_desktop.literature.evidence.verdict import (
+    PASSAGES,
+    ChoiceVerdict,
+    ClaimVerdict,
+    LLMFn,
+    choose_offline,
+    choose_with_model,
+    claim_verdict,
+    yes_no_maybe,
+)
+from kmds_desktop.literature.fulltext.store import FulltextStore
+
+
+@dataclass(frozen=True)
+class Judge:
+    """The model that judges (``llm`` None: offline), its backend's name, and why it was chosen."""
+
+    llm: LLMFn | None
+    name: str
+    note: str = ""
+
+
+def pick_judge(backend: str | None = None, model: str | None = None) -> Judge:
+    """The backend for a verdict: the settings' choice with this call's overrides (as ``ask`` does)."""
+    if backend == "offline":
+        return Judge(None, "offline", "offline chosen")
+    from kmds_desktop.app.ask import settings_for_ask
+    from kmds_desktop.config import load_settings
+    from kmds_desktop.llm.factory import choose_backend
+
+    settings = settings_for_ask(load_settings(), backend=backend, model=model)
+    choice = choose_backend(settings.llm)
+    return Judge(choice.llm, choice.name, choice.note)
+
+
+def verdict(store: FulltextStore, claim: str, judge: Judge | None = None,
+            paper_ids: Sequence[int] | None = None, top: int = PASSAGES) -> ClaimVerdict:
+    """Each paper's stance on ``claim`` (supports / contradicts / not addressed, with its verified
+    quote) and the balance; ``cannot tell`` when none addresses it."""
+    judge = judge or Judge(None, "offline")
+    if not claim or not claim.strip():
+        raise ValueError("the claim is empty: type the statement to check against the papers")
+    hits = search_passages(store, claim, top, paper_ids=paper_ids)
+    result = claim_verdict(store, claim, hits, llm=judge.llm, method=judge.name)
+    if judge.note and judge.llm is None and judge.name == "offline" and judge.note != "offline chosen":
+        result.notes.append(f"no model: {judge.note}")
+    return result
+
+
+def choose(store: FulltextStore, question: str, options: Sequence[str], judge: Judge | None = None,
+           paper_ids: Sequence[int] | None = None, top: int = PASSAGES) -> ChoiceVerdict:
+    """The option the papers bear out, with the quote it rests on, or ``insufficient``."""
+    judge = judge or Judge(None, "offline")
+    if not question or not question.strip():
+        raise ValueError("the question is empty: type the question the options answer")
+    hits = search_passages(store, question, top, paper_ids=paper_ids)
+    if judge.llm is None:
+        return choose_offline(store, question, options, hits)
+    return choose_with_model(store, question, options, hits, judge.llm, method=judge.name)
+
+
+def yes_no(store: FulltextStore, question: str, judge: Judge | None = None,
+           paper_ids: Sequence[int] | None = None) -> tuple[str, ClaimVerdict]:
+    """Yes / no / maybe (or ``cannot tell``) for a yes-no question, with the verdict behind it."""
+    judged = verdict(store, question, judge, paper_ids)
+    return yes_no_maybe(judged), judged
+
+
+def verdict_dict(result: ClaimVerdict, answer: str | None = None) -> dict[str, Any]:
+    data = result.as_dict()
+    if answer is not None:
+        data["answer"] = answer
+    return data

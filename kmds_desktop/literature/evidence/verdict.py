@@ -1,0 +1,549 @@
+"""Verdicts from full texts: does each paper support a claim, contradict it or not address it; which
+option of a multiple-choice question the papers bear out; yes / no / maybe for a yes-no question.
+
+Every verdict rests on a quote, and every quote goes through the one verifier
+(:func:`~kmds_desktop.literature.evidence.quotes.locate_quote`): a quote that is not verbatim on
+its page is dropped and counted, and a document left without a verified quote is "not addressed".
+"Cannot tell" (and "insufficient" for a choice) is an answer: the balance of weak or missing
+evidence is reported, never turned into a guess.
+
+Two ways to judge one document, the same shape out of both:
+
+- **offline** (no model): the document's sentence closest in meaning to the claim (cosine with the
+  shipped model, nudged by shared rare words) addresses it when the cosine reaches
+  :data:`ADDRESS_SIMILARITY`; it contradicts the claim when its polarity differs (a negation or
+  "no effect" cue on one side only, or opposite directions: increases vs decreases), and supports it
+  otherwise. Crude, and measured as such (``bench/evidence_verdicts.py`` on SciFact's labelled
+  claim-abstract pairs); its worth is that it is fast, explainable and never invents a quote.
+- **with a model**: a short prompt per passage asks for SUPPORTS / CONTRADICTS / NOT_ADDRESSED and a
+  verbatim quote; the quote is verified like any other, and a stance whose quote fails is dropped
+  (counted in the notes), because an unverifiable stance is an uncited claim.
+
+A multiple-choice question is answered offline by scoring each option against the question's best
+passages (the option's own words and numbers found in a sentence that is about the question) and
+choosing only above a margin; with a model, the model picks a letter from the numbered passages and
+must quote the sentence it relied on.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from kmds_desktop.literature.evidence.quotes import PageText, locate_quote
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from kmds_desktop.literature.evidence.search import EvidenceHit
+    from kmds_desktop.literature.fulltext.store import FulltextStore
+
+SUPPORTS = "supports"
+CONTRADICTS = "contradicts"
+NOT_ADDRESSED = "not addressed"
+STANCES = (SUPPORTS, CONTRADICTS, NOT_ADDRESSED)
+
+SUPPORTED = "supported"
+CONTRADICTED = "contradicted"
+MIXED = "mixed"
+CANNOT_TELL = "cannot tell"
+INSUFFICIENT = "insufficient"
+
+#: A sentence at least this close in meaning to the claim addresses it (offline). Measured by
+#: ``bench/evidence_verdicts.py`` on SciFact (train split): NOINFO pairs' best sentences sit mostly
+#: below, SUPPORT/CONTRADICT pairs' above.
+ADDRESS_SIMILARITY = 0.55
+#: Offline multiple choice: the best option must beat the runner-up by this much, else "insufficient"
+#: (tuned on the LitQA dev questions for precision, see the bench).
+CHOICE_MARGIN = 0.15
+#: Passages read per claim or question.
+PASSAGES = 10
+#: Yes-no offline: a hedge cue ("may", "unclear") in the deciding sentence answers "maybe".
+_SENTENCE = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=[\"'(\[]?[A-Z0-9])")
+_WORD = re.compile(r"[a-z0-9]+(?:[.,][0-9]+)?%?")
+_NEGATION = re.compile(
+    r"\b(?:not|no|never|none|neither|nor|without|cannot|can't|didn't|doesn't|don't|isn't|aren't|"
+    r"wasn't|weren't|fail(?:s|ed)? to|unable|lack(?:s|ed|ing)?|absence|absent|unchanged|unaffected|"
+    r"insignificant|non-?significant|did not differ|no difference|independent of|regardless)\b",
+    re.IGNORECASE)
+_UP = re.compile(r"\b(?:increas\w*|higher|more|greater|enhanc\w*|promot\w*|elevat\w*|rais\w*|improv\w*|"
+                 r"upregulat\w*|up-regulat\w*|activat\w*|induc\w*|gain\w*|accelerat\w*|stimulat\w*)\b",
+                 re.IGNORECASE)
+_DOWN = re.compile(r"\b(?:decreas\w*|lower|less|fewer|reduc\w*|diminish\w*|inhibit\w*|suppress\w*|"
+                   r"downregulat\w*|down-regulat\w*|impair\w*|loss|lost|declin\w*|attenuat\w*|"
+                   r"block\w*|prevent\w*|slow\w*)\b", re.IGNORECASE)
+_HEDGE = re.compile(r"\b(?:may|might|could|possibl\w*|unclear|uncertain|suggest\w*|further stud\w*|"
+                    r"remains? to be|not clear|inconclusive|limited evidence|warrant\w*)\b", re.IGNORECASE)
+_STOP = frozenset("""a an and are as at be been by can do does for from had has have in into is it its
+of on or that the their them these this those to was were which with what when where who why how
+whether than then there also such not no""".split())
+
+EmbedFn = Callable[[Sequence[str]], "np.ndarray"]
+LLMFn = Callable[[str], str]
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A stretch of one document to judge: its text and the pages it spans (the quote's search range)."""
+
+    text: str
+    start_page: int
+    end_page: int
+
+
+@dataclass
+class DocumentVerdict:
+    """One document's stance on a claim, with the verified quote it rests on (``None`` when not addressed)."""
+
+    label: str
+    stance: str
+    quote: str | None = None
+    pages: tuple[int, ...] = ()
+    score: float = 0.0
+    doi: str | None = None
+    file: str | None = None
+    title: str | None = None
+    reason: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"label": self.label, "doi": self.doi, "file": self.file, "title": self.title,
+                "stance": self.stance, "quote": self.quote, "pages": list(self.pages),
+                "score": round(self.score, 4), "reason": self.reason}
+
+
+@dataclass
+class ClaimVerdict:
+    """A claim judged against several documents: each one's stance and the balance."""
+
+    claim: str
+    method: str  # "offline" or the model backend's name
+    documents: list[DocumentVerdict] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    dropped_quotes: int = 0
+
+    @property
+    def balance(self) -> dict[str, int]:
+        counts = {stance: 0 for stance in STANCES}
+        for document in self.documents:
+            counts[document.stance] += 1
+        return counts
+
+    @property
+    def verdict(self) -> str:
+        """``supported`` / ``contradicted`` when the addressed documents agree, ``mixed`` when they
+        do not, ``cannot tell`` when none addresses the claim."""
+        counts = self.balance
+        if counts[SUPPORTS] and counts[CONTRADICTS]:
+            return MIXED
+        if counts[SUPPORTS]:
+            return SUPPORTED
+        if counts[CONTRADICTS]:
+            return CONTRADICTED
+        return CANNOT_TELL
+
+    @property
+    def summary(self) -> str:
+        counts = self.balance
+        return (f"{self.verdict}: {counts[SUPPORTS]} support, {counts[CONTRADICTS]} contradict, "
+                f"{counts[NOT_ADDRESSED]} do not address it")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"claim": self.claim, "method": self.method, "verdict": self.verdict,
+                "balance": self.balance, "documents": [d.as_dict() for d in self.documents],
+                "dropped_quotes": self.dropped_quotes, "notes": self.notes}
+
+
+@dataclass
+class ChoiceVerdict:
+    """A multiple-choice question answered from the papers, or ``insufficient``."""
+
+    question: str
+    options: list[str]
+    method: str
+    choice: int | None = None  # index into options
+    scores: list[float] = field(default_factory=list)
+    quote: str | None = None
+    label: str | None = None
+    pages: tuple[int, ...] = ()
+    notes: list[str] = field(default_factory=list)
+    dropped_quotes: int = 0
+
+    @property
+    def answer(self) -> str:
+        return self.options[self.choice] if self.choice is not None else INSUFFICIENT
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"question": self.question, "options": self.options, "method": self.method,
+                "answer": self.answer, "choice": self.choice,
+                "scores": [round(s, 4) for s in self.scores], "quote": self.quote, "source": self.label,
+                "pages": list(self.pages), "dropped_quotes": self.dropped_quotes, "notes": self.notes}
+
+
+# -- text helpers --------------------------------------------------------------------------------
+def sentences(text: str) -> list[str]:
+    """Whole sentences of at least five words (shorter ones are captions and fragments)."""
+    return [s.strip() for s in _SENTENCE.split(text) if len(s.split()) >= 5]
+
+
+def content_words(text: str) -> set[str]:
+    """Lower-case words that carry meaning: numbers (``40%``) and words not in the stop list."""
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOP and (len(w) > 2 or w[0].isdigit())}
+
+
+def polarity(text: str) -> tuple[bool, int]:
+    """``(negated, direction)``: whether a negation / no-effect cue is present, and the sign of the
+    up-minus-down direction words (0 when none or balanced)."""
+    negated = bool(_NEGATION.search(text))
+    direction = len(_UP.findall(text)) - len(_DOWN.findall(text))
+    return negated, (direction > 0) - (direction < 0)
+
+
+def stance_from_polarity(claim: str, sentence: str) -> str:
+    """Offline: the sentence contradicts the claim when exactly one of them is negated, or when both
+    state a direction and the directions differ; it supports it otherwise."""
+    claim_negated, claim_direction = polarity(claim)
+    sentence_negated, sentence_direction = polarity(sentence)
+    flips = (claim_negated != sentence_negated)
+    if claim_direction and sentence_direction and claim_direction != sentence_direction:
+        flips = not flips
+    return CONTRADICTS if flips else SUPPORTS
+
+
+def default_embed(texts: Sequence[str]) -> np.ndarray:
+    from kmds_desktop.index.embeddings import encode
+
+    return encode(list(texts))
+
+
+# -- one document --------------------------------------------------------------------------------
+def judge_offline(
+    claim: str,
+    passages: Sequence[Passage],
+    page_text: PageText,
+    *,
+    embed: EmbedFn = default_embed,
+    min_similarity: float = ADDRESS_SIMILARITY,
+) -> tuple[str, str | None, tuple[int, ...], float, int]:
+    """One document's offline stance: ``(stance, quote, pages, similarity, dropped)``.
+
+    The closest sentence (by meaning, nudged by shared rare words) that the verifier finds on its page
+    decides; below ``min_similarity`` the document does not address the claim.
+    """
+    import numpy as np
+
+    candidates = [(p, s) for p in passages for s in sentences(p.text)]
+    if not candidates:
+        return NOT_ADDRESSED, None, (), 0.0, 0
+    vectors = embed([claim] + [s for _, s in candidates])
+    similarity = vectors[1:] @ vectors[0]
+    words = content_words(claim)
+    scores = np.asarray([
+        float(similarity[i]) + 0.05 * len(words & content_words(s)) / max(1, len(words))
+        for i, (_, s) in enumerate(candidates)])
+    dropped = 0
+    for index in np.argsort(-scores):
+        passage, sentence = candidates[int(index)]
+        if float(similarity[int(index)]) < min_similarity:
+            break
+        check = locate_quote(sentence, page_text, passage.start_page, passage.end_page)
+        if not check.verified:
+            dropped += 1
+            continue
+        return (stance_from_polarity(claim, sentence), sentence, check.pages,
+                float(similarity[int(index)]), dropped)
+    best = float(similarity.max()) if len(similarity) else 0.0
+    return NOT_ADDRESSED, None, (), best, dropped
+
+
+STANCE_PROMPT = """You check a claim against one passage of a scientific paper.
+Claim: {claim}
+
+Passage (pages {pages}):
+\"\"\"{passage}\"\"\"
+
+Does the passage SUPPORT the claim, CONTRADICT it, or is it NOT_ADDRESSED (the passage does not speak
+to the claim)? Answer with JSON only: {{"stance": "SUPPORTS" | "CONTRADICTS" | "NOT_ADDRESSED",
+"quote": "the one sentence of the passage, copied exactly, that decides it (empty when NOT_ADDRESSED)"}}"""
+
+_STANCE_WORDS = {"SUPPORTS": SUPPORTS, "SUPPORT": SUPPORTS, "CONTRADICTS": CONTRADICTS,
+                 "CONTRADICT": CONTRADICTS, "NOT_ADDRESSED": NOT_ADDRESSED, "NOT ADDRESSED": NOT_ADDRESSED}
+
+
+def parse_json_reply(reply: str) -> dict[str, Any]:
+    """The first JSON object in a model's reply (models wrap it in prose or code fences); ``{}`` when none."""
+    start = reply.find("{")
+    while start != -1:
+        depth = 0
+        for end in range(start, len(reply)):
+            if reply[end] == "{":
+                depth += 1
+            elif reply[end] == "}":
+                depth -= 1
+                if depth == 0:
+                    try:
+                        value = json.loads(reply[start:end + 1])
+                    except ValueError:
+                        break
+                    return value if isinstance(value, dict) else {}
+        start = reply.find("{", start + 1)
+    return {}
+
+
+def judge_with_model(
+    claim: str, passages: Sequence[Passage], page_text: PageText, llm: LLMFn
+) -> tuple[str, str | None, tuple[int, ...], float, int]:
+    """One document's stance from the model, passage by passage: the first passage whose stance is
+    SUPPORTS or CONTRADICTS with a verified quote decides; unverifiable quotes are dropped and counted."""
+    dropped = 0
+    stances: list[tuple[str, str, tuple[int, ...]]] = []
+    for passage in passages:
+        pages = f"{passage.start_page}-{passage.end_page}"
+        reply = parse_json_reply(llm(STANCE_PROMPT.format(claim=claim, pages=pages, passage=passage.text)))
+        stance = _STANCE_WORDS.get(str(reply.get("stance", "")).strip().upper(), NOT_ADDRESSED)
+        quote = str(reply.get("quote") or "").strip().strip('"\u201c\u201d')
+        if stance == NOT_ADDRESSED:
+            continue
+        check = locate_quote(quote, page_text, passage.start_page, passage.end_page)
+        if not check.verified:
+            dropped += 1
+            continue
+        stances.append((stance, quote, check.pages))
+    if not stances:
+        return NOT_ADDRESSED, None, (), 0.0, dropped
+    stance, quote, pages = stances[0]
+    return stance, quote, pages, 1.0, dropped
+
+
+# -- a claim over the store ----------------------------------------------------------------------
+def _hit_passages(hits: Sequence[EvidenceHit]) -> dict[int, list[EvidenceHit]]:
+    by_paper: dict[int, list[EvidenceHit]] = {}
+    for hit in hits:
+        by_paper.setdefault(hit.paper_id, []).append(hit)
+    return by_paper
+
+
+def claim_verdict(
+    store: FulltextStore,
+    claim: str,
+    hits: Sequence[EvidenceHit],
+    *,
+    llm: LLMFn | None = None,
+    method: str = "offline",
+    embed: EmbedFn = default_embed,
+    max_passages_per_paper: int = 2,
+) -> ClaimVerdict:
+    """Judge ``claim`` against each paper among ``hits`` (the claim's ranked passages)."""
+    if not claim or not claim.strip():
+        raise ValueError("the claim is empty: type the statement to check against the papers")
+    result = ClaimVerdict(claim, method if llm is not None else "offline")
+    for paper_id, paper_hits in _hit_passages(hits).items():
+        first = paper_hits[0]
+        passages = [Passage(h.text, h.start_page, h.end_page) for h in paper_hits[:max_passages_per_paper]]
+
+        def page_text(page: int, paper: int = paper_id) -> str | None:
+            return store.page_text(paper, page)
+
+        if llm is None:
+            stance, quote, pages, score, dropped = judge_offline(claim, passages, page_text, embed=embed)
+        else:
+            stance, quote, pages, score, dropped = judge_with_model(claim, passages, page_text, llm)
+        result.dropped_quotes += dropped
+        result.documents.append(DocumentVerdict(
+            first.label, stance, quote, pages, score, first.doi, first.file, first.title,
+            "" if quote else "no sentence of its best passages speaks to the claim"))
+    order = {SUPPORTS: 0, CONTRADICTS: 0, NOT_ADDRESSED: 1}
+    result.documents.sort(key=lambda d: (order[d.stance], -d.score))
+    if not result.documents:
+        result.notes.append("no passages: import full texts first")
+    if result.dropped_quotes:
+        result.notes.append(f"{result.dropped_quotes} quote{'s' if result.dropped_quotes != 1 else ''} "
+                            "dropped: not found verbatim on the cited page")
+    return result
+
+
+# -- multiple choice -----------------------------------------------------------------------------
+def _option_words(option: str, others: Sequence[str]) -> set[str]:
+    """The option's distinctive words: those the other options do not share (so "Above 40%" is
+    scored on "40%", not on "above")."""
+    mine = content_words(option)
+    shared = set().union(*(content_words(o) for o in others)) if others else set()
+    distinct = mine - shared
+    return distinct or mine
+
+
+def choose_offline(
+    store: FulltextStore,
+    question: str,
+    options: Sequence[str],
+    hits: Sequence[EvidenceHit],
+    *,
+    embed: EmbedFn = default_embed,
+    margin: float = CHOICE_MARGIN,
+) -> ChoiceVerdict:
+    """Score each option by its best sentence among the question's passages: the share of the option's
+    distinctive words the sentence holds, times how close the sentence is to the question (cosine);
+    choose only when the best beats the runner-up by ``margin``."""
+    import numpy as np
+
+    options = _check_options(question, options)
+    result = ChoiceVerdict(question, list(options), "offline", scores=[0.0] * len(options))
+    candidates = [(h, s) for h in hits for s in sentences(h.text)]
+    if not candidates:
+        result.notes.append("no passages: import full texts first")
+        return result
+    vectors = embed([question] + [s for _, s in candidates])
+    closeness = np.clip(vectors[1:] @ vectors[0], 0.0, 1.0)
+    sentence_words = [content_words(s) for _, s in candidates]
+    best_sentence: list[int] = [-1] * len(options)
+    for i, option in enumerate(options):
+        words = _option_words(option, [o for j, o in enumerate(options) if j != i])
+        if not words:
+            continue
+        for k, have in enumerate(sentence_words):
+            score = float(closeness[k]) * len(words & have) / len(words)
+            if score > result.scores[i]:
+                result.scores[i], best_sentence[i] = score, k
+    ranked = sorted(range(len(options)), key=lambda i: -result.scores[i])
+    top = ranked[0]
+    runner_up = result.scores[ranked[1]] if len(ranked) > 1 else 0.0
+    if result.scores[top] <= 0.0 or result.scores[top] - runner_up < margin:
+        result.notes.append(f"no option stands out (best {result.scores[top]:.2f}, next {runner_up:.2f}, "
+                            f"margin {margin:.2f}): the passages do not decide it")
+        return result
+    hit, sentence = candidates[best_sentence[top]]
+    check = locate_quote(sentence, lambda page: store.page_text(hit.paper_id, page),
+                         hit.start_page, hit.end_page)
+    if not check.verified:
+        result.dropped_quotes += 1
+        result.notes.append("the deciding sentence was not found verbatim on its page: not answered")
+        return result
+    result.choice, result.quote, result.label, result.pages = top, sentence, hit.label, check.pages
+    return result
+
+
+CHOICE_PROMPT = """Answer a multiple-choice question using only the numbered passages from papers.
+Question: {question}
+
+Options:
+{options}
+
+Passages:
+{passages}
+
+If the passages do not decide it, answer "insufficient". Answer with JSON only:
+{{"answer": "<the option's letter, or insufficient>", "passage": <the passage number you used>,
+"quote": "the sentence of that passage, copied exactly, that decides it"}}"""
+
+CLOSED_BOOK_PROMPT = """Answer a multiple-choice question.
+Question: {question}
+
+Options:
+{options}
+
+If you do not know, answer "insufficient".
+Answer with JSON only: {{"answer": "<the option's letter, or insufficient>"}}"""
+
+
+def _letters(options: Sequence[str]) -> str:
+    return "\n".join(f"{chr(65 + i)}. {option}" for i, option in enumerate(options))
+
+
+def _letter_choice(reply: dict[str, Any], n: int) -> int | None:
+    answer = str(reply.get("answer", "")).strip().upper().rstrip(".)")
+    if len(answer) == 1 and 0 <= ord(answer) - 65 < n:
+        return ord(answer) - 65
+    return None
+
+
+def choose_with_model(
+    store: FulltextStore,
+    question: str,
+    options: Sequence[str],
+    hits: Sequence[EvidenceHit],
+    llm: LLMFn,
+    *,
+    method: str = "model",
+    passages: int = 5,
+) -> ChoiceVerdict:
+    """The model picks an option from the question's best passages and quotes its reason; the quote must
+    be on its page, else the choice is dropped (counted) and the answer is ``insufficient``."""
+    options = _check_options(question, options)
+    result = ChoiceVerdict(question, list(options), method)
+    shown = list(hits)[:passages]
+    numbered = "\n\n".join(f"[{i + 1}] ({h.label}, p. {h.pages}) {h.text}" for i, h in enumerate(shown))
+    reply = parse_json_reply(llm(CHOICE_PROMPT.format(question=question, options=_letters(options),
+                                                      passages=numbered)))
+    choice = _letter_choice(reply, len(options))
+    if choice is None:
+        result.notes.append("the model found the passages insufficient")
+        return result
+    quote = str(reply.get("quote") or "").strip().strip('"\u201c\u201d')
+    try:
+        cited = [shown[int(reply.get("passage", 0)) - 1]]
+    except (TypeError, ValueError, IndexError):
+        cited = shown
+    for hit in [*cited, *shown]:
+        check = locate_quote(quote, lambda page, h=hit: store.page_text(h.paper_id, page),
+                             hit.start_page, hit.end_page)
+        if check.verified:
+            result.choice, result.quote, result.label, result.pages = choice, quote, hit.label, check.pages
+            return result
+    result.dropped_quotes += 1
+    result.notes.append("the model's quote is not verbatim on any passage's page: its choice is dropped")
+    return result
+
+
+def choose_closed_book(question: str, options: Sequence[str], llm: LLMFn, *,
+                       method: str = "model") -> ChoiceVerdict:
+    """The model alone, no passages: the baseline the evidence must beat."""
+    options = _check_options(question, options)
+    result = ChoiceVerdict(question, list(options), f"{method} closed-book")
+    result.choice = _letter_choice(
+        parse_json_reply(llm(CLOSED_BOOK_PROMPT.format(question=question, options=_letters(options)))),
+        len(options))
+    return result
+
+
+def _check_options(question: str, options: Sequence[str]) -> list[str]:
+    if not question or not question.strip():
+        raise ValueError("the question is empty: type the question the options answer")
+    cleaned = [o.strip() for o in options if o and o.strip()]
+    if len(cleaned) < 2:
+        raise ValueError("give at least two options (--option A --option B)")
+    if len(set(cleaned)) != len(cleaned):
+        raise ValueError("two options are the same; give distinct options")
+    return cleaned
+
+
+# -- yes / no / maybe ----------------------------------------------------------------------------
+def yes_no_maybe(verdict: ClaimVerdict) -> str:
+    """A yes-no question's answer from its claim verdict: yes when the papers support it, no when they
+    contradict it, maybe when they are mixed or hedge, and ``cannot tell`` when none addresses it."""
+    label = verdict.verdict
+    if label == SUPPORTED:
+        hedged = all(d.quote and _HEDGE.search(d.quote) for d in verdict.documents if d.stance == SUPPORTS)
+        return "maybe" if hedged else "yes"
+    if label == CONTRADICTED:
+        return "no"
+    if label == MIXED:
+        return "maybe"
+    return CANNOT_TELL
+
+
+def yes_no_offline(question: str, text: str, *, embed: EmbedFn = default_embed,
+                   min_similarity: float = 0.0) -> str:
+    """Yes / no / maybe for ``question`` from one text (an abstract): the sentence closest to the
+    question decides by polarity ("no" when it negates what the question asks), a hedge makes it
+    "maybe". Used on PubMedQA, where every question is addressed by its abstract."""
+    passage = Passage(text, 1, 1)
+    stance, quote, _, _, _ = judge_offline(
+        question, [passage], lambda page: text if page == 1 else None, embed=embed,
+        min_similarity=min_similarity)
+    if stance == NOT_ADDRESSED or quote is None:
+        return "maybe"
+    if stance == CONTRADICTS:
+        return "no"
+    return "maybe" if _HEDGE.search(quote) else "yes"
