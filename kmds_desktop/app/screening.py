@@ -203,6 +203,8 @@ class ScreeningSession:
         self._resume: list[tuple[Key, str]] = []
         self._ordered_by = ""
         self.last_reason = ""
+        #: The records the queue offers (None: all): an update's screening shows its new records alone.
+        self.only: frozenset[Key] | None = None
         self._load()
         if background:
             self._thread = threading.Thread(target=self._train_loop, name="screening-training", daemon=True)
@@ -547,7 +549,17 @@ class ScreeningSession:
             i = self._index.get(k)
             if i is not None:
                 mask[i] = True
+        if self.only is not None:  # records outside the chosen ones are never offered
+            mask |= np.array([rec.key not in self.only for rec in self.records], dtype=bool)
         return mask
+
+    def show_only(self, keys: frozenset[Key] | None) -> None:
+        """Offer only ``keys`` in the queue (None: every record again); decisions and training still
+        use every record, so the model trained on all earlier decisions orders them."""
+        with self._lock:
+            self.only = frozenset(keys) if keys is not None else None
+        if self._browse is None:
+            self._advance()
 
     def _next_index(self) -> tuple[int | None, str]:
         mask = self._decided_mask()

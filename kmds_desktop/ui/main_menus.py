@@ -94,6 +94,9 @@ class WindowMenus:
         )
         self.topk_action.setToolTip("Index the literature database for fast full-text rows and counts at "
                                     "any size (read-only on the database; Cancel keeps what is done)")
+        file_menu.addSeparator()
+        self.reviews.fill_menu(file_menu)  # New / Open / Recent reviews, Update, Rename, ...
+        file_menu.addSeparator()
         self.export_menu = file_menu.addMenu("&Export")
         self._fill_export_menu()
         file_menu.addSeparator()

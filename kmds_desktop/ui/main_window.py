@@ -36,6 +36,7 @@ from kmds_desktop.ui.main_recovery import WindowRecovery
 from kmds_desktop.ui.main_startup import WindowStartup, settle_before_first_frame
 from kmds_desktop.ui.main_status import APP_TITLE, WindowStatus
 from kmds_desktop.ui.messages import MessageBar, RecoveryBar
+from kmds_desktop.ui.reviews import ReviewMenu
 from kmds_desktop.ui.workers import Job, JobRunner
 
 log = logging.getLogger(__name__)
@@ -90,6 +91,8 @@ class MainWindow(WindowStartup, WindowRecovery, WindowMenus, WindowStatus, Windo
         self.ask.set_history(self.settings.ui.question_history)
         self.ask.answer_finished.connect(self._llm_status_after_answer)
         self.literature = self._make_literature_panel(literature_kwargs or {})
+        #: File's review entries, and the open review's place kept across restarts
+        self.reviews = ReviewMenu(self, self.jobs, self.messages, self.literature)
 
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.setObjectName("mainSplitter")
@@ -103,6 +106,7 @@ class MainWindow(WindowStartup, WindowRecovery, WindowMenus, WindowStatus, Windo
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
         layout.addWidget(self.messages)
+        layout.addWidget(self.reviews.new_records_bar)
         #: One bar per recovery copy found at start-up (see :meth:`offer_recoveries`).
         self.recovery_bars: list[RecoveryBar] = []
         self._recovery_layout = QVBoxLayout()
@@ -118,6 +122,7 @@ class MainWindow(WindowStartup, WindowRecovery, WindowMenus, WindowStatus, Windo
         self._update_title()
         if probe_llm:
             QTimer.singleShot(0, self, self.refresh_llm_status)
+        QTimer.singleShot(0, self, self.reviews.restore)  # the review the user left, on a worker
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt API
         """Notice the window's first paint (see :class:`~kmds_desktop.ui.main_startup.WindowStartup`)."""
@@ -283,6 +288,7 @@ class MainWindow(WindowStartup, WindowRecovery, WindowMenus, WindowStatus, Windo
         self._remember_layout()
         self.ask.remember_history(self.settings.ui)
         self.persist_settings()
+        self.reviews.window_closing()
         self.jobs.shutdown()
         if hasattr(self.literature, "shutdown"):
             self.literature.shutdown()

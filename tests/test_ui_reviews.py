@@ -1,0 +1,186 @@
+"""A review in the window, by clicking the real widgets on a real PostgreSQL database: File → Open review
+shows its search, results and screening; a restart of the window (a new MainWindow on the same data
+folder) reopens it exactly there; after next year's records are imported, the next start says which
+review has new records and its Update screens only those. New, Rename and Delete go through the menu."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QMessageBox
+
+from kmds_desktop.app.review_resume import read_place
+from kmds_desktop.app.reviews import ReviewBook
+from kmds_desktop.literature.reviews.identity import repeats
+from kmds_desktop.literature.strategy.history import SearchHistory
+from kmds_desktop.literature.strategy.workbench import SearchWorkbench
+
+WAIT = 60_000
+QUESTION = "sweat testing in cystic fibrosis"
+
+
+def _cf_by_year(literature_data: Path, tmp_path: Path) -> tuple[Path, Path, dict[str, int]]:
+    """The CF collection split as the update's evidence splits it: 1974–77 now, 1978–79 next month."""
+    early, late = tmp_path / "cf-1974-77.jsonl", tmp_path / "cf-1978-79.jsonl"
+    years: dict[str, int] = {}
+    with (open(literature_data / "cf" / "corpus.jsonl", encoding="utf-8") as src,
+          open(early, "w", encoding="utf-8") as a, open(late, "w", encoding="utf-8") as b):
+        for line in src:
+            doc = json.loads(line)
+            years[doc["id"]] = int(doc["year"])
+            (a if int(doc["year"]) <= 1977 else b).write(line)
+    return early, late, years
+
+
+def _click(qtbot, button) -> None:
+    assert button.isEnabled() and button.isVisible(), button.text()
+    qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
+
+
+def _screening(qtbot, window) -> Any:
+    """The review's screening window once its session is on screen."""
+    qtbot.waitUntil(lambda: window.reviews.screening_window is not None
+                    and window.reviews.screening_window.session is not None, timeout=WAIT)
+    return window.reviews.screening_window
+
+
+def _restart(qtbot, window, make_window, database) -> Any:
+    """Close the window as the user does (the place is written on close) and start a new one."""
+    window.close()
+    assert not window.isVisible()
+    return make_window(literature_kwargs={"database": database})
+
+
+def test_a_review_reopens_after_a_restart_and_its_update_screens_only_the_new_records(
+        qtbot, make_window, pg_empty_database, literature_data, tmp_path, data_home) -> None:
+    db = pg_empty_database
+    early, late, years = _cf_by_year(literature_data, tmp_path)
+    db.import_files([early])
+    with SearchHistory() as history:
+        saved = SearchWorkbench(history, db).run(
+            QUESTION, [("sweat & (chloride | sodium)", {"kind": "hand-written"})], max_rows=1000)
+        with ReviewBook() as book:
+            book.new("sweat", [QUESTION], history=history, database=db, from_sets=[saved.number])
+            first_round = {r.key for r in book.store.records("sweat")}
+    assert first_round
+
+    # Today: File → Open review…, the review's search comes back into the panel and its screening opens.
+    window = make_window(literature_kwargs={"database": db})
+    panel = window.literature
+    qtbot.waitUntil(lambda: panel.document_count is not None, timeout=WAIT)
+    window.reviews.actions["open"].trigger()
+    picker = window.reviews.dialog
+    qtbot.waitUntil(lambda: picker.list.count() == 1, timeout=WAIT)
+    assert picker.list.item(0).text().startswith("sweat: 0 of ")
+    _click(qtbot, picker.open_button)
+    screening = _screening(qtbot, window)
+    assert panel.question.text() == QUESTION
+    assert [r.query for r in panel.session.included_rows()] == ["sweat & (chloride | sodium)"]
+    assert panel.documents.rowCount() == len(first_round)
+    assert panel.screen_button.isEnabled()
+    for button in (screening.include_button, screening.exclude_button, screening.maybe_button):
+        _click(qtbot, button)
+    decided = set(screening.session.decisions)
+    assert len(decided) == 3
+    _click(qtbot, screening.back_button)  # back to the second decision, to read it again
+    _click(qtbot, screening.back_button)
+    left_at = screening.session.current.key
+    assert left_at == screening.session.decided_keys()[1]  # not the record the queue would offer next
+    assert read_place().record == left_at  # written on each change, not only on close
+    assert [a.text() for a in window.reviews.recent_menu.actions()] == ["sweat"]
+
+    # Tomorrow: the window starts where it was left: search, results, the record on screen.
+    window = _restart(qtbot, window, make_window, db)
+    panel = window.literature
+    screening = _screening(qtbot, window)
+    assert screening.session.review.id == "sweat"
+    assert screening.session.current.key == left_at
+    assert set(screening.session.decisions) == decided
+    assert screening.decided_list.count() == 3
+    assert screening.decision_label.text().startswith("<b>Decided: exclude")
+    assert panel.question.text() == QUESTION
+    assert [r.query for r in panel.session.included_rows()] == ["sweat & (chloride | sodium)"]
+    assert panel.documents.rowCount() == len(first_round)
+    assert "reopened where you left it" in window.messages.label.text()
+    qtbot.waitUntil(lambda: panel.document_count is not None, timeout=WAIT)
+    assert not window.reviews.new_records_bar.isVisible()  # the database has not changed
+
+    # Next month's records are imported; the next start says the review has new records.
+    window.close()
+    db.import_files([late])
+    window = make_window(literature_kwargs={"database": db})
+    bar = window.reviews.new_records_bar
+    qtbot.waitUntil(bar.isVisible, timeout=WAIT)
+    assert bar.label.text().startswith("1 review has ") and "(sweat: " in bar.label.text()
+    waiting = int(bar.label.text().split("(sweat: ")[1].split(")")[0].replace(",", ""))
+    assert waiting > 0
+    _screening(qtbot, window)
+    _click(qtbot, bar.update_button)
+    qtbot.waitUntil(lambda: window.reviews.screening_window is not None
+                    and window.reviews.screening_window.session is not None
+                    and window.reviews.screening_window.session.only is not None, timeout=WAIT)
+    session = window.reviews.screening_window.session
+    new = set(session.only)
+    assert len(new) == waiting and not new & first_round
+    assert all(years[key[1]] >= 1978 for key in new)
+    offered = {session.records[i].key for i, _how in session.queue(len(session.records))}
+    assert offered == new  # only the new records are screened; none of round one is shown again
+    assert session.current.key in new
+    assert set(session.decisions) == decided and repeats(session.records) == []
+    assert "Update 1 of sweat" in "".join(m.text for m in window.messages.history)
+    assert "showing only the" in window.messages.label.text()
+    assert read_place().only_round == 1
+
+
+def test_new_rename_and_delete_a_review_from_the_file_menu(qtbot, make_window, pg_empty_database,
+                                                           data_home) -> None:
+    window = make_window(literature_kwargs={"database": pg_empty_database, "open_on_start": False})
+    reviews = window.reviews
+    file_menu = window.menuBar().actions()[0].menu()
+    names = [a.text() for a in file_menu.actions()]
+    for entry in ("&New review…", "Open re&view…", "Recent re&views", "&Update review", "Rena&me review…",
+                  "&Delete review…", "E&xport review…", "Import revie&w…",
+                  "Merge second screener's decisions…"):
+        assert entry in names, entry
+    assert not reviews.actions["rename"].isEnabled() and not reviews.actions["delete"].isEnabled()
+
+    reviews.actions["new"].trigger()
+    dialog = reviews.dialog
+    assert not dialog.ok_button.isEnabled()  # no name, no review
+    qtbot.keyClicks(dialog.name_edit, "hand search")
+    _click(qtbot, dialog.ok_button)
+    screening = _screening(qtbot, window)
+    assert screening.session.review.id == "hand search"
+    assert reviews.actions["rename"].isEnabled() and read_place().review == "hand search"
+
+    reviews.actions["new"].trigger()  # a name in use is refused in one line; nothing is lost
+    qtbot.keyClicks(reviews.dialog.name_edit, "hand search")
+    _click(qtbot, reviews.dialog.ok_button)
+    qtbot.waitUntil(lambda: "exists already" in window.messages.label.text(), timeout=WAIT)
+    assert "\n" not in window.messages.label.text()
+
+    reviews.actions["rename"].trigger()
+    dialog = reviews.dialog
+    assert dialog.name_edit.text() == "hand search"
+    dialog.name_edit.setText("")
+    qtbot.keyClicks(dialog.name_edit, "hand search, adults")
+    _click(qtbot, dialog.ok_button)
+    qtbot.waitUntil(lambda: read_place().review == "hand search, adults", timeout=WAIT)
+    with ReviewBook() as book:
+        assert [s.id for s in book.summaries()] == ["hand search, adults"]
+    assert [a.text() for a in reviews.recent_menu.actions()] == ["hand search, adults"]
+    assert screening.windowTitle() == "Screening — hand search, adults"
+
+    reviews.actions["delete"].trigger()
+    box = reviews.dialog
+    assert isinstance(box, QMessageBox) and "hand search, adults" in box.text()
+    _click(qtbot, box.button(QMessageBox.StandardButton.Yes))
+    qtbot.waitUntil(lambda: read_place().review == "", timeout=WAIT)
+    with ReviewBook() as book:
+        assert book.summaries() == []
+    assert reviews.screening_window is None
+    assert not reviews.actions["rename"].isEnabled()
+    assert [a.text() for a in reviews.recent_menu.actions()] == ["(none yet)"]
