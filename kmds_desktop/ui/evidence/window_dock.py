@@ -1,0 +1,62 @@
+"""The Evidence view in the main window: a dock beside the panels (View \u2192 Evidence), and File's
+Import PDFs\u2026 and Import Zotero library\u2026 placed after the literature imports.
+
+Why a dock and not a fourth panel: evidence is read beside the records or the KB for a while, then put
+away; a dock can be shown, hidden, floated or widened without the three panels' sizes changing, and
+the window's saved state (``saveState``) keeps where the user put it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QDockWidget
+
+from kmds_desktop.ui.evidence.view import EvidenceView
+
+if TYPE_CHECKING:
+    from kmds_desktop.ui.main_window import MainWindow
+
+
+def install_evidence(window: MainWindow) -> EvidenceView:
+    """Add the Evidence dock (hidden until asked for) and its File and View entries to ``window``."""
+    view = EvidenceView(window.jobs, encoder=window._literature_encoder)  # the index process embeds
+    view.message.connect(lambda level, text: window.messages.show_message(text, level, topic="evidence"))
+    dock = QDockWidget("Evidence: questions answered from your PDFs", window)
+    dock.setObjectName("evidenceDock")
+    dock.setWidget(view)
+    window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
+    dock.hide()
+    window.evidence_dock = dock
+
+    def shown_then(run: object) -> None:
+        dock.show()
+        dock.raise_()
+        run()  # type: ignore[operator]
+
+    file_menu = window.import_folder_action.associatedObjects()[0]
+    after = file_menu.actions()
+    position = after.index(window.import_folder_action) + 1
+    before = after[position] if position < len(after) else None
+    for text, name, run, tip in (
+        ("Import &PDFs\u2026", "importPdfs", view.import_pdfs_dialog,
+         "Full texts: the PDFs under a folder, read page by page (a PDF that cannot be read is named with "
+         "its reason; importing again skips unchanged files)"),
+        ("Import &Zotero library\u2026", "importZotero", view.import_zotero_dialog,
+         "The PDFs of a Zotero library, read-only (a copy of zotero.sqlite is read; Zotero's DOI and "
+         "title are kept)"),
+    ):
+        action = QAction(text, window)
+        action.setObjectName(name)
+        action.setToolTip(tip)
+        action.triggered.connect(lambda _checked=False, go=run: shown_then(go))
+        file_menu.insertAction(before, action)
+    toggle = dock.toggleViewAction()
+    toggle.setText("&Evidence")
+    toggle.setObjectName("showEvidence")
+    toggle.setShortcut(QKeySequence("Ctrl+E"))
+    view_menu = next(a.menu() for a in window.menuBar().actions() if a.text() == "&View")
+    view_menu.insertAction(view_menu.actions()[-3] if len(view_menu.actions()) >= 3 else None, toggle)
+    return view
