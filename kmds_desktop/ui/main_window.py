@@ -28,6 +28,7 @@ from kmds_desktop.app.presentation import Settings
 from kmds_desktop.app.workspace import IndexFollower, IndexHolder
 from kmds_desktop.ui import file_dialogs
 from kmds_desktop.ui.ask_panel import AskPanel
+from kmds_desktop.ui.evidence.window_dock import install_evidence
 from kmds_desktop.ui.kb_browser import KBBrowser
 from kmds_desktop.ui.literature_panel import LiteraturePanel
 from kmds_desktop.ui.main_kb import KB_FILE_FILTER, WindowKnowledgeBase
@@ -117,6 +118,7 @@ class MainWindow(WindowStartup, WindowRecovery, WindowMenus, WindowStatus, Windo
 
         self._build_status_bar()
         self._build_menus()
+        self.evidence = install_evidence(self)  # the Evidence dock with File's PDF and Zotero imports
         self._wire()
         self._restore_layout()
         self._update_title()
@@ -292,6 +294,7 @@ class MainWindow(WindowStartup, WindowRecovery, WindowMenus, WindowStatus, Windo
         self.jobs.shutdown()
         if hasattr(self.literature, "shutdown"):
             self.literature.shutdown()
+        self.evidence.shutdown()
         event.accept()
 
 
