@@ -141,7 +141,7 @@ def test_new_rename_and_delete_a_review_from_the_file_menu(qtbot, make_window, p
     reviews = window.reviews
     file_menu = window.menuBar().actions()[0].menu()
     names = [a.text() for a in file_menu.actions()]
-    for entry in ("&New review…", "Open re&view…", "Recent re&views", "&Update review", "Rena&me review…",
+    for entry in ("&New review…", "Open re&view…", "Re&cent reviews", "&Update review", "Rena&me review…",
                   "&Delete review…", "E&xport review…", "Import revie&w…",
                   "Merge second screener's decisions…"):
         assert entry in names, entry

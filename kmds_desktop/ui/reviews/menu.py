@@ -82,7 +82,7 @@ class ReviewMenu(QObject):
             "screening and PRISMA flow")
         add("open", "Open re&view…", self.open_review_dialog, "Reopen a review: its search, results and "
             "screening where you left them")
-        self.recent_menu = menu.addMenu("Recent re&views")
+        self.recent_menu = menu.addMenu("Re&cent reviews")
         self.recent_menu.setObjectName("review:recent")
         add("update", "&Update review", self.update_review,
             "Re-run the review's saved search on the database as it is now and screen only the new records")
