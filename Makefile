@@ -25,6 +25,7 @@ test: $(STAMP)
 	bash scripts/sysdeps.sh test
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m ruff check kmds_desktop tests bench
 	$(BIN)/lint-imports
+	$(BIN)/python -m mypy
 	mkdir -p build && $(MKDOCS) -d build/docs-check >build/docs-check.log 2>&1 || { cat build/docs-check.log; exit 1; }
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -ra -m "not slow" --ignore=tests/test_real_model.py
 	bash scripts/sysdeps.sh real-model

@@ -27,7 +27,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -231,7 +231,7 @@ def _cleanup(ctx: _Context, keep: bool) -> None:
 
 
 @contextlib.contextmanager
-def _log_to(folder: Path):  # type: ignore[no-untyped-def]
+def _log_to(folder: Path) -> Iterator[None]:
     """Send log records to the temporary folder while the check runs (not to the user's log file)."""
     root = logging.getLogger()
     saved = list(root.handlers), root.level

@@ -328,7 +328,7 @@ def settings_for_ask(
     section = "llm."
     try:
         if backend:
-            llm.backend = backend  # type: ignore[assignment] - validated on assignment
+            llm.backend = backend  # type: ignore[assignment]  # any str: pydantic validates on assignment
         if model:
             llm.ollama_model = model
             llm.google_model = model

@@ -124,7 +124,7 @@ def _check_server(result: DoctorReport, root: Path, settings: Any, repair: bool)
     from kmds_desktop.literature.store.server import EmbeddedServer, format_bytes
 
     literature = getattr(settings, "literature", None)
-    if getattr(literature, "mode", "embedded") == "external":
+    if literature is not None and getattr(literature, "mode", "embedded") == "external":
         result.add("server", "literature database", "info",
                    f"an external PostgreSQL ({literature.host}:{literature.port}, database "
                    f"{literature.dbname}) is configured; it is not diagnosed here")

@@ -968,7 +968,8 @@ class LiteratureSession(Observable):
         for rank, doc in enumerate(result.documents, start=1):
             item = dict(doc)
             item["rank"] = rank
-            item["found_by"] = found_by.get(item.get("id"), [])
+            doc_id = item.get("id")
+            item["found_by"] = found_by.get(doc_id, []) if doc_id is not None else []
             documents.append(item)
         self.documents = documents
         self.last_run = RunRecord(plan, result, provenance, labels, plan.started_at, finished_at,
@@ -1049,7 +1050,7 @@ class LiteratureSession(Observable):
         semantic row ran)."""
         run = self.last_run
         coverage = run_coverage(run.result.queries) if run is not None else None
-        if coverage is None:
+        if run is None or coverage is None:
             return ""
         rows = sum(1 for q in run.result.queries if q.kind != ROW_TSQUERY and q.ok)
         sentence = coverage.sentence(rows)

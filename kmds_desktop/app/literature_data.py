@@ -207,9 +207,10 @@ def describe_topk(status: dict[str, Any] | None, documents: int = 0) -> str:
     or a small database, just works and says nothing)."""
     from kmds_desktop.literature.store.topk_build import AUTO_TOPK_UP_TO
 
-    state = (status or {}).get("state", "none")
+    known = status or {}
+    state = known.get("state", "none")
     if state == "unfinished":
-        return (f"fast search index unfinished ({int(status.get('documents') or 0):,} documents; "
+        return (f"fast search index unfinished ({int(known.get('documents') or 0):,} documents; "
                 "File > Build fast search index goes on)")
     if state == "none" and documents > AUTO_TOPK_UP_TO:
         return "no fast search index (File > Build fast search index)"

@@ -156,6 +156,8 @@ def _search(args: argparse.Namespace) -> int:
             numbered = run_numbered(workbench, session.question, details, agent, plan,
                                     max_rows=literature.max_rows)
             result = numbered.result
+            if numbered.number is None:  # cannot happen: a run given a workbench is numbered by it
+                raise QueryAgentError("the search history gave the run no number; nothing was recorded")
             saved = finish_recording(workbench, numbered.number, session.apply_run(plan, result, utc_now()))
         finally:
             workbench.history.close()

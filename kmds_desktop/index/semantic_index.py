@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, overload
 
 from kmds_desktop.index import (
     embedding_service,
@@ -129,19 +129,18 @@ class SemanticIndex:
         self.chroma_host = chroma_host
         self.chroma_port = chroma_port
         self.own_process = bool(own_process and not chroma_host and persist_dir is not None)
-        if self.own_process:
-            self.persist_dir = Path(persist_dir).expanduser().resolve()  # type: ignore[arg-type]
+        self.persist_dir: Path | None = None
+        if self.own_process and persist_dir is not None:
+            self.persist_dir = Path(persist_dir).expanduser().resolve()
             self.location = str(self.persist_dir)
             self._fixed_client = None
             self._client  # noqa: B018 - starts (or finds) the index process now, failing clearly
             self._prefix = store.collection_prefix(self.model_name)
         elif chroma_host:
-            self.persist_dir: Path | None = None
             self.location = f"http://{chroma_host}:{chroma_port or 8000}"
             self._fixed_client = store.server_client(chroma_host, int(chroma_port or 8000))
             self._prefix = store.collection_prefix(self.model_name)
         elif persist_dir is None:
-            self.persist_dir = None
             self.location = "memory"
             self._fixed_client = store.memory_client()
             # The in-process client is shared: private collection names keep instances apart.
@@ -183,6 +182,12 @@ class SemanticIndex:
     # One ChromaDB collection per KB (and model): searching one KB needs no metadata filter,
     # which at 10k entries is the difference between ~2 ms and ~60 ms per query, and clearing or
     # rebuilding one KB can never touch another.
+
+    @overload
+    def _collection(self, kb_id: str, create: Literal[True] = True) -> Any: ...
+
+    @overload
+    def _collection(self, kb_id: str, create: bool) -> Any | None: ...
 
     def _collection(self, kb_id: str, create: bool = True) -> Any | None:
         """The KB's collection, fetched afresh (another instance may have cleared it since)."""
@@ -668,7 +673,9 @@ class SemanticIndex:
         vectors: dict[str, Any] = {}
         collection = self._collection(scope, create=False)
         try:
-            for i in range(0, len(ids) if collection is not None else 0, _GET_CHUNK):
+            for i in range(0, len(ids), _GET_CHUNK):
+                if collection is None:  # no index built for the KB yet: every vector is computed below
+                    break
                 got = collection.get(ids=ids[i : i + _GET_CHUNK], include=["embeddings", "metadatas"])
                 for meta, emb in zip(got["metadatas"] or [], got["embeddings"], strict=False):
                     if meta is not None:

@@ -177,9 +177,9 @@ def choose_backend(settings: LLMSettings | None = None, backend: str | None = No
     candidate = None
     timeout = min(probe_timeout, DISCOVERY_TIMEOUT_S)
     # the servers the user confirmed, at the address confirmed (wherever "auto" found them), first
-    confirmed = [FoundServer(_usual_name(url, openai_servers), url, tuple(models))
+    confirmed = [FoundServer(_usual_name(url, openai_servers), url, tuple(served))
                  for url in settings.confirmed_servers
-                 if (models := _models_or_none(url, timeout)) is not None]
+                 if (served := _models_or_none(url, timeout)) is not None]
     for found in [*confirmed, *discover_openai_servers(openai_servers, timeout=timeout)]:
         if found.base_url in settings.confirmed_servers:
             model = settings.openai_model if settings.openai_model in found.models or not found.models \

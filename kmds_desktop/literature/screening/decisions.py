@@ -35,7 +35,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from kmds_desktop.literature.errors import LiteratureError
 from kmds_desktop.literature.screening.records import (
@@ -236,7 +236,7 @@ class DecisionStore(SqliteStore):
 
     WHAT = "the screening file"
     ERROR = ScreeningError
-    SCHEMA = _SCHEMA
+    SCHEMA: ClassVar[Sequence[str]] = _SCHEMA  # a subclass adds its own tables' statements
     SCHEMA_VERSION = SCHEMA_VERSION
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:

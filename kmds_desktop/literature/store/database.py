@@ -609,7 +609,7 @@ class LiteratureDatabase:
 
     def _execute(self, conn: psycopg.Connection, sql: str, params: dict[str, Any]) -> psycopg.Cursor:
         try:
-            return conn.execute(sql, params)  # type: ignore[arg-type]  # constant SQL, values bound
+            return conn.execute(sql, params)  # constant SQL, values bound
         except psycopg.Error as err:
             if not _is_query_text_error(err):
                 raise

@@ -124,7 +124,7 @@ def nearest_document_ids(db: Any, vectors: DatabaseVectors, query_vector: Any, m
         "SELECT d.id, 1 - min(near.distance) AS similarity FROM near "
         "JOIN chunks c ON c.id = near.chunk_id JOIN document d ON d.id = c.document_id "
         "WHERE {where} GROUP BY d.id ORDER BY similarity DESC, d.id LIMIT %(limit)s").format(
-            table=sql.Identifier(vectors.table), where=sql.SQL(where))  # type: ignore[arg-type]
+            table=sql.Identifier(vectors.table), where=sql.SQL(where))
 
     def run(conn: psycopg.Connection) -> list[tuple[int, float]]:
         iterative = getattr(db, "_kmds_iterative_scan", None)
@@ -209,7 +209,7 @@ def database_vector_coverage(db: Any, vectors: DatabaseVectors, use_pubmed: bool
             "SELECT count(*) FILTER (WHERE EXISTS (SELECT 1 FROM chunks c JOIN {table} e "
             "ON e.chunk_id = c.id WHERE c.document_id = d.id AND e.model_id = %(model)s)), count(*) "
             "FROM document d WHERE {where}"
-        ).format(table=sql.Identifier(vectors.table), where=sql.SQL(where)),  # type: ignore[arg-type]
+        ).format(table=sql.Identifier(vectors.table), where=sql.SQL(where)),
             params).fetchone()
         return (int(row[0]), int(row[1]), False) if row else (0, 0, False)
 

@@ -16,5 +16,5 @@ def first_value(cursor: psycopg.Cursor[Any]) -> Any:
     """The first column of the cursor's next row; a query that returned no row is a bug in the query."""
     row = cursor.fetchone()
     if row is None:
-        raise LookupError(f"the query returned no row where one was certain: {cursor.query!r}")
+        raise LookupError(f"a query certain to return one row returned none ({cursor.statusmessage})")
     return row[0]

@@ -369,7 +369,7 @@ def nearest_ids(
                              "set_config('hnsw.iterative_scan', 'relaxed_order', true)", params)
             else:
                 conn.execute("SELECT set_config('hnsw.ef_search', %(ef)s, true)", params)
-            rows = conn.execute(sql, params).fetchall()  # type: ignore[arg-type]  # constant SQL
+            rows = conn.execute(sql, params).fetchall()  # constant SQL
         # relaxed_order may return neighbours slightly out of order: sort by similarity, then id.
         return sorted(((int(r[0]), float(r[1])) for r in rows), key=lambda p: (-p[1], p[0]))
 
@@ -410,7 +410,7 @@ def count_with_vectors(db: Any, use_pubmed: bool = True, use_medrxiv: bool = Tru
 
     def run(conn: psycopg.Connection) -> int:
         _require_table(conn)
-        row = conn.execute(  # type: ignore[call-overload]  # constant SQL, values bound
+        row = conn.execute(  # constant SQL, values bound
             f"SELECT count(*) FROM {VECTOR_TABLE} v JOIN document d ON d.id = v.document_id WHERE {where}",
             params).fetchone()
         return int(row[0]) if row else 0
@@ -430,7 +430,7 @@ def vector_coverage(db: Any, use_pubmed: bool = True, use_medrxiv: bool = True, 
 
     def run(conn: psycopg.Connection) -> tuple[int, int]:
         _require_table(conn)
-        row = conn.execute(  # type: ignore[call-overload]  # constant SQL, values bound
+        row = conn.execute(  # constant SQL, values bound
             f"SELECT count(v.document_id), count(*) FROM document d "
             f"LEFT JOIN {VECTOR_TABLE} v ON v.document_id = d.id WHERE {where}", params).fetchone()
         return (int(row[0]), int(row[1])) if row else (0, 0)

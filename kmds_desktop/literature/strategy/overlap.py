@@ -107,11 +107,11 @@ def overlap(history: SearchHistory, numbers: list[int]) -> Overlap:
         info = models.setdefault(r.origin, {"rows": 0, "documents": 0, "unique": 0})
         info["rows"] += 1
         by_origin.setdefault(r.origin, set()).update(r.ids)
-    for origin, ids in by_origin.items():
+    for origin, found in by_origin.items():
         others: set[int] = set()
         for other, other_ids in by_origin.items():
             if other != origin:
                 others |= other_ids
-        models[origin]["documents"] = len(ids)
-        models[origin]["unique"] = len(ids - others)
+        models[origin]["documents"] = len(found)
+        models[origin]["unique"] = len(found - others)
     return Overlap(rows, shared, jaccard, unique, len(count), models)

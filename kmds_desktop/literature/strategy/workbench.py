@@ -59,7 +59,8 @@ def rows_from_generation(generated: Any) -> list[tuple[str, dict[str, Any]]]:
     for query in generated.unique_queries:
         key = query_key(query)
         first = next((r for r in generated.successful if query_key(r.query) == key), None)
-        provenance = provenance_of_generated(first) if first is not None else {"kind": "hand-written"}
+        provenance: dict[str, Any] = (provenance_of_generated(first) if first is not None
+                                      else {"kind": "hand-written"})
         also = [m for m in generated.models_for(query) if m != provenance.get("model")]
         if also:
             provenance["also_proposed_by"] = also
