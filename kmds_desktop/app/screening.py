@@ -892,7 +892,7 @@ class ScreeningSession:
         fig = stopping.figures(len(self.records), seq)
         check = self.sample_check()
         sampled = [
-            None if tuple(k) not in self.decisions else self.decisions[tuple(k)].decision == INCLUDE
+            None if k not in self.decisions else self.decisions[k].decision == INCLUDE
             for k in (check.sample if check else ())
         ]
         return StoppingReport(
