@@ -40,6 +40,8 @@ def _session(url: str = "http://127.0.0.1:9", **changes: Any) -> LiteratureSessi
     base: dict[str, Any] = {"multi_model_enabled": True, "models": ["builtin:keywords"],
                             "queries_per_model": 1, "ollama_host": url, "timeout_s": 10}
     base.update(changes)
+    # the scripted models reply with their own tsqueries: the verbatim option (concepts: test_concept_queries)
+    base.setdefault("verbatim_query_models", [m for m in base["models"] if not m.startswith("builtin:")])
     return LiteratureSession(QueryGenerationSettings(**base), LiteratureSettings(max_rows=20))
 
 

@@ -32,6 +32,7 @@ def _settings(models: list[str], host: str = "http://127.0.0.1:9", per_model: in
     qg = settings.query_generation
     qg.multi_model_enabled = True
     qg.models = models
+    qg.verbatim_query_models = [m for m in models if not m.startswith("builtin:")]  # scripted tsqueries
     qg.queries_per_model = per_model
     qg.ollama_host = host
     qg.timeout_s = timeout_s

@@ -31,6 +31,7 @@ def _settings(models: list[str], host: str) -> Settings:
     qg = settings.query_generation
     qg.multi_model_enabled = True
     qg.models = models
+    qg.verbatim_query_models = [m for m in models if not m.startswith("builtin:")]  # scripted tsqueries
     qg.ollama_host = host
     qg.timeout_s = 30
     qg.queries_per_model = 1  # one query per scripted model: the rows below are counted

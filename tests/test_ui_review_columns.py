@@ -21,6 +21,7 @@ def test_a_duplicate_querys_note_is_whole_in_wide_mode(qtbot, make_window, fake_
     qg = settings.query_generation
     qg.multi_model_enabled = True
     qg.models = ["first-model", "second-model"]
+    qg.verbatim_query_models = list(qg.models)  # the models reply with their own tsqueries
     qg.ollama_host = fake_ollama.url
     qg.timeout_s = 30
     qg.queries_per_model = 1
