@@ -97,8 +97,8 @@ def measure(name: str, questions: list[dict[str, Any]], orchs: dict[str, SearchO
     for q in questions:
         orch, question = orchs[q["kb"]], q["question"]
         vocab = orch.vocabulary()
-        decision = route_offline(question, orch._embed(question), orch.embedding_model, vocab,  # noqa: SLF001
-                                 encode=orch._encode)  # noqa: SLF001
+        decision = route_offline(question, orch._embed(question), orch.embedding_model, vocab,
+                                 encode=orch._encode)
         offline_ok = right(decision.route, question, q)
         counts["offline"] += offline_ok
         by_basis[decision.basis] += 1

@@ -274,7 +274,7 @@ def run_self_test(out: TextIO | None = None, err: TextIO | None = None) -> int:
                 log.info("self-test step: %s", name)
                 try:
                     step(ctx)
-                except Exception as exc:  # noqa: BLE001 - every failure becomes the one-line reason
+                except Exception as exc:  # every failure becomes the one-line reason
                     log.exception("self-test step %s failed", name)
                     reason = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
                     kind = "" if isinstance(exc, SelfTestError) else f"{type(exc).__name__}: "

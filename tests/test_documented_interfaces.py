@@ -144,7 +144,7 @@ def test_generator_accepts_an_ollama_host_string(fake_ollama) -> None:
 
 def test_generator_deduplicates_as_documented() -> None:
     generator = MultiModelQueryGenerator("http://localhost:11434")
-    unique = generator._deduplicate_queries(["Query 1", "query 1", "Query 2"])  # noqa: SLF001
+    unique = generator._deduplicate_queries(["Query 1", "query 1", "Query 2"])
     assert len(unique) == 2
 
 

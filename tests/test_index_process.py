@@ -92,7 +92,7 @@ def test_the_app_index_runs_in_its_own_process(folder: Path, kmds_data: Path, em
     info = _server_info(folder)
     assert info["pid"] != os.getpid() and _pid_alive(info["pid"])
     assert Path(info["socket"]).is_socket() and "port" not in info  # ChromaDB has no TCP port
-    assert str(folder) not in store._locks  # this process never opened the folder itself  # noqa: SLF001
+    assert str(folder) not in store._locks  # this process never opened the folder itself
 
     report = index.build(kmds_data / "test_kb_exp_workflow.xml")
     assert report.embedded == 30 and index.count() == 30
@@ -126,13 +126,13 @@ def test_the_index_process_embeds_and_writes_each_step(folder: Path, kmds_data: 
     monkeypatch.setattr(semantic_index_module, "BUILD_CHUNK", 12)
     index = SemanticIndex(folder, own_process=True)
     calls: list[str] = []
-    real_call = type(index._client).call  # noqa: SLF001
+    real_call = type(index._client).call
 
     def recording_call(self, collection, method, *args, **kwargs):
         calls.append(method)
         return real_call(self, collection, method, *args, **kwargs)
 
-    monkeypatch.setattr(type(index._client), "call", recording_call)  # noqa: SLF001
+    monkeypatch.setattr(type(index._client), "call", recording_call)
     monkeypatch.setattr(embedding_service, "encode_remote", _no_remote_encode)
     kb = load_kb(kmds_data / "test_kb_exp_workflow.xml")
     report = index.build_from_onto(kb)
@@ -140,7 +140,7 @@ def test_the_index_process_embeds_and_writes_each_step(folder: Path, kmds_data: 
     steps = -(-len({e.text for e in wanted}) // 12)  # steps of 12 distinct texts
     assert report.embedded == 30 and calls.count("embed_upsert") == steps and "upsert" not in calls
     assert steps >= 2
-    got = index._collection(kb.kb_id).get(ids=[wanted[0].id], include=["embeddings"])  # noqa: SLF001
+    got = index._collection(kb.kb_id).get(ids=[wanted[0].id], include=["embeddings"])
     np.testing.assert_allclose(got["embeddings"][0], embeddings.encode([wanted[0].text])[0], atol=1e-5)
 
     other = SemanticIndex(folder, "no-such-model", own_process=True)
@@ -148,7 +148,7 @@ def test_the_index_process_embeds_and_writes_each_step(folder: Path, kmds_data: 
         other.build_from_onto(kb)
 
 
-def _no_remote_encode(*args, **kwargs):  # noqa: ANN002, ANN003
+def _no_remote_encode(*args, **kwargs):
     raise AssertionError("a build step must not fetch vectors from the index process")
 
 

@@ -58,7 +58,7 @@ def test_model_is_loaded_once_and_shared(
     """Every index, alias and caller in the process uses the one loaded copy of the model."""
     import sentence_transformers
 
-    def no_second_load(*args, **kwargs):  # noqa: ANN002, ANN003
+    def no_second_load(*args, **kwargs):
         raise AssertionError(f"the model was loaded again: {args}")
 
     monkeypatch.setattr(sentence_transformers, "SentenceTransformer", no_second_load)

@@ -96,7 +96,7 @@ def test_invalid_utf8(tmp_path: Path) -> None:
 class _Recorder(http.server.BaseHTTPRequestHandler):
     hits: list[str] = []
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server API
+    def do_GET(self) -> None:  # http.server API
         _Recorder.hits.append(self.path)
         body = b'<!ENTITY leak "LEAKED">'
         self.send_response(200)
@@ -193,7 +193,7 @@ def test_big_file_is_parsed_in_this_process(tmp_path: Path, monkeypatch: pytest.
     threads) a fork can deadlock, so a big KB must be parsed without one."""
     import multiprocessing
 
-    def no_fork(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003
+    def no_fork(self, *args, **kwargs):
         raise AssertionError("a parser process was started")
 
     monkeypatch.setattr(multiprocessing.Process, "start", no_fork)

@@ -279,7 +279,7 @@ def test_save_is_atomic_and_a_failed_save_keeps_the_original(
 
     from kmds_desktop.kb.store import KBStore
 
-    def broken_write(self, fh):  # noqa: ANN001 - simulates the disk filling up halfway
+    def broken_write(self, fh):  # simulates the disk filling up halfway
         fh.write(
             b'<?xml version="1.0"?>\n<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">\n<half'
         )
@@ -292,7 +292,7 @@ def test_save_is_atomic_and_a_failed_save_keeps_the_original(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["kb.xml"]  # no temp file left behind
     assert kb.dirty  # still unsaved
 
-    def truncated_write(self, fh):  # noqa: ANN001 - a writer bug producing broken XML
+    def truncated_write(self, fh):  # a writer bug producing broken XML
         fh.write(
             b'<?xml version="1.0"?>\n<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">\n<a>'
         )

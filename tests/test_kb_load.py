@@ -145,7 +145,7 @@ def test_two_kbs_in_one_process_do_not_mix(kmds_data: Path) -> None:
     assert len(a.observations) == 30 and len(b.observations) == 9
     assert a.observations == a2.observations
     assert {w.name for w in b.workflows} == {"retail_customer_modelling"}
-    assert a._store.world is not b._store.world  # noqa: SLF001 - the isolation itself is the point
+    assert a._store.world is not b._store.world  # the isolation itself is the point
 
 
 def test_kb_id_is_stable_short_hash_of_resolved_path(

@@ -92,8 +92,8 @@ def test_searches_combinations_and_reruns_against_hand_computed_sets(bench, pg_e
     extra = tmp_path / "extra.jsonl"
     _write_corpus(extra, {"t:9": "Aspirin lowers stroke risk"})
     pg_empty_database.import_files([extra])
-    with pg_empty_database._connection().transaction():  # noqa: SLF001 - withdraw t:5 as MEDLINE would
-        pg_empty_database._connection().execute(  # noqa: SLF001
+    with pg_empty_database._connection().transaction():  # withdraw t:5 as MEDLINE would
+        pg_empty_database._connection().execute(
             "UPDATE document SET withdrawn_date = current_date WHERE external_id = 't:5'")
     rerun = bench.rerun(1)
     assert rerun.new.kind == "rerun" and rerun.new.details["rerun_of"] == 1

@@ -82,6 +82,6 @@ def preload_question_modules() -> None:
     """Import the modules the first question needs (routing, templates, the index client) now, before
     the window's first frame: their set-up holds the GIL, which froze the window when a worker did
     it at the first question (see the main window's start-up)."""
-    import kmds_desktop.ask.orchestrator  # noqa: F401 - the first question's routing and templates
-    import kmds_desktop.index.embedding_service  # noqa: F401
+    import kmds_desktop.ask.orchestrator  # the first question's routing and templates
+    import kmds_desktop.index.embedding_service
     import kmds_desktop.index.factory  # noqa: F401

@@ -19,7 +19,7 @@ import sys
 from typing import Any, TextIO
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
+def register(sub: argparse._SubParsersAction) -> None:
     """Add ``ask`` to the main parser."""
     p = sub.add_parser(
         "ask",

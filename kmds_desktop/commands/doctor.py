@@ -13,7 +13,7 @@ import argparse
 from kmds_desktop.commands.common import guarded, print_json, progress_line
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
+def register(sub: argparse._SubParsersAction) -> None:
     """Add ``doctor`` to the main parser."""
     p = sub.add_parser(
         "doctor",

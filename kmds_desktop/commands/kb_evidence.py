@@ -14,7 +14,7 @@ import sys
 from kmds_desktop.commands.common import fail, print_json
 
 
-def register_kb_evidence(kb_sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
+def register_kb_evidence(kb_sub: argparse._SubParsersAction) -> None:
     """Add ``link-evidence`` and ``evidence`` under ``kb``."""
     from kmds_desktop.kb.evidence_links import RELATIONS
 

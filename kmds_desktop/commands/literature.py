@@ -27,7 +27,7 @@ from kmds_desktop.text import plural
 _MAX_SKIPPED_SHOWN = 20
 
 
-def register(sub: argparse._SubParsersAction) -> argparse._SubParsersAction:  # noqa: SLF001
+def register(sub: argparse._SubParsersAction) -> argparse._SubParsersAction:
     """Add ``literature`` with its subcommands; returns its subparsers (``search`` is added by
     :mod:`kmds_desktop.commands.literature_search`, which drives the application layer)."""
     lit = sub.add_parser(

@@ -18,7 +18,7 @@ from kmds_desktop.commands.common import (
 )
 
 
-def register_evaluate(lit_sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
+def register_evaluate(lit_sub: argparse._SubParsersAction) -> None:
     """Add the ``evaluate`` subcommand under ``literature``."""
     ev = lit_sub.add_parser(
         "evaluate",

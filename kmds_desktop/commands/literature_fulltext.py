@@ -16,7 +16,7 @@ from typing import Any
 from kmds_desktop.commands.common import end_progress, guarded, print_json, progress_line
 
 
-def register_fulltext(lit_sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
+def register_fulltext(lit_sub: argparse._SubParsersAction) -> None:
     """Add ``fulltext`` (``import``, ``status``), ``evidence`` and ``answer`` under ``literature``."""
     fulltext = lit_sub.add_parser(
         "fulltext",

@@ -21,7 +21,7 @@ from kmds_desktop.commands.common import print_json as _dump
 SHOWN_MEMBERS = 10
 
 
-def register_history(lit_sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
+def register_history(lit_sub: argparse._SubParsersAction) -> None:
     """Add ``history``, ``combine``, ``check``, ``overlap`` and ``report`` under ``literature``."""
     hist = lit_sub.add_parser(
         "history", help="the numbered sets of past searches: list, show, rename, rerun, delete",

@@ -19,7 +19,7 @@ from kmds_desktop.commands.common import DSN_HELP, guarded, literature_database,
 _STORE_HELP = "the screening file (default: screening/screening.sqlite3 in the data folder)"
 
 
-def register_review(lit_sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
+def register_review(lit_sub: argparse._SubParsersAction) -> None:
     """Add ``review`` and its subcommands under ``literature``."""
     review = lit_sub.add_parser(
         "review",

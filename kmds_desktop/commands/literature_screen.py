@@ -19,7 +19,7 @@ from kmds_desktop.commands.common import DSN_HELP, fail, guarded, literature_dat
 _STORE_HELP = "the screening file (default: screening/screening.sqlite3 in the data folder)"
 
 
-def register_screen(lit_sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
+def register_screen(lit_sub: argparse._SubParsersAction) -> None:
     """Add ``screen`` and its subcommands under ``literature``."""
     screen = lit_sub.add_parser(
         "screen",

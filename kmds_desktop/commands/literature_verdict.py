@@ -15,7 +15,7 @@ from kmds_desktop.commands.common import guarded, print_json
 BACKENDS = ("auto", "offline", "ollama", "openai", "google")
 
 
-def register_verdicts(lit_sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
+def register_verdicts(lit_sub: argparse._SubParsersAction) -> None:
     """Add ``verdict`` and ``choose`` under ``literature``."""
     verdict = lit_sub.add_parser(
         "verdict",

@@ -16,7 +16,7 @@ from kmds_desktop.index.entries import WORKFLOW_CATEGORY
 from kmds_desktop.kb.vocabulary import CATEGORIES
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
+def register(sub: argparse._SubParsersAction) -> None:
     """Add ``index`` to the main parser."""
     p = sub.add_parser(
         "index",

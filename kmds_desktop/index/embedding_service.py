@@ -46,7 +46,7 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
         """Quiet: one line per request would fill the index process's log."""
 
-    def do_POST(self) -> None:  # noqa: N802 - the http.server protocol
+    def do_POST(self) -> None:  # the http.server protocol
         if self.path != PATH:
             self._reply_error(404, "unknown path")
             return

@@ -213,7 +213,7 @@ class SemanticIndex:
         one stopped answering (crashed or killed): every operation starts with such a call."""
         try:
             return call(self._client)
-        except Exception as err:  # noqa: BLE001 - only a lost index process is retried
+        except Exception as err:  # only a lost index process is retried
             if not self.own_process or not store.lost_index_process(err):
                 raise
         index_process.recover(self.persist_dir)  # type: ignore[arg-type]
@@ -470,7 +470,7 @@ class SemanticIndex:
                 collection.embed_upsert([e.id for e in part], [e.text for e in part],
                                         [e.metadata for e in part], self.model_name,
                                         embeddings.ENCODE_BATCH_SIZE)
-            except Exception as err:  # noqa: BLE001 - a model that cannot load is not a store fault
+            except Exception as err:  # a model that cannot load is not a store fault
                 if type(err).__name__ == "ModelLoadError":
                     raise ModelLoadError(str(err)) from None
                 raise

@@ -13,7 +13,7 @@ import textwrap
 from typing import Any
 
 
-def register(sub: argparse._SubParsersAction) -> argparse._SubParsersAction:  # noqa: SLF001
+def register(sub: argparse._SubParsersAction) -> argparse._SubParsersAction:
     """Add this area's subcommands to the main parser; return the ``kb`` subparsers (others add theirs)."""
     kb = sub.add_parser(
         "kb", help="inspect KMDS knowledge-base files", description="Inspect KMDS knowledge-base files."

@@ -38,11 +38,11 @@ class LLMTimeout(LLMError):  # noqa: N818
     """No complete reply within the configured timeout."""
 
 
-class LLMAuthError(LLMError):  # noqa: N818
+class LLMAuthError(LLMError):
     """The API key is missing, invalid or lacks permission."""
 
 
-class LLMQuotaError(LLMError):  # noqa: N818
+class LLMQuotaError(LLMError):
     """The provider refused the request because a quota or rate limit was reached."""
 
 

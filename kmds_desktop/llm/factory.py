@@ -55,7 +55,7 @@ class FunctionBackend:
             reply = self.fn(prompt)
         except (LLMError, Cancelled):
             raise
-        except Exception as err:  # noqa: BLE001 - a user function may raise anything
+        except Exception as err:  # a user function may raise anything
             raise LLMError(f"The LLM function {self.label} failed: {type(err).__name__}: {err}") from err
         if not isinstance(reply, str):
             raise LLMBadReply(f"The LLM function {self.label} returned {type(reply).__name__}, not text.")

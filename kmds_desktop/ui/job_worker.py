@@ -144,7 +144,7 @@ class Worker(QObject):
         except Cancelled:
             self._flush_chunks()
             self.cancelled.emit()
-        except BaseException as exc:  # noqa: BLE001 - every failure is reported to the GUI
+        except BaseException as exc:  # every failure is reported to the GUI
             self._flush_chunks()
             if self.token.cancelled:
                 # The cancel hook aborted the call (closed socket, cancelled statement): not an error.

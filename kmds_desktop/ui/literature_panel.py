@@ -315,7 +315,7 @@ class LiteraturePanel(LiteratureJobs, LiteratureFiles, LiteratureRecords, QWidge
             self._workbench.history.close()
         try:
             self.db.close()
-        except Exception:  # noqa: BLE001 - closing on exit must not raise
+        except Exception:  # closing on exit must not raise
             log.debug("closing the literature database failed", exc_info=True)
 
     # --- a new search -----------------------------------------------------------------------------

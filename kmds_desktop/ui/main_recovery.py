@@ -89,7 +89,7 @@ class WindowRecovery:
                 original = self.kb.path
                 target = workspace.write_recovery_copy(self.kb)
                 log.warning("unsaved changes to %s were written to %s", original, target)
-            except Exception:  # noqa: BLE001 - closing must go on even if the copy fails
+            except Exception:  # closing must go on even if the copy fails
                 log.exception("could not write a recovery copy of the knowledge base")
         self._force_close = True
         self.close()

@@ -60,13 +60,13 @@ class FakeGoogle:
             def log_message(self, *args: Any) -> None:
                 return
 
-            def do_POST(self) -> None:  # noqa: N802 - http.server API
+            def do_POST(self) -> None:  # http.server API
                 try:
                     self._serve()
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout, cancel): nothing to answer
 
-            def do_GET(self) -> None:  # noqa: N802 - http.server API: the model list
+            def do_GET(self) -> None:  # http.server API: the model list
                 path = self.path.partition("?")[0]
                 if not re.match(r"^/[^/]+/models/?$", path):
                     self._json(404, _error(404, "NOT_FOUND", f"unknown path {path}"))

@@ -91,7 +91,7 @@ class FakeOllama:
             def log_message(self, *args: Any) -> None:  # keep test output clean
                 return
 
-            def do_GET(self) -> None:  # noqa: N802 - http.server API
+            def do_GET(self) -> None:  # http.server API
                 if self.path.rstrip("/") == "/api/tags":
                     self._json(200, {"models": [fake._tag(name) for name in fake.models]})
                 elif self.path in ("/", ""):
@@ -99,12 +99,12 @@ class FakeOllama:
                 else:
                     self._json(404, {"error": "not found"})
 
-            def do_HEAD(self) -> None:  # noqa: N802
+            def do_HEAD(self) -> None:
                 self.send_response(200)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b"{}"
                 try:

@@ -71,7 +71,7 @@ class FakeOpenAI:
                     return False
                 return True
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 if not self._authorised():
                     return
                 if self.path == "/v1/models":
@@ -80,7 +80,7 @@ class FakeOpenAI:
                 else:
                     self._json(404, {"error": {"message": "not found"}})
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 if not self._authorised():

@@ -95,7 +95,7 @@ def make_handler(server: Server) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(body)
 
-        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        def do_GET(self) -> None:  # http.server's name
             if self.path.rstrip("/") in ("/api/tags",):
                 self._json(200, {"models": [
                     {"name": n, "model": n, "modified_at": _now(), "size": server.size,
@@ -112,7 +112,7 @@ def make_handler(server: Server) -> type[BaseHTTPRequestHandler]:
             else:
                 self._json(404, {"error": "not found"})
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             try:
                 body = json.loads(self.rfile.read(length) or b"{}")

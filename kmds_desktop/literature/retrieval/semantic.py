@@ -184,7 +184,7 @@ def write_hypothetical_abstract(backend: Any, model: str, question: str, *, temp
                              temperature=temperature, cancel=cancel, model=model)
     except LiteratureError:
         raise
-    except Exception as err:  # noqa: BLE001 - any backend failure becomes one message
+    except Exception as err:  # any backend failure becomes one message
         if cancel is not None and cancel.cancelled:
             raise
         raise LiteratureError(f"model '{model}' could not write a hypothetical abstract: {err}") from None
