@@ -7,6 +7,7 @@ Each area registers its own subcommands (``kb``, ``index``, ``ask``, ``literatur
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import sys
 from collections.abc import Sequence
@@ -67,10 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _setup_logging(verbose: bool) -> None:
     """Log to a file in the data folder; to stderr only with --verbose (the GUI shows errors itself)."""
     handlers: list[logging.Handler] = []
-    try:
+    with contextlib.suppress(OSError):
         handlers.append(logging.FileHandler(paths.logs_dir() / "kmds-desktop.log", encoding="utf-8"))
-    except OSError:
-        pass
     if verbose:
         handlers.append(logging.StreamHandler(sys.stderr))
     logging.basicConfig(

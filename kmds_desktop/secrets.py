@@ -6,6 +6,7 @@ Values read here must never be logged or shown; use :func:`redact` on any text t
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import re
 from urllib.parse import unquote
@@ -30,10 +31,8 @@ def _keyring_set(name: str, value: str | None) -> None:
     if value:
         keyring.set_password(SERVICE, name, value)
     else:
-        try:
+        with contextlib.suppress(Exception):  # deleting a missing secret is fine
             keyring.delete_password(SERVICE, name)
-        except Exception:  # noqa: BLE001 - deleting a missing secret is fine
-            pass
 
 
 def google_api_key() -> str | None:

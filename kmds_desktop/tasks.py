@@ -8,6 +8,7 @@ A :class:`CancelToken` can also run hooks when cancelled, which is how a cancel 
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 
@@ -39,10 +40,8 @@ class CancelToken:
             self._event.set()
             hooks = list(self._hooks)
         for hook in hooks:
-            try:
+            with contextlib.suppress(Exception):  # a failing abort must not hide the cancel
                 hook()
-            except Exception:  # noqa: BLE001 - a failing abort must not hide the cancel
-                pass
 
     def raise_if_cancelled(self) -> None:
         if self._event.is_set():

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
@@ -155,10 +156,8 @@ def test_kill_during_save_never_truncates_and_the_next_save_cleans_up(tmp_path: 
                                  text=True)
         assert saver.stdout is not None
         assert saver.stdout.readline().strip() == "ready"
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             saver.wait(timeout=rng.uniform(0.05, 1.5))  # saving in a loop: never exits by itself
-        except subprocess.TimeoutExpired:
-            pass
         saver.send_signal(signal.SIGKILL)
         saver.wait()
         saver.stdout.close()

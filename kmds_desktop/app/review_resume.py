@@ -14,6 +14,7 @@ user ran and screened another one since (then the place names that set).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -189,10 +190,9 @@ def open_review(name: str, *, database: Any = None, search_set: int | None = Non
             opened.only_round, opened.only_keys = only_round, keys
             session.show_only(keys)
     if record is not None:
-        try:
+        # the record left the review (merged, deleted): the queue goes on
+        with contextlib.suppress(ScreeningError):
             session.go_to(record)
-        except ScreeningError:  # the record left the review (merged, deleted): the queue goes on
-            pass
     number = search_set or search_set_of(store, review.id)
     if number is None:
         opened.note = "its records came from files, not from a search"

@@ -493,7 +493,7 @@ class ScreeningSession:
                 self._training.busy = True
             try:
                 self._train_once()
-            except Exception:  # noqa: BLE001 - a failed training keeps the previous scores; the order goes on
+            except Exception:  # noqa: BLE001, S110 - a failed training keeps the previous scores; the order goes on
                 pass
             finally:
                 with self._lock:

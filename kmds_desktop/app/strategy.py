@@ -105,7 +105,7 @@ def _database_size(workbench: SearchWorkbench) -> dict[str, Any]:
     try:
         if workbench.database is not None:
             return {"database_documents": int(workbench.database.status()["documents"])}
-    except Exception:  # noqa: BLE001 - the size is informative; the run is recorded without it
+    except Exception:  # noqa: BLE001, S110 - the size is informative; the run is recorded without it
         pass
     return {}
 

@@ -22,6 +22,7 @@ on first use, so a KB never seen before works at once and another KB's entries n
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -645,11 +646,9 @@ def _is_fresh(index: Any, kb_id: str, signature: int) -> bool:
 
 
 def _remember_fresh(index: Any, kb_id: str, signature: int) -> None:
-    with _FRESH_LOCK:
-        try:
-            _FRESH.setdefault(index, {})[kb_id] = signature
-        except TypeError:
-            pass
+    # an index that takes no weak reference is not remembered
+    with _FRESH_LOCK, contextlib.suppress(TypeError):
+        _FRESH.setdefault(index, {})[kb_id] = signature
 
 
 def _explanation(proposed: OrchestratorRoute | None, ran: OrchestratorRoute,

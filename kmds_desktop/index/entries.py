@@ -127,7 +127,7 @@ _RECORD_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 def _hash(*parts: Any) -> str:
     raw = _HASH_JSON.encode(parts)
-    return hashlib.sha1(raw.encode("utf-8")).hexdigest()
+    return hashlib.sha1(raw.encode("utf-8"), usedforsecurity=False).hexdigest()
 
 
 def make_entries(source: SourceKB, model_name: str) -> list[Entry]:
@@ -244,7 +244,7 @@ def is_owlready_ontology(obj: Any) -> bool:
 
 def ontology_kb_id(onto: Any) -> str:
     """Identity of an ontology given without a file: a short hash of its base IRI."""
-    return "onto-" + hashlib.sha1(str(onto.base_iri).encode("utf-8")).hexdigest()[:12]
+    return "onto-" + hashlib.sha1(str(onto.base_iri).encode("utf-8"), usedforsecurity=False).hexdigest()[:12]
 
 
 def from_ontology(onto: Any, kb_id: str | None = None) -> SourceKB:

@@ -124,7 +124,7 @@ def _answers(address: ServerAddress, timeout: float = ANSWER_TIMEOUT_S) -> bool:
         try:
             client.heartbeat()
             answered.set()
-        except Exception:  # noqa: BLE001 - gone, or not ours
+        except Exception:  # noqa: BLE001, S110 - gone, or not ours: not answering is the answer
             pass
         finally:
             client.close()
@@ -246,10 +246,8 @@ def stop_all() -> None:
         procs = list(_started.values())
         _started.clear()
     for proc in procs:
-        try:
+        with contextlib.suppress(Exception):  # exiting must go on
             proc.stop()
-        except Exception:  # noqa: BLE001 - exiting must go on
-            pass
 
 
 atexit.register(stop_all)
@@ -411,10 +409,8 @@ def serve(argv: list[str]) -> int:
     pid = os.getpid()
     if hasattr(os, "nice"):
         # Background work: when the index writes or compacts, the window's process gets the CPU first.
-        try:
+        with contextlib.suppress(OSError):
             os.nice(NICENESS)
-        except OSError:
-            pass
     import chromadb
     from chromadb.config import Settings
 
@@ -432,10 +428,8 @@ def serve(argv: list[str]) -> int:
             lock.release()
 
     def watch_parent() -> None:
-        try:
+        with contextlib.suppress(Exception):  # a broken pipe says the same as end-of-file
             sys.stdin.buffer.read()  # returns at end-of-file: the app closed the pipe or is gone
-        except Exception:  # noqa: BLE001
-            pass
         finish()
         os._exit(0)
 

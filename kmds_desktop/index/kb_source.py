@@ -45,7 +45,7 @@ def local_path(kb_path: str | os.PathLike[str]) -> Path:
 
 def kb_id_for_url(url: str) -> str:
     """Stable identity of a KB read from ``url`` (same length as a file's ``kb_id``)."""
-    return hashlib.sha1(f"url:{url.strip()}".encode()).hexdigest()[:12]
+    return hashlib.sha1(f"url:{url.strip()}".encode(), usedforsecurity=False).hexdigest()[:12]
 
 
 def load_kb_url(url: str, *, max_bytes: int | None = None, timeout: float | None = None,

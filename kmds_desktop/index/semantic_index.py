@@ -853,7 +853,7 @@ def _drop_collections(client: Any, prefix: str) -> None:
             name = col if isinstance(col, str) else col.name
             if name.startswith(prefix):
                 client.delete_collection(name)
-    except Exception:  # noqa: BLE001 - at interpreter exit ChromaDB may already be gone
+    except Exception:  # noqa: BLE001, S110 - at interpreter exit ChromaDB (and logging) may already be gone
         pass
 
 

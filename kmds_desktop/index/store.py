@@ -12,6 +12,7 @@ names the folder or server and what to do.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
 import logging
@@ -312,7 +313,7 @@ def server_client(host: str, port: int) -> Any:
 def collection_prefix(model_name: str) -> str:
     """Prefix of this model's collections, so vectors of different models never mix."""
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(model_name.strip()).name or model_name).strip("-._")
-    digest = hashlib.sha1(model_name.strip().lower().encode("utf-8")).hexdigest()[:8]
+    digest = hashlib.sha1(model_name.strip().lower().encode("utf-8"), usedforsecurity=False).hexdigest()[:8]
     return f"kmds-{slug[:60] or 'model'}-{digest}-"
 
 
@@ -320,7 +321,8 @@ def collection_name(prefix: str, kb_id: str) -> str:
     """The collection of one KB: ``<prefix><kb_id>`` (ChromaDB allows ``[A-Za-z0-9._-]``)."""
     safe = re.sub(r"[^A-Za-z0-9._-]+", "-", kb_id).strip("-._")
     if safe != kb_id or not safe:
-        safe = f"{safe[:40]}-{hashlib.sha1(kb_id.encode('utf-8')).hexdigest()[:12]}".strip("-")
+        digest = hashlib.sha1(kb_id.encode("utf-8"), usedforsecurity=False).hexdigest()[:12]
+        safe = f"{safe[:40]}-{digest}".strip("-")
     return prefix + safe
 
 
@@ -421,10 +423,8 @@ def close_local(persist_dir: str | Path) -> None:
     with _lock:
         client = _clients.pop(key, None)
         if client is not None:
-            try:
+            with contextlib.suppress(Exception):  # closing a broken store must not fail the rebuild
                 client.close()
-            except Exception:  # noqa: BLE001 - closing a broken store must not fail the rebuild
-                pass
         _forget_system(key)
         lock = _locks.pop(key, None)
         if lock is not None:
@@ -438,10 +438,8 @@ def _forget_system(key: str) -> None:
         system = SharedSystemClient._identifier_to_system.pop(key, None)  # noqa: SLF001
         SharedSystemClient._identifier_to_refcount.pop(key, None)  # noqa: SLF001
         if system is not None:
-            try:
+            with contextlib.suppress(Exception):  # a system that cannot stop is forgotten all the same
                 system.stop()
-            except Exception:  # noqa: BLE001
-                pass
     except ImportError:  # pragma: no cover
         pass
 

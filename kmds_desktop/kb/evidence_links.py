@@ -136,7 +136,7 @@ def _check_pages(pages: Iterable[int]) -> tuple[int, ...]:
 def link_iri(observation: str, relation: str, doi: str, pages: Sequence[int], quote: str | None) -> str:
     """The link node's IRI: a hash of what it says, so the same evidence linked twice is one link."""
     key = "\x1f".join([observation, relation, doi, ",".join(map(str, pages)), quote or ""])
-    return f"{EVIDENCE_NS}link_{hashlib.sha1(key.encode('utf-8')).hexdigest()[:16]}"
+    return f"{EVIDENCE_NS}link_{hashlib.sha1(key.encode('utf-8'), usedforsecurity=False).hexdigest()[:16]}"
 
 
 def _declarations() -> list[tuple[str, str, str]]:

@@ -7,6 +7,7 @@ GUI load on a worker thread and hand the records to models and the semantic inde
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -42,7 +43,7 @@ _WF_FIELDS = ("name", "kind", "description", "depends_on")
 def kb_id_for(path: str | os.PathLike[str]) -> str:
     """Stable identity of a KB file: a short hash of its resolved absolute path."""
     resolved = str(Path(path).expanduser().resolve())
-    return hashlib.sha1(resolved.encode("utf-8")).hexdigest()[:12]
+    return hashlib.sha1(resolved.encode("utf-8"), usedforsecurity=False).hexdigest()[:12]
 
 
 class KnowledgeBase:
@@ -548,10 +549,8 @@ def save_kb(
             report(progress, 2, 3, "Checking the written file")
             prescan_rdfxml(tmp.read_bytes(), target)  # never replace a good file with a broken one
             if target.exists():
-                try:
+                with contextlib.suppress(OSError):
                     os.chmod(tmp, target.stat().st_mode & 0o7777)
-                except OSError:
-                    pass
             else:
                 # mkstemp makes 0600; a new KB gets the mode any new file gets in this process
                 # (0600 in the app, whose umask keeps the user's files private)

@@ -115,10 +115,8 @@ class KBStore:
         return store
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(Exception):  # closing a half-built world must not mask the real error
             self.world.close()
-        except Exception:  # noqa: BLE001 - closing a half-built world must not mask the real error
-            pass
 
     # -- low level ----------------------------------------------------------------------------
     def _id(self, iri: str) -> int:

@@ -10,6 +10,7 @@ stop generating for a client that went away.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import socket
@@ -74,10 +75,8 @@ class _AbortableNetwork(httpcore.SyncBackend):
     def _shutdown(sock: socket.socket | None) -> None:
         if sock is None:
             return
-        try:
+        with contextlib.suppress(OSError):  # already closed
             sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass  # already closed
 
 
 def _basic_auth(host: str) -> dict[str, Any]:
@@ -187,7 +186,7 @@ class AbortableRequest:
         try:
             if self.client is not None:
                 self.client.close()
-        except Exception:  # noqa: BLE001 - closing a broken connection must not mask the real error
+        except Exception:  # noqa: BLE001, S110 - closing a broken connection must not mask the real error
             pass
 
 

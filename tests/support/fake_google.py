@@ -9,6 +9,7 @@ Point the real client at it with ``http_options=HttpOptions(base_url=fake.url)``
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import threading
@@ -61,10 +62,9 @@ class FakeGoogle:
                 return
 
             def do_POST(self) -> None:  # http.server API
-                try:
+                # the client gave up (timeout, cancel): nothing to answer
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                     self._serve()
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up (timeout, cancel): nothing to answer
 
             def do_GET(self) -> None:  # http.server API: the model list
                 path = self.path.partition("?")[0]

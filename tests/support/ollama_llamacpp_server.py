@@ -22,6 +22,7 @@ Run: ``python tests/support/ollama_llamacpp_server.py --model FILE.gguf --name s
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -208,10 +209,8 @@ def main(argv: list[str] | None = None) -> int:
     httpd = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(server))
     httpd.daemon_threads = True
     print(f"LISTENING {httpd.server_address[1]}", flush=True)
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         httpd.serve_forever()
-    except KeyboardInterrupt:
-        pass
     return 0
 
 

@@ -247,7 +247,9 @@ def _file_identity(path: Path, row: Mapping[str, str], n: int, title: str) -> tu
     ident = _first(row, "id", "record_id", "ID")
     if ident:
         return f"file:{path.name}", ident
-    digest = hashlib.sha1(" ".join(title.lower().split()).encode()).hexdigest()[:16] if title else str(n)
+    if not title:
+        return f"file:{path.name}", str(n)
+    digest = hashlib.sha1(" ".join(title.lower().split()).encode(), usedforsecurity=False).hexdigest()[:16]
     return f"file:{path.name}", digest
 
 

@@ -85,7 +85,7 @@ def build_report(history: SearchHistory, number: int, known: KnownCheck | None =
         seen.add(n)
         try:
             current = saved if n == saved.number else history.get(n)
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001, S112 - a set that cannot be read is left out of the chain on record
             continue
         if current.kind == "combination":
             combos.append({"set": current.number, "expression": current.expression,
