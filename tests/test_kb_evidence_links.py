@@ -206,3 +206,24 @@ def test_cli_links_evidence_and_kb_show_exports_the_links(
         (obs.iri, "supports", PEG_DOI)]
     assert main(["kb", "evidence", str(path), obs.name]) == 0
     assert f"supports: {PEG_DOI}, p. 5" in capsys.readouterr().out
+
+
+def test_the_kb_browser_shows_an_observations_evidence(qtbot, kmds_data: Path, tmp_path: Path) -> None:
+    from kmds_desktop.ui.kb_browser import KBBrowser
+
+    path = _kb_copy(kmds_data, tmp_path)
+    kb = load_kb(path)
+    linked, plain = kb.observations[0], kb.observations[1]
+    link_evidence(kb, linked.iri, PEG_DOI, "supports", [5], PEG_QUOTE, save=False)
+    browser = KBBrowser()
+    qtbot.addWidget(browser)
+    browser.set_kb(kb)
+    browser.show()
+    assert browser.select_observation(linked.iri)
+    qtbot.waitUntil(lambda: "Evidence" in browser.details.toPlainText())
+    text = browser.details.toPlainText()
+    assert "supports" in text and PEG_DOI in text and "p. 5" in text and PEG_QUOTE in text
+    assert f"https://doi.org/{PEG_DOI}" in browser.details.toHtml()
+    assert browser.select_observation(plain.iri)
+    qtbot.waitUntil(lambda: plain.finding.split()[0] in browser.details.toPlainText())
+    assert "Evidence" not in browser.details.toPlainText()

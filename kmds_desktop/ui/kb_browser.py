@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from kmds_desktop.app.evidence_links import observation_evidence
 from kmds_desktop.app.presentation import plural
 from kmds_desktop.app.workspace import new_observation_defaults
 from kmds_desktop.ui.kb_tree_model import CATEGORY_LABELS, KBTreeModel, KindRole
@@ -36,8 +37,20 @@ from kmds_desktop.ui.observation_editor import ObservationDialog, WorkflowDialog
 FILTER_DEBOUNCE_MS = 250
 
 
-def observation_html(obs: Any) -> str:
-    """The detail view of one observation (finding rendered from Markdown)."""
+def evidence_html(links: list[Any]) -> str:
+    """The observation's evidence links: relation, the paper (a doi.org link), page(s) and quote."""
+    if not links:
+        return ""
+    items = "".join(
+        f"<li><b>{html.escape(link.relation)}</b> <a href='https://doi.org/{html.escape(link.doi)}'>"
+        f"{html.escape(link.title or link.doi)}</a>{', ' + html.escape(link.page_text) if link.pages else ''}"
+        + (f"<br/><i>\u201c{html.escape(link.quote)}\u201d</i>" if link.quote else "") + "</li>"
+        for link in links)
+    return f"<hr/><h4>Evidence</h4><ul>{items}</ul>"
+
+
+def observation_html(obs: Any, evidence: list[Any] | None = None) -> str:
+    """The detail view of one observation (finding rendered from Markdown), then its evidence links."""
     rows = [
         ("Category", CATEGORY_LABELS.get(obs.category, obs.category)),
         ("Type", obs.obs_type),
@@ -51,7 +64,8 @@ def observation_html(obs: Any) -> str:
         for k, v in rows
     )
     finding = to_html(obs.finding or "")
-    return f"<h3>{html.escape(obs.name)}</h3><table>{table}</table><hr/>{finding}"
+    head = f"<h3>{html.escape(obs.name)}</h3><table>{table}</table><hr/>"
+    return f"{head}{finding}{evidence_html(evidence or [])}"
 
 
 def workflow_html(wf: Any, n_observations: int) -> str:
@@ -231,7 +245,8 @@ class KBBrowser(QWidget):
     def _on_current_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
         obs = self._obs_at(current)
         if obs is not None:
-            self.details.setHtml(observation_html(obs))
+            evidence = observation_evidence(self.kb, obs.iri) if self.kb is not None else []
+            self.details.setHtml(observation_html(obs, evidence))
             self.observation_selected.emit(obs.iri)
         else:
             wf = self.model.workflow_at(current)
