@@ -56,7 +56,8 @@ def bm25_runs(corpus: Path, questions: list) -> dict[str, list[str]]:
     """Top 100 external ids per question from bm25s over title + abstract of the same corpus."""
     import bm25s
 
-    docs = [json.loads(line) for line in open(corpus, encoding="utf-8")]
+    with open(corpus, encoding="utf-8") as lines:
+        docs = [json.loads(line) for line in lines]
     ids = [d["id"] for d in docs]
     texts = [f"{d.get('title') or ''} {d.get('abstract') or ''}" for d in docs]
     retriever = bm25s.BM25()

@@ -40,7 +40,8 @@ def bm25_runs(claims: list, stemmed: bool) -> dict[str, list[str]]:
         import Stemmer
 
         stemmer = Stemmer.Stemmer("english")
-    docs = [json.loads(line) for line in open(SCIFACT / "corpus.jsonl", encoding="utf-8")]
+    with open(SCIFACT / "corpus.jsonl", encoding="utf-8") as lines:
+        docs = [json.loads(line) for line in lines]
     ids = [d["id"] for d in docs]
     texts = [f"{d.get('title') or ''} {d.get('abstract') or ''}" for d in docs]
     retriever = bm25s.BM25()

@@ -73,11 +73,13 @@ METRICS = ("wss95", "recall10", "recall25", "records95")
 
 
 def load_cf() -> tuple[list[dict], dict[str, str], dict[str, set[str]]]:
-    docs = [json.loads(line) for line in open(CF / "corpus.jsonl", encoding="utf-8")]
+    with open(CF / "corpus.jsonl", encoding="utf-8") as lines:
+        docs = [json.loads(line) for line in lines]
     queries = {}
-    for line in open(CF / "queries.jsonl", encoding="utf-8"):
-        q = json.loads(line)
-        queries[str(q["id"])] = q["text"]
+    with open(CF / "queries.jsonl", encoding="utf-8") as lines:
+        for line in lines:
+            q = json.loads(line)
+            queries[str(q["id"])] = q["text"]
     relevant: dict[str, set[str]] = collections.defaultdict(set)
     with open(CF / "qrels.tsv", encoding="utf-8") as fh:
         next(fh)

@@ -96,15 +96,15 @@ def _split_kb_file(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[li
     takes_value = {"--data-dir"}
     i = 0
     while i < len(argv):
-        token = argv[i]
-        if token == "--":
+        arg = argv[i]
+        if arg == "--":
             break
-        if token.startswith("-"):
-            i += 2 if token in takes_value else 1
+        if arg.startswith("-"):
+            i += 2 if arg in takes_value else 1
             continue
-        if token in commands:
+        if arg in commands:
             return argv, None
-        return argv[:i] + argv[i + 1 :], token
+        return argv[:i] + argv[i + 1 :], arg
     return argv, None
 
 

@@ -40,7 +40,7 @@ def crash_point(name: str) -> None:
     if _TRACE is not None:
         with open(_TRACE, "a", encoding="utf-8") as trace:
             trace.write(name + "\n")
-    if _TARGET is not None and _TARGET == (name, seen):
+    if _TARGET is not None and (name, seen) == _TARGET:
         kill = getattr(signal, "SIGKILL", None)
         if kill is not None:
             os.kill(os.getpid(), kill)

@@ -133,7 +133,7 @@ def _step_index(ctx: _Context) -> None:
     """
     from kmds_desktop.index import SemanticIndex
 
-    assert ctx.kb_path is not None
+    assert ctx.kb_path is not None  # noqa: S101 - narrows: the KB step ran first
     index = SemanticIndex(persist_dir=paths.index_dir(), own_process=True)
     report = index.build(ctx.kb_path)
     _require(report.total > 0 and index.count() == report.total,
@@ -148,7 +148,7 @@ def _step_ask(ctx: _Context) -> None:
     """The orchestrator answers in offline mode (no LLM), citing observations of the demo KB."""
     from kmds_desktop.ask import SearchOrchestrator
 
-    assert ctx.kb_path is not None
+    assert ctx.kb_path is not None  # noqa: S101 - narrows: the KB step ran first
     orchestrator = SearchOrchestrator(ctx.kb_path, persist_dir=paths.index_dir(), backend="offline",
                                       index=ctx.index)
     result = orchestrator.ask(QUESTION)
@@ -258,7 +258,7 @@ def run_self_test(out: TextIO | None = None, err: TextIO | None = None) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
     started = time.perf_counter()
-    previous_override = paths._override  # restored afterwards (in-process callers, tests)
+    previous_override = paths._override  # noqa: SLF001 - the data folder override, restored below; restored afterwards (in-process callers, tests)
     previous_env = {key: os.environ.get(key) for key in ("QT_QPA_PLATFORM", paths.ENV_HOME, _TORCH_CACHE_ENV)}
     home = Path(tempfile.mkdtemp(prefix="kmds-desktop-self-test-"))
     paths.set_data_dir(home)
@@ -285,7 +285,7 @@ def run_self_test(out: TextIO | None = None, err: TextIO | None = None) -> int:
                      ", ".join(f"{name} {secs:.1f} s" for name, secs in ctx.timings.items()))
     finally:
         _cleanup(ctx, keep=failed is not None)
-        paths._override = previous_override
+        paths._override = previous_override  # noqa: SLF001 - restored
         for key, value in previous_env.items():
             if value is None:
                 os.environ.pop(key, None)

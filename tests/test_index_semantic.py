@@ -91,7 +91,7 @@ def test_build_and_search(tmp_path: Path, exp_kb, embedding_model) -> None:
 
     hits = index.search("data representation feature engineering", n_results=5)
     assert len(hits) == 5
-    assert all(RESULT_KEYS <= set(h) for h in hits)
+    assert all(set(h) >= RESULT_KEYS for h in hits)
     distances = [h["distance"] for h in hits]
     assert distances == sorted(distances) and all(0.0 <= d <= 2.0 for d in distances)
     known = {o.iri: o for o in exp_kb.observations}

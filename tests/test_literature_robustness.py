@@ -157,9 +157,9 @@ def _cancel_while_locked(pg_database, pg_dsn, token) -> None:
 def test_statement_timeout_raises_a_clear_error(pg_dsn):
     db = open_database(pg_dsn, settings=LiteratureSettings(statement_timeout_ms=300))
     try:
-        with _table_locked(pg_dsn):  # held until after the call: only the timeout can end it
-            with pytest.raises(QueryTimeout, match="statement timeout"):
-                db.find_abstract_ids("cancer")
+        # the lock is held until after the call: only the timeout can end it
+        with _table_locked(pg_dsn), pytest.raises(QueryTimeout, match="statement timeout"):
+            db.find_abstract_ids("cancer")
         assert db.find_abstract_ids("cancer", max_rows=3)
     finally:
         db.close()

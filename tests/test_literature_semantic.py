@@ -139,9 +139,11 @@ def test_evaluate_command_reports_recall_and_ndcg_per_row_type(pg_empty_database
                                                               capsys, data_home):
     db = pg_empty_database
     scifact = literature_data / "scifact"
-    claims = [json.loads(line) for line in open(scifact / "queries.jsonl", encoding="utf-8")]
+    with open(scifact / "queries.jsonl", encoding="utf-8") as lines:
+        claims = [json.loads(line) for line in lines]
     train = [c for c in claims if c["split"] == "train"][:4]
-    qrels_lines = [line for line in open(scifact / "qrels.tsv", encoding="utf-8")]
+    with open(scifact / "qrels.tsv", encoding="utf-8") as lines:
+        qrels_lines = list(lines)
     wanted = {c["id"] for c in train}
     header, judged = qrels_lines[0], [ln for ln in qrels_lines[1:] if ln.split("\t")[0] in wanted]
     relevant = {ln.split("\t")[1] for ln in judged}

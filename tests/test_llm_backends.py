@@ -163,9 +163,9 @@ def test_google_auth_error_is_actionable_and_redacted() -> None:
 
 
 def test_google_quota_error() -> None:
-    with FakeGoogle(status=429, error_status="RESOURCE_EXHAUSTED", error_message="Quota exceeded") as fake:
-        with pytest.raises(LLMQuotaError, match="Quota exceeded"):
-            GoogleBackend(api_key="test-key", base_url=fake.url)("q")
+    with (FakeGoogle(status=429, error_status="RESOURCE_EXHAUSTED", error_message="Quota exceeded") as fake,
+          pytest.raises(LLMQuotaError, match="Quota exceeded")):
+        GoogleBackend(api_key="test-key", base_url=fake.url)("q")
 
 
 def test_google_unknown_model_lists_the_models_the_key_can_use() -> None:

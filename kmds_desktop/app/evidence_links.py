@@ -67,7 +67,7 @@ def check_quote(store: FulltextStore | None, doi: str, pages: tuple[int, ...], q
             notes.append(f"{doi} is not in the full-text store: the quote is kept unchecked "
                          "(import the PDF to have quotes checked)")
         return (NOT_CHECKED if quote else None), pages, None, notes
-    assert store is not None
+    assert store is not None  # noqa: S101 - narrows: a paper was found in it
     too_far = [p for p in pages if p > paper.page_count]
     if too_far:
         raise ValueError(f"{doi} has {paper.page_count} pages; page {too_far[0]} does not exist")

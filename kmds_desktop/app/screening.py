@@ -367,7 +367,7 @@ class ScreeningSession:
             )
         if self.order is OrderMode.RANDOM:
             order = list(range(n))
-            random.Random(self.seed).shuffle(order)
+            random.Random(self.seed).shuffle(order)  # noqa: S311 - reproducible from the seed, not a secret
             return order
         ranked = [i for i in range(n) if self.records[i].rank is not None]
         if ranked:
@@ -874,7 +874,7 @@ class ScreeningSession:
         undecided = [r.key for r in self.records if r.key not in self.decisions]
         included = sum(1 for d in self.decisions.values() if d.decision == INCLUDE)
         n = size if size is not None else stopping.sample_size(len(undecided), included, target)
-        rng = random.Random(self.seed + len(self.decisions))
+        rng = random.Random(self.seed + len(self.decisions))  # noqa: S311 - reproducible, not a secret
         keys = rng.sample(undecided, min(n, len(undecided)))
         data = {
             "target": target,

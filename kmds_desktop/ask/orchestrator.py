@@ -338,7 +338,7 @@ class SearchOrchestrator:
             listing = False
             result.fallback_code, result.fallback_reason = code, reason
         timings["search"] = time.perf_counter() - t
-        assert ran is not None
+        assert ran is not None  # noqa: S101 - narrows: every branch above sets it
         result.route = ran
         result.intent_class = ran.intent_class
         result.route_explanation = _explanation(proposed, ran, fallback)
@@ -560,7 +560,7 @@ class SearchOrchestrator:
 
     def _call_llm(self, prompt: str, cancel: CancelToken | None) -> str:
         llm = self._llm
-        assert llm is not None
+        assert llm is not None  # noqa: S101 - narrows: called only with a model
         check(cancel)
         chat = getattr(llm, "chat", None)
         reply = chat(prompt, cancel=cancel) if chat is not None else llm(prompt)
@@ -584,7 +584,7 @@ class SearchOrchestrator:
         """The router's reply and how it was asked ("schema" where the backend can constrain the
         reply to the route's JSON schema, else "text"); the log says which."""
         llm = self._llm
-        assert llm is not None
+        assert llm is not None  # noqa: S101 - narrows: called only with a model
         check(cancel)
         bounded = isinstance(llm, OllamaBackend | OpenAIBackend)  # they take Ollama's options
         options = {"num_predict": ROUTE_MAX_TOKENS} if bounded else None

@@ -221,7 +221,7 @@ def _first_route_object(text: str) -> dict[str, Any] | None:
         ch, pos = match.group(), match.end()
         if ch in "\"'":
             rest = _STRING_REST[ch].match(text, pos)
-            assert rest is not None  # the pattern matches the empty end of text
+            assert rest is not None  # noqa: S101 - the pattern matches the empty end of text
             if rest.group("end") is None and rest.end() == len(text):
                 break  # an unterminated string runs to the end: nothing after it can close
             pos = rest.end()

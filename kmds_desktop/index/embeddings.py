@@ -200,7 +200,7 @@ def encode(
             if unique_vectors is None:
                 unique_vectors = np.empty((len(distinct), vectors.shape[1]), dtype=np.float32)
             unique_vectors[positions] = vectors
-    assert unique_vectors is not None
+    assert unique_vectors is not None  # noqa: S101 - narrows: distinct is not empty here
     if len(distinct) == len(texts):
         return unique_vectors
     return unique_vectors[[row_of[text] for text in texts]]

@@ -51,7 +51,7 @@ ANSWER_TIMEOUT_S = 10.0
 #: How much lower the index process's CPU priority is than the app's (POSIX ``nice``).
 NICENESS = 10
 #: The environment variable that hands the child its token (the embedding service's password).
-TOKEN_ENV = "KMDS_INDEX_TOKEN"
+TOKEN_ENV = "KMDS_INDEX_TOKEN"  # noqa: S105 - the variable's name, not a secret
 #: Exit status of a child that found the folder locked by another program.
 EXIT_LOCKED = 3
 #: A log larger than this is moved to ``<log>.1`` (replacing the one there) when a process starts.

@@ -78,9 +78,9 @@ def load_kb_url(url: str, *, max_bytes: int | None = None, timeout: float | None
 
 def _download(url: str, target: Path, max_bytes: int, timeout: float, cancel: CancelToken | None) -> None:
     deadline = time.monotonic() + timeout
-    request = urllib.request.Request(url, headers={"User-Agent": "kmds-desktop"})
+    request = urllib.request.Request(url, headers={"User-Agent": "kmds-desktop"})  # noqa: S310 - http(s) only, checked above
     try:
-        with urllib.request.urlopen(request, timeout=min(URL_READ_TIMEOUT_S, timeout)) as reply:  # noqa: S310
+        with urllib.request.urlopen(request, timeout=min(URL_READ_TIMEOUT_S, timeout)) as reply:  # noqa: S310 - as above
             declared = reply.headers.get("Content-Length")
             if declared and declared.isdigit() and int(declared) > max_bytes:
                 raise KnowledgeBaseReadError(

@@ -311,7 +311,7 @@ class SemanticIndex:
             recorded = manifest.read() if manifest else None
             from_manifest = recorded is not None and hash_manifest.matches_store(recorded, collection)
             stored = recorded if from_manifest else self._stored_hashes(collection)
-            assert stored is not None
+            assert stored is not None  # noqa: S101 - narrows: one of the two is read
             to_embed = [
                 _dropping_old_keys(e, stored) for e in wanted
                 if e.id not in stored or stored[e.id][0] != e.content_hash
@@ -614,10 +614,7 @@ class SemanticIndex:
             report(progress, 3, 3, "no entries match the filters")
             return []
         report(progress, 1, 3, "embedding the question")
-        if query_vector is None:
-            vector = self.encode([query])[0]
-        else:
-            vector = _as_vector(query_vector)
+        vector = self.encode([query])[0] if query_vector is None else _as_vector(query_vector)
         check(cancel)
         report(progress, 2, 3, "searching the index")
         results: list[dict[str, Any]] = []

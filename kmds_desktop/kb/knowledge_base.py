@@ -524,13 +524,13 @@ def save_kb(
     folder = target.parent
     if not folder.is_dir():
         raise KnowledgeBaseError(f"the folder {folder} does not exist", path=target)
-    with kb._lock:
-        if kb._store is None:
-            kb._store = KBStore.empty()
+    with kb._lock:  # noqa: SLF001 - saving is the KB's own job, in its module
+        if kb._store is None:  # noqa: SLF001
+            kb._store = KBStore.empty()  # noqa: SLF001
         report(progress, 0, 3, "Preparing")
         check(cancel)
-        kb._store.sync(list(kb._workflows.values()), kb.observations, kb._removed)
-        kb._removed.clear()
+        kb._store.sync(list(kb._workflows.values()), kb.observations, kb._removed)  # noqa: SLF001
+        kb._removed.clear()  # noqa: SLF001
         check(cancel)
         report(progress, 1, 3, f"Writing {target.name}")
         remove_stale_temps(folder, target.name)  # left by saves that were killed
@@ -542,7 +542,7 @@ def save_kb(
             ) from None
         try:
             with os.fdopen(fd, "wb") as fh:
-                kb._store.write(fh)
+                kb._store.write(fh)  # noqa: SLF001
                 fh.flush()
                 os.fsync(fh.fileno())
             check(cancel)

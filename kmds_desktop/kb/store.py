@@ -120,7 +120,7 @@ class KBStore:
 
     # -- low level ----------------------------------------------------------------------------
     def _id(self, iri: str) -> int:
-        return self._graph._abbreviate(iri)
+        return self._graph._abbreviate(iri)  # noqa: SLF001 - owlready2 has no public IRI-to-id look-up
 
     def _add_objs(self, triples: Iterable[tuple[str, str, str]]) -> None:
         rows = [(self._c, self._id(s), self._id(p), self._id(o)) for s, p, o in triples]
@@ -142,7 +142,7 @@ class KBStore:
 
         local = {storid: iri[len(KMDS_NS) :] for storid, iri in iri_of.items() if storid in kmds_ids}
         by_name = {name: storid for storid, name in local.items()}
-        rdf_type = self._graph._abbreviate(RDF_TYPE, False)
+        rdf_type = self._graph._abbreviate(RDF_TYPE, False)  # noqa: SLF001 - as above
 
         obs_class = {by_name[cls]: CLASS_CATEGORY[cls] for cls in CATEGORY_CLASS.values() if cls in by_name}
         wf_class = {by_name[k]: k for k in WORKFLOW_KINDS if k in by_name}
@@ -291,7 +291,7 @@ class KBStore:
         prop_id = {name: self._id(KMDS_NS + name) for name in (*_DATA_PROPS, *_LINK_PROPS)}
         class_id = {name: self._id(KMDS_NS + name) for name in _TYPE_CLASSES}
 
-        removed_ids = [sid for iri in removed if (sid := self._graph._abbreviate(iri, False)) is not None]
+        removed_ids = [sid for iri in removed if (sid := self._graph._abbreviate(iri, False)) is not None]  # noqa: SLF001 - as above
         for chunk in _chunks(removed_ids):
             marks = ",".join("?" * len(chunk))
             db.execute(

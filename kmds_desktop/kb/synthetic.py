@@ -136,7 +136,7 @@ def synthetic_kb(
     """Build (without saving) a KB of ``n_observations`` spread over ``n_workflows`` workflows."""
     if n_observations < 0 or n_workflows < 1:
         raise ValueError("n_observations must be >= 0 and n_workflows >= 1")
-    rng = random.Random(seed)
+    rng = random.Random(seed)  # noqa: S311 - a reproducible test KB, not a secret
     workflows: list[Workflow] = []
     for w in range(n_workflows):
         name = f"synthetic_workflow_{w + 1}"

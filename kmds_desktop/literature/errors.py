@@ -14,7 +14,7 @@ class LiteratureError(Exception):
     """Base class of every literature database error."""
 
 
-class DatabaseUnavailable(LiteratureError):
+class DatabaseUnavailable(LiteratureError):  # noqa: N818 - a public name: renaming it would break callers
     """The server cannot be reached (stopped, wrong host/port, bad credentials).
 
     The connection is dropped; the next call reconnects, so the app recovers as soon as the server
@@ -26,7 +26,7 @@ class ServerStartError(DatabaseUnavailable):
     """The embedded PostgreSQL server could not be initialised or started."""
 
 
-class DiskFull(LiteratureError):
+class DiskFull(LiteratureError):  # noqa: N818 - a public name: renaming it would break callers
     """The disk holding the embedded server's data folder cannot take a write (an import, a start).
 
     Raised before an import that would not fit (nothing written), and after one that filled the disk
@@ -39,15 +39,15 @@ class SchemaError(LiteratureError):
     """The database lacks the tables the app needs, or has a newer schema than this app knows."""
 
 
-class InvalidQuery(LiteratureError):
+class InvalidQuery(LiteratureError):  # noqa: N818 - a public name: renaming it would break callers
     """The search text is not a valid ``tsquery``; the message is the server's own explanation."""
 
 
-class QueryTimeout(LiteratureError):
+class QueryTimeout(LiteratureError):  # noqa: N818 - a public name: renaming it would break callers
     """A statement ran longer than the configured ``statement_timeout`` and was stopped by the server."""
 
 
-class QueryCancelled(LiteratureError, Cancelled):
+class QueryCancelled(LiteratureError, Cancelled):  # noqa: N818 - a public name: renaming it would break callers
     """A statement was cancelled on request (``cancel_current()`` or a cancel token).
 
     Also a :class:`kmds_desktop.tasks.Cancelled`, so code that handles task cancellation in general

@@ -136,7 +136,7 @@ class AbortableRequest:
         self.transport = httpx.HTTPTransport(verify=_ssl_context())
         pool = getattr(self.transport, "_pool", None)
         if pool is not None and hasattr(pool, "_network_backend"):
-            pool._network_backend = self.network
+            pool._network_backend = self.network  # noqa: SLF001 - httpcore's pool: aborting needs its backend
         self.timeout_config = httpx.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT_S))
         self.client: Any = None
         self.reason: str | None = None  # "cancelled" | "timeout" | "too long" | "gone"

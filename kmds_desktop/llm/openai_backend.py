@@ -66,7 +66,7 @@ _DIALECT_TAKEN: dict[str, str] = {}
 _NO_CACHE_PROMPT: set[str] = set()
 
 
-class _CachePromptRefused(LLMError):
+class _CachePromptRefusedError(LLMError):
     """The server refused the request because of ``cache_prompt``: ask again without it."""
 #: The longest line of a streamed reply, or body of a plain one, read (bytes): a chunk of a reply is
 #: a few hundred bytes; anything longer than the longest reply plus its JSON framing is not an answer.
@@ -236,7 +236,7 @@ class OpenAIBackend:
         """:meth:`_stream_once`, asked again without ``cache_prompt`` when the server refused it."""
         try:
             yield from self._stream_once(body, model, cancel, had_schema)
-        except _CachePromptRefused:
+        except _CachePromptRefusedError:
             _NO_CACHE_PROMPT.add(self._url)
             body.pop("cache_prompt", None)
             yield from self._stream_once(body, model, cancel, had_schema)
@@ -254,7 +254,7 @@ class OpenAIBackend:
                     err = self._status_error(response, model, had_schema)
                     if response.status_code in (400, 422) and "cache_prompt" in body \
                             and "cache_prompt" in str(err):
-                        raise _CachePromptRefused(str(err))
+                        raise _CachePromptRefusedError(str(err))
                     raise err
                 for line in _bounded_lines(response, request.touch):
                     if request.reason is not None:

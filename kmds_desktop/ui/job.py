@@ -71,7 +71,7 @@ class Job(QObject):
         """Ask the job to stop: the token's hooks abort the backend call; a queued job never starts."""
         self.token.cancel()
         if self.state == "queued":
-            self.runner._drop_queued(self)
+            self.runner._drop_queued(self)  # noqa: SLF001 - the job and its runner work as one
 
     @property
     def running(self) -> bool:
@@ -156,7 +156,7 @@ class Job(QObject):
         if thread is not None:
             thread.wait()  # returns at once: the thread has finished
         self._worker = None  # back on the GUI thread since its run ended: deleted here, by Python
-        self.runner._release(self)
+        self.runner._release(self)  # noqa: SLF001 - the job and its runner work as one
         state, payload = self._outcome or ("failed", RuntimeError("the job ended without a result"))
         self.state = state
         if state == "done":
@@ -175,5 +175,5 @@ class Job(QObject):
             self._call("on_cancelled")
         self._call("on_finished")
         self.finished.emit()
-        self.runner._job_ended(self)
+        self.runner._job_ended(self)  # noqa: SLF001 - the job and its runner work as one
         self._thread = None  # Python owns the QThread: dropping the last reference deletes it

@@ -28,7 +28,7 @@ def _flush_later(ref: weakref.ref[Worker]) -> None:
     """Timer callback: flush a worker's held-back pieces if the worker still exists."""
     worker = ref()
     if worker is not None:
-        worker._flush_chunks()
+        worker._flush_chunks()  # noqa: SLF001 - the worker's own flush, from its thread
 
 
 class Worker(QObject):

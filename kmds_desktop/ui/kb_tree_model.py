@@ -47,7 +47,8 @@ def _items(container: Any) -> list[Any]:
 class _Node:
     __slots__ = ("kind", "label", "key", "obs", "parent", "children", "count", "tooltip", "position")
 
-    def __init__(self, kind: str, label: str, key: str = "", obs: Any = None, parent: _Node | None = None):
+    def __init__(self, kind: str, label: str, key: str = "", obs: Any = None,
+                 parent: _Node | None = None) -> None:
         self.kind = kind
         self.label = label
         self.key = key
@@ -247,7 +248,8 @@ class KBTreeModel(QAbstractItemModel):
             return Qt.ItemFlag.NoItemFlags
         return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
 
-    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole):  # noqa: N802
+    def headerData(self, section: int, orientation: Qt.Orientation,  # noqa: N802 - Qt's name
+                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole and section == 0:
             return "Knowledge base"
         return None

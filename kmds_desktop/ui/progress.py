@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import QSize, Qt
-from PySide6.QtGui import QPainter
+from PySide6.QtGui import QAction, QPainter
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QMenu, QProgressBar, QToolButton, QWidget
 
 from kmds_desktop.app.messages import job_progress_text, progress_line
@@ -159,7 +159,7 @@ class ProgressStrip(QWidget):
             self.cancel_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
             self.cancel_button.setToolTip("Choose what to stop")
 
-    def _menu_chosen(self, action) -> None:
+    def _menu_chosen(self, action: QAction) -> None:
         key = action.data()
         if key == 0:
             self._cancel_all()

@@ -181,7 +181,7 @@ class JobRunner(QObject):
             while waiting:
                 old = waiting.popleft()
                 old.state = "cancelled"
-                old._call("on_cancelled")
+                old._call("on_cancelled")  # noqa: SLF001 - the runner drives its jobs
                 old.finished.emit()
         waiting.append(job)
         return job
@@ -222,7 +222,7 @@ class JobRunner(QObject):
         self._closed = True
         self.cancel_all()
         for job in list(self._running.values()):
-            thread = job._thread
+            thread = job._thread  # noqa: SLF001 - the runner drives its jobs
             if thread is not None and not thread.wait(timeout_ms):
                 log.warning("job %s did not stop within %d ms", job.kind, timeout_ms)
         app = QApplication.instance()
@@ -233,7 +233,7 @@ class JobRunner(QObject):
     # -- internals --
     def _start(self, job: Job) -> None:
         self._running[job.kind] = job
-        job._start()
+        job._start()  # noqa: SLF001 - the runner drives its jobs
         self.job_started.emit(job)
         if job.busy_cursor and not self._busy_timer.isActive() and not self._cursor_on:
             self._busy_timer.start(BUSY_CURSOR_MS)
@@ -248,7 +248,7 @@ class JobRunner(QObject):
         if queue and job in queue:
             queue.remove(job)
             job.state = "cancelled"
-            job._call("on_cancelled")
+            job._call("on_cancelled")  # noqa: SLF001 - the runner drives its jobs
             job.finished.emit()
 
     def _release(self, job: Job) -> None:

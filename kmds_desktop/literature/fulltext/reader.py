@@ -213,7 +213,7 @@ class PdfReader:
         process = self._process if self._process is not None and self._process.poll() is None else None
         if process is None:
             process = self._start()
-        assert process.stdin is not None
+        assert process.stdin is not None  # noqa: S101 - narrows: started with a pipe
         try:
             process.stdin.write(json.dumps({"path": str(path)}) + "\n")
             process.stdin.flush()

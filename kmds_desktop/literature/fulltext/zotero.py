@@ -208,7 +208,7 @@ def import_zotero(
     with _ZoteroMetadataReader({str(a.path): a for a in present}) as reader:
         for done, attachment in enumerate(present):
             check(cancel)
-            assert attachment.path is not None
+            assert attachment.path is not None  # noqa: S101 - narrows: present means a path
             report(progress, done, len(present),
                    f"reading {attachment.path.name} ({done + 1}/{len(present)})")
             outcome = import_file(store, attachment.path, reader, embed)

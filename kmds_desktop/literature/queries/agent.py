@@ -80,7 +80,7 @@ QUOTED_QUERY_CHARS = 80
 QueryModifier = Callable[[list[str]], Sequence[str]]
 
 
-class IncompleteSearch(QueryAgentError):
+class IncompleteSearch(QueryAgentError):  # noqa: N818 - a public name: renaming it would break callers
     """Some reviewed queries could not run (lost connection, timeout): the documents are only part of
     what the reviewed list finds. ``result`` holds everything that did run, the failed queries included."""
 
@@ -223,10 +223,7 @@ def _jsonable(value: Any) -> Any:
 
 
 def _doc_id(document: Any) -> int | None:
-    if isinstance(document, dict):
-        value = document.get("id")
-    else:
-        value = getattr(document, "id", None)
+    value = document.get("id") if isinstance(document, dict) else getattr(document, "id", None)
     return int(value) if value is not None else None
 
 

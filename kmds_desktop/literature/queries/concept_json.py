@@ -246,7 +246,7 @@ def compile_concepts(question: str, concepts: list[ModelConcept],
     plan = builder.plan(question)
     blocks: list[Concept] = copy.deepcopy(plan.concepts)
     database = builder.database
-    counted = database is not None and builder._total() not in (None, 0)
+    counted = database is not None and builder._total() not in (None, 0)  # noqa: SLF001 - the builder's own cached counts
     lookups = CorpusLookups(database if counted else None)
     words = sorted({w for c in concepts for t in c.terms for w in term_words(t)}
                    | {w for b in blocks for w in b.label.split()})
@@ -326,7 +326,7 @@ def compile_concepts(question: str, concepts: list[ModelConcept],
     first = list(plan.feedback)
     broad_words = list(dict.fromkeys([*builder.terms(question)[:BROAD_TERMS], *extra_broad]))
     strategy = write_strategy(blocks, lookups, (lambda _query: list(first)) if counted else None,
-                              broad_words, builder._flood_limit())
+                              broad_words, builder._flood_limit())  # noqa: SLF001 - the builder's own limit
     model_note = "the model's concepts: " + ("added " + ", ".join(added) if added
                                              else "no term beyond the question's own")
     if broad_only:

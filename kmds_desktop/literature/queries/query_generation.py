@@ -449,7 +449,7 @@ class MultiModelQueryGenerator:
             self._builtins[BUILTIN_KEYWORDS] = builtin_generator(BUILTIN_KEYWORDS, self.database,
                                                                  self.encoder)
         builder = self._builtins[BUILTIN_KEYWORDS]
-        assert isinstance(builder, KeywordQueryBuilder)
+        assert isinstance(builder, KeywordQueryBuilder)  # noqa: S101 - narrows: the key's builder
         return builder
 
     def _concept_round(self, model: str, question: str, queries_per_model: int, base_temperature: float,

@@ -39,7 +39,7 @@ class VectorChoice:
 
         from kmds_desktop.llm.errors import LLMError
 
-        assert self.vectors is not None and self.backend is not None
+        assert self.vectors is not None and self.backend is not None  # noqa: S101 - narrows: built with both
         if text in self._embedded:
             return self._embedded[text]
         try:

@@ -175,7 +175,7 @@ class TextFeatures:
         try:
             matrix = vectorizer.fit_transform([t or "" for t in texts]).tocsr()
         except ValueError:  # no words at all (an empty pool or only stop words)
-            vectorizer = TfidfVectorizer(dtype=np.float32, token_pattern=r"(?u)\b\w+\b")
+            vectorizer = TfidfVectorizer(dtype=np.float32, token_pattern=r"(?u)\b\w+\b")  # noqa: S106 - a regex
             matrix = vectorizer.fit_transform([(t or "") + " _" for t in texts]).tocsr()
         qvec = vectorizer.transform([question]).tocsr() if question.strip() else None
         if qvec is not None and qvec.nnz == 0:

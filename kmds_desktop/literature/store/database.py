@@ -969,7 +969,7 @@ def open_database(dsn: str | None = None, *, settings: Any | None = None) -> Lit
     else:
         db = _embedded(timeout)
     try:
-        db._init_schema()
+        db._init_schema()  # noqa: SLF001 - the class's own module
     except BaseException:
         db.close()
         raise
@@ -995,7 +995,7 @@ def open_embedded(root: Path | None = None, *, statement_timeout_ms: int = 30_00
     ``paths.postgres_dir()``), starting or reusing that server."""
     db = _embedded(statement_timeout_ms, root)
     try:
-        db._init_schema()
+        db._init_schema()  # noqa: SLF001 - the class's own module
     except BaseException:
         db.close()
         raise

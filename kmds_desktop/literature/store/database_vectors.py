@@ -96,7 +96,7 @@ def find_database_vectors(db: Any, *, cancel: CancelToken | None = None) -> list
     except (psycopg.Error, LiteratureError) as err:  # no pgvector, no rights there: as if there were none
         log.info("the database's own vectors could not be read: %s", err)
         found = []
-    db._kmds_database_vectors = tuple(found)
+    db._kmds_database_vectors = tuple(found)  # noqa: SLF001 - cached on the database object
     return found
 
 
@@ -129,7 +129,7 @@ def nearest_document_ids(db: Any, vectors: DatabaseVectors, query_vector: Any, m
     def run(conn: psycopg.Connection) -> list[tuple[int, float]]:
         iterative = getattr(db, "_kmds_iterative_scan", None)
         if iterative is None:  # once per database object
-            iterative = db._kmds_iterative_scan = has_iterative_scan(conn)
+            iterative = db._kmds_iterative_scan = has_iterative_scan(conn)  # noqa: SLF001 - cached on the database object
         candidates, rows = first, []
         while True:
             step = {**params, "candidates": candidates, "ef": str(min(1000, max(MIN_EF_SEARCH, candidates))),

@@ -246,7 +246,8 @@ def _service_user() -> tuple[int, int, str] | None:
         except KeyError:
             try:
                 subprocess.run(
-                    ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
+                    ["useradd",  # noqa: S607 - the system's own useradd, found on root's PATH
+                     "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
                     check=True, capture_output=True, text=True,
                 )
             except (OSError, subprocess.CalledProcessError) as err:

@@ -229,7 +229,7 @@ def _reindex_changed(database: Any, index: TopKIndex, since_xid: int, *, up_to_i
         live = [(int(r[0]), str(r[1] or ""), int(r[2]), r[3]) for r in changed if not r[4]]
         try:  # a batch is deleted and added again whole, or not at all
             if withdrawn:  # those the index holds: one withdrawn before the build never was in it
-                result.removed += index.count(index._tantivy.Query.term_set_query(index.schema, "id",
+                result.removed += index.count(index._tantivy.Query.term_set_query(index.schema, "id",  # noqa: SLF001 - the index's tantivy module
                                                                                   withdrawn))
             index.delete(int(r[0]) for r in changed)
             result.indexed += index.add(live)

@@ -45,7 +45,7 @@ Tree = Term | Node
 _PRECEDENCE = {"|": 1, "&": 2, "phrase": 3, "!": 4}
 
 
-class UnreadableQuery(ValueError):
+class UnreadableQuery(ValueError):  # noqa: N818 - a public name: renaming it would break callers
     """The printed text is not a tsquery this reader knows (never expected from PostgreSQL)."""
 
 

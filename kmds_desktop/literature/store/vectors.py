@@ -83,7 +83,7 @@ def encoder_for(model_name: str, encoder: Encoder | None = None) -> Encoder:
     return local
 
 
-class VectorsUnavailable(LiteratureError):
+class VectorsUnavailable(LiteratureError):  # noqa: N818 - a public name: renaming it would break callers
     """Document vectors cannot be used here: no pgvector, or a foreign database without opt-in."""
 
 
@@ -233,7 +233,7 @@ def embed_documents(
     batch_size = max(1, int(batch_size))
     rep = EmbedReport(model=model_name)
     started = time.perf_counter()
-    conn = db._connect()
+    conn = db._connect()  # noqa: SLF001 - the store package's own database
     remove_hook = cancel.add_hook(lambda: conn.cancel_safe(timeout=5)) if cancel is not None else None
     try:
         total = int(conn.execute(_NEEDING_COUNT, {"model": model_name}).fetchone()[0])
@@ -264,7 +264,7 @@ def embed_documents(
             rep.cancelled = True
         elif isinstance(err, psycopg.Error):
             message = f"embedding documents in {db.display_name} failed: {err}"
-            raise LiteratureError(db._redact(message)) from None
+            raise LiteratureError(db._redact(message)) from None  # noqa: SLF001 - the store package's own database
         else:
             raise
     finally:
@@ -384,7 +384,7 @@ def _iterative_scan(db: Any, conn: psycopg.Connection) -> bool:
         return bool(cached)
     _require_table(conn)
     supported = has_iterative_scan(conn)
-    db._kmds_vector_iterative = supported
+    db._kmds_vector_iterative = supported  # noqa: SLF001 - cached on the database object
     return supported
 
 

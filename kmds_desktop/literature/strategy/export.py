@@ -72,10 +72,7 @@ class ExportDocument:
 def _get(doc: Any, *names: str) -> Any:
     """First non-empty value among ``names`` from a mapping or an object's attributes."""
     for name in names:
-        if isinstance(doc, Mapping):
-            value = doc.get(name)
-        else:
-            value = getattr(doc, name, None)
+        value = doc.get(name) if isinstance(doc, Mapping) else getattr(doc, name, None)
         if value not in (None, "", [], ()):
             return value
     return None

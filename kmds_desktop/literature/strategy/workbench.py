@@ -318,7 +318,7 @@ class SearchWorkbench:
         rpn = set_algebra.parse(expression)
         by_key, database = self._resolve(rpn)
         ids = self._evaluate(rpn, count_only=False)
-        assert isinstance(ids, set)
+        assert isinstance(ids, set)  # noqa: S101 - narrows: count_only=False gives the set
         best: dict[int, tuple[int, int]] = {}  # doc -> (rank, order of the operand)
         identity: dict[int, tuple[str | None, str | None]] = {}
         for order, (number, row) in enumerate(by_key):
