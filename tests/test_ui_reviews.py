@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QMessageBox
 
 from kmds_desktop.app.review_resume import read_place
 from kmds_desktop.app.reviews import ReviewBook
+from kmds_desktop.config import Settings
 from kmds_desktop.literature.reviews.identity import repeats
 from kmds_desktop.literature.strategy.history import SearchHistory
 from kmds_desktop.literature.strategy.workbench import SearchWorkbench
@@ -22,17 +23,19 @@ WAIT = 60_000
 QUESTION = "sweat testing in cystic fibrosis"
 
 
-def _cf_by_year(literature_data: Path, tmp_path: Path) -> tuple[Path, Path, dict[str, int]]:
-    """The CF collection split as the update's evidence splits it: 1974–77 now, 1978–79 next month."""
-    early, late = tmp_path / "cf-1974-77.jsonl", tmp_path / "cf-1978-79.jsonl"
+def _cf_by_year(literature_data: Path, tmp_path: Path) -> tuple[Path, Path, Path, dict[str, int]]:
+    """The CF collection split as the update's evidence splits it: 1974–77 now, 1978 and 1979 later."""
+    parts = {year: tmp_path / f"cf-{year}.jsonl" for year in ("1974-77", "1978", "1979")}
     years: dict[str, int] = {}
-    with (open(literature_data / "cf" / "corpus.jsonl", encoding="utf-8") as src,
-          open(early, "w", encoding="utf-8") as a, open(late, "w", encoding="utf-8") as b):
+    with open(literature_data / "cf" / "corpus.jsonl", encoding="utf-8") as src:
+        out = {name: open(path, "w", encoding="utf-8") for name, path in parts.items()}  # noqa: SIM115
         for line in src:
             doc = json.loads(line)
             years[doc["id"]] = int(doc["year"])
-            (a if int(doc["year"]) <= 1977 else b).write(line)
-    return early, late, years
+            out["1974-77" if years[doc["id"]] <= 1977 else str(doc["year"])].write(line)
+        for handle in out.values():
+            handle.close()
+    return parts["1974-77"], parts["1978"], parts["1979"], years
 
 
 def _click(qtbot, button) -> None:
@@ -47,17 +50,27 @@ def _screening(qtbot, window) -> Any:
     return window.reviews.screening_window
 
 
+def _settings() -> Settings:
+    settings = Settings()
+    settings.retrieval.embed_after_import = False  # no embedding model in this test: the order uses TF-IDF
+    return settings
+
+
+def _start(make_window, database) -> Any:
+    return make_window(_settings(), literature_kwargs={"database": database})
+
+
 def _restart(qtbot, window, make_window, database) -> Any:
     """Close the window as the user does (the place is written on close) and start a new one."""
     window.close()
     assert not window.isVisible()
-    return make_window(literature_kwargs={"database": database})
+    return _start(make_window, database)
 
 
 def test_a_review_reopens_after_a_restart_and_its_update_screens_only_the_new_records(
         qtbot, make_window, pg_empty_database, literature_data, tmp_path, data_home) -> None:
     db = pg_empty_database
-    early, late, years = _cf_by_year(literature_data, tmp_path)
+    early, later, latest, years = _cf_by_year(literature_data, tmp_path)
     db.import_files([early])
     with SearchHistory() as history:
         saved = SearchWorkbench(history, db).run(
@@ -68,7 +81,7 @@ def test_a_review_reopens_after_a_restart_and_its_update_screens_only_the_new_re
     assert first_round
 
     # Today: File → Open review…, the review's search comes back into the panel and its screening opens.
-    window = make_window(literature_kwargs={"database": db})
+    window = _start(make_window, db)
     panel = window.literature
     qtbot.waitUntil(lambda: panel.document_count is not None, timeout=WAIT)
     window.reviews.actions["open"].trigger()
@@ -108,10 +121,16 @@ def test_a_review_reopens_after_a_restart_and_its_update_screens_only_the_new_re
     qtbot.waitUntil(lambda: panel.document_count is not None, timeout=WAIT)
     assert not window.reviews.new_records_bar.isVisible()  # the database has not changed
 
-    # Next month's records are imported; the next start says the review has new records.
+    # 1978's records are imported in the window: the bar says the review has new records.
+    panel.import_files([later])
+    bar = window.reviews.new_records_bar
+    qtbot.waitUntil(bar.isVisible, timeout=WAIT)
+    assert bar.label.text().startswith("1 review has ") and "(sweat: " in bar.label.text()
+
+    # 1979's are imported elsewhere (the CLI); the next start says so too, counting both years.
     window.close()
-    db.import_files([late])
-    window = make_window(literature_kwargs={"database": db})
+    db.import_files([latest])
+    window = _start(make_window, db)
     bar = window.reviews.new_records_bar
     qtbot.waitUntil(bar.isVisible, timeout=WAIT)
     assert bar.label.text().startswith("1 review has ") and "(sweat: " in bar.label.text()
@@ -184,3 +203,26 @@ def test_new_rename_and_delete_a_review_from_the_file_menu(qtbot, make_window, p
     assert reviews.screening_window is None
     assert not reviews.actions["rename"].isEnabled()
     assert [a.text() for a in reviews.recent_menu.actions()] == ["(none yet)"]
+
+
+def test_a_damaged_place_file_starts_like_a_first_run_and_the_next_change_repairs_it(data_home) -> None:
+    from kmds_desktop.app.review_resume import ReviewPlace, place_path, write_place
+
+    place_path().write_text("{not json", encoding="utf-8")
+    assert read_place() == ReviewPlace()
+    place_path().write_text(json.dumps({"review": 3, "record": ["CF"], "recent": ["a", 7, "b"],
+                                        "search_set": -1, "documents_seen": "many"}), encoding="utf-8")
+    assert read_place() == ReviewPlace(recent=["a", "b"])  # wrong types dropped, never trusted
+    place = ReviewPlace()
+    for n in range(10):
+        place.opened(f"review {n}", search_set=n + 1)
+    place.record = ("CF", "cf:1")
+    assert write_place(place) is None
+    again = read_place()
+    assert again.recent == [f"review {n}" for n in range(9, 1, -1)]  # the last eight, newest first
+    assert (again.review, again.search_set, again.record) == ("review 9", 10, ("CF", "cf:1"))
+    again.renamed("review 9", "nine")
+    again.deleted("review 8")
+    assert again.review == "nine" and again.recent[:2] == ["nine", "review 7"]
+    again.keep_only(["review 7"])
+    assert again.review == "" and again.recent == ["review 7"]

@@ -16,6 +16,7 @@ panel's status count; the reviews' strategies are then checked on a worker and
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -127,6 +128,14 @@ class ReviewMenu(QObject):
         if session is None or event not in ("record", "decided"):
             return
         current = session.current
+        if current is None and session.only is not None:
+            # The update's new records are all screened: the rest of the queue (earlier records not
+            # screened yet) follows, as the whole review's screening.
+            session.show_only(None)
+            self.place.only_round = None
+            self.messages.show_message("The update's new records are screened; the review's other "
+                                       "unscreened records follow.", "info", topic=KIND)
+            current = session.current
         key = current.key if current is not None else None
         if key != self.place.record:
             self.place.record = key
@@ -159,7 +168,7 @@ class ReviewMenu(QObject):
         if self.panel.database is not None:
             then(self.panel.database)
             return
-        self.panel._with_database(then, lambda _exc: then(None))
+        self.panel._with_database(then, lambda _exc: then(None))  # noqa: SLF001 - the panel's database step, shared
 
     def open(self, name: str, *, search_set: int | None = None, record: Any = None,
              only_round: int | None = None, restoring: bool = False) -> None:
@@ -214,7 +223,7 @@ class ReviewMenu(QObject):
         search, panel = opened.search, self.panel
         if search is None:
             return
-        if panel._busy():
+        if panel._busy():  # noqa: SLF001 - the panel's own state
             panel.show_message(f"The review's search {search.title} is not shown: a search or import is "
                                "running in the panel", "warning")
             return
@@ -232,8 +241,8 @@ class ReviewMenu(QObject):
         panel.results.show_documents(panel.session.documents,
                                      f"{len(opened.documents):,} documents of search {search.title}")
         panel.documents_changed.emit(panel.documents.rowCount())
-        panel._set_progress(loaded.line())
-        panel._update_buttons()
+        panel._set_progress(loaded.line())  # noqa: SLF001 - the panel's own progress
+        panel._update_buttons()  # noqa: SLF001 - the panel's own buttons
 
     def _detach(self) -> None:
         if self._unsubscribe is not None:
@@ -292,7 +301,14 @@ class ReviewMenu(QObject):
     def open_review_dialog(self) -> ReviewPicker:
         picker = ReviewPicker(self.window)
         picker.chosen.connect(lambda review: self.open(review))
-        self._submit(resume.review_choices, label="Reading the reviews", done=picker.show_reviews,
+        def listed(choices: list[resume.ReviewChoice]) -> None:
+            with contextlib.suppress(RuntimeError):  # the list was closed before the reviews were read
+                picker.show_reviews(choices)
+                picker.select(self.place.review)
+            self.place.keep_only(c.id for c in choices)  # reviews deleted elsewhere leave Recent
+            self.update_actions()
+
+        self._submit(resume.review_choices, label="Reading the reviews", done=listed,
                      failed="The reviews could not be read")
         return self._show_dialog(picker)
 
