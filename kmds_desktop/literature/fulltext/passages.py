@@ -21,9 +21,10 @@ MIN_WORDS = 120
 MAX_WORDS = 250
 #: A last passage shorter than this joins the one before (when the two stay under 1.25 x MAX_WORDS).
 TAIL_WORDS = 40
-#: Words the next passage repeats from the end of the one before (its last sentence, up to this
-#: many): a key sentence at a cut is then whole in one of the two.
-OVERLAP_WORDS = 40
+#: Words the next passage repeats from the end of the one before (its closing sentences, up to this
+#: many) where a passage is cut for length: a finding that straddles the cut is then whole in one of
+#: the two more often.
+OVERLAP_WORDS = 60
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=[\"'(\[]?[A-Z0-9])")
 
@@ -106,8 +107,12 @@ def split_passages(pages: Sequence[str]) -> list[Passage]:
     for unit in units:
         if current and words + unit.words > MAX_WORDS:
             groups.append(current)
-            carried = current[-1] if current[-1].words <= OVERLAP_WORDS else None
-            current, words = ([carried], carried.words) if carried else ([], 0)
+            carried: list[_Sentence] = []
+            for sentence in reversed(current):  # the closing sentences, up to OVERLAP_WORDS words
+                if sum(u.words for u in carried) + sentence.words > OVERLAP_WORDS:
+                    break
+                carried.insert(0, sentence)
+            current, words = carried, sum(u.words for u in carried)
         current.append(unit)
         words += unit.words
         if words >= MIN_WORDS and unit.paragraph_end:

@@ -115,9 +115,22 @@ def default_path() -> Path:
     return paths.sub_dir("fulltext") / FILE_NAME
 
 
+#: Words a question is made of that say nothing about its subject: in an OR-query they would rank
+#: every passage that uses them.
+STOPWORDS = frozenset("""
+a about above after again against all am an and any are as at be because been before being below
+between both but by can could did do does doing down during each few for from further had has have
+having he her here hers him his how i if in into is it its itself just me more most my no nor not of
+off on once only or other our out over own same she should so some such than that the their them then
+there these they this those through to too under until up very was we were what when where which
+while who whom why will with would you your following shown show shows known likely main
+""".split())
+
+
 def _fts_query(question: str) -> str:
-    """An FTS5 OR-query of the question's words (quoted, so no word is read as an operator)."""
-    words = [w for w in re.findall(r"\w+", question.lower()) if len(w) > 1]
+    """An FTS5 OR-query of the question's words without :data:`STOPWORDS` (quoted, so no word is read
+    as an operator)."""
+    words = [w for w in re.findall(r"\w+", question.lower()) if len(w) > 1 and w not in STOPWORDS]
     return " OR ".join(f'"{w}"' for w in dict.fromkeys(words))
 
 
