@@ -226,3 +226,81 @@ def test_a_damaged_place_file_starts_like_a_first_run_and_the_next_change_repair
     assert again.review == "nine" and again.recent[:2] == ["nine", "review 7"]
     again.keep_only(["review 7"])
     assert again.review == "" and again.recent == ["review 7"]
+
+
+def _screened_review(name: str = "sweat") -> None:
+    """A review of six records, three decided, in the test's data folder."""
+    from kmds_desktop.literature.reviews.store import ReviewStore
+    from kmds_desktop.literature.screening.records import ScreeningRecord
+
+    records = [ScreeningRecord("CF", f"cf:{i}", title=f"Sweat chloride study number {i} in cystic fibrosis",
+                               abstract=f"Abstract {i} about sweat tests.") for i in range(1, 7)]
+    with ReviewStore() as store:
+        store.create_review(name, name=name, question="sweat testing in cystic fibrosis")
+        store.add_records(name, records, origin="file refs.ris", identified=6,
+                          identities=[r.key for r in records])
+        store.decide(name, ("CF", "cf:1"), "include")
+        store.decide(name, ("CF", "cf:2"), "exclude", reason="wrong population")
+        store.decide(name, ("CF", "cf:3"), "maybe")
+
+
+def test_export_import_and_merge_a_second_screeners_file_from_the_window(
+        qtbot, make_window, pg_empty_database, data_home, tmp_path) -> None:
+    _screened_review()
+    window = make_window(literature_kwargs={"database": pg_empty_database, "open_on_start": False})
+    reviews = window.reviews
+    reviews.open("sweat")
+    screening = _screening(qtbot, window)
+    assert "its search is not shown: its records came from files" in window.messages.label.text()
+    out = tmp_path / "sweat.kmds-review.json"
+    reviews.export_review(out)
+    qtbot.waitUntil(lambda: "written to" in window.messages.label.text(), timeout=WAIT)
+    assert json.loads(out.read_text(encoding="utf-8"))["review"]["name"] == "sweat"
+
+    bad = tmp_path / "notes.json"
+    bad.write_text("[1, 2", encoding="utf-8")
+    reviews.import_review(bad)
+    qtbot.waitUntil(lambda: "notes.json could not be imported" in window.messages.label.text(), timeout=WAIT)
+    assert "\n" not in window.messages.label.text() and "not a review file" in window.messages.label.text()
+    with ReviewBook() as book:
+        assert [s.id for s in book.summaries()] == ["sweat"]  # nothing written
+
+    reviews.import_review(out)  # the same review again: a new name, never a silent merge
+    qtbot.waitUntil(lambda: reviews.screening_window is not screening and reviews.screening_window is not None
+                    and reviews.screening_window.session is not None, timeout=WAIT)
+    imported = reviews.screening_window.session
+    assert imported.review.id == "sweat (2)" and len(imported.decisions) == 3
+    assert any("(as 'sweat (2)'" in m.text for m in window.messages.history)
+    assert [a.text() for a in reviews.recent_menu.actions()] == ["sweat (2)", "sweat"]
+
+    handed = tmp_path / "for-bob.json"
+    returned = tmp_path / "from-bob.json"
+    with ReviewBook() as book:
+        book.export("sweat (2)", handed)
+    with ReviewBook(tmp_path / "bob" / "screening.sqlite3") as bob:
+        bob.import_file(handed)
+        bob.store.decide("sweat (2)", ("CF", "cf:1"), "exclude", reason="wrong study design")
+        bob.store.decide("sweat (2)", ("CF", "cf:4"), "include")
+        bob.export("sweat (2)", returned, reviewer="bob")
+    reviews.merge_review(returned)
+    qtbot.waitUntil(lambda: "decisions of bob merged" in window.messages.label.text(), timeout=WAIT)
+    with ReviewBook() as book:
+        assert book.store.other_decisions("sweat (2)", "bob")[("CF", "cf:4")].decision == "include"
+        assert book.store.decisions("sweat (2)")[("CF", "cf:1")].decision == "include"  # mine untouched
+
+
+def test_the_queue_of_an_update_offers_only_its_records_then_the_rest(data_home) -> None:
+    from kmds_desktop.app.screening import ScreeningSession
+    from kmds_desktop.literature.reviews.store import ReviewStore
+
+    _screened_review()
+    with ReviewStore() as store:
+        session = ScreeningSession(store, "sweat", background=False)
+        session.show_only(frozenset({("CF", "cf:5"), ("CF", "cf:6")}))
+        assert {session.records[i].key for i, _ in session.queue(10)} == {("CF", "cf:5"), ("CF", "cf:6")}
+        session.decide("exclude")
+        session.decide("include")
+        assert session.current is None  # the chosen records are screened
+        session.show_only(None)
+        assert session.current.key == ("CF", "cf:4")  # the rest of the queue follows
+        session.close()
