@@ -31,6 +31,7 @@ class PassageList(QListWidget):
         self.setObjectName("evidencePassages")
         self.setWordWrap(True)
         self.setAlternatingRowColors(True)
+        self.setSpacing(3)  # rows of several lines read as separate passages
         self.setVerticalScrollMode(QListWidget.ScrollMode.ScrollPerPixel)
         self.itemClicked.connect(self._open)
         self.itemActivated.connect(self._open)

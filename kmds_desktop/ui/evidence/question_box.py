@@ -46,6 +46,8 @@ class QuestionBox(QWidget):
         self.history.setObjectName("evidenceHistory")
         self.history.setToolTip("Questions asked before: click one to search it again")
         self.history.setMaximumHeight(86)
+        self.history.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.history.setTextElideMode(Qt.TextElideMode.ElideRight)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(row)

@@ -16,6 +16,9 @@ from PySide6.QtWidgets import QDockWidget
 
 from kmds_desktop.ui.evidence.view import EvidenceView
 
+#: The window's width a shown Evidence dock takes (the page needs about 600 pixels to be read).
+EVIDENCE_SHARE = 0.66
+
 if TYPE_CHECKING:
     from kmds_desktop.ui.main_window import MainWindow
 
@@ -24,12 +27,20 @@ def install_evidence(window: MainWindow) -> EvidenceView:
     """Add the Evidence dock (hidden until asked for) and its File and View entries to ``window``."""
     view = EvidenceView(window.jobs, encoder=window._literature_encoder)  # the index process embeds
     view.message.connect(lambda level, text: window.messages.show_message(text, level, topic="evidence"))
-    dock = QDockWidget("Evidence: questions answered from your PDFs", window)
+    dock = QDockWidget("Evidence", window)
+    dock.setToolTip("Questions answered from your PDFs, each quote shown on its page")
     dock.setObjectName("evidenceDock")
     dock.setWidget(view)
     window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
     dock.hide()
     window.evidence_dock = dock
+
+    def widen(visible: bool) -> None:
+        """A dock shown gets room for the passages and a readable page (most of the window's width)."""
+        if visible and not dock.isFloating():
+            window.resizeDocks([dock], [int(window.width() * EVIDENCE_SHARE)], Qt.Orientation.Horizontal)
+
+    dock.visibilityChanged.connect(widen)
 
     def shown_then(run: object) -> None:
         dock.show()
