@@ -16,8 +16,9 @@ from typing import Any
 from kmds_desktop.app.events import Observable
 from kmds_desktop.literature.evidence.answer import Answer, extractive_answer
 from kmds_desktop.literature.evidence.search import EvidenceHit, default_query_embed, search_passages
-from kmds_desktop.literature.fulltext.importer import ImportReport, import_folder
+from kmds_desktop.literature.fulltext.importer import ImportReport, default_embed, import_folder
 from kmds_desktop.literature.fulltext.store import FulltextStore, PaperRow
+from kmds_desktop.literature.fulltext.zotero import import_zotero
 from kmds_desktop.tasks import CancelToken, ProgressFn
 
 #: Passages an evidence search shows by default.
@@ -52,8 +53,8 @@ class EvidenceSession(Observable):
         self, folder: Path, progress: ProgressFn | None = None, cancel: CancelToken | None = None
     ) -> ImportReport:
         """Import a folder of PDFs (recursive, incremental by file content)."""
-        embed = {"embed": self.encoder} if self.encoder is not None else {}
-        result = import_folder(self.store, Path(folder), progress=progress, cancel=cancel, **embed)
+        result = import_folder(self.store, Path(folder), progress=progress, cancel=cancel,
+                               embed=self.encoder or default_embed)
         self.announce("papers")
         return result
 
@@ -61,10 +62,8 @@ class EvidenceSession(Observable):
         self, folder: Path, progress: ProgressFn | None = None, cancel: CancelToken | None = None
     ) -> ImportReport:
         """Import a Zotero library's PDF attachments, read-only (a copy of its database is read)."""
-        from kmds_desktop.literature.fulltext.zotero import import_zotero
-
-        embed = {"embed": self.encoder} if self.encoder is not None else {}
-        result = import_zotero(self.store, Path(folder), progress=progress, cancel=cancel, **embed)
+        result = import_zotero(self.store, Path(folder), progress=progress, cancel=cancel,
+                               embed=self.encoder or default_embed)
         self.announce("papers")
         return result
 
