@@ -53,7 +53,8 @@ def embedded_db(pg_empty_database, literature_data: Path, tmp_path: Path) -> tup
 
 def _session(url: str, models: list[str], **retrieval: Any) -> LiteratureSession:
     qg = QueryGenerationSettings(multi_model_enabled=True, models=models, queries_per_model=1,
-                                 ollama_host=url, timeout_s=10)
+                                 ollama_host=url, timeout_s=10,
+                                 verbatim_query_models=[m for m in models if not m.startswith("builtin:")])
     return LiteratureSession(qg, LiteratureSettings(max_rows=20), RetrievalSettings(**retrieval))
 
 

@@ -176,7 +176,8 @@ def test_kill_9_of_the_cli_in_the_middle_of_a_run(pg_empty_database, fake_ollama
     dsn = pg_empty_database.dsn
     repo = Path(__file__).resolve().parent.parent
     argv = [sys.executable, "-m", "kmds_desktop", "--data-dir", str(home), "literature", "search",
-            "Is cystic fibrosis different in adults?", "--models", "m", "--no-semantic", "--no-rerank",
+            "Is cystic fibrosis different in adults?", "--models", "m", "--verbatim-models", "m",
+            "--no-semantic", "--no-rerank",
             "--dsn", dsn]  # full-text rows only: nothing touches the locked table before the run
     env = {**os.environ, "PYTHONPATH": str(repo)}
     history_file = home / "history" / "search_history.sqlite3"

@@ -155,7 +155,7 @@ def test_cli_exits_non_zero_when_a_query_is_lost(pg_empty_database, fake_ollama,
         first.execute(lock)  # every statement of the CLI that reads ``document`` waits
         proc = subprocess.Popen(
             [sys.executable, "-m", "kmds_desktop", "literature", "search", QUESTION, "--models",
-             "probe", "--queries-per-model", "3", "--dsn", dsn, "--json"],
+             "probe", "--verbatim-models", "probe", "--queries-per-model", "3", "--dsn", dsn, "--json"],
             cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             backend = None

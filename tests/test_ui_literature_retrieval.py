@@ -51,6 +51,7 @@ def _window(make_window, database: Any, models: list[str], host: str = "http://1
     settings = Settings()
     qg = settings.query_generation
     qg.multi_model_enabled, qg.models, qg.queries_per_model, qg.ollama_host = True, models, 1, host
+    qg.verbatim_query_models = [m for m in models if not m.startswith("builtin:")]  # scripted tsqueries
     settings.literature.max_rows = 20
     settings.retrieval.embed_batch_size = batch
     window = make_window(settings, auto_index=False,

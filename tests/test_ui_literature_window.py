@@ -27,6 +27,7 @@ def _window(qtbot, make_window, fake_ollama, pg_database):
     qg = settings.query_generation
     qg.multi_model_enabled = True
     qg.models = [MODEL, "builtin:keywords"]
+    qg.verbatim_query_models = [MODEL]  # the replies are the model's own tsqueries
     qg.ollama_host = fake_ollama.url
     qg.timeout_s = 30
     qg.queries_per_model = 2

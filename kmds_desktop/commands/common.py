@@ -128,6 +128,8 @@ def generation_settings(args: argparse.Namespace, settings: Any) -> tuple[Any, A
             qg.multi_model_enabled = True
         if getattr(args, "openai_base_url", None):
             qg.openai_base_url = args.openai_base_url
+        if getattr(args, "verbatim_models", None):
+            qg.verbatim_query_models = [m for m in args.verbatim_models.split(",") if m.strip()]
     except ValidationError as err:  # pydantic validates assignments
         detail = describe_validation_error(err, "query_generation.")
         raise SettingsError(f"invalid option: {detail}") from None

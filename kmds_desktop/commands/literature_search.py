@@ -45,6 +45,10 @@ def register_search(lit_sub: argparse._SubParsersAction) -> None:  # noqa: SLF00
                                          "(enables multi-model generation); 'openai:NAME' is a model on the "
                                          "OpenAI-compatible server (--openai-url), 'ollama:NAME' or a bare "
                                          "name one on Ollama")
+    search.add_argument("--verbatim-models", metavar="MODELS",
+                        help="comma-separated models that write their own tsquery (default: "
+                             "query_generation.verbatim_query_models); every other model names the "
+                             "question's concepts and the app writes the queries")
     search.add_argument("--openai-url", metavar="URL", dest="openai_base_url",
                         help="the OpenAI-compatible server of 'openai:' models, e.g. http://127.0.0.1:8080/v1"
                              " (default: query_generation.openai_base_url)")
