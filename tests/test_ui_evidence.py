@@ -120,3 +120,21 @@ def test_the_window_docks_evidence_and_imports_pdfs_with_progress(make_window, q
     assert imported.args[0].count("imported") == 1
     assert "1 imported" in window.evidence.status.text()
     assert (data_home / "fulltext" / "fulltext.sqlite").is_file()
+
+
+def test_a_pdf_changed_since_the_import_is_not_opened(qtbot, jobs, tmp_path: Path) -> None:
+    folder = link_pdfs(["j.bpj.2021.11.1119.pdf"], tmp_path / "one")
+    with EvidenceSession(tmp_path / "store" / "fulltext.sqlite") as session:
+        session.import_folder(folder)
+        paper = session.papers()[0]
+        view = EvidenceView(jobs, session)
+        qtbot.addWidget(view)
+        with qtbot.waitSignal(view.page_shown, timeout=30_000):
+            view.show_page(paper.id, 1, "")
+        assert view.page.page_no == 1 and view.page.highlight_rects == []
+        with open(paper.path, "ab") as fh:  # bytes the bounded reader has not seen
+            fh.write(b"\n% appended\n")
+        with qtbot.waitSignal(view.message, timeout=30_000) as said:
+            view.show_page(paper.id, 1, "")
+        assert said.args[0] == "error" and "changed or moved since it was imported" in said.args[1]
+        jobs.shutdown()

@@ -13,8 +13,9 @@ of :data:`WINDOW` characters of the wanted text are looked up in order on the pa
 the first window found to the last one is the highlight. pdfium then gives that span's rectangles, one
 per line, in page points, turned into the image's pixels here.
 
-Rendering opens the file directly (in the window's process, on a worker): it is a file the import has
-already read in the bounded child without harm, and one page renders in tens of milliseconds.
+Rendering opens the file directly (in the window's process, on a worker), and only when its bytes are
+still those the import read in the bounded child without harm (the SHA-256 is compared first: a few
+milliseconds); one page renders in tens of milliseconds.
 """
 
 from __future__ import annotations
@@ -98,6 +99,7 @@ def render_page(path: str | Path, page_no: int, highlight: str = "", *, scale: f
     """Page ``page_no`` (1-based) of the PDF at ``path`` as pixels, with ``highlight``'s rectangles.
 
     Raises ``ValueError`` with what to do when the file is gone or has no such page."""
+    # why: pypdfium2 loads on first use, not at start-up
     import pypdfium2 as pdfium
     import pypdfium2.raw as pdfium_c
 
@@ -167,8 +169,17 @@ def render_paper_page(session: Any, paper_id: int, page_no: int, highlight: str 
                       scale: float = DEFAULT_SCALE) -> PageImage:
     """Page ``page_no`` of the store's paper ``paper_id`` (``session``: an
     :class:`~kmds_desktop.app.evidence.EvidenceSession`), ``highlight`` marked."""
+    from kmds_desktop.literature.fulltext.importer import file_sha256
+
     paper = session.store.paper(paper_id)
     if paper is None:
         raise ValueError("that paper is no longer in the store; run the search again")
+    try:
+        unchanged = file_sha256(Path(paper.path)) == paper.sha256
+    except OSError:
+        unchanged = False
+    if not unchanged:  # only bytes the bounded reader has read safely are opened in this process
+        raise ValueError(f"{Path(paper.path).name} has changed or moved since it was imported; import its "
+                         "folder again to see its pages")
     return render_page(paper.path, page_no, highlight, scale=scale, paper_id=paper_id,
                        label=f"{paper.title or paper.label}")
