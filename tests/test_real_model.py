@@ -250,6 +250,7 @@ def test_openai_question_routed_answered_streamed_and_cancelled(openai_server, d
 def _literature_journey(models: list[str], db: Any, **settings: Any) -> LiteratureSession:
     """A round with ``models`` (two attempts each, so two temperatures per name), every row checked
     in PostgreSQL before it is runnable, the valid ones run; returns the session."""
+    settings.setdefault("verbatim_query_models", [m for m in models if not m.startswith("builtin:")])
     qg = QueryGenerationSettings(multi_model_enabled=True, models=models, queries_per_model=2,
                                  temperature=0.1, timeout_s=TIMEOUT_S, **settings)
     session = LiteratureSession(qg, LiteratureSettings(max_rows=20),
@@ -308,7 +309,8 @@ def test_ollama_server_killed_mid_reply(real_tmp, cf_database) -> None:
     doomed = _start_ollama(real_tmp, "doomed", die=(2, 2))
     try:
         qg = QueryGenerationSettings(multi_model_enabled=True, models=["doomed", "builtin:keywords"],
-                                     queries_per_model=3, ollama_host=doomed.url, timeout_s=TIMEOUT_S)
+                                     queries_per_model=3, ollama_host=doomed.url, timeout_s=TIMEOUT_S,
+                                     verbatim_query_models=["doomed"])  # one call per attempt
         session = LiteratureSession(qg, LiteratureSettings(max_rows=20),
                                     RetrievalSettings(semantic_row=False, hypothetical_row=False))
         session.start_round(LIT_QUESTION, NOW)
