@@ -33,6 +33,7 @@ SHORTCUTS_HTML = """
 <tr><td><b>Ctrl+Enter</b></td><td>Ask the question</td></tr>
 <tr><td><b>Up / Down</b></td><td>Previous / next question (in the question box)</td></tr>
 <tr><td><b>Esc</b></td><td>Cancel the running answer</td></tr>
+<tr><td><b>Ctrl+E</b></td><td>Show or hide Evidence (questions answered from your PDFs)</td></tr>
 <tr><td><b>Ctrl+,</b></td><td>Preferences</td></tr>
 <tr><td><b>Ctrl+Q</b></td><td>Quit</td></tr>
 </table>
