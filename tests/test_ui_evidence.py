@@ -65,6 +65,10 @@ def test_a_clicked_passage_opens_on_its_page_marked(qtbot, view: EvidenceView, s
     assert rects and all(r.width() > 0 and r.height() > 0 for r in rects)
     assert f"page {hit.start_page} of 6" in view.page.title.text()
     assert not view.page.scene.itemsBoundingRect().isEmpty()
+    with qtbot.waitSignal(view.page_shown, timeout=30_000):  # the next page, for the context
+        qtbot.mouseClick(view.page.next_button, Qt.MouseButton.LeftButton)
+    assert view.page.page_no == hit.start_page + 1 and view.page.highlight_rects == []
+    assert view.page.previous_button.isEnabled()
     # the question is kept in the data folder, newest first, and listed
     assert QuestionHistory(store_path.parent).questions()[0] == QUESTION
     assert view.questions.history.item(0).text() == QUESTION

@@ -5,16 +5,28 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QRectF, Qt
+from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QImage, QPainter, QPen, QPixmap
-from PySide6.QtWidgets import QGraphicsScene, QGraphicsView, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QGraphicsScene,
+    QGraphicsView,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 HIGHLIGHT = QColor(255, 214, 0, 110)
 
 
 class PageView(QWidget):
     """Shows one :class:`~kmds_desktop.app.evidence_pages.PageImage`; ``page_no`` and
-    ``highlight_rects`` say what is shown (tests and the status read them)."""
+    ``highlight_rects`` say what is shown (tests and the status read them). Previous / Next ask for
+    the neighbouring page (``page_requested(paper_id, page_no)``): a cited sentence's context is often
+    on the page before or after."""
+
+    page_requested = Signal(int, int)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -29,9 +41,23 @@ class PageView(QWidget):
         self.view.setObjectName("evidencePageView")
         self.view.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform)
         self.view.setDragMode(QGraphicsView.DragMode.ScrollHandDrag)
+        self.page_count = 0
+        self.previous_button = QPushButton("◀ Previous page")
+        self.previous_button.setObjectName("evidencePreviousPage")
+        self.next_button = QPushButton("Next page ▶")
+        self.next_button.setObjectName("evidenceNextPage")
+        for button, step in ((self.previous_button, -1), (self.next_button, 1)):
+            button.setEnabled(False)
+            button.clicked.connect(lambda _c=False, s=step: self.page_requested.emit(self.paper_id,
+                                                                                      self.page_no + s))
+        header = QHBoxLayout()
+        header.setContentsMargins(0, 0, 0, 0)
+        header.addWidget(self.title, 1)
+        header.addWidget(self.previous_button)
+        header.addWidget(self.next_button)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.title)
+        layout.addLayout(header)
         layout.addWidget(self.view, 1)
 
     def show_page(self, page: Any) -> None:
@@ -45,6 +71,9 @@ class PageView(QWidget):
             self.scene.addRect(rect, QPen(Qt.PenStyle.NoPen), QBrush(HIGHLIGHT))
         self.page_no = page.page_no
         self.paper_id = page.paper_id
+        self.page_count = page.page_count
+        self.previous_button.setEnabled(page.page_no > 1)
+        self.next_button.setEnabled(page.page_no < page.page_count)
         marked = "" if self.highlight_rects else " (the passage could not be located on the page's text)"
         self.title.setText(f"{page.label} \u2014 page {page.page_no} of {page.page_count}{marked}")
         self.title.setToolTip(page.label)

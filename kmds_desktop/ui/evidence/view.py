@@ -88,6 +88,7 @@ class EvidenceView(QWidget):
         self.passages.passage_opened.connect(self.open_passage)
         self.answer.citation_opened.connect(self.open_citation)
         self.answer.export_requested.connect(self.export_answer_dialog)
+        self.page.page_requested.connect(lambda paper_id, page_no: self.show_page(paper_id, page_no, ""))
 
     # -- the session and the history, made on first use --------------------------------------------
     @property

@@ -8,12 +8,13 @@ the window's saved state (``saveState``) keeps where the user put it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QDockWidget
 
+from kmds_desktop.app import workspace
 from kmds_desktop.ui.evidence.view import EvidenceView
 
 #: The window's width a shown Evidence dock takes (the page needs about 600 pixels to be read).
@@ -25,7 +26,11 @@ if TYPE_CHECKING:
 
 def install_evidence(window: MainWindow) -> EvidenceView:
     """Add the Evidence dock (hidden until asked for) and its File and View entries to ``window``."""
-    view = EvidenceView(window.jobs, encoder=window._literature_encoder)  # the index process embeds
+    def encode(texts: Any) -> Any:
+        """Embed in the index process, as the literature panel does (torch never loads here)."""
+        return workspace.encode_texts(window.index_holder, window.settings, texts)
+
+    view = EvidenceView(window.jobs, encoder=encode)
     view.message.connect(lambda level, text: window.messages.show_message(text, level, topic="evidence"))
     dock = QDockWidget("Evidence", window)
     dock.setToolTip("Questions answered from your PDFs, each quote shown on its page")
