@@ -70,6 +70,16 @@ def test_concept_replies_are_read_in_the_shapes_small_models_write() -> None:
     assert [(c.name, c.terms) for c in bare] == [("asthma", ["asthma", "wheeze"]), ("eczema", ["eczema"])]
 
 
+def test_a_reply_cut_off_by_the_token_limit_keeps_what_was_complete() -> None:
+    cut = ('{"concepts": [{"name": "asthma", "terms": ["asthma", "wheeze"]}, '
+           '{"name": "smoking", "terms": ["smoking", "tobacco", "cigar')
+    concepts = parse_concepts(cut)
+    assert [(c.name, c.terms) for c in concepts] == [("asthma", ["asthma", "wheeze"]),
+                                                     ("smoking", ["smoking", "tobacco"])]
+    with pytest.raises(ConceptReplyError, match="not valid JSON"):
+        parse_concepts('{"concepts": [{"name": "asth')
+
+
 @pytest.mark.parametrize(("reply", "reason"), [
     ("", "empty"),
     ("cystic fibrosis AND antibiotics", "not JSON"),

@@ -53,7 +53,7 @@ CONCEPT_SYSTEM_PROMPT = """\
 You help a librarian search the titles and abstracts of biomedical papers.
 For a research question, list its main concepts (2 to 4: diseases, organisms, drugs, genes, proteins, \
 cells, treatments, outcomes) and, for each concept, the words papers use for it: the question's own \
-words first, then synonyms, abbreviations, other spellings and narrower terms.
+words first, then synonyms, abbreviations, other spellings and narrower terms (at most 5 terms).
 Leave out words that are not a subject: effect, role, increase, patients, study, risk, level.
 Terms are plain words or short phrases: no operators, no quotes, no explanations.
 
@@ -162,6 +162,42 @@ def json_depth_within(text: str, limit: int) -> bool:
     return True
 
 
+def complete_prefix(text: str) -> str:
+    """``text`` (JSON cut off mid-way) up to its last complete array element or closed bracket,
+    with the brackets still open closed: ``{"concepts": [{"name": "a", "terms": ["x", "y`` ->
+    ``{"concepts": [{"name": "a", "terms": ["x"]}]}``. One iterative pass; "" when nothing is
+    complete. Strings are only cut after a whole element of an array (never after a key)."""
+    stack: list[str] = []
+    in_string = escaped = False
+    string_in_array = False
+    best = ""
+    for index, char in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+                if string_in_array:
+                    best = text[:index + 1] + "".join("]" if b == "[" else "}" for b in reversed(stack))
+        elif char == '"':
+            in_string = True
+            string_in_array = bool(stack) and stack[-1] == "["
+        elif char in "[{":
+            stack.append(char)
+            if len(stack) > MAX_JSON_DEPTH:
+                return ""
+        elif char in "]}":
+            if not stack:
+                break
+            stack.pop()
+            best = text[:index + 1] + "".join("]" if b == "[" else "}" for b in reversed(stack))
+            if not stack:
+                break
+    return best
+
+
 def _json_start(text: str) -> int:
     """Where the reply's JSON begins (a model may write a code fence or a sentence first), or -1."""
     positions = [p for p in (text.find("{"), text.find("[")) if p >= 0]
@@ -185,7 +221,15 @@ def parse_concepts(reply: str) -> list[ModelConcept]:
     try:
         data, _end = json.JSONDecoder().raw_decode(text[start:])
     except (ValueError, RecursionError) as err:
-        raise ConceptReplyError(f"the reply is not valid JSON ({str(err).split(':')[0]})") from None
+        # A reply cut off by the token limit (a model that lists terms until it is stopped): the
+        # concepts and terms complete before the cut are read; nothing else is guessed.
+        salvaged = complete_prefix(text[start:])
+        try:
+            data = json.loads(salvaged) if salvaged else None
+        except (ValueError, RecursionError):
+            data = None
+        if data is None:
+            raise ConceptReplyError(f"the reply is not valid JSON ({str(err).split(':')[0]})") from None
     if isinstance(data, dict):
         data = next((data[k] for k in ("concepts", "Concepts", "concept") if k in data), None)
     if not isinstance(data, list):
