@@ -21,6 +21,11 @@ PEG_QUESTION = ("I am designing peptide-guided LNPs for delivery to the retina, 
 PEG_KEY = "over 40% substitution with PEG-maleimide showed no detectable levels of transfection"
 
 
+#: The first test imports the 40 shared PDFs (700 pages, real embeddings) once for the process: minutes
+#: on a busy two-core machine, so the per-test limit is raised for these modules.
+pytestmark = pytest.mark.timeout(1800)
+
+
 @pytest.fixture(scope="module")
 def imported():
     return shared_import()

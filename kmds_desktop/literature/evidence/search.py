@@ -64,7 +64,7 @@ class EvidenceHit:
 
 
 def default_query_embed(question: str) -> np.ndarray:
-    from kmds_desktop.index.embeddings import encode
+    from kmds_desktop.index.embeddings import encode  # torch loads on first use, not at start-up
 
     return encode([question])[0]
 
@@ -79,7 +79,7 @@ def search_passages(
     pool: int = POOL,
 ) -> list[EvidenceHit]:
     """The ``top`` passages for ``question``, best first (only of ``paper_ids`` when given)."""
-    import numpy as np
+    import numpy as np  # on first use: the CLI's --help and the app's start stay fast
 
     if not question or not question.strip():
         raise ValueError("the question is empty: type what you want the papers to answer")

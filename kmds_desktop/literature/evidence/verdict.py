@@ -58,7 +58,10 @@ INSUFFICIENT = "insufficient"
 ADDRESS_SIMILARITY = 0.55
 #: Offline multiple choice: the best option must beat the runner-up by this much, else "insufficient"
 #: (tuned on the LitQA dev questions for precision, see the bench).
-CHOICE_MARGIN = 0.15
+CHOICE_MARGIN = 0.10
+#: Offline multiple choice: only sentences at least this close in meaning to the question count (a
+#: "10%" in a methods sentence about formalin is not an answer to a question about PEG fractions).
+CHOICE_MIN_SIMILARITY = 0.50
 #: Passages read per claim or question.
 PASSAGES = 10
 #: Yes-no offline: a hedge cue ("may", "unclear") in the deciding sentence answers "maybe".
@@ -382,10 +385,12 @@ def choose_offline(
     *,
     embed: EmbedFn = default_embed,
     margin: float = CHOICE_MARGIN,
+    min_similarity: float = CHOICE_MIN_SIMILARITY,
 ) -> ChoiceVerdict:
     """Score each option by its best sentence among the question's passages: the share of the option's
-    distinctive words the sentence holds, times how close the sentence is to the question (cosine);
-    choose only when the best beats the runner-up by ``margin``."""
+    distinctive words the sentence holds, times how close the sentence is to the question (cosine; a
+    sentence below ``min_similarity`` does not count); choose only when the best beats the runner-up by
+    ``margin``."""
     import numpy as np
 
     options = _check_options(question, options)
@@ -403,6 +408,8 @@ def choose_offline(
         if not words:
             continue
         for k, have in enumerate(sentence_words):
+            if closeness[k] < min_similarity:
+                continue
             score = float(closeness[k]) * len(words & have) / len(words)
             if score > result.scores[i]:
                 result.scores[i], best_sentence[i] = score, k

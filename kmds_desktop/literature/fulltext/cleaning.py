@@ -79,7 +79,9 @@ def strip_line_numbers(lines: list[str]) -> list[str]:
 
 
 def _line_key(line: str) -> str:
-    return re.sub(r"\d+", "#", " ".join(line.split())).lower()
+    """A line with its digits made ``#`` and a page number at either end dropped: odd and even pages
+    print "942 Diabetologia (2024) 67:940–951" and "Diabetologia (2024) 67:940–951 941"."""
+    return re.sub(r"\d+", "#", " ".join(line.split())).lower().strip("# ")
 
 
 def _edge_positions(lines: Sequence[str]) -> list[int]:

@@ -99,7 +99,7 @@ def find_pdfs(folder: Path) -> list[Path]:
 
 def default_embed(texts: Sequence[str]) -> np.ndarray:
     """The shipped embedding model (all-MiniLM-L6-v2, no download)."""
-    from kmds_desktop.index.embeddings import encode
+    from kmds_desktop.index.embeddings import encode  # torch loads on first use, not at start-up
 
     return encode(list(texts))
 

@@ -73,7 +73,7 @@ def read_pdf(path: str) -> dict[str, Any]:
     """Read one PDF into cleaned page texts, its DOI and title, or a failure with its reason.
 
     Runs in the child process (and directly in tests of the reading itself)."""
-    import pypdfium2 as pdfium
+    import pypdfium2 as pdfium  # only the reader's child process loads pdfium
 
     from kmds_desktop.literature.fulltext.cleaning import clean_pages
     from kmds_desktop.literature.fulltext.identify import find_doi, find_title

@@ -223,7 +223,7 @@ class FulltextStore:
         vectors: np.ndarray,
     ) -> int:
         """Store a read paper in one transaction: the paper, its pages, its passages with vectors."""
-        import numpy as np
+        import numpy as np  # on first use: the CLI's --help and the app's start stay fast
 
         with self._lock, self._db:
             cur = self._db.execute(
@@ -310,7 +310,7 @@ class FulltextStore:
     def vector_matrix(self) -> tuple[np.ndarray, list[int], list[int]]:
         """All passage vectors as one matrix, with the passage id and paper id of each row (cached
         until the store changes)."""
-        import numpy as np
+        import numpy as np  # on first use: the CLI's --help and the app's start stay fast
 
         with self._lock:
             cached = self._matrix
