@@ -53,6 +53,17 @@ def litqa_questions() -> list[dict]:
     return out
 
 
+def batch_embedder(texts: list[str]):
+    """An ``embed`` that looks up vectors computed in one batch (thousands of short calls would measure
+    call overhead, not the heuristic)."""
+    from kmds_desktop.index.embeddings import encode
+
+    unique = list(dict.fromkeys(texts))
+    vectors = encode(unique)
+    row = {text: i for i, text in enumerate(unique)}
+    return lambda batch: vectors[[row[t] for t in batch]]
+
+
 def accuracy_precision(results: list[tuple[int | None, int]]) -> tuple[float, float, int]:
     answered = [(c, r) for c, r in results if c is not None]
     right = sum(c == r for c, r in answered)
@@ -92,13 +103,15 @@ def multiple_choice(store, llm=None, label: str = "") -> dict[str, tuple[float, 
 
 
 def pubmedqa(limit_model: int = 0, llm=None) -> float:
-    from kmds_desktop.literature.evidence.verdict import yes_no_offline
+    from kmds_desktop.literature.evidence.verdict import sentences, yes_no_offline
 
     data = json.loads(PUBMEDQA.read_text(encoding="utf-8"))
+    embed = batch_embedder([t for v in data.values()
+                            for t in (v["QUESTION"], *sentences(" ".join(v["CONTEXTS"])))])
     result = 0.0
     for split, parity in (("odd (development)", 1), ("EVEN (reported)", 0)):
         items = [(pmid, v) for pmid, v in data.items() if int(pmid) % 2 == parity]
-        answers = [yes_no_offline(v["QUESTION"], " ".join(v["CONTEXTS"])) for _, v in items]
+        answers = [yes_no_offline(v["QUESTION"], " ".join(v["CONTEXTS"]), embed=embed) for _, v in items]
         truth = [v["final_decision"] for _, v in items]
         acc = sum(a == t for a, t in zip(answers, truth, strict=True)) / len(items)
         majority = Counter(truth).most_common(1)[0]
@@ -137,21 +150,26 @@ def scifact() -> None:
         q = json.loads(line)
         claims[q["id"]] = q["text"]
     label_of = {"SUPPORT": SUPPORTS, "CONTRADICT": CONTRADICTS, "NOINFO": NOT_ADDRESSED}
+    from kmds_desktop.literature.evidence.verdict import sentences
+
+    qrels = (SCIFACT / "qrels.tsv").read_text(encoding="utf-8").splitlines()[1:]
+    pairs = [line.split("\t") for line in qrels]
+    judged = {doc_id for _, doc_id, *_ in pairs if doc_id in corpus}
+    embed = batch_embedder([*claims.values(), *(t for doc_id in judged for t in sentences(corpus[doc_id]))])
     for split in ("train", "test"):
         truth, guess = [], []
-        for line in (SCIFACT / "qrels.tsv").read_text(encoding="utf-8").splitlines()[1:]:
-            qid, doc_id, _, row_split, label = line.split("\t")
+        for qid, doc_id, _, row_split, label in pairs:
             if row_split != split or doc_id not in corpus:
                 continue
             text = corpus[doc_id]
             stance = judge_offline(claims[qid], [Passage(text, 1, 1)],
-                                   lambda page, t=text: t if page == 1 else None)[0]
+                                   lambda page, t=text: t if page == 1 else None, embed=embed)[0]
             truth.append(label_of[label])
             guess.append(stance)
-        pairs = list(zip(truth, guess, strict=True))
-        acc = sum(a == b for a, b in pairs) / max(1, len(truth))
-        addressed_right = sum((a != NOT_ADDRESSED) == (b != NOT_ADDRESSED) for a, b in pairs)
-        polar = [(a, b) for a, b in pairs if a != NOT_ADDRESSED and b != NOT_ADDRESSED]
+        compared = list(zip(truth, guess, strict=True))
+        acc = sum(a == b for a, b in compared) / max(1, len(truth))
+        addressed_right = sum((a != NOT_ADDRESSED) == (b != NOT_ADDRESSED) for a, b in compared)
+        polar = [(a, b) for a, b in compared if a != NOT_ADDRESSED and b != NOT_ADDRESSED]
         polar_right = sum(a == b for a, b in polar) / max(1, len(polar))
         print(f"SciFact {split}, {len(truth)} claim-abstract pairs: stance accuracy {acc:.3f}; "
               f"addressed-or-not "
