@@ -9,10 +9,20 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
 from kmds_desktop import __version__, paths
+from kmds_desktop.commands.ask import register as register_ask
+from kmds_desktop.commands.doctor import register as register_doctor
+from kmds_desktop.commands.kb_evidence import register_kb_evidence
+from kmds_desktop.commands.literature import register as register_literature
+from kmds_desktop.commands.literature_fulltext import register_fulltext
+from kmds_desktop.commands.literature_search import register_search
+from kmds_desktop.commands.literature_verdict import register_verdicts
+from kmds_desktop.index.cli import register as register_index
+from kmds_desktop.kb.cli import register as register_kb
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,16 +53,6 @@ def build_parser() -> argparse.ArgumentParser:
             "With no command, the app starts; `kmds-desktop FILE` starts it with that knowledge base open."
         ),
     )
-
-    from kmds_desktop.commands.ask import register as register_ask
-    from kmds_desktop.commands.doctor import register as register_doctor
-    from kmds_desktop.commands.kb_evidence import register_kb_evidence
-    from kmds_desktop.commands.literature import register as register_literature
-    from kmds_desktop.commands.literature_fulltext import register_fulltext
-    from kmds_desktop.commands.literature_search import register_search
-    from kmds_desktop.commands.literature_verdict import register_verdicts
-    from kmds_desktop.index.cli import register as register_index
-    from kmds_desktop.kb.cli import register as register_kb
 
     register_kb_evidence(register_kb(sub))
     register_index(sub)
@@ -138,8 +138,6 @@ def _flush_stdout() -> None:
 def _reader_gone() -> int:
     """Point stdout at the null device so nothing more (the interpreter's final flush included) can
     fail on the closed pipe; the command's work is done, so it exits 0."""
-    import os
-
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
@@ -152,15 +150,19 @@ def _reader_gone() -> int:
 def _main(argv: Sequence[str] | None) -> int:
     argv_list = list(sys.argv[1:] if argv is None else argv)
     paths.restrict_umask()  # files 0600, folders 0700: the data folder holds the user's work
+    # why: start-up time: the window imports this module at start, that one only when needed
     from kmds_desktop.index.index_process import COMMAND
 
     if argv_list[:1] == [COMMAND]:  # internal: the app's index process (not in --help)
+        # why: start-up time: the window imports this module at start, that one only when needed
         from kmds_desktop.index.index_process import serve
 
         return serve(argv_list[1:])
+    # why: start-up time: the CLI imports this module at start, that one only when needed
     from kmds_desktop.literature.fulltext.reader import COMMAND as PDF_READER
 
     if argv_list[:1] == [PDF_READER]:  # internal: the bounded PDF reader of a frozen build
+        # why: start-up time: the CLI imports this module at start, that one only when needed
         from kmds_desktop.literature.fulltext.reader import serve as serve_reader
 
         return serve_reader(argv_list[1:])
@@ -177,7 +179,7 @@ def _main(argv: Sequence[str] | None) -> int:
         return run_self_test()
     _setup_logging(args.verbose)
     if args.command is None:
-        from kmds_desktop.ui.app import run_app
+        from kmds_desktop.ui.app import run_app  # why: Qt loads only with the window
 
         return run_app(kb_file=kb_file)
     return int(args.func(args) or 0)

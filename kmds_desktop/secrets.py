@@ -18,7 +18,7 @@ OPENAI_KEY_NAME = "openai_api_key"
 
 def _keyring_get(name: str) -> str | None:
     try:
-        import keyring
+        import keyring  # why: keyring loads on first use, not at start-up
 
         return keyring.get_password(SERVICE, name)
     except Exception:  # noqa: BLE001 - no keyring backend on this machine is not an error
@@ -26,7 +26,7 @@ def _keyring_get(name: str) -> str | None:
 
 
 def _keyring_set(name: str, value: str | None) -> None:
-    import keyring
+    import keyring  # why: keyring loads on first use, not at start-up
 
     if value:
         keyring.set_password(SERVICE, name, value)

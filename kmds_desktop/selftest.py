@@ -33,6 +33,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from kmds_desktop import paths
+from kmds_desktop.config import LiteratureSettings
+from kmds_desktop.index.index_process import stop_all
+from kmds_desktop.kb import load_kb
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +103,7 @@ def _require(condition: object, message: str) -> None:
 def _step_qt(ctx: _Context) -> None:
     """Offscreen Qt: the platform plugin loads and the main window is created, shown and closed."""
     os.environ["QT_QPA_PLATFORM"] = "offscreen"
-    from kmds_desktop.ui.smoke import open_main_window_briefly
+    from kmds_desktop.ui.smoke import open_main_window_briefly  # why: Qt loads only with the window
 
     info = open_main_window_briefly()
     _require(info.get("platform") == "offscreen", f"Qt platform is {info.get('platform')!r}, not offscreen")
@@ -114,8 +117,6 @@ def _step_qt(ctx: _Context) -> None:
 
 def _step_kb(ctx: _Context) -> None:
     """The demo knowledge base ships with the app and opens."""
-    from kmds_desktop.kb import load_kb
-
     ctx.kb_path = paths.demo_kb_path()
     _require(ctx.kb_path.is_file(), f"demo knowledge base missing: {ctx.kb_path}")
     ctx.kb = load_kb(ctx.kb_path)
@@ -131,6 +132,7 @@ def _step_index(ctx: _Context) -> None:
     The index is served by the app's index process, as in the window, so a bundle whose executable
     cannot start that process fails here rather than at the user's first search.
     """
+    # why: start-up time: kmds_desktop.index loads its parts on first use
     from kmds_desktop.index import SemanticIndex
 
     assert ctx.kb_path is not None  # noqa: S101 - narrows: the KB step ran first
@@ -146,7 +148,7 @@ def _step_index(ctx: _Context) -> None:
 
 def _step_ask(ctx: _Context) -> None:
     """The orchestrator answers in offline mode (no LLM), citing observations of the demo KB."""
-    from kmds_desktop.ask import SearchOrchestrator
+    from kmds_desktop.ask import SearchOrchestrator  # why: start-up time: it loads httpx, ollama
 
     assert ctx.kb_path is not None  # noqa: S101 - narrows: the KB step ran first
     orchestrator = SearchOrchestrator(ctx.kb_path, persist_dir=paths.index_dir(), backend="offline",
@@ -169,7 +171,7 @@ def _write_sample(folder: Path) -> Path:
 
 def _step_literature(ctx: _Context) -> None:
     """The embedded PostgreSQL starts; the sample imports; an ID-only query finds it; documents fetch."""
-    from kmds_desktop.config import LiteratureSettings
+    # why: start-up time: kmds_desktop.literature loads its parts on first use
     from kmds_desktop.literature import open_database
 
     ctx.database = open_database(settings=LiteratureSettings(mode="embedded"))
@@ -220,7 +222,6 @@ def _stop_database(ctx: _Context) -> None:
 
 def _cleanup(ctx: _Context, keep: bool) -> None:
     _stop_database(ctx)
-    from kmds_desktop.index.index_process import stop_all
 
     stop_all()  # the index process, before its folder is removed
     if ctx.server is not None and not keep:

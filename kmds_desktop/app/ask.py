@@ -246,6 +246,7 @@ def edited_route(
     Blank text filters and absent bounds (None) mean "no filter". Raises ValueError (pydantic's
     ValidationError is one) naming the problem.
     """
+    # why: start-up time: the window imports this module at start, that one only when needed
     from kmds_desktop.ask.models import OrchestratorRoute
 
     if finding_min is not None and finding_max is not None and finding_min > finding_max:
@@ -379,6 +380,7 @@ def answer_question(
     ``(RENDERED, (answer, render(answer, n_records)))`` when ``render`` is given (a long answer's
     Markdown takes tens of ms to convert: the worker does it, not the window).
     """
+    # why: start-up time: the window imports this module at start, that one only when needed
     from kmds_desktop.ask.orchestrator import SearchOrchestrator
 
     index = index_holder.get_or_open(settings, progress)

@@ -22,6 +22,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kmds_desktop import paths
+from kmds_desktop.config import load_settings
+from kmds_desktop.literature.errors import LiteratureError
 from kmds_desktop.tasks import CancelToken, ProgressFn, check, report
 
 #: The words of a finding's status, in the order a reader should look at them.
@@ -97,9 +100,6 @@ def diagnose_data_folder(*, repair: bool = True, settings: Any = None, progress:
     """Check the data folder (see the module docstring); with ``repair``, repair what is safe.
 
     Blocks for seconds when the server needs bringing back (run it on a worker in the window)."""
-    from kmds_desktop import paths
-    from kmds_desktop.config import load_settings
-
     settings = settings or load_settings()
     root = paths.data_dir()
     result = DoctorReport(data_folder=str(root), repaired=repair)
@@ -120,7 +120,7 @@ def diagnose_data_folder(*, repair: bool = True, settings: Any = None, progress:
 
 
 def _check_server(result: DoctorReport, root: Path, settings: Any, repair: bool) -> None:
-    from kmds_desktop.literature.errors import LiteratureError
+    # why: start-up time: it loads fasteners, psycopg
     from kmds_desktop.literature.store.server import EmbeddedServer, format_bytes
 
     literature = getattr(settings, "literature", None)
@@ -175,6 +175,7 @@ def _check_indexes(result: DoctorReport, root: Path) -> None:
 
 def _check_topk(result: DoctorReport, folder: Path) -> None:
     """Each database's top-k index folder: its ``state.json`` says whether its build finished."""
+    # why: start-up time: the window imports this module at start, that one only when needed
     from kmds_desktop.literature.store.topk_index import BuildState
 
     try:
@@ -286,12 +287,14 @@ def _index_lock(db: Path) -> Any | None:
     """The semantic index folder's lock for ChromaDB's file (its process holds it), else None."""
     if db.name != "chroma.sqlite3":
         return None
+    # why: start-up time: the window imports this module at start, that one only when needed
     from kmds_desktop.index.index_process import folder_lock
 
     return folder_lock(db.parent)
 
 
 def _check_space(result: DoctorReport, root: Path) -> None:
+    # why: start-up time: it loads fasteners, psycopg
     from kmds_desktop.literature.store.server import LOW_SPACE_BYTES, format_bytes, free_bytes, import_room
 
     free = free_bytes(root)

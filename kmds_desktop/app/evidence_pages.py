@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kmds_desktop.literature.fulltext.importer import file_sha256
+
 #: Letters and digits per lookup window of the wanted text (long enough not to match by chance).
 WINDOW = 24
 #: Pixels per PDF point of the rendered page (a 612-point page becomes 1071 pixels wide).
@@ -169,8 +171,6 @@ def render_paper_page(session: Any, paper_id: int, page_no: int, highlight: str 
                       scale: float = DEFAULT_SCALE) -> PageImage:
     """Page ``page_no`` of the store's paper ``paper_id`` (``session``: an
     :class:`~kmds_desktop.app.evidence.EvidenceSession`), ``highlight`` marked."""
-    from kmds_desktop.literature.fulltext.importer import file_sha256
-
     paper = session.store.paper(paper_id)
     if paper is None:
         raise ValueError("that paper is no longer in the store; run the search again")

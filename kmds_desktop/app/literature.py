@@ -52,6 +52,7 @@ from __future__ import annotations
 import itertools
 import logging
 import re
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -60,6 +61,7 @@ from kmds_desktop.app.events import Observable
 from kmds_desktop.app.run_facts import retrieval_facts, row_kind_of, run_coverage
 from kmds_desktop.app.search_log import build_search_log
 from kmds_desktop.config import LiteratureSettings, QueryGenerationSettings, RetrievalSettings
+from kmds_desktop.literature.errors import QueryAgentError
 from kmds_desktop.literature.queries.agent import QUOTED_QUERY_CHARS, QueryAgent, ReviewedSearchResult
 from kmds_desktop.literature.queries.query_cleaning import query_key
 from kmds_desktop.literature.queries.query_generation import (
@@ -912,8 +914,6 @@ class LiteratureSession(Observable):
     def plan_run(self, now: str = "") -> RunPlan:
         """The ticked rows, as shown, through the agent's review rules. Raises ``QueryAgentError``
         (nothing ticked, all invalid, or a rule broken) with a message for the user."""
-        from kmds_desktop.literature.errors import QueryAgentError
-
         rows = self.included_rows()
         if not rows:
             raise QueryAgentError("tick at least one query to run")
@@ -1092,6 +1092,7 @@ def plan_retrieval_rows(agent: QueryAgent, question: str, *,
     wait for embedding): with none, neither is added and ``reason`` says why. The hypothetical
     abstract also needs an LLM among the configured models (``builtin:`` generators write none).
     """
+    # why: start-up time: it loads psycopg
     from kmds_desktop.literature.store.vectors import VectorsUnavailable, count_with_vectors
 
     r = agent.retrieval
@@ -1110,6 +1111,7 @@ def plan_retrieval_rows(agent: QueryAgent, question: str, *,
             raise Cancelled("cancelled by the user") from None
         return RetrievalRows(reason=f"document vectors unavailable: {err}")
     if with_vectors == 0:  # a BMLibrarian database's own vectors serve the row too
+        # why: start-up time: it loads psycopg
         from kmds_desktop.literature.retrieval.database_vectors import database_vector_status
 
         try:
@@ -1132,10 +1134,6 @@ def write_hypothetical(agent: QueryAgent, question: str, *,
                        cancel: CancelToken | None = None) -> HypotheticalAttempt:
     """The agent's first LLM writes an abstract that would answer ``question``; a failure is returned
     (with the reason), not raised, so the other rows of the round stay usable. A cancel raises."""
-    import time
-
-    from kmds_desktop.literature.errors import QueryAgentError
-
     model = agent.llm_model() or "(no LLM)"
     started = time.perf_counter()
     try:
@@ -1200,7 +1198,7 @@ def check_queries(agent: QueryAgent, items: Sequence[CheckItem], *, chunk: Calla
 def not_checked(items: Sequence[CheckItem], err: BaseException) -> list[CheckResult]:
     """The answers for ``items`` when they could not be checked (the database is down or could not
     be opened): each row says why, and is checked again once the database answers."""
-    from kmds_desktop.app.messages import describe_error
+    from kmds_desktop.app.messages import describe_error  # why: start-up time: it loads httpx, ollama
 
     return [CheckResult(i.uid, i.revision, None, f"not checked: {describe_error(err)}") for i in items]
 

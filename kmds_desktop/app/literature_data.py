@@ -9,6 +9,7 @@ signals; a script calls it directly.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -27,8 +28,6 @@ IMPORT_SUFFIXES = (".xml", ".xml.gz", ".jsonl", ".jsonl.gz", ".json", ".json.gz"
 def importable(path: str) -> bool:
     """Whether ``path`` is named like a file the literature import reads, or is a folder (the PubMed
     baseline's ~1,200 ``.xml.gz``: imported file by file, resumable, one progress line)."""
-    import os
-
     return path.lower().endswith(IMPORT_SUFFIXES) or os.path.isdir(path)
 
 
@@ -37,6 +36,7 @@ def open_literature_database(
     cancel: CancelToken | None = None,
 ) -> Any:
     """Open (and for the embedded default, start) the literature database."""
+    # why: start-up time: it loads fasteners, psycopg
     from kmds_desktop.literature.store.database import open_database
 
     report(progress, 0, None, "opening the literature database")
@@ -122,6 +122,7 @@ def database_status(
     when ``model_name`` is given, and ``"database_vectors"`` (the vectors a BMLibrarian database holds
     itself, which semantic rows search: :func:`database_vector_status`, None when there are none); a
     failure there is reported in it, never raised."""
+    # why: start-up time: it loads psycopg
     from kmds_desktop.literature.retrieval.database_vectors import database_vector_status
 
     status = db.status()
@@ -136,6 +137,7 @@ def database_status(
     except Exception as err:  # noqa: BLE001 - the document count still stands
         status["topk"] = {"state": "none", "documents": 0, "error": str(err)}
     if model_name is not None:
+        # why: start-up time: it loads psycopg
         from kmds_desktop.literature.store.vectors import vector_status
 
         try:
@@ -192,6 +194,7 @@ def describe_vectors(vectors: dict[str, Any] | None, database_vectors: dict[str,
 
 def topk_status(db: Any) -> dict[str, Any]:
     """Where the top-k index of ``db`` stands: ``{"state": "ready"|"unfinished"|"none", "documents"}``."""
+    # why: start-up time: the window imports this module at start, that one only when needed
     from kmds_desktop.literature.store.topk_build import index_folder
     from kmds_desktop.literature.store.topk_index import BuildState
 
@@ -205,6 +208,7 @@ def describe_topk(status: dict[str, Any] | None, documents: int = 0) -> str:
     """A few words for the window's status, only where the user has something to do: an unfinished
     index, or a database too large for the import to index by itself that has none (a ready index,
     or a small database, just works and says nothing)."""
+    # why: start-up time: the window imports this module at start, that one only when needed
     from kmds_desktop.literature.store.topk_build import AUTO_TOPK_UP_TO
 
     known = status or {}
@@ -222,6 +226,7 @@ def build_topk_index(db: Any, *, progress: ProgressFn | None = None,
     """Build (or go on building) the top-k index of ``db`` (``literature topk build``'s code): read-only
     on the database, committed batch by batch, so Cancel keeps what is done and the next build goes on;
     the database uses the index as soon as it is finished."""
+    # why: start-up time: the window imports this module at start, that one only when needed
     from kmds_desktop.literature.store.topk_build import build_index, index_folder
     from kmds_desktop.literature.store.topk_index import TopKIndex
 
@@ -247,6 +252,7 @@ def embed_literature(
     On a database the app does not manage, without the opt-in, nothing is created and the error says
     where the window's opt-in is (the core's message names the CLI's flag and the setting).
     """
+    # why: start-up time: it loads psycopg
     from kmds_desktop.literature.store.vectors import EMBED_BATCH_SIZE, VectorsUnavailable, embed_documents
 
     batch = int(getattr(retrieval, "embed_batch_size", EMBED_BATCH_SIZE))

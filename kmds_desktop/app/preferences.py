@@ -308,7 +308,7 @@ def split_conninfo(text: str) -> tuple[dict[str, str], str | None]:
 
     Raises ValueError with libpq's reason when ``text`` is not a connection string.
     """
-    from psycopg import conninfo
+    from psycopg import conninfo  # why: psycopg loads on first use, not at start-up
 
     try:
         info = conninfo.conninfo_to_dict(text.strip())

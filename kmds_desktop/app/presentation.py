@@ -14,6 +14,7 @@ from typing import Any
 from kmds_desktop.config import Settings
 from kmds_desktop.index.errors import SemanticIndexError
 from kmds_desktop.kb import CATEGORIES, INTENTS, OBSERVATION_TYPES, WORKFLOW_KINDS, KnowledgeBaseError
+from kmds_desktop.literature.screening.prisma import flow_svg as svg
 from kmds_desktop.literature.strategy.export import (
     DOCUMENT_FORMATS,
     ExportDocument,
@@ -45,6 +46,7 @@ __all__ = [
 # 30 ms of module set-up that would otherwise come before the first frame.
 def build_report(*args: Any, **kwargs: Any) -> Any:
     """:func:`kmds_desktop.literature.strategy.search_report.build_report`."""
+    # why: start-up time: the window imports this module at start, that one only when needed
     from kmds_desktop.literature.strategy.search_report import build_report as build
 
     return build(*args, **kwargs)
@@ -52,6 +54,7 @@ def build_report(*args: Any, **kwargs: Any) -> Any:
 
 def write_report(*args: Any, **kwargs: Any) -> Any:
     """:func:`kmds_desktop.literature.strategy.search_report.write_report`."""
+    # why: start-up time: the window imports this module at start, that one only when needed
     from kmds_desktop.literature.strategy.search_report import write_report as write
 
     return write(*args, **kwargs)
@@ -59,6 +62,7 @@ def write_report(*args: Any, **kwargs: Any) -> Any:
 
 def report_markdown(*args: Any, **kwargs: Any) -> str:
     """:func:`kmds_desktop.literature.strategy.search_report.report_markdown`."""
+    # why: start-up time: the window imports this module at start, that one only when needed
     from kmds_desktop.literature.strategy.search_report import report_markdown as markdown
 
     return markdown(*args, **kwargs)
@@ -66,6 +70,7 @@ def report_markdown(*args: Any, **kwargs: Any) -> str:
 
 def known_check_text(*args: Any, **kwargs: Any) -> str:
     """:func:`kmds_desktop.literature.strategy.search_report.known_check_text`."""
+    # why: start-up time: the window imports this module at start, that one only when needed
     from kmds_desktop.literature.strategy.search_report import known_check_text as text
 
     return text(*args, **kwargs)
@@ -73,8 +78,6 @@ def known_check_text(*args: Any, **kwargs: Any) -> str:
 
 def flow_svg(*args: Any, **kwargs: Any) -> str:
     """:func:`kmds_desktop.literature.screening.prisma.flow_svg`."""
-    from kmds_desktop.literature.screening.prisma import flow_svg as svg
-
     return svg(*args, **kwargs)
 
 
@@ -82,6 +85,7 @@ def preload_question_modules() -> None:
     """Import the modules the first question needs (routing, templates, the index client) now, before
     the window's first frame: their set-up holds the GIL, which froze the window when a worker did
     it at the first question (see the main window's start-up)."""
+    # why: loaded ahead on purpose, off the first frame
     import kmds_desktop.ask.orchestrator  # the first question's routing and templates
     import kmds_desktop.index.embedding_service
     import kmds_desktop.index.factory  # noqa: F401

@@ -25,8 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kmds_desktop import __version__
 from kmds_desktop.app.events import Observable
 from kmds_desktop.app.screening import VECTOR_MODEL, records_from_history
+from kmds_desktop.literature.queries.agent import QueryAgent
 from kmds_desktop.literature.reviews import exchange
 from kmds_desktop.literature.reviews.flow import UpdatedFlow, build_updated_flow
 from kmds_desktop.literature.reviews.identity import RecordMatcher
@@ -42,7 +44,9 @@ from kmds_desktop.literature.reviews.update import (
 from kmds_desktop.literature.screening import prisma
 from kmds_desktop.literature.screening.decisions import EXCLUDE, INCLUDE, MAYBE
 from kmds_desktop.literature.screening.records import ScreeningRecord
+from kmds_desktop.literature.store.identities import document_identities
 from kmds_desktop.literature.strategy.history import HistoryError, SearchHistory
+from kmds_desktop.literature.strategy.workbench import SearchWorkbench, search_row
 
 __all__ = ["NewRecordsNotice", "ReviewBook", "ReviewError", "ReviewSummary", "UpdateOutcome"]
 
@@ -264,8 +268,6 @@ class ReviewBook(Observable):
     def update(self, name: str, *, history: SearchHistory, database: Any, agent: Any = None) -> UpdateOutcome:
         """Re-run the review's strategy on the database as it is now and add only new records (see the
         module docstring)."""
-        from kmds_desktop.literature.strategy.workbench import SearchWorkbench
-
         review = self.store.find(name)
         strategy = self.strategy(review.id, history)
         if strategy is None:
@@ -301,10 +303,6 @@ class ReviewBook(Observable):
                     names: Iterable[str] | None = None) -> NewRecordsNotice:
         """How many records each review's strategy finds today that the review does not have (nothing
         is recorded or added: an import's report, and the start-up check when the database changed)."""
-        from kmds_desktop.literature.queries.agent import QueryAgent
-        from kmds_desktop.literature.store.identities import document_identities
-        from kmds_desktop.literature.strategy.workbench import search_row
-
         notice = NewRecordsNotice()
         agent = agent or QueryAgent(database)
         wanted = set(names) if names is not None else None
@@ -336,8 +334,6 @@ class ReviewBook(Observable):
 
     # -- the review file --------------------------------------------------------------------------------
     def export(self, name: str, path: str | Path, *, reviewer: str = "") -> Path:
-        from kmds_desktop import __version__
-
         return exchange.write_review_file(self.store, self.store.find(name).id, path, reviewer=reviewer,
                                           app_version=__version__)
 
@@ -358,6 +354,7 @@ def _copy_vectors(store: ReviewStore, review_id: str, database: Any,
     if not ids:
         return 0
     try:
+        # why: start-up time: the window imports this module at start, that one only when needed
         from kmds_desktop.literature.store.vectors import stored_vectors
 
         found = stored_vectors(database, ids)

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from kmds_desktop.app.screening import QUESTION_KEY, ScreeningSession
+from kmds_desktop.config import load_settings
 from kmds_desktop.literature.screening.decisions import Key, ScreeningError
 from kmds_desktop.literature.screening.model_scores import (
     EMBEDDING_SCORER,
@@ -69,8 +70,7 @@ def llm_models(models: Sequence[str]) -> list[str]:
 def scoring_backend(settings: Any = None) -> tuple[Any, list[str]]:
     """``(backend, LLM model names)`` of the app's settings (query generation's models and servers);
     no LLM configured: ``(None, [])``."""
-    from kmds_desktop.config import load_settings
-    from kmds_desktop.llm.factory import ModelDispatch
+    from kmds_desktop.llm.factory import ModelDispatch  # why: start-up time: it loads httpx, ollama
 
     settings = settings or load_settings()
     qg = settings.query_generation

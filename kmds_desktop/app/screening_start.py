@@ -16,6 +16,7 @@ from typing import Any
 
 from kmds_desktop.app.screening import ScreeningSession
 from kmds_desktop.literature.screening.decisions import DecisionStore
+from kmds_desktop.literature.screening.records import record_from_document
 
 #: Longest review id made from a question (the id is shown in the CLI's ``screen`` commands).
 REVIEW_ID_CHARS = 60
@@ -70,7 +71,7 @@ def attach_vectors(
     TF-IDF + document vectors: WSS@95 1.15x ASReview's on the dev questions against 0.96x without), and
     the question's vector when ``encoder`` can make one. Never fails the opening: without vectors (no
     pgvector, nothing embedded yet) the order uses TF-IDF alone. Returns how many records have one."""
-    from kmds_desktop.literature.screening.records import record_from_document
+    # why: start-up time: the window imports this module at start, that one only when needed
     from kmds_desktop.literature.store.vectors import stored_vectors
 
     ids = [d["id"] for d in documents if isinstance(d.get("id"), int)]

@@ -46,6 +46,7 @@ Format ``kmds-desktop-search-log/2``::
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
@@ -216,8 +217,6 @@ def search_log_json(log: Mapping[str, Any]) -> str:
 
 def write_search_log(log: Mapping[str, Any], path: str | Path) -> Path:
     """Write the log as UTF-8 JSON (private to the user: 0600); returns the path."""
-    import os
-
     path = Path(path)
     data = (search_log_json(log) + "\n").encode("utf-8")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kmds_desktop.config import load_settings
 from kmds_desktop.literature.evidence.search import search_passages
 from kmds_desktop.literature.evidence.verdict import (
     PASSAGES,
@@ -39,9 +40,8 @@ def pick_judge(backend: str | None = None, model: str | None = None) -> Judge:
     """The backend for a verdict: the settings' choice with this call's overrides (as ``ask`` does)."""
     if backend == "offline":
         return Judge(None, "offline", "offline chosen")
-    from kmds_desktop.app.ask import settings_for_ask
-    from kmds_desktop.config import load_settings
-    from kmds_desktop.llm.factory import choose_backend
+    from kmds_desktop.app.ask import settings_for_ask  # why: start-up time: it loads httpx, ollama
+    from kmds_desktop.llm.factory import choose_backend  # why: start-up time: it loads httpx, ollama
 
     settings = settings_for_ask(load_settings(), backend=backend, model=model)
     choice = choose_backend(settings.llm)

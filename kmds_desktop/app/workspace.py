@@ -25,18 +25,22 @@ Rules kept here (the window follows them; a script can too):
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
 import threading
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from kmds_desktop import paths
 from kmds_desktop.config import Settings, UISettings
 from kmds_desktop.index.errors import SemanticIndexError
+from kmds_desktop.kb import load_kb as _load
+from kmds_desktop.kb import save_kb as _save
 
 log = logging.getLogger(__name__)
 
@@ -70,9 +74,11 @@ class IndexHolder:
         to keep free), from ``persist_dir`` when given, else as the settings say."""
 
         def opener(settings: Settings) -> Any:
+            # why: start-up time: the window imports this module at start, that one only when needed
             from kmds_desktop.index.factory import open_index
 
             if persist_dir is not None:
+                # why: start-up time: kmds_desktop.index loads its parts on first use
                 from kmds_desktop.index import SemanticIndex
 
                 return SemanticIndex(persist_dir, settings.index.embedding_model)
@@ -263,6 +269,7 @@ def after_unsaved_choice(kb: Any, choice: str) -> str:
 
 
 def _open_own_index(settings: Settings) -> Any:
+    # why: start-up time: the window imports this module at start, that one only when needed
     from kmds_desktop.index.factory import open_index
 
     return open_index(settings, own_process=True)
@@ -362,15 +369,11 @@ def recovery_path(kb_path: str | Path) -> Path:
 
 def load_kb(path: str | Path, *, progress: Any = None, cancel: Any = None) -> Any:
     """Load a KB file (the demo KB as the user's copy)."""
-    from kmds_desktop.kb import load_kb as _load
-
     return _load(str(path_to_open(path)), progress=progress, cancel=cancel)
 
 
 def save_kb(kb: Any, path: str | Path | None = None, *, progress: Any = None, cancel: Any = None) -> Path:
     """Save ``kb`` (to ``path``, or its own file); never to the installed demo KB."""
-    from kmds_desktop.kb import save_kb as _save
-
     check_save_target(path if path is not None else kb.path)
     return Path(_save(kb, str(path) if path is not None else None, progress=progress, cancel=cancel))
 
@@ -378,11 +381,6 @@ def save_kb(kb: Any, path: str | Path | None = None, *, progress: Any = None, ca
 def write_recovery_copy(kb: Any) -> Path:
     """Write unsaved edits to the recovery copy; returns where. A note beside it names the file the
     edits belong to, so the next start can offer them back (:func:`pending_recoveries`)."""
-    import json
-    from datetime import UTC, datetime
-
-    from kmds_desktop.kb import save_kb as _save
-
     original = str(kb.path)  # saving elsewhere may move the KB's own path to the copy
     target = recovery_path(kb.path)
     _save(kb, target)
@@ -409,8 +407,6 @@ class Recovery:
 def pending_recoveries() -> list[Recovery]:
     """The recovery copies in the data folder, oldest first. Why the app layer: the window offers
     them at start-up (Restore, Compare, Discard) and a script could do the same."""
-    import json
-
     folder = paths.sub_dir("recovery", create=False)
     if not folder.is_dir():
         return []

@@ -135,7 +135,7 @@ def route_offline(question: str, question_vector: Any, model_name: str,
     templates' examples (once per model); the orchestrator passes its index's, which in the app
     runs in the index process.
     """
-    import numpy as np
+    import numpy as np  # why: numpy loads on first use, not at start-up
 
     vocab = vocabulary or KBVocabulary({}, [], [])
     similarity: dict[str, float] = {}

@@ -197,6 +197,7 @@ class SearchOrchestrator:
         """This orchestrator's ``SemanticIndex`` (opened on first use)."""
         with self._lock:
             if self._index is None:
+                # why: start-up time: kmds_desktop.index loads its parts on first use
                 from kmds_desktop.index import SemanticIndex
 
                 # None: in memory, as documented (the app and the CLI pass their own index)

@@ -18,6 +18,10 @@ import json
 import sys
 from typing import Any, TextIO
 
+from kmds_desktop.index.errors import SemanticIndexError
+from kmds_desktop.kb import KnowledgeBaseError
+from kmds_desktop.tasks import Cancelled
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``ask`` to the main parser."""
@@ -59,12 +63,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     if args.n_results is not None and args.n_results < 1:
         err.write(f"error: -n/--limit must be at least 1, not {args.n_results}\n")
         return 1
+    # why: start-up time: they load httpx, ollama
     from kmds_desktop.app import workspace
     from kmds_desktop.app.ask import AskSession, settings_for_ask
     from kmds_desktop.config import SettingsError, load_settings
-    from kmds_desktop.index.errors import SemanticIndexError
-    from kmds_desktop.kb import KnowledgeBaseError
-    from kmds_desktop.tasks import Cancelled
 
     try:
         settings = settings_for_ask(load_settings(), backend=args.backend, model=args.model,
@@ -83,7 +85,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         json.dump(result.to_dict(), out, indent=2, ensure_ascii=False, default=str)
         out.write("\n")
     elif args.markdown:
-        from kmds_desktop.app.ask import answer_markdown
+        from kmds_desktop.app.ask import answer_markdown  # why: start-up time: it loads httpx, ollama
 
         out.write(answer_markdown(result))
     else:
@@ -93,6 +95,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
 
 def format_result(data: dict[str, Any]) -> str:
     """Answer, route and numbered records as plain text."""
+    # why: start-up time: the window imports this module at start, that one only when needed
     from kmds_desktop.ask.relevance import workflow_label
 
     note = data.get("citation_note") or ""
@@ -104,7 +107,7 @@ def format_result(data: dict[str, Any]) -> str:
     if data.get("fallback_reason"):
         lines.append(f"Fallback: {data['fallback_reason']}")
     note = f" — {data['backend_note']}" if data.get("backend_note") else ""
-    from kmds_desktop.app.ask import llm_failure_suffix
+    from kmds_desktop.app.ask import llm_failure_suffix  # why: start-up time: it loads httpx, ollama
 
     lines.append(f"Backend: {data['backend']} (answer: {data['synthesis']}){note}{llm_failure_suffix(data)}")
     if data["results"]:

@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from kmds_desktop.tasks import Cancelled
+
 DSN_HELP = ("connect to this PostgreSQL instead of the embedded server, e.g. "
             "'host=127.0.0.1 port=5432 dbname=bmlibrarian user=postgres' "
             "(password from KMDS_DESKTOP_DB_PASSWORD / PGPASSWORD or the OS keyring)")
@@ -61,6 +63,7 @@ def literature_database(args: argparse.Namespace, settings: Any = None) -> Itera
     """The literature database the command names (``--dsn``, else the settings' own), closed when the
     command ends, whatever happens. Opening it raises
     :class:`~kmds_desktop.literature.errors.LiteratureError`."""
+    # why: start-up time: they load fasteners, psycopg
     from kmds_desktop.app.doctor import server_notes
     from kmds_desktop.literature.store.database import open_database
 
@@ -84,10 +87,10 @@ def guarded(
     def wrap(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
         @functools.wraps(fn)
         def run(args: argparse.Namespace) -> int:
+            # why: start-up time: they load httpx, ollama
             from kmds_desktop.app.messages import describe_error
             from kmds_desktop.config import SettingsError
             from kmds_desktop.literature.errors import LiteratureError
-            from kmds_desktop.tasks import Cancelled
 
             try:
                 return int(fn(args) or 0)
@@ -113,8 +116,9 @@ def generation_settings(args: argparse.Namespace, settings: Any) -> tuple[Any, A
     (``--models``, ``--queries-per-model``, ``--openai-url``, ``--fusion``, ``--rerank``, ``--ranking``)
     applied and
     validated as the settings are; :class:`~kmds_desktop.config.SettingsError` names a bad value."""
-    from pydantic import ValidationError
+    from pydantic import ValidationError  # why: start-up time: the CLI loads pydantic only with the settings
 
+    # why: start-up time: the CLI imports this module at start, that one only when needed
     from kmds_desktop.config import SettingsError, describe_validation_error
 
     qg = settings.query_generation.model_copy()

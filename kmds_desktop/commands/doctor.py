@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from kmds_desktop.commands.common import guarded, print_json, progress_line
+from kmds_desktop.commands.common import end_progress, guarded, print_json, progress_line
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -35,8 +35,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 @guarded(interrupted="diagnosis interrupted")
 def _doctor(args: argparse.Namespace) -> int:
+    # why: start-up time: the CLI imports this module at start, that one only when needed
     from kmds_desktop.app.doctor import diagnose_data_folder
-    from kmds_desktop.commands.common import end_progress
 
     result = diagnose_data_folder(repair=args.repair, progress=progress_line(args.quiet or args.json))
     end_progress()

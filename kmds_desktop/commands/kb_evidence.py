@@ -12,12 +12,12 @@ import argparse
 import sys
 
 from kmds_desktop.commands.common import fail, print_json
+from kmds_desktop.kb import KnowledgeBaseError, load_kb
+from kmds_desktop.kb.evidence_links import RELATIONS, evidence_links
 
 
 def register_kb_evidence(kb_sub: argparse._SubParsersAction) -> None:
     """Add ``link-evidence`` and ``evidence`` under ``kb``."""
-    from kmds_desktop.kb.evidence_links import RELATIONS
-
     link = kb_sub.add_parser(
         "link-evidence",
         help="link an observation to a paper's page(s) that support or dispute it (CiTO)",
@@ -46,9 +46,9 @@ def register_kb_evidence(kb_sub: argparse._SubParsersAction) -> None:
 
 
 def _link(args: argparse.Namespace) -> int:
+    # why: start-up time: the CLI imports this module at start, that one only when needed
     from kmds_desktop.app.evidence import EvidenceSession
     from kmds_desktop.app.evidence_links import link_evidence
-    from kmds_desktop.kb import KnowledgeBaseError
 
     try:
         with EvidenceSession() as session:
@@ -66,9 +66,6 @@ def _link(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from kmds_desktop.kb import KnowledgeBaseError, load_kb
-    from kmds_desktop.kb.evidence_links import evidence_links
-
     try:
         kb = load_kb(args.kb_file)
         if args.observation is not None and kb.observation(args.observation) is None:

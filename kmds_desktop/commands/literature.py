@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 from typing import Any
 
 from kmds_desktop.commands.common import (
@@ -22,6 +23,10 @@ from kmds_desktop.commands.common import (
     print_json,
     progress_line,
 )
+from kmds_desktop.commands.literature_evaluate import register_evaluate
+from kmds_desktop.commands.literature_history import register_history
+from kmds_desktop.commands.literature_review import print_new_records, register_review
+from kmds_desktop.commands.literature_screen import register_screen
 from kmds_desktop.text import plural
 
 _MAX_SKIPPED_SHOWN = 20
@@ -100,11 +105,6 @@ def register(sub: argparse._SubParsersAction) -> argparse._SubParsersAction:
     topk.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     topk.set_defaults(func=_topk)
 
-    from kmds_desktop.commands.literature_evaluate import register_evaluate
-    from kmds_desktop.commands.literature_history import register_history
-    from kmds_desktop.commands.literature_review import register_review
-    from kmds_desktop.commands.literature_screen import register_screen
-
     register_history(lit_sub)
     register_evaluate(lit_sub)
     register_screen(lit_sub)
@@ -114,6 +114,7 @@ def register(sub: argparse._SubParsersAction) -> argparse._SubParsersAction:
 
 @guarded
 def _status(args: argparse.Namespace) -> int:
+    # why: start-up time: they load psycopg
     from kmds_desktop.config import load_settings
     from kmds_desktop.literature.retrieval.database_vectors import database_vector_status
     from kmds_desktop.literature.store.vectors import vector_status
@@ -158,6 +159,7 @@ def _describe_vectors(vec: dict[str, Any], owner: str) -> str:
 
 @guarded(interrupted="indexing interrupted; the next 'literature topk build' goes on from there")
 def _topk(args: argparse.Namespace) -> int:
+    # why: start-up time: the window and the CLI import this module at start, these only when needed
     from kmds_desktop.literature.store.topk_build import build_index, index_folder, refresh_index
     from kmds_desktop.literature.store.topk_index import BuildState, TopKIndex
     from kmds_desktop.literature.store.topk_tiers import Tiers, describe_tiers
@@ -191,6 +193,7 @@ def _topk(args: argparse.Namespace) -> int:
 @guarded(interrupted="embedding interrupted; the next run resumes")
 def _embed(args: argparse.Namespace) -> int:
     """The batch in flight when Ctrl+C comes is rolled back; committed ones stay."""
+    # why: start-up time: they load psycopg
     from kmds_desktop.config import load_settings
     from kmds_desktop.literature.store.vectors import embed_documents
 
@@ -213,8 +216,7 @@ def _embed(args: argparse.Namespace) -> int:
                      "are kept, and a folder's next import skips them)")
 def _import(args: argparse.Namespace) -> int:
     """One call per file or folder, so the reports of earlier ones survive a later one's failure."""
-    from pathlib import Path
-
+    # why: start-up time: the CLI imports this module at start, that one only when needed
     from kmds_desktop.literature.errors import DiskFull, LiteratureError
 
     progress = progress_line(args.quiet)
@@ -247,14 +249,13 @@ def _import(args: argparse.Namespace) -> int:
         if code == 0:
             code = _after_import(args, db)
         if code == 0:
-            from kmds_desktop.commands.literature_review import print_new_records
-
             print_new_records(db, args.quiet)  # "2 reviews have 14 new records"
     return code
 
 
 def _forget_folder(db: Any, folder: Any) -> None:
     """``--again``: drop the folder's files from the ledger of ``db``, so they are read anew."""
+    # why: start-up time: it loads psycopg
     from kmds_desktop.literature.store.loading import ImportLedger, folder_files, ledger_path
 
     ImportLedger(ledger_path(db)).forget([p.name for p in folder_files(folder)])
@@ -272,8 +273,6 @@ def _print_details(rep: Any, name: str = "") -> None:
 def _print_folder(path: str, result: Any, seconds: float) -> None:
     """A folder's import in a few lines: totals, notes and skipped records per file, and the files
     skipped as imported before (1,200 lines for the PubMed baseline would bury them)."""
-    from pathlib import Path
-
     rate = f", {result.records / seconds:,.0f} records/s" if seconds > 0 and result.records else ""
     withdrawn = f", {result.withdrawn:,} withdrawn" if result.withdrawn else ""
     print(f"{path}: {plural(len(result.files), 'file')} imported, {plural(result.records, 'record')}, "
@@ -288,6 +287,7 @@ def _print_folder(path: str, result: Any, seconds: float) -> None:
 
 def _after_import(args: argparse.Namespace, db: Any) -> int:
     """Embed the new documents (``--embed``) or say how many semantic rows cannot find yet."""
+    # why: start-up time: they load psycopg
     from kmds_desktop.config import load_settings
     from kmds_desktop.literature.errors import LiteratureError
     from kmds_desktop.literature.store.vectors import embed_documents, vector_status

@@ -53,6 +53,7 @@ def register_evaluate(lit_sub: argparse._SubParsersAction) -> None:
 
 @guarded
 def _evaluate(args: argparse.Namespace) -> int:
+    # why: start-up time: the CLI and the window import this module at start, these only when needed
     from kmds_desktop.config import load_settings
     from kmds_desktop.literature.errors import LiteratureError
     from kmds_desktop.literature.queries.agent import QueryAgent

@@ -76,6 +76,7 @@ def register_fulltext(lit_sub: argparse._SubParsersAction) -> None:
 
 
 def _session() -> Any:
+    # why: start-up time: the CLI imports this module at start, that one only when needed
     from kmds_desktop.app.evidence import EvidenceSession
 
     return EvidenceSession()

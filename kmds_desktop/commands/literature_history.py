@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any
 
 from kmds_desktop.commands.common import DSN_HELP as _DSN_HELP
@@ -113,8 +114,7 @@ def _wrap(handler: Callable[..., int], needs_db: bool | Callable[[Any], bool] = 
 
     @guarded
     def run(args: argparse.Namespace) -> int:
-        from contextlib import nullcontext
-
+        # why: start-up time: the CLI imports this module at start, that one only when needed
         from kmds_desktop.literature.strategy.history import SearchHistory
         from kmds_desktop.literature.strategy.workbench import SearchWorkbench
 
@@ -171,6 +171,7 @@ def _history_show(args: argparse.Namespace, wb: Any) -> int:
         print(f"  #{s.number}.{r.position} {r.text}\n        {r.provenance_text()}; {count}")
     tiered = ((s.details or {}).get("retrieval") or {}).get("tier_ranked_rows")
     if tiered:
+        # why: start-up time: the CLI imports this module at start, that one only when needed
         from kmds_desktop.app.literature import tier_sentence
 
         print(f"ranking:    {tier_sentence(tiered)}")
@@ -237,20 +238,20 @@ def _combine(args: argparse.Namespace, wb: Any) -> int:
 
 
 def _check(args: argparse.Namespace, wb: Any) -> int:
-    from kmds_desktop.app.strategy import check_known_papers
+    from kmds_desktop.app.strategy import check_known_papers  # why: start-up time: it loads psycopg
 
     result = check_known_papers(wb, file=args.known, text=args.ids or "", sets=args.sets).check
     if args.json:
         _dump(result.to_dict())
         return 0
-    from kmds_desktop.app.presentation import known_check_text
+    from kmds_desktop.app.presentation import known_check_text  # why: start-up time: it loads psycopg
 
     print(known_check_text(result), end="")
     return 0
 
 
 def _overlap(args: argparse.Namespace, wb: Any) -> int:
-    from kmds_desktop.app.strategy import searches_overlap
+    from kmds_desktop.app.strategy import searches_overlap  # why: start-up time: it loads psycopg
 
     result = searches_overlap(wb.history, list(args.numbers))
     if args.json:
@@ -261,6 +262,7 @@ def _overlap(args: argparse.Namespace, wb: Any) -> int:
 
 
 def _report(args: argparse.Namespace, wb: Any) -> int:
+    # why: start-up time: it loads psycopg
     from kmds_desktop.app.presentation import report_markdown, write_report
     from kmds_desktop.app.strategy import check_known_papers, set_report
 

@@ -11,6 +11,7 @@ code the window drives; imports happen inside the handlers so ``kmds-desktop --h
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -92,12 +93,13 @@ def register_review(lit_sub: argparse._SubParsersAction) -> None:
 
 
 def _book(args: argparse.Namespace) -> Any:
-    from kmds_desktop.app.reviews import ReviewBook
+    from kmds_desktop.app.reviews import ReviewBook  # why: start-up time: it loads numpy, psycopg
 
     return ReviewBook(args.store)
 
 
 def _history() -> Any:
+    # why: start-up time: the CLI imports this module at start, that one only when needed
     from kmds_desktop.literature.strategy.history import SearchHistory
 
     return SearchHistory()
@@ -150,7 +152,7 @@ def _rename(args: argparse.Namespace) -> int:
 
 @guarded
 def _delete(args: argparse.Namespace) -> int:
-    from kmds_desktop.app.reviews import ReviewError
+    from kmds_desktop.app.reviews import ReviewError  # why: start-up time: it loads numpy, psycopg
 
     with _book(args) as book:
         review = book.store.find(args.name)
@@ -221,9 +223,7 @@ def _merge(args: argparse.Namespace) -> int:
 def print_new_records(db: Any, quiet: bool = False) -> None:
     """After an import: say which reviews' strategies now find records they do not have ("2 reviews have
     14 new records"). Never fails the import: a problem is one note line."""
-    import sys
-
-    from kmds_desktop.app.reviews import ReviewBook
+    from kmds_desktop.app.reviews import ReviewBook  # why: start-up time: it loads numpy, psycopg
 
     try:
         with ReviewBook() as book, _history() as history:

@@ -10,6 +10,7 @@ the code the window drives, so a figure here is the figure there. Imports happen
 from __future__ import annotations
 
 import argparse
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -111,6 +112,7 @@ def register_screen(lit_sub: argparse._SubParsersAction) -> None:
 
 
 def _session(args: argparse.Namespace, *, question: str = "", create: bool = False) -> Any:
+    # why: start-up time: they load numpy, psycopg
     from kmds_desktop.app.screening import ScreeningSession
     from kmds_desktop.literature.screening.decisions import DecisionStore, ScreeningError
 
@@ -172,6 +174,7 @@ def _add(args: argparse.Namespace) -> int:
             added = session.add_file(args.file)
             origin = f"file {args.file.name}"
         else:
+            # why: start-up time: they load numpy, psycopg
             from kmds_desktop.app.screening import records_from_history
             from kmds_desktop.literature.strategy.history import SearchHistory
 
@@ -286,8 +289,9 @@ def _flow(args: argparse.Namespace) -> int:
 
 @guarded
 def _simulate(args: argparse.Namespace) -> int:
-    import numpy as np
+    import numpy as np  # why: numpy loads on first use, not at start-up
 
+    # why: start-up time: they load numpy, scipy
     from kmds_desktop.literature.screening.ordering import DEFAULT_MODEL, ModelConfig, TextFeatures
     from kmds_desktop.literature.screening.records import read_csv_records
     from kmds_desktop.literature.screening.simulation import model_scorer, pick_priors, simulate
@@ -302,8 +306,8 @@ def _simulate(args: argparse.Namespace) -> int:
     else:
         if not args.question:
             return fail("--collection needs --question", 2)
-        import io
 
+        # why: start-up time: the CLI imports this module at start, that one only when needed
         from kmds_desktop.user_files import open_user_file
 
         def lines(name: str) -> io.TextIOWrapper:  # regular files only: never a link to /dev/zero

@@ -26,10 +26,11 @@ import argparse
 import sys
 from typing import Any
 
+from kmds_desktop import __version__
 from kmds_desktop.commands.common import DSN_HELP, fail, generation_settings, guarded, literature_database
 
 
-def register_search(lit_sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
+def register_search(lit_sub: argparse._SubParsersAction) -> None:
     """Add the ``search`` subcommand under ``literature``."""
     search = lit_sub.add_parser(
         "search",
@@ -87,6 +88,7 @@ def register_search(lit_sub: argparse._SubParsersAction) -> None:  # noqa: SLF00
 @guarded
 def _search(args: argparse.Namespace) -> int:
     """The same session the window drives: generate a round, run every query it offered, print."""
+    # why: start-up time: they load psycopg
     from kmds_desktop.app.literature import (
         HypotheticalAttempt,
         LiteratureSession,
@@ -207,6 +209,7 @@ def _add_semantic_rows(args: argparse.Namespace, session: Any, agent: Any, db: A
             if text.strip():
                 session.add_semantic(text)
         return
+    # why: start-up time: the CLI imports this module at start, that one only when needed
     from kmds_desktop.app.literature import plan_retrieval_rows, write_hypothetical
     from kmds_desktop.literature.errors import QueryAgentError
 
@@ -242,6 +245,7 @@ def _incomplete_exit(result: Any) -> int:
 
 def _max_rows_cap() -> int:
     """The settings' upper bound for ``literature.max_rows`` (one limit for the CLI and the window)."""
+    # why: start-up time: the CLI imports this module at start, that one only when needed
     from kmds_desktop.config import LiteratureSettings
 
     for meta in LiteratureSettings.model_fields["max_rows"].metadata:
@@ -251,6 +255,4 @@ def _max_rows_cap() -> int:
 
 
 def _app_version() -> str:
-    from kmds_desktop import __version__
-
     return __version__

@@ -53,9 +53,11 @@ def _judge_options(parser: argparse.ArgumentParser) -> None:
 
 @guarded
 def _verdict(args: argparse.Namespace) -> int:
+    # why: start-up time: the window imports this module at start, that one only when needed
     from kmds_desktop.app.verdicts import pick_judge, verdict, verdict_dict, yes_no
 
     judge = pick_judge(args.backend, args.model)
+    # why: start-up time: the CLI imports this module at start, that one only when needed
     from kmds_desktop.app.evidence import EvidenceSession
 
     with EvidenceSession() as session:
@@ -81,11 +83,13 @@ def _verdict(args: argparse.Namespace) -> int:
 
 @guarded
 def _choose(args: argparse.Namespace) -> int:
+    # why: start-up time: the window imports this module at start, that one only when needed
     from kmds_desktop.app.verdicts import choose, pick_judge
 
     if len(args.option) < 2:
         raise ValueError("give at least two options: --option A --option B")
     judge = pick_judge(args.backend, args.model)
+    # why: start-up time: the CLI imports this module at start, that one only when needed
     from kmds_desktop.app.evidence import EvidenceSession
 
     with EvidenceSession() as session:

@@ -13,7 +13,9 @@ import sys
 from typing import Any, TextIO
 
 from kmds_desktop.index.entries import WORKFLOW_CATEGORY
+from kmds_desktop.index.errors import SemanticIndexError
 from kmds_desktop.kb.vocabulary import CATEGORIES
+from kmds_desktop.tasks import Cancelled
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -75,9 +77,8 @@ class ProgressBar:
 
 
 def run(args: argparse.Namespace) -> int:
+    # why: start-up time: the CLI imports this module at start, that one only when needed
     from kmds_desktop.config import SettingsError, load_settings
-    from kmds_desktop.index.errors import SemanticIndexError
-    from kmds_desktop.tasks import Cancelled
 
     bar = ProgressBar(sys.stderr)
     progress = None if args.quiet else bar
@@ -89,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
         if args.query is not None and not args.query.strip():
             raise SemanticIndexError("the question is empty: type a few words to search for")
         if args.rebuild:
+            # why: start-up time: the window imports this module at start, that one only when needed
             from kmds_desktop.index.factory import rebuild_index
 
             result, moved = rebuild_index(
@@ -103,6 +105,7 @@ def run(args: argparse.Namespace) -> int:
                 print(f"the damaged index was moved to {moved}", file=sys.stderr)
             index = None
         else:
+            # why: start-up time: the window imports this module at start, that one only when needed
             from kmds_desktop.index.factory import open_index
 
             index = open_index(settings, persist_dir=args.persist_dir, model_name=args.model)
@@ -112,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"index of {args.kb_file} is up to date: {result.summary()}")
             return 0
         if index is None:
+            # why: start-up time: the window imports this module at start, that one only when needed
             from kmds_desktop.index.factory import open_index
 
             index = open_index(settings, persist_dir=args.persist_dir, model_name=args.model)

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
+from kmds_desktop.index import embeddings
 from kmds_desktop.index.errors import IndexProcessStopped, IndexStoreError, ModelLoadError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -112,8 +113,6 @@ def encode_here(texts: Sequence[str], model: str, batch_size: int) -> np.ndarray
     free: the index process runs at ``nice`` 10, so the scheduler gives the window's process the
     CPU first whenever it wants it.
     """
-    from kmds_desktop.index import embeddings
-
     with _encode_lock:
         return embeddings.encode(texts, model, batch_size=batch_size)
 
@@ -148,7 +147,7 @@ def encode_remote(
     Raises :class:`ModelLoadError` when the model cannot be loaded there and
     :class:`IndexProcessStopped` when the process does not answer.
     """
-    import numpy as np
+    import numpy as np  # why: numpy loads on first use, not at start-up
 
     if not port or not token:
         raise IndexStoreError("the running index process does not serve embeddings (an older version?)")

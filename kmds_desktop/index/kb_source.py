@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kmds_desktop.index.errors import KnowledgeBaseReadError
+from kmds_desktop.kb import load_kb
 from kmds_desktop.tasks import CancelToken, check
 
 #: Largest KB accepted from a URL (a 10,000-observation KB is about 10 MB).
@@ -65,7 +66,6 @@ def load_kb_url(url: str, *, max_bytes: int | None = None, timeout: float | None
     try:
         target = folder / "kb.xml"
         _download(url, target, max_bytes, timeout, cancel)
-        from kmds_desktop.kb import load_kb
 
         try:
             return load_kb(target)

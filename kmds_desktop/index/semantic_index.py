@@ -41,6 +41,7 @@ from kmds_desktop.index.errors import (
     ModelLoadError,
     SemanticIndexError,
 )
+from kmds_desktop.kb import load_kb
 from kmds_desktop.tasks import Cancelled, CancelToken, ProgressFn, check, report
 
 log = logging.getLogger(__name__)
@@ -428,7 +429,7 @@ class SemanticIndex:
             nonlocal done
             if not batch:
                 return
-            import numpy as np
+            import numpy as np  # why: numpy loads on first use, not at start-up
 
             part = [e for step, _ in batch for e in step]
             vectors = batch[0][1] if len(batch) == 1 else np.concatenate([v for _, v in batch])
@@ -658,7 +659,7 @@ class SemanticIndex:
         not in the index is embedded from ``texts[iri]`` when given, else left out.
         ``query_vector`` (the question already embedded with this model) saves embedding it again.
         """
-        import numpy as np
+        import numpy as np  # why: numpy loads on first use, not at start-up
 
         query = _check_query(query)
         if not iris:
@@ -831,7 +832,7 @@ def _is_http(client: Any) -> bool:
 
 
 def _as_vector(value: Any) -> Any:
-    import numpy as np
+    import numpy as np  # why: numpy loads on first use, not at start-up
 
     vec = np.asarray(value, dtype=np.float32).reshape(-1)
     if vec.size == 0 or not np.all(np.isfinite(vec)):
@@ -890,7 +891,6 @@ def load_kb_file(kb_path: str | Path) -> Any:
     path = kb_source.local_path(kb_path)
     if not path.is_file():
         raise KnowledgeBaseReadError(f"knowledge base file {path} does not exist")
-    from kmds_desktop.kb import load_kb
 
     try:
         return load_kb(path)

@@ -31,6 +31,7 @@ from kmds_desktop.index.errors import (
     IndexCorruptedError,
     IndexProcessStopped,
     IndexStoreError,
+    SemanticIndexError,
 )
 
 #: Bumped when the layout of entries changes; stored on the collection.
@@ -50,7 +51,7 @@ _lock = threading.Lock()
 def _settings() -> Any:
     """A copy of the one settings template of this process (ChromaDB mutates what it is given)."""
     global _settings_template
-    from chromadb.config import Settings
+    from chromadb.config import Settings  # why: chromadb loads on first use, not at start-up
 
     if _settings_template is None:
         _settings_template = Settings(anonymized_telemetry=False, allow_reset=False)
@@ -83,7 +84,7 @@ def local_client(persist_dir: str | Path) -> Any:
             _clients[key] = client
             return client
         lock = _take_folder_lock(path)
-        import chromadb
+        import chromadb  # why: chromadb loads on first use, not at start-up
 
         try:
             client = chromadb.PersistentClient(path=key, settings=_settings())
@@ -278,7 +279,7 @@ def memory_client() -> Any:
     with _lock:
         client = _clients.get(":memory:")
         if client is None:
-            import chromadb
+            import chromadb  # why: chromadb loads on first use, not at start-up
 
             client = chromadb.EphemeralClient(settings=_settings())
             _clients[":memory:"] = client
@@ -297,7 +298,7 @@ def server_client(host: str, port: int) -> Any:
             f"(`chroma run --path DIR --host {host} --port {port}`) or set the index mode to "
             "'local' (setting index.mode)"
         ) from None
-    import chromadb
+    import chromadb  # why: chromadb loads on first use, not at start-up
 
     try:
         client = chromadb.HttpClient(host=host, port=int(port), settings=_settings())
@@ -341,8 +342,6 @@ def get_collection(client: Any, name: str, model_name: str, location: str, kb_id
 
 def store_error(err: BaseException, location: str) -> Exception:
     """Wrap a ChromaDB failure met while reading or writing the store."""
-    from kmds_desktop.index.errors import SemanticIndexError
-
     if isinstance(err, SemanticIndexError):
         return err
     text = f"{type(err).__name__}: {_first_line(err)}"
@@ -433,6 +432,7 @@ def close_local(persist_dir: str | Path) -> None:
 
 def _forget_system(key: str) -> None:
     try:
+        # why: chromadb loads on first use, not at start-up
         from chromadb.api.shared_system_client import SharedSystemClient
 
         system = SharedSystemClient._identifier_to_system.pop(key, None)  # noqa: SLF001

@@ -12,6 +12,9 @@ import sys
 import textwrap
 from typing import Any
 
+from kmds_desktop.kb import KnowledgeBaseError, load_kb
+from kmds_desktop.kb.evidence_links import evidence_links
+
 
 def register(sub: argparse._SubParsersAction) -> argparse._SubParsersAction:
     """Add this area's subcommands to the main parser; return the ``kb`` subparsers (others add theirs)."""
@@ -51,8 +54,6 @@ def _fail(message: str) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from kmds_desktop.kb import KnowledgeBaseError, load_kb
-
     try:
         kb = load_kb(args.file)
     except KnowledgeBaseError as exc:
@@ -60,8 +61,6 @@ def _show(args: argparse.Namespace) -> int:
     except Exception as exc:  # noqa: BLE001 - the CLI promises a one-line message, never a traceback
         return _fail(f"{args.file}: unexpected error: {type(exc).__name__}: {exc}")
     if args.json:
-        from kmds_desktop.kb.evidence_links import evidence_links
-
         data = kb.to_dict()
         data["evidence_links"] = [link.to_dict() for link in evidence_links(kb)]
         text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
@@ -76,7 +75,7 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _synth(args: argparse.Namespace) -> int:
-    from kmds_desktop.kb import KnowledgeBaseError
+    # why: start-up time: the window imports this module at start, that one only when needed
     from kmds_desktop.kb.synthetic import write_synthetic_kb
 
     if args.n < 0 or args.workflows < 1:

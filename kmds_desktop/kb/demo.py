@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from kmds_desktop.kb.knowledge_base import KnowledgeBase, new_kb, save_kb
+from kmds_desktop.paths import demo_kb_path
 
 CLASSIFICATION = "penguin species classification"
 REGRESSION = "penguin body mass regression"
@@ -343,8 +344,6 @@ def write_demo_kb(path: str | Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from kmds_desktop.paths import demo_kb_path
-
     args = sys.argv[1:] if argv is None else argv
     out = Path(args[0]) if args else demo_kb_path()
     written = write_demo_kb(out)

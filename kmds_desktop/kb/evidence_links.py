@@ -43,6 +43,7 @@ from kmds_desktop.kb.schema import (
     XSD_INTEGER,
     XSD_STRING,
 )
+from kmds_desktop.kb.store import KBStore
 
 if TYPE_CHECKING:  # pragma: no cover
     from kmds_desktop.kb.knowledge_base import KnowledgeBase
@@ -162,8 +163,6 @@ def add_evidence_link(
 ) -> EvidenceLink:
     """Link ``observation`` (IRI or name) to the paper ``doi`` with a CiTO ``relation``, the page(s)
     and the quote; marks the KB changed (saved by :func:`~kmds_desktop.kb.save_kb`)."""
-    from kmds_desktop.kb.store import KBStore
-
     obs = kb.observation(observation)
     if obs is None:
         raise KnowledgeBaseError(f"no observation {observation!r}; `kmds-desktop kb show FILE` lists them",

@@ -72,7 +72,7 @@ class KBStore:
     """An owlready2 World holding exactly one KB file (worlds never share triples)."""
 
     def __init__(self) -> None:
-        from owlready2 import World
+        from owlready2 import World  # why: owlready2 loads on first use, not at start-up
 
         self.world = World()
         self.onto = self.world.get_ontology(KMDS_ONTOLOGY_IRI)
@@ -84,6 +84,7 @@ class KBStore:
     @classmethod
     def from_bytes(cls, data: bytes, path: Path) -> KBStore:
         """Parse RDF/XML that already passed :func:`~kmds_desktop.kb.safety.prescan_rdfxml`."""
+        # why: owlready2 loads on first use, not at start-up
         from owlready2 import OwlReadyOntologyParsingError
 
         store = cls()

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kmds_desktop import secrets
-from kmds_desktop.config import LLMSettings
+from kmds_desktop.config import DEFAULT_OLLAMA_HOST, DEFAULT_OPENAI_BASE_URL, LLMSettings
 from kmds_desktop.llm.errors import LLMBadReply, LLMError
 from kmds_desktop.llm.google_backend import GoogleBackend
 from kmds_desktop.llm.ollama_backend import OllamaBackend, has_model
@@ -227,8 +227,6 @@ class ModelDispatch:
 
     def __init__(self, ollama_host: str | None = None, openai_base_url: str | None = None,
                  timeout: float = 120.0, *, ollama: Any = None, openai: Any = None) -> None:
-        from kmds_desktop.config import DEFAULT_OLLAMA_HOST, DEFAULT_OPENAI_BASE_URL
-
         self.ollama_host = ollama_host or DEFAULT_OLLAMA_HOST
         self.openai_base_url = openai_base_url or DEFAULT_OPENAI_BASE_URL
         self.timeout = timeout

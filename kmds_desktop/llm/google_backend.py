@@ -46,6 +46,7 @@ class GoogleBackend:
         self.temperature = temperature
         self.timeout = float(timeout)
         self.base_url = base_url
+        # why: google loads on first use, not at start-up
         from google import genai
         from google.genai import types
 
@@ -63,7 +64,7 @@ class GoogleBackend:
         return self.chat(prompt)
 
     def _config(self, system: str | None, temperature: float | None) -> Any:
-        from google.genai import types
+        from google.genai import types  # why: google loads on first use, not at start-up
 
         return types.GenerateContentConfig(
             temperature=self.temperature if temperature is None else temperature,
@@ -120,7 +121,7 @@ class GoogleBackend:
             return []
 
     def _translate(self, err: Exception, model: str) -> LLMError:
-        from google.genai import errors as genai_errors
+        from google.genai import errors as genai_errors  # why: google loads on first use, not at start-up
 
         def clean(text: str) -> str:
             return secrets.redact(text, self._key)

@@ -25,6 +25,6 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'kmds_desktop.search' has no attribute {name!r}")
-    import importlib
+    import importlib  # why: a lazy attribute: the package loads it on first use
 
     return getattr(importlib.import_module(module), name)

@@ -27,6 +27,7 @@ must quote the sentence it relied on.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Sequence
@@ -216,6 +217,7 @@ def stance_from_polarity(claim: str, sentence: str) -> str:
 
 
 def default_embed(texts: Sequence[str]) -> np.ndarray:
+    # why: looked up when called, so a replaced function is the one used
     from kmds_desktop.index.embeddings import encode
 
     return encode(list(texts))
@@ -235,7 +237,7 @@ def judge_offline(
     The closest sentence (by meaning, nudged by shared rare words) that the verifier finds on its page
     decides; below ``min_similarity`` the document does not address the claim.
     """
-    import numpy as np
+    import numpy as np  # why: numpy loads on first use, not at start-up
 
     candidates = [(p, s) for p in passages for s in sentences(p.text)]
     if not candidates:
@@ -303,8 +305,8 @@ def judge_with_model(
     dropped = 0
     stances: list[tuple[str, str, tuple[int, ...]]] = []
     for passage in passages:
-        pages = f"{passage.start_page}-{passage.end_page}"
-        reply = parse_json_reply(llm(STANCE_PROMPT.format(claim=claim, pages=pages, passage=passage.text)))
+        span = f"{passage.start_page}-{passage.end_page}"
+        reply = parse_json_reply(llm(STANCE_PROMPT.format(claim=claim, pages=span, passage=passage.text)))
         stance = _STANCE_WORDS.get(str(reply.get("stance", "")).strip().upper(), NOT_ADDRESSED)
         quote = str(reply.get("quote") or "").strip().strip('"\u201c\u201d')
         if stance == NOT_ADDRESSED:
@@ -391,7 +393,7 @@ def choose_offline(
     distinctive words the sentence holds, times how close the sentence is to the question (cosine; a
     sentence below ``min_similarity`` does not count); choose only when the best beats the runner-up by
     ``margin``."""
-    import numpy as np
+    import numpy as np  # why: numpy loads on first use, not at start-up
 
     options = _check_options(question, options)
     result = ChoiceVerdict(question, list(options), "offline", scores=[0.0] * len(options))
@@ -493,7 +495,7 @@ def choose_with_model(
     except (TypeError, ValueError, IndexError):
         cited = shown
     for hit in [*cited, *shown]:
-        check = locate_quote(quote, lambda page, h=hit: store.page_text(h.paper_id, page),
+        check = locate_quote(quote, functools.partial(store.page_text, hit.paper_id),
                              hit.start_page, hit.end_page)
         if check.verified:
             result.choice, result.quote, result.label, result.pages = choice, quote, hit.label, check.pages
@@ -547,7 +549,7 @@ def yes_no_offline(question: str, text: str, *, embed: EmbedFn = default_embed, 
     abstracts whatever their answer, and using it lost accuracy on the development split (PubMedQA,
     odd PMIDs; ``bench/evidence_verdicts.py``). Used on PubMedQA, where every question is addressed by
     its abstract."""
-    import numpy as np
+    import numpy as np  # why: numpy loads on first use, not at start-up
 
     found = sentences(text)
     if not found:

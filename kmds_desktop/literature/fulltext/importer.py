@@ -14,6 +14,7 @@ transaction: a cancelled or interrupted import leaves every finished file comple
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -123,8 +124,6 @@ def import_folder(
 ) -> ImportReport:
     """Import the PDFs under ``folder``: new ones read and indexed, unchanged ones skipped, moved ones
     re-linked, and the papers of files gone from the folder removed."""
-    import time
-
     folder = folder.expanduser().resolve()
     if not folder.is_dir():
         raise ValueError(f"{folder} is not a folder; give the folder that holds the PDFs")

@@ -26,6 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kmds_desktop.literature.fulltext.cleaning import clean_pages
+from kmds_desktop.literature.fulltext.identify import find_doi, find_title
+
 #: The internal command of a frozen build (``kmds-desktop _pdf-reader``); a checkout runs the module.
 COMMAND = "_pdf-reader"
 #: Seconds one file may take in the child (700 pages of the shared set take about 3 s in all).
@@ -54,7 +57,7 @@ def _failure(code: str, reason: str) -> dict[str, Any]:
 
 def _first_page_lines(textpage: Any, text: str) -> list[tuple[str, float]]:
     """Page one's lines with the largest font size of their characters (for the title)."""
-    import pypdfium2.raw as pdfium_c
+    import pypdfium2.raw as pdfium_c  # why: pypdfium2 loads on first use, not at start-up
 
     count = textpage.count_chars()
     if count != len(text):  # the character indices do not line up with the text: no sizes
@@ -74,9 +77,6 @@ def read_pdf(path: str) -> dict[str, Any]:
 
     Runs in the child process (and directly in tests of the reading itself)."""
     import pypdfium2 as pdfium  # only the reader's child process loads pdfium
-
-    from kmds_desktop.literature.fulltext.cleaning import clean_pages
-    from kmds_desktop.literature.fulltext.identify import find_doi, find_title
 
     try:
         with open(path, "rb") as fh:
@@ -135,7 +135,7 @@ def read_pdf(path: str) -> dict[str, Any]:
 
 def _limit_memory(megabytes: int) -> None:
     try:
-        import resource
+        import resource  # why: POSIX only
     except ImportError:  # pragma: no cover - Windows: the time bound still holds
         return
     limit = megabytes * 1024 * 1024

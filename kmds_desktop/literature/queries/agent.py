@@ -44,6 +44,7 @@ from typing import Any
 
 from kmds_desktop.config import QueryGenerationSettings, RetrievalSettings
 from kmds_desktop.literature.errors import InvalidQuery, LiteratureError, QueryAgentError
+from kmds_desktop.literature.queries.keyword_queries import is_builtin
 from kmds_desktop.literature.queries.query_cleaning import deduplicate_queries
 from kmds_desktop.literature.queries.query_generation import (
     DEFAULT_SYSTEM_PROMPT,
@@ -319,8 +320,6 @@ class QueryAgent:
     # --- rows of other kinds ----------------------------------------------------------------------------
     def llm_model(self) -> str | None:
         """The first configured model that is an LLM (not ``builtin:``), or None."""
-        from kmds_desktop.literature.queries.keyword_queries import is_builtin
-
         models = self.settings.models if self.settings.multi_model_enabled else self.settings.models[:1]
         return next((m for m in models if not is_builtin(m)), None)
 
@@ -555,12 +554,14 @@ class QueryAgent:
             ids, _, found_by = reciprocal_rank_fusion(lists, k=r.fusion_k, weights=weights)
             fusion = "rrf"
         if r.rerank and question and question.strip() and ids and r.rerank_weight > 0:
+            # why: start-up time: it loads psycopg
             from kmds_desktop.literature.store.vectors import embed_text
 
             head = ids[: r.rerank_candidates]
             try:
                 choice = self._vector_choice(cancel)
                 if choice.vectors is not None:  # the database's own vectors: only the question is embedded
+                    # why: start-up time: it loads psycopg
                     from kmds_desktop.literature.store.database_vectors import database_similarities
 
                     sims = database_similarities(self.database, choice.vectors,
@@ -583,6 +584,7 @@ class QueryAgent:
     def _vector_choice(self, cancel: CancelToken | None) -> Any:
         """Which vectors this run's semantic rows search (looked up once per run)."""
         if self._vectors is None:
+            # why: start-up time: it loads psycopg
             from kmds_desktop.literature.retrieval.database_vectors import choose_vectors
 
             self._vectors = choose_vectors(
@@ -596,6 +598,7 @@ class QueryAgent:
         (``matches`` = documents with a vector under the same filters). On a database holding vectors
         of its own whose model is on the Ollama server, those are searched (see
         :mod:`kmds_desktop.literature.retrieval.database_vectors`)."""
+        # why: start-up time: it loads psycopg
         from kmds_desktop.literature.store.vectors import (
             VectorsUnavailable,
             embed_text,
@@ -611,6 +614,7 @@ class QueryAgent:
                 raise QueryAgentError("the row's text is empty")
             choice = self._vector_choice(cancel)
             if choice.vectors is not None:
+                # why: start-up time: it loads psycopg
                 from kmds_desktop.literature.store.database_vectors import (
                     database_vector_coverage,
                     nearest_document_ids,

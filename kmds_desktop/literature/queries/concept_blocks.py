@@ -444,7 +444,7 @@ class ConceptFinder:
             return False
         try:
             vectors = self.encoder([c.label for c in concepts] + [k for k, _ in kept])
-            import numpy as np
+            import numpy as np  # why: numpy loads on first use, not at start-up
 
             matrix = np.asarray(vectors, dtype="float32")
         except Exception as exc:  # noqa: BLE001 - no embedding model: the strategy goes on without

@@ -53,7 +53,13 @@ from kmds_desktop.literature.queries.keyword_queries import (
     builtin_generator,
     is_builtin,
 )
-from kmds_desktop.literature.queries.query_cleaning import clean_query_with_reason, deduplicate_queries
+from kmds_desktop.literature.queries.query_cleaning import (
+    clean_query_with_reason,
+    deduplicate_queries,
+    query_key,
+)
+from kmds_desktop.llm.structured import structured_chat
+from kmds_desktop.secrets import redact_url
 from kmds_desktop.tasks import Cancelled, CancelToken, ProgressFn, check, report
 
 #: Taught to every model: the tsquery language, concepts as OR groups of synonyms, and "query only".
@@ -193,8 +199,6 @@ class MultiModelQueryResult:
 
     def models_for(self, query: str) -> list[str]:
         """Models that proposed ``query`` (case/spacing-insensitive), in call order, without repeats."""
-        from kmds_desktop.literature.queries.query_cleaning import query_key
-
         key = query_key(query)
         out: list[str] = []
         for result in self.successful:
@@ -262,8 +266,6 @@ class MultiModelQueryGenerator:
             if not host:
                 raise ValueError("the Ollama host is empty: give e.g. 'http://localhost:11434'")
             if ollama_host is not None and ollama_host.strip() != host:
-                from kmds_desktop.secrets import redact_url
-
                 raise ValueError(f"two Ollama hosts given: {redact_url(host)!r} and "
                                  f"ollama_host={redact_url(ollama_host)!r}")
             backend, ollama_host = None, host
@@ -298,7 +300,7 @@ class MultiModelQueryGenerator:
         :class:`~kmds_desktop.llm.factory.ModelDispatch` (``openai:NAME`` to the OpenAI-compatible
         server, other names to Ollama), made on first use."""
         if self._backend is None:
-            from kmds_desktop.llm.factory import ModelDispatch
+            from kmds_desktop.llm.factory import ModelDispatch  # why: start-up time: it loads httpx, ollama
 
             self._backend = ModelDispatch(self.ollama_host, self.openai_base_url, self.timeout)
         return self._backend
@@ -404,8 +406,6 @@ class MultiModelQueryGenerator:
                 explain = getattr(self._builtins[key], "explain", None)
                 note = explain(question, attempt) if callable(explain) else ""
             else:
-                from kmds_desktop.llm.structured import structured_chat
-
                 backend, name, server = self._target(model)
                 prompt = build_prompt(question, attempt, previous)
                 raw, reply_format = structured_chat(
@@ -457,8 +457,6 @@ class MultiModelQueryGenerator:
         """One call asks ``model`` for the question's concepts; the app writes its
         ``queries_per_model`` queries from them (see :mod:`.concept_json`). A reply without concepts is
         one failed result saying why, the other attempts marked as not written; the other models run."""
-        from kmds_desktop.llm.structured import structured_chat
-
         temp = attempt_temperature(base_temperature, 1)
         start = time.perf_counter()
         raw = reply_format = server = ""
@@ -518,6 +516,7 @@ class MultiModelQueryGenerator:
 
 def _options(backend: Any, tokens: int = QUERY_MAX_TOKENS) -> dict[str, Any] | None:
     """The token limit for the app's own backends (a caller's ``chat`` may not take ``options``)."""
+    # why: start-up time: it loads httpx, ollama
     from kmds_desktop.llm import ModelDispatch, OllamaBackend, OpenAIBackend
 
     if isinstance(backend, ModelDispatch | OllamaBackend | OpenAIBackend):

@@ -15,7 +15,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kmds_desktop.literature.errors import LiteratureError
-from kmds_desktop.literature.store.database_vectors import DatabaseVectors, find_database_vectors
+from kmds_desktop.literature.store.database_vectors import (
+    DatabaseVectors,
+    database_vector_coverage,
+    find_database_vectors,
+)
+from kmds_desktop.llm.errors import LLMError
 from kmds_desktop.tasks import CancelToken
 
 log = logging.getLogger(__name__)
@@ -35,9 +40,7 @@ class VectorChoice:
     def embed(self, text: str, *, cancel: CancelToken | None = None) -> Any:
         """The unit-length vector of ``text`` by the database's model; raises :class:`LiteratureError`
         when the server fails or the model makes vectors of another size than the table holds."""
-        import numpy as np
-
-        from kmds_desktop.llm.errors import LLMError
+        import numpy as np  # why: numpy loads on first use, not at start-up
 
         assert self.vectors is not None and self.backend is not None  # noqa: S101 - narrows: built with both
         if text in self._embedded:
@@ -67,7 +70,7 @@ def choose_vectors(db: Any, *, use_database_vectors: bool, ollama_host: str, tim
     found = find_database_vectors(db, cancel=cancel)
     if not found:
         return VectorChoice()
-    from kmds_desktop.llm.ollama_backend import OllamaBackend
+    from kmds_desktop.llm.ollama_backend import OllamaBackend  # why: start-up time: it loads httpx, ollama
 
     for vectors in found:
         backend = OllamaBackend(ollama_host, vectors.model_name, timeout=timeout_s)
@@ -90,8 +93,6 @@ def database_vector_status(db: Any, *, use_database_vectors: bool = True,
     (the one :func:`choose_vectors` tries first); None on the app's own database, with the setting off,
     or when the database holds no vectors. Bounded: a catalog read, a probe of the vector table's first
     rows, and the coverage count (an estimate above 200,000 documents)."""
-    from kmds_desktop.literature.store.database_vectors import database_vector_coverage
-
     if not use_database_vectors or getattr(db, "schema_owner", "app") == "app":
         return None
     found = find_database_vectors(db, cancel=cancel)

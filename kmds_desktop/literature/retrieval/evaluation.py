@@ -23,7 +23,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kmds_desktop.literature.errors import LiteratureError
+from kmds_desktop.literature.errors import LiteratureError, QueryAgentError
+from kmds_desktop.literature.retrieval.fusion import merge_ranked, reciprocal_rank_fusion
+from kmds_desktop.literature.retrieval.semantic import (
+    ROW_HYPOTHETICAL,
+    ROW_SEMANTIC,
+    ROW_TSQUERY,
+    SearchRow,
+)
 from kmds_desktop.tasks import CancelToken, ProgressFn, check, report
 
 log = logging.getLogger(__name__)
@@ -133,6 +140,7 @@ def measure(runs: dict[str, list[str]], qrels: dict[str, dict[str, int]]) -> dic
     A judged question missing from ``runs`` (or with an empty list) scores 0, as in trec_eval with
     ``-c``: a strategy is not rewarded for failing on hard questions.
     """
+    # why: ir_measures loads on first use, not at start-up
     import ir_measures
     from ir_measures import R, nDCG
 
@@ -163,14 +171,6 @@ def run_questions(
     (its rows fused the agent's way when there are several) and ``fused`` (all rows, as a search in
     the app merges and re-ranks them).
     """
-    from kmds_desktop.literature.errors import QueryAgentError
-    from kmds_desktop.literature.retrieval.semantic import (
-        ROW_HYPOTHETICAL,
-        ROW_SEMANTIC,
-        ROW_TSQUERY,
-        SearchRow,
-    )
-
     unknown = [r for r in rows if r not in ROW_TYPES]
     if unknown or not rows:
         named = ", ".join(unknown) or "(none)"
@@ -216,8 +216,6 @@ def run_questions(
 
 def _fuse_alone(agent: Any, lists: list[list[int]]) -> list[int]:
     """One row type's own ranking: its single row, or its rows fused (no re-ranking)."""
-    from kmds_desktop.literature.retrieval.fusion import merge_ranked, reciprocal_rank_fusion
-
     if len(lists) <= 1:
         return list(lists[0]) if lists else []
     if agent.retrieval.fusion == "best_rank":

@@ -112,7 +112,7 @@ def best_lexical_scores(rows: Sequence[tuple[Sequence[int], Sequence[float]]]) -
 
 def cosine_similarities(query_vector: np.ndarray, vectors: Mapping[int, np.ndarray]) -> dict[int, float]:
     """Cosine similarity of each stored vector to the question's (vectors need not be unit length)."""
-    import numpy as np
+    import numpy as np  # why: numpy loads on first use, not at start-up
 
     if not vectors:
         return {}

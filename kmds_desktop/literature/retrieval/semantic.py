@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kmds_desktop.literature.errors import LiteratureError
+from kmds_desktop.literature.retrieval.fusion import cosine_similarities
 from kmds_desktop.tasks import CancelToken
 
 ROW_TSQUERY = "tsquery"
@@ -199,7 +200,7 @@ def similarities_to_question(db: Any, question_vector: Any, ids: list[int], *, m
     """Cosine similarity of each candidate to the question: stored vectors, and for candidates without
     one (imported after the last embedding run, or no vector table) the vector is computed now and
     kept in the vector table where there is one (the semantic row then finds them too)."""
-    from kmds_desktop.literature.retrieval.fusion import cosine_similarities
+    # why: start-up time: it loads psycopg
     from kmds_desktop.literature.store.vectors import (
         document_texts,
         encoder_for,

@@ -37,6 +37,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
+from kmds_desktop import paths
 from kmds_desktop.literature.errors import LiteratureError
 from kmds_desktop.literature.screening.records import (
     CsvProblem,
@@ -226,8 +227,6 @@ def read_decisions_file(path: str | Path) -> str:
 
 def default_store_path() -> Path:
     """``<data folder>/screening/screening.sqlite3`` (the folder 0700)."""
-    from kmds_desktop import paths
-
     return paths.sub_dir("screening") / SCREENING_FILE
 
 
@@ -640,7 +639,7 @@ class DecisionStore(SqliteStore):
     # -- document vectors (the order's features) --------------------------------------------------------
     def set_vectors(self, review_id: str, model: str, vectors: Mapping[Key, Any]) -> int:
         """Keep the document vectors of ``model`` (float32, any length) for the review's records."""
-        import numpy as np
+        import numpy as np  # why: numpy loads on first use, not at start-up
 
         rows = [
             (review_id, key[0], key[1], model, np.asarray(v, dtype="<f4").ravel().tobytes())
@@ -656,7 +655,7 @@ class DecisionStore(SqliteStore):
         return len(rows)
 
     def vectors(self, review_id: str, model: str) -> dict[Key, Any]:
-        import numpy as np
+        import numpy as np  # why: numpy loads on first use, not at start-up
 
         return {
             (str(r[0]), str(r[1])): np.frombuffer(r[2], dtype="<f4")

@@ -23,6 +23,7 @@ from kmds_desktop.literature.strategy.export import (
     documents_to_bibtex,
     documents_to_csv,
     documents_to_ris,
+    format_for_path,
 )
 
 SCREENING_COLUMNS = ("decision", "reason", "note", "score")
@@ -125,8 +126,6 @@ def export_screened(
     scores: Mapping[Key, float] | None = None,
 ) -> Path:
     """Write ``records`` (already selected) to ``path`` as CSV, RIS or BibTeX (by ``fmt`` or suffix)."""
-    from kmds_desktop.literature.strategy.export import format_for_path
-
     path = Path(path)
     key = (fmt or format_for_path(path)).lower().lstrip(".")
     key = {"bib": "bibtex"}.get(key, key)

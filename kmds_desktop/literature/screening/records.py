@@ -386,7 +386,7 @@ def read_csv_records(path: str | Path) -> list[ScreeningRecord]:
 def read_ris_records(path: str | Path) -> list[ScreeningRecord]:
     """Records of a RIS file (rispy), known by their ID/AN and DB, else PMID/DOI, else a title hash;
     read bounded as :func:`read_csv_records` reads."""
-    import rispy
+    import rispy  # why: rispy loads on first use, not at start-up
 
     path = Path(path)
     text = read_user_text(path, file_limit(MAX_RECORDS_FILE_BYTES), "records file")

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import json
 import logging
 import threading
 import time
@@ -69,14 +70,22 @@ from kmds_desktop.literature.errors import (
     QueryCancelled,
     QueryTimeout,
 )
-from kmds_desktop.literature.store import citations, term_weights
+from kmds_desktop.literature.store import citations, term_weights, topk_build
 from kmds_desktop.literature.store.collection_size import forget_collection_size
 from kmds_desktop.literature.store.dates import coerce_date
 from kmds_desktop.literature.store.loading import import_paths
 from kmds_desktop.literature.store.rows import first_value
 from kmds_desktop.literature.store.schema import ensure_schema
 from kmds_desktop.literature.store.server import default_server
-from kmds_desktop.tasks import CancelToken, ProgressFn, check, report
+from kmds_desktop.literature.store.topk_build import (
+    build_index,
+    in_step,
+    index_folder,
+    ready_index,
+    refresh_index,
+)
+from kmds_desktop.literature.store.topk_index import TopKIndex
+from kmds_desktop.tasks import Cancelled, CancelToken, ProgressFn, check, report
 from kmds_desktop.text import shorten
 
 log = logging.getLogger(__name__)
@@ -433,8 +442,6 @@ class LiteratureDatabase:
     def topk_index(self) -> Any | None:
         """The built top-k index of this database, looked up once in the data folder (None: none)."""
         if self._topk is False:
-            from kmds_desktop.literature.store.topk_build import ready_index
-
             try:
                 self._topk = ready_index(self)
             except Exception as err:  # noqa: BLE001 - no index is the PostgreSQL path, never a failure
@@ -453,7 +460,6 @@ class LiteratureDatabase:
         index = self.topk_index()
         if index is None:
             return None
-        from kmds_desktop.literature.store.topk_build import in_step
 
         try:
             fresh = in_step(self, index)
@@ -596,8 +602,6 @@ class LiteratureDatabase:
                                 params).fetchone()
             plan = row[0] if row else None
             if isinstance(plan, str):
-                import json
-
                 plan = json.loads(plan)
             return int(plan[0]["Plan"]["Plan Rows"]) if plan else 0
 
@@ -794,11 +798,6 @@ class LiteratureDatabase:
         Cancel reaches this step too (an import cancelled, or Cancel pressed while it runs): the index
         is left as it is, out of step, and the next search, refresh or build brings it in step (the
         write counter shows it missed writes)."""
-        from kmds_desktop.literature.store import topk_build
-        from kmds_desktop.literature.store.topk_build import build_index, index_folder, refresh_index
-        from kmds_desktop.literature.store.topk_index import TopKIndex
-        from kmds_desktop.tasks import Cancelled
-
         if cancel is not None and cancel.cancelled:
             return
         try:

@@ -29,11 +29,13 @@ import gzip
 import json
 import os
 import re
+import xml.etree.ElementTree as ET
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, TypeGuard
+from xml.etree.ElementTree import ParseError
 
 from kmds_desktop.literature.errors import ImportFileError
 from kmds_desktop.user_files import ENV_MAX_GZIP_RATIO, UserFileError, env_limit, open_user_file, size_text
@@ -633,9 +635,7 @@ def _xml_events(raw: IO[bytes]) -> Iterator[tuple[int, Iterator[tuple[Any, ...]]
     references (billion laughs, XXE); once the root element has started nothing can declare an entity
     any more, and the C parser loads no external DTD or entity, so an undeclared reference is refused
     as not well-formed, never fetched. The caller clears each record once read."""
-    import xml.etree.ElementTree as ET
-
-    from defusedxml.ElementTree import DefusedXMLParser
+    from defusedxml.ElementTree import DefusedXMLParser  # why: defusedxml loads on first use, not at start-up
 
     seen = _RootSeen()
     guard = DefusedXMLParser(target=seen)
@@ -664,8 +664,6 @@ def read_medline_xml(path: Path, meter: ReadMeter | None = None) -> Iterator[Ite
     :data:`MAX_RECORD_ELEMENTS` elements; past that the file stops with an ImportFileError, since
     the parser holds the unfinished record and it cannot be skipped.
     """
-    from xml.etree.ElementTree import ParseError
-
     count = 0
     depth = 0  # elements open (the root is depth 1)
     root: Any = None

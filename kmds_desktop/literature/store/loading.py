@@ -51,6 +51,7 @@ from typing import Any
 import psycopg
 import psycopg.errors
 
+from kmds_desktop import paths
 from kmds_desktop.crashpoints import crash_point
 from kmds_desktop.literature.errors import ImportFileError, LiteratureError
 from kmds_desktop.literature.store import citations
@@ -66,6 +67,7 @@ from kmds_desktop.literature.store.importers import (
     read_records,
 )
 from kmds_desktop.literature.store.schema import KNOWN_SOURCES, current_version
+from kmds_desktop.literature.store.topk_build import identities
 from kmds_desktop.tasks import Cancelled, CancelToken, ProgressFn, check, report
 from kmds_desktop.text import plural, shorten
 from kmds_desktop.user_files import UserFileError, open_user_file
@@ -386,9 +388,6 @@ def ledger_path(database: Any) -> Path:
     server's database of the same name, has a ledger of its own. A ledger kept under the identity that
     still named the server's address is moved to its new name once (else a folder import would read
     every file again)."""
-    from kmds_desktop import paths
-    from kmds_desktop.literature.store.topk_build import identities
-
     if isinstance(database, psycopg.Connection):
         database = _Connection(database)
     identity, legacy = identities(database)

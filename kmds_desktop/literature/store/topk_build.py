@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kmds_desktop import paths
 from kmds_desktop.crashpoints import crash_point
 from kmds_desktop.literature.store.topk_index import TITLE_BOOST, BuildState, TopKIndex, document_fields
 from kmds_desktop.literature.store.topk_tiers import SAMPLE_DOCUMENTS, Tiers
@@ -279,8 +280,6 @@ def index_folder(database: Any) -> Path:
 
     An index made when the identity still named the server's address (see :func:`database_identity`)
     is moved to its new folder here, once, instead of looking unbuilt (hours to build again)."""
-    from kmds_desktop import paths
-
     identity, legacy = identities(database)
     folder = paths.sub_dir("topk") / _key(identity)
     if legacy != identity and not folder.exists():

@@ -161,7 +161,7 @@ class TopKIndex:
     """One tantivy index in ``folder`` (created 0700): add documents, run translated tsqueries."""
 
     def __init__(self, folder: Path) -> None:
-        import tantivy
+        import tantivy  # why: tantivy loads on first use, not at start-up
 
         self._tantivy = tantivy
         self.folder = Path(folder)

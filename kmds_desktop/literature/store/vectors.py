@@ -76,6 +76,7 @@ def encoder_for(model_name: str, encoder: Encoder | None = None) -> Encoder:
         return encoder
 
     def local(texts: Sequence[str]) -> np.ndarray:
+        # why: looked up when called, so a replaced function is the one used
         from kmds_desktop.index.embeddings import encode
 
         return encode(texts, model_name)
@@ -441,7 +442,7 @@ def vector_coverage(db: Any, use_pubmed: bool = True, use_medrxiv: bool = True, 
 def stored_vectors(db: Any, ids: Iterable[int], *,
                    cancel: CancelToken | None = None) -> dict[int, np.ndarray]:
     """The stored vectors of ``ids`` that have one (for re-ranking candidates)."""
-    import numpy as np
+    import numpy as np  # why: numpy loads on first use, not at start-up
 
     wanted = sorted({int(i) for i in ids})
     if not wanted:

@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from kmds_desktop import paths
 from kmds_desktop.literature.errors import LiteratureError
 from kmds_desktop.literature.retrieval.semantic import (
     KIND_FULL_TEXT,
@@ -106,8 +107,6 @@ def utc_now() -> str:
 
 def default_history_path() -> Path:
     """``<data folder>/history/search_history.sqlite3`` (the folder made 0700)."""
-    from kmds_desktop import paths
-
     folder = paths.data_dir() / "history"
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     return folder / HISTORY_FILE

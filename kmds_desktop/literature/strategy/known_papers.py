@@ -194,7 +194,7 @@ def _ids_from_text(texts: list[str]) -> tuple[str | None, str | None]:
 def parse_ris(text: str, name: str = "RIS") -> list[KnownPaper]:
     """Papers of a RIS file: DOI (``DO``), PMID (numeric ``AN``, a PubMed URL or a ``PMID:`` note),
     the source's own id (a non-numeric ``AN`` or an ``ID`` like ``cf:139``) and the title."""
-    import rispy
+    import rispy  # why: rispy loads on first use, not at start-up
 
     try:
         entries = rispy.loads(text, skip_unknown_tags=True)
@@ -226,7 +226,7 @@ def parse_ris(text: str, name: str = "RIS") -> list[KnownPaper]:
 def parse_bibtex(text: str, name: str = "BibTeX") -> list[KnownPaper]:
     """Papers of a BibTeX file: ``doi``, ``pmid`` (or ``eprint`` with ``eprinttype = pubmed``, a PubMed
     URL, a ``PMID:`` note), an ``external_id``/``sourceid`` field and the title (braces removed)."""
-    import bibtexparser
+    import bibtexparser  # why: bibtexparser loads on first use, not at start-up
 
     try:
         library = bibtexparser.parse_string(text)

@@ -21,6 +21,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kmds_desktop.literature.queries.agent import QueryAgent
+from kmds_desktop.literature.queries.query_cleaning import query_key
+from kmds_desktop.literature.retrieval.semantic import SearchRow
 from kmds_desktop.literature.store.identities import (
     DocumentIdentity,
     document_identities,
@@ -35,8 +38,6 @@ from kmds_desktop.literature.strategy.known_papers import KnownPaper
 
 def search_row(text: str, provenance: dict[str, Any]) -> Any:
     """The row as the agent runs it: full-text, or semantic / hypothetical (``row_type`` in provenance)."""
-    from kmds_desktop.literature.retrieval.semantic import SearchRow
-
     return SearchRow(text, provenance.get("row_type") or "tsquery")
 
 
@@ -53,8 +54,6 @@ def provenance_of_generated(result: Any) -> dict[str, Any]:
 def rows_from_generation(generated: Any) -> list[tuple[str, dict[str, Any]]]:
     """(query, provenance) for each unique generated query: the first model and attempt that proposed
     it, and every model that proposed the same query (case/spacing-insensitive)."""
-    from kmds_desktop.literature.queries.query_cleaning import query_key
-
     out = []
     for query in generated.unique_queries:
         key = query_key(query)
@@ -234,8 +233,6 @@ class SearchWorkbench:
             on_query: Callable[[Any], None] | None = None, cancel: Any = None, kind: str = "search",
             ) -> SavedSet:
         """Run ``rows`` (text, provenance) through the query agent and record the run as a new set."""
-        from kmds_desktop.literature.queries.agent import QueryAgent
-
         agent = agent or QueryAgent(self._db())
         info = {"max_rows": max_rows, **(details or {})}
         info.setdefault("database_documents", self._document_count())
