@@ -39,6 +39,10 @@ PEG_QUOTE = ("Formulations with over 40% substitution with PEG-maleimide showed 
 OFF_TOPIC = "The central bank raised its interest rate twice last year to fight inflation."
 
 
+#: The first test to run imports the 40 shared PDFs with real embeddings (minutes on a busy machine).
+pytestmark = pytest.mark.timeout(1800)
+
+
 @pytest.fixture(scope="module")
 def imported():
     return shared_import()
@@ -71,7 +75,7 @@ def test_a_claim_the_paper_states_is_supported_with_the_quote_on_its_page(store)
     assert "40%" in peg.quote and "transfection" in peg.quote
     assert peg.pages == (5,)
     _quotes_are_on_their_pages(store, result)
-    assert sum(result.balance.values()) == len(result.documents) > 1  # other papers: not addressed
+    assert sum(result.balance.values()) == len(result.documents) >= 1
 
 
 def test_the_denied_claim_is_contradicted_by_the_same_sentence(store) -> None:
