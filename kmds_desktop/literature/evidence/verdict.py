@@ -491,9 +491,10 @@ def choose_with_model(
         return result
     quote = str(reply.get("quote") or "").strip().strip('"\u201c\u201d')
     try:
-        cited = [shown[int(reply.get("passage", 0)) - 1]]
-    except (TypeError, ValueError, IndexError):
-        cited = shown
+        number = int(reply.get("passage", 0))
+    except (TypeError, ValueError):
+        number = 0
+    cited = [shown[number - 1]] if 1 <= number <= len(shown) else []
     for hit in [*cited, *shown]:
         check = locate_quote(quote, functools.partial(store.page_text, hit.paper_id),
                              hit.start_page, hit.end_page)
