@@ -80,7 +80,7 @@ def test_a_hung_or_oversized_reader_is_replaced_and_named(tmp_path: Path) -> Non
     assert answer["ok"] is False and answer["code"] == reader.TIMEOUT
     with reader.PdfReader(memory_mb=16) as starved:  # not even the interpreter fits in 16 MB
         answer = starved.read(pdf)
-    assert answer["ok"] is False and answer["code"] == reader.CRASHED
+    assert answer["ok"] is False and answer["code"] == reader.CRASHED, answer
     with reader.PdfReader() as healthy:
         first = healthy.read(litqa_dir() / "pdfs" / "nonexistent.pdf")
         second = healthy.read(pdf)

@@ -145,6 +145,15 @@ def _limit_memory(megabytes: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
 
 
+def _out_of_memory(err: BaseException) -> bool:
+    """Whether ``err`` is the memory bound biting: a MemoryError, or a library that could not be
+    mapped under it ("failed to map segment", "Cannot allocate memory") when pdfium loads."""
+    if isinstance(err, (MemoryError, ImportError)):  # pdfium's library not mapped under the bound
+        return True
+    text = str(err).lower()
+    return any(sign in text for sign in ("cannot allocate memory", "failed to map", "out of memory"))
+
+
 def serve(argv: list[str]) -> int:
     """The child's loop: a request line in, an answer line out, until stdin closes."""
     memory_mb = int(argv[0]) if argv else MEMORY_LIMIT_MB
@@ -156,10 +165,13 @@ def serve(argv: list[str]) -> int:
         try:
             request = json.loads(line)
             answer = read_pdf(str(request["path"]))
-        except MemoryError:
-            answer = _failure(CRASHED, f"the PDF needs more than {memory_mb} MB to read; it is skipped")
         except Exception as err:  # noqa: BLE001 - any reader failure is this file's reason, not the child's end
-            answer = _failure(BROKEN, f"broken: the PDF reader failed on it ({type(err).__name__}: {err})")
+            detail = f"{type(err).__name__}: {err}"
+            if _out_of_memory(err):
+                answer = _failure(CRASHED, f"the PDF reader could not read it within {memory_mb} MB; it is "
+                                           f"skipped ({detail})")
+            else:
+                answer = _failure(BROKEN, f"broken: the PDF reader failed on it ({detail})")
         out.write(json.dumps(answer, ensure_ascii=False) + "\n")
         out.flush()
     return 0
