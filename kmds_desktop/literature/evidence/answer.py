@@ -119,8 +119,21 @@ class Answer:
         return "\n".join(lines)
 
 
+#: A full stop after these is an abbreviation's, not a sentence's end ("(Fig. 3a)", "Smith et al. 2020").
+_ABBREVIATION = re.compile(r"(?i)(\bfigs?|\bet al|\be\.g|\bi\.e|\bvs|\brefs?|\beqs?|\bapprox|\bno|\bca|\bcf|"
+                           r"\bsuppl?|\bext|\bresp|\bdr|\bst|\bsp|\bspp)\.$")
+
+
 def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE.split(text) if len(s.split()) >= 5]
+    """The sentences of a passage worth quoting (five words or more), abbreviations kept inside."""
+    merged: list[str] = []
+    for piece in _SENTENCE.split(text):
+        piece = piece.strip()
+        if merged and _ABBREVIATION.search(merged[-1]):
+            merged[-1] = f"{merged[-1]} {piece}"
+        elif piece:
+            merged.append(piece)
+    return [s for s in merged if len(s.split()) >= 5]
 
 
 def _rare_words(question: str) -> set[str]:
