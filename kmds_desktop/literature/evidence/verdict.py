@@ -53,9 +53,10 @@ MIXED = "mixed"
 CANNOT_TELL = "cannot tell"
 INSUFFICIENT = "insufficient"
 
-#: A sentence at least this close in meaning to the claim addresses it (offline). Measured by
-#: ``bench/evidence_verdicts.py`` on SciFact (train split): NOINFO pairs' best sentences sit mostly
-#: below, SUPPORT/CONTRADICT pairs' above.
+#: A sentence at least this close in meaning to the claim addresses it (offline). Set from the LitQA
+#: examples (a claim restating a key passage: 0.85; the same claim against other papers' best
+#: sentences: below 0.50; off-topic claims: below 0.20); ``bench/evidence_verdicts.py`` reports the
+#: stance accuracy it gives on SciFact's labelled claim-abstract pairs.
 ADDRESS_SIMILARITY = 0.55
 #: Offline multiple choice: the best option must beat the runner-up by this much, else "insufficient"
 #: (tuned on the LitQA dev questions for precision, see the bench).
