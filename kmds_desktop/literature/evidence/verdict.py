@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kmds_desktop.literature.evidence.answer import _sentences as quotable_sentences
 from kmds_desktop.literature.evidence.quotes import PageText, locate_quote
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -61,13 +62,15 @@ ADDRESS_SIMILARITY = 0.55
 #: Offline multiple choice: the best option must beat the runner-up by this much, else "insufficient"
 #: (tuned on the LitQA dev questions for precision, see the bench).
 CHOICE_MARGIN = 0.10
+#: Offline: when the closest sentence is not verbatim on its page, only sentences within this much of
+#: its score may stand in for it (else the document is "not addressed" and the drop is counted).
+VERIFY_SLACK = 0.05
 #: Offline multiple choice: only sentences at least this close in meaning to the question count (a
 #: "10%" in a methods sentence about formalin is not an answer to a question about PEG fractions).
 CHOICE_MIN_SIMILARITY = 0.50
 #: Passages read per claim or question.
 PASSAGES = 10
 #: Yes-no offline: a hedge cue ("may", "unclear") in the deciding sentence answers "maybe".
-_SENTENCE = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=[\"'(\[]?[A-Z0-9])")
 _WORD = re.compile(r"[a-z0-9]+(?:[.,][0-9]+)?%?")
 _NEGATION = re.compile(
     r"\b(?:not|no|never|none|neither|nor|without|cannot|can't|didn't|doesn't|don't|isn't|aren't|"
@@ -189,8 +192,9 @@ class ChoiceVerdict:
 
 # -- text helpers --------------------------------------------------------------------------------
 def sentences(text: str) -> list[str]:
-    """Whole sentences of at least five words (shorter ones are captions and fragments)."""
-    return [s.strip() for s in _SENTENCE.split(text) if len(s.split()) >= 5]
+    """Whole sentences of at least five words (shorter ones are captions and fragments), an
+    abbreviation's full stop ("Fig.", "et al.") kept inside: the sentences answers quote."""
+    return quotable_sentences(text)
 
 
 def content_words(text: str) -> set[str]:
@@ -252,8 +256,8 @@ def judge_offline(
     dropped = 0
     for index in np.argsort(-scores):
         passage, sentence = candidates[int(index)]
-        if float(similarity[int(index)]) < min_similarity:
-            break
+        if float(similarity[int(index)]) < min_similarity or scores[int(index)] < scores.max() - VERIFY_SLACK:
+            break  # a much weaker sentence must not decide because the closest one failed the verifier
         check = locate_quote(sentence, page_text, passage.start_page, passage.end_page)
         if not check.verified:
             dropped += 1
