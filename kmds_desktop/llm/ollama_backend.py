@@ -101,8 +101,8 @@ def _ssl_context() -> ssl.SSLContext:
 CONNECT_TIMEOUT_S = 3.0
 #: Seconds without a byte from the server after which it is asked whether it is still alive (its
 #: model list, :data:`LIVENESS_TIMEOUT_S` to answer). A model reading a long prompt sends nothing for
-#: a minute while the server still answers its model list at once; a server that is being stopped
-#: (it still holds its port but serves nothing) or hangs answers neither.
+#: a minute; a server that is gone refuses or resets the probe's connection at once (see
+#: :func:`server_answers` for why a probe left unanswered counts as busy, not gone).
 SILENCE_S = 2.0
 #: Seconds the liveness probe (the model list) may take before the server is declared gone.
 LIVENESS_TIMEOUT_S = 2.0
@@ -110,12 +110,20 @@ LIVENESS_TIMEOUT_S = 2.0
 
 def server_answers(url: str, *, headers: dict[str, str] | None = None, auth: Any = None,
                    timeout: float = LIVENESS_TIMEOUT_S) -> bool:
-    """Whether anything answers an HTTP GET of ``url`` within ``timeout`` (any status counts: a 401
-    or a 404 still comes from a live server). Used only as the liveness probe: the model list."""
+    """Whether a server is still there to answer an HTTP GET of ``url`` (any status counts: a 401 or a
+    404 still comes from a live server). Used only as the liveness probe: the model list.
+
+    Why a probe that times out counts as alive: llama-cpp-python's server answers its model list only
+    between generations (the route waits for the model's lock), so a busy server and a hung one look
+    the same for seconds; declaring the busy one dead cut real answers off. Only a refused or reset
+    connection (nothing listens any more) is taken as gone; a hung server ends at the request's
+    own deadline."""
     try:
         with httpx.Client(timeout=timeout, verify=_ssl_context(), headers=headers, auth=auth) as client:
             client.get(url)
-    except Exception:  # noqa: BLE001 - refused, reset, timed out: nobody is serving
+    except httpx.TimeoutException:  # accepted but not answered in time: busy (or hung) — not gone
+        return True
+    except Exception:  # noqa: BLE001 - refused, reset, closed: nobody is serving
         return False
     return True
 
@@ -382,8 +390,8 @@ class OllamaBackend:
             raise self._timeout_error(model)
         if request.reason == "gone":
             raise LLMUnreachable(
-                f"The Ollama server at {self.host} stopped answering: nothing came for '{model}' and its "
-                f"model list did not answer within {LIVENESS_TIMEOUT_S:g} s. Start Ollama again "
+                f"The Ollama server at {self.host} stopped answering: nothing came for '{model}' and it "
+                "no longer takes connections. Start Ollama again "
                 "(`ollama serve`) or check the host in Preferences → LLM.", host=self.host)
 
     def _alive(self) -> bool:

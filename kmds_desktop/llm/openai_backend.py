@@ -35,7 +35,6 @@ from kmds_desktop.llm.errors import (
     server_error_text,
 )
 from kmds_desktop.llm.ollama_backend import (
-    LIVENESS_TIMEOUT_S,
     AbortableRequest,
     _ssl_context,
     server_answers,
@@ -367,7 +366,7 @@ class OpenAIBackend:
         if request.reason == "gone":
             raise LLMUnreachable(
                 f"The OpenAI-compatible server at {self.host} stopped answering: nothing came for "
-                f"'{model}' and its model list did not answer within {LIVENESS_TIMEOUT_S:g} s. Start "
+                f"'{model}' and it no longer takes connections. Start "
                 "the server again or check the base URL in Preferences → LLM.", host=self.host)
 
     def _alive(self) -> bool:
