@@ -41,6 +41,8 @@ test-real-model: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/python -m ruff check kmds_desktop tests bench
+	$(BIN)/lint-imports
+	$(BIN)/python -m mypy
 
 ## The user guide and design notes (docs/, mkdocs.yml) as a site in site/. Strict: a broken link or anchor, or a
 ## page missing from the navigation, fails the build. (Not -q: with it, mkdocs 1.6 no longer counts warnings.)
