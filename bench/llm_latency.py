@@ -5,8 +5,11 @@ watch; the refusal remembered).
 Servers, all real sockets on 127.0.0.1:
 
 - **killed**: nothing listens on the port (a server stopped for good): the connection is refused;
-- **stopping**: the port takes connections and serves nothing (a server being stopped that still
-  holds its port, or hung): only the liveness watch ends the wait before the timeout;
+- **stopping**: a server shutting down gracefully: it took the request's connection and keeps it open
+  without an answer, and closes its port 3 s later (as uvicorn does while it waits for requests in
+  flight): only the liveness watch, whose model-list probe is then refused, ends the wait before the
+  timeout. (A port that takes connections and never answers, e.g. a busy llama-cpp-python server whose
+  model list waits for the model, counts as busy and runs to the timeout: that is not measured here.)
 - **refusing**: an OpenAI-compatible server (``tests/support/fake_openai.py``) that refuses
   ``response_format`` with 400, asked for a route the way the orchestrator asks, once per question,
   each question with a new backend (as the window makes one per question).
@@ -23,6 +26,7 @@ import argparse
 import json
 import socket
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -56,24 +60,44 @@ def _closed_port() -> int:
         return sock.getsockname()[1]
 
 
+def _stopping_server(port_holder: list[int], held: list[socket.socket]) -> None:
+    """Listen, take one connection and keep it without an answer, close the port 3 s later."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    port_holder.append(listener.getsockname()[1])
+    conn, _addr = listener.accept()
+    held.append(conn)
+    time.sleep(3.0)
+    listener.close()
+
+
 def dead_servers(timeout: float) -> dict[str, dict[str, float]]:
     """Seconds to an error for each kind of dead server, backend and before/after."""
     out: dict[str, dict[str, float]] = {}
-    with socket.socket() as silent:
-        silent.bind(("127.0.0.1", 0))
-        silent.listen(64)
-        ports = {"killed": _closed_port(), "stopping": silent.getsockname()[1]}
-        for kind, port in ports.items():
-            makers = {
-                "openai": lambda url, probe: OpenAIBackend(f"{url}/v1", "m", timeout=timeout, api_key="",
-                                                           liveness_probe=probe),
-                "ollama": lambda url, probe: OllamaBackend(url, "m", timeout=timeout, liveness_probe=probe),
-            }
-            for name, make in makers.items():
-                for when, probe in (("before", False), ("after", True)):
-                    seconds, error = _give_up_seconds(make(f"http://127.0.0.1:{port}", probe))
-                    out.setdefault(f"{kind} {name}", {})[when] = seconds
-                    print(f"{kind:9} {name:7} {when:7} {seconds:6.2f} s  ({error})")
+    makers = {
+        "openai": lambda url, probe: OpenAIBackend(f"{url}/v1", "m", timeout=timeout, api_key="",
+                                                   liveness_probe=probe),
+        "ollama": lambda url, probe: OllamaBackend(url, "m", timeout=timeout, liveness_probe=probe),
+    }
+    for kind in ("killed", "stopping"):
+        for name, make in makers.items():
+            for when, probe in (("before", False), ("after", True)):
+                held: list[socket.socket] = []
+                if kind == "killed":
+                    port = _closed_port()
+                else:
+                    ports: list[int] = []
+                    server = threading.Thread(target=_stopping_server, args=(ports, held), daemon=True)
+                    server.start()
+                    while not ports:
+                        time.sleep(0.01)
+                    port = ports[0]
+                seconds, error = _give_up_seconds(make(f"http://127.0.0.1:{port}", probe))
+                for conn in held:
+                    conn.close()
+                out.setdefault(f"{kind} {name}", {})[when] = seconds
+                print(f"{kind:9} {name:7} {when:7} {seconds:6.2f} s  ({error})")
     return out
 
 
