@@ -14,7 +14,8 @@ Servers, all real sockets on 127.0.0.1:
   ``response_format`` with 400, asked for a route the way the orchestrator asks, once per question,
   each question with a new backend (as the window makes one per question).
 
-"Before" is the same code with the liveness watch off (``liveness_probe=False``) and the refusals
+"Before" is the same code with the liveness watch off (``liveness_probe=False``; the OpenAI-compatible
+backend ships with it off) and the refusals
 forgotten before each question. The timeout is the ``--timeout`` given (30 s by default; the
 settings' default is 120 s). Usage: ``python bench/llm_latency.py [--timeout 30] [--questions 5]``.
 Last line: seconds to give up a stopping server, before / after.
@@ -76,8 +77,11 @@ def dead_servers(timeout: float) -> dict[str, dict[str, float]]:
     """Seconds to an error for each kind of dead server, backend and before/after."""
     out: dict[str, dict[str, float]] = {}
     makers = {
-        "openai": lambda url, probe: OpenAIBackend(f"{url}/v1", "m", timeout=timeout, api_key="",
-                                                   liveness_probe=probe),
+        # The OpenAI-compatible backend keeps its default (no probe: a request reaching
+        # llama-cpp-python's server while it generates interrupts the generation), so its "after" is
+        # the app as shipped, not the watch.
+        "openai": lambda url, probe: OpenAIBackend(f"{url}/v1", "m", timeout=timeout, api_key="")
+        if probe else OpenAIBackend(f"{url}/v1", "m", timeout=timeout, api_key="", liveness_probe=False),
         "ollama": lambda url, probe: OllamaBackend(url, "m", timeout=timeout, liveness_probe=probe),
     }
     for kind in ("killed", "stopping"):
@@ -126,10 +130,9 @@ def main() -> None:
     args = parser.parse_args()
     seconds = dead_servers(args.timeout)
     schema_requests(args.questions)
-    before = max(seconds["stopping openai"]["before"], seconds["stopping ollama"]["before"])
-    after = max(seconds["stopping openai"]["after"], seconds["stopping ollama"]["after"])
-    print(f"seconds to give up a stopping server, before / after: {before:.1f} / {after:.1f} = "
-          f"{before / after:.1f}x (target: after <= 5 s)")
+    before, after = seconds["stopping ollama"]["before"], seconds["stopping ollama"]["after"]
+    print(f"seconds to give up a stopping Ollama server, before / after: {before:.1f} / {after:.1f} = "
+          f"{before / after:.1f}x (target: after <= 5 s; OpenAI-compatible: no probe, the timeout)")
 
 
 if __name__ == "__main__":

@@ -115,16 +115,16 @@ def server_answers(url: str, *, headers: dict[str, str] | None = None, auth: Any
 
     Why a probe that times out counts as alive: llama-cpp-python's server answers its model list only
     between generations (the route waits for the model's lock), so a busy server and a hung one look
-    the same for seconds; declaring the busy one dead cut real answers off. Only a refused or reset
+    the same for seconds; declaring the busy one dead cut real answers off. Only a refused
     connection (nothing listens any more) is taken as gone; a hung server ends at the request's
     own deadline."""
     try:
         with httpx.Client(timeout=timeout, verify=_ssl_context(), headers=headers, auth=auth) as client:
             client.get(url)
-    except httpx.TimeoutException:  # accepted but not answered in time: busy (or hung) — not gone
-        return True
-    except Exception:  # noqa: BLE001 - refused, reset, closed: nobody is serving
+    except httpx.ConnectError:  # refused: nobody listens on the port any more
         return False
+    except httpx.HTTPError:  # accepted, then not answered in time or cut: busy (or hung), not gone
+        return True
     return True
 
 

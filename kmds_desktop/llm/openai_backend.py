@@ -139,7 +139,7 @@ class OpenAIBackend:
 
     def __init__(self, base_url: str = DEFAULT_OPENAI_BASE_URL, model: str = DEFAULT_OPENAI_MODEL,
                  temperature: float = 0.1, timeout: float = 120.0, *, api_key: str | None = None,
-                 options: dict[str, Any] | None = None, liveness_probe: bool = True) -> None:
+                 options: dict[str, Any] | None = None, liveness_probe: bool = False) -> None:
         #: The API root requests go to (may carry ``user:password@``): never put in a message.
         self._url = api_base(base_url)
         #: The address as shown in messages, logs and ``repr``.
@@ -152,7 +152,10 @@ class OpenAIBackend:
         self.options = dict(options or {})
         #: Ask the server whether it is alive (its model list) after
         #: :data:`~kmds_desktop.llm.ollama_backend.SILENCE_S` without a byte, and give up within
-        #: seconds when it is not (False: wait for the whole ``timeout``).
+        #: seconds when it is not (False: wait for the whole ``timeout``). Off by default: a request
+        #: that reaches llama-cpp-python's server while it generates interrupts the generation (its
+        #: ``interrupt_requests``, on by default), so the probe itself cut real answers off there. A
+        #: server that is killed still fails at once (its connection is reset or refused).
         self.liveness_probe = liveness_probe
 
     def __repr__(self) -> str:  # never shows the key
