@@ -59,7 +59,7 @@ def test_automatic_asks_before_it_uses_a_found_server(qtbot, make_window, kmds_d
         port = int(fake.url.rsplit(":", 1)[1])
         window = make_window(_automatic())
         _probe(qtbot, window, (("LM Studio", _closed_port()), ("llama.cpp", port)))
-        bar = window.server_question_bar()
+        bar = window.server_question
         qtbot.waitUntil(bar.isVisible, timeout=10_000)
         assert f"Found llama.cpp at 127.0.0.1:{port} — use it?" in bar.label.text()
         assert "offline" in window.llm_status.text()  # not used before the answer
@@ -86,7 +86,7 @@ def test_a_no_is_remembered_and_not_asked_again(qtbot, make_window, data_home, n
         servers = (("llama.cpp", int(fake.url.rsplit(":", 1)[1])),)
         window = make_window(_automatic())
         _probe(qtbot, window, servers)
-        bar = window.server_question_bar()
+        bar = window.server_question
         qtbot.waitUntil(bar.isVisible, timeout=10_000)
         qtbot.mouseClick(bar.no_button, Qt.MouseButton.LeftButton)
         assert not bar.isVisible()

@@ -24,6 +24,7 @@ from typing import Any
 
 from kmds_desktop import paths
 from kmds_desktop.config import load_settings
+from kmds_desktop.index.store import journal_of
 from kmds_desktop.literature.errors import LiteratureError
 from kmds_desktop.tasks import CancelToken, ProgressFn, check, report
 
@@ -211,7 +212,7 @@ def _check_chroma(result: DoctorReport, folder: Path) -> None:
         finally:
             con.close()
     except sqlite3.DatabaseError as err:
-        if _journal(db) is not None:  # a read-only open cannot finish an interrupted write: see journals
+        if journal_of(db) is not None:  # a read-only open cannot finish an interrupted write: see journals
             result.add("indexes", "semantic index", "warning", f"{db} has an interrupted write ({err}); "
                        "see the journal line below")
             return
@@ -220,18 +221,6 @@ def _check_chroma(result: DoctorReport, folder: Path) -> None:
                    "semantic index) builds it again from the knowledge bases")
         return
     result.add("indexes", "semantic index", "ok", f"ChromaDB database opens, {tables} schema entries ({db})")
-
-
-def _journal(db: Path) -> Path | None:
-    """The rollback journal or write-ahead log beside ``db`` with something in it, if any."""
-    for suffix in ("-journal", "-wal"):
-        journal = db.with_name(db.name + suffix)
-        try:
-            if journal.stat().st_size > 0:
-                return journal
-        except OSError:
-            continue
-    return None
 
 
 def _sqlite_files(root: Path) -> list[Path]:
@@ -246,7 +235,7 @@ def _check_journals(result: DoctorReport, root: Path, repair: bool) -> None:
     """A journal or WAL left beside a SQLite file: a write a kill or a full disk interrupted (or one
     in progress in a running app). With ``repair`` SQLite finishes it: a read-write open rolls a hot
     journal back or replays the WAL, and leaves a journal that another connection is using alone."""
-    journals = [(db, j) for db in _sqlite_files(root) if (j := _journal(db)) is not None]
+    journals = [(db, j) for db in _sqlite_files(root) if (j := journal_of(db)) is not None]
     if not journals:
         result.add("journals", "interrupted writes", "ok", "no SQLite journal left behind")
         return
@@ -277,7 +266,7 @@ def _check_journals(result: DoctorReport, root: Path, repair: bool) -> None:
                 lock.release()
         if verdict != "ok":
             result.add("journals", name, "problem", f"{db} fails SQLite's check ({verdict})")
-        elif _journal(db) is None:
+        elif journal_of(db) is None:
             result.add("journals", name, "repaired", f"SQLite finished the interrupted write of {db}")
         else:
             result.add("journals", name, "info", f"{journal} stays: another connection is using {db}")

@@ -215,7 +215,7 @@ def _check_sqlite(path: Path) -> None:
                                       str(path))
     except OSError as err:
         raise IndexStoreError(f"cannot read the index database {db}: {err.strerror or err}") from None
-    if _journal_of(db) is not None:
+    if journal_of(db) is not None:
         _recover_journal(path, db)
         return
     try:
@@ -230,7 +230,7 @@ def _check_sqlite(path: Path) -> None:
         ) from None
 
 
-def _journal_of(db: Path) -> Path | None:
+def journal_of(db: Path) -> Path | None:
     """The rollback journal or write-ahead log beside ``db``, if one is there (a write in progress, or
     one a kill or a full disk interrupted)."""
     for suffix in ("-journal", "-wal"):

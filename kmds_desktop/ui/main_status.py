@@ -16,12 +16,9 @@ from PySide6.QtWidgets import QLabel
 from kmds_desktop.app import workspace
 from kmds_desktop.app.llm_status import (
     LLMProbe,
-    confirm_server,
-    decline_server,
     probe_llm,
     status_after_answer,
 )
-from kmds_desktop.ui.ask_server_question import ServerQuestionBar
 from kmds_desktop.ui.progress import ProgressStrip
 from kmds_desktop.ui.workers import Job
 
@@ -94,23 +91,4 @@ class WindowStatus:
         candidate = status.candidate if isinstance(status, LLMProbe) else None
         if candidate is not None and self.settings.llm.backend == "auto":
             models = ", ".join(candidate.models) or "no models listed"
-            self.server_question_bar().ask(candidate.question, candidate.base_url, f"It offers: {models}")
-
-    def server_question_bar(self: MainWindow) -> ServerQuestionBar:
-        """The "Found … — use it?" bar (made on first need, above the panels)."""
-        bar = getattr(self, "_server_question", None)
-        if bar is None:
-            bar = ServerQuestionBar(self)
-            bar.answered.connect(self._server_answered)
-            self._recovery_layout.addWidget(bar)
-            self._server_question = bar
-        return bar
-
-    def _server_answered(self: MainWindow, base_url: str, yes: bool) -> None:
-        """Remember the answer in the settings file; a yes makes "Automatic" use the server now."""
-        remember = confirm_server if yes else decline_server
-        self.settings.llm = remember(self.settings.llm, base_url)
-        self.persist_settings()
-        if yes:
-            self.messages.info(f"Automatic uses the server at {base_url} from now on.")
-        self.refresh_llm_status()
+            self.server_question.ask(candidate.question, candidate.base_url, f"It offers: {models}")

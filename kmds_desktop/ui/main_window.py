@@ -23,11 +23,13 @@ from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QMainWindow, QSplitter, QVBoxLayout, QWidget
 
 from kmds_desktop.app import workspace
+from kmds_desktop.app.llm_status import confirm_server, decline_server
 from kmds_desktop.app.preferences import write_settings
 from kmds_desktop.app.presentation import Settings
 from kmds_desktop.app.workspace import IndexFollower, IndexHolder
 from kmds_desktop.ui import file_dialogs
 from kmds_desktop.ui.ask_panel import AskPanel
+from kmds_desktop.ui.ask_server_question import ServerQuestionBar
 from kmds_desktop.ui.evidence.window_dock import install_evidence
 from kmds_desktop.ui.kb_browser import KBBrowser
 from kmds_desktop.ui.literature_panel import LiteraturePanel
@@ -112,6 +114,10 @@ class MainWindow(WindowStartup, WindowRecovery, WindowMenus, WindowStatus, Windo
         self.recovery_bars: list[RecoveryBar] = []
         self._recovery_layout = QVBoxLayout()
         self._recovery_layout.setSpacing(0)
+        #: "Found llama.cpp at … — use it?": shown when the status probe finds a server not yet answered for.
+        self.server_question = ServerQuestionBar(self)
+        self.server_question.answered.connect(self._server_answered)
+        self._recovery_layout.addWidget(self.server_question)
         layout.addLayout(self._recovery_layout)
         layout.addWidget(self.splitter, 1)
         self.setCentralWidget(central)
@@ -210,6 +216,15 @@ class MainWindow(WindowStartup, WindowRecovery, WindowMenus, WindowStatus, Windo
     def reset_layout(self) -> None:
         total = max(900, sum(self.splitter.sizes()))
         self.splitter.setSizes([int(total * 0.24), int(total * 0.40), int(total * 0.36)])
+
+    def _server_answered(self, base_url: str, yes: bool) -> None:
+        """Remember the answer in the settings file; a yes makes "Automatic" use the server now."""
+        remember = confirm_server if yes else decline_server
+        self.settings.llm = remember(self.settings.llm, base_url)
+        self.persist_settings()
+        if yes:
+            self.messages.info(f"Automatic uses the server at {base_url} from now on.")
+        self.refresh_llm_status()
 
     def persist_settings(self) -> bool:
         """Write the settings file (:func:`~kmds_desktop.app.preferences.write_settings`); a failure is
