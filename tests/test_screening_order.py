@@ -170,3 +170,49 @@ def test_records_without_a_vector_get_zeros_and_mismatched_vectors_are_refused()
         assert "5 vectors for 20 records" in str(err)
     else:  # pragma: no cover - must not pass
         raise AssertionError("a vector count unlike the record count was accepted")
+
+
+def test_cli_simulate_orders_by_the_features_the_window_screening_uses(
+    tmp_path: Path, data_home: Path, capsys
+) -> None:
+    """`screen simulate` measures the window's order: TF-IDF plus the records' vectors of the database's
+    embedding model and the question's vector, built by the same function a session's features equal."""
+    import json
+
+    from kmds_desktop.app.screening import VECTOR_MODEL, ScreeningSession
+    from kmds_desktop.literature.screening.decisions import DecisionStore
+    from kmds_desktop.literature.screening.records import read_csv_records
+    from kmds_desktop.literature.screening.simulation import pool_features
+    from kmds_desktop.literature.store.vectors import encoder_for
+
+    labelled = _labelled_csv(tmp_path / "labelled.csv")
+    assert main(["literature", "screen", "simulate", "--csv", str(labelled), "--json"]) == 0
+    with_vectors = json.loads(capsys.readouterr().out)
+    assert main(["literature", "screen", "simulate", "--csv", str(labelled), "--json", "--no-vectors"]) == 0
+    text_only = json.loads(capsys.readouterr().out)
+    assert with_vectors["vectors"] == VECTOR_MODEL and text_only["vectors"] is None
+
+    records = [r for r in read_csv_records(labelled) if r.label is not None]
+    encode = encoder_for(VECTOR_MODEL)
+    embedded = [f"{r.title}. {r.abstract}" for r in records]
+    question = "calcium and mucus viscosity"
+    cli_features = pool_features(
+        [r.text for r in records], question, DEFAULT_MODEL, encoder=encode, embedded_texts=embedded
+    )
+    assert cli_features.with_vectors == len(records)
+
+    store = DecisionStore(tmp_path / "screening.sqlite3")
+    store.create_review("rev", question=question)
+    session = ScreeningSession(store, "rev", background=False)
+    try:
+        session.add_records(records, origin="file labelled.csv")
+        vectors = dict(zip((r.key for r in records), encode(embedded), strict=True))
+        session.add_vectors(vectors, encode([question])[0])
+        assert session.features is not None
+        row_of = {rec.key: i for i, rec in enumerate(session.records)}
+        rows = [row_of[r.key] for r in records]
+        window = session.features.matrix[rows].toarray()
+        assert window.shape == cli_features.matrix.shape
+        assert np.allclose(window, cli_features.matrix.toarray(), atol=1e-5)
+    finally:
+        store.close()

@@ -107,6 +107,11 @@ def register_screen(lit_sub: argparse._SubParsersAction) -> None:
     sim.add_argument("--order", choices=("active", "rank", "random"), default="active")
     sim.add_argument("--no-question-prior", action="store_true", help="do not use the question as an include")
     sim.add_argument("--seed", type=int, default=0)
+    sim.add_argument(
+        "--no-vectors",
+        action="store_true",
+        help="order by TF-IDF alone (default: with the records' embeddings, as the window's screening)",
+    )
     sim.add_argument("--json", action="store_true")
     sim.set_defaults(func=_simulate)
 
@@ -287,20 +292,33 @@ def _flow(args: argparse.Namespace) -> int:
         session.store.close()
 
 
+def _embedded_text(title: object, abstract: object) -> str:
+    """``title. abstract``: the text the literature database embeds for a document's vector."""
+    return ". ".join(part for part in (str(title or "").strip(), str(abstract or "").strip()) if part)
+
+
 @guarded
 def _simulate(args: argparse.Namespace) -> int:
     import numpy as np  # why: numpy loads on first use, not at start-up
 
     # why: start-up time: they load numpy, scipy
-    from kmds_desktop.literature.screening.ordering import DEFAULT_MODEL, ModelConfig, TextFeatures
+    from kmds_desktop.app.screening import VECTOR_MODEL
+    from kmds_desktop.literature.screening.ordering import DEFAULT_MODEL, ModelConfig
     from kmds_desktop.literature.screening.records import read_csv_records
-    from kmds_desktop.literature.screening.simulation import model_scorer, pick_priors, simulate
+    from kmds_desktop.literature.screening.simulation import (
+        model_scorer,
+        pick_priors,
+        pool_features,
+        simulate,
+    )
+    from kmds_desktop.literature.store.vectors import encoder_for
 
     question = ""
     if args.csv is not None:
         recs = read_csv_records(args.csv)
         recs = [r for r in recs if r.label is not None]
         texts, truth = [r.text for r in recs], np.array([bool(r.label) for r in recs])
+        embedded = [_embedded_text(r.title, r.abstract) for r in recs]
         if not recs:
             return fail(f"{args.csv}: no records with a label_included value")
     else:
@@ -330,11 +348,15 @@ def _simulate(args: argparse.Namespace) -> int:
                 if len(parts) >= 2 and parts[0] == args.question:
                     relevant.add(parts[1])
         texts = [f"{d.get('title') or ''}\n{d.get('abstract') or d.get('text') or ''}" for d in docs]
+        embedded = [_embedded_text(d.get("title"), d.get("abstract") or d.get("text")) for d in docs]
         truth = np.array([str(d.get("id") or d.get("_id")) in relevant for d in docs])
     if truth.sum() < 1 or truth.all():
         return fail("the labels need at least one include and one exclude")
     config = ModelConfig(**{**DEFAULT_MODEL.__dict__, "question_prior": not args.no_question_prior})
-    feats = TextFeatures.build(texts, question, config.ngram_max)
+    vectors = not args.no_vectors and args.order == "active"
+    # The window's screening joins the database's vectors (its model, "title. abstract"): the same here.
+    encoder = encoder_for(VECTOR_MODEL) if vectors else None
+    feats = pool_features(texts, question, config, encoder=encoder, embedded_texts=embedded)
     order = list(range(len(texts)))
     if args.order == "random":
         order = [int(i) for i in np.random.default_rng(args.seed).permutation(len(texts))]
@@ -350,6 +372,7 @@ def _simulate(args: argparse.Namespace) -> int:
                 "relevant": int(truth.sum()),
                 "order": args.order,
                 "model": config.describe(),
+                "vectors": VECTOR_MODEL if encoder is not None else None,
                 **figures,
                 "curve": result.curve(),
             }
@@ -358,6 +381,7 @@ def _simulate(args: argparse.Namespace) -> int:
     print(
         f"{len(texts):,} records, {int(truth.sum()):,} relevant; order: {args.order}"
         + (f" ({config.describe()})" if args.order == "active" else "")
+        + (f"; with {VECTOR_MODEL} vectors, as the window's screening" if encoder is not None else "")
     )
     print(
         f"WSS@95 {figures['wss95']:.3f} · recall after 10% {figures['recall10']:.1%} · after 25% "
