@@ -100,7 +100,7 @@ def test_the_window_the_cli_and_the_report_say_the_row_was_ranked_in_a_tier(
     assert panel.documents.rowCount() == 20
     assert panel.session.last_run.result.queries[0].ranked_in_tier
     # the row's IDs cell says it too, and its tooltip says what it means and how to change it
-    from kmds_desktop.ui.review_model import ReviewModel
+    from kmds_desktop.ui.literature.review_model import ReviewModel
 
     cell = panel.review.index(0, ReviewModel.COL_RETURNED)
     assert cell.data() == "20 (tier)"

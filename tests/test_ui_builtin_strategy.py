@@ -6,8 +6,8 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 
 from kmds_desktop.config import Settings
-from kmds_desktop.ui.literature_panel import LiteraturePanel
-from kmds_desktop.ui.review_model import CHECKING, VALID, ReviewModel
+from kmds_desktop.ui.literature.panel import LiteraturePanel
+from kmds_desktop.ui.literature.review_model import CHECKING, VALID, ReviewModel
 
 WAIT = 30_000
 

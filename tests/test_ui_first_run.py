@@ -51,8 +51,8 @@ def test_an_import_summary_groups_thousands_like_its_record_count():
 
 
 def test_an_empty_error_column_leaves_the_room_to_the_queries(qtbot, make_window):
-    from kmds_desktop.ui.literature_sections import ERROR_MIN_WIDTH
-    from kmds_desktop.ui.review_model import ReviewModel
+    from kmds_desktop.ui.literature.review_model import ReviewModel
+    from kmds_desktop.ui.literature.sections import ERROR_MIN_WIDTH
 
     window = make_window()
     window.resize(1600, 1000)
@@ -128,7 +128,7 @@ def test_new_search_leaves_no_export_and_no_message_of_the_previous_search(qtbot
 
 
 def test_a_short_source_leaves_its_room_to_the_titles(qtbot, make_window):
-    from kmds_desktop.ui.documents_model import DocumentsModel
+    from kmds_desktop.ui.literature.documents_model import DocumentsModel
 
     window = make_window()
     window.resize(1600, 1000)

@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt
 
 from kmds_desktop.config import Settings
 from kmds_desktop.literature.store.vectors import embed_documents, vector_status
-from kmds_desktop.ui.literature_panel import LiteraturePanel
+from kmds_desktop.ui.literature.panel import LiteraturePanel
 
 WAIT = 120_000
 

@@ -9,7 +9,7 @@ from support.fake_ollama import FakeOllama, ModelScript
 from test_literature_database_vectors import MODEL, bmlibrarian_with_vectors, embed  # noqa: F401 - fixture
 
 from kmds_desktop.config import Settings
-from kmds_desktop.ui.literature_panel import LiteraturePanel
+from kmds_desktop.ui.literature.panel import LiteraturePanel
 
 WAIT = 60_000
 

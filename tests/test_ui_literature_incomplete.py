@@ -14,8 +14,8 @@ from pathlib import Path
 import psycopg
 
 from kmds_desktop.config import Settings
-from kmds_desktop.ui.literature_panel import LiteraturePanel
-from kmds_desktop.ui.review_model import CHECKING, ReviewModel
+from kmds_desktop.ui.literature.panel import LiteraturePanel
+from kmds_desktop.ui.literature.review_model import CHECKING, ReviewModel
 
 WAIT = 20_000
 

@@ -17,9 +17,9 @@ from support.fake_ollama import ModelScript
 
 from kmds_desktop.app.search_log import load_search_log, without_volatile
 from kmds_desktop.config import Settings
-from kmds_desktop.ui.documents_model import DocumentsModel
-from kmds_desktop.ui.literature_panel import LiteraturePanel
-from kmds_desktop.ui.review_model import CHECKING, VALID, ReviewModel
+from kmds_desktop.ui.literature.documents_model import DocumentsModel
+from kmds_desktop.ui.literature.panel import LiteraturePanel
+from kmds_desktop.ui.literature.review_model import CHECKING, VALID, ReviewModel
 
 QUESTION = "Does azithromycin improve lung function in cystic fibrosis?"
 WAIT = 30_000

@@ -6,8 +6,8 @@ from PySide6.QtCore import Qt
 
 from kmds_desktop.app.literature import CheckResult, LiteratureSession
 from kmds_desktop.literature.queries.query_generation import QueryGenerationResult
-from kmds_desktop.ui.documents_model import DocumentsModel
-from kmds_desktop.ui.review_model import CHECKING, INVALID, VALID, ReviewModel
+from kmds_desktop.ui.literature.documents_model import DocumentsModel
+from kmds_desktop.ui.literature.review_model import CHECKING, INVALID, VALID, ReviewModel
 
 
 def _review_model() -> ReviewModel:

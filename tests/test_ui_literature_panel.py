@@ -18,9 +18,9 @@ from PySide6.QtWidgets import QLineEdit
 from test_export import parse_bibtex, parse_ris
 
 from kmds_desktop.config import Settings
-from kmds_desktop.ui.literature_panel import LiteraturePanel
-from kmds_desktop.ui.review_model import CHECKING, FAILED, INVALID, VALID, ReviewModel
-from kmds_desktop.ui.workers import JobRunner
+from kmds_desktop.ui.jobs.runner import JobRunner
+from kmds_desktop.ui.literature.panel import LiteraturePanel
+from kmds_desktop.ui.literature.review_model import CHECKING, FAILED, INVALID, VALID, ReviewModel
 
 QUESTION = "Does azithromycin improve lung function in cystic fibrosis?"
 WAIT = 20_000

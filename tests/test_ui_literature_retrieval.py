@@ -23,10 +23,10 @@ from support.fake_ollama import ModelScript
 
 from kmds_desktop.config import Settings, load_settings
 from kmds_desktop.literature.store.vectors import vector_status
-from kmds_desktop.ui.documents_model import DocumentsModel
-from kmds_desktop.ui.literature_panel import LiteraturePanel
+from kmds_desktop.ui.literature.documents_model import DocumentsModel
+from kmds_desktop.ui.literature.panel import LiteraturePanel
+from kmds_desktop.ui.literature.review_model import CHECKING, ReviewModel
 from kmds_desktop.ui.preferences import PreferencesDialog
-from kmds_desktop.ui.review_model import CHECKING, ReviewModel
 
 WAIT = 180_000
 LEFT = Qt.MouseButton.LeftButton

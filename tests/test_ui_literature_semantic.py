@@ -11,8 +11,8 @@ from PySide6.QtCore import Qt
 
 from kmds_desktop.config import Settings
 from kmds_desktop.literature.store.vectors import vector_status
-from kmds_desktop.ui.literature_panel import LiteraturePanel
-from kmds_desktop.ui.review_model import VALID, ReviewModel
+from kmds_desktop.ui.literature.panel import LiteraturePanel
+from kmds_desktop.ui.literature.review_model import VALID, ReviewModel
 
 WAIT = 120_000
 

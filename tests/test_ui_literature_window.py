@@ -8,7 +8,7 @@ from PySide6.QtCore import Qt
 from support.fake_ollama import ModelScript
 
 from kmds_desktop.config import Settings
-from kmds_desktop.ui.review_model import CHECKING, ReviewModel
+from kmds_desktop.ui.literature.review_model import CHECKING, ReviewModel
 
 WAIT = 30_000
 LEFT = Qt.MouseButton.LeftButton

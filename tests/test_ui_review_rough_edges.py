@@ -14,8 +14,8 @@ from typing import Any
 from PySide6.QtCore import Qt
 
 from kmds_desktop.config import Settings
-from kmds_desktop.ui.literature_panel import LiteraturePanel
-from kmds_desktop.ui.review_model import CHECKING
+from kmds_desktop.ui.literature.panel import LiteraturePanel
+from kmds_desktop.ui.literature.review_model import CHECKING
 
 WAIT = 30_000
 QUESTION = "aspirin and stroke"

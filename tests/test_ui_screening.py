@@ -274,8 +274,8 @@ def test_screen_these_results_from_the_literature_panel(qtbot, store_path):
     from types import SimpleNamespace
 
     from kmds_desktop.config import Settings
-    from kmds_desktop.ui.literature_panel import LiteraturePanel
-    from kmds_desktop.ui.workers import JobRunner
+    from kmds_desktop.ui.jobs.runner import JobRunner
+    from kmds_desktop.ui.literature.panel import LiteraturePanel
 
     jobs = JobRunner()
     panel = LiteraturePanel(Settings(), jobs, database=object(), open_on_start=False)

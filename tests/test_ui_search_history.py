@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QFileDialog, QLineEdit, QMessageBox
 
 from kmds_desktop.literature.strategy.history import SearchHistory
 from kmds_desktop.literature.strategy.workbench import SearchWorkbench
-from kmds_desktop.ui.search_history import SearchHistoryDialog
+from kmds_desktop.ui.literature.search_history import SearchHistoryDialog
 
 WAIT = 20_000
 TITLES = {"h:1": "Aspirin prevents stroke", "h:2": "Aspirin and heart attack",
@@ -102,7 +102,7 @@ def test_combine_check_and_export_by_clicking(qtbot, workbench, jobs, tmp_path, 
 def test_rename_rerun_and_delete_by_clicking(qtbot, workbench, jobs, monkeypatch):
     dialog = _dialog(qtbot, workbench, jobs)
     dialog.select_set(1)
-    monkeypatch.setattr("kmds_desktop.ui.search_history.QInputDialog.getText",
+    monkeypatch.setattr("kmds_desktop.ui.literature.search_history.QInputDialog.getText",
                         lambda *a, **k: ("aspirin strategy", True))
     _click(qtbot, dialog.rename_button)
     qtbot.waitUntil(lambda: dialog.table.item(0, 4).text().startswith("aspirin strategy"), timeout=WAIT)
@@ -124,7 +124,7 @@ def test_journey_two_searches_combined_checked_and_reported_in_the_window(
         qtbot, make_window, pg_database, tmp_path, monkeypatch):
     """Run two searches in the literature panel, combine them, check known papers, export the report."""
     from kmds_desktop.config import Settings
-    from kmds_desktop.ui.review_model import CHECKING
+    from kmds_desktop.ui.literature.review_model import CHECKING
 
     settings = Settings()
     settings.query_generation.models = ["builtin:keywords"]

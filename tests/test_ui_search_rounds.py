@@ -14,8 +14,8 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtWidgets import QLineEdit, QMessageBox, QPushButton
 
 from kmds_desktop.config import Settings
-from kmds_desktop.ui.literature_panel import LiteraturePanel
-from kmds_desktop.ui.review_model import CHECKING, ReviewModel
+from kmds_desktop.ui.literature.panel import LiteraturePanel
+from kmds_desktop.ui.literature.review_model import CHECKING, ReviewModel
 
 QUESTION = "Does azithromycin improve lung function in cystic fibrosis?"
 OTHER = "Is tobramycin inhaled against Pseudomonas aeruginosa in children?"

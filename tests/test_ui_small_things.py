@@ -22,8 +22,8 @@ from kmds_desktop.app import workspace
 from kmds_desktop.app.literature_data import EVERYTHING_EMBEDDED
 from kmds_desktop.config import Settings, load_settings
 from kmds_desktop.literature.store.vectors import embed_documents, vector_status
-from kmds_desktop.ui.literature_panel import LiteraturePanel
-from kmds_desktop.ui.review_model import ReviewModel
+from kmds_desktop.ui.literature.panel import LiteraturePanel
+from kmds_desktop.ui.literature.review_model import ReviewModel
 
 ANSWER_TIMEOUT = 120_000  # the first question loads the embedding model
 WAIT = 180_000

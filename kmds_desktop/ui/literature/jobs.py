@@ -1,8 +1,8 @@
 """The literature panel's job wiring: the database, generation, checks and runs on workers.
 
-A mixin of :class:`~kmds_desktop.ui.literature_panel.LiteraturePanel`: each method hands one of the
+A mixin of :class:`~kmds_desktop.ui.literature.panel.LiteraturePanel`: each method hands one of the
 session's slow functions (:mod:`kmds_desktop.app.literature`) to the window's
-:class:`~kmds_desktop.ui.workers.JobRunner` and gives what comes back to the session, then shows
+:class:`~kmds_desktop.ui.jobs.runner.JobRunner` and gives what comes back to the session, then shows
 what the session says. Which rows a check takes, what a run runs, what a round's outcome means and
 which messages a run leaves are the session's rules.
 """
@@ -19,10 +19,10 @@ from kmds_desktop.app.doctor import server_notes
 from kmds_desktop.app.messages import user_message
 from kmds_desktop.app.presentation import plural
 from kmds_desktop.app.search_log import utc_now
-from kmds_desktop.ui.workers import Job
+from kmds_desktop.ui.jobs.runner import Job
 
 if TYPE_CHECKING:
-    from kmds_desktop.ui.literature_panel import LiteraturePanel
+    from kmds_desktop.ui.literature.panel import LiteraturePanel
 
 #: The job kinds of the literature panel (one of each runs at a time; see JobRunner).
 KINDS = {

@@ -5,7 +5,7 @@ Public API (what the main window wires)
 ``LiteraturePanel(settings, jobs, parent=None, *, database=None, dsn=None, open_on_start=True)``
     ``settings`` is the app's :class:`kmds_desktop.config.Settings` (read at each action;
     ``apply_settings(settings)`` hands Preferences' new ones to the session at once); ``jobs`` the
-    window's :class:`~kmds_desktop.ui.workers.JobRunner`.
+    window's :class:`~kmds_desktop.ui.jobs.runner.JobRunner`.
     ``database`` injects an open :class:`LiteratureDatabase`; otherwise the panel opens one on a worker
     (``dsn`` or ``settings.literature``) when first needed (the rule is
     :class:`~kmds_desktop.app.literature_data.DatabaseOnDemand`'s).
@@ -28,10 +28,10 @@ Methods for the File menu
 
 Where the parts are
 -------------------
-The widgets on screen are :mod:`~kmds_desktop.ui.literature_sections`' (question bar, review
-table, results); the job wiring is :mod:`~kmds_desktop.ui.literature_jobs`' (database, generation,
-checks, runs); import, embedding and export are :mod:`~kmds_desktop.ui.literature_files`'; the
-search history and screening :mod:`~kmds_desktop.ui.literature_records`'. This module puts them
+The widgets on screen are :mod:`~kmds_desktop.ui.literature.sections`' (question bar, review
+table, results); the job wiring is :mod:`~kmds_desktop.ui.literature.jobs`' (database, generation,
+checks, runs); import, embedding and export are :mod:`~kmds_desktop.ui.literature.files`'; the
+search history and screening :mod:`~kmds_desktop.ui.literature.records`'. This module puts them
 together, forwards clicks and renders what the session announces (``session.subscribe``).
 
 What the panel decides, and what it does not
@@ -62,19 +62,19 @@ from kmds_desktop.app import literature as app_lit
 from kmds_desktop.app import literature_data as lj
 from kmds_desktop.app.events import Change
 from kmds_desktop.app.messages import user_message
-from kmds_desktop.ui.documents_model import DocumentsModel
-from kmds_desktop.ui.literature_files import LiteratureFiles
-from kmds_desktop.ui.literature_jobs import KINDS, LiteratureJobs
-from kmds_desktop.ui.literature_records import LiteratureRecords
-from kmds_desktop.ui.literature_sections import (
+from kmds_desktop.ui.jobs.runner import Job, JobRunner
+from kmds_desktop.ui.literature.documents_model import DocumentsModel
+from kmds_desktop.ui.literature.files import LiteratureFiles
+from kmds_desktop.ui.literature.jobs import KINDS, LiteratureJobs
+from kmds_desktop.ui.literature.records import LiteratureRecords
+from kmds_desktop.ui.literature.review_model import QueryRow, ReviewModel
+from kmds_desktop.ui.literature.sections import (
     EMPTY_DATABASE_HINT,
     QuestionBar,
     ResultsSection,
     ReviewSection,
 )
-from kmds_desktop.ui.literature_widgets import CoverageBar
-from kmds_desktop.ui.review_model import QueryRow, ReviewModel
-from kmds_desktop.ui.workers import Job, JobRunner
+from kmds_desktop.ui.literature.widgets import CoverageBar
 
 __all__ = ["EMPTY_DATABASE_HINT", "KINDS", "LiteraturePanel"]
 

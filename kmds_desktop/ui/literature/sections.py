@@ -1,7 +1,7 @@
 """The literature panel's three parts on screen: the question bar, the review table, the results.
 
 Each is a widget that lays out its controls and keeps its own columns fitted; none decides anything
-about the search. The panel (:class:`~kmds_desktop.ui.literature_panel.LiteraturePanel`) connects
+about the search. The panel (:class:`~kmds_desktop.ui.literature.panel.LiteraturePanel`) connects
 their buttons to the session and its jobs, and tells them what to show.
 """
 
@@ -37,9 +37,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from kmds_desktop.ui.documents_model import DocumentsModel
-from kmds_desktop.ui.literature_widgets import DocumentDetail
-from kmds_desktop.ui.review_model import LiveQueryDelegate, ReviewModel
+from kmds_desktop.ui.literature.documents_model import DocumentsModel
+from kmds_desktop.ui.literature.review_model import LiveQueryDelegate, ReviewModel
+from kmds_desktop.ui.literature.widgets import DocumentDetail
 
 #: The largest share of the documents table's width the "Found by" column takes after a run.
 FOUND_BY_SHARE = 0.3

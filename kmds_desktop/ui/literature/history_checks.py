@@ -1,6 +1,6 @@
 """The search history window's lower half: known papers, the row overlap, documents and the report.
 
-A mixin of :class:`~kmds_desktop.ui.search_history.SearchHistoryDialog`. The check, the overlap, the
+Part of :class:`~kmds_desktop.ui.literature.search_history.SearchHistoryDialog`. The check, the overlap, the
 documents export and the report are the application layer's use-cases
 (:func:`~kmds_desktop.app.strategy.check_known_papers`, :func:`~kmds_desktop.app.strategy.searches_overlap`,
 :func:`~kmds_desktop.app.strategy.export_set_documents`, :func:`~kmds_desktop.app.strategy.write_set_report`),
@@ -22,11 +22,11 @@ from kmds_desktop.app.strategy import (
     searches_overlap,
     write_set_report,
 )
-from kmds_desktop.ui import file_dialogs
-from kmds_desktop.ui.markdown_render import to_html
+from kmds_desktop.ui.ask.markdown_render import to_html
+from kmds_desktop.ui.shell import file_dialogs
 
 if TYPE_CHECKING:
-    from kmds_desktop.ui.search_history import SearchHistoryDialog
+    from kmds_desktop.ui.literature.search_history import SearchHistoryDialog
 
 KINDS = {"list": "history.list", "count": "history.count", "combine": "history.write",
          "check": "history.check", "report": "history.report", "rerun": "history.rerun"}

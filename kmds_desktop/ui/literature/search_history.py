@@ -2,7 +2,7 @@
 
 It renders :class:`~kmds_desktop.literature.strategy.workbench.SearchWorkbench` (the same code as
 ``kmds-desktop literature history/combine/check/report``; the check, the overlap and the report are
-the use-cases of :mod:`kmds_desktop.app.strategy`, shown by :mod:`~kmds_desktop.ui.history_checks`)
+the use-cases of :mod:`kmds_desktop.app.strategy`, shown by :mod:`~kmds_desktop.ui.literature.history_checks`)
 and decides nothing of its own: every
 operation, including listing and counting, runs on a worker of the window's :class:`JobRunner`, so
 the GUI thread never waits on SQLite or PostgreSQL. The count follows the typing (debounced, only
@@ -45,8 +45,8 @@ from kmds_desktop.app.literature import KnownPapersInput
 from kmds_desktop.app.messages import describe_error
 from kmds_desktop.app.presentation import KnownCheck, SavedSet, SearchWorkbench, plural
 from kmds_desktop.app.strategy import SavedSearch, human_datetime, search_of, set_actions
-from kmds_desktop.ui.history_checks import KINDS, HistoryChecks, simple_job
-from kmds_desktop.ui.workers import JobRunner
+from kmds_desktop.ui.jobs.runner import JobRunner
+from kmds_desktop.ui.literature.history_checks import KINDS, HistoryChecks, simple_job
 
 COUNT_DEBOUNCE_MS = 200
 _KIND_LABEL = {"search": "search", "rerun": "re-run", "combination": "combination"}

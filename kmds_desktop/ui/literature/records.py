@@ -1,6 +1,6 @@
 """The literature panel's link to the search history and to screening.
 
-A mixin of :class:`~kmds_desktop.ui.literature_panel.LiteraturePanel`: a run is recorded with the
+A mixin of :class:`~kmds_desktop.ui.literature.panel.LiteraturePanel`: a run is recorded with the
 one protocol of :mod:`kmds_desktop.app.strategy` (numbered on the worker that runs it, completed on
 a worker once the session applied it, as ``literature search`` records it); the search history
 window opens over the same workbench (its Re-run loads a search back into this panel and runs it:
@@ -18,11 +18,11 @@ from kmds_desktop.app import strategy
 from kmds_desktop.app.messages import user_message
 from kmds_desktop.app.presentation import SearchHistory, SearchWorkbench, plural
 from kmds_desktop.app.search_log import utc_now
-from kmds_desktop.ui.literature_jobs import KINDS
-from kmds_desktop.ui.workers import Job
+from kmds_desktop.ui.jobs.runner import Job
+from kmds_desktop.ui.literature.jobs import KINDS
 
 if TYPE_CHECKING:
-    from kmds_desktop.ui.literature_panel import LiteraturePanel
+    from kmds_desktop.ui.literature.panel import LiteraturePanel
 
 
 class LiteratureRecords:
@@ -71,7 +71,7 @@ class LiteratureRecords:
     def open_history(self: LiteraturePanel) -> Any:
         """Show the search history window (one per panel, non-modal)."""
         # Imported here: the history window is built on first use, not with the main window.
-        from kmds_desktop.ui.search_history import SearchHistoryDialog
+        from kmds_desktop.ui.literature.search_history import SearchHistoryDialog
 
         if self.history_dialog is None:
             try:

@@ -1,7 +1,7 @@
 """The literature panel's file actions: import literature, embed documents, export documents and
 the search log.
 
-A mixin of :class:`~kmds_desktop.ui.literature_panel.LiteraturePanel`: each action asks for a file
+A mixin of :class:`~kmds_desktop.ui.literature.panel.LiteraturePanel`: each action asks for a file
 name where needed and runs the application layer's function on a worker (which files import, what
 is embedded and how documents are written are :mod:`kmds_desktop.app.literature_data`'s and the
 export module's rules).
@@ -19,12 +19,12 @@ from kmds_desktop.app import literature_data as lj
 from kmds_desktop.app import presentation as export_mod
 from kmds_desktop.app.messages import user_message
 from kmds_desktop.app.search_log import write_search_log
-from kmds_desktop.ui import file_dialogs
-from kmds_desktop.ui.literature_jobs import KINDS
-from kmds_desktop.ui.workers import Job
+from kmds_desktop.ui.jobs.runner import Job
+from kmds_desktop.ui.literature.jobs import KINDS
+from kmds_desktop.ui.shell import file_dialogs
 
 if TYPE_CHECKING:
-    from kmds_desktop.ui.literature_panel import LiteraturePanel
+    from kmds_desktop.ui.literature.panel import LiteraturePanel
 
 LITERATURE_FILES = "Literature files (*.xml *.xml.gz *.jsonl *.jsonl.gz *.json *.ndjson);;All files (*)"
 
