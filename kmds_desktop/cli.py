@@ -179,7 +179,7 @@ def _main(argv: Sequence[str] | None) -> int:
         return run_self_test()
     _setup_logging(args.verbose)
     if args.command is None:
-        from kmds_desktop.ui.app import run_app  # why: Qt loads only with the window
+        from kmds_desktop.ui.shell.app import run_app  # why: Qt loads only with the window
 
         return run_app(kb_file=kb_file)
     return int(args.func(args) or 0)

@@ -103,7 +103,7 @@ def _require(condition: object, message: str) -> None:
 def _step_qt(ctx: _Context) -> None:
     """Offscreen Qt: the platform plugin loads and the main window is created, shown and closed."""
     os.environ["QT_QPA_PLATFORM"] = "offscreen"
-    from kmds_desktop.ui.smoke import open_main_window_briefly  # why: Qt loads only with the window
+    from kmds_desktop.ui.shell.smoke import open_main_window_briefly  # why: Qt loads only with the window
 
     info = open_main_window_briefly()
     _require(info.get("platform") == "offscreen", f"Qt platform is {info.get('platform')!r}, not offscreen")

@@ -77,7 +77,7 @@ def main() -> int:
 
     from kmds_desktop.config import LiteratureSettings, Settings
     from kmds_desktop.literature import open_database
-    from kmds_desktop.ui.main_window import MainWindow, app_icon
+    from kmds_desktop.ui.shell.main_window import MainWindow, app_icon
 
     OUT.mkdir(parents=True, exist_ok=True)
     import shutil

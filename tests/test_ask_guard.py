@@ -156,7 +156,7 @@ def test_grounding_rules_read_the_kbs_own_vocabulary(demo_kb) -> None:
 
 def test_the_route_box_shows_the_guard_note_and_offers_the_other_route(qtbot, fake_ollama, demo_kb,
                                                                       index: SemanticIndex) -> None:
-    from kmds_desktop.ui.ask_route import RouteEditor
+    from kmds_desktop.ui.ask.route import RouteEditor
 
     fake_ollama.models[MODEL] = _model_says({
         "intent_class": "model_selection_search", "listing": False, "explanation": "models",

@@ -209,7 +209,7 @@ def test_cli_links_evidence_and_kb_show_exports_the_links(
 
 
 def test_the_kb_browser_shows_an_observations_evidence(qtbot, kmds_data: Path, tmp_path: Path) -> None:
-    from kmds_desktop.ui.kb_browser import KBBrowser
+    from kmds_desktop.ui.kb.browser import KBBrowser
 
     path = _kb_copy(kmds_data, tmp_path)
     kb = load_kb(path)

@@ -11,7 +11,7 @@ from PySide6.QtGui import QTextDocument
 from support.fake_ollama import ModelScript
 
 from kmds_desktop.config import Settings
-from kmds_desktop.ui.ask_panel import ResultsModel, answer_html
+from kmds_desktop.ui.ask.panel import ResultsModel, answer_html
 
 ANSWER_TIMEOUT = 120_000  # the first question loads the embedding model
 
@@ -169,7 +169,7 @@ def test_unreachable_ollama_falls_back_and_says_why(qtbot, make_window, kb_path)
 
 
 def test_question_history_up_down(qtbot):
-    from kmds_desktop.ui.ask_panel import QuestionEdit
+    from kmds_desktop.ui.ask.panel import QuestionEdit
 
     box = QuestionEdit()
     qtbot.addWidget(box)

@@ -60,7 +60,7 @@ def check():
     win.close()
 
 QTimer.singleShot(100, check)
-from kmds_desktop.ui.app import run_app
+from kmds_desktop.ui.shell.app import run_app
 print("EXIT", run_app(), flush=True)
 """
 

@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QDialogButtonBox, QMessageBox
 from kmds_desktop import paths
 from kmds_desktop.config import Settings, load_settings
 from kmds_desktop.kb import load_kb
-from kmds_desktop.ui.main_window import initial_kb_path
+from kmds_desktop.ui.shell.main_window import initial_kb_path
 
 LOAD_TIMEOUT = 30_000
 
@@ -160,7 +160,7 @@ def test_layout_and_recent_files_persist(qtbot, make_window, data_home):
 def test_excepthook_shows_unexpected_errors_in_window(qtbot, make_window):
     import sys
 
-    from kmds_desktop.ui.messages import install_excepthook, uninstall_excepthook
+    from kmds_desktop.ui.shell.message_bar import install_excepthook, uninstall_excepthook
 
     window = make_window(auto_index=False)
     install_excepthook(window.messages)
@@ -192,7 +192,7 @@ def _app_script(ready: str, on_ready: str) -> str:
         "    else:\n"
         "        QTimer.singleShot(100, check)\n"
         "QTimer.singleShot(100, check)\n"
-        "from kmds_desktop.ui.app import run_app\n"
+        "from kmds_desktop.ui.shell.app import run_app\n"
         "print('EXIT', run_app(), flush=True)\n"
     )
 

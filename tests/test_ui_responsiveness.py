@@ -7,9 +7,9 @@ import time
 
 from PySide6.QtCore import Qt
 
-from kmds_desktop.ui import markdown_render
-from kmds_desktop.ui.ask_panel import answer_html
-from kmds_desktop.ui.workers import GUI_SWITCH_INTERVAL_S, JobRunner
+from kmds_desktop.ui.ask import markdown_render
+from kmds_desktop.ui.ask.panel import answer_html
+from kmds_desktop.ui.jobs.runner import GUI_SWITCH_INTERVAL_S, JobRunner
 
 
 def test_a_long_answer_line_renders_in_linear_time() -> None:
@@ -62,7 +62,7 @@ def test_workers_render_with_their_own_converter(monkeypatch) -> None:
 def test_fitting_the_results_table_reads_each_cell_once(qtbot) -> None:
     """Columns sized to their contents by Qt re-read every cell and role at each layout change
     (1,000 model calls, 8-25 ms per answer on the GUI thread); the panel measures the text itself."""
-    from kmds_desktop.ui.ask_panel import AskPanel
+    from kmds_desktop.ui.ask.panel import AskPanel
 
     runner = JobRunner()
     panel = AskPanel(runner)
@@ -88,7 +88,7 @@ def test_fitting_the_results_table_reads_each_cell_once(qtbot) -> None:
 
 def test_the_finished_answer_does_not_reload_the_records_shown_when_retrieved(qtbot) -> None:
     """The records arrive twice (when retrieved, then with the answer): the table is reset once."""
-    from kmds_desktop.ui.ask_panel import ResultsModel
+    from kmds_desktop.ui.ask.panel import ResultsModel
 
     model = ResultsModel()
     rows = [{"finding": "f", "obs_type": "t", "iri": "urn:x#1"}]
@@ -104,7 +104,7 @@ def test_the_finished_answer_does_not_reload_the_records_shown_when_retrieved(qt
 def test_painting_the_records_table_runs_no_python(qtbot) -> None:
     """Each call from a paint into Python waits for the GIL behind a busy worker (about ten roles per
     visible cell): the records are held by Qt's item model, so a repaint calls no Python code."""
-    from kmds_desktop.ui.ask_panel import AskPanel
+    from kmds_desktop.ui.ask.panel import AskPanel
 
     runner = JobRunner()
     panel = AskPanel(runner)

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from kmds_desktop.tasks import Cancelled, CancelToken
-from kmds_desktop.ui.workers import JobRunner, live_running_threads
+from kmds_desktop.ui.jobs.runner import JobRunner, live_running_threads
 
 
 @pytest.fixture()
@@ -168,7 +168,7 @@ def test_text_around_other_pieces_is_still_batched(qtbot, runner):
 
 LEAKY_TEST = '''
 import time
-from kmds_desktop.ui.workers import JobRunner
+from kmds_desktop.ui.jobs.runner import JobRunner
 
 
 def _sleep(*, progress=None, cancel=None):
@@ -210,7 +210,7 @@ def test_busy_cursor_after_300_ms_then_progress_with_cancel_after_600_ms(qtbot, 
     from PySide6.QtCore import Qt
     from PySide6.QtWidgets import QApplication
 
-    from kmds_desktop.ui.progress import ProgressStrip
+    from kmds_desktop.ui.jobs.progress_strip import ProgressStrip
 
     strip = ProgressStrip(runner)
     qtbot.addWidget(strip)
@@ -266,7 +266,7 @@ def test_concurrent_jobs_share_one_progress_line_and_one_cancel(qtbot, runner):
     from PySide6.QtCore import Qt
     from PySide6.QtWidgets import QProgressBar, QToolButton
 
-    from kmds_desktop.ui.progress import ProgressStrip
+    from kmds_desktop.ui.jobs.progress_strip import ProgressStrip
 
     strip = ProgressStrip(runner)
     qtbot.addWidget(strip)
@@ -303,7 +303,7 @@ def test_first_start_status_line_says_each_job_once_and_fits(qtbot, runner):
     whole (no "…"); alone, the warm-up reads "Loading the embedding model", not its name twice."""
     from PySide6.QtCore import Qt
 
-    from kmds_desktop.ui.progress import ProgressStrip
+    from kmds_desktop.ui.jobs.progress_strip import ProgressStrip
 
     strip = ProgressStrip(runner)
     qtbot.addWidget(strip)

@@ -6,7 +6,7 @@ PubMed files in another and the exports in a third walked there again each time.
 (``ui.last_folders``), so it holds across sessions. A folder that has gone since (an unplugged disk, a
 renamed project) is not offered: the dialog starts in the home folder as before.
 
-Qt-free: the window's one dialog helper (:mod:`kmds_desktop.ui.file_dialogs`) asks it where to start and
+Qt-free: the window's one dialog helper (:mod:`kmds_desktop.ui.shell.file_dialogs`) asks it where to start and
 tells it what was chosen.
 """
 

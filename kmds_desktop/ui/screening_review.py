@@ -31,7 +31,7 @@ from kmds_desktop.app.screening_scores import (
     score_undecided,
     scoring_backend,
 )
-from kmds_desktop.ui import file_dialogs
+from kmds_desktop.ui.shell import file_dialogs
 
 
 def _table(headers: list[str]) -> QTableWidget:

@@ -32,7 +32,7 @@ def _qt_thread_guard(request: pytest.FixtureRequest):
     if uses_qt:
         request.getfixturevalue("qt_loop")
     yield
-    workers = sys.modules.get("kmds_desktop.ui.workers")
+    workers = sys.modules.get("kmds_desktop.ui.jobs.runner")
     if workers is None:
         return
     leaked = workers.live_running_threads()
@@ -63,7 +63,7 @@ def ui_index():
 @pytest.fixture()
 def jobs(qtbot):
     """A job runner for a panel under test (its workers joined after the test)."""
-    from kmds_desktop.ui.workers import JobRunner
+    from kmds_desktop.ui.jobs.runner import JobRunner
 
     runner = JobRunner()
     yield runner
@@ -78,7 +78,7 @@ def make_window(qtbot, data_home, ui_index):
     window test never starts PostgreSQL.
     """
     from kmds_desktop.config import Settings
-    from kmds_desktop.ui.main_window import MainWindow
+    from kmds_desktop.ui.shell.main_window import MainWindow
 
     windows = []
 

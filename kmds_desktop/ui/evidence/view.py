@@ -1,7 +1,7 @@
 """The Evidence view: a question box (with the questions asked), the ranked passages, the offline
 answer and the cited page, composed side by side; each part emits signals and this view wires them.
 
-Every slow step runs on the window's :class:`~kmds_desktop.ui.workers.JobRunner`: the search and the
+Every slow step runs on the window's :class:`~kmds_desktop.ui.jobs.runner.JobRunner`: the search and the
 answer (embedding, SQLite), the page render (pdfium), and the imports (a folder of PDFs, a Zotero
 library), which show progress with Cancel in the status bar. The view talks to the application layer
 only: :class:`~kmds_desktop.app.evidence.EvidenceSession` for the store, search, answers and imports,
@@ -21,7 +21,7 @@ from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout, QWidget
 from kmds_desktop.app import last_folders
 from kmds_desktop.app.evidence import EvidenceSession
 from kmds_desktop.app.evidence_pages import QuestionHistory, render_paper_page
-from kmds_desktop.ui import file_dialogs
+from kmds_desktop.ui.shell import file_dialogs
 from kmds_desktop.ui.evidence.answer_pane import AnswerPane
 from kmds_desktop.ui.evidence.page_view import PageView
 from kmds_desktop.ui.evidence.passage_list import PassageList

@@ -21,7 +21,7 @@ from kmds_desktop.ui.evidence.view import EvidenceView
 EVIDENCE_SHARE = 0.66
 
 if TYPE_CHECKING:
-    from kmds_desktop.ui.main_window import MainWindow
+    from kmds_desktop.ui.shell.main_window import MainWindow
 
 
 def install_evidence(window: MainWindow) -> EvidenceView:

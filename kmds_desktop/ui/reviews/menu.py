@@ -29,7 +29,7 @@ from kmds_desktop.app import last_folders, strategy
 from kmds_desktop.app import review_resume as resume
 from kmds_desktop.app.presentation import plural
 from kmds_desktop.app.screening_start import close_session
-from kmds_desktop.ui import file_dialogs
+from kmds_desktop.ui.shell import file_dialogs
 from kmds_desktop.ui.reviews.dialogs import NameDialog, NewRecordsBar, ReviewPicker
 
 REVIEW_FILTER = "KMDS review files (*.kmds-review.json *.json);;All files (*)"

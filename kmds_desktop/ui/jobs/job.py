@@ -1,7 +1,7 @@
 """One submitted job on the GUI thread: it starts the worker's thread and relays its signals.
 
 The outcome is held until the thread has ended, so a callback always sees the job's kind free and
-no test or shutdown observes a half-finished thread. See :mod:`kmds_desktop.ui.workers`.
+no test or shutdown observes a half-finished thread. See :mod:`kmds_desktop.ui.jobs.runner`.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
 from kmds_desktop.app.presentation import CancelToken
-from kmds_desktop.ui.job_worker import Worker
+from kmds_desktop.ui.jobs.worker import Worker
 
 if TYPE_CHECKING:
-    from kmds_desktop.ui.workers import JobRunner
+    from kmds_desktop.ui.jobs.runner import JobRunner
 
 #: Every QThread this module ever started (weakly): the test fixture fails a test that leaks one.
 LIVE_THREADS: weakref.WeakSet[QThread] = weakref.WeakSet()

@@ -1,6 +1,6 @@
 """The main window's menus and its About and Keyboard shortcuts boxes.
 
-A mixin of :class:`~kmds_desktop.ui.main_window.MainWindow`: each menu entry forwards to the window,
+A mixin of :class:`~kmds_desktop.ui.shell.main_window.MainWindow`: each menu entry forwards to the window,
 a panel or the KB browser; the recent-files list is the settings' (kept by
 :func:`kmds_desktop.app.workspace.remember_opened`).
 """
@@ -18,7 +18,7 @@ from kmds_desktop.app import doctor, workspace
 from kmds_desktop.app.presentation import data_dir, resources_dir
 
 if TYPE_CHECKING:
-    from kmds_desktop.ui.main_window import MainWindow
+    from kmds_desktop.ui.shell.main_window import MainWindow
 
 APP_TITLE = "KMDS Desktop"
 KB_FILE_FILTER = "KMDS knowledge bases (*.xml *.owl *.rdf);;All files (*)"

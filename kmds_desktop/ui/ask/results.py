@@ -13,7 +13,7 @@ from PySide6.QtGui import QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QStyle, QTableView, QWidget
 
 from kmds_desktop.app.ask import one_line
-from kmds_desktop.ui.kb_tree_model import CATEGORY_LABELS
+from kmds_desktop.ui.kb.tree_model import CATEGORY_LABELS
 
 
 class ResultsModel(QStandardItemModel):

@@ -1,6 +1,6 @@
 """The main window's status line: the KB, the LLM backend, the literature database and the jobs.
 
-A mixin of :class:`~kmds_desktop.ui.main_window.MainWindow`; the texts come from the application
+A mixin of :class:`~kmds_desktop.ui.shell.main_window.MainWindow`; the texts come from the application
 layer (:func:`kmds_desktop.app.workspace.kb_summary`, :func:`kmds_desktop.app.llm_status.probe_llm`).
 When "Automatic" finds a server on a usual port that the user has not answered for, a bar above
 the panels asks before anything is sent to it.
@@ -19,11 +19,11 @@ from kmds_desktop.app.llm_status import (
     probe_llm,
     status_after_answer,
 )
-from kmds_desktop.ui.progress import ProgressStrip
-from kmds_desktop.ui.workers import Job
+from kmds_desktop.ui.jobs.progress_strip import ProgressStrip
+from kmds_desktop.ui.jobs.runner import Job
 
 if TYPE_CHECKING:
-    from kmds_desktop.ui.main_window import MainWindow
+    from kmds_desktop.ui.shell.main_window import MainWindow
 
 APP_TITLE = "KMDS Desktop"
 

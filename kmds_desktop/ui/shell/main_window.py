@@ -1,14 +1,14 @@
 """The main window: KB browser (left), question/answer (centre), literature search (right).
 
 The window owns the app's state that spans panels: the open knowledge base, the semantic index, the
-settings and the :class:`~kmds_desktop.ui.workers.JobRunner`. Every blocking step (loading, saving,
+settings and the :class:`~kmds_desktop.ui.jobs.runner.JobRunner`. Every blocking step (loading, saving,
 indexing, listing models, answering) is a job; the window only wires results into the panels.
-Errors are shown in the :class:`~kmds_desktop.ui.messages.MessageBar` at the top of the window.
+Errors are shown in the :class:`~kmds_desktop.ui.shell.message_bar.MessageBar` at the top of the window.
 
-Its parts, one job each: start-up and the first frame (:mod:`~kmds_desktop.ui.main_startup`), the
-recovery bars (:mod:`~kmds_desktop.ui.main_recovery`), the menus (:mod:`~kmds_desktop.ui.main_menus`),
-the status line and title (:mod:`~kmds_desktop.ui.main_status`), and the knowledge base with its
-index (:mod:`~kmds_desktop.ui.main_kb`). This module lays out the panels and connects them.
+Its parts, one job each: start-up and the first frame (:mod:`~kmds_desktop.ui.shell.startup`), the
+recovery bars (:mod:`~kmds_desktop.ui.shell.recovery`), the menus (:mod:`~kmds_desktop.ui.shell.menus`),
+the status line and title (:mod:`~kmds_desktop.ui.shell.status`), and the knowledge base with its
+index (:mod:`~kmds_desktop.ui.kb.kb_part`). This module lays out the panels and connects them.
 """
 
 from __future__ import annotations
@@ -27,20 +27,20 @@ from kmds_desktop.app.llm_status import confirm_server, decline_server
 from kmds_desktop.app.preferences import write_settings
 from kmds_desktop.app.presentation import Settings
 from kmds_desktop.app.workspace import IndexFollower, IndexHolder
-from kmds_desktop.ui import file_dialogs
-from kmds_desktop.ui.ask_panel import AskPanel
-from kmds_desktop.ui.ask_server_question import ServerQuestionBar
+from kmds_desktop.ui.shell import file_dialogs
+from kmds_desktop.ui.ask.panel import AskPanel
+from kmds_desktop.ui.ask.server_question import ServerQuestionBar
 from kmds_desktop.ui.evidence.window_dock import install_evidence
-from kmds_desktop.ui.kb_browser import KBBrowser
-from kmds_desktop.ui.literature_panel import LiteraturePanel
-from kmds_desktop.ui.main_kb import KB_FILE_FILTER, WindowKnowledgeBase
-from kmds_desktop.ui.main_menus import SHORTCUTS_HTML, WindowMenus, app_icon
-from kmds_desktop.ui.main_recovery import WindowRecovery
-from kmds_desktop.ui.main_startup import WindowStartup, settle_before_first_frame
-from kmds_desktop.ui.main_status import APP_TITLE, WindowStatus
-from kmds_desktop.ui.messages import MessageBar, RecoveryBar
+from kmds_desktop.ui.kb.browser import KBBrowser
+from kmds_desktop.ui.literature.panel import LiteraturePanel
+from kmds_desktop.ui.kb.kb_part import KB_FILE_FILTER, WindowKnowledgeBase
+from kmds_desktop.ui.shell.menus import SHORTCUTS_HTML, WindowMenus, app_icon
+from kmds_desktop.ui.shell.recovery import WindowRecovery
+from kmds_desktop.ui.shell.startup import WindowStartup, settle_before_first_frame
+from kmds_desktop.ui.shell.status import APP_TITLE, WindowStatus
+from kmds_desktop.ui.shell.message_bar import MessageBar, RecoveryBar
 from kmds_desktop.ui.reviews import ReviewMenu
-from kmds_desktop.ui.workers import Job, JobRunner
+from kmds_desktop.ui.jobs.runner import Job, JobRunner
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +133,7 @@ class MainWindow(WindowStartup, WindowRecovery, WindowMenus, WindowStatus, Windo
         QTimer.singleShot(0, self, self.reviews.restore)  # the review the user left, on a worker
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt API
-        """Notice the window's first paint (see :class:`~kmds_desktop.ui.main_startup.WindowStartup`)."""
+        """Notice the window's first paint (see :class:`~kmds_desktop.ui.shell.startup.WindowStartup`)."""
         if watched is self and event.type() == QEvent.Type.Paint and not self.first_frame_done:
             self._first_paint()
         return False

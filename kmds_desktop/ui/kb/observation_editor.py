@@ -32,7 +32,7 @@ from kmds_desktop.app.presentation import (
     WORKFLOW_KINDS,
     KnowledgeBaseError,
 )
-from kmds_desktop.ui.kb_tree_model import CATEGORY_LABELS
+from kmds_desktop.ui.kb.tree_model import CATEGORY_LABELS
 
 _OK = QDialogButtonBox.StandardButton.Ok
 _CANCEL = QDialogButtonBox.StandardButton.Cancel

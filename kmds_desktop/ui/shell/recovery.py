@@ -1,6 +1,6 @@
 """The main window's recovery bars: unsaved edits an earlier session left in ``recovery/``.
 
-A mixin of :class:`~kmds_desktop.ui.main_window.MainWindow`: one bar per recovery copy, Restore /
+A mixin of :class:`~kmds_desktop.ui.shell.main_window.MainWindow`: one bar per recovery copy, Restore /
 Compare / Discard, and the copy written when the session ends with unsaved edits. Which copies are
 pending, how one is restored, compared or discarded are :mod:`kmds_desktop.app.workspace`'s rules.
 """
@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kmds_desktop.app import workspace
-from kmds_desktop.ui.messages import RecoveryBar
+from kmds_desktop.ui.shell.message_bar import RecoveryBar
 
 if TYPE_CHECKING:
-    from kmds_desktop.ui.main_window import MainWindow
+    from kmds_desktop.ui.shell.main_window import MainWindow
 
 log = logging.getLogger(__name__)
 

@@ -8,8 +8,8 @@ hands over the retrieved result (route, fallback, records) so the route and the 
 once, then streams the answer's text as chunks. ``[n]`` in the answer links to record ``n``;
 clicking it selects the observation in the KB browser (:attr:`AskPanel.citation_activated`).
 
-Its parts: the question box (:mod:`~kmds_desktop.ui.ask_question`), the Route box
-(:mod:`~kmds_desktop.ui.ask_route`) and the records table (:mod:`~kmds_desktop.ui.ask_results`).
+Its parts: the question box (:mod:`~kmds_desktop.ui.ask.question`), the Route box
+(:mod:`~kmds_desktop.ui.ask.route`) and the records table (:mod:`~kmds_desktop.ui.ask.results`).
 The answer's Markdown repair, its citation links, the question history and the line that says who
 answered are :mod:`kmds_desktop.app.ask`'s.
 """
@@ -45,10 +45,10 @@ from kmds_desktop.app.ask import (
     citation_number,
     displayed_answer,
 )
-from kmds_desktop.ui import file_dialogs
-from kmds_desktop.ui.ask_question import QuestionEdit
-from kmds_desktop.ui.ask_results import RecordsTable, ResultsModel
-from kmds_desktop.ui.ask_route import (
+from kmds_desktop.ui.shell import file_dialogs
+from kmds_desktop.ui.ask.question import QuestionEdit
+from kmds_desktop.ui.ask.results import RecordsTable, ResultsModel
+from kmds_desktop.ui.ask.route import (
     ANSWER_CANCELLED,
     ANSWER_FAILED,
     ANSWER_WRITING,
@@ -56,8 +56,8 @@ from kmds_desktop.ui.ask_route import (
     INTENT_LABELS,
     RouteEditor,
 )
-from kmds_desktop.ui.markdown_render import to_html
-from kmds_desktop.ui.workers import Job, JobRunner, format_exception
+from kmds_desktop.ui.ask.markdown_render import to_html
+from kmds_desktop.ui.jobs.runner import Job, JobRunner, format_exception
 
 __all__ = ["INTENT_LABELS", "AskPanel", "QuestionEdit", "ResultsModel", "RouteEditor", "answer_html"]
 

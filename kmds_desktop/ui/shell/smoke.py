@@ -22,7 +22,7 @@ def open_main_window_briefly() -> dict[str, Any]:
     from PySide6.QtWidgets import QApplication, QStyleFactory
 
     from kmds_desktop.app.presentation import Settings
-    from kmds_desktop.ui.main_window import MainWindow
+    from kmds_desktop.ui.shell.main_window import MainWindow
 
     def quiet(mode: Any, context: Any, message: str) -> None:
         # The offscreen platform warns that it cannot resize windows; that is expected here and

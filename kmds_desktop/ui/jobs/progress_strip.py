@@ -1,6 +1,6 @@
 """The window's one progress area (in the status bar): every slow job in one line, one bar, one Cancel.
 
-A job appears only when it runs longer than :data:`~kmds_desktop.ui.workers.SHOW_PROGRESS_MS` (the
+A job appears only when it runs longer than :data:`~kmds_desktop.ui.jobs.runner.SHOW_PROGRESS_MS` (the
 runner's ``job_shown`` signal), so quick jobs never flicker, and the area never blocks the window
 the way a modal progress dialog would. Several jobs at once (a warm-up, an index build, a search)
 share the line: it names them all (each with its progress in the tooltip; the wording is
@@ -17,7 +17,7 @@ from PySide6.QtGui import QAction, QPainter
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QMenu, QProgressBar, QToolButton, QWidget
 
 from kmds_desktop.app.messages import job_progress_text, progress_line
-from kmds_desktop.ui.workers import Job, JobRunner
+from kmds_desktop.ui.jobs.runner import Job, JobRunner
 
 #: Widest the progress line may grow in the status bar (longer text is elided; the tooltip has it all).
 LABEL_WIDTH = 520

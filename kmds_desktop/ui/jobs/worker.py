@@ -2,7 +2,7 @@
 
 Progress reports are throttled here, on the worker (at most one every :data:`PROGRESS_INTERVAL_S`,
 plus the final one and each new step) and chunks batched (:data:`CHUNK_INTERVAL_S`), so a tight core
-loop cannot flood the GUI thread's event queue. See :mod:`kmds_desktop.ui.workers` for the rule.
+loop cannot flood the GUI thread's event queue. See :mod:`kmds_desktop.ui.jobs.runner` for the rule.
 """
 
 from __future__ import annotations

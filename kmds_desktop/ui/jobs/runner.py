@@ -50,7 +50,7 @@ Feedback
 --------
 Following Anki's progress handling: a busy cursor after :data:`BUSY_CURSOR_MS` (300 ms) while any
 job with ``busy_cursor=True`` runs, and ``job_shown(job)`` after :data:`SHOW_PROGRESS_MS` (600 ms)
-so :class:`kmds_desktop.ui.progress.ProgressStrip` shows a non-modal progress bar with a Cancel
+so :class:`kmds_desktop.ui.jobs.progress_strip.ProgressStrip` shows a non-modal progress bar with a Cancel
 button in the status bar. Quick jobs therefore never flicker anything.
 
 Progress signals are throttled on the worker side (at most one every :data:`PROGRESS_INTERVAL_S`,
@@ -74,8 +74,8 @@ from PySide6.QtCore import QObject, Qt, QThread, QTimer, Signal
 from PySide6.QtGui import QCursor
 from PySide6.QtWidgets import QApplication
 
-from kmds_desktop.ui.job import LIVE_THREADS, Job
-from kmds_desktop.ui.job_worker import CHUNK_INTERVAL_S, PROGRESS_INTERVAL_S, Worker
+from kmds_desktop.ui.jobs.job import LIVE_THREADS, Job
+from kmds_desktop.ui.jobs.worker import CHUNK_INTERVAL_S, PROGRESS_INTERVAL_S, Worker
 
 log = logging.getLogger(__name__)
 

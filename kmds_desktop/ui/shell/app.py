@@ -1,7 +1,7 @@
 """Start the desktop application: a QApplication on a qasync event loop, the main window, first run.
 
 The app runs on a ``qasync.QEventLoop`` (asyncio inside Qt's loop); the rule for blocking work is in
-:mod:`kmds_desktop.ui.workers`: every blocking call is a QThread job, the app defines no coroutines.
+:mod:`kmds_desktop.ui.jobs.runner`: every blocking call is a QThread job, the app defines no coroutines.
 On the first run (no KB opened before) the demo KB opens; afterwards the last KB does.
 """
 
@@ -48,8 +48,8 @@ def run_app(kb_file: str | None = None) -> int:
     from PySide6.QtWidgets import QApplication
 
     from kmds_desktop.app.preferences import load_settings_or_defaults
-    from kmds_desktop.ui.main_window import MainWindow, app_icon, initial_kb_path, settle_before_first_frame
-    from kmds_desktop.ui.messages import install_excepthook, uninstall_excepthook
+    from kmds_desktop.ui.shell.main_window import MainWindow, app_icon, initial_kb_path, settle_before_first_frame
+    from kmds_desktop.ui.shell.message_bar import install_excepthook, uninstall_excepthook
 
     app = QApplication.instance() or QApplication(sys.argv)
     app.setApplicationName("KMDS Desktop")

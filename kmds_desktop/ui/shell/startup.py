@@ -1,6 +1,6 @@
 """The main window's start-up: the first frame first, then the KB, then the warm-up.
 
-A mixin of :class:`~kmds_desktop.ui.main_window.MainWindow`, and :func:`settle_before_first_frame`,
+A mixin of :class:`~kmds_desktop.ui.shell.main_window.MainWindow`, and :func:`settle_before_first_frame`,
 which ``run_app`` and the stall benchmark call before ``show()``. What the warm-up does is the
 application layer's (:func:`kmds_desktop.app.workspace.warm_up`); the window only orders the jobs so
 that none competes with the first paint.
@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QTimer
 
 from kmds_desktop.app import workspace
-from kmds_desktop.ui import markdown_render
-from kmds_desktop.ui.workers import Job
+from kmds_desktop.ui.ask import markdown_render
+from kmds_desktop.ui.jobs.runner import Job
 
 if TYPE_CHECKING:
-    from kmds_desktop.ui.main_window import MainWindow
+    from kmds_desktop.ui.shell.main_window import MainWindow
 
 
 def settle_before_first_frame() -> None:

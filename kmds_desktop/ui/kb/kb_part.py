@@ -1,6 +1,6 @@
 """The main window's knowledge base: open, save, the unsaved-changes question, and the index.
 
-A mixin of :class:`~kmds_desktop.ui.main_window.MainWindow`: every step is a job running one of
+A mixin of :class:`~kmds_desktop.ui.shell.main_window.MainWindow`: every step is a job running one of
 :mod:`kmds_desktop.app.workspace`'s functions; when the index follows the KB and what a choice in the
 unsaved-changes question means are the workspace's rules (:class:`~kmds_desktop.app.workspace.IndexFollower`,
 :func:`~kmds_desktop.app.workspace.after_unsaved_choice`).
@@ -15,11 +15,11 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
 from kmds_desktop.app import last_folders, workspace
-from kmds_desktop.ui import file_dialogs
-from kmds_desktop.ui.workers import Job
+from kmds_desktop.ui.shell import file_dialogs
+from kmds_desktop.ui.jobs.runner import Job
 
 if TYPE_CHECKING:
-    from kmds_desktop.ui.main_window import MainWindow
+    from kmds_desktop.ui.shell.main_window import MainWindow
 
 KB_FILE_FILTER = "KMDS knowledge bases (*.xml *.owl *.rdf);;All files (*)"
 
