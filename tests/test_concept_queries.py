@@ -175,14 +175,14 @@ def test_the_verbatim_option_is_a_setting_that_round_trips() -> None:
 
 def test_preferences_set_which_models_write_their_own_query(qtbot, jobs, data_home) -> None:
     from kmds_desktop.config import load_settings
-    from kmds_desktop.ui.preferences import PreferencesDialog
+    from kmds_desktop.ui.preferences.dialog import PreferencesDialog
 
     path = data_home / "settings.json"
     dialog = PreferencesDialog(Settings(), jobs, settings_path=path)
     qtbot.addWidget(dialog)
     dialog.show()
-    assert dialog.qg_verbatim.text() == ""  # every model names concepts by default
-    dialog.qg_verbatim.setText(" qwen2.5-coder:1.5b , openai:local ,")
+    assert dialog.query_page.qg_verbatim.text() == ""  # every model names concepts by default
+    dialog.query_page.qg_verbatim.setText(" qwen2.5-coder:1.5b , openai:local ,")
     assert dialog.save() is True
     saved = load_settings(path).query_generation
     assert saved.verbatim_query_models == ["qwen2.5-coder:1.5b", "openai:local"]

@@ -310,15 +310,15 @@ def test_cli_search_says_where_a_row_is_capped(pg_database: Any, pg_dsn: str, da
 
 def test_preferences_set_the_documents_per_query_limit(qtbot, jobs, data_home: Path) -> None:
     from kmds_desktop.config import Settings, load_settings
-    from kmds_desktop.ui.preferences import PreferencesDialog
+    from kmds_desktop.ui.preferences.dialog import PreferencesDialog
 
     dialog = PreferencesDialog(Settings(), jobs, settings_path=data_home / "settings.json")
     qtbot.addWidget(dialog)
     dialog.show()
-    assert dialog.lit_max_rows.text() == "100"
-    dialog.lit_max_rows.setText("0")
+    assert dialog.literature_page.lit_max_rows.text() == "100"
+    dialog.literature_page.lit_max_rows.setText("0")
     assert dialog.save() is False
     assert not dialog.field_errors["literature.max_rows"].isHidden()
-    dialog.lit_max_rows.setText("500")
+    dialog.literature_page.lit_max_rows.setText("500")
     assert dialog.save() is True
     assert load_settings(data_home / "settings.json").literature.max_rows == 500

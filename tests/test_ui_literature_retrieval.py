@@ -26,7 +26,7 @@ from kmds_desktop.literature.store.vectors import vector_status
 from kmds_desktop.ui.literature.documents_model import DocumentsModel
 from kmds_desktop.ui.literature.panel import LiteraturePanel
 from kmds_desktop.ui.literature.review_model import CHECKING, ReviewModel
-from kmds_desktop.ui.preferences import PreferencesDialog
+from kmds_desktop.ui.preferences.dialog import PreferencesDialog
 
 WAIT = 180_000
 LEFT = Qt.MouseButton.LeftButton
@@ -257,34 +257,34 @@ def test_retrieval_preferences_are_validated_on_enter_and_saved(qtbot, make_wind
     dialog = window.active_dialog
     assert isinstance(dialog, PreferencesDialog)
     _retrieval_tab(qtbot, dialog)
-    assert dialog.ret_semantic.isChecked() and dialog.ret_fusion_k.text() == "20"
-    assert dialog.ret_rerank.isChecked() and dialog.ret_rerank_weight.isEnabled(), "re-ranking: on by default"
-    assert dialog.ret_ranking.currentData() == "bm25"
+    assert dialog.retrieval_page.ret_semantic.isChecked() and dialog.retrieval_page.ret_fusion_k.text() == "20"
+    assert dialog.retrieval_page.ret_rerank.isChecked() and dialog.retrieval_page.ret_rerank_weight.isEnabled(), "re-ranking: on by default"
+    assert dialog.retrieval_page.ret_ranking.currentData() == "bm25"
 
-    _type(qtbot, dialog.ret_fusion_k, "0")
+    _type(qtbot, dialog.retrieval_page.ret_fusion_k, "0")
     assert dialog.isVisible() and dialog.result() == 0, "Enter closed the dialog"
     assert not (data_home / "settings.json").exists(), "Enter saved the settings"
     error = dialog.field_errors["retrieval.fusion_k"]
     assert error.isVisible() and "1" in error.text()
-    _type(qtbot, dialog.ret_semantic_weight, "eleven")
+    _type(qtbot, dialog.retrieval_page.ret_semantic_weight, "eleven")
     assert dialog.field_errors["retrieval.semantic_weight"].isVisible()
 
-    _type(qtbot, dialog.ret_fusion_k, "40")
-    _type(qtbot, dialog.ret_semantic_weight, "2.5")
+    _type(qtbot, dialog.retrieval_page.ret_fusion_k, "40")
+    _type(qtbot, dialog.retrieval_page.ret_semantic_weight, "2.5")
     assert not dialog.field_errors["retrieval.fusion_k"].isVisible()
     assert not dialog.field_errors["retrieval.semantic_weight"].isVisible()
-    qtbot.mouseClick(dialog.ret_hypothetical, LEFT)
-    qtbot.mouseClick(dialog.ret_rerank, LEFT)
-    assert not dialog.ret_rerank_weight.isEnabled(), "the weight is for re-ranking, now off"
-    qtbot.mouseClick(dialog.ret_rerank, LEFT)
-    assert dialog.ret_rerank_weight.isEnabled()
-    _type(qtbot, dialog.ret_rerank_weight, "0.3")
-    dialog.ret_ranking.setCurrentIndex(dialog.ret_ranking.findData("ts_rank_cd"))
-    qtbot.mouseClick(dialog.ret_external, LEFT)
-    qtbot.mouseClick(dialog.ret_embed, LEFT)
-    assert dialog.ret_database_vectors.isChecked()  # on by default
-    qtbot.mouseClick(dialog.ret_database_vectors, LEFT)
-    dialog.ret_fusion.setCurrentIndex(dialog.ret_fusion.findData("best_rank"))
+    qtbot.mouseClick(dialog.retrieval_page.ret_hypothetical, LEFT)
+    qtbot.mouseClick(dialog.retrieval_page.ret_rerank, LEFT)
+    assert not dialog.retrieval_page.ret_rerank_weight.isEnabled(), "the weight is for re-ranking, now off"
+    qtbot.mouseClick(dialog.retrieval_page.ret_rerank, LEFT)
+    assert dialog.retrieval_page.ret_rerank_weight.isEnabled()
+    _type(qtbot, dialog.retrieval_page.ret_rerank_weight, "0.3")
+    dialog.retrieval_page.ret_ranking.setCurrentIndex(dialog.retrieval_page.ret_ranking.findData("ts_rank_cd"))
+    qtbot.mouseClick(dialog.retrieval_page.ret_external, LEFT)
+    qtbot.mouseClick(dialog.retrieval_page.ret_embed, LEFT)
+    assert dialog.retrieval_page.ret_database_vectors.isChecked()  # on by default
+    qtbot.mouseClick(dialog.retrieval_page.ret_database_vectors, LEFT)
+    dialog.retrieval_page.ret_fusion.setCurrentIndex(dialog.retrieval_page.ret_fusion.findData("best_rank"))
     assert dialog.isVisible()
 
     _click(qtbot, dialog.buttons.button(dialog.buttons.StandardButton.Save))
@@ -356,8 +356,8 @@ def test_a_database_the_app_does_not_manage_gets_vectors_only_after_opting_in(qt
         window.open_preferences()
         dialog = window.active_dialog
         _retrieval_tab(qtbot, dialog)
-        assert dialog.ret_external.text().startswith("Allow a vector table in an external database")
-        qtbot.mouseClick(dialog.ret_external, LEFT)
+        assert dialog.retrieval_page.ret_external.text().startswith("Allow a vector table in an external database")
+        qtbot.mouseClick(dialog.retrieval_page.ret_external, LEFT)
         _click(qtbot, dialog.buttons.button(dialog.buttons.StandardButton.Save))
         qtbot.waitUntil(lambda: not dialog.isVisible(), timeout=10_000)
         assert window.settings.retrieval.allow_vectors_in_external_database

@@ -17,7 +17,7 @@ from PySide6.QtCore import Qt
 from support.fake_openai import FakeOpenAI, OpenAIScript
 
 from kmds_desktop.config import Settings, load_settings
-from kmds_desktop.ui.preferences import PreferencesDialog
+from kmds_desktop.ui.preferences.dialog import PreferencesDialog
 
 NO_OLLAMA = "http://127.0.0.1:9"  # the discard port: nothing answers there
 TIMEOUT = 120_000  # the first question loads the embedding model
@@ -104,13 +104,13 @@ def test_list_models_fills_the_model_list(qtbot, jobs, data_home, memory_keyring
         dialog = PreferencesDialog(Settings(), jobs, settings_path=data_home / "settings.json")
         qtbot.addWidget(dialog)
         dialog.show()
-        dialog.openai_url.setText(fake.url)
-        dialog.openai_model.setText("llama-3.2-3b")
-        qtbot.mouseClick(dialog.openai_models_button, Qt.MouseButton.LeftButton)
-        qtbot.waitUntil(lambda: "offers" in dialog.openai_models_state.text(), timeout=10_000)
-        listed = [dialog.openai_model.itemText(i) for i in range(dialog.openai_model.count())]
+        dialog.llm_page.openai_url.setText(fake.url)
+        dialog.llm_page.openai_model.setText("llama-3.2-3b")
+        qtbot.mouseClick(dialog.llm_page.openai_models_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: "offers" in dialog.llm_page.openai_models_state.text(), timeout=10_000)
+        listed = [dialog.llm_page.openai_model.itemText(i) for i in range(dialog.llm_page.openai_model.count())]
         assert listed == ["llama-3.2-3b", "qwen2.5-coder-1.5b"]
-        assert dialog.openai_model.text() == "llama-3.2-3b"
-        dialog.openai_model.setCurrentIndex(1)  # picked from the list
+        assert dialog.llm_page.openai_model.text() == "llama-3.2-3b"
+        dialog.llm_page.openai_model.setCurrentIndex(1)  # picked from the list
         assert dialog.save() is True
     assert load_settings(data_home / "settings.json").llm.openai_model == "qwen2.5-coder-1.5b"

@@ -12,7 +12,7 @@ from support.menus import click_menu
 from kmds_desktop import secrets
 from kmds_desktop.app.preferences import probe_llm_backend
 from kmds_desktop.config import Settings, load_settings
-from kmds_desktop.ui.preferences import PreferencesDialog
+from kmds_desktop.ui.preferences.dialog import PreferencesDialog
 
 
 def _dialog(qtbot, jobs, data_home, settings=None):
@@ -25,9 +25,9 @@ def _dialog(qtbot, jobs, data_home, settings=None):
 def test_invalid_values_are_shown_inline_and_not_saved(qtbot, jobs, data_home):
     path = data_home / "settings.json"
     dialog = _dialog(qtbot, jobs, data_home)
-    dialog.temperature.setText("5")  # the settings model allows 0..2
-    dialog.qg_per_model.setText("zero")
-    dialog.ollama_host.setText("localhost 11434")
+    dialog.llm_page.temperature.setText("5")  # the settings model allows 0..2
+    dialog.query_page.qg_per_model.setText("zero")
+    dialog.llm_page.ollama_host.setText("localhost 11434")
     assert dialog.save() is False
     assert dialog.isVisible()
     assert not path.exists()
@@ -37,9 +37,9 @@ def test_invalid_values_are_shown_inline_and_not_saved(qtbot, jobs, data_home):
     assert "2" in dialog.field_errors["llm.temperature"].text()
     assert dialog.tabs.currentIndex() == 0  # the LLM tab, where the first problem is
 
-    dialog.temperature.setText("0.7")
-    dialog.qg_per_model.setText("2")
-    dialog.ollama_host.setText("http://127.0.0.1:11434")
+    dialog.llm_page.temperature.setText("0.7")
+    dialog.query_page.qg_per_model.setText("2")
+    dialog.llm_page.ollama_host.setText("http://127.0.0.1:11434")
     with qtbot.waitSignal(dialog.settings_saved) as sig:
         assert dialog.save() is True
     saved = load_settings(path)
@@ -50,8 +50,8 @@ def test_invalid_values_are_shown_inline_and_not_saved(qtbot, jobs, data_home):
 
 def test_google_key_goes_to_the_keyring_never_the_file(qtbot, jobs, data_home, memory_keyring):
     dialog = _dialog(qtbot, jobs, data_home)
-    dialog.backend.setCurrentIndex(dialog.backend.findData("google"))
-    dialog.google_key.setText("AIza-secret-test-key")
+    dialog.llm_page.backend.setCurrentIndex(dialog.llm_page.backend.findData("google"))
+    dialog.llm_page.google_key.setText("AIza-secret-test-key")
     assert dialog.save()
     assert secrets.google_api_key() == "AIza-secret-test-key"
     text = (data_home / "settings.json").read_text(encoding="utf-8")
@@ -68,25 +68,25 @@ def test_models_are_listed_from_the_server_on_a_worker(qtbot, jobs, data_home, f
     settings.llm.ollama_host = fake_ollama.url
     settings.query_generation.models = ["builtin:keywords", "mistral:7b"]
     dialog = _dialog(qtbot, jobs, data_home, settings)
-    dialog.refresh_models()
-    qtbot.waitUntil(lambda: dialog.ollama_model.count() == 2, timeout=10_000)
-    assert "is installed" in dialog.models_state.text()
-    texts = [dialog.qg_models.item(i).text() for i in range(dialog.qg_models.count())]
+    dialog.llm_page.refresh_models()
+    qtbot.waitUntil(lambda: dialog.llm_page.ollama_model.count() == 2, timeout=10_000)
+    assert "is installed" in dialog.llm_page.models_state.text()
+    texts = [dialog.query_page.qg_models.item(i).text() for i in range(dialog.query_page.qg_models.count())]
     assert "mistral:7b  (not installed)" in texts and "qwen2.5:7b  ✓ installed" in texts
     jobs.wait_all(5_000)
 
     # Nothing listens on port 9: the job's error replaces the "Asking …" line set before it started.
-    dialog.ollama_host.setText("http://127.0.0.1:9")
-    dialog.refresh_models()
-    assert dialog.models_state.text().startswith("Asking http://127.0.0.1:9")
-    assert not dialog.refresh_models_button.isEnabled()
+    dialog.llm_page.ollama_host.setText("http://127.0.0.1:9")
+    dialog.llm_page.refresh_models()
+    assert dialog.llm_page.models_state.text().startswith("Asking http://127.0.0.1:9")
+    assert not dialog.llm_page.refresh_models_button.isEnabled()
     (job,) = jobs.running("llm.models")
     qtbot.waitUntil(lambda: job.done, timeout=15_000)
     assert job.state == "failed"
-    text = dialog.models_state.text()
+    text = dialog.llm_page.models_state.text()
     assert "Cannot reach the Ollama server at http://127.0.0.1:9" in text and "Asking" not in text
-    assert dialog.refresh_models_button.isEnabled()
-    assert dialog.ollama_model.count() == 2, "the models listed before are kept"
+    assert dialog.llm_page.refresh_models_button.isEnabled()
+    assert dialog.llm_page.ollama_model.count() == 2, "the models listed before are kept"
 
 
 def test_main_window_applies_saved_preferences(qtbot, make_window):
@@ -94,8 +94,8 @@ def test_main_window_applies_saved_preferences(qtbot, make_window):
     window.open_preferences()
     dialog = window.active_dialog
     assert isinstance(dialog, PreferencesDialog)
-    dialog.backend.setCurrentIndex(dialog.backend.findData("offline"))
-    dialog.n_results.setText("7")
+    dialog.llm_page.backend.setCurrentIndex(dialog.llm_page.backend.findData("offline"))
+    dialog.index_page.n_results.setText("7")
     dialog.buttons.button(dialog.buttons.StandardButton.Save).click()
     assert window.settings.llm.backend == "offline" and window.settings.index.n_results == 7
     status = window.llm_status
@@ -106,8 +106,8 @@ def test_connection_string_fills_the_server_fields_and_keeps_the_password_out(
     qtbot, jobs, data_home, memory_keyring
 ):
     dialog = _dialog(qtbot, jobs, data_home)
-    dialog.lit_mode.setCurrentIndex(dialog.lit_mode.findData("external"))
-    dialog.lit_dsn.setText("host=db.example.org port=6543 dbname=library user=reader password=s3cret-pw")
+    dialog.literature_page.lit_mode.setCurrentIndex(dialog.literature_page.lit_mode.findData("external"))
+    dialog.literature_page.lit_dsn.setText("host=db.example.org port=6543 dbname=library user=reader password=s3cret-pw")
     assert dialog.save()
     saved = load_settings(data_home / "settings.json")
     lit = saved.literature
@@ -117,7 +117,7 @@ def test_connection_string_fills_the_server_fields_and_keeps_the_password_out(
     assert secrets.db_password("reader", "db.example.org") == "s3cret-pw"
 
     again = _dialog(qtbot, jobs, data_home, saved)
-    again.lit_dsn.setText("host=x port=notaport = =")
+    again.literature_page.lit_dsn.setText("host=x port=notaport = =")
     assert again.save() is False
     assert not again.field_errors["literature.dsn"].isHidden()
 
@@ -125,18 +125,18 @@ def test_connection_string_fills_the_server_fields_and_keeps_the_password_out(
 def test_statement_timeout_and_chroma_server_are_validated_inline_then_saved(qtbot, jobs, data_home):
     path = data_home / "settings.json"
     dialog = _dialog(qtbot, jobs, data_home)
-    dialog.lit_timeout.setText("-5")
-    dialog.index_mode.setCurrentIndex(dialog.index_mode.findData("server"))
-    assert dialog.chroma_host.isEnabled() and dialog.chroma_port.isEnabled()
-    dialog.chroma_port.setText("99999")
+    dialog.literature_page.lit_timeout.setText("-5")
+    dialog.index_page.index_mode.setCurrentIndex(dialog.index_page.index_mode.findData("server"))
+    assert dialog.index_page.chroma_host.isEnabled() and dialog.index_page.chroma_port.isEnabled()
+    dialog.index_page.chroma_port.setText("99999")
     assert dialog.save() is False
     assert not path.exists()
     for key in ("literature.statement_timeout_ms", "index.chroma_port"):
         assert not dialog.field_errors[key].isHidden() and dialog.field_errors[key].text(), key
 
-    dialog.lit_timeout.setText("1500")
-    dialog.chroma_host.setText("chroma.example.org")
-    dialog.chroma_port.setText("8001")
+    dialog.literature_page.lit_timeout.setText("1500")
+    dialog.index_page.chroma_host.setText("chroma.example.org")
+    dialog.index_page.chroma_port.setText("8001")
     assert dialog.save() is True
     saved = load_settings(path)
     assert saved.literature.statement_timeout_ms == 1500
@@ -152,14 +152,14 @@ def _query_tab(qtbot, dialog) -> None:
 
 
 def _click_model(qtbot, dialog, name: str) -> None:
-    view = dialog.qg_models
+    view = dialog.query_page.qg_models
     items = [view.item(i) for i in range(view.count())]
     item = next(i for i in items if i.data(Qt.ItemDataRole.UserRole) == name)
     qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=view.visualItemRect(item).center())
 
 
 def _listed(dialog) -> dict[str, bool]:
-    items = [dialog.qg_models.item(i) for i in range(dialog.qg_models.count())]
+    items = [dialog.query_page.qg_models.item(i) for i in range(dialog.query_page.qg_models.count())]
     return {i.data(Qt.ItemDataRole.UserRole): i.checkState() == Qt.CheckState.Checked for i in items}
 
 
@@ -174,23 +174,23 @@ def test_journey_type_a_model_press_enter_remove_one_and_save(qtbot, make_window
     dialog = window.active_dialog
     _query_tab(qtbot, dialog)
 
-    qtbot.mouseClick(dialog.qg_add, Qt.MouseButton.LeftButton)
-    qtbot.keyClicks(dialog.qg_add, "llama3.1:8b")
-    qtbot.keyClick(dialog.qg_add, Qt.Key.Key_Return)
+    qtbot.mouseClick(dialog.query_page.qg_add, Qt.MouseButton.LeftButton)
+    qtbot.keyClicks(dialog.query_page.qg_add, "llama3.1:8b")
+    qtbot.keyClick(dialog.query_page.qg_add, Qt.Key.Key_Return)
     assert dialog.isVisible() and dialog.result() == 0, "Enter closed the dialog"
     assert not (data_home / "settings.json").exists(), "Enter saved the settings"
     assert _listed(dialog) == {"builtin:keywords": True, "mistral:7b": True, "gemma2:2b": True,
                                "llama3.1:8b": True}
-    assert dialog.qg_add.text() == ""
+    assert dialog.query_page.qg_add.text() == ""
 
-    assert not dialog.qg_remove.isEnabled()  # nothing selected yet
+    assert not dialog.query_page.qg_remove.isEnabled()  # nothing selected yet
     _click_model(qtbot, dialog, "mistral:7b")
-    assert dialog.qg_remove.isEnabled()
-    qtbot.mouseClick(dialog.qg_remove, Qt.MouseButton.LeftButton)
+    assert dialog.query_page.qg_remove.isEnabled()
+    qtbot.mouseClick(dialog.query_page.qg_remove, Qt.MouseButton.LeftButton)
     assert "mistral:7b" not in _listed(dialog)
 
     _click_model(qtbot, dialog, "gemma2:2b")
-    qtbot.keyClick(dialog.qg_models, Qt.Key.Key_Delete)
+    qtbot.keyClick(dialog.query_page.qg_models, Qt.Key.Key_Delete)
     assert list(_listed(dialog)) == ["builtin:keywords", "llama3.1:8b"]
 
     qtbot.mouseClick(dialog.buttons.button(dialog.buttons.StandardButton.Save), Qt.MouseButton.LeftButton)
@@ -201,17 +201,18 @@ def test_journey_type_a_model_press_enter_remove_one_and_save(qtbot, make_window
 
 
 @pytest.mark.parametrize(
-    ("tab", "field", "text"),
-    [("Query generation", "qg_per_model", "2"), ("LLM", "google_model", "gemini-2.0-flash"),
-     ("Semantic index", "n_results", "7")],
+    ("tab", "page", "field", "text"),
+    [("Query generation", "query_page", "qg_per_model", "2"),
+     ("LLM", "llm_page", "google_model", "gemini-2.0-flash"),
+     ("Semantic index", "index_page", "n_results", "7")],
 )
-def test_enter_in_any_field_neither_saves_nor_closes(qtbot, jobs, data_home, tab, field, text):
+def test_enter_in_any_field_neither_saves_nor_closes(qtbot, jobs, data_home, tab, page, field, text):
     """Enter in a line edit on any tab checks the form; only Save saves (issue 21, 1)."""
     dialog = _dialog(qtbot, jobs, data_home)
     bar = dialog.tabs.tabBar()
     index = next(i for i in range(dialog.tabs.count()) if dialog.tabs.tabText(i) == tab)
     qtbot.mouseClick(bar, Qt.MouseButton.LeftButton, pos=bar.tabRect(index).center())
-    edit = getattr(dialog, field)
+    edit = getattr(getattr(dialog, page), field)
     qtbot.mouseClick(edit, Qt.MouseButton.LeftButton)
     edit.selectAll()
     qtbot.keyClicks(edit, text)
@@ -239,16 +240,16 @@ def test_retrieval_errors_and_hints_each_keep_their_own_lines(qtbot, jobs, data_
     bar = dialog.tabs.tabBar()
     index = next(i for i in range(dialog.tabs.count()) if dialog.tabs.tabText(i) == "Retrieval")
     qtbot.mouseClick(bar, Qt.MouseButton.LeftButton, pos=bar.tabRect(index).center())
-    for edit, text in ((dialog.ret_semantic_weight, "eleven"), (dialog.ret_rerank_weight, "x"),
-                       (dialog.ret_fusion_k, "100000")):
+    for edit, text in ((dialog.retrieval_page.ret_semantic_weight, "eleven"), (dialog.retrieval_page.ret_rerank_weight, "x"),
+                       (dialog.retrieval_page.ret_fusion_k, "100000")):
         qtbot.mouseClick(edit, Qt.MouseButton.LeftButton)
         edit.selectAll()
         qtbot.keyClicks(edit, text)
-    qtbot.keyClick(dialog.ret_fusion_k, Qt.Key.Key_Return)
+    qtbot.keyClick(dialog.retrieval_page.ret_fusion_k, Qt.Key.Key_Return)
     error = dialog.field_errors["retrieval.fusion_k"]
     qtbot.waitUntil(lambda: error.isVisible() and error.height() > 0)
     qtbot.wait(50)  # the layout settles
-    page = dialog.ret_fusion_k.window()
+    page = dialog.retrieval_page.ret_fusion_k.window()
 
     def text_rect(label: QLabel) -> QRect:
         """Where the label's text is drawn: its width, and the height its wrapped lines need."""
@@ -270,7 +271,7 @@ def test_the_built_in_generators_embedding_neighbours_can_be_turned_off(qtbot, j
     dialog = _dialog(qtbot, jobs, data_home)
     dialog.tabs.setCurrentIndex(next(i for i in range(dialog.tabs.count())
                                      if dialog.tabs.tabText(i) == "Query generation"))
-    box = dialog.qg_neighbours
+    box = dialog.query_page.qg_neighbours
     assert box.isChecked(), "on by default, as the settings say"
     qtbot.mouseClick(box, Qt.MouseButton.LeftButton, pos=QPoint(8, box.height() // 2))  # its check box
     assert not box.isChecked()
@@ -295,7 +296,7 @@ def test_every_tab_fits_the_dialog_without_cutting_a_line(qtbot, jobs, data_home
             assert right <= edge, (dialog.tabs.tabText(i), box.text(), right, edge)
     area = dialog.findChild(QScrollArea, "retrievalTabScroll")
     dialog.tabs.setCurrentWidget(area)
-    last = dialog.ret_database_vectors
+    last = dialog.retrieval_page.ret_database_vectors
     area.ensureWidgetVisible(last)
     qtbot.wait(50)
     assert last.visibleRegion().boundingRect().height() == last.height(), "the last check box is reachable"
@@ -309,7 +310,7 @@ def test_broad_rows_can_be_ranked_over_every_match(qtbot, jobs, data_home):
     dialog = _dialog(qtbot, jobs, data_home)
     area = dialog.findChild(QScrollArea, "retrievalTabScroll")
     dialog.tabs.setCurrentWidget(area)
-    box = dialog.ret_exact_broad
+    box = dialog.retrieval_page.ret_exact_broad
     area.ensureWidgetVisible(box)
     qtbot.wait(50)
     assert box.isVisible() and not box.isChecked(), "off by default, as the settings say"

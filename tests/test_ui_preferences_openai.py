@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kmds_desktop import secrets
 from kmds_desktop.config import Settings, load_settings
-from kmds_desktop.ui.preferences import PreferencesDialog
+from kmds_desktop.ui.preferences.dialog import PreferencesDialog
 
 
 def test_openai_server_model_and_key(qtbot, jobs, data_home, memory_keyring) -> None:
@@ -13,14 +13,14 @@ def test_openai_server_model_and_key(qtbot, jobs, data_home, memory_keyring) -> 
     dialog = PreferencesDialog(Settings(), jobs, settings_path=path)
     qtbot.addWidget(dialog)
     dialog.show()
-    dialog.backend.setCurrentIndex(dialog.backend.findData("openai"))
-    dialog.openai_url.setText("localhost:8080")
+    dialog.llm_page.backend.setCurrentIndex(dialog.llm_page.backend.findData("openai"))
+    dialog.llm_page.openai_url.setText("localhost:8080")
     assert dialog.save() is False and not path.exists()
     assert not dialog.field_errors["llm.openai_base_url"].isHidden()
-    dialog.openai_url.setText("http://127.0.0.1:1234/v1")
-    dialog.openai_model.setText("qwen2.5-coder-1.5b")
-    dialog.openai_key.setText("sk-local-secret")
-    dialog.qg_openai.setText("http://127.0.0.1:1234")
+    dialog.llm_page.openai_url.setText("http://127.0.0.1:1234/v1")
+    dialog.llm_page.openai_model.setText("qwen2.5-coder-1.5b")
+    dialog.llm_page.openai_key.setText("sk-local-secret")
+    dialog.query_page.qg_openai.setText("http://127.0.0.1:1234")
     assert dialog.save() is True
     saved = load_settings(path)
     assert (saved.llm.backend, saved.llm.openai_base_url, saved.llm.openai_model) == (
@@ -40,18 +40,18 @@ def test_list_models_asks_the_openai_server_and_shows_what_it_offers(qtbot, jobs
         dialog = PreferencesDialog(Settings(), jobs, settings_path=data_home / "settings.json")
         qtbot.addWidget(dialog)
         dialog.show()
-        dialog.backend.setCurrentIndex(dialog.backend.findData("openai"))
-        dialog.openai_url.setText(fake.url)
-        dialog.openai_model.clear()
-        qtbot.mouseClick(dialog.openai_models_button, Qt.MouseButton.LeftButton)
-        qtbot.waitUntil(lambda: "offers" in dialog.openai_models_state.text(), timeout=10_000)
-        assert dialog.openai_model.text() == "qwen2.5-coder-1.5b", "a one-model server's model is taken"
-        assert "'qwen2.5-coder-1.5b' will answer" in dialog.openai_models_state.text()
+        dialog.llm_page.backend.setCurrentIndex(dialog.llm_page.backend.findData("openai"))
+        dialog.llm_page.openai_url.setText(fake.url)
+        dialog.llm_page.openai_model.clear()
+        qtbot.mouseClick(dialog.llm_page.openai_models_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: "offers" in dialog.llm_page.openai_models_state.text(), timeout=10_000)
+        assert dialog.llm_page.openai_model.text() == "qwen2.5-coder-1.5b", "a one-model server's model is taken"
+        assert "'qwen2.5-coder-1.5b' will answer" in dialog.llm_page.openai_models_state.text()
         fake.models["llama-3.2-3b"] = OpenAIScript(["hi"])
-        dialog.openai_model.setText("mistral-7b")
-        qtbot.mouseClick(dialog.openai_models_button, Qt.MouseButton.LeftButton)
-        qtbot.waitUntil(lambda: "NOT among them" in dialog.openai_models_state.text(), timeout=10_000)
-    dialog.openai_url.setText("http://127.0.0.1:9/v1")  # nothing listens there
-    qtbot.mouseClick(dialog.openai_models_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: "b00020" in dialog.openai_models_state.text(), timeout=15_000)
-    assert dialog.openai_models_button.isEnabled()
+        dialog.llm_page.openai_model.setText("mistral-7b")
+        qtbot.mouseClick(dialog.llm_page.openai_models_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: "NOT among them" in dialog.llm_page.openai_models_state.text(), timeout=10_000)
+    dialog.llm_page.openai_url.setText("http://127.0.0.1:9/v1")  # nothing listens there
+    qtbot.mouseClick(dialog.llm_page.openai_models_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: "b00020" in dialog.llm_page.openai_models_state.text(), timeout=15_000)
+    assert dialog.llm_page.openai_models_button.isEnabled()

@@ -235,7 +235,7 @@ class MainWindow(WindowStartup, WindowRecovery, WindowMenus, WindowStatus, Windo
         return problem is None
 
     def open_preferences(self) -> None:
-        from kmds_desktop.ui.preferences import PreferencesDialog
+        from kmds_desktop.ui.preferences.dialog import PreferencesDialog
 
         dialog = PreferencesDialog(self.settings, self.jobs, settings_path=self.settings_path, parent=self)
         dialog.settings_saved.connect(self._settings_changed)
