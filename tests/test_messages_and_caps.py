@@ -313,12 +313,13 @@ def test_preferences_set_the_documents_per_query_limit(qtbot, jobs, data_home: P
     from kmds_desktop.ui.preferences.dialog import PreferencesDialog
 
     dialog = PreferencesDialog(Settings(), jobs, settings_path=data_home / "settings.json")
+    page = dialog.literature_page
     qtbot.addWidget(dialog)
     dialog.show()
-    assert dialog.literature_page.lit_max_rows.text() == "100"
-    dialog.literature_page.lit_max_rows.setText("0")
+    assert page.lit_max_rows.text() == "100"
+    page.lit_max_rows.setText("0")
     assert dialog.save() is False
     assert not dialog.field_errors["literature.max_rows"].isHidden()
-    dialog.literature_page.lit_max_rows.setText("500")
+    page.lit_max_rows.setText("500")
     assert dialog.save() is True
     assert load_settings(data_home / "settings.json").literature.max_rows == 500

@@ -250,10 +250,11 @@ def test_a_hung_model_among_three(qtbot, make_window, fake_ollama, pg_database) 
     # The time limit of one attempt is set in Preferences > Query generation.
     window.open_preferences()
     dialog = window.active_dialog
+    page = dialog.query_page
     dialog.tabs.setCurrentIndex(1)
-    qtbot.mouseClick(dialog.query_page.qg_timeout, LEFT)
-    dialog.query_page.qg_timeout.selectAll()
-    qtbot.keyClicks(dialog.query_page.qg_timeout, "8")
+    qtbot.mouseClick(page.qg_timeout, LEFT)
+    page.qg_timeout.selectAll()
+    qtbot.keyClicks(page.qg_timeout, "8")
     _click(qtbot, dialog.buttons.button(dialog.buttons.StandardButton.Save))
     assert window.settings.query_generation.timeout_s == 8
     _ask(qtbot, panel)

@@ -255,36 +255,37 @@ def test_retrieval_preferences_are_validated_on_enter_and_saved(qtbot, make_wind
     window = make_window(Settings(), auto_index=False)
     window.open_preferences()
     dialog = window.active_dialog
+    page = dialog.retrieval_page
     assert isinstance(dialog, PreferencesDialog)
     _retrieval_tab(qtbot, dialog)
-    assert dialog.retrieval_page.ret_semantic.isChecked() and dialog.retrieval_page.ret_fusion_k.text() == "20"
-    assert dialog.retrieval_page.ret_rerank.isChecked() and dialog.retrieval_page.ret_rerank_weight.isEnabled(), "re-ranking: on by default"
-    assert dialog.retrieval_page.ret_ranking.currentData() == "bm25"
+    assert page.ret_semantic.isChecked() and page.ret_fusion_k.text() == "20"
+    assert page.ret_rerank.isChecked() and page.ret_rerank_weight.isEnabled(), "re-ranking: on by default"
+    assert page.ret_ranking.currentData() == "bm25"
 
-    _type(qtbot, dialog.retrieval_page.ret_fusion_k, "0")
+    _type(qtbot, page.ret_fusion_k, "0")
     assert dialog.isVisible() and dialog.result() == 0, "Enter closed the dialog"
     assert not (data_home / "settings.json").exists(), "Enter saved the settings"
     error = dialog.field_errors["retrieval.fusion_k"]
     assert error.isVisible() and "1" in error.text()
-    _type(qtbot, dialog.retrieval_page.ret_semantic_weight, "eleven")
+    _type(qtbot, page.ret_semantic_weight, "eleven")
     assert dialog.field_errors["retrieval.semantic_weight"].isVisible()
 
-    _type(qtbot, dialog.retrieval_page.ret_fusion_k, "40")
-    _type(qtbot, dialog.retrieval_page.ret_semantic_weight, "2.5")
+    _type(qtbot, page.ret_fusion_k, "40")
+    _type(qtbot, page.ret_semantic_weight, "2.5")
     assert not dialog.field_errors["retrieval.fusion_k"].isVisible()
     assert not dialog.field_errors["retrieval.semantic_weight"].isVisible()
-    qtbot.mouseClick(dialog.retrieval_page.ret_hypothetical, LEFT)
-    qtbot.mouseClick(dialog.retrieval_page.ret_rerank, LEFT)
-    assert not dialog.retrieval_page.ret_rerank_weight.isEnabled(), "the weight is for re-ranking, now off"
-    qtbot.mouseClick(dialog.retrieval_page.ret_rerank, LEFT)
-    assert dialog.retrieval_page.ret_rerank_weight.isEnabled()
-    _type(qtbot, dialog.retrieval_page.ret_rerank_weight, "0.3")
-    dialog.retrieval_page.ret_ranking.setCurrentIndex(dialog.retrieval_page.ret_ranking.findData("ts_rank_cd"))
-    qtbot.mouseClick(dialog.retrieval_page.ret_external, LEFT)
-    qtbot.mouseClick(dialog.retrieval_page.ret_embed, LEFT)
-    assert dialog.retrieval_page.ret_database_vectors.isChecked()  # on by default
-    qtbot.mouseClick(dialog.retrieval_page.ret_database_vectors, LEFT)
-    dialog.retrieval_page.ret_fusion.setCurrentIndex(dialog.retrieval_page.ret_fusion.findData("best_rank"))
+    qtbot.mouseClick(page.ret_hypothetical, LEFT)
+    qtbot.mouseClick(page.ret_rerank, LEFT)
+    assert not page.ret_rerank_weight.isEnabled(), "the weight is for re-ranking, now off"
+    qtbot.mouseClick(page.ret_rerank, LEFT)
+    assert page.ret_rerank_weight.isEnabled()
+    _type(qtbot, page.ret_rerank_weight, "0.3")
+    page.ret_ranking.setCurrentIndex(page.ret_ranking.findData("ts_rank_cd"))
+    qtbot.mouseClick(page.ret_external, LEFT)
+    qtbot.mouseClick(page.ret_embed, LEFT)
+    assert page.ret_database_vectors.isChecked()  # on by default
+    qtbot.mouseClick(page.ret_database_vectors, LEFT)
+    page.ret_fusion.setCurrentIndex(page.ret_fusion.findData("best_rank"))
     assert dialog.isVisible()
 
     _click(qtbot, dialog.buttons.button(dialog.buttons.StandardButton.Save))
@@ -356,8 +357,9 @@ def test_a_database_the_app_does_not_manage_gets_vectors_only_after_opting_in(qt
         window.open_preferences()
         dialog = window.active_dialog
         _retrieval_tab(qtbot, dialog)
-        assert dialog.retrieval_page.ret_external.text().startswith("Allow a vector table in an external database")
-        qtbot.mouseClick(dialog.retrieval_page.ret_external, LEFT)
+        opt_in = dialog.retrieval_page.ret_external
+        assert opt_in.text().startswith("Allow a vector table in an external database")
+        qtbot.mouseClick(opt_in, LEFT)
         _click(qtbot, dialog.buttons.button(dialog.buttons.StandardButton.Save))
         qtbot.waitUntil(lambda: not dialog.isVisible(), timeout=10_000)
         assert window.settings.retrieval.allow_vectors_in_external_database

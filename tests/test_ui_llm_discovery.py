@@ -102,15 +102,16 @@ def test_list_models_fills_the_model_list(qtbot, jobs, data_home, memory_keyring
         for name in ("qwen2.5-coder-1.5b", "llama-3.2-3b"):
             fake.models[name] = OpenAIScript(["hi"])
         dialog = PreferencesDialog(Settings(), jobs, settings_path=data_home / "settings.json")
+        page = dialog.llm_page
         qtbot.addWidget(dialog)
         dialog.show()
-        dialog.llm_page.openai_url.setText(fake.url)
-        dialog.llm_page.openai_model.setText("llama-3.2-3b")
-        qtbot.mouseClick(dialog.llm_page.openai_models_button, Qt.MouseButton.LeftButton)
-        qtbot.waitUntil(lambda: "offers" in dialog.llm_page.openai_models_state.text(), timeout=10_000)
-        listed = [dialog.llm_page.openai_model.itemText(i) for i in range(dialog.llm_page.openai_model.count())]
+        page.openai_url.setText(fake.url)
+        page.openai_model.setText("llama-3.2-3b")
+        qtbot.mouseClick(page.openai_models_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: "offers" in page.openai_models_state.text(), timeout=10_000)
+        listed = [page.openai_model.itemText(i) for i in range(page.openai_model.count())]
         assert listed == ["llama-3.2-3b", "qwen2.5-coder-1.5b"]
-        assert dialog.llm_page.openai_model.text() == "llama-3.2-3b"
-        dialog.llm_page.openai_model.setCurrentIndex(1)  # picked from the list
+        assert page.openai_model.text() == "llama-3.2-3b"
+        page.openai_model.setCurrentIndex(1)  # picked from the list
         assert dialog.save() is True
     assert load_settings(data_home / "settings.json").llm.openai_model == "qwen2.5-coder-1.5b"

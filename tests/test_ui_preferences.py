@@ -25,9 +25,11 @@ def _dialog(qtbot, jobs, data_home, settings=None):
 def test_invalid_values_are_shown_inline_and_not_saved(qtbot, jobs, data_home):
     path = data_home / "settings.json"
     dialog = _dialog(qtbot, jobs, data_home)
-    dialog.llm_page.temperature.setText("5")  # the settings model allows 0..2
-    dialog.query_page.qg_per_model.setText("zero")
-    dialog.llm_page.ollama_host.setText("localhost 11434")
+    llm = dialog.llm_page
+    query = dialog.query_page
+    llm.temperature.setText("5")  # the settings model allows 0..2
+    query.qg_per_model.setText("zero")
+    llm.ollama_host.setText("localhost 11434")
     assert dialog.save() is False
     assert dialog.isVisible()
     assert not path.exists()
@@ -37,9 +39,9 @@ def test_invalid_values_are_shown_inline_and_not_saved(qtbot, jobs, data_home):
     assert "2" in dialog.field_errors["llm.temperature"].text()
     assert dialog.tabs.currentIndex() == 0  # the LLM tab, where the first problem is
 
-    dialog.llm_page.temperature.setText("0.7")
-    dialog.query_page.qg_per_model.setText("2")
-    dialog.llm_page.ollama_host.setText("http://127.0.0.1:11434")
+    llm.temperature.setText("0.7")
+    query.qg_per_model.setText("2")
+    llm.ollama_host.setText("http://127.0.0.1:11434")
     with qtbot.waitSignal(dialog.settings_saved) as sig:
         assert dialog.save() is True
     saved = load_settings(path)
@@ -50,8 +52,9 @@ def test_invalid_values_are_shown_inline_and_not_saved(qtbot, jobs, data_home):
 
 def test_google_key_goes_to_the_keyring_never_the_file(qtbot, jobs, data_home, memory_keyring):
     dialog = _dialog(qtbot, jobs, data_home)
-    dialog.llm_page.backend.setCurrentIndex(dialog.llm_page.backend.findData("google"))
-    dialog.llm_page.google_key.setText("AIza-secret-test-key")
+    page = dialog.llm_page
+    page.backend.setCurrentIndex(page.backend.findData("google"))
+    page.google_key.setText("AIza-secret-test-key")
     assert dialog.save()
     assert secrets.google_api_key() == "AIza-secret-test-key"
     text = (data_home / "settings.json").read_text(encoding="utf-8")
@@ -68,34 +71,38 @@ def test_models_are_listed_from_the_server_on_a_worker(qtbot, jobs, data_home, f
     settings.llm.ollama_host = fake_ollama.url
     settings.query_generation.models = ["builtin:keywords", "mistral:7b"]
     dialog = _dialog(qtbot, jobs, data_home, settings)
-    dialog.llm_page.refresh_models()
-    qtbot.waitUntil(lambda: dialog.llm_page.ollama_model.count() == 2, timeout=10_000)
-    assert "is installed" in dialog.llm_page.models_state.text()
-    texts = [dialog.query_page.qg_models.item(i).text() for i in range(dialog.query_page.qg_models.count())]
+    llm = dialog.llm_page
+    query = dialog.query_page
+    llm.refresh_models()
+    qtbot.waitUntil(lambda: llm.ollama_model.count() == 2, timeout=10_000)
+    assert "is installed" in llm.models_state.text()
+    texts = [query.qg_models.item(i).text() for i in range(query.qg_models.count())]
     assert "mistral:7b  (not installed)" in texts and "qwen2.5:7b  ✓ installed" in texts
     jobs.wait_all(5_000)
 
     # Nothing listens on port 9: the job's error replaces the "Asking …" line set before it started.
-    dialog.llm_page.ollama_host.setText("http://127.0.0.1:9")
-    dialog.llm_page.refresh_models()
-    assert dialog.llm_page.models_state.text().startswith("Asking http://127.0.0.1:9")
-    assert not dialog.llm_page.refresh_models_button.isEnabled()
+    llm.ollama_host.setText("http://127.0.0.1:9")
+    llm.refresh_models()
+    assert llm.models_state.text().startswith("Asking http://127.0.0.1:9")
+    assert not llm.refresh_models_button.isEnabled()
     (job,) = jobs.running("llm.models")
     qtbot.waitUntil(lambda: job.done, timeout=15_000)
     assert job.state == "failed"
-    text = dialog.llm_page.models_state.text()
+    text = llm.models_state.text()
     assert "Cannot reach the Ollama server at http://127.0.0.1:9" in text and "Asking" not in text
-    assert dialog.llm_page.refresh_models_button.isEnabled()
-    assert dialog.llm_page.ollama_model.count() == 2, "the models listed before are kept"
+    assert llm.refresh_models_button.isEnabled()
+    assert llm.ollama_model.count() == 2, "the models listed before are kept"
 
 
 def test_main_window_applies_saved_preferences(qtbot, make_window):
     window = make_window()
     window.open_preferences()
     dialog = window.active_dialog
+    llm = dialog.llm_page
+    idx = dialog.index_page
     assert isinstance(dialog, PreferencesDialog)
-    dialog.llm_page.backend.setCurrentIndex(dialog.llm_page.backend.findData("offline"))
-    dialog.index_page.n_results.setText("7")
+    llm.backend.setCurrentIndex(llm.backend.findData("offline"))
+    idx.n_results.setText("7")
     dialog.buttons.button(dialog.buttons.StandardButton.Save).click()
     assert window.settings.llm.backend == "offline" and window.settings.index.n_results == 7
     status = window.llm_status
@@ -106,8 +113,9 @@ def test_connection_string_fills_the_server_fields_and_keeps_the_password_out(
     qtbot, jobs, data_home, memory_keyring
 ):
     dialog = _dialog(qtbot, jobs, data_home)
-    dialog.literature_page.lit_mode.setCurrentIndex(dialog.literature_page.lit_mode.findData("external"))
-    dialog.literature_page.lit_dsn.setText("host=db.example.org port=6543 dbname=library user=reader password=s3cret-pw")
+    page = dialog.literature_page
+    page.lit_mode.setCurrentIndex(page.lit_mode.findData("external"))
+    page.lit_dsn.setText("host=db.example.org port=6543 dbname=library user=reader password=s3cret-pw")
     assert dialog.save()
     saved = load_settings(data_home / "settings.json")
     lit = saved.literature
@@ -125,18 +133,20 @@ def test_connection_string_fills_the_server_fields_and_keeps_the_password_out(
 def test_statement_timeout_and_chroma_server_are_validated_inline_then_saved(qtbot, jobs, data_home):
     path = data_home / "settings.json"
     dialog = _dialog(qtbot, jobs, data_home)
-    dialog.literature_page.lit_timeout.setText("-5")
-    dialog.index_page.index_mode.setCurrentIndex(dialog.index_page.index_mode.findData("server"))
-    assert dialog.index_page.chroma_host.isEnabled() and dialog.index_page.chroma_port.isEnabled()
-    dialog.index_page.chroma_port.setText("99999")
+    idx = dialog.index_page
+    lit = dialog.literature_page
+    lit.lit_timeout.setText("-5")
+    idx.index_mode.setCurrentIndex(idx.index_mode.findData("server"))
+    assert idx.chroma_host.isEnabled() and idx.chroma_port.isEnabled()
+    idx.chroma_port.setText("99999")
     assert dialog.save() is False
     assert not path.exists()
     for key in ("literature.statement_timeout_ms", "index.chroma_port"):
         assert not dialog.field_errors[key].isHidden() and dialog.field_errors[key].text(), key
 
-    dialog.literature_page.lit_timeout.setText("1500")
-    dialog.index_page.chroma_host.setText("chroma.example.org")
-    dialog.index_page.chroma_port.setText("8001")
+    lit.lit_timeout.setText("1500")
+    idx.chroma_host.setText("chroma.example.org")
+    idx.chroma_port.setText("8001")
     assert dialog.save() is True
     saved = load_settings(path)
     assert saved.literature.statement_timeout_ms == 1500
@@ -172,25 +182,26 @@ def test_journey_type_a_model_press_enter_remove_one_and_save(qtbot, make_window
     click_menu(qtbot, window, "&Edit", "&Preferences…")
     qtbot.waitUntil(lambda: isinstance(window.active_dialog, PreferencesDialog), timeout=5_000)
     dialog = window.active_dialog
+    page = dialog.query_page
     _query_tab(qtbot, dialog)
 
-    qtbot.mouseClick(dialog.query_page.qg_add, Qt.MouseButton.LeftButton)
-    qtbot.keyClicks(dialog.query_page.qg_add, "llama3.1:8b")
-    qtbot.keyClick(dialog.query_page.qg_add, Qt.Key.Key_Return)
+    qtbot.mouseClick(page.qg_add, Qt.MouseButton.LeftButton)
+    qtbot.keyClicks(page.qg_add, "llama3.1:8b")
+    qtbot.keyClick(page.qg_add, Qt.Key.Key_Return)
     assert dialog.isVisible() and dialog.result() == 0, "Enter closed the dialog"
     assert not (data_home / "settings.json").exists(), "Enter saved the settings"
     assert _listed(dialog) == {"builtin:keywords": True, "mistral:7b": True, "gemma2:2b": True,
                                "llama3.1:8b": True}
-    assert dialog.query_page.qg_add.text() == ""
+    assert page.qg_add.text() == ""
 
-    assert not dialog.query_page.qg_remove.isEnabled()  # nothing selected yet
+    assert not page.qg_remove.isEnabled()  # nothing selected yet
     _click_model(qtbot, dialog, "mistral:7b")
-    assert dialog.query_page.qg_remove.isEnabled()
-    qtbot.mouseClick(dialog.query_page.qg_remove, Qt.MouseButton.LeftButton)
+    assert page.qg_remove.isEnabled()
+    qtbot.mouseClick(page.qg_remove, Qt.MouseButton.LeftButton)
     assert "mistral:7b" not in _listed(dialog)
 
     _click_model(qtbot, dialog, "gemma2:2b")
-    qtbot.keyClick(dialog.query_page.qg_models, Qt.Key.Key_Delete)
+    qtbot.keyClick(page.qg_models, Qt.Key.Key_Delete)
     assert list(_listed(dialog)) == ["builtin:keywords", "llama3.1:8b"]
 
     qtbot.mouseClick(dialog.buttons.button(dialog.buttons.StandardButton.Save), Qt.MouseButton.LeftButton)
@@ -237,19 +248,20 @@ def test_retrieval_errors_and_hints_each_keep_their_own_lines(qtbot, jobs, data_
     from PySide6.QtWidgets import QLabel
 
     dialog = _dialog(qtbot, jobs, data_home)
+    retrieval = dialog.retrieval_page
     bar = dialog.tabs.tabBar()
     index = next(i for i in range(dialog.tabs.count()) if dialog.tabs.tabText(i) == "Retrieval")
     qtbot.mouseClick(bar, Qt.MouseButton.LeftButton, pos=bar.tabRect(index).center())
-    for edit, text in ((dialog.retrieval_page.ret_semantic_weight, "eleven"), (dialog.retrieval_page.ret_rerank_weight, "x"),
-                       (dialog.retrieval_page.ret_fusion_k, "100000")):
+    for edit, text in ((retrieval.ret_semantic_weight, "eleven"), (retrieval.ret_rerank_weight, "x"),
+                       (retrieval.ret_fusion_k, "100000")):
         qtbot.mouseClick(edit, Qt.MouseButton.LeftButton)
         edit.selectAll()
         qtbot.keyClicks(edit, text)
-    qtbot.keyClick(dialog.retrieval_page.ret_fusion_k, Qt.Key.Key_Return)
+    qtbot.keyClick(retrieval.ret_fusion_k, Qt.Key.Key_Return)
     error = dialog.field_errors["retrieval.fusion_k"]
     qtbot.waitUntil(lambda: error.isVisible() and error.height() > 0)
     qtbot.wait(50)  # the layout settles
-    page = dialog.retrieval_page.ret_fusion_k.window()
+    page = retrieval.ret_fusion_k.window()
 
     def text_rect(label: QLabel) -> QRect:
         """Where the label's text is drawn: its width, and the height its wrapped lines need."""

@@ -11,16 +11,18 @@ from kmds_desktop.ui.preferences.dialog import PreferencesDialog
 def test_openai_server_model_and_key(qtbot, jobs, data_home, memory_keyring) -> None:
     path = data_home / "settings.json"
     dialog = PreferencesDialog(Settings(), jobs, settings_path=path)
+    llm = dialog.llm_page
+    query = dialog.query_page
     qtbot.addWidget(dialog)
     dialog.show()
-    dialog.llm_page.backend.setCurrentIndex(dialog.llm_page.backend.findData("openai"))
-    dialog.llm_page.openai_url.setText("localhost:8080")
+    llm.backend.setCurrentIndex(llm.backend.findData("openai"))
+    llm.openai_url.setText("localhost:8080")
     assert dialog.save() is False and not path.exists()
     assert not dialog.field_errors["llm.openai_base_url"].isHidden()
-    dialog.llm_page.openai_url.setText("http://127.0.0.1:1234/v1")
-    dialog.llm_page.openai_model.setText("qwen2.5-coder-1.5b")
-    dialog.llm_page.openai_key.setText("sk-local-secret")
-    dialog.query_page.qg_openai.setText("http://127.0.0.1:1234")
+    llm.openai_url.setText("http://127.0.0.1:1234/v1")
+    llm.openai_model.setText("qwen2.5-coder-1.5b")
+    llm.openai_key.setText("sk-local-secret")
+    query.qg_openai.setText("http://127.0.0.1:1234")
     assert dialog.save() is True
     saved = load_settings(path)
     assert (saved.llm.backend, saved.llm.openai_base_url, saved.llm.openai_model) == (
@@ -38,20 +40,21 @@ def test_list_models_asks_the_openai_server_and_shows_what_it_offers(qtbot, jobs
     with FakeOpenAI() as fake:
         fake.models["qwen2.5-coder-1.5b"] = OpenAIScript(["hi"])
         dialog = PreferencesDialog(Settings(), jobs, settings_path=data_home / "settings.json")
+        page = dialog.llm_page
         qtbot.addWidget(dialog)
         dialog.show()
-        dialog.llm_page.backend.setCurrentIndex(dialog.llm_page.backend.findData("openai"))
-        dialog.llm_page.openai_url.setText(fake.url)
-        dialog.llm_page.openai_model.clear()
-        qtbot.mouseClick(dialog.llm_page.openai_models_button, Qt.MouseButton.LeftButton)
-        qtbot.waitUntil(lambda: "offers" in dialog.llm_page.openai_models_state.text(), timeout=10_000)
-        assert dialog.llm_page.openai_model.text() == "qwen2.5-coder-1.5b", "a one-model server's model is taken"
-        assert "'qwen2.5-coder-1.5b' will answer" in dialog.llm_page.openai_models_state.text()
+        page.backend.setCurrentIndex(page.backend.findData("openai"))
+        page.openai_url.setText(fake.url)
+        page.openai_model.clear()
+        qtbot.mouseClick(page.openai_models_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: "offers" in page.openai_models_state.text(), timeout=10_000)
+        assert page.openai_model.text() == "qwen2.5-coder-1.5b", "a one-model server's model is taken"
+        assert "'qwen2.5-coder-1.5b' will answer" in page.openai_models_state.text()
         fake.models["llama-3.2-3b"] = OpenAIScript(["hi"])
-        dialog.llm_page.openai_model.setText("mistral-7b")
-        qtbot.mouseClick(dialog.llm_page.openai_models_button, Qt.MouseButton.LeftButton)
-        qtbot.waitUntil(lambda: "NOT among them" in dialog.llm_page.openai_models_state.text(), timeout=10_000)
-    dialog.llm_page.openai_url.setText("http://127.0.0.1:9/v1")  # nothing listens there
-    qtbot.mouseClick(dialog.llm_page.openai_models_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: "b00020" in dialog.llm_page.openai_models_state.text(), timeout=15_000)
-    assert dialog.llm_page.openai_models_button.isEnabled()
+        page.openai_model.setText("mistral-7b")
+        qtbot.mouseClick(page.openai_models_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: "NOT among them" in page.openai_models_state.text(), timeout=10_000)
+    page.openai_url.setText("http://127.0.0.1:9/v1")  # nothing listens there
+    qtbot.mouseClick(page.openai_models_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: "b00020" in page.openai_models_state.text(), timeout=15_000)
+    assert page.openai_models_button.isEnabled()
