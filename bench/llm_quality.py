@@ -538,6 +538,106 @@ def measure_answers(url: str, limit: int | None, verbose: bool) -> dict[str, Any
             "llm_written": llm_written, "answer_s": median(answer_times)}
 
 
+# --------------------------------------------------------------------------- screening scores
+
+def measure_scoring(url: str, split: str, questions: int, per_class: int, verbose: bool) -> dict[str, Any]:
+    """The model's 1–5 screening scores of CF records against the judgements: per question up to
+    ``per_class`` judged-relevant records and as many unjudged ones (seeded draw; every CF record is
+    about cystic fibrosis, so the negatives are on-topic, as a search's records are), scored as the
+    Scores tab scores them (:func:`~kmds_desktop.app.screening_scores.score_record`); AUC per question
+    (and its mean), the share passing the gate, seconds per record."""
+    import json
+    import random
+
+    from kmds_desktop.app.screening_scores import score_record
+    from kmds_desktop.literature.screening.model_scores import check_scores
+    from kmds_desktop.llm import OllamaBackend
+
+    backend = OllamaBackend(url, MODEL, timeout=TIMEOUT_S)
+    corpus = {}
+    with (DATA / "cf" / "corpus.jsonl").open(encoding="utf-8") as fh:
+        for line in fh:
+            doc = json.loads(line)
+            corpus[doc["id"]] = doc
+    asked, qrels = corpus_questions("cf", split, questions)
+    rng = random.Random(0)
+    seconds: list[float] = []
+    aucs: list[float] = []
+    passed = constant = notes = 0
+    for q in asked:
+        relevant = sorted(d for d in qrels[q.id] if d in corpus)[:per_class]
+        others = rng.sample(sorted(set(corpus) - set(qrels[q.id])), per_class)
+        pairs: list[tuple[int | None, bool]] = []
+        for doc_id, included in [(d, True) for d in relevant] + [(d, False) for d in others]:
+            started = time.perf_counter()
+            score, _reason, note = score_record(backend, MODEL, q.text, corpus[doc_id]["title"],
+                                                corpus[doc_id].get("abstract", ""))
+            seconds.append(time.perf_counter() - started)
+            notes += bool(note)
+            pairs.append((score, included))
+        check = check_scores(MODEL, pairs)
+        if check.auc is not None:
+            aucs.append(check.auc)
+        passed += bool(check.separates)
+        constant += check.constant is not None
+        if verbose:
+            print(f"  scores [{q.id}] {check.line()}: {[s for s, _ in pairs]}", flush=True)
+    return {"questions": len(asked), "per_class": per_class,
+            "auc": statistics.fmean(aucs) if aucs else float("nan"),
+            "passed": passed, "constant": constant, "notes": notes, "score_s": median(seconds),
+            "score_s_first": seconds[0] if seconds else float("nan")}
+
+
+# --------------------------------------------------------------------------- latency
+
+def measure_latency(server: ModelServer) -> dict[str, Any]:
+    """Seconds a user waits in the Ask view (the demo KB, the app's orchestrator and Ollama backend):
+    the first route (its prompt not cached yet), a later route (right after the first question's answer),
+    the answer's first token counted from the question (route, retrieval and the answer prompt), and the
+    fallback after the server is killed in the middle of a question (counted from the kill). Kills the
+    server: run it last."""
+    import signal
+
+    from ask_routing import KBS
+
+    from kmds_desktop.config import Settings
+    from kmds_desktop.index import SemanticIndex
+    from kmds_desktop.kb import load_kb
+    from kmds_desktop.llm import OllamaBackend
+    from kmds_desktop.search import SearchOrchestrator
+
+    backend = OllamaBackend(server.url, MODEL, timeout=TIMEOUT_S)
+    orch = SearchOrchestrator(load_kb(KBS["demo"]), llm_fn=backend,
+                              settings=Settings(), index=SemanticIndex(None))
+    out: dict[str, Any] = {"load": os.getloadavg()[0]}
+
+    def first_token(question: str) -> tuple[float, float]:
+        started = time.perf_counter()
+        stream = orch.ask_stream(question)
+        routed = time.perf_counter() - started
+        token = float("nan")
+        for _chunk in stream:
+            if token != token:
+                token = time.perf_counter() - started
+        return routed, token
+
+    out["route_first_s"], out["token_first_s"] = first_token("What problems were found in the data?")
+    out["route_later_s"], out["token_later_s"] = first_token("Which model was selected and why?")
+    started = time.perf_counter()
+    orch.retrieve("How were the features prepared before modelling?")
+    out["route_back_to_back_s"] = time.perf_counter() - started
+    done: list[Any] = []
+    worker = threading.Thread(target=lambda: done.append(orch.ask("Were there missing values in the data?")))
+    worker.start()
+    time.sleep(1.0)  # the route request is being read by the model
+    killed = time.perf_counter()
+    server.proc.send_signal(signal.SIGKILL)
+    worker.join(TIMEOUT_S)
+    out["fallback_s"] = time.perf_counter() - killed
+    out["fallback_said"] = bool(done) and bool(done[0].fallback_reason or done[0].answer)
+    return out
+
+
 # --------------------------------------------------------------------------- the table
 
 def minutes(started: float) -> float:
@@ -545,7 +645,8 @@ def minutes(started: float) -> float:
 
 
 def print_table(split: str, which: str, routing: dict[str, Any] | None, corpora: dict[str, dict[str, Any]],
-                answers: dict[str, Any] | None, elapsed: float, last: bool = True) -> None:
+                answers: dict[str, Any] | None, elapsed: float, last: bool = True,
+                scoring: dict[str, Any] | None = None, latency: dict[str, Any] | None = None) -> None:
     """The figures measured; ``last`` adds the closing ratio line (only the whole run's table has it)."""
     print(f"\nLLM quality, {MODEL} (Q4_K_M), split {split}, prompts {which}, {elapsed:.1f} min", flush=True)
     rows: list[tuple[str, str]] = []
@@ -590,6 +691,28 @@ def print_table(split: str, which: str, routing: dict[str, Any] | None, corpora:
              ("s per route (median)", [routing["route_s"]] if routing else []),
              ("s per answer, synthesis (median)", [answers["answer_s"]] if answers else [])]
     rows += [(label, f"{median(v):.1f}") for label, v in times if v]
+    if scoring:
+        rows += [
+            (f"screening scores: mean AUC over {scoring['questions']} CF questions "
+             f"({scoring['per_class']} relevant + {scoring['per_class']} other records each)",
+             f"{scoring['auc']:.3f}"),
+            ("questions whose scores pass the gate / gave one score to all",
+             f"{scoring['passed']} / {scoring['constant']}"),
+            ("replies without a score", f"{scoring['notes']}"),
+            ("s per scored record (median; the first)",
+             f"{scoring['score_s']:.1f} ({scoring['score_s_first']:.1f})"),
+        ]
+    if latency:
+        rows += [
+            ("s to the first route (prompt not cached) / its answer's first token",
+             f"{latency['route_first_s']:.1f} / {latency['token_first_s']:.1f}"),
+            ("s to a later route (after an answer) / its answer's first token",
+             f"{latency['route_later_s']:.1f} / {latency['token_later_s']:.1f}"),
+            ("s to a route right after a route", f"{latency['route_back_to_back_s']:.1f}"),
+            ("s from a server killed mid-question to the fallback shown",
+             f"{latency['fallback_s']:.1f}{'' if latency['fallback_said'] else ' (no result!)'}"),
+            ("load average (1 min) when the latency part began", f"{latency['load']:.2f}"),
+        ]
     width = max(len(r[0]) for r in rows) + 2
     for label, value in rows:
         print(f"{label:<{width}}{value}", flush=True)
@@ -601,16 +724,23 @@ def print_table(split: str, which: str, routing: dict[str, Any] | None, corpora:
         return f"{statistics.mean(values):.3f}" if values else "n/a"
 
     routed = f"{routing['llm'] / max(1e-9, routing['offline']):.3f}" if routing else "n/a"
+    extra = ""
+    if scoring:
+        extra += f"; scoring AUC {scoring['auc']:.3f}, {scoring['score_s']:.1f} s/record"
+    if latency:
+        extra += (f"; later route {latency['route_later_s']:.1f} s, "
+                  f"first token {latency['token_later_s']:.1f} s, "
+                  f"fallback {latency['fallback_s']:.1f} s")
     print(f"guarded routing / offline: {routed}; model's rows / built-in: {ratio('compiled')} "
           f"(recall@100, mean of the corpora; merged / built-in: {ratio('merged')}, "
-          f"verbatim rows / built-in: {ratio('verbatim')})")
+          f"verbatim rows / built-in: {ratio('verbatim')}){extra}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", choices=("dev", "heldout"), default="heldout")
     parser.add_argument("--prompt", choices=("old", "new"), default="new")
-    parser.add_argument("--parts", default="routing,queries,answers")
+    parser.add_argument("--parts", default="routing,queries,answers,scoring,latency")
     parser.add_argument("--corpora", default="scifact,cf")
     parser.add_argument("--query-modes", default="compiled,verbatim",
                         help="the model's rows to measure: compiled (concepts), verbatim, or both")
@@ -621,6 +751,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--model", type=Path, default=None, help="the GGUF (default: the checked Qwen file)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--ctx", type=int, default=8192)
+    parser.add_argument("--score-questions", type=int, default=4, help="CF questions the scoring part scores")
+    parser.add_argument("--score-records", type=int, default=5,
+                        help="relevant records per scored question (and as many others)")
     parser.add_argument("--show", type=int, default=0, help="print the queries of the first N questions")
     parser.add_argument("--verbose", action="store_true", help="print route misses and answers")
     args = parser.parse_args(argv)
@@ -630,7 +763,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="kmds-bench-llm-"))
     root = args.data_dir or work
     server = ModelServer(gguf, args.threads, args.ctx, work / "server.log")
-    routing = answers = None
+    routing = answers = scoring = latency = None
     corpora: dict[str, dict[str, Any]] = {}
     try:
         with prompts(args.prompt) as system_prompt:
@@ -646,10 +779,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                                 last=False)
             if "answers" in parts:
                 answers = measure_answers(server.url, args.answers, args.verbose)
+            if "scoring" in parts:
+                scoring = measure_scoring(server.url, args.split, args.score_questions, args.score_records,
+                                          args.verbose)
+                print_table(args.split, args.prompt, None, {}, None, minutes(started), last=False,
+                            scoring=scoring)
+            if "latency" in parts:  # last: it kills the server
+                latency = measure_latency(server)
     finally:
         server.stop()
         shutil.rmtree(work, ignore_errors=True)
-    print_table(args.split, args.prompt, routing, corpora, answers, minutes(started))
+    print_table(args.split, args.prompt, routing, corpora, answers, minutes(started), scoring=scoring,
+                latency=latency)
     return 0
 
 if __name__ == "__main__":

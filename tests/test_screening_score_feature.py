@@ -2,7 +2,9 @@
 active-learning model, so with scores that separate the includes from the excludes the high-scored
 undecided records come first (and with it off they play no part); "why ranked high" names the score
 where it adds; records without one get the mean and a "no score" mark; the choice is kept per review;
-a score never decides a record."""
+a score never decides a record. Until the user chooses, each scorer's scores are checked against the
+decisions made (AUC on the screened records): those that separate feed the order, those that do not
+(3 of 5 to every record) are left out and the line says so."""
 
 from __future__ import annotations
 
@@ -18,7 +20,13 @@ from kmds_desktop.app.screening import (
     ScreeningSession,
 )
 from kmds_desktop.literature.screening.decisions import DecisionStore
-from kmds_desktop.literature.screening.model_scores import EMBEDDING_SCORER
+from kmds_desktop.literature.screening.model_scores import (
+    AUC_THRESHOLD,
+    EMBEDDING_SCORER,
+    MIN_DECISIONS_EACH,
+    auc,
+    check_scores,
+)
 from kmds_desktop.literature.screening.ordering import TextFeatures
 from kmds_desktop.literature.screening.records import ScreeningRecord
 
@@ -167,7 +175,8 @@ def test_cli_order_turns_the_scores_in_the_model_on_and_off(tmp_path: Path, data
 
     off = order()
     assert off["scores_in_model"] is False and off["scores_line"] == (
-        "model scores do not feed the order (LLM scores for 20 of 20 records)"
+        "model scores do not feed the order (LLM scores for 20 of 20 records; they join once they separate "
+        "your includes from your excludes, checked from 5 scored of each)"
     )
     assert not all(relevant(int(r["external_id"])) for r in off["next"])
     on = order("--scores-in-model", "on")
@@ -183,3 +192,79 @@ def test_cli_order_turns_the_scores_in_the_model_on_and_off(tmp_path: Path, data
     assert "order active; model scores do not feed the order" in text and "  1. t:" in text
     with pytest.raises(SystemExit):
         main(["literature", "screen", "order", "r", "--store", str(path), "--scores-in-model", "maybe"])
+
+
+# -- do the scores mean something? (the check against the user's decisions) --------------------------
+
+def decide_each(session: ScreeningSession, n: int = MIN_DECISIONS_EACH) -> None:
+    """``n`` excludes (records 0..n-1) and ``n`` includes (records 10..10+n-1), as a reviewer decides."""
+    for i in range(n):
+        session.go_to(("t", str(i)))
+        session.exclude("wrong population")
+        session.go_to(("t", str(10 + i)))
+        session.include()
+
+
+def score_flat(session: ScreeningSession, model: str, value: int = 3) -> None:
+    """The same score for every record (a model that says 3 of 5 to everything)."""
+    for rec in session.records:
+        session.store.set_model_score(model, QUESTION, rec.key, value, "maybe relevant")
+    session.model_scores_changed()
+
+
+def test_auc_counts_ties_as_half_and_needs_both_sides() -> None:
+    assert auc([5, 4], [1, 2]) == 1.0
+    assert auc([1, 2], [5, 4]) == 0.0
+    assert auc([3, 3], [3, 3]) == 0.5
+    assert auc([5, 3], [3, 1]) == (1 + 1 + 0.5 + 1) / 4
+    assert auc([], [1]) is None and auc([1], []) is None
+
+
+def test_the_check_needs_its_decisions_and_names_a_constant_scorer() -> None:
+    few = check_scores("judge", [(5, True)] * (MIN_DECISIONS_EACH - 1) + [(1, False)] * 9)
+    assert few.separates is None and "too few" in few.line()
+    flat = check_scores("judge", [(3, True)] * 6 + [(3, False)] * 6 + [(None, True)])
+    assert flat.separates is False and flat.constant == 3 and flat.included == 6
+    assert "gave 3 of 5 to every screened record" in flat.line() and "left out" in flat.line()
+    good = check_scores("judge", [(5, True), (4, True), (4, True), (3, True), (5, True),
+                                  (1, False), (2, False), (3, False), (1, False), (2, False)])
+    assert good.auc is not None and good.auc >= AUC_THRESHOLD and good.separates is True
+    weak = check_scores("judge", [(4, True), (2, True), (3, True), (3, True), (2, True),
+                                  (3, False), (2, False), (4, False), (3, False), (2, False)])
+    assert weak.auc is not None and weak.auc < AUC_THRESHOLD and weak.separates is False
+    assert f"below {AUC_THRESHOLD:.2f}" in weak.line()
+
+
+def test_scores_that_separate_the_decisions_feed_the_order_by_default(store) -> None:
+    session = open_session(store)
+    score_all(session)
+    first_decisions(session)
+    assert session.scores_in_model is False  # 1 and 1 decided: too few to tell, so not yet
+    session.go_to(("t", "1"))
+    decide_each(session)
+    assert session.review.settings.get(SCORES_SETTING) is None  # nobody chose: the check decides
+    assert session.scores_in_model is True and session.features.score_columns == 2
+    assert all(relevant(i) for i in upcoming(session))
+    assert "AUC 1.00 on 5 included / 5 excluded" in session.score_check_line()
+    assert "separate includes from excludes" in session.score_check_line()
+    session.close()
+
+
+def test_scores_that_do_not_separate_are_left_out_and_said_so(store) -> None:
+    session = open_session(store)
+    score_flat(session, "judge")
+    decide_each(session)
+    plain = upcoming(session)
+    assert session.scores_in_model is False and session.features.score_columns == 0
+    line = session.score_check_line()
+    assert line == ("judge gave 3 of 5 to every screened record (5 included / 5 excluded): its scores do not "
+                    "separate includes from excludes and are left out of the order.")
+    # Turned on by the user, scores shown not to separate still stay out (and the line still says why).
+    session.set_scores_in_model(True)
+    assert session.features.score_columns == 0 and upcoming(session) == plain
+    assert "left out of the order" in session.score_check_line()
+    # A second model that separates joins alone; the flat one stays out.
+    score_all(session, model="reader")
+    values, _label = session.score_column(session.scorers_in_order)
+    assert session.scorers_in_order == {"reader"} and values[10] == 5 and values[0] == 1
+    session.close()

@@ -16,7 +16,7 @@ from support.fake_ollama import ModelScript
 from kmds_desktop.app.screening import ScreeningSession
 from kmds_desktop.app.screening_scores import score_by_similarity, score_undecided
 from kmds_desktop.literature.screening.decisions import DecisionStore, ScreeningError
-from kmds_desktop.literature.screening.model_scores import EMBEDDING_SCORER, parse_score
+from kmds_desktop.literature.screening.model_scores import EMBEDDING_SCORER, SCORE_SYSTEM, parse_score
 from kmds_desktop.literature.screening.ordering import OrderMode
 from kmds_desktop.literature.screening.records import ScreeningRecord
 from kmds_desktop.llm.ollama_backend import OllamaBackend
@@ -147,3 +147,43 @@ def test_a_hung_model_is_cancelled_promptly(session, fake_ollama) -> None:
     summary = score_undecided(session, OllamaBackend(fake_ollama.url, "hang", timeout=60), ["hang"],
                               cancel=cancel)
     assert summary.cancelled and summary.scored == 0
+
+
+def test_decided_records_are_scored_first_so_the_scores_can_be_checked(session, fake_ollama) -> None:
+    """A run on a review with decisions asks about a few decided records first (includes and excludes
+    in turn), then the undecided; every request sends the same instructions as its system message and
+    the question before the record, so the server's prompt cache reads the instructions once."""
+    session.go_to(session.records[1].key)
+    session.include()
+    session.go_to(session.records[3].key)
+    session.exclude("wrong population")
+    seen: list[str] = []
+
+    def reply(prompt: str, _body: dict) -> str:
+        seen.append(prompt.split("Title: Record ", 1)[1].split(":", 1)[0])
+        return '{"score": 4, "reason": "On topic."}'
+
+    fake_ollama.models["judge"] = ModelScript(replies=[reply])
+    summary = score_undecided(session, OllamaBackend(fake_ollama.url, "judge", timeout=60), ["judge"])
+    assert seen == ["1", "3", "0", "2", "4"]  # the include, the exclude, then the undecided in order
+    assert summary.scored == 5 and "too few screened records with a score" in summary.line()
+    bodies = [r.body for r in fake_ollama.completion_requests()]
+    systems = {b["messages"][0]["content"] for b in bodies}
+    assert systems == {SCORE_SYSTEM} and all(b["messages"][0]["role"] == "system" for b in bodies)
+    users = [b["messages"][-1]["content"] for b in bodies]
+    assert all(u.startswith(f"Review question: {QUESTION}\n\nTitle: Record ") for u in users)
+    assert len(SCORE_SYSTEM) < 300  # short: the model reads it on every cold cache
+    assert session.decisions.keys() == {session.records[1].key, session.records[3].key}  # nothing decided
+
+
+def test_each_score_is_announced_as_it_comes(session, fake_ollama) -> None:
+    fake_ollama.models["judge"] = ModelScript(replies=['{"score": 2, "reason": "Off topic."}'])
+    scored_when_told: list[int] = []
+
+    def told(event: str) -> None:
+        if event == "model_scores":
+            scored_when_told.append(sum(bool(session.model_scores(r.key)) for r in session.records))
+
+    session.subscribe(told)
+    score_undecided(session, OllamaBackend(fake_ollama.url, "judge", timeout=60), ["judge"])
+    assert scored_when_told[:5] == [1, 2, 3, 4, 5]  # one event per record, then the run's own

@@ -20,10 +20,14 @@ bumps a generation counter and wakes it; the next record always comes from the s
 *finished* training (never waiting for one in progress). Observers may be called on that thread (event
 ``"scores"``); a Qt view hands them to its GUI thread with a queued signal.
 
-Model scores in the order (:meth:`ScreeningSession.set_scores_in_model`, off by default, kept per review):
-each record's 1–5 score (the LLMs' mean where an LLM scored the review, else the embedding-similarity
-score) joins the active-learning features as a column; it orders the queue and is named in "why ranked
-high" where it adds, and it never decides a record.
+Model scores in the order (:meth:`ScreeningSession.set_scores_in_model`, kept per review): each record's
+1–5 score (the LLMs' mean where an LLM scored the review, else the embedding-similarity score) joins the
+active-learning features as a column; it orders the queue and is named in "why ranked high" where it
+adds, and it never decides a record. Until the user chooses, the scores earn their place: each scorer's
+scores are checked against the user's own includes and excludes
+(:func:`~kmds_desktop.literature.screening.model_scores.check_scores`, AUC on the screened records), and
+only scorers that separate them feed the order; scores that do not (a model that gives 3 of 5 to every
+record) are left out and :meth:`ScreeningSession.scores_in_model_line` says so.
 """
 
 from __future__ import annotations
@@ -53,7 +57,14 @@ from kmds_desktop.literature.screening.decisions import (
     ScreeningError,
     read_decisions_file,
 )
-from kmds_desktop.literature.screening.model_scores import EMBEDDING_SCORER, ModelScore, mean_score
+from kmds_desktop.literature.screening.model_scores import (
+    EMBEDDING_SCORER,
+    MIN_DECISIONS_EACH,
+    ModelScore,
+    ScoreCheck,
+    check_scores,
+    mean_score,
+)
 from kmds_desktop.literature.screening.ordering import (
     DEFAULT_MODEL,
     ModelConfig,
@@ -178,11 +189,14 @@ class ScreeningSession:
         self.store = store
         self.vector_model = vector_model
         self.review: Review = store.review(review_id)
-        #: Whether the model scores are a feature of the order (None: the review's saved choice).
-        self.scores_in_model = (
-            bool(self.review.settings.get(SCORES_SETTING, False)) if scores_in_model is None
-            else bool(scores_in_model)
+        #: The user's choice whether the model scores feed the order (the review's saved one unless given);
+        #: None: not chosen, so the scores that separate the user's decisions feed it (:meth:`score_checks`).
+        saved = self.review.settings.get(SCORES_SETTING)
+        self._scores_choice: bool | None = (
+            (None if saved is None else bool(saved)) if scores_in_model is None else bool(scores_in_model)
         )
+        #: The scorers whose scores make the order's score column now (see :meth:`_feeding`).
+        self._fed: frozenset[str] = frozenset()
         self._readvance = False
         self.model = model
         self.order = OrderMode(order)
@@ -254,52 +268,113 @@ class ScreeningSession:
             key = rec.key
         return list(self._model_scores.get(tuple(key), []))  # type: ignore[arg-type]
 
+    def model_score_added(self, score: ModelScore, key: Key) -> None:
+        """One record's new score (a scoring run committed it): shown at once (event ``model_scores``);
+        the order takes the scores in when the run ends (:meth:`model_scores_changed`), not once a record."""
+        with self._lock:
+            kept = [s for s in self._model_scores.get(key, []) if s.model != score.model]
+            self._model_scores[key] = sorted([*kept, score], key=lambda s: s.model)
+        self._emit("model_scores")
+
     def model_scores_changed(self) -> None:
         """Re-read the cached model scores (a scoring run committed some); the score order follows."""
         with self._lock:
             self._model_scores = self._read_model_scores()
             if self.order is OrderMode.SCORE:
                 self._fallback = self._fallback_order()
-            if self.scores_in_model:
-                self.features = self._scored(self._text_features)
-        if self.scores_in_model:
+            fed_before = self._fed
+            self.features = self._scored(self._text_features)
+        if self._fed or fed_before:
             self._retrain()
         self._emit("model_scores")
         if self.order is OrderMode.SCORE and self._browse is None:
             self._advance()
 
-    def score_column(self) -> tuple[list[float | None], str]:
-        """Each record's score as the order's feature, and its name: the mean of the LLMs' scores where
-        any LLM scored this review (records they did not score have none), else the embedding-similarity
-        score; one kind per review, so a column never mixes a reader's 4 with a cosine's 4."""
-        llm = any(
+    @property
+    def scores_in_model(self) -> bool:
+        """Whether model scores feed the order now: the user's choice, else whether any scorer's scores
+        separate the user's includes from excludes."""
+        if self._scores_choice is not None:
+            return self._scores_choice
+        return bool(self._feeding())
+
+    @property
+    def scorers_in_order(self) -> frozenset[str]:
+        """The scorers whose scores make the order's score column now (empty: no column)."""
+        return self._fed
+
+    def _llm_scored(self) -> bool:
+        """Whether an LLM scored this review (then its scores alone are the column's kind)."""
+        return any(
             s.score is not None and not s.model.startswith(EMBEDDING_SCORER)
             for scores in self._model_scores.values()
             for s in scores
         )
+
+    def score_checks(self) -> list[ScoreCheck]:
+        """Each scorer of the column's kind against the decisions made: AUC of its scores on the screened
+        includes and excludes (maybes left out)."""
+        llm = self._llm_scored()
+        pairs: dict[str, list[tuple[int | None, bool]]] = {}
+        with self._lock:
+            for key, d in self.decisions.items():
+                if d.decision == MAYBE:
+                    continue
+                for s in self._model_scores.get(key, []):
+                    if s.model.startswith(EMBEDDING_SCORER) != llm:
+                        pairs.setdefault(s.model, []).append((s.score, d.decision == INCLUDE))
+            scorers = sorted({s.model for v in self._model_scores.values() for s in v
+                              if s.model.startswith(EMBEDDING_SCORER) != llm})
+        return [check_scores(m, pairs.get(m, [])) for m in scorers]
+
+    def _feeding(self) -> frozenset[str]:
+        """The scorers whose scores make the column: with the user's "on", every one not shown to fail;
+        without a choice, the ones shown to separate; with "off", none."""
+        if self._scores_choice is False:
+            return frozenset()
+        checks = self.score_checks()
+        if self._scores_choice:
+            return frozenset(c.model for c in checks if c.separates is not False)
+        return frozenset(c.model for c in checks if c.separates)
+
+    def score_column(self, scorers: frozenset[str] | None = None) -> tuple[list[float | None], str]:
+        """Each record's score as the order's feature, and its name: the mean of the LLMs' scores where
+        any LLM scored this review (records they did not score have none), else the embedding-similarity
+        score; one kind per review, so a column never mixes a reader's 4 with a cosine's 4. ``scorers``:
+        only theirs (default: every scorer of the kind)."""
+        llm = self._llm_scored()
         values = [
-            mean_score(
-                [s for s in self._model_scores.get(r.key, []) if s.model.startswith(EMBEDDING_SCORER) != llm]
-            )
+            mean_score([
+                s for s in self._model_scores.get(r.key, [])
+                if s.model.startswith(EMBEDDING_SCORER) != llm and (scorers is None or s.model in scorers)
+            ])
             for r in self.records
         ]
         return values, LLM_SCORE_LABEL if llm else EMBEDDING_SCORE_LABEL
 
     def _scored(self, features: TextFeatures | None) -> TextFeatures | None:
-        """``features`` with the score columns when the scores feed the order (and there are some)."""
-        if features is None or not self.scores_in_model:
+        """``features`` with the score columns of the scorers that feed the order (none: the plain ones)."""
+        self._fed = self._feeding()
+        if features is None or not self._fed:
             return features
-        values, label = self.score_column()
+        values, label = self.score_column(self._fed)
         return features.with_scores(values, weight=self.model.score_weight, label=label)
+
+    def _regate(self) -> None:
+        """After the decisions changed: a scorer may have passed (or failed) its check; the features
+        follow, so the next training uses the scores that earn their place."""
+        with self._lock:
+            if self._feeding() != self._fed:
+                self.features = self._scored(self._text_features)
 
     def set_scores_in_model(self, on: bool) -> None:
         """Let the model scores feed the active-learning order (or stop it); kept with the review. Once
         the model has retrained with (or without) them, the queue goes on from its new order."""
         on = bool(on)
         with self._lock:
-            if on == self.scores_in_model:
+            if on == self._scores_choice:
                 return
-            self.scores_in_model = on
+            self._scores_choice = on
             self.review.settings[SCORES_SETTING] = on
             self.features = self._scored(self._text_features)
             self._readvance = self._browse is None and self._labels_trainable()
@@ -311,14 +386,27 @@ class ScreeningSession:
         values, label = self.score_column()
         have = sum(v is not None for v in values)
         if not self.scores_in_model:
-            known = f" ({label.split(' (')[0]}s for {have:,} of {len(values):,} records)" if have else ""
+            gate = (f"; they join once they separate your includes from your excludes, checked from "
+                    f"{MIN_DECISIONS_EACH} scored of each") if self._scores_choice is None else ""
+            kind = label.split(" (")[0]
+            known = f" ({kind}s for {have:,} of {len(values):,} records{gate})" if have else ""
             return "model scores do not feed the order" + known
         if not have:
             return "model scores feed the order once there are some (none yet: score the records first)"
+        fed, _label = self.score_column(self._fed)
         return (
-            f"{label.split(' (')[0]}s of {have:,} of {len(values):,} records feed the order "
-            "(as a feature of the model; they never decide a record)"
+            f"{label.split(' (')[0]}s of {sum(v is not None for v in fed):,} of {len(values):,} records feed "
+            "the order (as a feature of the model; they never decide a record)"
         )
+
+    def score_check_line(self) -> str:
+        """One line on whether the scores mean something (the screening view's order bar): the scorers
+        left out because their scores do not separate the user's decisions, else the ones that do; empty
+        while no check can tell (nothing scored, or too few scored decisions)."""
+        checks = self.score_checks()
+        failed = [c for c in checks if c.separates is False]
+        shown = failed or [c for c in checks if c.separates]
+        return "; ".join(c.line() for c in shown) + "." if shown else ""
 
     def _build_features(self) -> TextFeatures | None:
         """TF-IDF of the records, with the document vectors the review holds (see :meth:`add_vectors`)."""
@@ -450,6 +538,7 @@ class ScreeningSession:
         }
 
     def _retrain(self) -> None:
+        self._regate()
         with self._lock:
             self._training.generation += 1
             if self._background:

@@ -16,16 +16,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import zip_longest
 from typing import Any
 
 import numpy as np
 
 from kmds_desktop.app.screening import QUESTION_KEY, ScreeningSession
 from kmds_desktop.config import load_settings
-from kmds_desktop.literature.screening.decisions import Key, ScreeningError
+from kmds_desktop.literature.screening.decisions import EXCLUDE, INCLUDE, Key, ScreeningError
 from kmds_desktop.literature.screening.model_scores import (
+    CHECK_PER_CLASS,
     EMBEDDING_SCORER,
     SCORE_SCHEMA,
+    SCORE_SYSTEM,
     ModelScore,
     ScoreReplyError,
     mean_score,
@@ -39,8 +42,24 @@ from kmds_desktop.llm.structured import structured_chat
 from kmds_desktop.tasks import Cancelled, CancelToken
 
 Progress = Callable[[int, int, str], None]
-#: Most tokens a score reply may take (a number and a sentence).
-SCORE_MAX_TOKENS = 160
+#: Most tokens a score reply may take (a number and a short sentence).
+SCORE_MAX_TOKENS = 80
+
+
+def score_record(backend: Any, model: str, question: str, title: str, abstract: str,
+                 cancel: CancelToken | None = None) -> tuple[int | None, str, str]:
+    """``(score or None, reason, note)`` of one record by one model: the reply constrained to the score
+    schema where the server takes it; a reply without a score (or a model that failed) gives a note.
+    :class:`~kmds_desktop.tasks.Cancelled` passes through (the run stops between records)."""
+    try:
+        reply, _path = structured_chat(
+            backend, score_prompt(question, title, abstract), SCORE_SCHEMA, system=SCORE_SYSTEM,
+            cancel=cancel, model=model, temperature=0.0, options={"num_predict": SCORE_MAX_TOKENS},
+        )
+        score, reason = parse_score(reply)
+    except (ScoreReplyError, LLMError) as err:
+        return None, "", str(err).splitlines()[0][:300] if str(err) else type(err).__name__
+    return score, reason, ""
 
 
 @dataclass
@@ -53,13 +72,16 @@ class ScoringSummary:
     cached: int = 0
     cancelled: bool = False
     notes: dict[tuple[str, Key], str] = field(default_factory=dict)
+    #: Each model's check against the decisions made (:meth:`ScreeningSession.score_checks`), one line each.
+    checks: list[str] = field(default_factory=list)
 
     def line(self) -> str:
         parts = [f"{self.scored:,} scored", f"{self.cached:,} already scored (cached)"]
         if self.notes:
             parts.append(f"{len(self.notes):,} without a score (see the note per record)")
         head = "Scoring cancelled" if self.cancelled else "Scoring finished"
-        return f"{head} ({', '.join(self.models)}): " + ", ".join(parts)
+        checked = "".join(f". {line[:1].upper()}{line[1:]}" for line in self.checks)
+        return f"{head} ({', '.join(self.models)}): " + ", ".join(parts) + checked
 
 
 def llm_models(models: Sequence[str]) -> list[str]:
@@ -85,6 +107,29 @@ def _undecided(session: ScreeningSession) -> list[int]:
         return [i for i, r in enumerate(session.records) if r.key not in session.decisions]
 
 
+def _check_sample(session: ScreeningSession, model: str, cached: dict[tuple[str, Key], Any]) -> list[int]:
+    """Screened records a model scores before the undecided ones, so its scores can be checked against
+    the user's decisions: up to :data:`CHECK_PER_CLASS` includes and as many excludes (the latest
+    first), includes and excludes taken in turn, leaving out those it scored already."""
+    with session._lock:  # noqa: SLF001 - the session's own lock guards its records and decisions
+        order = list(reversed(session.decided_keys()))
+        index = {r.key: i for i, r in enumerate(session.records)}
+        picked: dict[str, list[int]] = {INCLUDE: [], EXCLUDE: []}
+        scored: dict[str, int] = {INCLUDE: 0, EXCLUDE: 0}
+        for key in order:
+            d = session.decisions.get(key)
+            if d is None or d.decision not in picked or key not in index:
+                continue
+            hit = cached.get((model, key))
+            if hit is not None and hit[0] is not None:
+                scored[d.decision] += 1
+            elif len(picked[d.decision]) < CHECK_PER_CLASS:
+                picked[d.decision].append(index[key])
+    inc = picked[INCLUDE][: max(0, CHECK_PER_CLASS - scored[INCLUDE])]
+    exc = picked[EXCLUDE][: max(0, CHECK_PER_CLASS - scored[EXCLUDE])]
+    return [i for pair in zip_longest(inc, exc) for i in pair if i is not None]
+
+
 def score_undecided(
     session: ScreeningSession,
     backend: Any,
@@ -95,18 +140,24 @@ def score_undecided(
     limit: int | None = None,
 ) -> ScoringSummary:
     """Ask each model in turn (serial: local models share one machine) to score each undecided record
-    not scored before; each answer is committed at once. ``limit``: at most that many records per model."""
+    not scored before; each answer is committed at once and announced (the session's ``model_scores``
+    event: the Scores tab shows it as it comes), and Cancel stops between records (a request in flight
+    is aborted). Where the user has decided records, each model first scores a few of them
+    (:func:`_check_sample`), so whether its scores separate includes from excludes is known before its
+    scores may feed the order. ``limit``: at most that many undecided records per model."""
     question = session.review.question
     if not question.strip():
         raise ScreeningError("this review has no question to score records against")
     summary = ScoringSummary(models=list(models))
     todo = _undecided(session)[: limit if limit is not None else None]
-    total = len(todo) * len(models)
-    done = 0
-    options = {"num_predict": SCORE_MAX_TOKENS}
+    plans = []
     for model in models:
         cached = session.store.model_scores(question, model)
-        for i in todo:
+        plans.append((model, cached, _check_sample(session, model, cached) + todo))
+    total = sum(len(plan) for _m, _c, plan in plans)
+    done = 0
+    for model, cached, plan in plans:
+        for i in plan:
             rec = session.records[i]
             if cancel is not None and cancel.cancelled:
                 summary.cancelled = True
@@ -119,20 +170,13 @@ def score_undecided(
             if progress is not None:
                 progress(done, total, f"{model}: {rec.title[:80]}")
             summary.asked += 1
-            score: int | None = None
-            reason = note = ""
             try:
-                reply, _path = structured_chat(
-                    backend, score_prompt(question, rec.title, rec.abstract), SCORE_SCHEMA,
-                    cancel=cancel, model=model, temperature=0.0, options=options,
-                )
-                score, reason = parse_score(reply)
+                score, reason, note = score_record(backend, model, question, rec.title, rec.abstract, cancel)
             except Cancelled:
                 summary.cancelled = True
                 break
-            except (ScoreReplyError, LLMError) as err:
-                note = str(err).splitlines()[0][:300] if str(err) else type(err).__name__
             session.store.set_model_score(model, question, rec.key, score, reason, note)
+            session.model_score_added(ModelScore(model, score, reason, note), rec.key)
             if score is None:
                 summary.notes[(model, rec.key)] = note
             else:
@@ -140,6 +184,7 @@ def score_undecided(
         if summary.cancelled:
             break
     session.model_scores_changed()
+    summary.checks = [c.line() for c in session.score_checks() if c.model in summary.models]
     return summary
 
 

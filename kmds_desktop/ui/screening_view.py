@@ -335,6 +335,7 @@ class ScreeningWindow(QWidget):
     def _render_all(self) -> None:
         self._render_record(new=True)
         self._render_decided()
+        self.order_bar.render()  # a decision may pass or fail the scores' check
         self._refresh_pages()
 
     def _refresh_pages(self) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 import statistics
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -71,15 +72,23 @@ class ScoreReplyError(ValueError):
     """A reply with no usable score; the message is the note shown for the record."""
 
 
+#: The instructions of every score request, sent as the system message: the same bytes on every call,
+#: so a server's prompt cache (llama.cpp's ``cache_prompt``, Ollama's kept context) reads them once.
+SCORE_SYSTEM = (
+    "You screen records for a systematic review. Rate the record's relevance to the review question "
+    "from 1 (not relevant) to 5 (clearly relevant). Reply with JSON only: "
+    '{"score": <1-5>, "reason": "<one short sentence>"}'
+)
+
+
 def score_prompt(question: str, title: str, abstract: str) -> str:
-    abstract = (abstract or "").strip()
+    """The per-record part of a score request (after :data:`SCORE_SYSTEM`): the review question first
+    (the same for every record of a review, so it joins the cached prefix), the record last."""
+    abstract = " ".join((abstract or "").split())
     if len(abstract) > MAX_ABSTRACT_CHARS:
-        abstract = abstract[:MAX_ABSTRACT_CHARS] + " …"
+        abstract = abstract[:MAX_ABSTRACT_CHARS].rsplit(" ", 1)[0] + " …"
     return (
-        "You screen records for a systematic review. Rate how relevant the record is to the review "
-        "question, from 1 (not relevant) to 5 (clearly relevant), and give the reason in one sentence.\n"
-        'Reply with one JSON object and nothing else: {"score": <1-5>, "reason": "<one sentence>"}\n\n'
-        f"Review question: {question.strip()}\n\nTitle: {(title or '').strip() or '(no title)'}\n\n"
+        f"Review question: {question.strip()}\n\nTitle: {(title or '').strip() or '(no title)'}\n"
         f"Abstract: {abstract or '(no abstract)'}"
     )
 
@@ -161,3 +170,79 @@ def similarity_score(similarity: float) -> int:
 
 def similarity_reason(similarity: float, model: str) -> str:
     return f"Cosine similarity {similarity:.2f} to the question ({model}); no LLM read it."
+
+
+# -- do the scores mean something? --------------------------------------------------------------------
+
+#: The AUC a scorer's scores must reach on the screened records to feed the active-learning order.
+#: Measured by simulation (1–5 scores cut from normal latents, 4,000 draws per cell): with 5 includes
+#: and 5 excludes, scores that know nothing pass 0.70 in 15% of draws and scores of true AUC 0.76 in
+#: 66%; at 0.65 the know-nothings pass in 22%, at 0.75 the useful ones only in 53%.
+AUC_THRESHOLD = 0.70
+#: Fewer screened includes (or excludes) with a score than this: too few to tell (AUC's spread by chance
+#: with 3 and 3 is about 0.2: a know-nothing scorer passes 0.70 in 20% of draws).
+MIN_DECISIONS_EACH = 5
+#: How many screened records of each kind a scoring run scores first (before the undecided), so the
+#: check has its decisions: with 8 and 8 know-nothings pass 0.70 in 9% of draws, useful ones in 68%.
+CHECK_PER_CLASS = 8
+
+
+def auc(positive: Sequence[float], negative: Sequence[float]) -> float | None:
+    """The probability that a positive outscores a negative, ties counting half (the Mann–Whitney
+    AUC); None when either side is empty. Counted over distinct values (scores are 1–5 or their means),
+    so a review of thousands of decisions is checked after every decision without a pause."""
+    if not positive or not negative:
+        return None
+    pos, neg = Counter(positive), Counter(negative)
+    wins = 0.0
+    for p, np_ in pos.items():
+        for n, nn in neg.items():
+            wins += np_ * nn * (1.0 if p > n else 0.5 if p == n else 0.0)
+    return wins / (len(positive) * len(negative))
+
+
+@dataclass(frozen=True)
+class ScoreCheck:
+    """One scorer's scores against the reviewer's own include/exclude decisions."""
+
+    model: str
+    included: int  #: screened includes that have this scorer's score
+    excluded: int  #: screened excludes that have this scorer's score
+    auc: float | None
+    #: The one score every screened record got (the "3 of 5 to every record" case), else None.
+    constant: int | None = None
+
+    @property
+    def enough(self) -> bool:
+        return self.included >= MIN_DECISIONS_EACH and self.excluded >= MIN_DECISIONS_EACH
+
+    @property
+    def separates(self) -> bool | None:
+        """True or False once there are enough decisions to tell; None before."""
+        if not self.enough or self.auc is None:
+            return None
+        return self.constant is None and self.auc >= AUC_THRESHOLD
+
+    def line(self) -> str:
+        """One line: what the scores did on the screened records, and what that means for the order."""
+        basis = f"{self.included} included / {self.excluded} excluded"
+        if not self.enough:
+            return (f"{self.model}: too few screened records with a score to check it ({basis}; "
+                    f"needs {MIN_DECISIONS_EACH} of each)")
+        if self.constant is not None:
+            return (f"{self.model} gave {self.constant} of 5 to every screened record ({basis}): its scores "
+                    "do not separate includes from excludes and are left out of the order")
+        if self.separates:
+            return (f"{self.model}: AUC {self.auc:.2f} on {basis} (≥ {AUC_THRESHOLD:.2f}): its scores "
+                    "separate includes from excludes")
+        return (f"{self.model}: AUC {self.auc:.2f} on {basis} (below {AUC_THRESHOLD:.2f}): its scores do not "
+                "separate includes from excludes and are left out of the order")
+
+
+def check_scores(model: str, pairs: Sequence[tuple[int | float | None, bool]]) -> ScoreCheck:
+    """``pairs``: (score, included?) of screened records (maybes left out by the caller)."""
+    pos = [float(s) for s, inc in pairs if s is not None and inc]
+    neg = [float(s) for s, inc in pairs if s is not None and not inc]
+    distinct = set(pos) | set(neg)
+    constant = int(next(iter(distinct))) if len(distinct) == 1 and pos and neg else None
+    return ScoreCheck(model, len(pos), len(neg), auc(pos, neg), constant)
