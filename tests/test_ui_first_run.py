@@ -150,7 +150,7 @@ def test_an_embedding_with_nothing_to_embed_says_so(qtbot, make_window):
     from types import SimpleNamespace
 
     panel = make_window().literature
-    panel._embedded(SimpleNamespace(embedded=0, remaining=0))  # what the job reports after a re-import
+    panel.files.embedded(SimpleNamespace(embedded=0, remaining=0))  # what the job reports after a re-import
     assert panel.progress_label.text() == "Every document already has a vector for semantic rows."
-    panel._embedded(SimpleNamespace(embedded=1, remaining=2))
+    panel.files.embedded(SimpleNamespace(embedded=1, remaining=2))
     assert panel.progress_label.text() == "Embedded 1 document for semantic rows (2 left for the next run)"

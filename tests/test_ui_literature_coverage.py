@@ -27,7 +27,7 @@ def test_semantic_row_on_a_half_embedded_database(qtbot, jobs, pg_empty_database
     panel = LiteraturePanel(Settings(), jobs, database=db)
     qtbot.addWidget(panel)
     panel.show()
-    qtbot.waitUntil(lambda: panel.vectors is not None and panel.document_count == 12, timeout=WAIT)
+    qtbot.waitUntil(lambda: panel.session.documents_in_database == 12, timeout=WAIT)
 
     panel.question.setText(records[2]["title"])
     qtbot.mouseClick(panel.semantic_button, Qt.MouseButton.LeftButton)

@@ -23,7 +23,7 @@ def test_semantic_row_in_the_window_searches_the_databases_own_vectors(
         panel = LiteraturePanel(settings, jobs, database=db)
         qtbot.addWidget(panel)
         panel.show()
-        qtbot.waitUntil(lambda: panel.vectors is not None and bool(panel.document_count), timeout=WAIT)
+        qtbot.waitUntil(lambda: bool(panel.session.documents_in_database), timeout=WAIT)
 
         panel.question.setText("malaria vaccine trial in children")
         qtbot.mouseClick(panel.semantic_button, Qt.MouseButton.LeftButton)
@@ -77,7 +77,8 @@ def test_the_window_says_the_database_has_its_own_vectors_and_generation_adds_th
         settings = Settings()
         settings.query_generation.ollama_host = fake.url
         panel, statuses = _panel(qtbot, jobs, db, settings)
-        qtbot.waitUntil(lambda: panel.database_vectors is not None, timeout=WAIT)
+        qtbot.waitUntil(lambda: (status := panel.session.database_status) is not None
+                        and status.database_vectors is not None, timeout=WAIT)
         assert any(f"5 with the database's own {MODEL} vectors" in s for s in statuses), statuses
         assert not any("no vectors" in s for s in statuses)
         assert panel.embed_button.toolTip().startswith(f"Semantic rows search the database's own {MODEL}")
@@ -97,5 +98,5 @@ def test_with_the_setting_off_the_database_vectors_are_not_offered(
     settings.retrieval.use_database_vectors = False
     panel, statuses = _panel(qtbot, jobs, db, settings)
     qtbot.waitUntil(lambda: bool(statuses), timeout=WAIT)
-    assert panel.database_vectors is None and "no vectors" in statuses[-1]
+    assert panel.session.database_status.database_vectors is None and "no vectors" in statuses[-1]
     assert not _generate(qtbot, panel, "malaria vaccine trial in children")

@@ -49,7 +49,7 @@ def test_the_fast_index_is_built_from_the_menu_cancelled_and_finished(qtbot, mak
     qtbot.waitUntil(lambda: strip.row_for("literature.topk") is not None, timeout=WAIT)
     qtbot.waitUntil(lambda: "Fast search index: indexed" in panel.progress_label.text(), timeout=WAIT)
     qtbot.mouseClick(strip.cancel_button, LEFT)
-    qtbot.waitUntil(lambda: panel._topk_job is None, timeout=WAIT)
+    qtbot.waitUntil(lambda: panel.files._topk_job is None, timeout=WAIT)
     assert "Fast search index cancelled" in panel.progress_label.text()
     qtbot.waitUntil(lambda: "fast search index unfinished" in window.lit_status.text(), timeout=WAIT)
     assert db.topk_index() is None, "an unfinished index is not used: searches run in PostgreSQL"
@@ -57,7 +57,8 @@ def test_the_fast_index_is_built_from_the_menu_cancelled_and_finished(qtbot, mak
     assert 0 < done_before < len(records)
 
     click_menu(qtbot, window, "&File", "Build &fast search index")  # goes on from there
-    qtbot.waitUntil(lambda: panel._topk_job is None and "ready" in panel.progress_label.text(), timeout=WAIT)
+    qtbot.waitUntil(lambda: panel.files._topk_job is None and "ready" in panel.progress_label.text(),
+                    timeout=WAIT)
     assert f"Fast search index ready: {len(records):,} documents" in panel.progress_label.text()
     qtbot.waitUntil(lambda: "fast search" not in window.lit_status.text(), timeout=WAIT)
     index = db.topk_index()

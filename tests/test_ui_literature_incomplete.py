@@ -39,7 +39,7 @@ def test_a_run_that_loses_a_query_is_shown_incomplete(qtbot, jobs, pg_empty_data
     panel = LiteraturePanel(Settings(), jobs, database=db)
     qtbot.addWidget(panel)
     panel.show()
-    qtbot.waitUntil(lambda: panel.document_count == 3, timeout=WAIT)
+    qtbot.waitUntil(lambda: panel.session.documents_in_database == 3, timeout=WAIT)
     panel.add_query("cystic & fibrosis")
     panel.add_query("pseudomonas & aeruginosa")
     qtbot.waitUntil(lambda: all(r.validity != CHECKING for r in panel.review.rows()), timeout=WAIT)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QPoint, Qt
-from PySide6.QtWidgets import QLineEdit, QPushButton
+from PySide6.QtWidgets import QFileDialog, QLineEdit, QPushButton
 from support.fake_ollama import ModelScript
 
 from kmds_desktop.app.search_log import load_search_log, without_volatile
@@ -87,7 +87,7 @@ def _type_into_editor(qtbot, panel: LiteraturePanel, text: str) -> None:
 
 def _export_log_by_menu(qtbot, panel: LiteraturePanel, path: Path, monkeypatch) -> None:
     """Export > Search log as JSON, with the file dialog answered (the one part not clicked)."""
-    monkeypatch.setattr(panel, "_ask_path", lambda *_a: str(path))
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *_a, **_k: (str(path), "JSON (*.json)"))
     action = next(a for a in panel.export_button.menu().actions() if a.text().startswith("Search log"))
     assert panel.export_button.isEnabled()
     action.trigger()

@@ -234,7 +234,7 @@ def test_empty_database_drop_import_and_server_down(
     panel = _panel(qtbot, settings, jobs, database)
     statuses: list[str] = []
     panel.status_changed.connect(statuses.append)
-    qtbot.waitUntil(lambda: panel.document_count == 0, timeout=WAIT)
+    qtbot.waitUntil(lambda: panel.session.documents_in_database == 0, timeout=WAIT)
     assert panel.results_stack.currentWidget() is panel.empty_hint
     assert "File > Import literature" in panel.empty_hint.text().replace("&gt;", ">")
     assert statuses and "0 documents" in statuses[-1]
@@ -244,7 +244,7 @@ def test_empty_database_drop_import_and_server_down(
     sample = tmp_path / "cf_sample.jsonl"
     sample.write_text("\n".join(lines) + "\n", encoding="utf-8")
     _drop(panel, sample)
-    qtbot.waitUntil(lambda: panel.document_count == 60, timeout=WAIT)
+    qtbot.waitUntil(lambda: panel.session.documents_in_database == 60, timeout=WAIT)
     assert panel.results_stack.currentWidget() is not panel.empty_hint
     assert "60 documents" in statuses[-1]
     assert "60 records" in panel.last_message[1]

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLineEdit, QPushButton, QStyle, QStyleOptionViewItem
+from PySide6.QtWidgets import QFileDialog, QLineEdit, QPushButton, QStyle, QStyleOptionViewItem
 from support.fake_ollama import ModelScript
 
 from kmds_desktop.config import Settings, load_settings
@@ -392,7 +392,8 @@ def test_window_log_equals_the_cli_json_with_semantic_rows(qtbot, make_window, f
     _generate(qtbot, panel, target["title"])
     _click(qtbot, panel.run_button)
     qtbot.waitUntil(lambda: panel.session.last_run is not None and panel.run_button.isEnabled(), timeout=WAIT)
-    monkeypatch.setattr(panel, "_ask_path", lambda *_a: str(tmp_path / "window-log.json"))
+    monkeypatch.setattr(QFileDialog, "getSaveFileName",
+                        lambda *_a, **_k: (str(tmp_path / "window-log.json"), "JSON (*.json)"))
     action = next(a for a in panel.export_button.menu().actions() if a.text().startswith("Search log"))
     action.trigger()
     qtbot.waitUntil((tmp_path / "window-log.json").exists, timeout=WAIT)

@@ -29,7 +29,7 @@ def test_semantic_row_in_the_review_table(qtbot, jobs, pg_empty_database, litera
     panel.show()
 
     panel.import_files([sample])  # the import is followed by embedding in the background
-    qtbot.waitUntil(lambda: vector_status(db)["with_vectors"] == 16 and panel._embed_job is None,
+    qtbot.waitUntil(lambda: vector_status(db)["with_vectors"] == 16 and panel.files._embed_job is None,
                     timeout=WAIT)
 
     target = records[5]

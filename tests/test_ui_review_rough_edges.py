@@ -68,7 +68,7 @@ def test_rerun_after_a_restart_loads_runs_and_screens_the_search(
     ran = [(r.query, r.model) for r in first.session.included_rows()]
     qtbot.waitUntil(first.run_button.isEnabled, timeout=WAIT)
     _click(qtbot, first.run_button)
-    qtbot.waitUntil(lambda: first.last_recorded == 1, timeout=WAIT)
+    qtbot.waitUntil(lambda: first.session.last_recorded == 1, timeout=WAIT)
     found = {d["external_id"] for d in first.session.documents}
     assert {"t:1", "t:2", "t:3"} <= found
     first.shutdown()
@@ -89,7 +89,7 @@ def test_rerun_after_a_restart_loads_runs_and_screens_the_search(
     assert [(r.query, r.model) for r in panel.session.included_rows()] == ran
     assert panel.session.included_rows() == panel.session.rows
     assert "#1" in dialog.status.text() and "loaded into the literature panel" in dialog.status.text()
-    qtbot.waitUntil(lambda: panel.last_recorded == 2, timeout=WAIT)
+    qtbot.waitUntil(lambda: panel.session.last_recorded == 2, timeout=WAIT)
     qtbot.waitUntil(lambda: all(r.validity != CHECKING for r in panel.session.rows), timeout=WAIT)
     assert {d["external_id"] for d in panel.session.documents} == found
     assert panel.documents.rowCount() == len(found)
@@ -98,7 +98,7 @@ def test_rerun_after_a_restart_loads_runs_and_screens_the_search(
 
     # Screen these results: the run joins the question's review as "#2", labelled with a readable date.
     _click(qtbot, panel.screen_button)
-    window = panel.screening_window
+    window = panel.records.screening_window
     qtbot.waitUntil(lambda: window.session is not None, timeout=WAIT)
     session = window.session
     assert [s.origin for s in session.store.sources(session.review.id)] == ["#2"]

@@ -134,7 +134,7 @@ def test_journey_two_searches_combined_checked_and_reported_in_the_window(
     panel = window.literature
 
     def search(query: str) -> None:
-        before = panel.last_recorded
+        before = panel.session.last_recorded
         if panel.review.rowCount():  # the previous search's row goes: select it, click Remove
             panel.review_view.selectRow(0)
             _click(qtbot, panel.remove_button)
@@ -149,13 +149,13 @@ def test_journey_two_searches_combined_checked_and_reported_in_the_window(
         qtbot.waitUntil(lambda: all(r.validity != CHECKING for r in panel.review.rows()), timeout=WAIT)
         qtbot.waitUntil(panel.run_button.isEnabled, timeout=WAIT)
         _click(qtbot, panel.run_button)
-        qtbot.waitUntil(lambda: panel.last_recorded not in (None, before), timeout=WAIT)
+        qtbot.waitUntil(lambda: panel.session.last_recorded not in (None, before), timeout=WAIT)
 
     search("cystic <-> fibrosis & calcium")
     first = [d.get("external_id") for d in panel.session.documents]
     search("mucus & viscosity")
     second = [d.get("external_id") for d in panel.session.documents]
-    assert panel.last_recorded == 2 and first and second
+    assert panel.session.last_recorded == 2 and first and second
 
     _click(qtbot, panel.history_button)
     dialog = panel.history_dialog

@@ -198,7 +198,7 @@ def test_after_an_import_the_rows_counts_follow_and_embed_is_offered_only_when_n
     panel = LiteraturePanel(settings, jobs, database=db)
     qtbot.addWidget(panel)
     panel.show()
-    qtbot.waitUntil(lambda: panel.vectors is not None and panel.document_count == 8, timeout=WAIT)
+    qtbot.waitUntil(lambda: panel.session.documents_in_database == 8, timeout=WAIT)
     assert not panel.embed_button.isEnabled(), "every document has a vector: nothing to embed"
     assert panel.embed_button.toolTip() == EVERYTHING_EMBEDDED
 
@@ -212,7 +212,7 @@ def test_after_an_import_the_rows_counts_follow_and_embed_is_offered_only_when_n
     assert _matches(panel, 0) == "8"  # the semantic row searched the 8 documents with a vector
 
     panel.import_files([second])  # File > Import literature asks for the file; this is its answer
-    qtbot.waitUntil(lambda: panel.document_count == 12, timeout=WAIT)
+    qtbot.waitUntil(lambda: panel.session.documents_in_database == 12, timeout=WAIT)
     qtbot.waitUntil(panel.embed_button.isEnabled, timeout=WAIT)  # 4 new documents lack a vector
     assert panel.embed_button.toolTip() != EVERYTHING_EMBEDDED
     expected_full_text = str(db.count_matches("cell | protein"))

@@ -58,7 +58,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kmds_desktop.app.events import Observable
-from kmds_desktop.app.run_facts import retrieval_facts, row_kind_of, run_coverage
+from kmds_desktop.app.literature_data import DatabaseStatus
+from kmds_desktop.app.run_facts import (
+    coverage_from_status,
+    coverage_warning,
+    retrieval_facts,
+    row_kind_of,
+    run_coverage,
+)
 from kmds_desktop.app.search_log import build_search_log
 from kmds_desktop.config import LiteratureSettings, QueryGenerationSettings, RetrievalSettings
 from kmds_desktop.literature.errors import QueryAgentError
@@ -77,6 +84,8 @@ from kmds_desktop.literature.retrieval.semantic import (
     SearchRow,
 )
 from kmds_desktop.literature.store.topk_tiers import tier_sentence
+from kmds_desktop.literature.strategy.history import SearchHistory
+from kmds_desktop.literature.strategy.workbench import SearchWorkbench
 from kmds_desktop.tasks import Cancelled, CancelToken, ProgressFn, check, report
 from kmds_desktop.text import shorten
 
@@ -487,6 +496,10 @@ ROUND_CHANGED = "round"
 RUN_APPLIED = "run"
 SETTINGS_CHANGED = "settings"
 CLEARED = "cleared"
+#: A status read of the database arrived (:attr:`LiteratureSession.database_status`).
+STATUS_READ = "status"
+#: A finished run was saved in the search history (:attr:`LiteratureSession.last_recorded`).
+RECORDED = "recorded"
 
 
 class LiteratureSession(Observable):
@@ -523,6 +536,67 @@ class LiteratureSession(Observable):
         self._database_counts: tuple[int | None, int | None] | None = None
         #: The history window's known papers (kept while the window is closed).
         self.known_papers = KnownPapersInput()
+        #: The open literature database (None until whoever opens it attaches it).
+        self.database: Any = None
+        #: The newest status read of the database (None until one arrived): counts, vectors, top-k.
+        self.database_status: DatabaseStatus | None = None
+        self._workbench: SearchWorkbench | None = None
+        #: (run, its set number in the search history): the source name its screening uses (``#12``).
+        self.recorded_run: tuple[RunRecord, int] | None = None
+        #: The set number the newest finished run was saved as.
+        self.last_recorded: int | None = None
+
+    # --- the database and the search history ---------------------------------------------------
+    def attach_database(self, database: Any) -> None:
+        """The literature database is open: runs, checks and the search history use it from now on."""
+        self.database = database
+        self.database_name = getattr(database, "display_name", "") or self.database_name
+        if self._workbench is not None:
+            self._workbench.database = database
+
+    def apply_database_status(self, status: DatabaseStatus) -> None:
+        """A status read arrived: keep it (the views and the coverage question read it) and say so."""
+        self.database_status = status
+        self.announce(STATUS_READ)
+
+    @property
+    def documents_in_database(self) -> int | None:
+        """The document count of the newest status read (None before the first)."""
+        return None if self.database_status is None else self.database_status.documents
+
+    def history(self) -> SearchWorkbench:
+        """The search history of the data folder, over the session's database (opened on first use;
+        the session keeps its database current as the database is attached)."""
+        if self._workbench is None:
+            self._workbench = SearchWorkbench(SearchHistory(), self.database)
+        return self._workbench
+
+    def close_history(self) -> None:
+        """Close the search history file (at the end of the window or the command)."""
+        if self._workbench is not None:
+            self._workbench.history.close()
+
+    def coverage_warning(self, plan: RunPlan) -> str | None:
+        """What to ask before ``plan`` runs semantic rows on a partly embedded database, by the newest
+        status read (:func:`~kmds_desktop.app.run_facts.coverage_warning`); None: nothing to ask."""
+        status = self.database_status
+        coverage = None if status is None else coverage_from_status(
+            status.documents, status.vectors, status.database_vectors)
+        return coverage_warning(plan.kinds, coverage)
+
+    def recorded(self, run: RunRecord, number: int) -> None:
+        """``run`` is being saved in the search history as set ``number`` (its screening source)."""
+        self.recorded_run = (run, number)
+
+    def history_saved(self, number: int) -> None:
+        """The search history saved the newest run as set ``number``."""
+        self.last_recorded = number
+        self.announce(RECORDED)
+
+    def recorded_number(self) -> int | None:
+        """The set number of the last run when it was recorded (None: not recorded)."""
+        recorded = self.recorded_run
+        return recorded[1] if recorded is not None and recorded[0] is self.last_run else None
 
     # --- settings ------------------------------------------------------------------------------
     def configure(self, settings: QueryGenerationSettings,

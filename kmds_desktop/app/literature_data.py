@@ -12,6 +12,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from kmds_desktop.tasks import CancelToken, ProgressFn, report
@@ -282,3 +283,62 @@ def import_summary(report: Any) -> str:
     summary says was imported (any other answer as it is)."""
     summary = getattr(report, "summary", None)
     return f"Imported {summary()}" if callable(summary) else f"Import finished: {report}"
+
+
+@dataclass(frozen=True)
+class DatabaseStatus:
+    """What a status read (:func:`database_status`) said about the literature database: the session
+    keeps the newest one (:meth:`~kmds_desktop.app.literature.LiteratureSession.apply_database_status`),
+    so the window's views and the run's coverage question read the same counts.
+
+    ``vectors`` is ``literature status``'s count of documents with the app's vector, ``database_vectors``
+    the vectors a BMLibrarian database holds itself (semantic rows search those), ``topk`` where the
+    top-k index stands; each None when the read did not say.
+    """
+
+    documents: int
+    where: str = ""
+    vectors: dict[str, Any] | None = None
+    database_vectors: dict[str, Any] | None = None
+    topk: dict[str, Any] | None = None
+
+    @classmethod
+    def from_status(cls, status: dict[str, Any]) -> DatabaseStatus:
+        """The dictionary :func:`database_status` returns, as one value."""
+        return cls(int(status.get("documents") or 0), str(status.get("database") or ""),
+                   status.get("vectors"), status.get("database_vectors"), status.get("topk"))
+
+    def line(self) -> str:
+        """The status bar's words: "Literature: 8,316 documents, 8,000 with vectors (where)"."""
+        vectors = describe_vectors(self.vectors, self.database_vectors)
+        fast = describe_topk(self.topk, self.documents)
+        return (f"Literature: {self.documents:,} documents" + (f", {vectors}" if vectors else "")
+                + (f", {fast}" if fast else "") + (f" ({self.where})" if self.where else ""))
+
+    @property
+    def everything_embedded(self) -> bool:
+        """Every document has the app's vector: Embed documents has nothing to do."""
+        return everything_embedded(self.vectors)
+
+    def semantic_searchable(self) -> tuple[int | None, bool]:
+        """(documents a semantic row searches, exact?): see :func:`semantic_searchable`."""
+        return semantic_searchable(self.vectors, self.database_vectors)
+
+    def embed_tooltip(self) -> str:
+        """What Embed documents would do on this database (or why it has nothing to do)."""
+        return embed_tooltip(self)
+
+
+def embed_tooltip(status: DatabaseStatus | None) -> str:
+    """The Embed button's tooltip for ``status`` (None: not read yet)."""
+    vectors = status.vectors if status is not None else None
+    if everything_embedded(vectors):
+        return EVERYTHING_EMBEDDED
+    own = status.database_vectors if status is not None else None
+    if own and own.get("with_vectors"):
+        return (f"Semantic rows search {own['described']} (nothing to embed while its model is on the "
+                "Ollama server). This embeds with the app's model into a table of its own, which needs "
+                f"'{EXTERNAL_OPT_IN}' in Preferences > Retrieval")
+    described = describe_vectors(vectors)
+    return ("Embed the documents that have no vector yet, in the background, for semantic rows"
+            + (f" (now: {described})" if described else ""))

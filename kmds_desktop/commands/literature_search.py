@@ -97,12 +97,11 @@ def _search(args: argparse.Namespace) -> int:
         generate_round,
         tier_sentence,
     )
+    from kmds_desktop.app.literature_data import DatabaseStatus, database_status
+    from kmds_desktop.app.literature_run import run_search
     from kmds_desktop.app.search_log import search_log_json, utc_now
-    from kmds_desktop.app.strategy import finish_recording, run_details, run_numbered
     from kmds_desktop.config import load_settings
     from kmds_desktop.literature.errors import QueryAgentError
-    from kmds_desktop.literature.strategy.history import SearchHistory
-    from kmds_desktop.literature.strategy.workbench import SearchWorkbench
 
     settings = load_settings()
     qg, settings.retrieval = generation_settings(args, settings)
@@ -139,7 +138,7 @@ def _search(args: argparse.Namespace) -> int:
                   file=sys.stderr)
 
     with literature_database(args, literature) as db:
-        session.database_name = db.display_name
+        session.attach_database(db)
         agent = session.agent(db)
         rnd, _ = session.start_round(args.question, utc_now())
         if args.no_generate:
@@ -154,19 +153,19 @@ def _search(args: argparse.Namespace) -> int:
             if args.no_generate:
                 raise QueryAgentError("--no-generate needs a semantic row (--semantic or --semantic-text)")
             raise QueryAgentError(f"no query could be generated ({rnd.summary()})")
-        plan = session.plan_run(utc_now())
-        # The window's protocol (app.strategy): numbered before the queries run, completed after.
-        workbench = SearchWorkbench(SearchHistory(), db)
+        # The window's sequence (app.literature_run): numbered before the rows run, completed after; the
+        # coverage question the window asks before semantic rows search a partly embedded database is a note.
+        if any(row.semantic for row in session.included_rows()):
+            session.apply_database_status(DatabaseStatus.from_status(database_status(
+                db, session.embedding_model, use_database_vectors=settings.retrieval.use_database_vectors)))
         try:
-            details = run_details(session, plan, None)
-            numbered = run_numbered(workbench, session.question, details, agent, plan,
-                                    max_rows=literature.max_rows)
-            result = numbered.result
-            if numbered.number is None:  # cannot happen: a run given a workbench is numbered by it
-                raise QueryAgentError("the search history gave the run no number; nothing was recorded")
-            saved = finish_recording(workbench, numbered.number, session.apply_run(plan, result, utc_now()))
+            outcome = run_search(session, agent, max_rows=literature.max_rows,
+                                 warn=lambda text: print(f"note: {text}", file=sys.stderr))
         finally:
-            workbench.history.close()
+            session.close_history()
+        result, saved = outcome.result, outcome.saved
+        if saved is None:  # cannot happen: the session's search history numbers every run
+            raise QueryAgentError("the search history gave the run no number; nothing was recorded")
 
     print(f"recorded as #{saved.number} in the search history", file=sys.stderr)
 

@@ -2,56 +2,44 @@
 
 Public API (what the main window wires)
 ---------------------------------------
-``LiteraturePanel(settings, jobs, parent=None, *, database=None, dsn=None, open_on_start=True)``
-    ``settings`` is the app's :class:`kmds_desktop.config.Settings` (read at each action;
-    ``apply_settings(settings)`` hands Preferences' new ones to the session at once); ``jobs`` the
-    window's :class:`~kmds_desktop.ui.jobs.runner.JobRunner`.
-    ``database`` injects an open :class:`LiteratureDatabase`; otherwise the panel opens one on a worker
-    (``dsn`` or ``settings.literature``) when first needed (the rule is
-    :class:`~kmds_desktop.app.literature_data.DatabaseOnDemand`'s).
-Signals
-    ``status_changed(str)`` — e.g. "Literature: 8,316 documents" for the status bar.
-    ``message_shown(str, str)`` — (level, text): the panel's messages, for the window's one message bar.
-    ``documents_changed(int)`` — number of documents in the results table (enable Export actions).
-    ``wide_toggled(bool)`` — the user asked for the literature review to take the window's width.
-    ``history_recorded(int)`` — a finished run was saved in the search history as set #N.
-    ``search_cleared()`` / ``stage_started()`` — New search cleared the panel / a generation or a run
-    started: the panel's message on the window's bar was about what came before, and goes.
-Methods for the File menu
-    ``import_files(paths) -> Job | None`` and ``import_files_dialog()`` — MEDLINE XML, JSONL, PubMedQA JSON.
-    ``export_documents(fmt, path=None)`` (``fmt`` in ``"csv" | "ris" | "bibtex"``) and
-    ``export_log(path=None)`` — ask for a file name when ``path`` is None.
-    ``refresh_status()`` (documents and vectors, for the status bar), ``generate()``, ``run_selected()``,
-    ``cancel()``, ``has_documents()``, ``embed_documents()`` (vectors for semantic rows, in the background),
-    ``open_history()`` (the search history window: sets, set algebra, known papers, report),
-    ``shutdown()`` (closes the database the panel opened; call after ``jobs.shutdown()``).
+``LiteraturePanel(settings, jobs, parent=None, *, database=None, dsn=None, open_on_start=True)``:
+``settings`` the app's :class:`kmds_desktop.config.Settings` (``apply_settings`` hands new ones to the
+session), ``jobs`` the window's :class:`~kmds_desktop.ui.jobs.runner.JobRunner`, ``database`` an open
+database to use (else one is opened on a worker when first needed, from ``dsn`` or the settings).
+Signals: ``status_changed(str)`` (the status bar's line), ``message_shown(level, text)``,
+``documents_changed(int)``, ``wide_toggled(bool)``, ``history_recorded(int)`` (set #N saved),
+``search_cleared()`` / ``stage_started()`` (the message about what came before goes). Methods for
+the menus: ``import_files(paths)``, ``import_files_dialog()``, ``export_documents(fmt, path=None)``,
+``export_log(path=None)``, ``refresh_status()``, ``generate()``, ``run_selected()``, ``cancel()``,
+``embed_documents()``, ``build_fast_index()``, ``open_history()``, ``shutdown()`` (after ``jobs.shutdown()``).
 
 Where the parts are
 -------------------
 The widgets on screen are :mod:`~kmds_desktop.ui.literature.sections`' (question bar, review
-table, results); the job wiring is :mod:`~kmds_desktop.ui.literature.jobs`' (database, generation,
-checks, runs); import, embedding and export are :mod:`~kmds_desktop.ui.literature.files`'; the
-search history and screening :mod:`~kmds_desktop.ui.literature.records`'. This module puts them
-together, forwards clicks and renders what the session announces (``session.subscribe``).
+table, results). The work is done by parts given the session, each a QObject emitting signals and
+knowing nothing of the panel: :class:`~kmds_desktop.ui.literature.database.DatabaseLink` (the
+database and its status), :class:`~kmds_desktop.ui.literature.generation.QueryGeneration` (generation
+and checks), :class:`~kmds_desktop.ui.literature.search_run.SearchRunner` (runs, the application's
+one search sequence), :class:`~kmds_desktop.ui.literature.files.LiteratureFiles` (import, embedding,
+the fast index, exports) and :class:`~kmds_desktop.ui.literature.records.SearchRecords` (the search
+history window, screening). This module composes them, wires their signals, forwards clicks and
+renders what the session announces (``session.subscribe``); the domain state (counts, vectors, the
+top-k state, the search history, the recorded run) is the session's.
 
 What the panel decides, and what it does not
 --------------------------------------------
 Every rule about the search (provenance, what generating again replaces, the review rules, the run,
-the search log) is the session's (:mod:`kmds_desktop.app.literature`), the same code the CLI drives.
-The panel renders the session's state, forwards clicks to it, and runs the session's slow functions
-on workers: generation (one model after another; each attempt becomes a row as soon as it finishes;
-with document vectors, the question's semantic row first and an LLM's hypothetical abstract last),
-checks (after a pause in typing, :data:`~kmds_desktop.app.literature.CHECK_DELAY_S`; which rows
-and whether an answer is stale are the session's), runs and
-imports. A run may start while generation goes on (it takes the rows ready at that moment).
-Messages go to one place, the window's message bar (``message_shown``); the panel's status line
-says what the search is doing (which model is answering); progress bars and Cancel are the
-window's one progress area (``Generate queries`` turns into ``Stop generating`` meanwhile).
+the search log, the coverage question) is the session's (:mod:`kmds_desktop.app.literature`,
+:mod:`kmds_desktop.app.literature_run`), the same code the CLI drives. Messages go to the window's
+message bar (``message_shown``); the panel's status line says what the search is doing; progress
+bars and Cancel are the window's one progress area.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt, QTimer, Signal
@@ -60,28 +48,32 @@ from PySide6.QtWidgets import QLabel, QMessageBox, QSplitter, QVBoxLayout, QWidg
 
 from kmds_desktop.app import literature as app_lit
 from kmds_desktop.app import literature_data as lj
+from kmds_desktop.app import presentation as export_mod
+from kmds_desktop.app import strategy
 from kmds_desktop.app.events import Change
-from kmds_desktop.app.messages import user_message
-from kmds_desktop.ui.jobs.runner import Job, JobRunner
+from kmds_desktop.ui.jobs.job import Job
+from kmds_desktop.ui.jobs.runner import JobRunner
+from kmds_desktop.ui.literature.database import KINDS, DatabaseLink
 from kmds_desktop.ui.literature.documents_model import DocumentsModel
 from kmds_desktop.ui.literature.files import LiteratureFiles
-from kmds_desktop.ui.literature.jobs import KINDS, LiteratureJobs
-from kmds_desktop.ui.literature.records import LiteratureRecords
+from kmds_desktop.ui.literature.generation import QueryGeneration
+from kmds_desktop.ui.literature.records import SearchRecords
 from kmds_desktop.ui.literature.review_model import QueryRow, ReviewModel
+from kmds_desktop.ui.literature.search_run import SearchRunner
 from kmds_desktop.ui.literature.sections import (
     EMPTY_DATABASE_HINT,
     QuestionBar,
     ResultsSection,
     ReviewSection,
 )
-from kmds_desktop.ui.literature.widgets import CoverageBar
+from kmds_desktop.ui.literature.widgets import CoverageBar, ask_to_discard
 
 __all__ = ["EMPTY_DATABASE_HINT", "KINDS", "LiteraturePanel"]
 
 log = logging.getLogger(__name__)
 
 
-class LiteraturePanel(LiteratureJobs, LiteratureFiles, LiteratureRecords, QWidget):
+class LiteraturePanel(QWidget):
     """Question -> generated queries (review table) -> run -> documents -> export."""
 
     status_changed = Signal(str)
@@ -108,41 +100,31 @@ class LiteraturePanel(LiteratureJobs, LiteratureFiles, LiteratureRecords, QWidge
         super().__init__(parent)
         self.settings = settings
         self.jobs = jobs
-        self.db = lj.DatabaseOnDemand(settings.literature, dsn, database)
-        self._open_job: Job | None = None
-        self._generation_job: Job | None = None
-        self._work_job: Job | None = None  # a run or an import (one at a time)
-        self._embed_job: Job | None = None
-        self._embed_again = False  # an import finished while embedding ran: one more run after it
-        self._topk_job: Job | None = None
-        #: The top-k index's state from the last status read (``app.literature_data.topk_status``).
-        self.topk: dict[str, Any] | None = None
-        self.document_count: int | None = None
-        #: The last ``literature status`` count of document vectors (None until read).
-        self.vectors: dict[str, Any] | None = None
-        #: the vectors a BMLibrarian database holds itself (semantic rows search those), from the status
-        self.database_vectors: dict[str, Any] | None = None
-        self._workbench: Any = None
-        self.history_dialog: Any = None
-        self.screening_window: Any = None
-        #: The set number the newest finished run was saved as.
-        self.last_recorded: int | None = None
-        #: (run, its set number in the history): the source name its screening uses (``#12``).
-        self.recorded_run: tuple[Any, int] | None = None
         #: The newest message (level, text) the panel sent to the window's message bar.
         self.last_message: tuple[str, str] | None = None
         #: The open "discard these queries?" question of New search (None when none is open).
         self.confirm_box: QMessageBox | None = None
-        self._run_after_embedding = False
+        self._run_after_embedding = False  # Embed first: run the ticked rows when embedding ends
 
         self.session = app_lit.LiteratureSession(settings.query_generation, settings.literature,
                                                  settings.retrieval, settings.index.embedding_model)
         self.review = ReviewModel(self.session, self)
         self.documents = DocumentsModel(self)
-        self._check_timer = QTimer(self)
-        self._check_timer.setSingleShot(True)
-        self._check_timer.setInterval(round(app_lit.CHECK_DELAY_S * 1000))
-        self._check_timer.timeout.connect(self._submit_checks)
+        on_demand = lj.DatabaseOnDemand(settings.literature, dsn, database)
+        self.link = DatabaseLink(self.session, jobs, on_demand, self)
+        self.generation = QueryGeneration(self.session, self.review, jobs, self.link, self)
+        self.searches = SearchRunner(self.session, jobs, self.link, self)
+        self.files = LiteratureFiles(self.session, jobs, self.link, self)
+        self.records = SearchRecords(self.session, jobs, self)
+        for part in (self.link, self.generation, self.searches, self.files, self.records):
+            part.message.connect(lambda level, text: self.show_message(text, level))
+        for part in (self.generation, self.searches, self.files):
+            part.progress.connect(lambda text: self._set_progress(text))
+            part.state_changed.connect(self._update_buttons)
+        self.link.status_text.connect(self.status_changed.emit)
+        self.generation.stage_started.connect(self.stage_started.emit)
+        self.searches.stage_started.connect(self.stage_started.emit)
+        self.searches.finished.connect(self._search_finished)
 
         self._build_ui()
         self.setAcceptDrops(True)
@@ -175,7 +157,7 @@ class LiteraturePanel(LiteratureJobs, LiteratureFiles, LiteratureRecords, QWidge
         self.embed_button, self.remove_button = rs.embed_button, rs.remove_button
         self.all_button, self.none_button = rs.all_button, rs.none_button
         self.run_button = rs.run_button
-        self.embed_button.setToolTip(self._embed_tooltip())
+        self.embed_button.setToolTip(lj.embed_tooltip(self.session.database_status))
         self.add_button.clicked.connect(lambda _checked=False: self.add_query())
         self.semantic_button.clicked.connect(lambda _checked=False: self.add_semantic_row())
         self.embed_button.clicked.connect(lambda _checked=False: self.embed_documents())
@@ -204,6 +186,7 @@ class LiteraturePanel(LiteratureJobs, LiteratureFiles, LiteratureRecords, QWidge
         self.coverage_bar = CoverageBar()
         self.coverage_bar.embed_first.connect(self._embed_then_run)
         self.coverage_bar.run_anyway.connect(lambda: self.run_selected(confirmed=True))
+        self.searches.coverage_asked.connect(self.coverage_bar.ask)
         layout = QVBoxLayout(self)
         layout.addWidget(bar)
         layout.addWidget(self.progress_label)
@@ -216,18 +199,27 @@ class LiteraturePanel(LiteratureJobs, LiteratureFiles, LiteratureRecords, QWidge
         self.last_message = (level, text)
         self.message_shown.emit(level, text)
 
-    def _show_error(self, exc: BaseException, context: str) -> None:
-        self.show_message(user_message(exc, context))
-
     def has_documents(self) -> bool:
         return self.documents.rowCount() > 0
 
     @property
+    def database(self) -> Any | None:
+        return self.link.database
+
+    @property
     def generating(self) -> bool:
-        return self._generation_job is not None and not self._generation_job.done
+        return self.generation.running
+
+    @property
+    def embedding(self) -> bool:
+        return self.files.embedding
+
+    @property
+    def history_dialog(self) -> Any:
+        return self.records.history_dialog
 
     def _working(self) -> bool:
-        return self._work_job is not None and not self._work_job.done
+        return self.searches.running or self.files.importing
 
     def _busy(self) -> bool:
         return self.generating or self._working()
@@ -243,12 +235,40 @@ class LiteraturePanel(LiteratureJobs, LiteratureFiles, LiteratureRecords, QWidge
         self._sync_settings()
 
     def _session_changed(self, change: Change) -> None:
-        """The session announced a change: rows waiting for a check start the pause-in-typing timer;
-        every other change may change what the buttons offer."""
-        if change.kind == app_lit.CHECKS_WANTED:
-            self._check_timer.start()
-        elif change.kind != app_lit.CHECK_APPLIED:
+        """The session announced a change: a status read renders the counts; a saved run is shown in
+        the history; every change but a check's answer may change what the buttons offer."""
+        if change.kind == app_lit.STATUS_READ:
+            self._status_read()
+        elif change.kind == app_lit.RECORDED:
+            self._recorded()
+        elif change.kind not in (app_lit.CHECKS_WANTED, app_lit.CHECK_APPLIED):
             self._update_buttons()
+
+    def _status_read(self) -> None:
+        status = self.session.database_status
+        if status is None:
+            return
+        # an import or an embedding run changed the counts: the rows' Matches follow
+        self.review.database_counted(status.documents, *status.semantic_searchable())
+        self.embed_button.setToolTip(status.embed_tooltip())
+        self._update_buttons()  # Embed is offered only while some document lacks a vector
+        self._update_results_page()
+        self.review.recheck_failed()
+        if self._run_after_embedding and not self.embedding:  # Embed first: the counts are new now
+            self._run_after_embedding = False
+            self.run_selected()
+
+    def _recorded(self) -> None:
+        number = self.session.last_recorded
+        if number is None:
+            return
+        if self.progress_label.text().startswith("Search finished"):  # nothing newer to keep on screen
+            run = self.session.last_run
+            found = len(run.result.documents) if run is not None else 0
+            self._set_progress(f"Search finished: {export_mod.plural(found, 'document')}, saved as "
+                               f"#{number} in the search history.")
+        self.history_recorded.emit(number)
+        self.records.saved(number)
 
     def _update_buttons(self) -> None:
         """Render what the buttons offer from the session's state and the running jobs (reads only)."""
@@ -266,33 +286,23 @@ class LiteraturePanel(LiteratureJobs, LiteratureFiles, LiteratureRecords, QWidge
         self.screen_button.setEnabled(bool(self.session.documents))
         # Nothing to embed when every document has a vector (the tooltip says so); an import that
         # adds documents is followed by a status read, which enables it again.
-        self.embed_button.setEnabled(not self.embedding and not lj.everything_embedded(self.vectors))
+        status = self.session.database_status
+        everything = status is not None and status.everything_embedded
+        self.embed_button.setEnabled(not self.embedding and not everything)
 
     def _set_progress(self, text: str) -> None:
         self.progress_label.setText(text)
-
-    def _watch(self, job: Job | None) -> Job | None:
-        if job is None:
-            return None
-        # Buttons come back as soon as the outcome is known, not only when the thread has ended.
-        for signal in (job.result, job.error, job.cancelled, job.finished):
-            signal.connect(self._job_done)
-        self._update_buttons()
-        return job
-
-    def _job_done(self, *_args: Any) -> None:
-        self._update_buttons()
 
     def cancel(self) -> None:
         """Cancel the running search or import (the backend call is aborted)."""
         if self._working():
             self._set_progress(self.progress_label.text() + " (cancelling)")
-            self._work_job.cancel()
+            self.searches.cancel()
+            self.files.cancel_import()
 
     def stop_generating(self) -> None:
         """Cancel the generation in progress (the model's request is aborted)."""
-        if self.generating:
-            self._generation_job.cancel()
+        self.generation.stop()
 
     def _generate_clicked(self, _checked: bool = False) -> None:
         if self.generating:
@@ -301,7 +311,7 @@ class LiteraturePanel(LiteratureJobs, LiteratureFiles, LiteratureRecords, QWidge
             self.generate()
 
     def _update_results_page(self) -> None:
-        self.results.show_empty_hint(self.document_count == 0 and not self.has_documents())
+        self.results.show_empty_hint(self.session.documents_in_database == 0 and not self.has_documents())
 
     def select_document(self, row: int) -> None:
         """Select the document in (proxy) row ``row`` and show its detail."""
@@ -309,14 +319,121 @@ class LiteraturePanel(LiteratureJobs, LiteratureFiles, LiteratureRecords, QWidge
 
     def shutdown(self) -> None:
         """Close the database the panel opened (call after the job runner has stopped its threads)."""
-        self._check_timer.stop()
+        self.generation.close()
         self._unsubscribe()
-        if self._workbench is not None:
-            self._workbench.history.close()
+        self.session.close_history()
         try:
-            self.db.close()
+            self.link.close()
         except Exception:  # closing on exit must not raise
             log.debug("closing the literature database failed", exc_info=True)
+
+    # --- the database, generation and runs (the parts do the work) ---------------------------------
+    def refresh_status(self) -> None:
+        self.link.refresh_status()
+
+    def generate(self) -> Job | None:
+        """A generation round for the question in the bar (see :class:`QueryGeneration`)."""
+        self._sync_settings()
+        return self.generation.generate(self.question.text().strip())
+
+    def run_selected(self, confirmed: bool = False) -> Job | None:
+        """Run exactly the ticked rows as shown (never regenerates); results fill the documents table.
+
+        Allowed while queries are still being generated: it takes the rows ready now. When a semantic
+        row would search a partly embedded database the coverage bar asks first: Embed first, or Run
+        anyway (``confirmed``).
+        """
+        if self._working():
+            self.show_message("Wait for the running search or import to finish, or cancel it.", "warning")
+            return None
+        self._sync_settings()
+        self.coverage_bar.setVisible(False)  # asked again (coverage_asked) when the session says so
+        return self.searches.run(confirmed)
+
+    def _search_finished(self) -> None:
+        self.review.refresh()
+        self.results.show_documents(self.session.documents, self.session.results_line())
+        self.results_label.setToolTip(self.session.coverage_sentence())
+        self._update_results_page()
+        if self.session.documents_in_database == 0 and not self.session.documents:
+            self.results.show_empty_hint(True)
+        self.documents_changed.emit(self.documents.rowCount())
+        self._update_buttons()
+        self.review.recheck_failed()
+
+    def _embed_then_run(self) -> None:
+        """Embed first: embed the documents without a vector, then run the ticked rows (asked again
+        if embedding stopped short)."""
+        self._run_after_embedding = True
+        if self.embed_documents() is None and not self.embedding:
+            self._run_after_embedding = False
+
+    # --- files: import, embedding, the fast index, exports -----------------------------------------
+    def import_files_dialog(self) -> Job | None:
+        return self.files.import_files_dialog(self)
+
+    def import_folder_dialog(self) -> Job | None:
+        return self.files.import_folder_dialog(self)
+
+    def import_files(self, paths: Sequence[str | Path]) -> Job | None:
+        """Import MEDLINE/PubMed XML, JSONL or PubMedQA JSON files, or folders of them, on a worker."""
+        if self._working() and any(lj.importable(str(p)) for p in paths):
+            self.show_message("Wait for the running search or import to finish, or cancel it.", "warning")
+            return None
+        self._sync_settings()
+        return self.files.import_files(paths)
+
+    def embed_documents(self) -> Job | None:
+        return self.files.embed_documents()
+
+    def build_fast_index(self) -> Job | None:
+        return self.files.build_fast_index()
+
+    def export(self, what: str) -> Job | None:
+        """The Export menu's choice: ``"log"`` (the search log) or a document format."""
+        return self.export_log() if what == "log" else self.export_documents(what)
+
+    def export_documents(self, fmt: str, path: str | Path | None = None) -> Job | None:
+        """Write the documents table as CSV, RIS or BibTeX (on a worker; asks for a file when no ``path``)."""
+        return self.files.export_documents(self, fmt, self.documents.documents(), path)
+
+    def search_log(self) -> dict[str, Any]:
+        return self.files.search_log()
+
+    def export_log(self, path: str | Path | None = None) -> Job | None:
+        """Write the search log as JSON so the search can be reproduced (asks for a file when no ``path``)."""
+        return self.files.export_log(self, path)
+
+    # --- the search history and screening ------------------------------------------------------------
+    def open_history(self) -> Any:
+        """Show the search history window (one per panel, non-modal)."""
+        return self.records.open_history(self, self.rerun_saved_search)
+
+    def rerun_saved_search(self, search: strategy.SavedSearch) -> Job | None:
+        """The history's Re-run: put ``search`` back in the review table (its question, its rows
+        ticked; unsaved rows of the user's kept, unticked) and run it. None when it cannot run now
+        (the message says why)."""
+        if self._busy():
+            self.show_message("Wait for the running search, import or generation to finish, or cancel it; "
+                              f"then re-run {search.title} again.", "warning")
+            return None
+        self.generation.check_timer.stop()
+        self.results.clear()
+        self.review.beginResetModel()
+        try:
+            loaded = strategy.load_saved_search(self.session, search)
+        finally:
+            self.review.endResetModel()
+        if search.question:  # a search of hand-written rows alone has none: the bar keeps its text
+            self.question.setText(search.question)
+        self.documents_changed.emit(0)
+        self._set_progress(loaded.line())
+        self._update_buttons()
+        return self.run_selected()
+
+    def screen_results(self, store_path: str | Path | None = None) -> Any:
+        """Open a screening window on the documents the panel shows (the question's review)."""
+        return self.records.screen_results(self, self.question.text().strip(), store_path)
 
     # --- a new search -----------------------------------------------------------------------------
     def new_search(self) -> bool:
@@ -329,25 +446,13 @@ class LiteraturePanel(LiteratureJobs, LiteratureFiles, LiteratureRecords, QWidge
         if not at_risk:
             self._clear_search()
             return True
-        box = QMessageBox(
-            QMessageBox.Icon.Question, "New search", self.session.discard_question(at_risk),
-            QMessageBox.StandardButton.Discard | QMessageBox.StandardButton.Cancel, self,
-        )
-        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
-        self.confirm_box = box
-
-        def answered(_result: int) -> None:
-            self.confirm_box = None
-            if box.standardButton(box.clickedButton()) == QMessageBox.StandardButton.Discard:
-                self._clear_search()
-
-        box.finished.connect(answered)
-        box.open()
+        self.confirm_box = ask_to_discard(self, self.session.discard_question(at_risk), self._clear_search)
+        self.confirm_box.finished.connect(lambda _result: setattr(self, "confirm_box", None))
         return False
 
     def _clear_search(self) -> None:
         self.stop_generating()
-        self._check_timer.stop()
+        self.generation.check_timer.stop()
         # The documents go before the session announces the clearing, so the buttons it re-renders
         # see none (Export stayed enabled on an empty table); the window ends the old search's messages.
         self.results.clear()

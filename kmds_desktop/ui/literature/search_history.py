@@ -31,12 +31,10 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QMessageBox,
-    QPlainTextEdit,
     QPushButton,
     QSplitter,
     QTableWidget,
     QTableWidgetItem,
-    QTextEdit,
     QVBoxLayout,
     QWidget,
 )
@@ -46,7 +44,7 @@ from kmds_desktop.app.messages import describe_error
 from kmds_desktop.app.presentation import KnownCheck, SavedSet, SearchWorkbench, plural
 from kmds_desktop.app.strategy import SavedSearch, human_datetime, search_of, set_actions
 from kmds_desktop.ui.jobs.runner import JobRunner
-from kmds_desktop.ui.literature.history_checks import KINDS, HistoryChecks, simple_job
+from kmds_desktop.ui.literature.history_checks import KINDS, NO_DATABASE, SetChecks, simple_job
 
 COUNT_DEBOUNCE_MS = 200
 _KIND_LABEL = {"search": "search", "rerun": "re-run", "combination": "combination"}
@@ -65,14 +63,14 @@ def _combine(workbench: SearchWorkbench, expression: str, name: str) -> SavedSet
     return workbench.combine(expression, name=name)
 
 
-class SearchHistoryDialog(HistoryChecks, QDialog):
+class SearchHistoryDialog(QDialog):
     """Non-modal window over the search history of one data folder."""
 
     #: A new set was saved (its number): the literature panel may want to show it.
     set_saved = Signal(int)
 
     def __init__(self, workbench: SearchWorkbench, jobs: JobRunner, parent: QWidget | None = None, *,
-                 database: Callable[[], Any] | None = None, known: KnownPapersInput | None = None,
+                 known: KnownPapersInput | None = None,
                  run_search: Callable[[SavedSearch], Any] | None = None) -> None:
         """``known``: where the known-papers box keeps its text (the literature session's, so it
         outlives this window); a window of its own when not given. ``run_search``: the literature
@@ -82,17 +80,10 @@ class SearchHistoryDialog(HistoryChecks, QDialog):
         self.setWindowTitle("Search history")
         self.workbench = workbench
         self.jobs = jobs
-        self._database_getter = database
         self._run_search = run_search
         self.sets: list[SavedSet] = []
         self.last_count: Any = None
-        self.last_check: KnownCheck | None = None
-        self._check_set: int | None = None
-        self.last_report: Path | None = None
-        self.last_documents: Path | None = None
         self._has_message = False
-        #: The set the check view's result (known papers or row overlap) is about (None: nothing shown).
-        self._shown_for: int | None = None
 
         self.table = QTableWidget(0, len(_COLUMNS))
         self.table.setHorizontalHeaderLabels(list(_COLUMNS))
@@ -145,34 +136,11 @@ class SearchHistoryDialog(HistoryChecks, QDialog):
         algebra_layout.addLayout(line)
         algebra_layout.addWidget(self.count_label)
 
-        self.known_edit = QPlainTextEdit()
-        self.known_edit.setPlaceholderText("Papers the strategy must find: PMIDs, DOIs or source ids "
-                                           "(cf:139), one per line, or load a RIS / BibTeX file")
-        self.known_edit.setMaximumHeight(90)
-        self.known_edit.setPlainText(self.known.text)
-        if self.known.file:
-            self.known_edit.setPlaceholderText(f"Known papers from {Path(self.known.file).name}")
-        self.known_edit.textChanged.connect(self._known_edited)
-        self.load_known_button = QPushButton("Load RIS / BibTeX…")
-        self.check_button = QPushButton("Check the selected set")
-        self.load_known_button.clicked.connect(lambda _checked=False: self.load_known_file())
+        known = self.checks = SetChecks(workbench, jobs, self.known)
+        self.checks.status.connect(self._set_status)
+        self.known_edit, self.check_view = known.known_edit, known.check_view
+        self.check_button, self.load_known_button = known.check_button, known.load_known_button
         self.check_button.clicked.connect(lambda _checked=False: self.check_known())
-        # Rich text: the row overlap is a table (its Markdown pipes were unreadable as plain text).
-        self.check_view = QTextEdit()
-        self.check_view.setReadOnly(True)
-        #: The row overlap as the CLI prints it (Markdown), kept beside the rendered table.
-        self.overlap_markdown = ""
-        self.check_view.setPlaceholderText("Which known papers are in the database, which sets and rows "
-                                           "find them, and why the misses are missed.")
-        known = QGroupBox("Known papers")
-        known_layout = QVBoxLayout(known)
-        known_layout.addWidget(self.known_edit)
-        buttons = QHBoxLayout()
-        buttons.addWidget(self.load_known_button)
-        buttons.addWidget(self.check_button)
-        buttons.addStretch(1)
-        known_layout.addLayout(buttons)
-        known_layout.addWidget(self.check_view, 1)
 
         self.overlap_button = QPushButton("Row overlap")
         self.overlap_button.setToolTip("Documents the rows share, each row's unique ones, and per model the "
@@ -207,6 +175,39 @@ class SearchHistoryDialog(HistoryChecks, QDialog):
         self._update_buttons()
         self.refresh()
 
+    # --- the selected set's checks (the lower half, :class:`SetChecks`) ----------------------------
+    def check_known(self) -> Any:
+        saved = self._selected()
+        return self.checks.check_known(saved.number) if saved is not None else None
+
+    def show_overlap(self) -> Any:
+        saved = self._selected()
+        return self.checks.show_overlap(saved.number) if saved is not None else None
+
+    def export_documents(self, path: str | None = None) -> Any:
+        saved = self._selected()
+        return self.checks.export_documents(saved.number, path) if saved is not None else None
+
+    def export_report(self, path: str | None = None) -> Any:
+        saved = self._selected()
+        return self.checks.export_report(saved.number, path) if saved is not None else None
+
+    @property
+    def last_check(self) -> KnownCheck | None:
+        return self.checks.last_check
+
+    @property
+    def last_report(self) -> Path | None:
+        return self.checks.last_report
+
+    @property
+    def last_documents(self) -> Path | None:
+        return self.checks.last_documents
+
+    @property
+    def overlap_markdown(self) -> str:
+        return self.checks.overlap_markdown
+
     # --- state ------------------------------------------------------------------------------------
     def selected_number(self) -> int | None:
         rows = self.table.selectionModel().selectedRows()
@@ -240,12 +241,8 @@ class SearchHistoryDialog(HistoryChecks, QDialog):
     def _selection_changed(self) -> None:
         """Another set selected: a check or overlap of the previous one goes, with its status line
         (reopened after a new search, the window showed #2 selected under "Rows of #1")."""
-        number = self.selected_number()
-        if self._shown_for is None or number is None or number == self._shown_for:
+        if not self.checks.clear_result(self.selected_number()):
             return
-        self._shown_for = None
-        self.check_view.clear()
-        self.overlap_markdown = ""
         self._has_message = False
         self._set_status(self._list_status(), message=False)
 
@@ -259,13 +256,6 @@ class SearchHistoryDialog(HistoryChecks, QDialog):
             return
         self._has_message = message
         self.status.setText(text)
-
-    def _database(self) -> Any:
-        getter = self._database_getter
-        db = getter() if getter is not None else self.workbench.database
-        if db is not None:
-            self.workbench.database = db
-        return db
 
     def _failed(self, what: str) -> Callable[[BaseException], None]:
         def show(exc: BaseException) -> None:
@@ -403,8 +393,8 @@ class SearchHistoryDialog(HistoryChecks, QDialog):
                              + ("running there; the run is saved as a new set when it finishes."
                                 if started is not None else "not run: the panel says why."))
             return started
-        if self._database() is None:
-            self._set_status("Open the literature database first (run a search in the literature panel).")
+        if self.workbench.database is None:  # the literature session keeps it current
+            self._set_status(NO_DATABASE)
             return None
         return self.jobs.submit(KINDS["rerun"], _rerun, self.workbench, saved.number, policy="refuse",
                                 label=f"Re-running #{saved.number}", on_result=self._rerun_done,

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 
 from PySide6.QtCore import Signal, SignalInstance
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QTextBrowser, QWidget
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QMessageBox, QPushButton, QTextBrowser, QWidget
 
 from kmds_desktop.app.presentation import ExportDocument
 
@@ -88,3 +89,19 @@ class CoverageBar(QFrame):
     def _answer(self, signal: SignalInstance) -> None:
         self.setVisible(False)
         signal.emit()
+
+
+def ask_to_discard(parent: QWidget, question: str, discard: Callable[[], None]) -> QMessageBox:
+    """Open (not exec) New search's "discard these queries?" box over ``parent``; ``discard()`` runs
+    when the user chooses Discard. Returns the open box (Cancel is its default)."""
+    box = QMessageBox(QMessageBox.Icon.Question, "New search", question,
+                      QMessageBox.StandardButton.Discard | QMessageBox.StandardButton.Cancel, parent)
+    box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+
+    def answered(_result: int) -> None:
+        if box.standardButton(box.clickedButton()) == QMessageBox.StandardButton.Discard:
+            discard()
+
+    box.finished.connect(answered)
+    box.open()
+    return box
