@@ -205,7 +205,8 @@ def main() -> int:
     from kmds_desktop.config import Settings
     from kmds_desktop.kb.synthetic import write_synthetic_kb
     from kmds_desktop.llm import OllamaBackend
-    from kmds_desktop.ui.shell.main_window import MainWindow, settle_before_first_frame
+    from kmds_desktop.ui.shell.main_window import MainWindow
+    from kmds_desktop.ui.shell.startup import settle_before_first_frame
 
     app = QApplication.instance() or QApplication(sys.argv)
     loop = qasync.QEventLoop(app)

@@ -51,7 +51,8 @@ def main() -> int:
     SHOTS.mkdir(parents=True, exist_ok=True)
 
     from kmds_desktop.app.presentation import Settings
-    from kmds_desktop.ui.shell.main_window import MainWindow, app_icon
+    from kmds_desktop.ui.shell.main_window import MainWindow
+    from kmds_desktop.ui.shell.menus import app_icon
 
     app = QApplication.instance() or QApplication(sys.argv)
     app.setWindowIcon(app_icon())

@@ -86,7 +86,8 @@ def journeys(url: str, server: subprocess.Popen[str]) -> int:
 
     from kmds_desktop import paths
     from kmds_desktop.app.presentation import Settings
-    from kmds_desktop.ui.shell.main_window import MainWindow, app_icon
+    from kmds_desktop.ui.shell.main_window import MainWindow
+    from kmds_desktop.ui.shell.menus import app_icon
 
     app = QApplication.instance() or QApplication(sys.argv)
     app.setWindowIcon(app_icon())

@@ -77,7 +77,8 @@ def main() -> int:
 
     from kmds_desktop.config import LiteratureSettings, Settings
     from kmds_desktop.literature import open_database
-    from kmds_desktop.ui.shell.main_window import MainWindow, app_icon
+    from kmds_desktop.ui.shell.main_window import MainWindow
+    from kmds_desktop.ui.shell.menus import app_icon
 
     OUT.mkdir(parents=True, exist_ok=True)
     import shutil

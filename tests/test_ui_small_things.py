@@ -137,7 +137,7 @@ def test_file_dialogs_start_in_the_folder_their_kind_last_used(qtbot, make_windo
 
     # A remembered folder that has gone is not offered: home again.
     shutil.rmtree(kb_folder)
-    again.kb = None
+    again.session.kb = None  # no KB open: the workspace session holds the open KB
     seen = _answer_file_dialog(_cancel)
     again.open_kb_dialog()
     assert seen["folder"] == str(Path.home().resolve())

@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -51,6 +52,8 @@ class AskSession:
     history: list[str] = field(default_factory=list)
     question: str = ""
     result: Any = None
+    #: the running answer's route and records, once retrieved (its answer not written yet)
+    retrieved: Any = None
     stale: bool = False
     _kb: Any = field(default=None, repr=False)  # the KB open now (as the session was last told)
     _asked_of: Any = field(default=None, repr=False)  # the KB the last question was asked of
@@ -68,12 +71,26 @@ class AskSession:
         """A question went out for ``kb``: it joins the history; the previous answer is gone."""
         self.question = question
         self.result = None
+        self.retrieved = None
         self.stale = False
         self._kb = self._asked_of = kb
         self.remember(question)
 
+    def found(self, retrieved: Any) -> None:
+        """The running answer's route and records are known (its text is still being written)."""
+        self.retrieved = retrieved
+
     def finished(self, result: Any) -> None:
         self.result = result
+
+    @property
+    def kb(self) -> Any:
+        """The KB open now, as the session was last told (:meth:`kb_changed`, :meth:`started`)."""
+        return self._kb
+
+    def kb_name(self) -> str:
+        """The open KB's file name ("" when none is open or it has no path)."""
+        return Path(str(getattr(self._kb, "path", "") or "")).name
 
     def for_open_kb(self) -> bool:
         """Whether the last question (its answer running or shown) was asked of the KB open now.
@@ -115,6 +132,7 @@ class AskSession:
             return ""
         if kb is not self._kb:
             self.result = None
+            self.retrieved = None
             self.question = ""
             self.stale = False
             self._kb = kb

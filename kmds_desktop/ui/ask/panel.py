@@ -45,7 +45,7 @@ from kmds_desktop.app.ask import (
     citation_number,
     displayed_answer,
 )
-from kmds_desktop.ui.shell import file_dialogs
+from kmds_desktop.ui.ask.markdown_render import to_html
 from kmds_desktop.ui.ask.question import QuestionEdit
 from kmds_desktop.ui.ask.results import RecordsTable, ResultsModel
 from kmds_desktop.ui.ask.route import (
@@ -56,8 +56,8 @@ from kmds_desktop.ui.ask.route import (
     INTENT_LABELS,
     RouteEditor,
 )
-from kmds_desktop.ui.ask.markdown_render import to_html
 from kmds_desktop.ui.jobs.runner import Job, JobRunner, format_exception
+from kmds_desktop.ui.shell import file_dialogs
 
 __all__ = ["INTENT_LABELS", "AskPanel", "QuestionEdit", "ResultsModel", "RouteEditor", "answer_html"]
 
@@ -79,18 +79,12 @@ class AskPanel(QWidget):
         super().__init__(parent)
         self.jobs = jobs
         self.context_provider: Any = None  # set by the window: () -> {"kb", "settings", "index_holder"}
+        #: the question, its answer (and the records retrieved for it), the history, the KB open now
         self.session = AskSession()
-        self.result: Any = None
-        #: The running answer's route and records, once retrieved (its answer not written yet).
-        self._retrieved: Any = None
         self.job: Job | None = None
         self._streamed: list[str] = []
         #: ``(answer text, HTML)`` of the answer being received, rendered by the worker.
         self._rendered: tuple[str, str] | None = None
-        self._question = ""
-        #: Which KB is open (its name is shown when an answer is cleared; see kb_changed).
-        self._kb: Any = None
-        self._kb_name = ""
         #: While the state line says an answer was cleared: the KB that answer was about (None otherwise).
         #: Another KB opened after that rewrites the line, which must name the KB open *now*.
         self._cleared_about: str | None = None
@@ -153,6 +147,11 @@ class AskPanel(QWidget):
         layout.addWidget(lower, 1)
 
     # -- public --
+    @property
+    def result(self) -> Any:
+        """The answer shown (the session's), None before the first or after the KB was replaced."""
+        return self.session.result
+
     def focus_question(self) -> None:
         self.question.setFocus()
 
@@ -173,11 +172,10 @@ class AskPanel(QWidget):
         marked as possibly out of date.
         """
         self.ask_button.setEnabled(kb is not None)
+        replaced = kb is not self.session.kb
+        previous = self.session.kb_name() or "the previous knowledge base"
         outcome = self.session.kb_changed(kb, edited=edited)
-        previous = self._kb_name or "the previous knowledge base"
-        if kb is not self._kb:
-            self._kb = kb
-            self._kb_name = Path(str(getattr(kb, "path", "") or "")).name or "the new knowledge base"
+        if replaced:
             self.route_editor.set_workflows(app_ask.workflow_choices(kb))
         if outcome != "cleared" and self._cleared_about is not None and kb is not None:
             # Nothing asked since the last switch: the note stays, naming the KB open now.
@@ -191,8 +189,6 @@ class AskPanel(QWidget):
             return
         if self.job is not None and self.job.running:
             self.job.cancel()
-        self.result = None
-        self._retrieved = None
         self._streamed = []
         self._rendered = None
         self.results.set_results([])
@@ -203,13 +199,14 @@ class AskPanel(QWidget):
 
     def _cleared_note(self, about: str) -> str:
         """The state line after an answer about ``about`` was cleared: it names the KB open now."""
-        return f"The last answer was about {about}; {self._kb_name} is open now: ask again to answer from it."
+        name = self.session.kb_name() or "the new knowledge base"
+        return f"The last answer was about {about}; {name} is open now: ask again to answer from it."
 
     def ask(self, question: str | None = None, *, route: Any = None) -> Job | None:
         """Answer ``question`` (default: the question box); ``route`` skips the router (re-run)."""
         text = (question if question is not None else self.question.toPlainText()).strip()
         if route is not None and not text:
-            text = self._question
+            text = self.session.question
         ctx = self.context_provider() if self.context_provider else {}
         kb = ctx.get("kb")
         try:
@@ -218,7 +215,7 @@ class AskPanel(QWidget):
             self.message.emit("warning", str(err), "")
             return None
         settings = ctx["settings"]
-        if kb is not self._kb:
+        if kb is not self.session.kb:
             self.kb_changed(kb)
         job = self.jobs.submit(
             "ask",
@@ -240,7 +237,6 @@ class AskPanel(QWidget):
         if job is None:
             return None
         self.job = job
-        self._question = text
         self.session.started(text, kb)  # the question joins the session's history, which the box walks
         self.question.show_history(self.session.history)
         if question is None and route is None:
@@ -248,8 +244,6 @@ class AskPanel(QWidget):
             self.question.selectAll()
         self._streamed = []
         self._rendered = None
-        self.result = None
-        self._retrieved = None
         # The previous question's records and route go at once: shown beside the new question
         # (during the answer, or after Cancel) they would read as its answer.
         self.results.set_results([])
@@ -319,7 +313,7 @@ class AskPanel(QWidget):
         self.answer.ensureCursorVisible()
 
     def _show_retrieved(self, result: Any) -> None:
-        self._retrieved = result
+        self.session.found(result)
         self.results.set_results(result.results)
         self._fit_columns()
         self.route_editor.show_result(result, answer=ANSWER_WRITING)
@@ -336,7 +330,6 @@ class AskPanel(QWidget):
     def _on_result(self, result: Any) -> None:
         if self._for_previous_kb():
             return
-        self.result = result
         self.session.finished(result)
         if self.results.set_results(result.results):  # usually shown already, when retrieved
             self._fit_columns()
@@ -354,8 +347,8 @@ class AskPanel(QWidget):
             return
         summary, details = format_exception(exc)
         self.state.setText("The question could not be answered.")
-        if self._retrieved is not None:
-            self.route_editor.show_result(self._retrieved, answer=ANSWER_FAILED)
+        if self.session.retrieved is not None:
+            self.route_editor.show_result(self.session.retrieved, answer=ANSWER_FAILED)
         else:
             self.route_editor.clear("No route was chosen: the question could not be answered.")
         self.answer.setHtml(f"<p style='color:#b00020'>{html.escape(summary)}</p>")
@@ -366,8 +359,8 @@ class AskPanel(QWidget):
             return  # cancelled because another KB was opened; the state line says so
         self.state.setText("Cancelled.")
         # The Route box names the route that had been chosen, and that no answer came of it.
-        if self._retrieved is not None:
-            self.route_editor.show_result(self._retrieved, answer=ANSWER_CANCELLED)
+        if self.session.retrieved is not None:
+            self.route_editor.show_result(self.session.retrieved, answer=ANSWER_CANCELLED)
         else:
             self.route_editor.clear(CANCELLED_BEFORE_ROUTE)
         if self._streamed:

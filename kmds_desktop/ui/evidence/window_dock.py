@@ -8,37 +8,34 @@ the window's saved state (``saveState``) keeps where the user put it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QDockWidget
+from PySide6.QtWidgets import QDockWidget, QMainWindow
 
-from kmds_desktop.app import workspace
 from kmds_desktop.ui.evidence.view import EvidenceView
+from kmds_desktop.ui.jobs.runner import JobRunner
+from kmds_desktop.ui.shell.message_bar import MessageBar
 
 #: The window's width a shown Evidence dock takes (the page needs about 600 pixels to be read).
 EVIDENCE_SHARE = 0.66
 
-if TYPE_CHECKING:
-    from kmds_desktop.ui.shell.main_window import MainWindow
 
-
-def install_evidence(window: MainWindow) -> EvidenceView:
-    """Add the Evidence dock (hidden until asked for) and its File and View entries to ``window``."""
-    def encode(texts: Any) -> Any:
-        """Embed in the index process, as the literature panel does (torch never loads here)."""
-        return workspace.encode_texts(window.index_holder, window.settings, texts)
-
-    view = EvidenceView(window.jobs, encoder=encode)
-    view.message.connect(lambda level, text: window.messages.show_message(text, level, topic="evidence"))
+def install_evidence(window: QMainWindow, jobs: JobRunner, messages: MessageBar,
+                     encode: Callable[[Any], Any], import_after: QAction) -> tuple[EvidenceView, QDockWidget]:
+    """Add the Evidence dock (hidden until asked for) to ``window``, File's PDF and Zotero imports after
+    ``import_after``, and View's Evidence entry. ``encode`` embeds in the index process, as the
+    literature panel does (torch never loads in the window's process)."""
+    view = EvidenceView(jobs, encoder=encode)
+    view.message.connect(lambda level, text: messages.show_message(text, level, topic="evidence"))
     dock = QDockWidget("Evidence", window)
     dock.setToolTip("Questions answered from your PDFs, each quote shown on its page")
     dock.setObjectName("evidenceDock")
     dock.setWidget(view)
     window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
     dock.hide()
-    window.evidence_dock = dock
 
     def widen(visible: bool) -> None:
         """A dock shown gets room for the passages and a readable page (most of the window's width)."""
@@ -52,9 +49,9 @@ def install_evidence(window: MainWindow) -> EvidenceView:
         dock.raise_()
         run()  # type: ignore[operator]
 
-    file_menu = window.import_folder_action.associatedObjects()[0]
+    file_menu = import_after.associatedObjects()[0]
     after = file_menu.actions()
-    position = after.index(window.import_folder_action) + 1
+    position = after.index(import_after) + 1
     before = after[position] if position < len(after) else None
     for text, name, run, tip in (
         ("Import &PDFs\u2026", "importPdfs", view.import_pdfs_dialog,
@@ -75,4 +72,4 @@ def install_evidence(window: MainWindow) -> EvidenceView:
     toggle.setShortcut(QKeySequence("Ctrl+E"))
     view_menu = next(a.menu() for a in window.menuBar().actions() if a.text() == "&View")
     view_menu.insertAction(view_menu.actions()[-3] if len(view_menu.actions()) >= 3 else None, toggle)
-    return view
+    return view, dock

@@ -2,6 +2,9 @@
 
 The outcome is held until the thread has ended, so a callback always sees the job's kind free and
 no test or shutdown observes a half-finished thread. See :mod:`kmds_desktop.ui.jobs.runner`.
+
+A job knows its runner only as a :class:`JobOwner` (what it reports to), so this module does not
+import the runner's: the runner imports the job, never the other way round.
 """
 
 from __future__ import annotations
@@ -9,15 +12,31 @@ from __future__ import annotations
 import time
 import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
 from kmds_desktop.app.presentation import CancelToken
 from kmds_desktop.ui.jobs.worker import Worker
 
-if TYPE_CHECKING:
-    from kmds_desktop.ui.jobs.runner import JobRunner
+
+class JobOwner(Protocol):
+    """What a job reports to (the :class:`~kmds_desktop.ui.jobs.runner.JobRunner` that started it)."""
+
+    def drop_queued(self, job: Job) -> None:
+        """A waiting job was cancelled: forget it (it never starts)."""
+
+    def release(self, job: Job) -> None:
+        """The job's thread has ended: its kind is free for the next request."""
+
+    def job_ended(self, job: Job) -> None:
+        """The job's callbacks have run: start the next waiting job of its kind."""
+
+    def report_callback_error(self, exc: BaseException) -> None:
+        """A callback raised on the GUI thread (shown instead of being lost in Qt's event loop)."""
+
+    def report_job_error(self, job: Job, exc: BaseException) -> None:
+        """The job failed and had no ``on_error`` of its own."""
 
 #: Every QThread this module ever started (weakly): the test fixture fails a test that leaks one.
 LIVE_THREADS: weakref.WeakSet[QThread] = weakref.WeakSet()
@@ -35,7 +54,7 @@ class Job(QObject):
 
     def __init__(
         self,
-        runner: JobRunner,
+        runner: JobOwner,
         kind: str,
         fn: Callable[..., Any],
         args: tuple[Any, ...],
@@ -71,7 +90,7 @@ class Job(QObject):
         """Ask the job to stop: the token's hooks abort the backend call; a queued job never starts."""
         self.token.cancel()
         if self.state == "queued":
-            self.runner._drop_queued(self)  # noqa: SLF001 - the job and its runner work as one
+            self.runner.drop_queued(self)
 
     @property
     def running(self) -> bool:
@@ -123,7 +142,7 @@ class Job(QObject):
         try:
             fn(*args)
         except Exception as exc:  # noqa: BLE001 - a broken callback must not kill the event loop
-            self.runner.callback_error.emit(exc)
+            self.runner.report_callback_error(exc)
 
     @Slot(int, object, str)
     def _on_progress(self, done: int, total: object, message: str) -> None:
@@ -156,7 +175,7 @@ class Job(QObject):
         if thread is not None:
             thread.wait()  # returns at once: the thread has finished
         self._worker = None  # back on the GUI thread since its run ended: deleted here, by Python
-        self.runner._release(self)  # noqa: SLF001 - the job and its runner work as one
+        self.runner.release(self)
         state, payload = self._outcome or ("failed", RuntimeError("the job ended without a result"))
         self.state = state
         if state == "done":
@@ -169,11 +188,11 @@ class Job(QObject):
             if self._callbacks.get("on_error") is not None:
                 self._call("on_error", payload)
             else:
-                self.runner.job_error.emit(self, payload)
+                self.runner.report_job_error(self, payload)
         else:
             self.cancelled.emit()
             self._call("on_cancelled")
         self._call("on_finished")
         self.finished.emit()
-        self.runner._job_ended(self)  # noqa: SLF001 - the job and its runner work as one
+        self.runner.job_ended(self)
         self._thread = None  # Python owns the QThread: dropping the last reference deletes it

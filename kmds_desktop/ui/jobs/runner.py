@@ -3,8 +3,8 @@
 The rule
 --------
 *All* blocking work (loading or saving a KB, building the semantic index, every LLM call including
-streamed answers, every database call) runs on a :class:`Worker` in its own ``QThread``, wrapping a
-plain core function that takes ``progress=`` and ``cancel=`` keyword arguments
+streamed answers, every database call) runs on a :class:`~kmds_desktop.ui.jobs.worker.Worker` in its
+own ``QThread``, wrapping a plain core function that takes ``progress=`` and ``cancel=`` keyword arguments
 (:mod:`kmds_desktop.tasks`). The app runs on a ``qasync.QEventLoop`` so that asyncio code *could*
 share Qt's loop, but the app itself defines no coroutines: streaming an answer is a worker that
 emits text chunks (``chunk=`` callback, see below). One rule, no exceptions, easy to test.
@@ -53,10 +53,11 @@ job with ``busy_cursor=True`` runs, and ``job_shown(job)`` after :data:`SHOW_PRO
 so :class:`kmds_desktop.ui.jobs.progress_strip.ProgressStrip` shows a non-modal progress bar with a Cancel
 button in the status bar. Quick jobs therefore never flicker anything.
 
-Progress signals are throttled on the worker side (at most one every :data:`PROGRESS_INTERVAL_S`,
-plus the final one, and a new step: a new message without a total, such as "m is writing an
-abstract", which no later report would bring to the screen) and chunks are batched the same way, so a
-tight core loop cannot flood the GUI thread's event queue.
+Progress signals are throttled on the worker side (at most one every
+:data:`~kmds_desktop.ui.jobs.worker.PROGRESS_INTERVAL_S`, plus the final one, and a new step: a new
+message without a total, such as "m is writing an abstract", which no later report would bring to
+the screen) and chunks are batched the same way, so a tight core loop cannot flood the GUI thread's
+event queue.
 """
 
 from __future__ import annotations
@@ -75,7 +76,6 @@ from PySide6.QtGui import QCursor
 from PySide6.QtWidgets import QApplication
 
 from kmds_desktop.ui.jobs.job import LIVE_THREADS, Job
-from kmds_desktop.ui.jobs.worker import CHUNK_INTERVAL_S, PROGRESS_INTERVAL_S, Worker
 
 log = logging.getLogger(__name__)
 
@@ -243,7 +243,8 @@ class JobRunner(QObject):
         if job.running:
             self.job_shown.emit(job)
 
-    def _drop_queued(self, job: Job) -> None:
+    # -- what its jobs report (the job's JobOwner) --
+    def drop_queued(self, job: Job) -> None:
         queue = self._waiting.get(job.kind)
         if queue and job in queue:
             queue.remove(job)
@@ -251,18 +252,25 @@ class JobRunner(QObject):
             job._call("on_cancelled")  # noqa: SLF001 - the runner drives its jobs
             job.finished.emit()
 
-    def _release(self, job: Job) -> None:
+    def release(self, job: Job) -> None:
         if self._running.get(job.kind) is job:
             del self._running[job.kind]
 
-    def _job_ended(self, job: Job) -> None:
-        self._release(job)
+    def job_ended(self, job: Job) -> None:
+        self.release(job)
         self.job_finished.emit(job)
         queue = self._waiting.get(job.kind)
         if queue and not self._closed and job.kind not in self._running:
             self._start(queue.popleft())
         self._update_cursor()
 
+    def report_callback_error(self, exc: BaseException) -> None:
+        self.callback_error.emit(exc)
+
+    def report_job_error(self, job: Job, exc: BaseException) -> None:
+        self.job_error.emit(job, exc)
+
+    # -- internals --
     def _update_cursor(self) -> None:
         """Busy cursor on while a busy-cursor job has run for BUSY_CURSOR_MS; else re-arm the timer."""
         now = time.monotonic()
@@ -313,15 +321,10 @@ def live_running_threads() -> list[QThread]:
 
 __all__ = [
     "BUSY_CURSOR_MS",
-    "CHUNK_INTERVAL_S",
     "LIVE_RUNNERS",
-    "LIVE_THREADS",
-    "PROGRESS_INTERVAL_S",
-    "SHOW_PROGRESS_MS",
     "POLICIES",
-    "Job",
+    "SHOW_PROGRESS_MS",
     "JobRunner",
-    "Worker",
     "format_exception",
     "live_running_threads",
 ]

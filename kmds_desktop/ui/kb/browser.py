@@ -30,9 +30,9 @@ from PySide6.QtWidgets import (
 from kmds_desktop.app.evidence_links import observation_evidence
 from kmds_desktop.app.presentation import plural
 from kmds_desktop.app.workspace import new_observation_defaults
-from kmds_desktop.ui.kb.tree_model import CATEGORY_LABELS, KBTreeModel, KindRole
 from kmds_desktop.ui.ask.markdown_render import to_html
 from kmds_desktop.ui.kb.observation_editor import ObservationDialog, WorkflowDialog
+from kmds_desktop.ui.kb.tree_model import CATEGORY_LABELS, KBTreeModel, KindRole
 
 FILTER_DEBOUNCE_MS = 250
 

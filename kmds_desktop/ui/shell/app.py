@@ -48,8 +48,10 @@ def run_app(kb_file: str | None = None) -> int:
     from PySide6.QtWidgets import QApplication
 
     from kmds_desktop.app.preferences import load_settings_or_defaults
-    from kmds_desktop.ui.shell.main_window import MainWindow, app_icon, initial_kb_path, settle_before_first_frame
+    from kmds_desktop.ui.shell.main_window import MainWindow, initial_kb_path
+    from kmds_desktop.ui.shell.menus import app_icon
     from kmds_desktop.ui.shell.message_bar import install_excepthook, uninstall_excepthook
+    from kmds_desktop.ui.shell.startup import settle_before_first_frame
 
     app = QApplication.instance() or QApplication(sys.argv)
     app.setApplicationName("KMDS Desktop")
