@@ -16,16 +16,21 @@ screening session, the search history and the embedded PostgreSQL):
    update added; records shown twice (a record in the review twice, or an earlier record added again:
    must be 0).
 4. The update's new records are screened by replay twice, from the same priors (one relevant and one
-   irrelevant record of the update, seeded by the question id, as ASReview's simulations do): **warm**, the
-   session's model trained on round one's decisions and the update's as they come, and **cold**, the same
-   model and features with the update's decisions only. WSS@95 and records to 95% recall for both
-   (questions with fewer than 2 relevant new records are left out of this part).
+   irrelevant record of the update, as ASReview's simulations do): **warm**, the session's model trained
+   on round one's decisions and the update's as they come, and **cold**, the same model and features with
+   the update's decisions only. Both replays are repeated for ``--seeds`` draws of the priors (seed
+   ``question id + 1000 × s``; s = 0 is the single draw of earlier runs): one draw of one relevant record
+   among a handful decides much of a 50-record replay, so a single draw is no measurement. WSS@95 and
+   records to 95% recall for both, per question the mean over the draws (questions with fewer than 2
+   relevant new records are left out of this part).
 
-The last line: ``warm / cold WSS@95: X (repeats: N)`` (target: X >= 1.2, N = 0).
+Printed: the mean over every (question, draw) pair, and the ratio warm / cold per draw (mean over the
+questions of that draw) with its standard deviation and range across draws. The last line:
+``warm / cold WSS@95: X (S seeds: sd D, range A–B) (repeats: N)`` (target: X >= 1.2, N = 0).
 
-Usage: ``python bench/living_review.py [--questions N] [--keep DIR]`` (all 49 odd questions: several
-minutes on 2 cores, most of it round one's screening, which retrains after every decision as the
-session does).
+Usage: ``python bench/living_review.py [--questions N] [--seeds S] [--keep DIR]`` (all 49 odd questions,
+5 seeds: a few minutes on 2 idle cores, most of it round one's screening, which retrains after every
+decision as the session does).
 """
 
 from __future__ import annotations
@@ -101,8 +106,9 @@ def screen_round_one(session, relevant: set[str]) -> int:
     return made
 
 
-def warm_and_cold(session, new_keys: list[tuple[str, str]], relevant: set[str], seed: int):
-    """Replays of the update's new records (see the module docstring): (warm, cold) SimulationResults."""
+def warm_and_cold(session, new_keys: list[tuple[str, str]], relevant: set[str], seeds: list[int]):
+    """Replays of the update's new records (see the module docstring): (warm, cold) SimulationResults,
+    one pair per seed of the priors."""
     from kmds_desktop.literature.screening.decisions import INCLUDE, MAYBE
     from kmds_desktop.literature.screening.ordering import train
     from kmds_desktop.literature.screening.simulation import pick_priors, simulate
@@ -124,15 +130,18 @@ def warm_and_cold(session, new_keys: list[tuple[str, str]], relevant: set[str], 
             return None if result is None else result.values[pool]
         return score
 
-    priors = pick_priors(truth, seed)
-    warm = simulate(truth, scorer=scorer(True), priors=priors, fallback=fallback)
-    cold = simulate(truth, scorer=scorer(False), priors=priors, fallback=fallback)
-    return warm, cold
+    out = []
+    for seed in seeds:
+        priors = pick_priors(truth, seed)
+        out.append((simulate(truth, scorer=scorer(True), priors=priors, fallback=fallback),
+                    simulate(truth, scorer=scorer(False), priors=priors, fallback=fallback)))
+    return out
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--questions", type=int, default=None, help="only the first N odd questions")
+    parser.add_argument("--seeds", type=int, default=5, help="draws of the priors per question (default 5)")
     parser.add_argument("--keep", type=Path, default=None, help="keep the data folder here")
     args = parser.parse_args()
 
@@ -194,10 +203,12 @@ def main() -> int:
             in_pool = sum(1 for k in outcome.new_keys if k[1] in relevant[qid])
             if in_pool >= 2:
                 session = ScreeningSession(book.store, name, background=False, seed=int(qid))
-                warm, cold = warm_and_cold(session, outcome.new_keys, relevant[qid], int(qid))
+                seeds = [int(qid) + 1000 * s for s in range(max(1, args.seeds))]
+                pairs = warm_and_cold(session, outcome.new_keys, relevant[qid], seeds)
                 session.close()
-                row.update(warm_wss=warm.wss(0.95), cold_wss=cold.wss(0.95),
-                           warm_n95=warm.records_to_recall(0.95), cold_n95=cold.records_to_recall(0.95))
+                row.update(warm_wss=[w.wss(0.95) for w, _ in pairs], cold_wss=[c.wss(0.95) for _, c in pairs],
+                           warm_n95=[w.records_to_recall(0.95) for w, _ in pairs],
+                           cold_n95=[c.records_to_recall(0.95) for _, c in pairs])
             rows_out.append(row)
         book.close()
         history.close()
@@ -206,10 +217,12 @@ def main() -> int:
         if args.keep is None:
             shutil.rmtree(root, ignore_errors=True)
 
+    mean = statistics.fmean
     print(f"{'q':>3} {'R1 rec':>6} {'R1 scr':>6} {'R1 inc':>6} {'new':>5} {'known':>5} {'newrel':>6} "
           f"{'recall':>6} {'bm25s':>6} {'twice':>5} {'wWSS':>6} {'cWSS':>6} {'wN95':>5} {'cN95':>5}")
     for r in rows_out:
-        extra = (f"{r['warm_wss']:>6.3f} {r['cold_wss']:>6.3f} {r['warm_n95']:>5} {r['cold_n95']:>5}"
+        extra = (f"{mean(r['warm_wss']):>6.3f} {mean(r['cold_wss']):>6.3f} {mean(r['warm_n95']):>5.1f} "
+                 f"{mean(r['cold_n95']):>5.1f}"
                  if "warm_wss" in r else f"{'-':>6} {'-':>6} {'-':>5} {'-':>5}")
         print(f"{r['q']:>3} {r['records']:>6} {r['screened']:>6} {r['included']:>6} {r['new']:>5} "
               f"{r['known']:>5} {r['new_relevant']:>6} {r['recall']:>6.3f} {r['bm25']:>6.3f} "
@@ -217,7 +230,6 @@ def main() -> int:
     judged = [r for r in rows_out if r["new_relevant"]]
     simulated = [r for r in rows_out if "warm_wss" in r]
     repeats_total = sum(r["twice"] for r in rows_out)
-    mean = statistics.fmean
     print(f"mean over {len(judged)} questions with new relevant records: update recall "
           f"{mean(r['recall'] for r in judged):.3f}, bm25s on the same records "
           f"{mean(r['bm25'] for r in judged):.3f}")
@@ -225,11 +237,20 @@ def main() -> int:
         print("warm / cold WSS@95: n/a (no question has 2 relevant new records) (repeats: "
               f"{repeats_total})")
         return 1
-    warm, cold = mean(r["warm_wss"] for r in simulated), mean(r["cold_wss"] for r in simulated)
-    print(f"over {len(simulated)} questions with >= 2 relevant new records: WSS@95 warm {warm:.3f}, cold "
-          f"{cold:.3f}; records to 95% warm {mean(r['warm_n95'] for r in simulated):.1f}, cold "
-          f"{mean(r['cold_n95'] for r in simulated):.1f} (of {mean(r['new'] for r in simulated):.1f})")
-    print(f"warm / cold WSS@95: {warm / cold if cold else float('inf'):.3f} (repeats: {repeats_total})")
+    draws = len(simulated[0]["warm_wss"])
+    warm = mean(w for r in simulated for w in r["warm_wss"])
+    cold = mean(c for r in simulated for c in r["cold_wss"])
+    per_draw = [mean(r["warm_wss"][s] for r in simulated) / mean(r["cold_wss"][s] for r in simulated)
+                for s in range(draws)]
+    spread = statistics.stdev(per_draw) if draws > 1 else 0.0
+    pool = mean(r["new"] for r in simulated)
+    print(f"over {len(simulated)} questions with >= 2 relevant new records, {draws} draws of the priors "
+          f"each: WSS@95 warm {warm:.3f}, cold {cold:.3f}; records to 95% warm "
+          f"{mean(n for r in simulated for n in r['warm_n95']):.1f}, cold "
+          f"{mean(n for r in simulated for n in r['cold_n95']):.1f} (of {pool:.1f})")
+    print("warm / cold per draw: " + ", ".join(f"{x:.3f}" for x in per_draw))
+    print(f"warm / cold WSS@95: {warm / cold if cold else float('inf'):.3f} ({draws} seeds: sd {spread:.3f}, "
+          f"range {min(per_draw):.3f}–{max(per_draw):.3f}) (repeats: {repeats_total})")
     return 0
 
 

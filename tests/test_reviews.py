@@ -229,14 +229,28 @@ def test_an_update_after_new_records_are_imported_adds_only_those(pg_empty_datab
         assert session.current.key in queued
         session.close()
 
-        # A second update finds nothing new; a withdrawn record is flagged, its decision kept.
+        # A withdrawal changes no count, yet the check on start notices it and names the review; the
+        # next update flags the record, its decision kept.
+        from kmds_desktop.app.review_resume import check_if_changed, database_fingerprint
+
+        before_withdrawal = database_fingerprint(db)
+        assert check_if_changed(db, before_withdrawal, store_path=store.path,
+                                history_path=tmp_path / "history.sqlite3").notice is None
         withdrawn_key = next(iter(decided))
         db.run(lambda c: c.execute("UPDATE document SET withdrawn_date = '1980-02-01' WHERE external_id = %s",
                                    (withdrawn_key[1],)))
+        check = check_if_changed(db, before_withdrawal, store_path=store.path,
+                                 history_path=tmp_path / "history.sqlite3")
+        assert check.fingerprint.documents == before_withdrawal.documents
+        assert (check.fingerprint.withdrawn, check.fingerprint.last_withdrawn) == (1, "1980-02-01")
+        assert check.notice is not None and check.notice.withdrawn_per_review == {name: 1}
+        assert check.notice.new_line() == f"1 review has 1 record withdrawn since ({name}: 1)"
+        assert check.notice.most_changed() == name
         again = book.update(name, history=history, database=db)
         assert again.new == 0 and again.known == again.found and again.round == 2
         assert again.withdrawn == {withdrawn_key: "1980-02-01"}
         assert withdrawn_key in store.decisions(name)
+        assert book.new_records(db, history=history).new_line() == ""  # flagged: no longer news
 
         flow = book.flow(name)
         assert [r.records for r in flow.rounds] == [len(earlier), waiting, 0]

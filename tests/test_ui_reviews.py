@@ -83,7 +83,7 @@ def test_a_review_reopens_after_a_restart_and_its_update_screens_only_the_new_re
     # Today: File → Open review…, the review's search comes back into the panel and its screening opens.
     window = _start(make_window, db)
     panel = window.literature
-    qtbot.waitUntil(lambda: panel.document_count is not None, timeout=WAIT)
+    qtbot.waitUntil(lambda: panel.session.documents_in_database is not None, timeout=WAIT)
     window.reviews.actions["open"].trigger()
     picker = window.reviews.dialog
     qtbot.waitUntil(lambda: picker.list.count() == 1, timeout=WAIT)
@@ -118,7 +118,7 @@ def test_a_review_reopens_after_a_restart_and_its_update_screens_only_the_new_re
     assert [r.query for r in panel.session.included_rows()] == ["sweat & (chloride | sodium)"]
     assert panel.documents.rowCount() == len(first_round)
     assert "reopened where you left it" in window.messages.label.text()
-    qtbot.waitUntil(lambda: panel.document_count is not None, timeout=WAIT)
+    qtbot.waitUntil(lambda: panel.session.documents_in_database is not None, timeout=WAIT)
     assert not window.reviews.new_records_bar.isVisible()  # the database has not changed
 
     # 1978's records are imported in the window: the bar says the review has new records.
@@ -152,6 +152,37 @@ def test_a_review_reopens_after_a_restart_and_its_update_screens_only_the_new_re
     assert "Update 1 of sweat" in "".join(m.text for m in window.messages.history)
     assert "showing only the" in window.messages.label.text()
     assert read_place().only_round == 1
+
+    # The screening says so: a badge over the queue, and Show all brings every unscreened record back.
+    badge = window.reviews.only_badge
+    assert badge is not None and badge.isVisible()
+    assert badge.label.text().startswith(f"<b>Update 1: {waiting:,} new records only</b>")
+    _click(qtbot, badge.show_all_button)
+    assert session.only is None and window.reviews.only_badge is None
+    offered = {session.records[i].key for i, _how in session.queue(len(session.records))}
+    assert offered == (first_round - decided) | new  # round one's unscreened records are back
+    assert read_place().only_round is None
+    assert "Every unscreened record" in window.messages.label.text()
+
+    # A record of round one is withdrawn between two starts (a PubMed update file imported elsewhere):
+    # no document count changes, yet the next start names the review, and its Update flags the record.
+    window.close()
+    withdrawn = sorted(decided)[0]
+    db.run(lambda c: c.execute("UPDATE document SET withdrawn_date = '1980-03-01' WHERE external_id = %s",
+                               (withdrawn[1],)))
+    window = _start(make_window, db)
+    bar = window.reviews.new_records_bar
+    qtbot.waitUntil(bar.isVisible, timeout=WAIT)
+    assert bar.label.text() == ("1 review has 1 record withdrawn since (sweat: 1) — Update flags the "
+                                "withdrawn records of sweat")
+    _screening(qtbot, window)
+    _click(qtbot, bar.update_button)
+    qtbot.waitUntil(lambda: "1 withdrawn since (flagged)" in "".join(m.text for m in window.messages.history),
+                    timeout=WAIT)
+    with ReviewBook() as book:
+        assert book.store.flags("sweat") == {withdrawn: "1980-03-01"}
+        assert withdrawn in book.store.decisions("sweat")  # the decision stays on record
+    assert read_place().database_seen is not None and read_place().database_seen.withdrawn == 1
 
 
 def test_new_rename_and_delete_a_review_from_the_file_menu(qtbot, make_window, pg_empty_database,
@@ -226,6 +257,25 @@ def test_a_damaged_place_file_starts_like_a_first_run_and_the_next_change_repair
     assert again.review == "nine" and again.recent[:2] == ["nine", "review 7"]
     again.keep_only(["review 7"])
     assert again.review == "" and again.recent == ["review 7"]
+
+
+def test_the_database_seen_is_a_fingerprint_that_notices_a_withdrawal(data_home) -> None:
+    from kmds_desktop.app.review_resume import DatabaseFingerprint, ReviewPlace, place_path, write_place
+
+    place_path().write_text(json.dumps({"documents_seen": 781}), encoding="utf-8")  # an older place file
+    older = read_place().database_seen
+    assert older == DatabaseFingerprint(781)
+    assert not DatabaseFingerprint(781, 0, "").differs(older)  # only the count was kept: compared alone
+    assert DatabaseFingerprint(1239, 0, "").differs(older)
+    assert not DatabaseFingerprint(781, 0, "").differs(None)  # never checked: nothing to compare with
+    seen = DatabaseFingerprint(781, 0, "")
+    assert DatabaseFingerprint(781, 1, "1980-03-01").differs(seen)  # a withdrawal: the same count
+    assert DatabaseFingerprint(781, 1, "1980-04-01").differs(DatabaseFingerprint(781, 1, "1980-03-01"))
+    assert write_place(ReviewPlace(database_seen=DatabaseFingerprint(781, 1, "1980-03-01"))) is None
+    assert read_place().database_seen == DatabaseFingerprint(781, 1, "1980-03-01")
+    misshapen = {"database_seen": {"documents": -2, "withdrawn": "x"}}
+    place_path().write_text(json.dumps(misshapen), encoding="utf-8")
+    assert read_place().database_seen is None  # misshapen: never trusted
 
 
 def _screened_review(name: str = "sweat") -> None:
@@ -304,3 +354,51 @@ def test_the_queue_of_an_update_offers_only_its_records_then_the_rest(data_home)
         session.show_only(None)
         assert session.current.key == ("CF", "cf:4")  # the rest of the queue follows
         session.close()
+
+
+def test_rename_export_and_delete_a_review_that_is_not_open_from_the_review_list(
+        qtbot, make_window, pg_empty_database, data_home, tmp_path, monkeypatch) -> None:
+    from PySide6.QtWidgets import QFileDialog
+
+    _screened_review("sweat")
+    _screened_review("older")
+    window = make_window(literature_kwargs={"database": pg_empty_database, "open_on_start": False})
+    reviews = window.reviews
+    reviews.open("sweat")
+    screening = _screening(qtbot, window)
+
+    def pick(review: str) -> Any:
+        reviews.actions["open"].trigger()
+        picker = reviews.dialog
+        qtbot.waitUntil(lambda: picker.list.count() == 2, timeout=WAIT)
+        assert picker.select(review)
+        return picker
+
+    picker = pick("older")
+    _click(qtbot, picker.action_buttons["rename"])
+    dialog = reviews.dialog
+    assert dialog.name_edit.text() == "older"
+    dialog.name_edit.setText("")
+    qtbot.keyClicks(dialog.name_edit, "older, adults")
+    _click(qtbot, dialog.ok_button)
+    qtbot.waitUntil(lambda: "older is now called older, adults" in window.messages.label.text(), timeout=WAIT)
+    assert reviews.screening_window is screening and screening.session.review.id == "sweat"  # untouched
+    assert read_place().review == "sweat"
+
+    out = tmp_path / "older.kmds-review.json"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(out), "KMDS review files"))
+    picker = pick("older, adults")
+    _click(qtbot, picker.action_buttons["export"])
+    qtbot.waitUntil(lambda: "Review older, adults written to" in window.messages.label.text(), timeout=WAIT)
+    assert json.loads(out.read_text(encoding="utf-8"))["review"]["name"] == "older, adults"
+
+    picker = pick("older, adults")
+    _click(qtbot, picker.action_buttons["delete"])
+    box = reviews.dialog
+    assert isinstance(box, QMessageBox) and "older, adults" in box.text()
+    _click(qtbot, box.button(QMessageBox.StandardButton.Yes))
+    qtbot.waitUntil(lambda: "Review older, adults deleted" in window.messages.label.text(), timeout=WAIT)
+    with ReviewBook() as book:
+        assert [s.id for s in book.summaries()] == ["sweat"]
+    assert reviews.screening_window is screening and screening.session is not None  # the open one stays
+    assert read_place().review == "sweat"

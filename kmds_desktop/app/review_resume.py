@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kmds_desktop import paths
-from kmds_desktop.app.reviews import ReviewBook
+from kmds_desktop.app.reviews import NewRecordsNotice, ReviewBook
 from kmds_desktop.app.screening import ScreeningSession
 from kmds_desktop.app.strategy import SavedSearch, saved_search
 from kmds_desktop.literature.reviews.store import ReviewStore
@@ -41,6 +41,46 @@ MAX_RECENT_REVIEWS = 8
 Key = tuple[str, str]
 
 
+@dataclass(frozen=True)
+class DatabaseFingerprint:
+    """What the literature database looked like when the reviews were last checked: its document count,
+    how many are withdrawn and the newest withdrawal date. Why more than the count: a withdrawal changes
+    no count of documents, yet the reviews holding the record must say so (the next update flags it)."""
+
+    documents: int
+    withdrawn: int | None = None  #: None: not known (a place file written before withdrawals were kept)
+    last_withdrawn: str = ""
+
+    def differs(self, other: DatabaseFingerprint | None) -> bool:
+        """True when ``other`` (the one seen before) is another state of the database; None (never
+        checked) is not a change: there is nothing to compare with."""
+        if other is None:
+            return False
+        if other.withdrawn is None:  # an older place file: the count is all that was kept
+            return other.documents != self.documents
+        return (other.documents, other.withdrawn, other.last_withdrawn) != (
+            self.documents, self.withdrawn, self.last_withdrawn)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> DatabaseFingerprint | None:
+        """The fingerprint from the place file's JSON (None for anything misshapen)."""
+        if not isinstance(data, dict):
+            return None
+        documents, withdrawn, last = data.get("documents"), data.get("withdrawn"), data.get("last_withdrawn")
+        if not isinstance(documents, int) or isinstance(documents, bool) or documents < 0:
+            return None
+        return cls(documents, withdrawn if isinstance(withdrawn, int) and withdrawn >= 0 else None,
+                   last if isinstance(last, str) else "")
+
+
+def database_fingerprint(database: Any) -> DatabaseFingerprint:
+    """The database's :class:`DatabaseFingerprint`: one scan of the document table, on a worker."""
+    rows = database.fetch_all(
+        "SELECT count(*), count(withdrawn_date), coalesce(max(withdrawn_date)::text, '') FROM document")
+    documents, withdrawn, last = rows[0] if rows else (0, 0, "")
+    return DatabaseFingerprint(int(documents), int(withdrawn), str(last))
+
+
 @dataclass
 class ReviewPlace:
     """The window's review state that outlives a restart (see the module docstring)."""
@@ -51,8 +91,8 @@ class ReviewPlace:
     #: The update round whose new records the screening shows alone (None: the whole queue).
     only_round: int | None = None
     recent: list[str] = field(default_factory=list)  #: newest first, at most MAX_RECENT_REVIEWS
-    #: The literature database's document count when the reviews were last checked for new records.
-    documents_seen: int | None = None
+    #: The literature database when the reviews were last checked for new records and withdrawals.
+    database_seen: DatabaseFingerprint | None = None
 
     # -- changes ---------------------------------------------------------------------------------------
     def opened(self, review: str, search_set: int | None = None) -> None:
@@ -99,7 +139,10 @@ class ReviewPlace:
         recent = data.get("recent")
         number = data.get("search_set")
         only = data.get("only_round")
-        seen = data.get("documents_seen")
+        seen = DatabaseFingerprint.from_dict(data.get("database_seen"))
+        counted = data.get("documents_seen")  # a place file of an older version kept the count alone
+        if seen is None and isinstance(counted, int) and not isinstance(counted, bool) and counted >= 0:
+            seen = DatabaseFingerprint(counted)
         return cls(
             review=data["review"] if isinstance(data.get("review"), str) else "",
             search_set=number if isinstance(number, int) and number > 0 else None,
@@ -109,7 +152,7 @@ class ReviewPlace:
             only_round=only if isinstance(only, int) and only > 0 else None,
             recent=[r for r in recent if isinstance(r, str)][:MAX_RECENT_REVIEWS] if isinstance(recent, list)
             else [],
-            documents_seen=seen if isinstance(seen, int) and seen >= 0 else None,
+            database_seen=seen,
         )
 
 
@@ -220,29 +263,44 @@ def update_review(name: str, *, database: Any, store_path: str | Path | None = N
         return book.update(name, history=history, database=database)
 
 
-def new_records_line(new_per_review: dict[str, int]) -> str:
-    """The window's "2 reviews have 14 new records" ("" when none has)."""
-    having = {k: v for k, v in new_per_review.items() if v}
-    if not having:
-        return ""
-    n, total = len(having), sum(having.values())
-    named = ", ".join(f"{k}: {v:,}" for k, v in sorted(having.items(), key=lambda kv: (-kv[1], kv[0]))[:5])
-    return (f"{n} {'review has' if n == 1 else 'reviews have'} {total:,} new "
-            f"record{'s' if total != 1 else ''} ({named})")
+def new_records_line(notice: NewRecordsNotice) -> str:
+    """The window's "2 reviews have 14 new records (…)" and "1 review has 2 records withdrawn since
+    (…)" ("" when nothing changed)."""
+    return notice.new_line()
 
 
 def check_new_records(database: Any, *, store_path: str | Path | None = None,
-                      history_path: str | Path | None = None) -> dict[str, int]:
-    """How many new records each review's strategy finds today (nothing is added): the check after an
-    import and on start when the database changed."""
+                      history_path: str | Path | None = None) -> NewRecordsNotice:
+    """How many new records each review's strategy finds today, and how many of its records were
+    withdrawn since (nothing is added or flagged): the check after an import and on start when the
+    database changed."""
     with ReviewBook(store_path) as book:
         if not book.store.reviews():
-            return {}
+            return NewRecordsNotice()
         with SearchHistory(history_path) as history:
             notice = book.new_records(database, history=history)
     for review, problem in notice.problems.items():
         log.warning("review %s: its strategy could not run: %s", review, problem)
-    return {k: v for k, v in notice.new_per_review.items() if v}
+    return notice
+
+
+@dataclass
+class DatabaseCheck:
+    """What :func:`check_if_changed` found: the database now, and the reviews' news when it changed."""
+
+    fingerprint: DatabaseFingerprint
+    notice: NewRecordsNotice | None = None  #: None when the database is as it was (or never checked)
+
+
+def check_if_changed(database: Any, seen: DatabaseFingerprint | None, *,
+                     store_path: str | Path | None = None,
+                     history_path: str | Path | None = None) -> DatabaseCheck:
+    """The start-up / after-import check: the database's fingerprint, and when it differs from
+    ``seen`` the reviews' new and withdrawn records (:func:`check_new_records`). On a worker."""
+    now = database_fingerprint(database)
+    if not now.differs(seen):
+        return DatabaseCheck(now)
+    return DatabaseCheck(now, check_new_records(database, store_path=store_path, history_path=history_path))
 
 
 def review_names(store_path: str | Path | None = None) -> list[str]:

@@ -40,6 +40,7 @@ from kmds_desktop.literature.reviews.update import (
     flag_withdrawn,
     log_update,
     next_round,
+    unflagged_withdrawn,
 )
 from kmds_desktop.literature.screening import prisma
 from kmds_desktop.literature.screening.decisions import EXCLUDE, INCLUDE, MAYBE
@@ -76,22 +77,40 @@ class ReviewSummary:
 
 @dataclass
 class NewRecordsNotice:
-    """Reviews whose strategy matches records they do not have yet (after an import)."""
+    """Reviews whose strategy matches records they do not have yet (after an import), and reviews with
+    records the database has withdrawn since (not flagged yet: the next update flags them)."""
 
     new_per_review: dict[str, int] = field(default_factory=dict)
     problems: dict[str, str] = field(default_factory=dict)  #: review -> why its strategy could not run
+    withdrawn_per_review: dict[str, int] = field(default_factory=dict)
+
+    def new_line(self) -> str:
+        """"2 reviews have 14 new records (a: 9, b: 5)"; with withdrawals "…; 1 review has 2 records
+        withdrawn since (a: 2)" ("" when nothing changed)."""
+        parts = []
+        for counts, what in ((self.new_per_review, "new record"),
+                             (self.withdrawn_per_review, "record withdrawn since")):
+            having = {k: v for k, v in counts.items() if v}
+            if not having:
+                continue
+            n, total = len(having), sum(having.values())
+            most = sorted(having.items(), key=lambda kv: (-kv[1], kv[0]))
+            named = ", ".join(f"{k}: {v:,}" for k, v in most[:5]) + (", …" if len(most) > 5 else "")
+            noun = what if total == 1 else what.replace("record", "records", 1)
+            parts.append(f"{n} {'review has' if n == 1 else 'reviews have'} {total:,} {noun} ({named})")
+        return "; ".join(parts)
 
     def line(self) -> str:
-        """"2 reviews have 14 new records" (empty when none has)."""
-        having = {k: v for k, v in self.new_per_review.items() if v}
-        if not having:
-            return ""
-        n, total = len(having), sum(having.values())
-        review = "review has" if n == 1 else "reviews have"
-        most = sorted(having.items(), key=lambda kv: (-kv[1], kv[0]))
-        named = ", ".join(f"{k}: {v:,}" for k, v in most[:5]) + (", …" if len(most) > 5 else "")
-        return (f"{n} {review} {total:,} new record{'s' if total != 1 else ''} ({named}); "
-                "screen them with 'kmds-desktop literature review update NAME'")
+        """The CLI's line: :meth:`new_line` and what to run (empty when nothing changed)."""
+        text = self.new_line()
+        return f"{text}; screen them with 'kmds-desktop literature review update NAME'" if text else ""
+
+    def most_changed(self) -> str:
+        """The review an "Update" button updates: most new records, then most withdrawn, then by name."""
+        changed = {k for k in self.new_per_review if self.new_per_review[k]} | {
+            k for k in self.withdrawn_per_review if self.withdrawn_per_review[k]}
+        return min(changed, key=lambda k: (-self.new_per_review.get(k, 0),
+                                           -self.withdrawn_per_review.get(k, 0), k), default="")
 
 
 class ReviewBook(Observable):
@@ -330,6 +349,7 @@ class ReviewBook(Observable):
                 notice.problems[review.id] = str(err)
                 continue
             notice.new_per_review[review.id] = count
+            notice.withdrawn_per_review[review.id] = len(unflagged_withdrawn(self.store, review.id, database))
         return notice
 
     # -- the review file --------------------------------------------------------------------------------

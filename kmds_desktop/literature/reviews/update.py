@@ -126,22 +126,25 @@ def withdrawn_dates(db: Any, keys: Iterable[Key]) -> dict[Key, str]:
     return out
 
 
-def flag_withdrawn(store: ReviewStore, review_id: str, db: Any) -> dict[Key, str]:
-    """Flag the review's records withdrawn since they joined; returns the newly flagged ones."""
-    keys: list[Key] = []
-    for rec in store.records(review_id):
-        keys.append(rec.key)
-        keys += rec.aliases
-    dates = withdrawn_dates(db, keys)
-    if not dates:
-        return {}
-    by_alias = {}
+def unflagged_withdrawn(store: ReviewStore, review_id: str, db: Any) -> dict[Key, str]:
+    """The review's records the database marks withdrawn that are not flagged yet (or flagged with
+    another date), with the withdrawal date: what the next update flags, and what the check after an
+    import or on start reports."""
+    by_alias: dict[Key, Key] = {}
     for rec in store.records(review_id):
         for k in (rec.key, *rec.aliases):
             by_alias[k] = rec.key
+    dates = withdrawn_dates(db, by_alias)
+    if not dates:
+        return {}
     flagged = {by_alias[k]: v for k, v in dates.items() if k in by_alias}
     already = store.flags(review_id)
-    fresh = {k: v for k, v in flagged.items() if already.get(k) != v}
+    return {k: v for k, v in flagged.items() if already.get(k) != v}
+
+
+def flag_withdrawn(store: ReviewStore, review_id: str, db: Any) -> dict[Key, str]:
+    """Flag the review's records withdrawn since they joined; returns the newly flagged ones."""
+    fresh = unflagged_withdrawn(store, review_id, db)
     if fresh:
         store.set_flags(review_id, fresh)
     return fresh

@@ -1,5 +1,6 @@
-"""The review menu's small dialogs: a name (New review, Rename), the list to open one from, the bar that
-says which reviews have new records.
+"""The review menu's small dialogs: a name (New review, Rename), the list to open one from (and rename,
+delete or export one), the bar that says which reviews have new or withdrawn records, the badge over an
+update's screening.
 
 Why non-modal dialogs opened with ``open()`` and a signal: a nested event loop (``exec()``) would let
 the window's jobs deliver results into a half-finished action, and a test could not click them.
@@ -62,9 +63,13 @@ class NameDialog(QDialog):
 
 class ReviewPicker(QDialog):
     """The data folder's reviews, one line each (screened, included, updates, question); ``chosen(id)``
-    on Open or a double click."""
+    on Open or a double click; Rename…, Delete… and Export… act on the chosen review, open or not
+    (``rename_chosen``, ``delete_chosen``, ``export_chosen``; the list closes first)."""
 
     chosen = Signal(str)
+    rename_chosen = Signal(str)
+    delete_chosen = Signal(str)
+    export_chosen = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -79,9 +84,16 @@ class ReviewPicker(QDialog):
                                         | QDialogButtonBox.StandardButton.Cancel)
         self.open_button = self.buttons.button(QDialogButtonBox.StandardButton.Open)
         self.open_button.setEnabled(False)
+        self.action_buttons: dict[str, QPushButton] = {}
+        for text, signal in (("Rename…", self.rename_chosen), ("Delete…", self.delete_chosen),
+                             ("Export…", self.export_chosen)):
+            button = self.buttons.addButton(text, QDialogButtonBox.ButtonRole.ActionRole)
+            button.setEnabled(False)
+            button.clicked.connect(lambda _c=False, signal=signal: self._act(signal))
+            self.action_buttons[text.rstrip("…").lower()] = button
         self.buttons.accepted.connect(self._confirm)
         self.buttons.rejected.connect(self.reject)
-        self.list.currentItemChanged.connect(lambda item, _p: self.open_button.setEnabled(item is not None))
+        self.list.currentItemChanged.connect(lambda item, _p: self._enable(item is not None))
         layout = QVBoxLayout(self)
         layout.addWidget(self.hint)
         layout.addWidget(self.list, 1)
@@ -107,11 +119,18 @@ class ReviewPicker(QDialog):
                 return True
         return False
 
-    def _confirm(self) -> None:
+    def _enable(self, on: bool) -> None:
+        for button in (self.open_button, *self.action_buttons.values()):
+            button.setEnabled(on)
+
+    def _act(self, signal: Any) -> None:
         item = self.list.currentItem()
         if item is not None:
             self.accept()
-            self.chosen.emit(str(item.data(Qt.ItemDataRole.UserRole)))
+            signal.emit(str(item.data(Qt.ItemDataRole.UserRole)))
+
+    def _confirm(self) -> None:
+        self._act(self.chosen)
 
 
 class NewRecordsBar(QWidget):
@@ -142,11 +161,40 @@ class NewRecordsBar(QWidget):
         self.review = ""
         self.setVisible(False)
 
-    def show_new(self, line: str, new_per_review: dict[str, int]) -> None:
+    def show_new(self, notice: Any) -> None:
+        """Show what :func:`~kmds_desktop.app.review_resume.check_new_records` found (hidden when
+        nothing changed); the button updates the review with most new records (or withdrawals)."""
+        line = notice.new_line()
         if not line:
             self.setVisible(False)
             return
-        self.review = min(new_per_review.items(), key=lambda kv: (-kv[1], kv[0]))[0]
-        self.label.setText(f"{line} — Update screens the new records of {self.review}")
+        self.review = notice.most_changed()
+        what = ("screens the new records" if notice.new_per_review.get(self.review)
+                else "flags the withdrawn records")
+        self.label.setText(f"{line} — Update {what} of {self.review}")
         self.update_button.setText(f"Update {self.review}")
         self.setVisible(True)
+
+
+class OnlyNewBadge(QWidget):
+    """"Update 2: 14 new records only" above the screening, with "Show all": the queue offers an
+    update's new records alone until they are screened or the user asks for every unscreened record
+    (``show_all``)."""
+
+    show_all = Signal()
+
+    def __init__(self, round_number: int, new: int, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("onlyNewBadge")
+        self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
+        self.setStyleSheet("#onlyNewBadge { background: #fff1c4; border-radius: 4px; }")
+        self.label = QLabel(f"<b>Update {round_number}: {new:,} new record{'' if new == 1 else 's'} only</b>"
+                            " — the review's other unscreened records follow when these are screened")
+        self.label.setWordWrap(True)
+        self.show_all_button = QPushButton("Show all")
+        self.show_all_button.setToolTip("Screen every unscreened record of the review, in the model's order")
+        self.show_all_button.clicked.connect(self.show_all.emit)
+        row = QHBoxLayout(self)
+        row.setContentsMargins(6, 3, 6, 3)
+        row.addWidget(self.label, 1)
+        row.addWidget(self.show_all_button)

@@ -9,9 +9,11 @@ a :class:`~kmds_desktop.ui.screening_view.ScreeningWindow`. Where the user is (t
 record on screen) is written to the data folder on each change and when the window closes, and read back
 on start (:meth:`ReviewMenu.restore`).
 
-A change of the literature database (an import, or a start after an import elsewhere) is noticed from the
-panel's status count; the reviews' strategies are then checked on a worker and
-:class:`~kmds_desktop.ui.reviews.dialogs.NewRecordsBar` says "2 reviews have 14 new records — Update".
+A change of the literature database (an import, a withdrawal, or a start after either elsewhere) is
+noticed by :class:`~kmds_desktop.ui.reviews.watch.DatabaseWatch`; the reviews' strategies are then checked
+on a worker and :class:`~kmds_desktop.ui.reviews.dialogs.NewRecordsBar` says "2 reviews have 14 new
+records — Update". An update's new records are screened alone under
+:class:`~kmds_desktop.ui.reviews.dialogs.OnlyNewBadge` ("Update 2: 14 new records only", "Show all").
 """
 
 from __future__ import annotations
@@ -29,8 +31,9 @@ from kmds_desktop.app import last_folders, strategy
 from kmds_desktop.app import review_resume as resume
 from kmds_desktop.app.presentation import plural
 from kmds_desktop.app.screening_start import close_session
+from kmds_desktop.ui.reviews.dialogs import NameDialog, NewRecordsBar, OnlyNewBadge, ReviewPicker
+from kmds_desktop.ui.reviews.watch import DatabaseWatch
 from kmds_desktop.ui.shell import file_dialogs
-from kmds_desktop.ui.reviews.dialogs import NameDialog, NewRecordsBar, ReviewPicker
 
 REVIEW_FILTER = "KMDS review files (*.kmds-review.json *.json);;All files (*)"
 #: The job kinds of this part: one review command at a time; opening waits behind it.
@@ -65,7 +68,8 @@ class ReviewMenu(QObject):
         self._unsubscribe: Callable[[], None] | None = None
         self.actions: dict[str, QAction] = {}
         self.recent_menu: QMenu | None = None
-        panel.status_changed.connect(lambda _text: self._database_counted())
+        self.only_badge: OnlyNewBadge | None = None  #: over the screening while an update is shown alone
+        self.watch = DatabaseWatch(self)
 
     # -- the menu ----------------------------------------------------------------------------------------
     def fill_menu(self, menu: QMenu) -> None:
@@ -87,7 +91,8 @@ class ReviewMenu(QObject):
         self.recent_menu.setObjectName("review:recent")
         add("update", "&Update review", self.update_review,
             "Re-run the review's saved search on the database as it is now and screen only the new records")
-        add("rename", "Rena&me review…", self.rename_review, "Give the open review another name")
+        add("rename", "Rena&me review…", self.rename_review, "Give the open review another name (another "
+            "review: Open review…, choose it, Rename…)")
         add("delete", "&Delete review…", self.delete_review, "Delete the open review and its decisions")
         add("export", "E&xport review…", self.export_review,
             "Write the open review to one file: to archive it, or to hand it to a second screener")
@@ -117,7 +122,7 @@ class ReviewMenu(QObject):
             self.recent_menu.addAction("(none yet)").setEnabled(False)
 
     # -- the place ---------------------------------------------------------------------------------------
-    def _save_place(self) -> None:
+    def save_place(self) -> None:
         problem = resume.write_place(self.place)
         if problem:
             self.messages.show_message(problem, "warning", topic=KIND)
@@ -131,22 +136,34 @@ class ReviewMenu(QObject):
         if current is None and session.only is not None:
             # The update's new records are all screened: the rest of the queue (earlier records not
             # screened yet) follows, as the whole review's screening.
-            session.show_only(None)
-            self.place.only_round = None
-            self.messages.show_message("The update's new records are screened; the review's other "
-                                       "unscreened records follow.", "info", topic=KIND)
+            self.show_all("The update's new records are screened; the review's other unscreened records "
+                          "follow.")
             current = session.current
         key = current.key if current is not None else None
         if key != self.place.record:
             self.place.record = key
-            self._save_place()
+            self.save_place()
+
+    def show_all(self, why: str = "Every unscreened record of the review is in the queue again.") -> None:
+        """The queue offers every unscreened record again (the badge's Show all, or the update's new
+        records are all screened); the next start opens the whole queue too."""
+        window = self.screening_window
+        if window is not None and window.session is not None and window.session.only is not None:
+            window.session.show_only(None)
+        self.place.only_round = None
+        self.save_place()
+        if self.only_badge is not None:
+            self.only_badge.setVisible(False)
+            self.only_badge.deleteLater()
+            self.only_badge = None
+        self.messages.show_message(why, "info", topic=KIND)
 
     def window_closing(self) -> None:
         """The main window closes: the place is written and the screening window closed with it."""
         window = self.screening_window
         if window is not None and window.session is not None and window.session.current is not None:
             self.place.record = window.session.current.key
-        self._save_place()
+        self.save_place()
         if window is not None:
             self._detach()
             session, window.session = window.session, None
@@ -168,7 +185,7 @@ class ReviewMenu(QObject):
         if self.panel.database is not None:
             then(self.panel.database)
             return
-        self.panel._with_database(then, lambda _exc: then(None))  # noqa: SLF001 - the panel's database step, shared
+        self.panel.link.with_database(then, lambda _exc: then(None))  # the panel's database step, shared
 
     def open(self, name: str, *, search_set: int | None = None, record: Any = None,
              only_round: int | None = None, restoring: bool = False) -> None:
@@ -186,7 +203,7 @@ class ReviewMenu(QObject):
     def _open_failed(self, name: str, exc: BaseException, restoring: bool) -> None:
         if restoring:  # the review was deleted elsewhere, or its file is unreadable: start without it
             self.place.deleted(name)
-            self._save_place()
+            self.save_place()
             self.update_actions()
         self.messages.show_exception(exc, f"Review {name} could not be opened")
 
@@ -206,9 +223,15 @@ class ReviewMenu(QObject):
         self.place.opened(opened.review, search_number)
         self.place.only_round = opened.only_round
         self.place.record = session.current.key if session.current is not None else None
-        self._save_place()
+        self.save_place()
         self.update_actions()
         self._show_search(opened)
+        if opened.only_round and opened.only_keys:
+            self.only_badge = OnlyNewBadge(opened.only_round, len(opened.only_keys), window)
+            self.only_badge.show_all.connect(lambda: self.show_all())
+            window.layout().insertWidget(0, self.only_badge)
+        else:
+            self.only_badge = None
         window.show()
         where = "reopened where you left it" if restoring else "opened"
         only = (f"; showing only the {plural(len(opened.only_keys or ()), 'new record')} of update "
@@ -237,7 +260,7 @@ class ReviewMenu(QObject):
             panel.question.setText(search.question)
         panel.session.documents = list(opened.documents)
         # "Screen these results" names these documents by their set, as the review's source does.
-        panel.recorded_run = (panel.session.last_run, search.number)
+        panel.session.recorded_run = (panel.session.last_run, search.number)
         panel.results.show_documents(panel.session.documents,
                                      f"{len(opened.documents):,} documents of search {search.title}")
         panel.documents_changed.emit(panel.documents.rowCount())
@@ -256,7 +279,7 @@ class ReviewMenu(QObject):
             window = self.screening_window
             if window.session is not None and window.session.current is not None:
                 self.place.record = window.session.current.key
-                self._save_place()
+                self.save_place()
             self._detach()
         return False
 
@@ -275,7 +298,7 @@ class ReviewMenu(QObject):
 
     def new_review(self) -> NameDialog:
         """New review…: named by the user; made from the search the panel shows when there is one."""
-        recorded = self.panel.recorded_run
+        recorded = self.panel.session.recorded_run
         number = recorded[1] if recorded is not None and self.panel.session.documents else None
         question = self.panel.session.question or self.panel.question.text().strip()
         what = (f"Its strategy and first records: search #{number} in the literature panel."
@@ -301,6 +324,9 @@ class ReviewMenu(QObject):
     def open_review_dialog(self) -> ReviewPicker:
         picker = ReviewPicker(self.window)
         picker.chosen.connect(lambda review: self.open(review))
+        picker.rename_chosen.connect(lambda review: self.rename_review(review))
+        picker.delete_chosen.connect(lambda review: self.delete_review(review))
+        picker.export_chosen.connect(lambda review: self.export_review(name=review))
         def listed(choices: list[resume.ReviewChoice]) -> None:
             with contextlib.suppress(RuntimeError):  # the list was closed before the reviews were read
                 picker.show_reviews(choices)
@@ -312,8 +338,9 @@ class ReviewMenu(QObject):
                      failed="The reviews could not be read")
         return self._show_dialog(picker)
 
-    def rename_review(self) -> NameDialog | None:
-        old = self.place.review
+    def rename_review(self, name: str = "") -> NameDialog | None:
+        """Rename… the open review, or ``name`` (chosen in the review list)."""
+        old = name or self.place.review
         if not old:
             return None
         dialog = NameDialog("Rename review", f"New name of review {old}:", old, self.window)
@@ -325,7 +352,7 @@ class ReviewMenu(QObject):
 
     def _renamed(self, old: str, new: str) -> None:
         self.place.renamed(old, new)
-        self._save_place()
+        self.save_place()
         self.update_actions()
         window = self.screening_window
         if window is not None and window.session is not None and window.session.review.id == old:
@@ -333,8 +360,9 @@ class ReviewMenu(QObject):
             window.setWindowTitle(f"Screening — {window.session.review.name}")
         self.messages.show_message(f"Review {old} is now called {new}.", "info", topic=KIND)
 
-    def delete_review(self) -> QMessageBox | None:
-        name = self.place.review
+    def delete_review(self, name: str = "") -> QMessageBox | None:
+        """Delete… the open review, or ``name`` (chosen in the review list), after a confirmation."""
+        name = name or self.place.review
         if not name:
             return None
         box = QMessageBox(QMessageBox.Icon.Warning, "Delete review",
@@ -347,7 +375,8 @@ class ReviewMenu(QObject):
 
         def answered(result: int) -> None:
             if result == QMessageBox.StandardButton.Yes:
-                if self.screening_window is not None:  # its session must not write into a deleted review
+                if name == self.place.review and self.screening_window is not None:
+                    # its session must not write into a deleted review
                     self._detach()
                     self.screening_window.close()
                     self.screening_window = None
@@ -360,13 +389,14 @@ class ReviewMenu(QObject):
 
     def _deleted(self, name: str, decided: int) -> None:
         self.place.deleted(name)
-        self._save_place()
+        self.save_place()
         self.update_actions()
         self.messages.show_message(f"Review {name} deleted ({plural(decided, 'decision')}).", "info",
                                    topic=KIND)
 
-    def export_review(self, path: str | Path | None = None) -> Any:
-        name = self.place.review
+    def export_review(self, path: str | Path | None = None, name: str = "") -> Any:
+        """Export… the open review, or ``name`` (chosen in the review list), to one review file."""
+        name = name or self.place.review
         if not name:
             return None
         path = path or file_dialogs.save_file(self.window, last_folders.SCREENING, "Export review",
@@ -428,23 +458,3 @@ class ReviewMenu(QObject):
                 + (f", {len(outcome.withdrawn):,} withdrawn since (flagged)" if outcome.withdrawn else ""))
         self.messages.show_message(text, "info", topic=KIND)
         self.open(outcome.review, only_round=outcome.round if outcome.new else None)
-
-    def _database_counted(self) -> None:
-        """The panel read the database's document count: when it changed since the reviews were last
-        checked (an import here, or elsewhere before this start), check their strategies on a worker."""
-        count, database = self.panel.document_count, self.panel.database
-        if count is None or database is None:
-            return
-        seen = self.place.documents_seen
-        if seen == count:
-            return
-        self.place.documents_seen = count
-        self._save_place()
-        if seen is None:
-            return  # the first count of this data folder: nothing to compare with
-        self.jobs.submit(KIND + ".check", resume.check_new_records, database, pass_progress=False,
-                         label="Looking for new records of your reviews", policy="latest", busy_cursor=False,
-                         on_result=lambda found: self.new_records_bar.show_new(resume.new_records_line(found),
-                                                                               found),
-                         on_error=lambda exc: self.messages.show_exception(
-                             exc, "The reviews could not be checked for new records"))
