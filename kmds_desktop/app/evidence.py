@@ -10,6 +10,7 @@ off the GUI thread by the window's workers.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +18,56 @@ from kmds_desktop.app.events import Observable
 from kmds_desktop.literature.evidence.answer import Answer, extractive_answer
 from kmds_desktop.literature.evidence.search import EvidenceHit, default_query_embed, search_passages
 from kmds_desktop.literature.fulltext.importer import ImportReport, default_embed, import_folder
+from kmds_desktop.literature.fulltext.records import (
+    MatchReport,
+    RecordMatch,
+    match_records,
+    set_record_by_hand,
+)
 from kmds_desktop.literature.fulltext.store import FulltextStore, PaperRow
 from kmds_desktop.literature.fulltext.zotero import import_zotero
+from kmds_desktop.literature.reviews.store import ReviewStore
+from kmds_desktop.literature.screening.decisions import INCLUDE
 from kmds_desktop.tasks import CancelToken, ProgressFn
 
 #: Passages an evidence search shows by default.
 DEFAULT_TOP = 10
+
+
+@dataclass(frozen=True)
+class ReviewScope:
+    """The papers an evidence search is restricted to: those whose record the review included."""
+
+    review: str
+    included: int
+    paper_ids: tuple[int, ...]
+
+    def line(self) -> str:
+        return (f"{len(self.paper_ids)} of the {self.included} records included in {self.review!r} have "
+                "an imported PDF")
+
+
+def review_scope(store: FulltextStore, review: str, reviews: ReviewStore | None = None) -> ReviewScope:
+    """The imported papers whose literature record ``review`` included (matched by the record's source
+    and id, as screening keys its decisions). Raises ValueError when the review has no included
+    records or none of them has a PDF, saying what to do."""
+    owned = reviews is None
+    book = reviews if reviews is not None else ReviewStore()
+    try:
+        found = book.find(review)
+        included = {(source.lower(), external) for (source, external), decision
+                    in book.decisions(found.id).items() if decision.decision == INCLUDE}
+    finally:
+        if owned:
+            book.close()
+    if not included:
+        raise ValueError(f"the review {review!r} has no included records yet; screen it first")
+    ids = tuple(p.id for p in store.papers() if p.status == "ok" and p.record_key is not None
+                and (p.record_key[0].lower(), p.record_key[1]) in included)
+    if not ids:
+        raise ValueError(f"none of the {len(included)} records included in {review!r} has an imported PDF "
+                         "matched to it; import their PDFs and match them (literature fulltext match)")
+    return ReviewScope(found.name, len(included), ids)
 
 
 class EvidenceSession(Observable):
@@ -82,6 +127,46 @@ class EvidenceSession(Observable):
     def papers(self) -> list[PaperRow]:
         return self.store.papers()
 
+    def find_paper(self, ref: str) -> PaperRow:
+        """The paper a user names: its id in the store, its DOI, its file's path or its file name."""
+        ref = ref.strip()
+        papers = self.store.papers()
+        if ref.isdigit():
+            chosen = [p for p in papers if p.id == int(ref)]
+        else:
+            lowered = ref.lower().removeprefix("https://doi.org/").removeprefix("doi:")
+            chosen = [p for p in papers if (p.doi or "").lower() == lowered or p.path == ref]
+            chosen = chosen or [p for p in papers if Path(p.path).name == Path(ref).name]
+        if len(chosen) != 1:
+            raise ValueError(f"{ref!r} names {'no' if not chosen else len(chosen)} imported papers; give "
+                             "the paper's id, DOI or file (see 'literature fulltext status')")
+        return chosen[0]
+
+    def review_scope(self, review: str) -> ReviewScope:
+        """The papers of ``review``'s included records (see :func:`review_scope`)."""
+        return review_scope(self.store, review)
+
+    def match_records(self, db: Any, progress: ProgressFn | None = None,
+                      cancel: CancelToken | None = None) -> MatchReport:
+        """Match the imported PDFs to the literature database's records (DOI, then title); the
+        papers matched by hand keep their record."""
+        result = match_records(self.store, db, progress=progress, cancel=cancel)
+        self.announce("papers")
+        return result
+
+    def set_record(self, paper_id: int, record_id: int | None, db: Any | None = None) -> RecordMatch:
+        """The user's correction "this PDF is record X" (None: none of them), kept across re-imports;
+        with ``db`` the record must exist there."""
+        result = set_record_by_hand(self.store, db, paper_id, record_id)
+        self.announce("papers")
+        return result
+
+    def clear_record(self, paper_id: int) -> PaperRow:
+        """Forget the correction: the next match run matches the paper automatically again."""
+        paper = self.store.unpin_record(paper_id)
+        self.announce("papers")
+        return paper
+
     def evidence(
         self, question: str, top: int = DEFAULT_TOP, paper_ids: Sequence[int] | None = None
     ) -> list[EvidenceHit]:
@@ -104,5 +189,5 @@ def _paper_dict(paper: PaperRow) -> dict[str, Any]:
     return {
         "id": paper.id, "file": paper.path, "doi": paper.doi, "title": paper.title,
         "pages": paper.page_count, "status": paper.status, "reason": paper.reason,
-        "record_id": paper.record_id,
+        "record_id": paper.record_id, "record_match": paper.record_match,
     }

@@ -49,6 +49,36 @@ def register_fulltext(lit_sub: argparse._SubParsersAction) -> None:
     status.add_argument("--json", action="store_true", help="print the status as JSON")
     status.set_defaults(func=_status)
 
+    match = ft_sub.add_parser(
+        "match",
+        help="match each imported PDF to a literature record (DOI, then title); corrections by hand kept",
+        description="Match each imported PDF to a record of the literature database (--dsn, else the "
+                    "settings' own; only read): by its DOI, else by its title where one record has it. A "
+                    "paper set by hand ('fulltext record') keeps its record.",
+    )
+    match.add_argument("--dsn", help="a PostgreSQL database instead of the settings' own")
+    match.add_argument("--json", action="store_true", help="print each paper's match as JSON")
+    match.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+    match.set_defaults(func=_match)
+
+    record = ft_sub.add_parser(
+        "record",
+        help="say which literature record an imported PDF is (kept across re-imports); --none, --clear",
+        description="Correct a PDF's record by hand: PAPER (its id in 'fulltext status', its DOI or its "
+                    "file) is record RECORD_ID of the literature database. The correction is kept by the "
+                    "file's content: re-imports, moves and 'fulltext match' leave it. --none: the PDF is "
+                    "none of the records; --clear: forget the correction (matched automatically again).",
+    )
+    record.add_argument("paper", metavar="PAPER")
+    record.add_argument("record_id", metavar="RECORD_ID", nargs="?", type=int)
+    record.add_argument("--none", action="store_true", help="the PDF is none of the literature records")
+    record.add_argument("--clear", action="store_true", help="forget the correction made by hand")
+    record.add_argument("--dsn", help="check RECORD_ID in this PostgreSQL database, not the settings' one")
+    record.add_argument("--no-check", action="store_true",
+                        help="do not open the literature database to check that RECORD_ID exists")
+    record.add_argument("--json", action="store_true", help="print the paper's record as JSON")
+    record.set_defaults(func=_record)
+
     evidence = lit_sub.add_parser(
         "evidence",
         help="the passages of the imported full texts that best answer QUESTION (hybrid search)",
@@ -57,6 +87,8 @@ def register_fulltext(lit_sub: argparse._SubParsersAction) -> None:
     )
     evidence.add_argument("question", metavar="QUESTION")
     evidence.add_argument("--top", type=int, default=10, metavar="N", help="passages to show (default 10)")
+    evidence.add_argument("--review", metavar="NAME",
+                          help="only the PDFs of the records this review included ('fulltext match')")
     evidence.add_argument("--json", action="store_true",
                           help="print the passages as JSON (each with its DOI or file, pages and text)")
     evidence.set_defaults(func=_evidence)
@@ -72,6 +104,8 @@ def register_fulltext(lit_sub: argparse._SubParsersAction) -> None:
     answer.add_argument("question", metavar="QUESTION")
     answer.add_argument("--json", action="store_true", help="print the answer as JSON")
     answer.add_argument("--markdown", metavar="FILE", help="also write the answer as Markdown to FILE")
+    answer.add_argument("--review", metavar="NAME",
+                        help="only the PDFs of the records this review included ('fulltext match')")
     answer.set_defaults(func=_answer)
 
 
@@ -124,9 +158,57 @@ def _status(args: argparse.Namespace) -> int:
 
 
 @guarded
+def _match(args: argparse.Namespace) -> int:
+    from kmds_desktop.commands.common import literature_database  # why: start-up time: loads psycopg
+
+    with _session() as session, literature_database(args) as db:
+        result = session.match_records(db, progress=progress_line(args.quiet or args.json))
+    end_progress()
+    if args.json:
+        print_json(result.as_dict())
+        return 0
+    print(result.summary())
+    for found in result.matches:
+        where = f"{found.record_label or found.record_id} ({found.how})" if found.record_id else found.note
+        print(f"  {Path(found.file).name}: {where}")
+    return 0
+
+
+@guarded
+def _record(args: argparse.Namespace) -> int:
+    from kmds_desktop.commands.common import literature_database  # why: start-up time: loads psycopg
+
+    chosen = sum([args.record_id is not None, args.none, args.clear])
+    if chosen != 1:
+        raise ValueError("give one of RECORD_ID, --none (the PDF is no record) or --clear (forget the "
+                         "correction)")
+    with _session() as session:
+        paper = session.find_paper(args.paper)
+        if args.clear:
+            paper = session.clear_record(paper.id)
+            data: dict[str, Any] = {"paper_id": paper.id, "file": paper.path, "record_id": None,
+                                    "match": None, "note": "correction forgotten; run 'fulltext match'"}
+        elif args.none or args.no_check:
+            data = session.set_record(paper.id, None if args.none else args.record_id).as_dict()
+        else:
+            with literature_database(args) as db:
+                data = session.set_record(paper.id, args.record_id, db).as_dict()
+    if args.json:
+        print_json(data)
+        return 0
+    target = ("no record" if data["record_id"] is None and data["match"] == "manual" else
+              data.get("record") or data["record_id"] or data.get("note"))
+    print(f"{Path(str(data['file'])).name}: {target}")
+    return 0
+
+
+@guarded
 def _evidence(args: argparse.Namespace) -> int:
     with _session() as session:
-        hits = session.evidence(args.question, top=args.top)
+        scope = session.review_scope(args.review) if args.review else None
+        hits = session.evidence(args.question, top=args.top, paper_ids=scope.paper_ids if scope else None)
+    if scope is not None and not args.json:
+        print(scope.line(), file=sys.stderr)
     if args.json:
         print_json({"question": args.question, "passages": [h.as_dict() for h in hits]})
         return 0
@@ -143,7 +225,8 @@ def _evidence(args: argparse.Namespace) -> int:
 @guarded
 def _answer(args: argparse.Namespace) -> int:
     with _session() as session:
-        answer = session.answer(args.question)
+        scope = session.review_scope(args.review) if args.review else None
+        answer = session.answer(args.question, paper_ids=scope.paper_ids if scope else None)
     if args.markdown:
         target = Path(args.markdown).expanduser()
         try:

@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from kmds_desktop.literature.fulltext.passages import Passage
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 FILE_NAME = "fulltext.sqlite"
 
 _SCHEMA = """
@@ -47,6 +47,16 @@ CREATE TABLE IF NOT EXISTS paper (
     imported_at REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS paper_path ON paper(path);
+-- The user's word on which literature record a PDF is (record_id NULL: none of them), kept by the
+-- file's content, not its paper row: a paper removed with its file and imported again, or a whole
+-- store rebuilt from the same files, gets the same correction back.
+CREATE TABLE IF NOT EXISTS record_pin (
+    sha256 TEXT PRIMARY KEY,
+    record_id INTEGER,
+    record_source TEXT,
+    record_external_id TEXT,
+    set_at REAL NOT NULL
+);
 CREATE INDEX IF NOT EXISTS paper_doi ON paper(doi);
 CREATE TABLE IF NOT EXISTS page (
     paper_id INTEGER NOT NULL REFERENCES paper(id) ON DELETE CASCADE,
@@ -92,6 +102,18 @@ class PaperRow:
     status: str
     reason: str | None
     record_id: int | None
+    #: How ``record_id`` was found: ``doi``, ``title``, ``manual`` (the user's correction), or None.
+    record_match: str | None = None
+    #: The record's identity as screening keys it (source name, external id): a review's included
+    #: records are found among the papers by it, without the literature database.
+    record_source: str | None = None
+    record_external_id: str | None = None
+
+    @property
+    def record_key(self) -> tuple[str, str] | None:
+        if self.record_source is None or self.record_external_id is None:
+            return None
+        return (self.record_source, self.record_external_id)
 
     @property
     def label(self) -> str:
@@ -146,8 +168,12 @@ class FulltextStore:
         self._db.execute("PRAGMA foreign_keys = ON")
         self._db.execute("PRAGMA journal_mode = WAL")
         self._db.executescript(_SCHEMA)
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(paper)")}
         with self._db:
-            self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
+            for column in ("record_match", "record_source", "record_external_id"):
+                if column not in columns:  # a store written before record matching
+                    self._db.execute(f"ALTER TABLE paper ADD COLUMN {column} TEXT")
+            self._db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)",
                              (str(SCHEMA_VERSION),))
         self._matrix: tuple[int, np.ndarray, list[int], list[int]] | None = None
         self._generation = 0
@@ -167,7 +193,8 @@ class FulltextStore:
     def _paper(self, row: Sequence[Any]) -> PaperRow:
         return PaperRow(*row)
 
-    _PAPER_COLUMNS = "id, sha256, path, size, doi, title, page_count, status, reason, record_id"
+    _PAPER_COLUMNS = ("id, sha256, path, size, doi, title, page_count, status, reason, record_id, "
+                      "record_match, record_source, record_external_id")
 
     def papers(self) -> list[PaperRow]:
         with self._lock:
@@ -245,12 +272,56 @@ class FulltextStore:
                     for i, p in enumerate(passages)
                 ],
             )
+            pin = self._db.execute("SELECT record_id, record_source, record_external_id FROM record_pin "
+                                   "WHERE sha256 = ?", (sha256,)).fetchone()
+            if pin is not None:  # the user said which record these bytes are, before
+                self._db.execute("UPDATE paper SET record_id = ?, record_source = ?, record_external_id = ?, "
+                                 "record_match = 'manual' WHERE id = ?", (*pin, paper_id))
             self._changed()
         return paper_id
 
-    def set_record(self, paper_id: int, record_id: int | None) -> None:
+    # -- records ------------------------------------------------------------------------------
+
+    def set_record(self, paper_id: int, record_id: int | None, how: str | None = None,
+                   key: tuple[str, str] | None = None) -> bool:
+        """An automatic match (``how``: ``doi``, ``title``; ``key``: the record's source and external
+        id); False, and nothing changed, where the user pinned the paper's record: a correction by
+        hand outranks every heuristic."""
+        source, external = key if key and record_id is not None else (None, None)
         with self._lock, self._db:
-            self._db.execute("UPDATE paper SET record_id = ? WHERE id = ?", (record_id, paper_id))
+            cur = self._db.execute(
+                "UPDATE paper SET record_id = ?, record_match = ?, record_source = ?, record_external_id = ? "
+                "WHERE id = ? AND coalesce(record_match, '') != 'manual'",
+                (record_id, how if record_id is not None else None, source, external, paper_id))
+        return cur.rowcount > 0
+
+    def pin_record(self, paper_id: int, record_id: int | None,
+                   key: tuple[str, str] | None = None) -> PaperRow:
+        """The user's correction: this paper is record ``record_id`` (None: none of the records). Kept
+        by the file's content, so it survives re-imports, moves and the paper's removal and return."""
+        with self._lock, self._db:
+            paper = self.paper(paper_id)
+            if paper is None or paper.status != "ok":
+                raise ValueError(f"no imported paper with id {paper_id}; see 'literature fulltext status'")
+            source, external = key if key and record_id is not None else (None, None)
+            self._db.execute("INSERT OR REPLACE INTO record_pin (sha256, record_id, record_source, "
+                             "record_external_id, set_at) VALUES (?, ?, ?, ?, ?)",
+                             (paper.sha256, record_id, source, external, time.time()))
+            self._db.execute("UPDATE paper SET record_id = ?, record_source = ?, record_external_id = ?, "
+                             "record_match = 'manual' WHERE id = ?", (record_id, source, external, paper_id))
+        return self.paper(paper_id)  # type: ignore[return-value]  # it exists: checked above
+
+    def unpin_record(self, paper_id: int) -> PaperRow:
+        """Forget the user's correction: the paper is matched automatically again (next match run)."""
+        with self._lock, self._db:
+            paper = self.paper(paper_id)
+            if paper is None:
+                raise ValueError(f"no paper with id {paper_id}; see 'literature fulltext status'")
+            self._db.execute("DELETE FROM record_pin WHERE sha256 = ?", (paper.sha256,))
+            self._db.execute("UPDATE paper SET record_id = NULL, record_match = NULL, record_source = NULL, "
+                             "record_external_id = NULL WHERE id = ? AND record_match = 'manual'",
+                             (paper_id,))
+        return self.paper(paper_id)  # type: ignore[return-value]  # it exists: checked above
 
     # -- pages and passages -------------------------------------------------------------------
 
