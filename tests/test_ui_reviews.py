@@ -68,7 +68,9 @@ def _restart(qtbot, window, make_window, database) -> Any:
 
 
 def test_a_review_reopens_after_a_restart_and_its_update_screens_only_the_new_records(
-        qtbot, make_window, pg_empty_database, literature_data, tmp_path, data_home) -> None:
+        qtbot, make_window, pg_empty_database, literature_data, tmp_path, data_home, monkeypatch) -> None:
+    from PySide6.QtWidgets import QFileDialog
+
     db = pg_empty_database
     early, later, latest, years = _cf_by_year(literature_data, tmp_path)
     db.import_files([early])
@@ -164,6 +166,22 @@ def test_a_review_reopens_after_a_restart_and_its_update_screens_only_the_new_re
     assert read_place().only_round is None
     assert "Every unscreened record" in window.messages.label.text()
 
+    # File → Review report… says what happened in each round (what was searched when, the PRISMA flow
+    # per round) and saves it to a file.
+    window.reviews.actions["report"].trigger()
+    report = window.reviews.dialog
+    qtbot.waitUntil(report.save_button.isEnabled, timeout=WAIT)
+    text = report.text.toPlainText()
+    assert "sweat & (chloride | sodium)" in text and "PRISMA 2020 flow:" in text
+    assert "update 1 (#" in text and f"{waiting:,} new" in text
+    assert "Update 1" in text and "Total studies included in the review" in text
+    saved = tmp_path / "sweat report.txt"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(saved), "Text"))
+    _click(qtbot, report.save_button)
+    qtbot.waitUntil(saved.exists, timeout=WAIT)
+    assert saved.read_text(encoding="utf-8").rstrip() == text.rstrip()
+    report.close()
+
     # A record of round one is withdrawn between two starts (a PubMed update file imported elsewhere):
     # no document count changes, yet the next start names the review, and its Update flags the record.
     window.close()
@@ -191,7 +209,8 @@ def test_new_rename_and_delete_a_review_from_the_file_menu(qtbot, make_window, p
     reviews = window.reviews
     file_menu = window.menuBar().actions()[0].menu()
     names = [a.text() for a in file_menu.actions()]
-    for entry in ("&New review…", "Open re&view…", "Re&cent reviews", "&Update review", "Rena&me review…",
+    for entry in ("&New review…", "Open re&view…", "Re&cent reviews", "&Update review", "Review re&port…",
+                  "Rena&me review…",
                   "&Delete review…", "E&xport review…", "Import revie&w…",
                   "Merge second screener's decisions…"):
         assert entry in names, entry

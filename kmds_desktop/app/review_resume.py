@@ -359,6 +359,23 @@ def import_review(path: str | Path, store_path: str | Path | None = None) -> tup
     return imported.review_id, imported.line()
 
 
+def review_report(name: str, store_path: str | Path | None = None,
+                  history_path: str | Path | None = None) -> str:
+    """The review's report as ``literature review show`` prints it: questions, strategy versions, the log
+    of each round (date, counts, the strategy it ran) and the PRISMA 2020 flow per round."""
+    with ReviewBook(store_path) as book, SearchHistory(history_path) as history:
+        return "\n".join(book.report_lines(name, history)) + "\n"
+
+
+def write_review_report(name: str, path: str | Path, store_path: str | Path | None = None,
+                        history_path: str | Path | None = None) -> Path:
+    """Write :func:`review_report` to ``path`` (a text file: to attach to the review's write-up)."""
+    text = review_report(name, store_path, history_path)
+    target = Path(path)
+    target.write_text(text, encoding="utf-8")
+    return target
+
+
 def merge_review(name: str, path: str | Path, store_path: str | Path | None = None) -> str:
     """Merge a second screener's returned review file; returns the report as one line."""
     with ReviewBook(store_path) as book:

@@ -1,6 +1,6 @@
 """The review menu's small dialogs: a name (New review, Rename), the list to open one from (and rename,
 delete or export one), the bar that says which reviews have new or withdrawn records, the badge over an
-update's screening.
+update's screening, the review's report.
 
 Why non-modal dialogs opened with ``open()`` and a signal: a nested event loop (``exec()``) would let
 the window's jobs deliver results into a half-finished action, and a test could not click them.
@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QListWidget,
     QListWidgetItem,
     QPushButton,
+    QTextBrowser,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -198,3 +199,33 @@ class OnlyNewBadge(QWidget):
         row.setContentsMargins(6, 3, 6, 3)
         row.addWidget(self.label, 1)
         row.addWidget(self.show_all_button)
+
+
+class ReportDialog(QDialog):
+    """The review's report (questions, strategy versions, each round's log and the PRISMA 2020 flow per
+    round), as text; ``save_requested`` when the user asks to save it to a file."""
+
+    save_requested = Signal()
+
+    def __init__(self, review: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("reviewReport")
+        self.setWindowTitle(f"Review report — {review}")
+        self.text = QTextBrowser()
+        self.text.setPlainText("Reading the review…")
+        self.text.setLineWrapMode(QTextBrowser.LineWrapMode.NoWrap)
+        self.text.setStyleSheet("font-family: monospace")
+        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        self.save_button = self.buttons.addButton("Save…", QDialogButtonBox.ButtonRole.ActionRole)
+        self.save_button.setEnabled(False)
+        self.save_button.clicked.connect(self.save_requested.emit)
+        self.buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.text, 1)
+        layout.addWidget(self.buttons)
+        self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose, True)
+        self.resize(900, 600)
+
+    def show_report(self, text: str) -> None:
+        self.text.setPlainText(text)
+        self.save_button.setEnabled(True)

@@ -31,7 +31,13 @@ from kmds_desktop.app import last_folders, strategy
 from kmds_desktop.app import review_resume as resume
 from kmds_desktop.app.presentation import plural
 from kmds_desktop.app.screening_start import close_session
-from kmds_desktop.ui.reviews.dialogs import NameDialog, NewRecordsBar, OnlyNewBadge, ReviewPicker
+from kmds_desktop.ui.reviews.dialogs import (
+    NameDialog,
+    NewRecordsBar,
+    OnlyNewBadge,
+    ReportDialog,
+    ReviewPicker,
+)
 from kmds_desktop.ui.reviews.watch import DatabaseWatch
 from kmds_desktop.ui.shell import file_dialogs
 
@@ -91,6 +97,8 @@ class ReviewMenu(QObject):
         self.recent_menu.setObjectName("review:recent")
         add("update", "&Update review", self.update_review,
             "Re-run the review's saved search on the database as it is now and screen only the new records")
+        add("report", "Review re&port…", self.show_report,
+            "What happened in each round: the strategy it ran, the counts, the PRISMA 2020 flow per round")
         add("rename", "Rena&me review…", self.rename_review, "Give the open review another name (another "
             "review: Open review…, choose it, Rename…)")
         add("delete", "&Delete review…", self.delete_review, "Delete the open review and its decisions")
@@ -106,7 +114,7 @@ class ReviewMenu(QObject):
     def update_actions(self) -> None:
         """Entries on the open review are enabled only while one is open; Recent lists the last 8."""
         has = bool(self.place.review)
-        for name in ("update", "rename", "delete", "export", "merge"):
+        for name in ("update", "report", "rename", "delete", "export", "merge"):
             action = self.actions.get(name)
             if action is not None:
                 action.setEnabled(has)
@@ -337,6 +345,31 @@ class ReviewMenu(QObject):
         self._submit(resume.review_choices, label="Reading the reviews", done=listed,
                      failed="The reviews could not be read")
         return self._show_dialog(picker)
+
+    def show_report(self) -> ReportDialog | None:
+        """Review report…: the open review's rounds and PRISMA flow per round, read on a worker."""
+        name = self.place.review
+        if not name:
+            return None
+        dialog = ReportDialog(name, self.window)
+
+        def arrived(text: str) -> None:
+            with contextlib.suppress(RuntimeError):  # the dialog was closed before the report came
+                dialog.show_report(text)
+
+        def save() -> None:
+            path = file_dialogs.save_file(self.window, last_folders.SCREENING, "Save the review report",
+                                          f"{name} report.txt", "Text (*.txt *.md);;All files (*)")
+            if path:
+                self._submit(resume.write_review_report, name, path, label=f"Saving the report of {name}",
+                             done=lambda written: self.messages.show_message(
+                                 f"The report of review {name} written to {written}.", "info", topic=KIND),
+                             failed=f"The report of review {name} could not be saved")
+
+        dialog.save_requested.connect(save)
+        self._submit(resume.review_report, name, label=f"Reading the report of {name}", done=arrived,
+                     failed=f"The report of review {name} could not be read")
+        return self._show_dialog(dialog)
 
     def rename_review(self, name: str = "") -> NameDialog | None:
         """Rename… the open review, or ``name`` (chosen in the review list)."""
