@@ -172,6 +172,21 @@ def test_a_record_known_by_doi_pmid_or_title_is_not_new(tmp_path):
 
 # -- updates on the real database ---------------------------------------------------------------------
 
+def _word_hash_vectors(texts):
+    """384-dimensional unit vectors from each text's words (hashed): real vectors for the vector table
+    without loading the embedding model; their values do not matter to what the test checks."""
+    import zlib
+
+    import numpy as np
+
+    out = np.zeros((len(texts), 384), dtype=np.float32)
+    for row, text in enumerate(texts):
+        for word in text.lower().split():
+            out[row, zlib.crc32(word.encode()) % 384] += 1.0
+        out[row] /= max(float(np.linalg.norm(out[row])), 1e-9)
+    return out
+
+
 def _cf_by_year(literature_data: Path, tmp_path: Path) -> tuple[Path, Path, dict[str, int]]:
     early, late = tmp_path / "cf-1974-77.jsonl", tmp_path / "cf-1978-79.jsonl"
     years: dict[str, int] = {}
@@ -252,13 +267,32 @@ def test_an_update_after_new_records_are_imported_adds_only_those(pg_empty_datab
         assert withdrawn_key in store.decisions(name)
         assert book.new_records(db, history=history).new_line() == ""  # flagged: no longer news
 
+        # The database is embedded after the review was made (the window embeds after an import): the
+        # next update gives every record of the review its vector, the earlier rounds' too, so the
+        # model that orders the new records learned the vector part from the earlier decisions.
+        from kmds_desktop.app.screening import VECTOR_MODEL
+        from kmds_desktop.literature.store.vectors import embed_documents
+
+        assert store.vectors(name, VECTOR_MODEL) == {}
+        embed_documents(db, encoder=_word_hash_vectors)
+        book.update(name, history=history, database=db)
+        with_vector = set(store.vectors(name, VECTOR_MODEL))
+        # (a withdrawn record is not embedded: the database embeds only records in force)
+        assert with_vector == {r.key for r in store.records(name)} - {withdrawn_key}
+        assert {r.key for r in earlier} - {withdrawn_key} <= with_vector
+        # A review made on the embedded database has its first records' vectors from the start.
+        made = book.new("sweat, embedded", ["sweat testing in cystic fibrosis"], history=history, database=db,
+                        from_sets=[first.number])
+        assert store.records(made) and set(store.vectors(made, VECTOR_MODEL)) == {
+            r.key for r in store.records(made)} - {withdrawn_key}
+
         flow = book.flow(name)
-        assert [r.records for r in flow.rounds] == [len(earlier), waiting, 0]
+        assert [r.records for r in flow.rounds] == [len(earlier), waiting, 0, 0]
         assert sum(r.records for r in flow.rounds) == len(store.records(name))  # each record once
         assert flow.rounds[1].identified == outcome.found and flow.rounds[1].already_in_review == len(earlier)
         assert flow.rounds[0].withdrawn == 1
         runs = store.runs(name)
-        assert [r.counts["new"] for r in runs] == [waiting, 0]
+        assert [r.counts["new"] for r in runs] == [waiting, 0, 0]
         assert all("sweat & (chloride | sodium)" in r.strategy_text for r in runs)
 
         # An edit of the strategy is a new version, logged, and the next update says which it ran.
@@ -267,9 +301,10 @@ def test_an_update_after_new_records_are_imported_adds_only_those(pg_empty_datab
         edited = book.set_strategy(name, history, [wider.number], note="all sweat records")
         third = book.update(name, history=history, database=db)
         assert edited.version == 2 and third.strategy_version == 2 and "sweat" in third.strategy_text
+        assert third.round == 4
         assert repeats(store.records(name)) == []
         lines = "\n".join(book.report_lines(name, history))
-        assert "strategy edited (version 2): all sweat records" in lines and "Update 3" in lines
+        assert "strategy edited (version 2): all sweat records" in lines and "Update 4" in lines
     history.close()
 
 

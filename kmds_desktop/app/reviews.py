@@ -160,6 +160,7 @@ class ReviewBook(Observable):
                     recs, per_row = records_from_history(history, database, number)
                     add_round(self.store, review_id, recs, origin=f"#{number}", round_number=0,
                               per_row=per_row)
+                _copy_vectors(self.store, review_id, database)
         self.announce("reviews")
         return review_id
 
@@ -296,7 +297,6 @@ class ReviewBook(Observable):
         outcome = UpdateOutcome(review=review.id, round=number, strategy_version=strategy.version,
                                 strategy_text=strategy.text)
         workbench = SearchWorkbench(history, database)
-        new_records: list[ScreeningRecord] = []
         for search in strategy.searches:
             saved = workbench.run(str(search.get("question") or ""), rows_of(search),
                                   max_rows=int(search.get("max_rows") or 100),
@@ -311,10 +311,9 @@ class ReviewBook(Observable):
             outcome.known += len(known)
             outcome.new += len(new)
             outcome.new_keys += [r.key for r in new]
-            new_records += new
         outcome.withdrawn = flag_withdrawn(self.store, review.id, database)
         log_update(self.store, review.id, outcome, strategy)
-        _copy_vectors(self.store, review.id, database, new_records)
+        _copy_vectors(self.store, review.id, database)
         self.announce("updated")
         return outcome
 
@@ -366,11 +365,15 @@ class ReviewBook(Observable):
         return exchange.merge_returned(self.store, self.store.find(name).id, path, reviewer)
 
 
-def _copy_vectors(store: ReviewStore, review_id: str, database: Any,
-                  records: Sequence[ScreeningRecord]) -> int:
-    """The database's vectors of the new records join the review's (the order's features), as opening a
-    search for screening copies them; without vectors the order uses TF-IDF alone."""
-    ids = {r.doc_id: r.key for r in records if r.doc_id is not None}
+def _copy_vectors(store: ReviewStore, review_id: str, database: Any) -> int:
+    """The database's vectors of the review's records that have none yet join the review's (the order's
+    features), as opening a search for screening copies them; without vectors the order uses TF-IDF
+    alone. Why every record lacking one, not only an update's new ones: the model of an update trains on
+    the earlier rounds' decisions, and a record without its vector (a review made before the database was
+    embedded) is a row of zeros in those columns, so the earlier decisions would teach the vector part
+    nothing and the new records would be ordered by a model that never saw a vector."""
+    have = store.vectors(review_id, VECTOR_MODEL)
+    ids = {r.doc_id: r.key for r in store.records(review_id) if r.doc_id is not None and r.key not in have}
     if not ids:
         return 0
     try:
