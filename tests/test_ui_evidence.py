@@ -142,3 +142,103 @@ def test_a_pdf_changed_since_the_import_is_not_opened(qtbot, jobs, tmp_path: Pat
             view.show_page(paper.id, 1, "")
         assert said.args[0] == "error" and "changed or moved since it was imported" in said.args[1]
         jobs.shutdown()
+
+
+CLAIM = "The collagenous domain of mCTRP1 has 14 Gly-X-Y repeats."
+
+
+def test_a_verdict_judged_in_the_view_is_filed_under_the_selected_observation(
+        qtbot, view: EvidenceView, kmds_data: Path, tmp_path: Path) -> None:
+    from kmds_desktop.app.verdicts import Judge
+    from kmds_desktop.kb import load_kb, save_kb
+    from kmds_desktop.kb.evidence_links import evidence_links
+
+    kb_path = tmp_path / "kb.xml"
+    kb_path.write_bytes((kmds_data / "example_ml_kb_exp_workflow.xml").read_bytes())
+    kb = load_kb(kb_path)
+    observation = kb.observations[0]
+    view.kb_target = lambda: (kb, observation)
+    view.judge_factory = lambda: Judge(None, "offline")
+    assert not view.verdict.file_button.isEnabled()
+    qtbot.keyClicks(view.questions.line, CLAIM)
+    qtbot.mouseClick(view.verdict.judge_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: view.verdict.verdict is not None, timeout=60_000)
+    result = view.verdict.verdict
+    assert result.verdict == "supported"
+    supporting = [d for d in result.documents if d.stance == "supports"]
+    assert [d.doi for d in supporting] == ["10.1073/pnas.0403760101"]
+    assert "14, 34, 23" in view.verdict.browser.toPlainText()
+    assert observation.name in view.verdict.target.text()
+    with qtbot.waitSignal(view.evidence_filed) as filed:
+        qtbot.mouseClick(view.verdict.file_button, Qt.MouseButton.LeftButton)
+    assert filed.args == [str(observation.iri)]
+    assert kb.dirty  # filed into the open KB: the window's Save keeps it
+    save_kb(kb)
+    links = evidence_links(load_kb(kb_path), observation.iri)
+    assert [(link.doi, link.relation, link.pages) for link in links] == [
+        ("10.1073/pnas.0403760101", "supports", supporting[0].pages)]
+    assert links[0].quote_status == "verified"
+
+
+def test_nothing_filed_without_a_selected_observation(qtbot, view: EvidenceView) -> None:
+    from kmds_desktop.app.verdicts import Judge
+
+    view.kb_target = lambda: (None, None)
+    view.judge_factory = lambda: Judge(None, "offline")
+    qtbot.keyClicks(view.questions.line, CLAIM)
+    qtbot.mouseClick(view.verdict.judge_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: view.verdict.verdict is not None, timeout=60_000)
+    with qtbot.waitSignal(view.message) as said:
+        qtbot.mouseClick(view.verdict.file_button, Qt.MouseButton.LeftButton)
+    assert said.args[0] == "warning" and "Select the observation" in said.args[1]
+
+
+def test_a_search_reads_only_a_reviews_included_records_and_a_record_is_corrected_by_hand(
+        qtbot, jobs, store_path: Path, data_home: Path) -> None:
+    from kmds_desktop.literature.reviews.store import ReviewStore
+    from kmds_desktop.literature.screening.records import ScreeningRecord
+
+    session = EvidenceSession(store_path)
+    papers = {Path(p.path).name: p for p in session.papers()}
+    pnas, other = papers["pnas.0403760101.pdf"], papers["14712598.2019.1685489.pdf"]
+    session.store.pin_record(pnas.id, 7001, ("pubmed", "15044725"))
+    session.store.pin_record(other.id, 7002, ("pubmed", "31714820"))
+    reviews = ReviewStore()
+    reviews.create_review("adipokines")
+    reviews.add_records("adipokines", [ScreeningRecord("pubmed", "15044725", title="CTRPs"),
+                                       ScreeningRecord("pubmed", "31714820", title="IL-2")], origin="test")
+    reviews.decide("adipokines", ("pubmed", "15044725"), "include")
+    reviews.decide("adipokines", ("pubmed", "31714820"), "exclude", reason="wrong population")
+    reviews.close()
+    widget = EvidenceView(jobs, session)
+    qtbot.addWidget(widget)
+    widget.show()
+    try:
+        qtbot.waitUntil(lambda: widget.scope.combo.count() == 2, timeout=30_000)
+        question = "How is bempegaldesleukin designed to overcome Treg affinity for IL-2?"
+        _search(qtbot, widget, question)
+        assert Path(widget.passages.hit(0).file).name == "14712598.2019.1685489.pdf"  # all papers read
+        widget.scope.combo.setCurrentIndex(1)  # "Included in review: adipokines"
+        widget.passages.clear()
+        qtbot.mouseClick(widget.questions.find_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: widget.passages.count() > 0, timeout=60_000)
+        shown = {widget.passages.hit(i).paper_id for i in range(widget.passages.count())}
+        assert shown == {pnas.id}  # the excluded record's paper is not read
+
+        # the shown page's record, corrected by hand and given back to the matcher
+        with qtbot.waitSignal(widget.page_shown, timeout=30_000):
+            qtbot.mouseClick(widget.passages.viewport(), Qt.MouseButton.LeftButton,
+                             pos=widget.passages.visualItemRect(widget.passages.item(0)).center())
+        assert "7001 (set by hand)" in widget.record.label.text()
+        widget.record.record_edit.clear()
+        qtbot.keyClicks(widget.record.record_edit, "7003")
+        qtbot.mouseClick(widget.record.set_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: "7003" in widget.record.label.text(), timeout=30_000)
+        assert (session.store.paper(pnas.id).record_id, session.store.paper(pnas.id).record_match) == (
+            7003, "manual")
+        qtbot.mouseClick(widget.record.clear_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: "not matched" in widget.record.label.text(), timeout=30_000)
+        assert session.store.paper(pnas.id).record_match is None
+    finally:
+        jobs.shutdown()
+        session.close()

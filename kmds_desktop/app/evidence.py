@@ -47,6 +47,17 @@ class ReviewScope:
                 "an imported PDF")
 
 
+def review_names(reviews: ReviewStore | None = None) -> list[str]:
+    """The data folder's reviews, by name (an evidence search may read one's included records)."""
+    owned = reviews is None
+    book = reviews if reviews is not None else ReviewStore()
+    try:
+        return [r.name for r in book.reviews()]
+    finally:
+        if owned:
+            book.close()
+
+
 def review_scope(store: FulltextStore, review: str, reviews: ReviewStore | None = None) -> ReviewScope:
     """The imported papers whose literature record ``review`` included (matched by the record's source
     and id, as screening keys its decisions). Raises ValueError when the review has no included

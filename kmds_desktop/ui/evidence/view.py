@@ -19,19 +19,27 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout, QWidget
 
 from kmds_desktop.app import last_folders
-from kmds_desktop.app.evidence import EvidenceSession
+from kmds_desktop.app.evidence import EvidenceSession, review_names
+from kmds_desktop.app.evidence_links import link_verdict
 from kmds_desktop.app.evidence_pages import QuestionHistory, render_paper_page
-from kmds_desktop.ui.shell import file_dialogs
+from kmds_desktop.app.verdicts import pick_judge, verdict
 from kmds_desktop.ui.evidence.answer_pane import AnswerPane
 from kmds_desktop.ui.evidence.page_view import PageView
 from kmds_desktop.ui.evidence.passage_list import PassageList
 from kmds_desktop.ui.evidence.question_box import QuestionBox
+from kmds_desktop.ui.evidence.scope_bar import RecordBar, ScopeBar
+from kmds_desktop.ui.evidence.verdict_pane import VerdictPane
+from kmds_desktop.ui.shell import file_dialogs
 
 #: Job kinds of the view, with their policy: a newer search or page replaces a waiting one.
 KINDS = {"search": "evidence.search", "answer": "evidence.answer", "page": "evidence.page",
-         "import": "evidence.import"}
+         "import": "evidence.import", "verdict": "evidence.verdict", "record": "evidence.record",
+         "reviews": "evidence.reviews"}
 POLICIES = {KINDS["search"]: "latest", KINDS["answer"]: "refuse", KINDS["page"]: "latest",
-            KINDS["import"]: "refuse"}
+            KINDS["import"]: "refuse", KINDS["verdict"]: "refuse", KINDS["record"]: "refuse",
+            KINDS["reviews"]: "latest"}
+#: ``() -> (the open KB or None, the selected observation or None)``.
+KbTarget = Callable[[], tuple[Any, Any]]
 
 
 class EvidenceView(QWidget):
@@ -41,6 +49,8 @@ class EvidenceView(QWidget):
     message = Signal(str, str)
     page_shown = Signal(object)
     papers_changed = Signal(object)
+    #: ``(observation IRI)`` after a verdict was filed under it (the KB is then unsaved).
+    evidence_filed = Signal(str)
 
     def __init__(self, jobs: Any, session: EvidenceSession | None = None, *,
                  session_factory: Callable[[], EvidenceSession] = EvidenceSession,
@@ -58,6 +68,13 @@ class EvidenceView(QWidget):
         self.passages = PassageList()
         self.answer = AnswerPane()
         self.page = PageView()
+        self.scope = ScopeBar()
+        self.verdict = VerdictPane()
+        self.record = RecordBar()
+        #: Where a verdict is filed; None: the window's open KB and its KB browser's selection.
+        self.kb_target: KbTarget | None = None
+        #: Who judges a claim: the settings' model, else offline (as ``literature verdict`` picks).
+        self.judge_factory: Callable[[], Any] = pick_judge
         self.status = QLabel("")
         self.status.setObjectName("evidenceStatus")
         self.status.setWordWrap(True)
@@ -70,16 +87,23 @@ class EvidenceView(QWidget):
         passages_layout.addWidget(self.passages, 1)
         left.addWidget(passages_box)
         left.addWidget(self.answer)
-        left.setSizes([380, 260])
+        left.addWidget(self.verdict)
+        left.setSizes([340, 200, 160])
+        right = QWidget()
+        right_layout = QVBoxLayout(right)
+        right_layout.setContentsMargins(0, 0, 0, 0)
+        right_layout.addWidget(self.page, 1)
+        right_layout.addWidget(self.record)
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.setObjectName("evidenceSplitter")
         self.splitter.addWidget(left)
-        self.splitter.addWidget(self.page)
+        self.splitter.addWidget(right)
         self.splitter.setChildrenCollapsible(False)
         self.splitter.setSizes([420, 480])
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addWidget(self.questions)
+        layout.addWidget(self.scope)
         layout.addWidget(self.splitter, 1)
         layout.addWidget(self.status)
 
@@ -89,6 +113,10 @@ class EvidenceView(QWidget):
         self.answer.citation_opened.connect(self.open_citation)
         self.answer.export_requested.connect(self.export_answer_dialog)
         self.page.page_requested.connect(lambda paper_id, page_no: self.show_page(paper_id, page_no, ""))
+        self.verdict.judge_requested.connect(lambda: self.judge(self.questions.line.text().strip()))
+        self.verdict.file_requested.connect(self.file_verdict)
+        self.record.record_set.connect(self.set_record)
+        self.record.record_cleared.connect(self.clear_record)
 
     # -- the session and the history, made on first use --------------------------------------------
     @property
@@ -109,6 +137,18 @@ class EvidenceView(QWidget):
     def showEvent(self, event: Any) -> None:  # noqa: N802 - Qt API
         super().showEvent(event)
         _ = self.history  # the questions asked before, in the list
+        self.refresh_reviews()
+
+    def refresh_reviews(self) -> Any:
+        """The reviews listed in the papers' scope (read on a worker)."""
+        return self.jobs.submit(KINDS["reviews"], review_names, label="Listing the reviews",
+                                pass_progress=False, busy_cursor=False,
+                                on_result=self.scope.set_reviews, on_error=self._failed)
+
+    def _paper_ids(self, session: EvidenceSession) -> tuple[int, ...] | None:
+        """On a worker: the papers the scope reads (None: all)."""
+        review = self.scope.review()
+        return session.review_scope(review).paper_ids if review else None
 
     def shutdown(self) -> None:
         if self._session is not None:
@@ -128,7 +168,7 @@ class EvidenceView(QWidget):
         session, history = self.session, self.history
 
         def work() -> tuple[list[Any], list[str]]:
-            return session.evidence(question), history.add(question)
+            return session.evidence(question, paper_ids=self._paper_ids(session)), history.add(question)
 
         self.status.setText(f"Searching the full texts for: {question}")
         self.jobs.submit(KINDS["search"], work, label="Finding passages", pass_progress=False,
@@ -150,7 +190,7 @@ class EvidenceView(QWidget):
         session, history = self.session, self.history
 
         def work() -> tuple[Any, list[str]]:
-            return session.answer(question), history.add(question)
+            return session.answer(question, paper_ids=self._paper_ids(session)), history.add(question)
 
         self.questions.set_busy(True)
         self.status.setText(f"Answering from the full texts: {question}")
@@ -166,6 +206,84 @@ class EvidenceView(QWidget):
         sources = len(answer.sources)
         self.status.setText(f"Answered from {sources} source{'s' if sources != 1 else ''}; click [n] to "
                             "see the page." if answer.answered else answer.text)
+
+    # -- verdicts into the KB -----------------------------------------------------------------------
+    def judge(self, claim: str) -> Any:
+        """The question box's text judged as a claim (the configured model, else offline), on a worker."""
+        if not claim:
+            self.message.emit("warning", "Type the statement to check first, then click Judge as a claim.")
+            return None
+        session = self.session
+
+        def work() -> Any:
+            return verdict(session.store, claim, self.judge_factory(), paper_ids=self._paper_ids(session))
+
+        self.verdict.set_busy(True)
+        self.status.setText(f"Judging against the papers: {claim}")
+        return self.jobs.submit(KINDS["verdict"], work, label="Judging the claim", pass_progress=False,
+                                on_result=self._show_verdict, on_error=self._failed,
+                                on_finished=lambda: self.verdict.set_busy(False))
+
+    def _show_verdict(self, result: Any) -> None:
+        self.verdict.show_verdict(result)
+        kb, observation = self._kb_target()
+        self.verdict.target.setText(
+            f"Files under: {observation.name}" if kb is not None and observation is not None else
+            "To file it, open a KB and select an observation in the KB browser.")
+        self.status.setText(result.summary)
+
+    def _kb_target(self) -> tuple[Any, Any]:
+        if self.kb_target is not None:
+            return self.kb_target()
+        window = self.window()
+        browser = getattr(window, "browser", None)
+        observation = browser.current_observation() if hasattr(browser, "current_observation") else None
+        return getattr(window, "kb", None), observation
+
+    def file_verdict(self) -> bool:
+        """File the shown verdict under the selected observation (in the open KB; Save keeps it).
+
+        On the GUI thread: the open KB is the window's, edited where the KB browser edits it, and a
+        few links with quotes already verified take milliseconds."""
+        result = self.verdict.verdict
+        kb, observation = self._kb_target()
+        if result is None:
+            return False
+        if kb is None or observation is None:
+            self.message.emit("warning", "Select the observation to file under in the KB browser first "
+                                         "(open a KB if none is open).")
+            return False
+        try:
+            outcomes, notes = link_verdict(kb, observation.iri, result, store=self.session.store, save=False)
+        except ValueError as err:
+            self.message.emit("error", str(err).splitlines()[0])
+            return False
+        text = (f"Filed {len(outcomes)} link{'s' if len(outcomes) != 1 else ''} under {observation.name}; "
+                "save the KB to keep them.")
+        if notes:
+            text += " " + notes[0]
+        self.status.setText(text)
+        self.message.emit("info", text)
+        self.evidence_filed.emit(str(observation.iri))
+        return True
+
+    # -- the shown paper's record ------------------------------------------------------------------
+    def set_record(self, paper_id: int, record_id: int | None) -> Any:
+        session = self.session
+        return self.jobs.submit(KINDS["record"], lambda: session.set_record(paper_id, record_id),
+                                label="Setting the record", pass_progress=False, busy_cursor=False,
+                                on_result=lambda _m: self._record_changed(paper_id), on_error=self._failed)
+
+    def clear_record(self, paper_id: int) -> Any:
+        session = self.session
+        return self.jobs.submit(KINDS["record"], lambda: session.clear_record(paper_id),
+                                label="Forgetting the record", pass_progress=False, busy_cursor=False,
+                                on_result=lambda _p: self._record_changed(paper_id), on_error=self._failed)
+
+    def _record_changed(self, paper_id: int) -> None:
+        paper = self.session.store.paper(paper_id)
+        self.record.show_paper(paper)
+        self.status.setText(f"{self.record.label.text()}: kept across re-imports.")
 
     # -- pages -------------------------------------------------------------------------------------
     def open_passage(self, hit: Any) -> None:
@@ -192,6 +310,7 @@ class EvidenceView(QWidget):
 
     def _page_ready(self, page: Any) -> None:
         self.page.show_page(page)
+        self.record.show_paper(self.session.store.paper(page.paper_id))
         self.page_shown.emit(page)
 
     # -- imports and export ------------------------------------------------------------------------
