@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 
 from kmds_desktop.app import workspace
-from kmds_desktop.app.ask import AskSession
+from kmds_desktop.app.ask import ANSWERED, ASKED, CLEARED, FOUND, STALE, AskSession
 from kmds_desktop.app.events import Change
 from kmds_desktop.app.workspace_session import (
     INDEX_CHANGED,
@@ -80,6 +80,8 @@ def test_demo_copy_saved_is_not_a_recent_file(data_home) -> None:
 
 def test_the_ask_session_keeps_the_records_found_until_the_kb_is_replaced() -> None:
     ask = AskSession()
+    heard: list[str] = []
+    ask.subscribe(lambda change: heard.append(change.kind))
     kb_a, kb_b = object(), object()
     ask.started("what models?", kb_a)
     ask.found("route and records")
@@ -89,3 +91,7 @@ def test_the_ask_session_keeps_the_records_found_until_the_kb_is_replaced() -> N
     ask.found("more records")
     ask.finished("answer")
     assert ask.kb_changed(kb_b) == "cleared" and ask.retrieved is None and ask.result is None
+    ask.started("what models?", kb_b)
+    ask.finished("answer about B")
+    assert ask.kb_changed(kb_b, edited=True) == "stale" and ask.result == "answer about B"
+    assert heard == [ASKED, FOUND, ASKED, FOUND, ANSWERED, CLEARED, ASKED, ANSWERED, STALE]

@@ -29,6 +29,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from kmds_desktop.app.events import Observable
 from kmds_desktop.app.preferences import api_address_error, server_address_error
 from kmds_desktop.app.workspace import IndexHolder
 from kmds_desktop.config import Settings, SettingsError, describe_validation_error
@@ -41,13 +42,23 @@ RETRIEVED = "retrieved"
 RENDERED = "rendered"
 
 
+#: What an :class:`AskSession` announces (:mod:`kmds_desktop.app.events`): a question went out; its records
+#: were found; its answer arrived; the answer was cleared (another KB) or marked stale (the KB was edited).
+ASKED = "ask.asked"
+FOUND = "ask.found"
+ANSWERED = "ask.answered"
+CLEARED = "ask.cleared"
+STALE = "ask.stale"
+
+
 class AskInputError(ValueError):
     """The question cannot be asked yet (no text, no KB): the message says what to do."""
 
 
 @dataclass
-class AskSession:
-    """The question/answer state of one window (or script)."""
+class AskSession(Observable):
+    """The question/answer state of one window (or script); it announces each change (:data:`ASKED`,
+    :data:`FOUND`, :data:`ANSWERED`, :data:`CLEARED`, :data:`STALE`)."""
 
     history: list[str] = field(default_factory=list)
     question: str = ""
@@ -75,13 +86,16 @@ class AskSession:
         self.stale = False
         self._kb = self._asked_of = kb
         self.remember(question)
+        self.announce(ASKED)
 
     def found(self, retrieved: Any) -> None:
         """The running answer's route and records are known (its text is still being written)."""
         self.retrieved = retrieved
+        self.announce(FOUND)
 
     def finished(self, result: Any) -> None:
         self.result = result
+        self.announce(ANSWERED)
 
     @property
     def kb(self) -> Any:
@@ -136,10 +150,12 @@ class AskSession:
             self.question = ""
             self.stale = False
             self._kb = kb
+            self.announce(CLEARED)
             return "cleared"
         if not edited:
             return ""
         self.stale = True
+        self.announce(STALE)
         return "stale"
 
 

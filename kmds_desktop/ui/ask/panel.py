@@ -17,6 +17,7 @@ answered are :mod:`kmds_desktop.app.ask`'s.
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -75,10 +76,13 @@ class AskPanel(QWidget):
     message = Signal(str, str, str)  # level, text, details
     answer_finished = Signal(object)  # OrchestratorResult
 
-    def __init__(self, jobs: JobRunner, parent: QWidget | None = None) -> None:
+    def __init__(self, jobs: JobRunner, parent: QWidget | None = None, *,
+                 context: Callable[[], dict[str, Any]] | None = None) -> None:
         super().__init__(parent)
         self.jobs = jobs
-        self.context_provider: Any = None  # set by the window: () -> {"kb", "settings", "index_holder"}
+        #: what answering needs, read at each question: ``() -> {"kb", "settings", "index_holder", "index"}``
+        #: (the workspace session's :meth:`~kmds_desktop.app.workspace_session.WorkspaceSession.ask_context`)
+        self.context_provider = context
         #: the question, its answer (and the records retrieved for it), the history, the KB open now
         self.session = AskSession()
         self.job: Job | None = None

@@ -32,11 +32,12 @@ from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QLabel, QMainWindow, QMenu, QSplitter, QVBoxLayout, QWidget
 
 from kmds_desktop.app import workspace
+from kmds_desktop.app.ask import ANSWERED
 from kmds_desktop.app.events import Change
 from kmds_desktop.app.llm_status import confirm_server, decline_server
 from kmds_desktop.app.preferences import write_settings
 from kmds_desktop.app.presentation import Settings
-from kmds_desktop.app.workspace_session import INDEX_CHANGED, KB_EDITED, KB_OPENED, KB_SAVED, WorkspaceSession
+from kmds_desktop.app.workspace_session import KB_EDITED, KB_OPENED, KB_SAVED, WorkspaceSession
 from kmds_desktop.ui.ask.panel import AskPanel
 from kmds_desktop.ui.ask.server_question import ServerQuestionBar
 from kmds_desktop.ui.evidence.window_dock import install_evidence
@@ -105,7 +106,7 @@ class MainWindow(QMainWindow):
         self.messages = MessageBar()
         self.kb_part = KnowledgeBasePart(self.session, self.jobs, self.messages, self, self.persist_settings)
         self.browser = KBBrowser()
-        self.ask = AskPanel(self.jobs, self)
+        self.ask = AskPanel(self.jobs, self, context=self.session.ask_context)
         self.ask.set_history(self.settings.ui.question_history)
         self.literature = self._make_literature_panel(literature_kwargs or {})
         #: File's review entries, and the open review's place kept across restarts
@@ -289,10 +290,7 @@ class MainWindow(QMainWindow):
         self.ask.message.connect(
             lambda level, text, details: self.messages.show_message(text, level, details, topic="ask")
         )
-        self.ask.answer_finished.connect(self.status.llm_after_answer)
-        # A banner about answering ("still running", "could not be answered") ends with the next answer.
-        self.ask.answer_finished.connect(lambda _result: self.messages.end_topic("ask"))
-        self.ask.context_provider = self.session.ask_context
+        self.ask.session.subscribe(self._answered)
 
     def _session_changed(self, change: Change) -> None:
         """The workspace session changed: the parts that show it follow."""
@@ -304,14 +302,20 @@ class MainWindow(QMainWindow):
             self.ask.kb_changed(kb, edited=True)
         if change.kind in (KB_OPENED, KB_SAVED):
             self.menus.update_recent()
-        if change.kind in (KB_OPENED, KB_EDITED, KB_SAVED, INDEX_CHANGED):
+        if change.kind in (KB_OPENED, KB_EDITED, KB_SAVED):
             self._show_kb()
 
+    def _answered(self, change: Change) -> None:
+        """An answer arrived: it is a probe of the LLM too (the status follows a server that died or came
+        back), and a banner about answering ("still running", "could not be answered") ends with it."""
+        if change.kind == ANSWERED:
+            self.status.llm_after_answer(self.ask.session.result)
+            self.messages.end_topic("ask")
+
     def _show_kb(self) -> None:
-        """Title and status line for the open KB."""
+        """The title names the open KB, with the platform's mark while it has unsaved changes."""
         self.setWindowTitle(window_title(self.session.file_name()))
         self.setWindowModified(bool(self.kb is not None and self.kb.dirty))
-        self.status.show_kb()
 
     def _dialog_opened(self, dialog: Any) -> None:
         self.active_dialog = dialog

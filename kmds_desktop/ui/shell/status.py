@@ -54,6 +54,10 @@ class StatusLine(QObject):
         bar.addPermanentWidget(self.progress_strip)
         bar.addPermanentWidget(self.llm_status)
         bar.addPermanentWidget(self.lit_status)
+        # every change of the open KB or of its index (opened, edited, saved, indexed) shows here
+        unsubscribe = session.subscribe(lambda _change: self.show_kb())
+        self.destroyed.connect(lambda _obj=None: unsubscribe())  # a session outliving the line forgets it
+        self.show_kb()
 
     def show_literature(self, text: str) -> None:
         """Short text in the status bar ("Literature: 6,473 documents"), the full one as tooltip."""
