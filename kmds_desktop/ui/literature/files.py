@@ -69,9 +69,10 @@ class LiteratureFiles(QObject):
         return job
 
     # --- import -----------------------------------------------------------------------------------
-    def import_files(self, paths: Sequence[str | Path]) -> Job | None:
+    def import_files(self, paths: Sequence[str | Path], *, busy: bool = False) -> Job | None:
         """Import MEDLINE/PubMed XML, JSONL or PubMedQA JSON files, or folders of them (the PubMed
-        baseline: name order, resumable, one progress line), on a worker (progress, Cancel)."""
+        baseline: name order, resumable, one progress line), on a worker (progress, Cancel). ``busy``:
+        the caller's search or import is running (one at a time): nothing starts, the message says so."""
         files = [str(p) for p in paths]
         wrong = [p for p in files if not lj.importable(p)]
         files = [p for p in files if lj.importable(p)]
@@ -82,6 +83,9 @@ class LiteratureFiles(QObject):
                 + ", ".join(wrong),
             )
         if not files:
+            return None
+        if busy or self.importing:
+            self.message.emit("warning", "Wait for the running search or import to finish, or cancel it.")
             return None
         holder: dict[str, Job | None] = {}
 

@@ -377,11 +377,8 @@ class LiteraturePanel(QWidget):
 
     def import_files(self, paths: Sequence[str | Path]) -> Job | None:
         """Import MEDLINE/PubMed XML, JSONL or PubMedQA JSON files, or folders of them, on a worker."""
-        if self._working() and any(lj.importable(str(p)) for p in paths):
-            self.show_message("Wait for the running search or import to finish, or cancel it.", "warning")
-            return None
         self._sync_settings()
-        return self.files.import_files(paths)
+        return self.files.import_files(paths, busy=self._working())
 
     def embed_documents(self) -> Job | None:
         return self.files.embed_documents()
