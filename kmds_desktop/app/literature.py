@@ -536,27 +536,39 @@ class LiteratureSession(Observable):
         self._database_counts: tuple[int | None, int | None] | None = None
         #: The history window's known papers (kept while the window is closed).
         self.known_papers = KnownPapersInput()
-        #: The open literature database (None until whoever opens it attaches it).
-        self.database: Any = None
-        #: The newest status read of the database (None until one arrived): counts, vectors, top-k.
-        self.database_status: DatabaseStatus | None = None
+        self._database: Any = None
+        self._database_status: DatabaseStatus | None = None
         self._workbench: SearchWorkbench | None = None
         #: (run, its set number in the search history): the source name its screening uses (``#12``).
         self.recorded_run: tuple[RunRecord, int] | None = None
-        #: The set number the newest finished run was saved as.
-        self.last_recorded: int | None = None
+        self._last_recorded: int | None = None
 
     # --- the database and the search history ---------------------------------------------------
+    @property
+    def database(self) -> Any:
+        """The open literature database (None until whoever opens it attaches it)."""
+        return self._database
+
+    @property
+    def database_status(self) -> DatabaseStatus | None:
+        """The newest status read of the database (None until one arrived): counts, vectors, top-k."""
+        return self._database_status
+
+    @property
+    def last_recorded(self) -> int | None:
+        """The set number the newest finished run was saved as in the search history."""
+        return self._last_recorded
+
     def attach_database(self, database: Any) -> None:
         """The literature database is open: runs, checks and the search history use it from now on."""
-        self.database = database
+        self._database = database
         self.database_name = getattr(database, "display_name", "") or self.database_name
         if self._workbench is not None:
             self._workbench.database = database
 
     def apply_database_status(self, status: DatabaseStatus) -> None:
         """A status read arrived: keep it (the views and the coverage question read it) and say so."""
-        self.database_status = status
+        self._database_status = status
         self.announce(STATUS_READ)
 
     @property
@@ -590,7 +602,7 @@ class LiteratureSession(Observable):
 
     def history_saved(self, number: int) -> None:
         """The search history saved the newest run as set ``number``."""
-        self.last_recorded = number
+        self._last_recorded = number
         self.announce(RECORDED)
 
     def recorded_number(self) -> int | None:

@@ -68,7 +68,7 @@ from kmds_desktop.ui.literature.sections import (
 )
 from kmds_desktop.ui.literature.widgets import CoverageBar, ask_to_discard
 
-__all__ = ["EMPTY_DATABASE_HINT", "KINDS", "LiteraturePanel"]
+__all__ = ["LiteraturePanel"]
 
 log = logging.getLogger(__name__)
 
