@@ -39,7 +39,7 @@ def test_import_is_lazy() -> None:
         "import sys\n"
         "import kmds_desktop.index, kmds_desktop.search, kmds_desktop.cli\n"
         "kmds_desktop.cli.build_parser()\n"
-        "import kmds_desktop.ui.shell.app, kmds_desktop.ui.shell.main_window  # what the app imports at start\n"
+        "import kmds_desktop.ui.shell.app, kmds_desktop.ui.shell.main_window  # at start\n"
         "from kmds_desktop.search import SemanticIndex, DEFAULT_MODEL\n"
         "from kmds_desktop.index import SemanticIndex as S2\n"
         "assert SemanticIndex is S2 and DEFAULT_MODEL == 'all-MiniLM-L6-v2'\n"

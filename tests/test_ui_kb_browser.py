@@ -8,8 +8,8 @@ from PySide6.QtWidgets import QDialogButtonBox, QMessageBox
 
 from kmds_desktop.kb import load_kb
 from kmds_desktop.ui.kb.browser import KBBrowser
-from kmds_desktop.ui.kb.tree_model import UNLINKED_LABEL, KBTreeModel, KindRole
 from kmds_desktop.ui.kb.observation_editor import ObservationDialog
+from kmds_desktop.ui.kb.tree_model import UNLINKED_LABEL, KBTreeModel, KindRole
 
 
 @pytest.fixture(scope="module")

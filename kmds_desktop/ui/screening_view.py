@@ -42,10 +42,10 @@ from PySide6.QtWidgets import (
 from kmds_desktop.app import last_folders
 from kmds_desktop.app.screening import DECISION_ACTIONS, KEYS, ScreeningSession
 from kmds_desktop.app.screening_start import close_session, open_for_documents
-from kmds_desktop.ui.shell import file_dialogs
 from kmds_desktop.ui.screening_pages import FlowPage, StoppingPage
 from kmds_desktop.ui.screening_review import AgreementPage, ScoresPage
 from kmds_desktop.ui.screening_widgets import EXPORTS, MARKS, SHORTCUTS, OrderBar, record_html, split_keywords
+from kmds_desktop.ui.shell import file_dialogs
 
 
 class _Events(QObject):

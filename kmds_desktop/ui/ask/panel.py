@@ -46,6 +46,8 @@ from kmds_desktop.app.ask import (
     citation_number,
     displayed_answer,
 )
+from kmds_desktop.app.events import Change
+from kmds_desktop.app.workspace_session import KB_EDITED, KB_OPENED, WorkspaceSession
 from kmds_desktop.ui.ask.markdown_render import to_html
 from kmds_desktop.ui.ask.question import QuestionEdit
 from kmds_desktop.ui.ask.results import RecordsTable, ResultsModel
@@ -77,12 +79,17 @@ class AskPanel(QWidget):
     answer_finished = Signal(object)  # OrchestratorResult
 
     def __init__(self, jobs: JobRunner, parent: QWidget | None = None, *,
-                 context: Callable[[], dict[str, Any]] | None = None) -> None:
+                 workspace: WorkspaceSession | None = None) -> None:
         super().__init__(parent)
         self.jobs = jobs
         #: what answering needs, read at each question: ``() -> {"kb", "settings", "index_holder", "index"}``
         #: (the workspace session's :meth:`~kmds_desktop.app.workspace_session.WorkspaceSession.ask_context`)
-        self.context_provider = context
+        self.context_provider: Callable[[], dict[str, Any]] | None = None
+        if workspace is not None:
+            self.context_provider = workspace.ask_context
+            # another KB opened clears the answer; an edit marks it stale (kb_changed)
+            unsubscribe = workspace.subscribe(lambda change: self._workspace_changed(workspace, change))
+            self.destroyed.connect(lambda _obj=None: unsubscribe())
         #: the question, its answer (and the records retrieved for it), the history, the KB open now
         self.session = AskSession()
         self.job: Job | None = None
@@ -200,6 +207,12 @@ class AskPanel(QWidget):
         self.route_editor.clear()
         self._cleared_about = previous
         self.state.setText(self._cleared_note(previous))
+
+    def _workspace_changed(self, workspace: WorkspaceSession, change: Change) -> None:
+        if change.kind == KB_OPENED:
+            self.kb_changed(workspace.kb)
+        elif change.kind == KB_EDITED:
+            self.kb_changed(workspace.kb, edited=True)
 
     def _cleared_note(self, about: str) -> str:
         """The state line after an answer about ``about`` was cleared: it names the KB open now."""

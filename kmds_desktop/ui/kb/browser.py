@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 from kmds_desktop.app.evidence_links import observation_evidence
 from kmds_desktop.app.presentation import plural
 from kmds_desktop.app.workspace import new_observation_defaults
+from kmds_desktop.app.workspace_session import KB_OPENED, WorkspaceSession
 from kmds_desktop.ui.ask.markdown_render import to_html
 from kmds_desktop.ui.kb.observation_editor import ObservationDialog, WorkflowDialog
 from kmds_desktop.ui.kb.tree_model import CATEGORY_LABELS, KBTreeModel, KindRole
@@ -84,9 +85,13 @@ class KBBrowser(QWidget):
     kb_edited = Signal(str)  # what changed, for the status line ("added observation ...")
     edit_failed = Signal(str)
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, *, session: WorkspaceSession | None = None) -> None:
         super().__init__(parent)
         self.model = KBTreeModel(self)
+        if session is not None:  # the window's: shows each KB the session opens (else set_kb)
+            unsubscribe = session.subscribe(
+                lambda change: self.set_kb(session.kb) if change.kind == KB_OPENED else None)
+            self.destroyed.connect(lambda _obj=None: unsubscribe())
         self.active_dialog: QDialog | QMessageBox | None = None
 
         self.filter_edit = QLineEdit()

@@ -105,8 +105,8 @@ class MainWindow(QMainWindow):
         file_dialogs.remember_folders_in(self.settings.ui, self.persist_settings)
         self.messages = MessageBar()
         self.kb_part = KnowledgeBasePart(self.session, self.jobs, self.messages, self, self.persist_settings)
-        self.browser = KBBrowser()
-        self.ask = AskPanel(self.jobs, self, context=self.session.ask_context)
+        self.browser = KBBrowser(session=self.session)
+        self.ask = AskPanel(self.jobs, self, workspace=self.session)
         self.ask.set_history(self.settings.ui.question_history)
         self.literature = self._make_literature_panel(literature_kwargs or {})
         #: File's review entries, and the open review's place kept across restarts
@@ -294,12 +294,6 @@ class MainWindow(QMainWindow):
 
     def _session_changed(self, change: Change) -> None:
         """The workspace session changed: the parts that show it follow."""
-        kb = self.session.kb
-        if change.kind == KB_OPENED:
-            self.browser.set_kb(kb)
-            self.ask.kb_changed(kb)
-        elif change.kind == KB_EDITED:
-            self.ask.kb_changed(kb, edited=True)
         if change.kind in (KB_OPENED, KB_SAVED):
             self.menus.update_recent()
         if change.kind in (KB_OPENED, KB_EDITED, KB_SAVED):
