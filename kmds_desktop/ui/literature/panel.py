@@ -53,7 +53,7 @@ from kmds_desktop.app import strategy
 from kmds_desktop.app.events import Change
 from kmds_desktop.ui.jobs.job import Job
 from kmds_desktop.ui.jobs.runner import JobRunner
-from kmds_desktop.ui.literature.database import KINDS, DatabaseLink
+from kmds_desktop.ui.literature.database import DatabaseLink
 from kmds_desktop.ui.literature.documents_model import DocumentsModel
 from kmds_desktop.ui.literature.files import LiteratureFiles
 from kmds_desktop.ui.literature.generation import QueryGeneration
@@ -61,7 +61,6 @@ from kmds_desktop.ui.literature.records import SearchRecords
 from kmds_desktop.ui.literature.review_model import QueryRow, ReviewModel
 from kmds_desktop.ui.literature.search_run import SearchRunner
 from kmds_desktop.ui.literature.sections import (
-    EMPTY_DATABASE_HINT,
     QuestionBar,
     ResultsSection,
     ReviewSection,
