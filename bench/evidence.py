@@ -8,7 +8,9 @@ It imports the 40 shared PDFs into a fresh store (a temporary folder) as the app
 19 dev questions whose key passage was located (``key_passage_page`` not null) reports:
 
 - key-passage recall@1 and @5: a ranked passage counts when it holds the key passage (fuzzy partial
-  ratio >= 90: rapidfuzz's ``partial_ratio`` when installed, else the same alignment with difflib);
+  ratio >= 90: rapidfuzz's ``partial_ratio`` when installed, else the same alignment with difflib),
+  searched with the question alone (``literature evidence``) and with the question and its options
+  (what ``literature choose`` searches with: :func:`~kmds_desktop.literature.evidence.search.choice_query`);
 - page right: the first passage holding the key passage has the key page in its page range, and the
   offline answer cites the key page of the right paper;
 - quotes verified: every quote of every answer checked again on its cited page(s) (must be 100 %),
@@ -18,8 +20,8 @@ It imports the 40 shared PDFs into a fresh store (a temporary folder) as the app
   process plus a bare ``model.encode`` of the same passages;
 - warm evidence-search latency (the median of a second search of each question).
 
-Last line: ``key-passage recall@5: X; import / bare floor: Y``. ``--store FILE`` reuses an existing
-import (the import figures are then left out).
+Last line: ``key-passage recall@5: X (question), Z (with its options); import / bare floor: Y``.
+``--store FILE`` reuses an existing import (the import figures are then left out).
 """
 
 from __future__ import annotations
@@ -116,7 +118,7 @@ def main() -> int:
     from kmds_desktop.index.embeddings import encode
     from kmds_desktop.literature.evidence.answer import extractive_answer
     from kmds_desktop.literature.evidence.quotes import verify_quote
-    from kmds_desktop.literature.evidence.search import search_passages
+    from kmds_desktop.literature.evidence.search import choice_query, search_passages
     from kmds_desktop.literature.fulltext.importer import import_folder
     from kmds_desktop.literature.fulltext.store import FulltextStore
 
@@ -143,6 +145,7 @@ def main() -> int:
     located = [q for q in questions if q.get("key_passage_page") is not None]
     paper_of = {Path(p.path).name: p for p in store.papers()}
     at1 = at5 = page_right = cited_right = 0
+    with_options = {"at1": 0, "at5": 0, "page": 0}
     shown = verified = dropped = 0
     best_dev: list[float] = []
     latencies: list[float] = []
@@ -155,6 +158,12 @@ def main() -> int:
         paper = paper_of[q["file"]]
         found = [i for i, h in enumerate(hits[:5])
                  if h.paper_id == paper.id and holds(h.text, q["key_passage"])]
+        option_hits = search_passages(store, choice_query(q["question"], [q["ideal"], *q["distractors"]]), 5)
+        option_found = [h for h in option_hits if h.paper_id == paper.id and holds(h.text, q["key_passage"])]
+        with_options["at1"] += bool(option_found and option_found[0] is option_hits[0])
+        with_options["at5"] += bool(option_found)
+        with_options["page"] += bool(option_found and option_found[0].start_page <= q["key_passage_page"]
+                                     <= option_found[0].end_page)
         at1 += bool(found and found[0] == 0)
         at5 += bool(found)
         if found:
@@ -177,6 +186,8 @@ def main() -> int:
     print(f"key-passage recall@1: {at1 / n:.2f}  recall@5: {at5 / n:.2f}")
     print(f"page right (first passage holding the key passage): {page_right / n:.2f}; "
           f"answer cites the key page: {cited_right / n:.2f}")
+    print(f"with its options (as 'literature choose' searches): recall@1 {with_options['at1'] / n:.2f}  "
+          f"recall@5: {with_options['at5'] / n:.2f}  page right: {with_options['page'] / n:.2f}")
     print(f"quotes verified: {verified}/{shown} = {100 * verified / max(1, shown):.0f}%; "
           f"dropped by the verifier: {dropped}")
     print(f"best-passage similarity: dev {min(best_dev):.2f}-{max(best_dev):.2f}, off-topic "
@@ -184,7 +195,8 @@ def main() -> int:
     print(f"warm evidence search: median {statistics.median(latencies):.0f} ms, max {max(latencies):.0f} ms")
     if import_line:
         print(import_line)
-    print(f"key-passage recall@5: {at5 / n:.2f}; import / bare floor: {ratio:.2f}")
+    print(f"key-passage recall@5: {at5 / n:.2f} (question), {with_options['at5'] / n:.2f} (with its "
+          f"options); import / bare floor: {ratio:.2f}")
     return 0
 
 

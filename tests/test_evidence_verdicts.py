@@ -13,6 +13,7 @@ from kmds_desktop.app.verdicts import Judge, choose, verdict, yes_no
 from kmds_desktop.literature.evidence.quotes import verify_quote
 from kmds_desktop.literature.evidence.verdict import (
     CANNOT_TELL,
+    CONTRADICTED,
     CONTRADICTS,
     INSUFFICIENT,
     NOT_ADDRESSED,
@@ -75,6 +76,18 @@ def test_a_claim_the_paper_states_is_supported_with_the_quote_on_its_page(store)
     assert peg.pages == (5,)
     _quotes_are_on_their_pages(store, result)
     assert sum(result.balance.values()) == len(result.documents) >= 1
+
+
+def test_the_denied_claim_is_contradicted_by_the_same_sentence(store) -> None:
+    """Over all 40 papers: the denial's words rank the PEG paper's methods first; its result sentence,
+    with the negation the denial lacks, is in the paper's third passage, which the judge reads."""
+    result = verdict(store, PEG_DENIAL)
+    peg = next(d for d in result.documents if d.doi == PEG_DOI)
+    assert peg.stance == CONTRADICTS
+    assert "40%" in peg.quote and "no detectable" in peg.quote
+    assert peg.pages == (5,)
+    assert result.verdict == CONTRADICTED and result.balance[CONTRADICTS] >= 1
+    _quotes_are_on_their_pages(store, result)
 
 
 def test_an_off_topic_claim_gets_cannot_tell(store) -> None:

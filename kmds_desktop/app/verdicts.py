@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kmds_desktop.config import load_settings
-from kmds_desktop.literature.evidence.search import search_passages
+from kmds_desktop.literature.evidence.search import choice_query, search_passages
 from kmds_desktop.literature.evidence.verdict import (
     PASSAGES,
     ChoiceVerdict,
@@ -68,7 +68,7 @@ def choose(store: FulltextStore, question: str, options: Sequence[str], judge: J
     judge = judge or Judge(None, "offline")
     if not question or not question.strip():
         raise ValueError("the question is empty: type the question the options answer")
-    hits = search_passages(store, question, top, paper_ids=paper_ids)
+    hits = search_passages(store, choice_query(question, options), top, paper_ids=paper_ids)
     if judge.llm is None:
         return choose_offline(store, question, options, hits)
     return choose_with_model(store, question, options, hits, judge.llm, method=judge.name)

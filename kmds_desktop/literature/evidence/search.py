@@ -63,6 +63,20 @@ class EvidenceHit:
         }
 
 
+def choice_query(question: str, options: Sequence[str]) -> str:
+    """What a multiple-choice question searches with: the question, then every option (sorted, so the
+    order the options were given in, which may give the answer away, changes nothing).
+
+    Why the options: the question names the subject ("which processes does the S118L mutation
+    impair?"), and every passage of the right paper is about that subject; the sentence that answers it
+    is the one that also names an option ("membrane trafficking"). On the LitQA dev questions the key
+    passage is among the first five for 13 of 19 with the question alone and 17 of 19 with its options
+    (bench/evidence.py). Wrong options are searched too, so nothing tells the search which is right.
+    """
+    cleaned = [" ".join(o.split()) for o in options if o and o.strip()]
+    return " ".join([question.strip(), *sorted(cleaned, key=str.lower)])
+
+
 def default_query_embed(question: str) -> np.ndarray:
     from kmds_desktop.index.embeddings import encode  # torch loads on first use, not at start-up
 

@@ -328,6 +328,14 @@ def judge_with_model(
 
 
 # -- a claim over the store ----------------------------------------------------------------------
+#: A paper's best passages read for a claim. Why three: a claim's words rank the passages that share
+#: its subject, not its finding, and the finding's passage is often the paper's third: the denial of
+#: the PEG-maleimide finding ("... show detectable transfection") ranks the paper's methods first and
+#: its result sentence ("showed no detectable levels of transfection") third on the 40 LitQA papers,
+#: so with two passages the judge never read the sentence that contradicts it.
+PASSAGES_PER_PAPER = 3
+
+
 def _hit_passages(hits: Sequence[EvidenceHit]) -> dict[int, list[EvidenceHit]]:
     by_paper: dict[int, list[EvidenceHit]] = {}
     for hit in hits:
@@ -343,7 +351,7 @@ def claim_verdict(
     llm: LLMFn | None = None,
     method: str = "offline",
     embed: EmbedFn = default_embed,
-    max_passages_per_paper: int = 2,
+    max_passages_per_paper: int = PASSAGES_PER_PAPER,
 ) -> ClaimVerdict:
     """Judge ``claim`` against each paper among ``hits`` (the claim's ranked passages)."""
     if not claim or not claim.strip():
