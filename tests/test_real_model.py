@@ -121,10 +121,11 @@ def _start_ollama(tmp: Path, *names: str, die: tuple[int, int] | None = None) ->
     return served
 
 
-def _start_openai(tmp: Path) -> Served:
-    """``python -m llama_cpp.server`` on a free port; fails loudly when it does not answer."""
-    port = _free_port()
-    log = tmp / "llama_cpp_server.log"
+def _start_openai(tmp: Path, port: int | None = None) -> Served:
+    """``python -m llama_cpp.server`` on ``port`` (default: a free one); fails loudly when it does not
+    answer."""
+    port = port or _free_port()
+    log = tmp / f"llama_cpp_server_{port}.log"
     proc = subprocess.Popen(
         [sys.executable, "-m", "llama_cpp.server", "--model", GGUF, "--model_alias", "smol",
          "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096",
@@ -344,3 +345,122 @@ def test_openai_server_killed_mid_reply(real_tmp) -> None:
         assert len(received) >= 2, "what had arrived is still there"
     finally:
         served.stop()
+
+
+# -- the model earns its place (issue 34) ---------------------------------------------------------------
+
+#: Questions worded as researchers word them, none naming a finding number, a workflow or a keyword the
+#: model could take from it: any such filter in the model's route is its own invention.
+PLAIN_QUESTIONS = (
+    "What problems were found in the data?",
+    "Which model was selected and why?",
+    "How were the features prepared before modelling?",
+    "What did the exploratory analysis show?",
+    "Which data quality problems were found in the penguin measurements?",
+)
+
+
+@pytest.mark.timeout(1200)
+def test_a_filter_the_model_invents_is_dropped_and_the_note_shown(ollama_server, demo_kb, demo_index) -> None:
+    """The real model routes plain questions until it adds a filter the question does not ask for: that
+    filter is dropped before the search runs, the question is answered, and the text the user reads
+    says which filter was dropped and why."""
+    from kmds_desktop.commands.ask import format_result
+
+    backend = OllamaBackend(ollama_server.url, "smol-a", timeout=TIMEOUT_S, options=SHORT)
+    orchestrator = SearchOrchestrator(demo_kb, index=demo_index, llm_fn=backend)
+    guarded = None
+    for question in PLAIN_QUESTIONS:
+        result = orchestrator.retrieve(question)
+        assert result.results, question
+        ran = result.route.filters if result.route is not None else None
+        if ran is not None:  # what ran carries no filter the question did not ask for
+            assert ran.finding_seq_min is None and ran.finding_seq_max is None, (question, ran)
+            assert ran.keyword is None or ran.keyword.lower() in question.lower(), (question, ran)
+        if any(n.startswith("Dropped the model's filter") for n in result.route_notes):
+            guarded = result
+            break
+    assert guarded is not None, "the real model set no filter of its own on any plain question"
+    assert guarded.model_route is not None  # the model's own route, kept to be shown
+    orchestrator.synthesize(guarded)
+    assert guarded.answer.strip()
+    text = format_result(guarded.to_dict())
+    notes = [n for n in guarded.route_notes if n.startswith("Dropped the model's filter")]
+    assert all(f"Guard: {n}" in text for n in notes), text
+
+
+@pytest.mark.timeout(900)
+def test_automatic_finds_a_llama_cpp_server_on_its_port_and_asks_first(real_tmp, demo_kb, demo_index) -> None:
+    """llama.cpp's own server on its usual port (8080, or a free port named as llama.cpp's where 8080 is
+    taken on this machine): "Automatic" finds it by its model list alone, asks "Found llama.cpp at … — use
+    it?", and sends it no prompt until the user says yes; then questions are answered by it."""
+    from kmds_desktop.app.llm_status import confirm_server, probe_llm
+    from kmds_desktop.config import LLMSettings
+    from kmds_desktop.llm.factory import choose_backend
+
+    port = 8080
+    with socket.socket() as probe:
+        if probe.connect_ex(("127.0.0.1", port)) == 0:
+            port = _free_port()
+    served = _start_openai(real_tmp, port=port)
+    servers = (("llama.cpp", port),)
+    try:
+        llm = LLMSettings(backend="auto", ollama_host=f"http://127.0.0.1:{_free_port()}", openai_model="smol")
+        found = probe_llm(llm, openai_servers=servers)
+        assert found.candidate is not None and found.text.startswith("offline")
+        assert found.candidate.question == f"Found llama.cpp at 127.0.0.1:{port} — use it?"
+        assert choose_backend(llm, openai_servers=servers).name == "offline"  # not used before the yes
+        assert "/v1/models" in served.tail() and "/chat/completions" not in served.tail(), "no prompt yet"
+
+        llm = confirm_server(llm, found.candidate.base_url)
+        assert probe_llm(llm, openai_servers=servers).text == f"openai · smol at 127.0.0.1:{port} (ready)"
+        choice = choose_backend(llm, openai_servers=servers)
+        assert choice.name == "openai" and f"using llama.cpp at {found.candidate.base_url}" in choice.note
+        result = SearchOrchestrator(demo_kb, index=demo_index, llm_fn=choice.llm).ask(QUESTION)
+        assert result.synthesis == "llm" and result.answer.strip(), result.synthesis_error
+        assert "/chat/completions" in served.tail(), "the question went to the server once confirmed"
+    finally:
+        served.stop()
+
+
+@pytest.mark.timeout(1200)
+def test_scores_that_do_not_separate_keep_the_classifiers_order_and_say_so(ollama_server, tmp_path) -> None:
+    """The reviewer's includes and excludes rest on what the records do not say (every record reads the
+    same): whatever the real model scores, its scores cannot separate them. A scoring run scores the
+    decided records first, finds that, leaves the scores out of the order (the queue is the classifier's
+    as before) and says so in the run's line and the order bar's."""
+    from kmds_desktop.app.screening import ScreeningSession
+    from kmds_desktop.app.screening_scores import score_undecided
+    from kmds_desktop.literature.screening.decisions import DecisionStore
+    from kmds_desktop.literature.screening.records import ScreeningRecord
+
+    store = DecisionStore(tmp_path / "screening.sqlite3")
+    session = ScreeningSession.open(store, "r", question=LIT_QUESTION, background=False)
+    session.add_records([
+        ScreeningRecord(source="cf", external_id=str(i), rank=i + 1,
+                        title="Follow-up of patients with cystic fibrosis",
+                        abstract="Patients with cystic fibrosis were followed for one year in a clinic.")
+        for i in range(14)
+    ], origin="#1")
+    try:
+        for i in range(10):
+            session.go_to(("cf", str(i)))
+            if i % 2:
+                session.include()
+            else:
+                session.exclude("wrong population")
+        before = [session.records[i].key for i, _how in session.queue(4)]
+        backend = OllamaBackend(ollama_server.url, "smol-a", timeout=TIMEOUT_S)
+        summary = score_undecided(session, backend, ["smol-a"])
+        assert summary.scored + len(summary.notes) == 14 and summary.scored >= 10, summary.notes
+        check = next(c for c in session.score_checks() if c.model == "smol-a")
+        assert check.enough and check.separates is False, check
+        assert session.scores_in_model is False and session.features.score_columns == 0
+        assert [session.records[i].key for i, _how in session.queue(4)] == before
+        line = session.score_check_line()
+        assert line.startswith("smol-a") and "do not separate includes from excludes" in line
+        assert "left out of the order" in line and "left out of the order" in summary.line()
+        assert len(session.decisions) == 10  # scores never decide
+    finally:
+        session.close()
+        store.close()

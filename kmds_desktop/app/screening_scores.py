@@ -42,8 +42,9 @@ from kmds_desktop.llm.structured import structured_chat
 from kmds_desktop.tasks import Cancelled, CancelToken
 
 Progress = Callable[[int, int, str], None]
-#: Most tokens a score reply may take (a number and a short sentence).
-SCORE_MAX_TOKENS = 80
+#: Most tokens a score reply may take: a number and a reason of at most 12 words take 20-30 (Qwen2.5's
+#: tokens); generating is the slow half of a request on a CPU, so a runaway reason is cut here.
+SCORE_MAX_TOKENS = 60
 
 
 def score_record(backend: Any, model: str, question: str, title: str, abstract: str,

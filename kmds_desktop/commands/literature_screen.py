@@ -57,7 +57,8 @@ def register_screen(lit_sub: argparse._SubParsersAction) -> None:
     order.add_argument("--mode", choices=("active", "rank", "random", "score"), default="active",
                        help="the order to list (default: %(default)s)")
     order.add_argument("--scores-in-model", choices=("on", "off"),
-                       help="let the model scores feed the classifier, or stop it (off unless turned on); "
+                       help="let the model scores feed the classifier, or stop it (unset: the scores that "
+                       "separate your includes from your excludes feed it); "
                        "a score only orders, it never decides a record")
     order.add_argument("--next", type=int, default=10, metavar="N",
                        help="list N records (default: %(default)s)")

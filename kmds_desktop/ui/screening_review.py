@@ -70,8 +70,9 @@ class ScoresPage(QWidget):
         self.encoder = encoder
         self.job: Any = None
         self.llm_button = QPushButton("Score undecided with the LLMs")
-        self.llm_button.setToolTip("Each configured LLM scores each undecided record 1–5 with a one-sentence "
-                                   "reason; scores are cached, so a second run asks only what is missing")
+        self.llm_button.setToolTip("Each configured LLM scores each undecided record 1–5 with a short reason "
+                                   "(a few decided records first, to check its scores against your "
+                                   "decisions); scores are cached, so a second run asks only what is missing")
         self.similarity_button = QPushButton("Score by similarity (no LLM)")
         self.similarity_button.setToolTip("The embedding model's similarity between record and question, "
                                           "as 1–5 — not a reader's judgement")

@@ -77,7 +77,7 @@ class ScoreReplyError(ValueError):
 SCORE_SYSTEM = (
     "You screen records for a systematic review. Rate the record's relevance to the review question "
     "from 1 (not relevant) to 5 (clearly relevant). Reply with JSON only: "
-    '{"score": <1-5>, "reason": "<one short sentence>"}'
+    '{"score": <1-5>, "reason": "<why, in at most 12 words>"}'
 )
 
 
