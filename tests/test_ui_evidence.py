@@ -112,7 +112,7 @@ def test_the_highlight_survives_cleaning() -> None:
 
 
 def test_the_window_docks_evidence_and_imports_pdfs_with_progress(make_window, qtbot, tmp_path: Path,
-                                                                   data_home: Path) -> None:
+                                                                   data_home: Path, kmds_data: Path) -> None:
     window = make_window()
     names = [a.objectName() for a in window.findChildren(type(window.open_action))]
     assert "importPdfs" in names and "importZotero" in names and "showEvidence" in names
@@ -124,6 +124,29 @@ def test_the_window_docks_evidence_and_imports_pdfs_with_progress(make_window, q
     assert imported.args[0].count("imported") == 1
     assert "1 imported" in window.evidence.status.text()
     assert (data_home / "fulltext" / "fulltext.sqlite").is_file()
+
+    # a claim judged in the dock, filed under the observation selected in the window's KB browser
+    from kmds_desktop.app.verdicts import Judge
+    from kmds_desktop.kb.evidence_links import evidence_links
+
+    kb_path = tmp_path / "kb.xml"
+    kb_path.write_bytes((kmds_data / "example_ml_kb_exp_workflow.xml").read_bytes())
+    with qtbot.waitSignal(window.kb_loaded, timeout=30_000):
+        window.open_kb(kb_path)
+    observation = window.kb.observations[1]
+    assert window.browser.select_observation(observation.iri)
+    window.evidence.judge_factory = lambda: Judge(None, "offline")
+    qtbot.keyClicks(window.evidence.questions.line,
+                    "ProCharTS absorbance increases with time in HBV capsids as they assemble.")
+    qtbot.mouseClick(window.evidence.verdict.judge_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: window.evidence.verdict.verdict is not None, timeout=60_000)
+    assert window.evidence.verdict.verdict.verdict == "supported"
+    assert observation.name in window.evidence.verdict.target.text()
+    qtbot.mouseClick(window.evidence.verdict.file_button, Qt.MouseButton.LeftButton)
+    links = evidence_links(window.kb, observation.iri)
+    assert [(link.doi, link.relation, link.pages) for link in links] == [
+        ("10.1016/j.bpj.2021.11.1119", "supports", (1,))]
+    assert window.kb.dirty  # the window's Save keeps the links
 
 
 def test_a_pdf_changed_since_the_import_is_not_opened(qtbot, jobs, tmp_path: Path) -> None:
