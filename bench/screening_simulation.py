@@ -44,6 +44,7 @@ import json
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -277,7 +278,7 @@ def latency_and_training(
     vectors: np.ndarray,
 ) -> None:
     """Decision -> next record in the session (background training on), and train() at 1k and 10k."""
-    from kmds_desktop.app.screening import ScreeningSession, latency_p95
+    from kmds_desktop.app.screening import TRAINING_WANTED, ScreeningSession, latency_p95
     from kmds_desktop.literature.screening.decisions import DecisionStore
     from kmds_desktop.literature.screening.records import ScreeningRecord
 
@@ -286,6 +287,9 @@ def latency_and_training(
         store = DecisionStore(Path(tmp) / "screening.sqlite3")
         store.create_review("bench", question=queries[qid])
         session = ScreeningSession(store, "bench")
+        # The window runs the training job on its job runner's threads when asked; a thread does it here.
+        session.subscribe(lambda change: change.kind == TRAINING_WANTED
+                          and threading.Thread(target=session.train, daemon=True).start())
         session.add_records(
             [
                 ScreeningRecord(

@@ -215,7 +215,7 @@ def screening_shots() -> None:
     shutil.rmtree(folder, ignore_errors=True)
     store = DecisionStore(folder / "screening.sqlite3")
     store.create_review("cf-3", name=question, question=question)
-    session = ScreeningSession(store, "cf-3")
+    session = ScreeningSession(store, "cf-3", background=False)  # each decision's order trained at once
     session.add_records([
         ScreeningRecord(source="cf", external_id=d["id"], title=d.get("title") or "",
                         abstract=d.get("abstract") or "", rank=n, year=d.get("year"),
@@ -226,13 +226,11 @@ def screening_shots() -> None:
     session.add_vectors({("cf", d["id"]): v for d, v in zip(pool, vectors, strict=True)},
                         question_vector=encode([question])[0])
     for _ in range(30):
-        session.wait_for_training(30)
         rec = session.current
         if rec.external_id in relevant["3"]:
             session.include()
         else:
             session.exclude(session.review.reasons[len(session.decisions) % 3])
-    session.wait_for_training(30)
     window = ScreeningWindow(session)
     window.move(0, 0)
     window.resize(1600, 1000)

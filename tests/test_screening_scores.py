@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 from support.fake_ollama import ModelScript
 
-from kmds_desktop.app.screening import ScreeningSession
+from kmds_desktop.app.events import Change
+from kmds_desktop.app.screening import MODEL_SCORES_CHANGED, ScreeningSession
 from kmds_desktop.app.screening_scores import score_by_similarity, score_undecided
 from kmds_desktop.literature.screening.decisions import DecisionStore, ScreeningError
 from kmds_desktop.literature.screening.model_scores import EMBEDDING_SCORER, SCORE_SYSTEM, parse_score
@@ -180,8 +181,8 @@ def test_each_score_is_announced_as_it_comes(session, fake_ollama) -> None:
     fake_ollama.models["judge"] = ModelScript(replies=['{"score": 2, "reason": "Off topic."}'])
     scored_when_told: list[int] = []
 
-    def told(event: str) -> None:
-        if event == "model_scores":
+    def told(change: Change) -> None:
+        if change.kind == MODEL_SCORES_CHANGED:
             scored_when_told.append(sum(bool(session.model_scores(r.key)) for r in session.records))
 
     session.subscribe(told)

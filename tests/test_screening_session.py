@@ -4,13 +4,23 @@ progress wording, key presses, duplicates across sources, new records joining, s
 from __future__ import annotations
 
 import stat
+import threading
 from pathlib import Path
 
 import pytest
 
-from kmds_desktop.app.screening import ScreeningSession
+from kmds_desktop.app.events import Change
+from kmds_desktop.app.screening import (
+    DECIDED,
+    RECORD_SHOWN,
+    RECORDS_ADDED,
+    SCORES_TRAINED,
+    TRAINING_WANTED,
+    ScreeningSession,
+)
 from kmds_desktop.literature.screening.decisions import DEFAULT_REASONS, DecisionStore
 from kmds_desktop.literature.screening.records import ScreeningRecord
+from kmds_desktop.tasks import CancelToken
 
 TOPICS = [
     "mucus calcium viscosity sputum",
@@ -178,8 +188,25 @@ def test_several_searches_duplicates_and_new_records(store: DecisionStore) -> No
     assert flow.identified == 8 and flow.duplicates_removed == 1
 
 
+def run_training_on_threads(session: ScreeningSession) -> list[threading.Thread]:
+    """What a background runner does: run the session's training job when it asks for one."""
+    started: list[threading.Thread] = []
+
+    def wanted(change: Change) -> None:
+        if change.kind == TRAINING_WANTED:
+            thread = threading.Thread(target=session.train, kwargs={"cancel": CancelToken()}, daemon=True)
+            started.append(thread)
+            thread.start()
+
+    session.subscribe(wanted)
+    if session.training_wanted:
+        wanted(Change(TRAINING_WANTED))
+    return started
+
+
 def test_active_order_after_an_include_and_an_exclude(store: DecisionStore) -> None:
-    session = open_session(store)  # the background thread
+    session = open_session(store)  # trains in the background: a plain thread runs its job here
+    threads = run_training_on_threads(session)
     session.add_records(records(40), origin="#1")
     while session.progress().included < 2:
         rec = session.current
@@ -196,6 +223,81 @@ def test_active_order_after_an_include_and_an_exclude(store: DecisionStore) -> N
     session.set_order("random")
     assert session.view().ordered_by == "random order"
     session.close()
+    for thread in threads:
+        thread.join(5)
+    assert threads and not any(thread.is_alive() for thread in threads)
+
+
+def test_a_background_session_asks_for_its_training_and_one_job_catches_up(store: DecisionStore) -> None:
+    """Nothing trains until a runner runs the job; one run trains once for every request before it, a
+    cancelled one trains nothing, and the queue goes on from the last finished scores meanwhile."""
+    session = open_session(store)
+    seen: list[str] = []
+    session.subscribe(lambda change: seen.append(change.kind))
+    session.add_records(records(24), origin="#1")
+    assert seen == [TRAINING_WANTED, RECORD_SHOWN, RECORDS_ADDED]
+    session.include()
+    session.exclude("wrong population")
+    session.include()
+    assert TRAINING_WANTED in seen and DECIDED in seen and SCORES_TRAINED not in seen
+    assert session.training_wanted and not session.wait_for_training(0.05)  # nothing ran the job
+    assert session.view().ordered_by == "search rank"  # no scores yet: the search's order goes on
+    told: list[str] = []
+    assert session.train(progress=lambda _done, _total, message: told.append(message), cancel=CancelToken())
+    assert session.training_seconds and len(session.training_seconds) == 1  # three requests, one training
+    assert told == ["Learning the screening order from 3 decisions"]
+    assert seen[-1] == SCORES_TRAINED and not session.training_wanted and session.wait_for_training(0)
+    session.set_order("active")
+    assert session.view().ordered_by == "model score"
+
+    session.maybe()
+    cancelled = CancelToken()
+    cancelled.cancel()
+    assert not session.train(cancel=cancelled) and session.training_wanted
+    session.close()
+    assert not session.train() and len(session.training_seconds) == 1  # closed: no training starts
+
+
+def test_a_second_training_job_leaves_the_work_to_the_one_running(
+    store: DecisionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kmds_desktop.app import screening as app_screening
+
+    gate, inside = threading.Event(), threading.Event()
+    real_train = app_screening.train
+
+    def held_train(*args, **kwargs):
+        inside.set()
+        gate.wait(20)
+        return real_train(*args, **kwargs)
+
+    session = open_session(store)
+    session.add_records(records(24), origin="#1")
+    session.include()
+    session.exclude("wrong population")
+    monkeypatch.setattr(app_screening, "train", held_train)
+    running = threading.Thread(target=session.train, daemon=True)
+    running.start()
+    assert inside.wait(20)
+    session.include()  # decided while the job trains: the next record is there at once
+    assert session.current is not None
+    assert session.train() is False  # the running job takes this decision too
+    gate.set()
+    running.join(20)
+    assert not running.is_alive() and len(session.training_seconds) == 2
+    assert not session.training_wanted and session.wait_for_training(0)
+    session.close()
+
+
+def test_a_session_without_background_trains_at_once(store: DecisionStore) -> None:
+    session = open_session(store, background=False)
+    seen: list[str] = []
+    session.subscribe(lambda change: seen.append(change.kind))
+    session.add_records(records(24), origin="#1")
+    session.include()
+    session.exclude("wrong population")
+    assert SCORES_TRAINED in seen and TRAINING_WANTED not in seen
+    assert not session.training_wanted and session.wait_for_training(0)
 
 
 def test_stopping_rules_and_sample(store: DecisionStore) -> None:

@@ -15,10 +15,18 @@ records that were next come back after it in the order they had (see :meth:`Scre
 
 Ordering (:class:`~kmds_desktop.literature.screening.ordering.OrderMode`): until there is one include and
 one exclude, the search's fused rank (records from a file: similarity to the question, else file order);
-then the active-learning order. Training runs on one background thread of the session: each decision
-bumps a generation counter and wakes it; the next record always comes from the scores of the last
-*finished* training (never waiting for one in progress). Observers may be called on that thread (event
-``"scores"``); a Qt view hands them to its GUI thread with a queued signal.
+then the active-learning order. Each decision bumps a generation counter and asks for a training; the
+next record always comes from the scores of the last *finished* training (never waiting for one in
+progress). ``background=False`` (the CLI, tests) trains at once in the calling thread. Otherwise the
+session announces :data:`TRAINING_WANTED` and whoever runs background work runs
+:meth:`ScreeningSession.train`, a plain job taking ``progress`` and ``cancel`` that trains until the
+scores are of the latest decision: the window on the one Qt job runner, a script on any thread.
+:data:`SCORES_TRAINED` may therefore be announced on that thread; a Qt view hands it to its GUI thread
+with a queued signal.
+
+Events (:mod:`kmds_desktop.app.events`; ``session.subscribe(listener)``, ``change.kind``):
+:data:`RECORD_SHOWN`, :data:`DECIDED`, :data:`SCORES_TRAINED`, :data:`RECORDS_ADDED`, :data:`REASON_CHOSEN`,
+:data:`MODEL_SCORES_CHANGED`, :data:`TRAINING_WANTED`.
 
 Model scores in the order (:meth:`ScreeningSession.set_scores_in_model`, kept per review): each record's
 1–5 score (the LLMs' mean where an LLM scored the review, else the embedding-similarity score) joins the
@@ -32,18 +40,19 @@ record) are left out and :meth:`ScreeningSession.scores_in_model_line` says so.
 
 from __future__ import annotations
 
-import contextlib
+import logging
 import math
 import random
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from kmds_desktop.app.events import Observable
 from kmds_desktop.literature.screening import agreement, exports, prisma, stopping
 from kmds_desktop.literature.screening.decisions import (
     EXCLUDE,
@@ -82,8 +91,22 @@ from kmds_desktop.literature.screening.records import (
     read_records_file,
     record_from_document,
 )
+from kmds_desktop.tasks import CancelToken, ProgressFn, report
 
-Observer = Callable[[str], None]
+log = logging.getLogger(__name__)
+
+#: What a :class:`ScreeningSession` announces (see the module docstring): another record on screen; a
+#: decision made or taken back; a training finished (its scores order the queue; may come from the
+#: training's thread); records joined; another exclusion reason chosen; a record's model score came or
+#: the cached scores were re-read; a training is wanted (run :meth:`ScreeningSession.train` off the GUI
+#: thread; only a ``background`` session asks).
+RECORD_SHOWN = "screening.record"
+DECIDED = "screening.decided"
+SCORES_TRAINED = "screening.scores"
+RECORDS_ADDED = "screening.records"
+REASON_CHOSEN = "screening.reason"
+MODEL_SCORES_CHANGED = "screening.model_scores"
+TRAINING_WANTED = "screening.training"
 
 #: The embedding model whose document vectors join the order's features (the literature database's).
 VECTOR_MODEL = "all-MiniLM-L6-v2"
@@ -163,15 +186,20 @@ class StoppingReport:
 
 @dataclass
 class _Training:
+    """The training's bookkeeping (under the session's lock): ``generation`` counts the changes that call
+    for a training, ``attempted`` the newest one a training ran for; ``busy`` while a job runs."""
+
     generation: int = 0
+    attempted: int = 0
     stop: bool = False
     busy: bool = False
     times: list[float] = field(default_factory=list)
 
 
-class ScreeningSession:
+class ScreeningSession(Observable):
     """One review being screened (see the module docstring). ``background=False`` trains in the calling
-    thread after each decision (tests, the CLI's simulation)."""
+    thread after each decision (tests, the CLI); otherwise it announces :data:`TRAINING_WANTED` and a
+    background runner runs :meth:`train`."""
 
     def __init__(
         self,
@@ -202,13 +230,11 @@ class ScreeningSession:
         self.order = OrderMode(order)
         self.seed = seed
         self.consecutive_rule = consecutive_rule
-        self._observers: list[Observer] = []
         self._lock = threading.RLock()
         self._background = background
         self._training = _Training()
         self._wake = threading.Condition(self._lock)
         self._scores: Scores | None = None
-        self._thread: threading.Thread | None = None
         self._current: int | None = None
         self._browse: int | None = None  # index into the decided order while going back
         #: Records to show again before the order's next pick, last first: each undone record and the
@@ -220,9 +246,6 @@ class ScreeningSession:
         #: The records the queue offers (None: all): an update's screening shows its new records alone.
         self.only: frozenset[Key] | None = None
         self._load()
-        if background:
-            self._thread = threading.Thread(target=self._train_loop, name="screening-training", daemon=True)
-            self._thread.start()
         self._retrain()
         self._advance()
 
@@ -269,12 +292,12 @@ class ScreeningSession:
         return list(self._model_scores.get(tuple(key), []))  # type: ignore[arg-type]
 
     def model_score_added(self, score: ModelScore, key: Key) -> None:
-        """One record's new score (a scoring run committed it): shown at once (event ``model_scores``);
+        """One record's new score (a scoring run committed it): shown at once (:data:`MODEL_SCORES_CHANGED`);
         the order takes the scores in when the run ends (:meth:`model_scores_changed`), not once a record."""
         with self._lock:
             kept = [s for s in self._model_scores.get(key, []) if s.model != score.model]
             self._model_scores[key] = sorted([*kept, score], key=lambda s: s.model)
-        self._emit("model_scores")
+        self.announce(MODEL_SCORES_CHANGED)
 
     def model_scores_changed(self) -> None:
         """Re-read the cached model scores (a scoring run committed some); the score order follows."""
@@ -286,7 +309,7 @@ class ScreeningSession:
             self.features = self._scored(self._text_features)
         if self._fed or fed_before:
             self._retrain()
-        self._emit("model_scores")
+        self.announce(MODEL_SCORES_CHANGED)
         if self.order is OrderMode.SCORE and self._browse is None:
             self._advance()
 
@@ -486,7 +509,7 @@ class ScreeningSession:
         self._retrain()
         if self._current is None or self._browse is None:
             self._advance()
-        self._emit("records")
+        self.announce(RECORDS_ADDED)
         return added
 
     def add_file(self, path: str | Path) -> int:
@@ -511,24 +534,6 @@ class ScreeningSession:
             recs.append(record_from_document(doc, rank=rank, found_by=rows, origin=origin))
         return self.add_records(recs, origin=origin, per_row=per_row)
 
-    # -- observers -----------------------------------------------------------------------------------
-    def subscribe(self, observer: Observer) -> Callable[[], None]:
-        """``observer(event)`` on ``"record"`` (another record on screen), ``"decided"`` (a decision
-        made or taken back), ``"scores"`` (a training finished; may come from the training thread),
-        ``"records"`` (records joined), ``"reason"`` (another exclusion reason chosen).
-        Returns the function that unsubscribes."""
-        self._observers.append(observer)
-
-        def unsubscribe() -> None:
-            with contextlib.suppress(ValueError):
-                self._observers.remove(observer)
-
-        return unsubscribe
-
-    def _emit(self, event: str) -> None:
-        for observer in list(self._observers):
-            observer(event)
-
     # -- training --------------------------------------------------------------------------------------
     def _labels(self) -> dict[int, bool]:
         return {
@@ -538,13 +543,64 @@ class ScreeningSession:
         }
 
     def _retrain(self) -> None:
+        """The decisions, features or model changed: train now (``background=False``), else ask for a
+        training (:data:`TRAINING_WANTED`); the queue goes on from the last finished scores meanwhile."""
         self._regate()
         with self._lock:
             self._training.generation += 1
-            if self._background:
-                self._wake.notify_all()
-                return
+            background = self._background
+        if background:
+            self.announce(TRAINING_WANTED)
+            return
+        with self._lock:
+            self._training.attempted = self._training.generation
         self._train_once()
+
+    @property
+    def training_wanted(self) -> bool:
+        """Whether a change since the last training asks for one (a background runner attached after the
+        session opened starts with one when this is true)."""
+        with self._lock:
+            return self._background and self._training.attempted < self._training.generation
+
+    def train(self, progress: ProgressFn | None = None, cancel: CancelToken | None = None) -> bool:
+        """The background training job: train until the scores are of the latest change, then return
+        (True when a training finished). Plain Python: the window runs it on the one Qt job runner,
+        a script on any thread.
+
+        Why a loop and not one training per request: decisions come faster than trainings. A job that
+        finds another one running leaves it the work (that one trains again for what came meanwhile),
+        so requests queued behind it cost nothing and the order never lags more than one training.
+        A failed training keeps the previous scores; the order goes on."""
+        with self._lock:
+            if self._training.busy:
+                return False
+            self._training.busy = True
+        trained = False
+        try:
+            while True:
+                with self._lock:
+                    target = self._training.generation
+                    decided = len(self.decisions)
+                    if self._training.stop or self._training.attempted >= target or (
+                        cancel is not None and cancel.cancelled
+                    ):
+                        self._training.busy = False
+                        self._wake.notify_all()
+                        return trained
+                report(progress, 0, None, f"Learning the screening order from {decided:,} decisions")
+                try:
+                    trained = self._train_once() or trained
+                except Exception:  # a failed training keeps the previous scores
+                    log.warning("screening training failed; the previous order stays", exc_info=True)
+                with self._lock:
+                    self._training.attempted = max(self._training.attempted, target)
+                    self._wake.notify_all()
+        except BaseException:
+            with self._lock:
+                self._training.busy = False
+                self._wake.notify_all()
+            raise
 
     def _train_once(self) -> bool:
         with self._lock:
@@ -565,32 +621,15 @@ class ScreeningSession:
             if readvance:
                 self._readvance = False
         if result is not None:
-            self._emit("scores")
+            self.announce(SCORES_TRAINED)
         if readvance and self._browse is None:
             self._advance()  # the order changed (model scores in or out): go on from the new one
         return result is not None
 
-    def _train_loop(self) -> None:
-        seen = 0
-        while True:
-            with self._lock:
-                while not self._training.stop and self._training.generation == seen:
-                    self._wake.wait()
-                if self._training.stop:
-                    return
-                seen = self._training.generation
-                self._training.busy = True
-            try:
-                self._train_once()
-            except Exception:  # noqa: BLE001, S110 - a failed training keeps the previous scores; the order goes on
-                pass
-            finally:
-                with self._lock:
-                    self._training.busy = False
-                    self._wake.notify_all()
-
     def wait_for_training(self, timeout: float = 10.0) -> bool:
-        """Block until the latest decision's training finished (tests and the CLI; the view never waits)."""
+        """Block until the latest change's training finished (tests and scripts; the view never waits).
+        False after ``timeout``: a training still running, or none asked for ran (nothing runs
+        :meth:`train` for this session)."""
         if not self._background:
             return True
         deadline = time.monotonic() + timeout
@@ -601,8 +640,9 @@ class ScreeningSession:
                     and not self._labels_trainable()
                     or self._scores is not None
                     and self._scores.generation >= self._training.generation
+                    or self._training.attempted >= self._training.generation
                 )
-                if done or self._thread is None:
+                if done:
                     return True
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -617,13 +657,15 @@ class ScreeningSession:
     def training_seconds(self) -> list[float]:
         return list(self._training.times)
 
-    def close(self) -> None:
-        """Stop the training thread (decisions are already on disk)."""
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop training (decisions are already on disk): a training job running now ends after the
+        training in hand (waited for up to ``timeout`` seconds), and no later one starts."""
+        deadline = time.monotonic() + timeout
         with self._lock:
             self._training.stop = True
             self._wake.notify_all()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+            while self._training.busy and (left := deadline - time.monotonic()) > 0:
+                self._wake.wait(left)
 
     def __enter__(self) -> ScreeningSession:
         return self
@@ -710,7 +752,7 @@ class ScreeningSession:
         with self._lock:
             self._browse = None
             self._current, self._ordered_by = self._next_index()
-        self._emit("record")
+        self.announce(RECORD_SHOWN)
 
     @property
     def current(self) -> ScreeningRecord | None:
@@ -757,7 +799,7 @@ class ScreeningSession:
                 self._order_of_decisions.append(rec.key)
             self.decisions[rec.key] = made
         self._retrain()
-        self._emit("decided")
+        self.announce(DECIDED)
         if browsing is not None and browsing + 1 < len(self._order_of_decisions):
             self._show_decided(browsing + 1)
         else:
@@ -794,13 +836,13 @@ class ScreeningSession:
                 self._push_resume(key, "undone")
                 self._browse, self._current, self._ordered_by = None, i, "undone"
         self._retrain()
-        self._emit("decided")  # the decisions changed: the decided list and the progress follow
+        self.announce(DECIDED)  # the decisions changed: the decided list and the progress follow
         if i is None:
             self._advance()  # the record left the review: the queue goes on
         elif key in self.decisions:
             self._show_decided(self._order_of_decisions.index(key))  # a change undone: its decision before
         else:
-            self._emit("record")
+            self.announce(RECORD_SHOWN)
         return self.current
 
     def _push_resume(self, key: Key, how: str) -> None:
@@ -823,7 +865,7 @@ class ScreeningSession:
         else:
             with self._lock:
                 self._browse, self._current, self._ordered_by = None, i, "chosen"
-            self._emit("record")
+            self.announce(RECORD_SHOWN)
         return rec
 
     def _show_decided(self, position: int) -> None:
@@ -831,7 +873,7 @@ class ScreeningSession:
             self._browse = position
             self._current = self._index[self._order_of_decisions[position]]
             self._ordered_by = "decided earlier"
-        self._emit("record")
+        self.announce(RECORD_SHOWN)
 
     def back(self) -> ScreeningRecord | None:
         """The decided record before the one on screen (from the queue: the last decided)."""
@@ -881,7 +923,7 @@ class ScreeningSession:
         elif reason not in reasons:
             return None
         self.last_reason = reason
-        self._emit("reason")
+        self.announce(REASON_CHOSEN)
         return reason
 
     def set_reasons(self, reasons: Sequence[str]) -> list[str]:

@@ -5,10 +5,11 @@ the last decisions one by one. No single key excludes a record the user has not 
 
 Why a view only: the window and ``kmds-desktop literature screen`` must mean the same by every decision,
 so this module renders :meth:`ScreeningSession.view`, its progress, stopping report and PRISMA flow, and
-forwards every key and click to the session; it decides nothing itself. The session announces changes
-(``record``, ``decided``, ``records``, and ``scores`` from its training thread); they reach the GUI thread
+forwards every key and click to the session; it decides nothing itself. The session announces its changes
+(:mod:`kmds_desktop.app.events`; a training's scores from the training's thread); they reach the GUI thread
 through one signal (queued when they come from another thread), so the next record is drawn at once and
-never waits for a training.
+never waits for a training. The training itself (:meth:`ScreeningSession.train`) runs on the one job runner
+when the session asks for it (``TRAINING_WANTED``).
 """
 
 from __future__ import annotations
@@ -40,18 +41,22 @@ from PySide6.QtWidgets import (
 )
 
 from kmds_desktop.app import last_folders
+from kmds_desktop.app import screening as events
+from kmds_desktop.app.events import Change
 from kmds_desktop.app.screening import DECISION_ACTIONS, KEYS, ScreeningSession
 from kmds_desktop.app.screening_start import close_session, open_for_documents
+from kmds_desktop.ui.jobs.runner import JobRunner
+from kmds_desktop.ui.screening_decided import DecidedList
 from kmds_desktop.ui.screening_pages import FlowPage, StoppingPage
 from kmds_desktop.ui.screening_review import AgreementPage, ScoresPage
-from kmds_desktop.ui.screening_widgets import EXPORTS, MARKS, SHORTCUTS, OrderBar, record_html, split_keywords
+from kmds_desktop.ui.screening_widgets import EXPORTS, SHORTCUTS, OrderBar, record_html, split_keywords
 from kmds_desktop.ui.shell import file_dialogs
 
 
 class _Events(QObject):
     """Carries the session's events to the GUI thread (a queued call when sent from another thread)."""
 
-    arrived = Signal(str)
+    arrived = Signal(object)  # a Change
 
 
 class ScreeningWindow(QWidget):
@@ -60,7 +65,9 @@ class ScreeningWindow(QWidget):
     def __init__(self, session: ScreeningSession | None = None, *, jobs: Any = None,
                  parent: QWidget | None = None, score_backend: Any = None, encoder: Any = None) -> None:
         super().__init__(parent, Qt.WindowType.Window)
-        self.jobs = jobs
+        self._own_jobs = jobs is None  # a window on its own (tests, scripts) trains on a runner of its own
+        self.jobs = JobRunner(self) if jobs is None else jobs
+        self._trainings = 0
         self.scores = ScoresPage(jobs=jobs, settings_fn=score_backend, encoder=encoder)
         self.agreement = AgreementPage()
         self.session: ScreeningSession | None = None
@@ -114,13 +121,9 @@ class ScreeningWindow(QWidget):
         layout.addWidget(self.progress_label)
 
     def _screen_tab(self) -> QWidget:
-        self.decided_label = QLabel("Decided")
-        self.decided_list = QListWidget()
-        self.decided_list.setToolTip("Click a decided record to read it again or change its decision")
-        self.decided_list.setWordWrap(True)  # a title elided to its first words cannot be told apart
-        self.decided_list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.decided_list.itemClicked.connect(self._decided_chosen)
-        self.decided_list.itemActivated.connect(self._decided_chosen)
+        self.decided_list = DecidedList()
+        self.decided_label = self.decided_list.label
+        self.decided_list.chosen.connect(self._go_to)
         left = QWidget()
         lv = QVBoxLayout(left)
         lv.setContentsMargins(0, 0, 0, 0)
@@ -227,6 +230,8 @@ class ScreeningWindow(QWidget):
         self.session = session
         self._unsubscribe = session.subscribe(self._events.arrived.emit)
         self.setWindowTitle(f"Screening — {session.review.name}")
+        if session.training_wanted:  # asked for before anyone listened (opened on a worker)
+            self._train()
         self.order_bar.set_session(session)
         self.stopping.set_session(session)
         self.flow.session = self.scores.session = self.agreement.session = session
@@ -245,19 +250,31 @@ class ScreeningWindow(QWidget):
                   self.edit_reasons_button, self.stopping, self.flow):
             w.setEnabled(on)
 
-    def _on_event(self, event: str) -> None:
+    def _train(self) -> None:
+        """Run the session's training job at once, each request under its own kind: one finding another
+        running leaves it the work (:meth:`ScreeningSession.train`), and none waits on the GUI thread to
+        start (a test or script waiting for the training there would wait for ever)."""
+        if (session := self.session) is not None:
+            self._trainings += 1
+            self.jobs.submit(f"screening.train:{id(session):x}:{self._trainings}", session.train,
+                             label="Learning the screening order", busy_cursor=False)
+
+    def _on_event(self, change: Change) -> None:
+        event = change.kind
         if self.session is None:
             return
-        if event == "scores":
+        if event == events.TRAINING_WANTED:
+            self._train()
+        elif event == events.SCORES_TRAINED:
             self._render_scores()
-        elif event == "model_scores":
+        elif event == events.MODEL_SCORES_CHANGED:
             self._render_scores()
             self.order_bar.render()
             if self.tabs.currentWidget() is self.scores:
                 self.scores.render()
-        elif event == "record":
+        elif event == events.RECORD_SHOWN:
             self._render_record(new=True)
-        elif event == "reason":
+        elif event == events.REASON_CHOSEN:
             self._render_reasons(self.session.chosen_reason())
         else:
             self._render_all()
@@ -288,9 +305,9 @@ class ScreeningWindow(QWidget):
         if self.session is not None and item is not None:
             self.session.choose_reason(str(item.data(Qt.ItemDataRole.UserRole)))
 
-    def _decided_chosen(self, item: QListWidgetItem) -> None:
+    def _go_to(self, key: tuple[str, str]) -> None:
         if self.session is not None:
-            self.session.go_to(tuple(item.data(Qt.ItemDataRole.UserRole)))
+            self.session.go_to(key)
 
     def _keywords_changed(self) -> None:
         session = self.session
@@ -334,7 +351,8 @@ class ScreeningWindow(QWidget):
     # -- rendering -----------------------------------------------------------------------------------------
     def _render_all(self) -> None:
         self._render_record(new=True)
-        self._render_decided()
+        if self.session is not None:
+            self.decided_list.show_decided(self.session)
         self.order_bar.render()  # a decision may pass or fail the scores' check
         self._refresh_pages()
 
@@ -382,7 +400,7 @@ class ScreeningWindow(QWidget):
         if new:
             self.note_edit.setText(d.note if d is not None else "")
         self._render_scores()
-        self._select_decided()
+        self.decided_list.select(session)
 
     def _render_scores(self) -> None:
         """The score, what chose the record and, on request, its top terms (a training may just have
@@ -434,34 +452,6 @@ class ScreeningWindow(QWidget):
             self.reasons_list.blockSignals(False)
         self.exclude_button.setText(f"Exclude (E): {chosen}" if chosen else "Exclude (E)")
 
-    def _render_decided(self) -> None:
-        session = self.session
-        if session is None:
-            return
-        by_key: Mapping[tuple[str, str], Any] = {r.key: r for r in session.records}
-        self.decided_list.clear()
-        for key in session.decided_keys():
-            d = session.decisions.get(key)
-            rec = by_key.get(key)
-            if d is None or rec is None:
-                continue
-            item = QListWidgetItem(f"{MARKS.get(d.decision, ' ')}  {rec.title or key[1]}")
-            item.setData(Qt.ItemDataRole.UserRole, list(key))
-            item.setToolTip(f"{d.decision}{' — ' + d.reason if d.reason else ''}")
-            self.decided_list.addItem(item)
-        self.decided_label.setText(f"Decided ({self.decided_list.count():,})")
-        self._select_decided()
-
-    def _select_decided(self) -> None:
-        session = self.session
-        current = session.current if session is not None else None
-        for row in range(self.decided_list.count()):
-            item = self.decided_list.item(row)
-            if current is not None and tuple(item.data(Qt.ItemDataRole.UserRole)) == current.key:
-                self.decided_list.setCurrentItem(item)
-                return
-        self.decided_list.clearSelection()
-
     # -- closing -------------------------------------------------------------------------------------------
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt's name
         self._closed = True
@@ -474,8 +464,11 @@ class ScreeningWindow(QWidget):
         super().closeEvent(event)
 
     def _close_session(self, session: ScreeningSession) -> None:
-        """Stop the session's training off the GUI thread (a training can take seconds to finish)."""
-        if self.jobs is None or self.jobs.submit(
+        """Stop the session's training off the GUI thread (a training can take seconds to finish); a
+        window's own runner stops first (its training ends with it)."""
+        if self._own_jobs:
+            self.jobs.shutdown()
+        if self._own_jobs or self.jobs.submit(
             "screening.close", close_session, session, pass_progress=False, policy="queue", busy_cursor=False
         ) is None:
             with contextlib.suppress(Exception):

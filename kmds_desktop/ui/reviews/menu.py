@@ -29,6 +29,8 @@ from PySide6.QtWidgets import QMenu, QMessageBox, QWidget
 
 from kmds_desktop.app import last_folders, strategy
 from kmds_desktop.app import review_resume as resume
+from kmds_desktop.app import screening as screening_events
+from kmds_desktop.app.events import Change
 from kmds_desktop.app.presentation import plural
 from kmds_desktop.app.screening_start import close_session
 from kmds_desktop.ui.reviews.dialogs import (
@@ -49,7 +51,7 @@ KIND, OPEN_KIND = "reviews", "reviews.open"
 class _Relay(QObject):
     """Brings a screening session's events to the GUI thread (training announces from its thread)."""
 
-    arrived = Signal(str)
+    arrived = Signal(object)  # a Change
 
 
 class ReviewMenu(QObject):
@@ -135,10 +137,10 @@ class ReviewMenu(QObject):
         if problem:
             self.messages.show_message(problem, "warning", topic=KIND)
 
-    def _session_event(self, event: str) -> None:
+    def _session_event(self, change: Change) -> None:
         window = self.screening_window
         session = window.session if window is not None else None
-        if session is None or event not in ("record", "decided"):
+        if session is None or change.kind not in (screening_events.RECORD_SHOWN, screening_events.DECIDED):
             return
         current = session.current
         if current is None and session.only is not None:
