@@ -270,6 +270,38 @@ def test_next_record_without_waiting_for_training(qtbot, window, monkeypatch):
     qtbot.waitUntil(lambda: "Ranked high for these terms" in window.why_label.text(), timeout=10_000)
 
 
+def test_training_is_a_job_on_the_window_runner(qtbot, store_path):
+    """The window runs the session's training on the job runner it is given (no thread of the session's
+    own); the next record never waits for it, and the trained order follows when it ends."""
+    from kmds_desktop.ui.jobs.runner import JobRunner
+    from kmds_desktop.ui.screening_view import ScreeningWindow
+
+    jobs = JobRunner()
+    started: list[str] = []
+    jobs.job_started.connect(lambda job: started.append(job.kind))
+    session = open_for_documents(documents(), question=QUESTION, origin="search A", store_path=store_path)
+    win = ScreeningWindow(session, jobs=jobs)
+    qtbot.addWidget(win)
+    win.show()
+    qtbot.waitExposed(win)
+    win.activateWindow()
+    try:
+        before = threading.active_count()
+        qtbot.mouseClick(win.include_button, Qt.MouseButton.LeftButton)
+        qtbot.mouseClick(win.exclude_button, Qt.MouseButton.LeftButton)  # a model can learn now
+        assert len(session.decisions) == 2
+        assert len(started) >= 2 and all(kind.startswith("screening.train:") for kind in started)
+        assert session.wait_for_training(timeout=20)
+        session.set_order("active")
+        qtbot.waitUntil(lambda: "Chosen by model score" in win.ordered_label.text(), timeout=10_000)
+        qtbot.waitUntil(lambda: not jobs.is_busy(), timeout=10_000)
+        assert threading.active_count() <= before  # the jobs' threads have ended: none of its own
+        win.close()
+        qtbot.waitUntil(lambda: not jobs.is_busy(), timeout=20_000)
+    finally:
+        jobs.shutdown()
+
+
 def test_screen_these_results_from_the_literature_panel(qtbot, store_path):
     from types import SimpleNamespace
 

@@ -101,6 +101,7 @@ def open_store_session(
 
 
 def close_session(session: ScreeningSession) -> None:
-    """Stop the training thread and close the store (decisions are already committed)."""
+    """Stop the session's training (a job running now ends after the training in hand) and close the store
+    (decisions are already committed)."""
     session.close()
     session.store.close()
