@@ -193,7 +193,7 @@ def screening_shots() -> None:
     from kmds_desktop.index.embeddings import encode
     from kmds_desktop.literature.screening.decisions import DecisionStore
     from kmds_desktop.literature.screening.records import ScreeningRecord
-    from kmds_desktop.ui.screening_view import ScreeningWindow
+    from kmds_desktop.ui.screening.window import ScreeningWindow
 
     OUT.mkdir(parents=True, exist_ok=True)
     app = QApplication.instance() or QApplication(sys.argv)

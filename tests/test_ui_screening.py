@@ -44,7 +44,7 @@ def store_path(tmp_path: Path) -> Path:
 
 @pytest.fixture()
 def window(qtbot, store_path):
-    from kmds_desktop.ui.screening_view import ScreeningWindow
+    from kmds_desktop.ui.screening.window import ScreeningWindow
 
     session = open_for_documents(documents(), question=QUESTION, origin="search A", store_path=store_path)
     win = ScreeningWindow(session)
@@ -125,7 +125,7 @@ def test_buttons_note_and_decided_list(qtbot, window):
 
 
 def test_a_new_session_on_the_same_folder_finds_every_decision(qtbot, window, store_path):
-    from kmds_desktop.ui.screening_view import ScreeningWindow
+    from kmds_desktop.ui.screening.window import ScreeningWindow
 
     for k in (Qt.Key.Key_I, Qt.Key.Key_2, Qt.Key.Key_E, Qt.Key.Key_M, Qt.Key.Key_I):
         key(qtbot, window, k)
@@ -274,7 +274,7 @@ def test_training_is_a_job_on_the_window_runner(qtbot, store_path):
     """The window runs the session's training on the job runner it is given (no thread of the session's
     own); the next record never waits for it, and the trained order follows when it ends."""
     from kmds_desktop.ui.jobs.runner import JobRunner
-    from kmds_desktop.ui.screening_view import ScreeningWindow
+    from kmds_desktop.ui.screening.window import ScreeningWindow
 
     jobs = JobRunner()
     started: list[str] = []

@@ -36,7 +36,7 @@ def documents() -> list[dict]:
 
 @pytest.fixture()
 def window(qtbot, tmp_path: Path):
-    from kmds_desktop.ui.screening_view import ScreeningWindow
+    from kmds_desktop.ui.screening.window import ScreeningWindow
 
     session = open_for_documents(documents(), question=QUESTION, origin="search A",
                                  store_path=tmp_path / "screening" / "screening.sqlite3")

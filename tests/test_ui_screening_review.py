@@ -29,7 +29,7 @@ def documents(n: int = 5) -> list[dict]:
 
 @pytest.fixture()
 def window(qtbot, tmp_path: Path, fake_ollama):
-    from kmds_desktop.ui.screening_view import ScreeningWindow
+    from kmds_desktop.ui.screening.window import ScreeningWindow
 
     session = open_for_documents(documents(), question=QUESTION, origin="search A",
                                  store_path=tmp_path / "screening.sqlite3")

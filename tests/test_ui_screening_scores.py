@@ -42,7 +42,7 @@ def gate():
 @pytest.fixture()
 def window(qtbot, tmp_path: Path, fake_ollama, gate):
     from kmds_desktop.ui.jobs.runner import JobRunner
-    from kmds_desktop.ui.screening_view import ScreeningWindow
+    from kmds_desktop.ui.screening.window import ScreeningWindow
 
     def reply(_prompt: str, _body: dict) -> str:
         gate.acquire()

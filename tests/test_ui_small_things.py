@@ -232,7 +232,7 @@ def test_the_screening_record_marks_no_filler_words(qtbot):
 
     from PySide6.QtWidgets import QTextBrowser
 
-    from kmds_desktop.ui.screening_widgets import ROW_COLOUR, record_html
+    from kmds_desktop.ui.screening.widgets import ROW_COLOUR, record_html
 
     record = SimpleNamespace(
         title="The effect of the drug on the lungs and the airways in cystic fibrosis",

@@ -5,7 +5,7 @@ Why a part of its own, composed by the main window (not a mixin): it needs only 
 message bar and literature panel, and everything it does is a call into
 :mod:`kmds_desktop.app.review_resume` / :mod:`kmds_desktop.app.reviews` on a worker. The open review is
 shown in two places: its search (question, rows, documents) in the literature panel and its screening in
-a :class:`~kmds_desktop.ui.screening_view.ScreeningWindow`. Where the user is (the review, its search, the
+a :class:`~kmds_desktop.ui.screening.window.ScreeningWindow`. Where the user is (the review, its search, the
 record on screen) is written to the data folder on each change and when the window closes, and read back
 on start (:meth:`ReviewMenu.restore`).
 
@@ -221,7 +221,7 @@ class ReviewMenu(QObject):
         if self.screening_window is not None:
             self._detach()
             self.screening_window.close()
-        from kmds_desktop.ui.screening_view import ScreeningWindow
+        from kmds_desktop.ui.screening.window import ScreeningWindow
 
         session = opened.session
         window = ScreeningWindow(session, jobs=self.jobs, parent=self.window,

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 from kmds_desktop.app import last_folders
 from kmds_desktop.app.presentation import flow_svg
 from kmds_desktop.app.screening import ScreeningSession
-from kmds_desktop.ui.screening_widgets import FlowView
+from kmds_desktop.ui.screening.widgets import FlowView
 from kmds_desktop.ui.shell import file_dialogs
 
 

@@ -1,6 +1,6 @@
 """Pieces of the screening window: the record as highlighted HTML, the PRISMA flow drawing, the order bar.
 
-Why separate from :mod:`kmds_desktop.ui.screening_view`: each piece renders one part of the session's
+Why separate from :mod:`kmds_desktop.ui.screening.window`: each piece renders one part of the session's
 state and is tested on its own; the window only lays them out and forwards actions.
 """
 

@@ -11,7 +11,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QLabel, QListWidget, QListWidgetItem, QWidget
 
 from kmds_desktop.app.screening import ScreeningSession
-from kmds_desktop.ui.screening_widgets import MARKS
+from kmds_desktop.ui.screening.widgets import MARKS
 
 
 class DecidedList(QListWidget):

@@ -46,10 +46,10 @@ from kmds_desktop.app.events import Change
 from kmds_desktop.app.screening import DECISION_ACTIONS, KEYS, ScreeningSession
 from kmds_desktop.app.screening_start import close_session, open_for_documents
 from kmds_desktop.ui.jobs.runner import JobRunner
-from kmds_desktop.ui.screening_decided import DecidedList
-from kmds_desktop.ui.screening_pages import FlowPage, StoppingPage
-from kmds_desktop.ui.screening_review import AgreementPage, ScoresPage
-from kmds_desktop.ui.screening_widgets import EXPORTS, SHORTCUTS, OrderBar, record_html, split_keywords
+from kmds_desktop.ui.screening.decided import DecidedList
+from kmds_desktop.ui.screening.scores_agreement import AgreementPage, ScoresPage
+from kmds_desktop.ui.screening.stopping_flow import FlowPage, StoppingPage
+from kmds_desktop.ui.screening.widgets import EXPORTS, SHORTCUTS, OrderBar, record_html, split_keywords
 from kmds_desktop.ui.shell import file_dialogs
 
 
