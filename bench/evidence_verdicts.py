@@ -71,7 +71,7 @@ def accuracy_precision(results: list[tuple[int | None, int]]) -> tuple[float, fl
 
 
 def multiple_choice(store, llm=None, label: str = "") -> dict[str, tuple[float, float, int]]:
-    from kmds_desktop.literature.evidence.search import search_passages
+    from kmds_desktop.literature.evidence.search import choice_query, search_passages
     from kmds_desktop.literature.evidence.verdict import (
         PASSAGES,
         choose_closed_book,
@@ -84,7 +84,7 @@ def multiple_choice(store, llm=None, label: str = "") -> dict[str, tuple[float, 
         rows["closed-book"], rows["with evidence"] = [], []
     dropped = 0
     for q in litqa_questions():
-        hits = search_passages(store, q["question"], PASSAGES)
+        hits = search_passages(store, choice_query(q["question"], q["options"]), PASSAGES)  # as 'choose' does
         offline = choose_offline(store, q["question"], q["options"], hits)
         rows["offline"].append((offline.choice, q["right"]))
         if llm is not None:
