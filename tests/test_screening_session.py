@@ -343,3 +343,13 @@ def test_document_vectors_are_kept_in_the_store_and_join_the_features_on_reopeni
     assert np.allclose(dense[1], 0.5 * 0.5)  # record 1: 0.25 * 2, times the default weight 0.5
     assert again.features.question_vector is not None and len(again.features.question_vector) == 8
     again.close()
+
+
+def test_highlight_words_are_kept_with_the_review(store: DecisionStore) -> None:
+    session = open_session(store, background=False)
+    assert session.highlight_words() == {"include": [], "exclude": []}
+    assert session.set_highlight_words(["sputum"], ["mice", "rats"])
+    assert not session.set_highlight_words(["sputum"], ["mice", "rats"])  # the same words: nothing written
+    again = ScreeningSession(store, "review", background=False)
+    assert again.highlight_words() == {"include": ["sputum"], "exclude": ["mice", "rats"]}
+    assert again.decisions == {}  # marking words decides nothing

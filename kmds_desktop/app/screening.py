@@ -926,6 +926,21 @@ class ScreeningSession(Observable):
         self.announce(REASON_CHOSEN)
         return reason
 
+    def highlight_words(self) -> dict[str, list[str]]:
+        """The words the view marks in each record, kept with the review: ``include`` (green) and
+        ``exclude`` (red)."""
+        words = self.review.settings.get("keywords") or {}
+        return {"include": list(words.get("include", [])), "exclude": list(words.get("exclude", []))}
+
+    def set_highlight_words(self, include: Sequence[str], exclude: Sequence[str]) -> bool:
+        """Keep the words to mark with the review (they decide nothing); True when they changed."""
+        words = {"include": list(include), "exclude": list(exclude)}
+        if self.review.settings.get("keywords") == words:
+            return False
+        self.review.settings["keywords"] = words
+        self.store.set_settings(self.review.id, self.review.settings)
+        return True
+
     def set_reasons(self, reasons: Sequence[str]) -> list[str]:
         """Edit the list of exclusion reasons (decisions keep the reason they were given)."""
         self.review.reasons = self.store.set_reasons(self.review.id, reasons)

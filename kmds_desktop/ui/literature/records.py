@@ -64,7 +64,7 @@ class SearchRecords(QObject):
     def screen_results(self, owner: QWidget, question: str, store_path: str | Path | None = None) -> Any:
         """Open a screening window on the session's documents (the question's review)."""
         # why: start-up time: the screening session loads scikit-learn; the window need not wait for it
-        from kmds_desktop.ui.screening.window import open_screening
+        from kmds_desktop.ui.screening.opening import open_screening
 
         run = self.session.last_run
         if not self.session.documents:

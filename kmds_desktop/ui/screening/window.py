@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import html
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,7 @@ from kmds_desktop.app import last_folders
 from kmds_desktop.app import screening as events
 from kmds_desktop.app.events import Change
 from kmds_desktop.app.screening import DECISION_ACTIONS, KEYS, ScreeningSession
-from kmds_desktop.app.screening_start import close_session, open_for_documents
+from kmds_desktop.app.screening_start import close_session
 from kmds_desktop.ui.jobs.runner import JobRunner
 from kmds_desktop.ui.screening.decided import DecidedList
 from kmds_desktop.ui.screening.scores_agreement import AgreementPage, ScoresPage
@@ -235,9 +235,9 @@ class ScreeningWindow(QWidget):
         self.order_bar.set_session(session)
         self.stopping.set_session(session)
         self.flow.session = self.scores.session = self.agreement.session = session
-        words = session.review.settings.get("keywords", {})
-        self.include_words.setText(", ".join(words.get("include", [])))
-        self.exclude_words.setText(", ".join(words.get("exclude", [])))
+        words = session.highlight_words()
+        self.include_words.setText(", ".join(words["include"]))
+        self.exclude_words.setText(", ".join(words["exclude"]))
         self._set_enabled(True)
         self._render_all()
 
@@ -313,11 +313,8 @@ class ScreeningWindow(QWidget):
         session = self.session
         if session is None:
             return
-        words = {"include": split_keywords(self.include_words.text()),
-                 "exclude": split_keywords(self.exclude_words.text())}
-        if session.review.settings.get("keywords") != words:
-            session.review.settings["keywords"] = words
-            session.store.set_settings(session.review.id, session.review.settings)
+        session.set_highlight_words(split_keywords(self.include_words.text()),
+                                    split_keywords(self.exclude_words.text()))
         self._render_record()
 
     def edit_reasons(self, _checked: bool = False, reasons: Sequence[str] | None = None) -> None:
@@ -384,9 +381,8 @@ class ScreeningWindow(QWidget):
             self.decision_label.setText("")
             self._render_scores()
             return
-        words = session.review.settings.get("keywords", {})
-        self.record_view.setHtml(record_html(view.record, include=words.get("include", []),
-                                             exclude=words.get("exclude", []),
+        words = session.highlight_words()
+        self.record_view.setHtml(record_html(view.record, include=words["include"], exclude=words["exclude"],
                                              marks_on=self.marks_check.isChecked()))
         self.position_label.setText(view.position[:1].upper() + view.position[1:])
         d = view.decision
@@ -473,21 +469,3 @@ class ScreeningWindow(QWidget):
         ) is None:
             with contextlib.suppress(Exception):
                 close_session(session)
-
-
-def open_screening(parent: QWidget | None, jobs: Any, documents: Sequence[Mapping[str, Any]], *,
-                   question: str, origin: str, store_path: str | Path | None = None,
-                   database: Any = None, encoder: Any = None) -> ScreeningWindow:
-    """Show a screening window at once and open the run's review on a worker (features for thousands of
-    records take seconds). ``database`` and ``encoder``: the documents' stored vectors and the question's
-    join the order's features."""
-    window = ScreeningWindow(jobs=jobs, parent=parent, encoder=encoder)
-    window.show()
-    job = jobs.submit(
-        "screening.open", open_for_documents, list(documents), question=question, origin=origin,
-        store_path=store_path, database=database, encoder=encoder, pass_progress=False,
-        label=f"Opening {len(documents):,} records for screening",
-        policy="queue", busy_cursor=False, on_result=window.set_session, on_error=window.show_error,
-    )
-    window.open_job = job
-    return window
