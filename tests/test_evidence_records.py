@@ -82,3 +82,11 @@ def test_pdfs_match_records_and_a_correction_by_hand_persists(tmp_path: Path, da
     cleared = _by_file(_cli_json(capsys, "match", "--dsn", dsn))
     assert (cleared[PNAS]["record_id"], cleared[PNAS]["match"]) == (ids["222"], "title")
     assert (litqa_dir() / "pdfs" / PNAS).is_file()
+
+    # A multiple-choice question's options are searched with it: the passage that names one comes first.
+    question = "How many Gly-X-Y repeats are in the collagenous domain of mCTRP1?"
+    assert main(["literature", "evidence", question, "--option", "14", "--option", "34", "--option", "23",
+                 "--top", "3", "--json"]) == 0
+    passages = json.loads(capsys.readouterr().out)["passages"]
+    assert Path(passages[0]["file"]).name == PNAS
+    assert "14, 34, 23, 23, 14, and 34 Gly-X-Y" in passages[0]["text"] and passages[0]["start_page"] <= 3

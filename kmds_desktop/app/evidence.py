@@ -16,7 +16,12 @@ from typing import Any
 
 from kmds_desktop.app.events import Observable
 from kmds_desktop.literature.evidence.answer import Answer, extractive_answer
-from kmds_desktop.literature.evidence.search import EvidenceHit, default_query_embed, search_passages
+from kmds_desktop.literature.evidence.search import (
+    EvidenceHit,
+    choice_query,
+    default_query_embed,
+    search_passages,
+)
 from kmds_desktop.literature.fulltext.importer import ImportReport, default_embed, import_folder
 from kmds_desktop.literature.fulltext.records import (
     MatchReport,
@@ -179,12 +184,16 @@ class EvidenceSession(Observable):
         return paper
 
     def evidence(
-        self, question: str, top: int = DEFAULT_TOP, paper_ids: Sequence[int] | None = None
+        self, question: str, top: int = DEFAULT_TOP, paper_ids: Sequence[int] | None = None,
+        options: Sequence[str] = (),
     ) -> list[EvidenceHit]:
-        """The question's best passages (hybrid search), only of ``paper_ids`` when given."""
-        options = self._embed_options()
+        """The question's best passages (hybrid search), only of ``paper_ids`` when given; a
+        multiple-choice question's ``options`` are searched with it (:func:`choice_query`)."""
+        if options and question.strip():
+            question = choice_query(question, options)
+        embed = self._embed_options()
         return search_passages(self.store, question, top, paper_ids=paper_ids,
-                               embed_query=options.get("embed_query", default_query_embed))
+                               embed_query=embed.get("embed_query", default_query_embed))
 
     def answer(self, question: str, paper_ids: Sequence[int] | None = None) -> Answer:
         """The offline answer: cited sentences whose every quote is on its page, or "do not answer"."""

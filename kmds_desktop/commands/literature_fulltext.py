@@ -87,6 +87,9 @@ def register_fulltext(lit_sub: argparse._SubParsersAction) -> None:
     )
     evidence.add_argument("question", metavar="QUESTION")
     evidence.add_argument("--top", type=int, default=10, metavar="N", help="passages to show (default 10)")
+    evidence.add_argument("--option", action="append", default=[], metavar="TEXT",
+                          help="a multiple-choice question's option (repeat for each): searched with the "
+                               "question, as 'literature choose' does (the passage naming one ranks higher)")
     evidence.add_argument("--review", metavar="NAME",
                           help="only the PDFs of the records this review included ('fulltext match')")
     evidence.add_argument("--json", action="store_true",
@@ -206,7 +209,8 @@ def _record(args: argparse.Namespace) -> int:
 def _evidence(args: argparse.Namespace) -> int:
     with _session() as session:
         scope = session.review_scope(args.review) if args.review else None
-        hits = session.evidence(args.question, top=args.top, paper_ids=scope.paper_ids if scope else None)
+        hits = session.evidence(args.question, top=args.top, paper_ids=scope.paper_ids if scope else None,
+                                options=args.option)
     if scope is not None and not args.json:
         print(scope.line(), file=sys.stderr)
     if args.json:
