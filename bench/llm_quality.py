@@ -100,12 +100,30 @@ built-in 1.000, merged / built-in 1.000, verbatim rows / built-in 0.250. The com
 below the built-in's (the question's own concepts stay the blocks); on these questions the model's
 terms rarely were words the corpus uses, so they added little: the issue's merged >= 1.1x is not met.
 
+Screening scores and seconds (``--parts scoring,latency``): **scoring** scores CF held-out records as the
+Scores tab does (``--score-questions`` questions, ``--score-records`` judged-relevant records and as many
+unjudged ones each; the AUC per question against the judgements, the share passing the gate of
+:mod:`~kmds_desktop.literature.screening.model_scores`, seconds per record); **latency** asks the demo KB
+through the orchestrator: the first route (routing prompt not cached), a later one after an answer, a route
+right after a route, each answer's first token counted from the question, and the fallback after the server
+is killed 1 s into a question (it runs last). Measured on the loaded 2-core machine (load average 6-10 from
+other work; a quiet machine is several times faster), ``--threads 1``, ``--score-questions 2
+--score-records 3``: scoring 19.8 s a record (21.2 s the first), AUC 0.50 (per question 0.17 and 0.83; 6
+records each is too few for the gate); routes 99.1 s first / 87.3 s after an answer / 98.3 s right after a
+route, first token 138.8 s / 106.0 s, fallback after a kill 0.3 s. Why so slow: at that load llama.cpp
+read prompts at 11-15 tokens/s and wrote 0.7-1.7 tokens/s; the prompt cache works (a second routing prompt
+read 12 of 967 tokens, 3.4 s, against 64.7 s cold), so what remains is writing the reply (a route is about
+65 tokens, a score about 22); and after an answer a server with one cache slot (llama-cpp-python keeps the
+last prompt only) reads the routing prompt again, which these timings, dominated by writing, do not
+separate.
+
 The last line is ``guarded routing / offline: X; model's rows / built-in: Y`` (Y: the mean over the
 corpora of the compiled rows' recall@100 over builtin:keywords'), followed by the merged and verbatim
 ratios.
 
 Usage: ``.venv/bin/python bench/llm_quality.py [--split dev|heldout] [--prompt old|new]
-[--parts routing,queries,answers] [--lit-questions N] [--route-questions N] [--answers N]
+[--parts routing,queries,answers,scoring,latency] [--lit-questions N] [--route-questions N] [--answers N]
+[--score-questions N] [--score-records N]
 [--data-dir DIR] [--model FILE.gguf] [--show N]``. ``--data-dir`` keeps the imported corpora (a
 folder with ``cf/postgres`` and ``scifact/postgres`` is reused as it is).
 """
