@@ -172,6 +172,47 @@ def test_a_record_known_by_doi_pmid_or_title_is_not_new(tmp_path):
 
 # -- updates on the real database ---------------------------------------------------------------------
 
+def test_an_updated_reviews_model_weighs_the_earlier_rounds_decisions_apart(tmp_path):
+    """The order of an update trains on every decision, the earlier rounds' weighed
+    ``earlier_round_weight`` each with C ``earlier_round_c`` (bench/living_review.py chose them); a first
+    screening, and a plain screening store, train as before."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from kmds_desktop.literature.screening.ordering import DEFAULT_MODEL, train
+
+    store = ReviewStore(tmp_path / "screening.sqlite3")
+    store.create_review("sweat", question="sweat testing in cystic fibrosis")
+    first = _records(8)
+    later = [ScreeningRecord("CF", f"new:{i}", title=f"Nasal potential difference measurement, cohort {i}",
+                             abstract=f"Cohort {i} of children with cystic fibrosis.") for i in range(1, 7)]
+    store.add_records("sweat", first, origin="#1", identified=8, identities=[r.key for r in first])
+    for i, decision in ((1, "include"), (2, "exclude"), (3, "exclude"), (4, "include"), (5, "exclude")):
+        store.decide("sweat", ("CF", f"cf:{i}"), decision)
+    session = ScreeningSession(store, "sweat", background=False)
+    assert session.earlier_rounds == frozenset()  # never updated: no earlier round
+    session.close()
+
+    add_round(store, "sweat", later, origin="#2", round_number=1)
+    store.decide("sweat", ("CF", "new:1"), "include")
+    store.decide("sweat", ("CF", "new:2"), "exclude")
+    session = ScreeningSession(store, "sweat", background=False)
+    assert {session.records[i].key for i in session.earlier_rounds} == {r.key for r in first}
+    labels = session._labels()
+    weighed = train(session.features, labels, DEFAULT_MODEL, earlier=session.earlier_rounds)
+    alike = train(session.features, labels, replace(DEFAULT_MODEL, earlier_round_weight=1.0,
+                                                    earlier_round_c=DEFAULT_MODEL.c),
+                  earlier=session.earlier_rounds)
+    plain = train(session.features, labels, DEFAULT_MODEL)
+    # (liblinear's shuffling moves a score by ~1e-5 between fits: compared to 1e-3)
+    assert np.allclose(alike.values, plain.values, atol=1e-3)  # weight 1, the same C: the first screening's
+    assert np.abs(weighed.values - plain.values).max() > 0.05, np.abs(weighed.values - plain.values).max()
+    assert np.allclose(session._scores.values, weighed.values, atol=1e-3)  # the session trains this one
+    session.close()
+    store.close()
+
+
 def _word_hash_vectors(texts):
     """384-dimensional unit vectors from each text's words (hashed): real vectors for the vector table
     without loading the embedding model; their values do not matter to what the test checks."""

@@ -267,11 +267,24 @@ class ScreeningSession(Observable):
                 self._index.setdefault(alias, i)
         self.decisions: dict[Key, Decision] = self.store.decisions(self.review.id)
         self._order_of_decisions: list[Key] = self.store.decision_order(self.review.id)
+        #: Records that joined before the review's latest update (see :meth:`_earlier_round_indices`).
+        self.earlier_rounds = self._earlier_round_indices()
         self._text_features = self._build_features()
         self._model_scores = self._read_model_scores()
         self.features = self._scored(self._text_features)
         self._fallback = self._fallback_order()
         self._scores = None
+
+    def _earlier_round_indices(self) -> frozenset[int]:
+        """The records that joined before the review's latest update: their decisions weigh
+        :attr:`ModelConfig.earlier_round_weight` in the order's model (an updated review's store keeps
+        each record's round; a store without rounds, or a review never updated, has none)."""
+        rounds_of = getattr(self.store, "rounds", None)  # a review store has rounds; a screening store not
+        rounds: Mapping[Key, int] = rounds_of(self.review.id) if callable(rounds_of) else {}
+        latest = max(rounds.values(), default=0)
+        if not latest:
+            return frozenset()
+        return frozenset(i for i, rec in enumerate(self.records) if rounds.get(rec.key, 0) < latest)
 
     def _read_model_scores(self) -> dict[Key, list[ModelScore]]:
         out: dict[Key, list[ModelScore]] = {}
@@ -605,11 +618,11 @@ class ScreeningSession(Observable):
     def _train_once(self) -> bool:
         with self._lock:
             features, labels, generation = self.features, self._labels(), self._training.generation
-            config = self.model
+            config, earlier = self.model, self.earlier_rounds
         if features is None:
             return False
         started = time.perf_counter()
-        result = train(features, labels, config, generation=generation)
+        result = train(features, labels, config, generation=generation, earlier=earlier)
         with self._lock:
             if features is not self.features:  # records changed while training
                 return False

@@ -24,6 +24,15 @@ column, and a second column marks the records without a score (they get the mean
 question's pseudo-document gets the top score. They move the order only; no score decides a record. The
 simulation cannot choose it (its pools have no LLM scores), so it stays off by default.
 
+An updated review (records joined in a later round, :mod:`kmds_desktop.literature.reviews`) trains on
+every decision, the earlier rounds' weighed 0.5 each beside the latest round's and with C = 0.2
+(:attr:`ModelConfig.earlier_round_weight`, :attr:`ModelConfig.earlier_round_c`): an update's model has
+a hundred decisions where a first screening has a handful, so it can afford less regularisation, and the
+update's own decisions should soon outweigh what an older pool taught. Chosen by
+``bench/living_review.py`` (CF 1974–77 then 1978–79, odd questions, 5 draws of the priors; warm / cold
+WSS@95 on the same kept rounds): alike 1.192 → weighed 1.216 (weight 0.5 alone 1.195, C 0.2 alone
+1.212 on 3 draws); held out (even questions): see the bench's docstring.
+
 Before there is at least one include and one exclude no classifier can be trained; the order is then the
 search's own rank (or the similarity to the question, or random), see :class:`OrderMode`.
 
@@ -34,8 +43,8 @@ Everything here is plain numpy/scipy/scikit-learn so training on 10,000 records 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 import numpy as np
@@ -74,6 +83,12 @@ class ModelConfig:
     #: Scale of the document vectors beside the TF-IDF columns (0: TF-IDF only). Naive Bayes cannot
     #: take them (negative values) and ignores them.
     vector_weight: float = 0.5
+
+    #: An updated review's model (its new records ordered by what earlier rounds taught): the decisions
+    #: of earlier rounds weigh this much each beside the latest round's (1: alike), and the classifier's
+    #: C is :attr:`earlier_round_c` (chosen by ``bench/living_review.py``, see the module docstring).
+    earlier_round_weight: float = 0.5
+    earlier_round_c: float = 0.2
 
     #: Scale of the model-score columns (score 0–1 and "no score") when the scores feed the order.
     score_weight: float = 1.0
@@ -334,8 +349,11 @@ def train(
     config: ModelConfig = DEFAULT_MODEL,
     *,
     generation: int = 0,
+    earlier: Collection[int] = (),
 ) -> Scores | None:
     """Fit the classifier on the decided records (``labels``: record index -> included) and score all.
+    ``earlier``: the records decided in earlier rounds of an updated review (see
+    :attr:`ModelConfig.earlier_round_weight`); none for a first screening.
 
     None when there is not yet one include and one exclude."""
     if not can_train(labels):
@@ -345,6 +363,11 @@ def train(
     y = np.fromiter((1 if labels[i] else 0 for i in idx), dtype=np.int64, count=len(idx))
     x = features.matrix[idx]
     weight = np.ones(len(y), dtype=np.float64)
+    earlier_set = frozenset(earlier)
+    warm = bool(earlier_set) and any(int(i) in earlier_set for i in idx)
+    if warm:
+        weight[np.fromiter((int(i) in earlier_set for i in idx), dtype=bool, count=len(idx))] = (
+            config.earlier_round_weight)
     if config.question_prior and features.question is not None:
         x = sparse.vstack([x, features.question], format="csr")
         y = np.append(y, 1)
@@ -353,7 +376,7 @@ def train(
         pos, neg = float(weight[y == 1].sum()), float(weight[y == 0].sum())
         weight[y == 1] *= config.include_ratio * neg / max(pos, 1e-9)
         weight *= len(y) / weight.sum()  # mean 1, so C means the same at any balance
-    model = _classifier(config)
+    model = _classifier(replace(config, c=config.earlier_round_c) if warm else config)
     everything = features.matrix
     if config.classifier in ("cnb", "nb") and features.tfidf is not None:  # no negative columns
         text_cols = features.terms.shape[0]
