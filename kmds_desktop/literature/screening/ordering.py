@@ -25,13 +25,11 @@ question's pseudo-document gets the top score. They move the order only; no scor
 simulation cannot choose it (its pools have no LLM scores), so it stays off by default.
 
 An updated review (records joined in a later round, :mod:`kmds_desktop.literature.reviews`) trains on
-every decision, the earlier rounds' weighed 0.5 each beside the latest round's and with C = 0.2
-(:attr:`ModelConfig.earlier_round_weight`, :attr:`ModelConfig.earlier_round_c`): an update's model has
-a hundred decisions where a first screening has a handful, so it can afford less regularisation, and the
-update's own decisions should soon outweigh what an older pool taught. Chosen by
-``bench/living_review.py`` (CF 1974–77 then 1978–79, odd questions, 5 draws of the priors; warm / cold
-WSS@95 on the same kept rounds): alike 1.192 → weighed 1.216 (weight 0.5 alone 1.195, C 0.2 alone
-1.212 on 3 draws); held out (even questions): see the bench's docstring.
+every decision alike, the earlier rounds' as the latest round's. Weighing the earlier rounds' decisions
+apart was tried (``bench/living_review.py``: CF 1974–77 then 1978–79, 5 draws of the priors, warm / cold
+WSS@95; :attr:`ModelConfig.earlier_round_weight` 0.5 with :attr:`ModelConfig.earlier_round_c` 0.2): it
+gained on the odd questions (1.203 → 1.225; every record with a vector 1.057 → 1.077) but not on the
+held-out even ones (1.250 → 1.247; with vectors 1.034 → 1.006), so the default weighs them alike.
 
 Before there is at least one include and one exclude no classifier can be trained; the order is then the
 search's own rank (or the similarity to the question, or random), see :class:`OrderMode`.
@@ -85,10 +83,10 @@ class ModelConfig:
     vector_weight: float = 0.5
 
     #: An updated review's model (its new records ordered by what earlier rounds taught): the decisions
-    #: of earlier rounds weigh this much each beside the latest round's (1: alike), and the classifier's
-    #: C is :attr:`earlier_round_c` (chosen by ``bench/living_review.py``, see the module docstring).
-    earlier_round_weight: float = 0.5
-    earlier_round_c: float = 0.2
+    #: of earlier rounds weigh this much each beside the latest round's (1: alike, the default), and the
+    #: classifier's C is :attr:`earlier_round_c` (None: :attr:`c`). See the module docstring for why alike.
+    earlier_round_weight: float = 1.0
+    earlier_round_c: float | None = None
 
     #: Scale of the model-score columns (score 0–1 and "no score") when the scores feed the order.
     score_weight: float = 1.0
@@ -376,7 +374,8 @@ def train(
         pos, neg = float(weight[y == 1].sum()), float(weight[y == 0].sum())
         weight[y == 1] *= config.include_ratio * neg / max(pos, 1e-9)
         weight *= len(y) / weight.sum()  # mean 1, so C means the same at any balance
-    model = _classifier(replace(config, c=config.earlier_round_c) if warm else config)
+    earlier_c = config.earlier_round_c
+    model = _classifier(replace(config, c=earlier_c) if warm and earlier_c is not None else config)
     everything = features.matrix
     if config.classifier in ("cnb", "nb") and features.tfidf is not None:  # no negative columns
         text_cols = features.terms.shape[0]
