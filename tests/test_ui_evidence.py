@@ -39,6 +39,7 @@ def view(qtbot, jobs, store_path: Path):
     qtbot.addWidget(widget)
     widget.resize(1400, 900)
     widget.show()
+    qtbot.waitUntil(lambda: not jobs.is_busy(), timeout=30_000)  # the reviews listed for the scope, on show
     yield widget
     jobs.shutdown()
     session.close()

@@ -145,10 +145,11 @@ class EvidenceView(QWidget):
                                 pass_progress=False, busy_cursor=False,
                                 on_result=self.scope.set_reviews, on_error=self._failed)
 
-    def _paper_ids(self, session: EvidenceSession) -> tuple[int, ...] | None:
-        """On a worker: the papers the scope reads (None: all)."""
-        review = self.scope.review()
-        return session.review_scope(review).paper_ids if review else None
+    def _scope(self) -> Callable[[], tuple[int, ...] | None]:
+        """The papers the scope reads (None: all), as a call for the worker: the review is read from
+        the combo here, on the GUI thread, and its papers looked up on the worker."""
+        session, review = self.session, self.scope.review()
+        return lambda: session.review_scope(review).paper_ids if review else None
 
     def shutdown(self) -> None:
         if self._session is not None:
@@ -165,10 +166,10 @@ class EvidenceView(QWidget):
         """The question's ranked passages, on a worker; the question goes into the history."""
         if not self._question_ok(question):
             return
-        session, history = self.session, self.history
+        session, history, scope = self.session, self.history, self._scope()
 
         def work() -> tuple[list[Any], list[str]]:
-            return session.evidence(question, paper_ids=self._paper_ids(session)), history.add(question)
+            return session.evidence(question, paper_ids=scope()), history.add(question)
 
         self.status.setText(f"Searching the full texts for: {question}")
         self.jobs.submit(KINDS["search"], work, label="Finding passages", pass_progress=False,
@@ -187,10 +188,10 @@ class EvidenceView(QWidget):
         """The offline answer, on a worker; its passages are listed too."""
         if not self._question_ok(question):
             return
-        session, history = self.session, self.history
+        session, history, scope = self.session, self.history, self._scope()
 
         def work() -> tuple[Any, list[str]]:
-            return session.answer(question, paper_ids=self._paper_ids(session)), history.add(question)
+            return session.answer(question, paper_ids=scope()), history.add(question)
 
         self.questions.set_busy(True)
         self.status.setText(f"Answering from the full texts: {question}")
@@ -213,10 +214,10 @@ class EvidenceView(QWidget):
         if not claim:
             self.message.emit("warning", "Type the statement to check first, then click Judge as a claim.")
             return None
-        session = self.session
+        session, scope, judge_factory = self.session, self._scope(), self.judge_factory
 
         def work() -> Any:
-            return verdict(session.store, claim, self.judge_factory(), paper_ids=self._paper_ids(session))
+            return verdict(session.store, claim, judge_factory(), paper_ids=scope())
 
         self.verdict.set_busy(True)
         self.status.setText(f"Judging against the papers: {claim}")
