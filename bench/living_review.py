@@ -28,12 +28,13 @@ Printed: the mean over every (question, draw) pair, and the ratio warm / cold pe
 questions of that draw) with its standard deviation and range across draws. The last line:
 ``warm / cold WSS@95: X (S seeds: sd D, range A–B) (repeats: N)`` (target: X >= 1.2, N = 0).
 
-Measured (2 shared cores, 5 draws): odd questions, warm / cold WSS@95 1.203 (per draw 1.144–1.231; warm
-0.481, cold 0.400); held out (even questions, ``--held-out``) 1.250 (sd 0.041, 1.201–1.306; warm 0.497,
-cold 0.397); every record with its document vector (the window's default once the database is embedded),
-paired replays on the kept rounds: odd 1.057, even 1.034 — the vectors lift the cold start (0.405 →
-0.471) far more than the warm one. Weighing the earlier rounds apart: odd 1.225, even 1.247, with vectors
-1.077 / 1.006 (not the default). Repeats: 0. Update recall on the new relevant records 0.514 vs bm25s
+Measured (2 shared cores, 5 draws): odd questions, warm / cold WSS@95 1.185 (sd 0.033, 1.136–1.209; warm
+0.474, cold 0.400; records to 95% 23.3 vs 26.9 of 49.6; 1.176 and 1.203 in two other runs: round one is not
+deterministic between runs); held out (even questions, ``--held-out``) 1.250 (sd 0.041, 1.201–1.306;
+warm 0.497, cold 0.397); every record with its document vector (the window's default once the database is
+embedded), paired replays on the kept rounds: odd 1.057, even 1.034 — the vectors lift the cold start (0.405 →
+0.471) far more than the warm one. Weighing the earlier rounds apart: odd 1.212–1.225, even 1.247, with
+vectors 1.077 / 1.006 (not the default). Repeats: 0. Update recall on the new relevant records 0.514 vs bm25s
 0.462 at the same count (odd), 0.535 vs 0.441 (even).
 
 With ``--embed`` the database is embedded after each import, as the window does by default
