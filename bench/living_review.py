@@ -34,8 +34,9 @@ deterministic between runs); held out (even questions, ``--held-out``) 1.250 (sd
 warm 0.497, cold 0.397); every record with its document vector (the window's default once the database is
 embedded), paired replays on the kept rounds: odd 1.057, even 1.034 — the vectors lift the cold start (0.405 →
 0.471) far more than the warm one. Weighing the earlier rounds apart: odd 1.212–1.225, even 1.247, with
-vectors 1.077 / 1.006 (not the default). Repeats: 0. Update recall on the new relevant records 0.514 vs bm25s
-0.462 at the same count (odd), 0.535 vs 0.441 (even).
+vectors 1.077 / 1.006 (not the default). ``--embed`` (odd): 1.123 (warm 0.490, cold 0.436). Repeats: 0.
+Update recall on the new relevant records 0.514 vs bm25s 0.462 at the same count (odd), 0.535 vs 0.441
+(even).
 
 With ``--embed`` the database is embedded after each import, as the window does by default
 (``retrieval.embed_after_import``; the CLI's ``literature import --embed``): the reviews' records then carry
