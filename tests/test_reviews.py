@@ -360,6 +360,10 @@ def test_the_cli_lists_shows_renames_and_deletes_reviews(data_home, capsys):
     assert main(["literature", "review", "show", "cf-sweat", "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["questions"] == ["sweat tests in CF"] and shown["records"] == 0
+    diagram = data_home / "flow.svg"
+    assert main(["literature", "review", "show", "cf-sweat", "--svg", str(diagram)]) == 0
+    assert f"wrote {diagram}" in capsys.readouterr().out
+    assert "Studies included in the previous version" in _svg_words(diagram)
     assert main(["literature", "review", "rename", "cf-sweat", "sweat"]) == 0
     assert main(["literature", "screen", "state", "sweat"]) == 0  # the screen commands take the new name
     capsys.readouterr()
@@ -392,3 +396,38 @@ def test_literature_import_says_which_reviews_have_new_records(pg_empty_database
     assert main(["literature", "review", "update", "sweat", "--dsn", dsn, "--json"]) == 0
     update = json.loads(capsys.readouterr().out)
     assert update["new"] > 0 and f"1 review has {update['new']:,} new record" in out
+
+
+def _svg_words(path) -> str:
+    """The text of an SVG file, read by an independent XML parser."""
+    from xml.etree import ElementTree
+
+    return " ".join(t.text or "" for t in ElementTree.parse(path).iter("{http://www.w3.org/2000/svg}text"))
+
+
+def test_the_updated_reviews_flow_is_drawn_with_previous_studies_the_latest_update_and_the_total(tmp_path):
+    """PRISMA 2020's diagram for updated reviews: the rounds before the latest are the previous version's
+    studies, the latest update is drawn stage by stage with what left beside it, and the total adds both."""
+    from kmds_desktop.literature.reviews.flow import RoundFlow, UpdatedFlow, updated_flow_svg
+
+    flow = UpdatedFlow([
+        RoundFlow(0, "First review", records=781, screened=781, excluded=700, included=81, withdrawn=1),
+        RoundFlow(1, "Update 1", identified=90, already_in_review=80, records=10, screened=10, excluded=9,
+                  included=1),
+        RoundFlow(2, "Update 2", identified=520, already_in_review=60, duplicates_removed=2, records=458,
+                  screened=100, excluded=88, maybe=2, not_yet_screened=358, included=10, strategy_version=2),
+    ])
+    path = tmp_path / "flow.svg"
+    path.write_text(updated_flow_svg(flow, "sweat: sweat testing in CF"), encoding="utf-8")
+    words = _svg_words(path)
+    for expected in ("Studies included in the previous version of the review (n = 82)",
+                     "First review: 81 of 781 records", "Update 1: 1 of 10 records",
+                     "Records identified (n = 520)", "(strategy version 2)", "(n = 60)",
+                     "Duplicate records (n = 2)", "New records screened (n = 100)",
+                     "Records excluded (n = 88)", "Marked maybe (n = 2)", "Not yet screened (n = 358)",
+                     "New studies included (n = 10)", "Total studies included in the review (n = 92)",
+                     "records withdrawn since, flagged (n = 1)"):
+        assert expected in " ".join(words.split()), expected
+    first_only = UpdatedFlow([RoundFlow(0, "First review", records=5, screened=5, excluded=3, included=2)])
+    drawn = updated_flow_svg(first_only)
+    assert "Identification of new studies" not in drawn and "(n = 2)" in drawn

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
@@ -36,6 +37,12 @@ def _cf_by_year(literature_data: Path, tmp_path: Path) -> tuple[Path, Path, Path
         for handle in out.values():
             handle.close()
     return parts["1974-77"], parts["1978"], parts["1979"], years
+
+
+def session_screened(window: Any) -> int:
+    """How many of the latest update's records the open review has decided (the flow's screened box)."""
+    with ReviewBook() as book:
+        return book.flow(window.reviews.place.review).rounds[-1].screened
 
 
 def _click(qtbot, button) -> None:
@@ -180,6 +187,17 @@ def test_a_review_reopens_after_a_restart_and_its_update_screens_only_the_new_re
     _click(qtbot, report.save_button)
     qtbot.waitUntil(saved.exists, timeout=WAIT)
     assert saved.read_text(encoding="utf-8").rstrip() == text.rstrip()
+    # Its second tab draws the PRISMA 2020 flow for updated reviews; Save diagram… writes the SVG, which an
+    # independent XML parser reads back with the same numbers.
+    assert report.flow.renderer().isValid() and report.save_flow_button.isEnabled()
+    assert "Previous studies" in report.flow.svg and f"New records screened (n = {session_screened(window)}" \
+        in report.flow.svg
+    diagram = tmp_path / "sweat PRISMA flow.svg"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(diagram), "SVG"))
+    _click(qtbot, report.save_flow_button)
+    qtbot.waitUntil(diagram.exists, timeout=WAIT)
+    words = " ".join(t.text or "" for t in ElementTree.parse(diagram).iter("{http://www.w3.org/2000/svg}text"))
+    assert "Update 1" in words and "Total studies included in the review" in words
     report.close()
 
     # A record of round one is withdrawn between two starts (a PubMed update file imported elsewhere):

@@ -367,6 +367,23 @@ def review_report(name: str, store_path: str | Path | None = None,
         return "\n".join(book.report_lines(name, history)) + "\n"
 
 
+def review_report_and_flow(name: str, store_path: str | Path | None = None,
+                           history_path: str | Path | None = None) -> tuple[str, str]:
+    """:func:`review_report` and the review's PRISMA 2020 diagram for updated reviews (SVG), read together
+    for the window's Review report…"""
+    with ReviewBook(store_path) as book, SearchHistory(history_path) as history:
+        return "\n".join(book.report_lines(name, history)) + "\n", book.flow_svg(name)
+
+
+def write_review_flow(name: str, path: str | Path, store_path: str | Path | None = None) -> Path:
+    """Write the review's PRISMA 2020 diagram for updated reviews to ``path`` (SVG)."""
+    with ReviewBook(store_path) as book:
+        svg = book.flow_svg(name)
+    target = Path(path)
+    target.write_text(svg, encoding="utf-8")
+    return target
+
+
 def write_review_report(name: str, path: str | Path, store_path: str | Path | None = None,
                         history_path: str | Path | None = None) -> Path:
     """Write :func:`review_report` to ``path`` (a text file: to attach to the review's write-up)."""

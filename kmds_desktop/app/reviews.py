@@ -30,7 +30,7 @@ from kmds_desktop.app.events import Observable
 from kmds_desktop.app.screening import VECTOR_MODEL, records_from_history
 from kmds_desktop.literature.queries.agent import QueryAgent
 from kmds_desktop.literature.reviews import exchange
-from kmds_desktop.literature.reviews.flow import UpdatedFlow, build_updated_flow
+from kmds_desktop.literature.reviews.flow import UpdatedFlow, build_updated_flow, updated_flow_svg
 from kmds_desktop.literature.reviews.identity import RecordMatcher
 from kmds_desktop.literature.reviews.store import ReviewError, ReviewStore, SavedStrategy, clean_name
 from kmds_desktop.literature.reviews.strategy import rows_of, searches_of_sets, strategy_text
@@ -214,6 +214,12 @@ class ReviewBook(Observable):
             record_keys=[r.key for r in self.store.records(review.id)], rounds=self.store.rounds(review.id),
             decisions=self.store.decisions(review.id), runs=self.store.runs(review.id),
             withdrawn=self.store.flags(review.id), created_at=review.created_at)
+
+    def flow_svg(self, name: str) -> str:
+        """The PRISMA 2020 diagram for an updated review: previous studies, the latest update, the total."""
+        review = self.store.find(name)
+        title = f"{review.name}: {review.question}" if review.question else review.name
+        return updated_flow_svg(self.flow(name), title)
 
     def report(self, name: str, history: SearchHistory | None = None) -> dict[str, Any]:
         """Everything ``review show`` prints: questions, strategy versions, the log of rounds, progress,

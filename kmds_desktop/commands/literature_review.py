@@ -52,6 +52,9 @@ def register_review(lit_sub: argparse._SubParsersAction) -> None:
 
     show = parser("show", "questions, strategy, log of rounds, progress and the PRISMA flow per round")
     show.add_argument("--json", action="store_true")
+    show.add_argument("--svg", type=Path, metavar="FILE",
+                      help="also write the PRISMA 2020 diagram for updated reviews (previous studies, "
+                      "the latest update, the total) as SVG")
     show.set_defaults(func=_show)
 
     ren = parser("rename", "give a review a new name (also the name 'literature screen' takes)")
@@ -140,6 +143,9 @@ def _show(args: argparse.Namespace) -> int:
             return 0
         for line in book.report_lines(args.name, history):
             print(line)
+        if args.svg is not None:
+            args.svg.write_text(book.flow_svg(args.name), encoding="utf-8")
+            print(f"wrote {args.svg}")
     return 0
 
 

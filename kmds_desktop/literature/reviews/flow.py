@@ -10,12 +10,15 @@ review", not as new identification.
 
 from __future__ import annotations
 
+import textwrap
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from xml.sax.saxutils import escape
 
 from kmds_desktop.literature.reviews.store import RunLog
 from kmds_desktop.literature.screening.decisions import EXCLUDE, INCLUDE, MAYBE, Decision, Key
+from kmds_desktop.literature.screening.prisma import svg_arrow, svg_box, svg_document
 from kmds_desktop.text import human_datetime
 
 
@@ -120,3 +123,92 @@ def build_updated_flow(
             r.strategy_version = run.strategy_version
         flow.rounds.append(r)
     return flow
+
+
+#: Columns of the drawing: previous studies, the update's main boxes, the boxes beside them.
+_PREVIOUS_X, _MAIN_X, _SIDE_X, _COLUMN_W, _GAP = 30, 400, 770, 330, 36
+_WIDTH = _SIDE_X + _COLUMN_W + 30
+_SIDE_FILL, _DONE_FILL = "#f5f5f5", "#eef6ee"
+
+
+def updated_flow_svg(flow: UpdatedFlow, title: str = "") -> str:
+    """The PRISMA 2020 flow diagram for an updated review (Page et al. 2021, figure 1) as SVG: the studies
+    of the previous version on the left (every round before the latest, each named), the latest update's
+    identification, screening and new studies in the middle with what left at each step beside them, and
+    the total below both. A review not yet updated is drawn as its first version alone."""
+    body: list[str] = []
+    y = 30
+    for line in textwrap.wrap(title, width=110)[:3]:
+        body.append(f'<text x="{_PREVIOUS_X}" y="{y + 4}" font-size="16" font-weight="bold">'
+                    f"{escape(line)}</text>")
+        y += 24
+    latest = flow.rounds[-1] if flow.rounds and flow.rounds[-1].round > 0 else None
+    earlier = flow.rounds[:-1] if latest is not None else flow.rounds
+    body.append(f'<text x="{_PREVIOUS_X}" y="{y}" font-weight="bold">Previous studies</text>')
+    if latest is not None:
+        body.append(f'<text x="{_MAIN_X}" y="{y}" font-weight="bold">'
+                    "Identification of new studies via databases</text>")
+    y += 14
+    included_before = sum(r.included for r in earlier)
+    previous = [f"Studies included in the previous version of the review (n = {included_before:,})"]
+    previous += [f"  {r.label}: {r.included:,} of {r.records:,} records" for r in earlier]
+    previous += [f"  {r.label}: records withdrawn since, flagged (n = {r.withdrawn:,})"
+                 for r in earlier if r.withdrawn]
+    svg, previous_h = svg_box(_PREVIOUS_X, y, _COLUMN_W, previous)
+    body.append(svg)
+    bottom = y + previous_h
+    if latest is not None:
+        bottom = _draw_update(body, latest, y)
+    total_y = max(bottom, y + previous_h) + _GAP
+    total = [f"Total studies included in the review (n = {flow.total_included:,})"]
+    svg, total_h = svg_box(_PREVIOUS_X, total_y, _MAIN_X + _COLUMN_W - _PREVIOUS_X, total, fill=_DONE_FILL,
+                           chars=80)
+    body.append(svg)
+    left_mid, main_mid = _PREVIOUS_X + _COLUMN_W // 2, _MAIN_X + _COLUMN_W // 2
+    body.append(svg_arrow(left_mid, y + previous_h, left_mid, total_y))
+    if latest is not None:
+        body.append(svg_arrow(main_mid, bottom, main_mid, total_y))
+    return svg_document(body, _WIDTH, total_y + total_h + 30)
+
+
+def _draw_update(body: list[str], r: RoundFlow, y: int) -> int:
+    """The latest update's column from ``y``; returns the bottom of its last box."""
+    strategy = f" (strategy version {r.strategy_version})" if r.strategy_version else ""
+    stages: list[tuple[list[str], list[list[str]], str]] = [
+        ([f"Records identified (n = {r.identified:,})", f"  {r.label}{strategy}"],
+         [["Records removed before screening:",
+           f"  Already in the review, not counted again (n = {r.already_in_review:,})",
+           f"  Duplicate records (n = {r.duplicates_removed:,})"]], "#ffffff"),
+        ([f"New records screened (n = {r.screened:,})"],
+         [side for side in (
+             [f"Records excluded (n = {r.excluded:,})"],
+             [f"Marked maybe (n = {r.maybe:,})", "  screened, to decide later"] if r.maybe else [],
+             [f"Not yet screened (n = {r.not_yet_screened:,})", "  waiting in the queue"]
+             if r.not_yet_screened else [],
+             [f"Records withdrawn since, flagged (n = {r.withdrawn:,})"] if r.withdrawn else [],
+         ) if side], "#ffffff"),
+    ]
+    junction = _MAIN_X + _COLUMN_W + (_SIDE_X - _MAIN_X - _COLUMN_W) // 2
+    for main, sides, fill in stages:
+        svg, main_h = svg_box(_MAIN_X, y, _COLUMN_W, main, fill=fill)
+        body.append(svg)
+        mid = y + min(main_h, 34) // 2
+        side_y, mids = y, []
+        for lines in sides:
+            svg, side_h = svg_box(_SIDE_X, side_y, _COLUMN_W, lines, fill=_SIDE_FILL)
+            body.append(svg)
+            mids.append(side_y + min(side_h, 34) // 2)
+            side_y += side_h + 14
+        if mids:
+            body.append(svg_arrow(_MAIN_X + _COLUMN_W, mid, junction, mid, head=False))
+            if mids[-1] != mid:
+                body.append(svg_arrow(junction, mid, junction, mids[-1], head=False))
+            body.extend(svg_arrow(junction, m, _SIDE_X, m) for m in mids)
+        step = max(main_h, side_y - 14 - y)
+        main_mid = _MAIN_X + _COLUMN_W // 2
+        body.append(svg_arrow(main_mid, y + main_h, main_mid, y + step + _GAP))
+        y += step + _GAP
+    svg, h = svg_box(_MAIN_X, y, _COLUMN_W, [f"New studies included (n = {r.included:,})"],
+                     fill=_DONE_FILL)
+    body.append(svg)
+    return y + h

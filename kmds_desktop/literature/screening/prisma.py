@@ -219,8 +219,11 @@ def _wrap(lines: Sequence[str], width: int = _CHARS) -> list[tuple[str, bool]]:
     return out
 
 
-def _box(x: int, y: int, w: int, lines: Sequence[str], *, fill: str = "#ffffff") -> tuple[str, int]:
-    wrapped = _wrap(lines)
+def svg_box(
+    x: int, y: int, w: int, lines: Sequence[str], *, fill: str = "#ffffff", chars: int = _CHARS
+) -> tuple[str, int]:
+    """A box of ``lines`` (the first bold, wrapped at ``chars``) at ``(x, y)``: its SVG and its height."""
+    wrapped = _wrap(lines, chars)
     h = 16 + _LINE * len(wrapped)
     parts = [
         f'<rect x="{x}" y="{y}" width="{w}" height="{h}" rx="4" fill="{fill}" stroke="#333" '
@@ -234,7 +237,8 @@ def _box(x: int, y: int, w: int, lines: Sequence[str], *, fill: str = "#ffffff")
     return "\n".join(parts), h
 
 
-def _arrow(x1: int, y1: int, x2: int, y2: int, *, head: bool = True) -> str:
+def svg_arrow(x1: int, y1: int, x2: int, y2: int, *, head: bool = True) -> str:
+    """A line from ``(x1, y1)`` to ``(x2, y2)``, with an arrow head unless ``head`` is False."""
     end = ' marker-end="url(#arrow)"' if head else ""
     return f'<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="#333" stroke-width="1.2"{end}/>'
 
@@ -254,24 +258,24 @@ def flow_svg(flow: PrismaFlow, title: str = "") -> str:
 
     def stage(main: list[str], sides: Sequence[tuple[list[str], str]] = ()) -> None:
         nonlocal y
-        svg, h = _box(left, y, _BOX_W, main)
+        svg, h = svg_box(left, y, _BOX_W, main)
         body.append(svg)
         main_h = h
         mid = y + min(h, 34) // 2
         side_y, mids = y, []
         for lines, fill in sides:
-            svg2, h2 = _box(right, side_y, _BOX_W, lines, fill=fill)
+            svg2, h2 = svg_box(right, side_y, _BOX_W, lines, fill=fill)
             body.append(svg2)
             mids.append(side_y + min(h2, 34) // 2)
             side_y += h2 + _SIDE_GAP
         if mids:
-            body.append(_arrow(left + _BOX_W, mid, junction, mid, head=False))
+            body.append(svg_arrow(left + _BOX_W, mid, junction, mid, head=False))
             if mids[-1] != mid:
-                body.append(_arrow(junction, mid, junction, mids[-1], head=False))
-            body.extend(_arrow(junction, m, right, m) for m in mids)
+                body.append(svg_arrow(junction, mid, junction, mids[-1], head=False))
+            body.extend(svg_arrow(junction, m, right, m) for m in mids)
             h = max(h, side_y - _SIDE_GAP - y)
         # From the main box's own bottom (side boxes may reach lower) to the next stage.
-        body.append(_arrow(left + _BOX_W // 2, y + main_h, left + _BOX_W // 2, y + h + _GAP))
+        body.append(svg_arrow(left + _BOX_W // 2, y + main_h, left + _BOX_W // 2, y + h + _GAP))
         y += h + _GAP
 
     identified = [f"Records identified (n = {flow.identified:,})"]
@@ -304,13 +308,17 @@ def flow_svg(flow: PrismaFlow, title: str = "") -> str:
     final = [f"Records included (n = {flow.included:,})"]
     if "studies_included" in flow.entered:
         final.append(flow.entered["studies_included"].text())
-    svg, h = _box(left, y, _BOX_W, final, fill="#eef6ee")
+    svg, h = svg_box(left, y, _BOX_W, final, fill="#eef6ee")
     body.append(svg)
-    height = y + h + 30
+    return svg_document(body, _W, y + h + 30)
+
+
+def svg_document(body: Sequence[str], width: int, height: int) -> str:
+    """Boxes and arrows as a standalone SVG document (white background, the arrow head defined once)."""
     return (
         f'<?xml version="1.0" encoding="UTF-8"?>\n'
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{height}" '
-        f'viewBox="0 0 {_W} {height}" font-family="Helvetica, Arial, sans-serif" font-size="13">\n'
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" font-family="Helvetica, Arial, sans-serif" font-size="13">\n'
         '<defs><marker id="arrow" markerWidth="10" markerHeight="8" refX="9" refY="4" orient="auto">'
         '<path d="M0,0 L10,4 L0,8 z" fill="#333"/></marker></defs>\n'
         '<rect width="100%" height="100%" fill="#ffffff"/>\n' + "\n".join(body) + "\n</svg>\n"

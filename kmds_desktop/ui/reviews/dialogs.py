@@ -21,11 +21,14 @@ from PySide6.QtWidgets import (
     QListWidget,
     QListWidgetItem,
     QPushButton,
+    QTabWidget,
     QTextBrowser,
     QToolButton,
     QVBoxLayout,
     QWidget,
 )
+
+from kmds_desktop.ui.screening.widgets import FlowView
 
 
 class NameDialog(QDialog):
@@ -203,9 +206,11 @@ class OnlyNewBadge(QWidget):
 
 class ReportDialog(QDialog):
     """The review's report (questions, strategy versions, each round's log and the PRISMA 2020 flow per
-    round), as text; ``save_requested`` when the user asks to save it to a file."""
+    round) as text, and the PRISMA 2020 diagram for updated reviews drawn in its own tab;
+    ``save_requested`` / ``save_flow_requested`` when the user asks to save either to a file."""
 
     save_requested = Signal()
+    save_flow_requested = Signal()
 
     def __init__(self, review: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -215,17 +220,28 @@ class ReportDialog(QDialog):
         self.text.setPlainText("Reading the review…")
         self.text.setLineWrapMode(QTextBrowser.LineWrapMode.NoWrap)
         self.text.setStyleSheet("font-family: monospace")
+        self.flow = FlowView()
+        self.tabs = QTabWidget()
+        self.tabs.addTab(self.text, "Report")
+        self.tabs.addTab(self.flow, "PRISMA flow of the updates")
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
-        self.save_button = self.buttons.addButton("Save…", QDialogButtonBox.ButtonRole.ActionRole)
-        self.save_button.setEnabled(False)
-        self.save_button.clicked.connect(self.save_requested.emit)
+        self.save_button = self.buttons.addButton("Save report…", QDialogButtonBox.ButtonRole.ActionRole)
+        self.save_flow_button = self.buttons.addButton("Save diagram…",
+                                                       QDialogButtonBox.ButtonRole.ActionRole)
+        for button, signal in ((self.save_button, self.save_requested),
+                               (self.save_flow_button, self.save_flow_requested)):
+            button.setEnabled(False)
+            button.clicked.connect(signal.emit)
         self.buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
-        layout.addWidget(self.text, 1)
+        layout.addWidget(self.tabs, 1)
         layout.addWidget(self.buttons)
         self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose, True)
-        self.resize(900, 600)
+        self.resize(1000, 700)
 
-    def show_report(self, text: str) -> None:
+    def show_report(self, text: str, flow_svg: str = "") -> None:
         self.text.setPlainText(text)
         self.save_button.setEnabled(True)
+        if flow_svg:
+            self.flow.set_svg(flow_svg)
+            self.save_flow_button.setEnabled(True)

@@ -40,6 +40,7 @@ from kmds_desktop.ui.reviews.dialogs import (
     ReportDialog,
     ReviewPicker,
 )
+from kmds_desktop.ui.reviews.report import ReviewReports
 from kmds_desktop.ui.reviews.watch import DatabaseWatch
 from kmds_desktop.ui.shell import file_dialogs
 
@@ -78,6 +79,7 @@ class ReviewMenu(QObject):
         self.recent_menu: QMenu | None = None
         self.only_badge: OnlyNewBadge | None = None  #: over the screening while an update is shown alone
         self.watch = DatabaseWatch(self)
+        self.reports = ReviewReports(parent, jobs, messages, kind=KIND)
 
     # -- the menu ----------------------------------------------------------------------------------------
     def fill_menu(self, menu: QMenu) -> None:
@@ -350,28 +352,9 @@ class ReviewMenu(QObject):
 
     def show_report(self) -> ReportDialog | None:
         """Review report…: the open review's rounds and PRISMA flow per round, read on a worker."""
-        name = self.place.review
-        if not name:
+        if not self.place.review:
             return None
-        dialog = ReportDialog(name, self.window)
-
-        def arrived(text: str) -> None:
-            with contextlib.suppress(RuntimeError):  # the dialog was closed before the report came
-                dialog.show_report(text)
-
-        def save() -> None:
-            path = file_dialogs.save_file(self.window, last_folders.SCREENING, "Save the review report",
-                                          f"{name} report.txt", "Text (*.txt *.md);;All files (*)")
-            if path:
-                self._submit(resume.write_review_report, name, path, label=f"Saving the report of {name}",
-                             done=lambda written: self.messages.show_message(
-                                 f"The report of review {name} written to {written}.", "info", topic=KIND),
-                             failed=f"The report of review {name} could not be saved")
-
-        dialog.save_requested.connect(save)
-        self._submit(resume.review_report, name, label=f"Reading the report of {name}", done=arrived,
-                     failed=f"The report of review {name} could not be read")
-        return self._show_dialog(dialog)
+        return self._show_dialog(self.reports.open(self.place.review))
 
     def rename_review(self, name: str = "") -> NameDialog | None:
         """Rename… the open review, or ``name`` (chosen in the review list)."""
