@@ -162,7 +162,8 @@ class FulltextStore:
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = Path(path) if path is not None else default_path()
-        paths.make_private_dir(self.path.parent)
+        # A folder made here is private; one that exists is the user's (e.g. /tmp) and is left as it is.
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._lock = threading.RLock()
         self._db = sqlite3.connect(self.path, check_same_thread=False)
         self._db.execute("PRAGMA foreign_keys = ON")
