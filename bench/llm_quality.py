@@ -110,7 +110,11 @@ is killed 1 s into a question (it runs last). Measured on the loaded 2-core mach
 other work; a quiet machine is several times faster), ``--threads 1``, ``--score-questions 2
 --score-records 3``: scoring 19.8 s a record (21.2 s the first), AUC 0.50 (per question 0.17 and 0.83; 6
 records each is too few for the gate); routes 99.1 s first / 87.3 s after an answer / 98.3 s right after a
-route, first token 138.8 s / 106.0 s, fallback after a kill 0.3 s. Why so slow: at that load llama.cpp
+route, first token 138.8 s / 106.0 s, fallback after a kill 0.3 s. At load 2-5, ``--threads 2``,
+``--score-questions 1``: scoring 41.3 s a record, routes 42.2 s / 18.8 s / 20.7 s, first token 48.8 s /
+25.5 s, fallback 0.2 s; with 5 + 5 records a question scored [1,1,1,3,3 | 3,3,1,1,3], AUC 0.40, left out
+by the gate (2 threads took ~90 s a record at load 7-10, where 1 thread took 19.8 s). Why so slow: at
+that load llama.cpp
 read prompts at 11-15 tokens/s and wrote 0.7-1.7 tokens/s; the prompt cache works (a second routing prompt
 read 12 of 967 tokens, 3.4 s, against 64.7 s cold), so what remains is writing the reply (a route is about
 65 tokens, a score about 22); and after an answer a server with one cache slot (llama-cpp-python keeps the
