@@ -114,12 +114,11 @@ route, first token 138.8 s / 106.0 s, fallback after a kill 0.3 s. At load 2-5, 
 ``--score-questions 1``: scoring 41.3 s a record, routes 42.2 s / 18.8 s / 20.7 s, first token 48.8 s /
 25.5 s, fallback 0.2 s; with 5 + 5 records a question scored [1,1,1,3,3 | 3,3,1,1,3], AUC 0.40, left out
 by the gate (2 threads took ~90 s a record at load 7-10, where 1 thread took 19.8 s). Why so slow: at
-that load llama.cpp
-read prompts at 11-15 tokens/s and wrote 0.7-1.7 tokens/s; the prompt cache works (a second routing prompt
-read 12 of 967 tokens, 3.4 s, against 64.7 s cold), so what remains is writing the reply (a route is about
-65 tokens, a score about 22); and after an answer a server with one cache slot (llama-cpp-python keeps the
-last prompt only) reads the routing prompt again, which these timings, dominated by writing, do not
-separate.
+load 7-10 llama.cpp read prompts at 11-15 tokens/s and wrote 0.7-1.7 tokens/s; the prompt cache works
+(a second routing prompt read 12 of 967 tokens, 3.4 s, against 64.7 s cold), so what remains is writing
+the reply (a route is about 65 tokens, a score about 22); and after an answer a server with one cache slot
+(llama-cpp-python keeps the last prompt only) reads the routing prompt again, which these timings,
+dominated by writing, do not separate.
 
 The last line is ``guarded routing / offline: X; model's rows / built-in: Y`` (Y: the mean over the
 corpora of the compiled rows' recall@100 over builtin:keywords'), followed by the merged and verbatim
