@@ -125,15 +125,17 @@ class OrderBar(QWidget):
         self.scores_check = QCheckBox("Model scores in active learning")
         self.scores_check.toggled.connect(self._scores_toggled)
         #: Whether the scores mean something: a scorer left out because its scores do not separate the
-        #: user's includes from excludes is named here, in one line (empty while no check can tell).
+        #: user's includes from excludes is named here, in one line (empty while no check can tell). The
+        #: window places it on a line of its own under the order: a sentence squeezed beside the order
+        #: wraps into a column.
         self.check_label = QLabel()
         self.check_label.setWordWrap(True)
+        self.check_label.setVisible(False)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(QLabel("Order:"))
         layout.addWidget(self.combo)
         layout.addWidget(self.scores_check)
-        layout.addWidget(self.check_label, 1)
 
     def set_session(self, session: Any) -> None:
         self.session = session
@@ -150,7 +152,9 @@ class OrderBar(QWidget):
         self.scores_check.blockSignals(False)
         self.scores_check.setEnabled(session.order.value == "active")  # it only moves that order
         self.scores_check.setToolTip(f"{self.SCORES_TIP}. Now: {session.scores_in_model_line()}.")
-        self.check_label.setText(session.score_check_line())
+        line = session.score_check_line()
+        self.check_label.setText(line)
+        self.check_label.setVisible(bool(line))
 
     def _order_chosen(self, _index: int) -> None:
         if self.session is not None:

@@ -117,6 +117,7 @@ class ScreeningWindow(QWidget):
         self.progress_label.setStyleSheet("font-size: 14px; padding: 4px")
         layout = QVBoxLayout(self)
         layout.addLayout(top)
+        layout.addWidget(self.order_bar.check_label)  # full width under the order, shown when it speaks
         layout.addWidget(self.tabs, 1)
         layout.addWidget(self.progress_label)
 
