@@ -16,7 +16,7 @@ from bibtexparser.middlewares import LatexDecodingMiddleware, SeparateCoAuthors,
 
 from kmds_desktop.app.search_log import FORMAT, load_search_log, write_search_log
 from kmds_desktop.literature.strategy.citation_names import key_stem, parse_author, to_ascii
-from kmds_desktop.literature.strategy.export import (
+from kmds_desktop.literature.strategy.reference_files import (
     bibtex_escape,
     export_documents,
     format_for_path,

@@ -22,7 +22,7 @@ from kmds_desktop.config import QueryGenerationSettings, RetrievalSettings
 from kmds_desktop.literature import open_database
 from kmds_desktop.literature.queries.agent import QueryAgent
 from kmds_desktop.literature.retrieval.semantic import ROW_SEMANTIC, SearchRow
-from kmds_desktop.literature.store import database_vectors
+from kmds_desktop.literature.store import bmlibrarian_vectors
 
 MODEL = "snowflake-arctic-embed2:latest"
 DIMENSIONS = 64
@@ -132,7 +132,7 @@ def _agent(db, url: str, **retrieval) -> QueryAgent:
 def test_semantic_row_searches_the_databases_own_vectors_with_their_model(bmlibrarian_with_vectors):
     db, info, ids = bmlibrarian_with_vectors
     assert db.schema_owner == "external"
-    found = database_vectors.find_database_vectors(db)  # the model listed without vectors is not one
+    found = bmlibrarian_vectors.find_database_vectors(db)  # the model listed without vectors is not one
     assert [(v.table, v.dimensions, v.model_name) for v in found] == [("emb_64", 64, MODEL)]
     before = _tables(info)
     with FakeOllama({MODEL: ModelScript(embed=embed)}) as fake:
@@ -193,15 +193,15 @@ def test_a_narrow_filter_widens_the_search_past_the_nearest_chunks(bmlibrarian_w
     stat = result.queries[0]
     assert stat.ok, stat.error
     assert stat.ids == _expected_order(question, ids, sources=(2,))  # both medRxiv documents, in order
-    found = database_vectors.nearest_document_ids(
-        db, database_vectors.find_database_vectors(db)[0], embed(question), max_rows=100, use_pubmed=False,
+    found = bmlibrarian_vectors.nearest_document_ids(
+        db, bmlibrarian_vectors.find_database_vectors(db)[0], embed(question), max_rows=100, use_pubmed=False,
         use_others=False)
     assert [i for i, _ in found] == stat.ids
 
 
 def test_a_large_database_gets_an_estimated_coverage(bmlibrarian_with_vectors, monkeypatch):
     db, _, _ = bmlibrarian_with_vectors
-    monkeypatch.setattr(database_vectors, "EXACT_COVERAGE_UP_TO", 0)  # as if it held millions
+    monkeypatch.setattr(bmlibrarian_vectors, "EXACT_COVERAGE_UP_TO", 0)  # as if it held millions
     with FakeOllama({MODEL: ModelScript(embed=embed)}) as fake:
         result = _agent(db, fake.url).run_reviewed_queries(
             [SearchRow("statins and cholesterol", ROW_SEMANTIC)], fetch=False)
@@ -326,9 +326,9 @@ def test_a_cancelled_lookup_is_not_remembered_as_no_vectors(bmlibrarian_with_vec
 
         monkeypatch.setattr(db, "run", failing)
         with pytest.raises(type(error)):
-            database_vectors.find_database_vectors(db)
+            bmlibrarian_vectors.find_database_vectors(db)
         monkeypatch.setattr(db, "run", real_run)
-    assert [v.model_name for v in database_vectors.find_database_vectors(db)] == [MODEL]
+    assert [v.model_name for v in bmlibrarian_vectors.find_database_vectors(db)] == [MODEL]
 
 
 def test_a_table_never_analysed_is_sized_by_the_planner_not_as_empty(pg_empty_database):
@@ -340,7 +340,7 @@ def test_a_table_never_analysed_is_sized_by_the_planner_not_as_empty(pg_empty_da
         conn.execute("INSERT INTO never_analysed SELECT g, repeat('x', 40) FROM generate_series(1, 5000) g")
         tuples = conn.execute("SELECT reltuples FROM pg_class WHERE relname = 'never_analysed'").fetchone()[0]
         assert tuples < 0
-        sizes = database_vectors.table_sizes(conn, ["never_analysed", "document"])
+        sizes = bmlibrarian_vectors.table_sizes(conn, ["never_analysed", "document"])
         conn.execute("DROP TABLE never_analysed")
     assert 2_000 <= sizes["never_analysed"] <= 20_000, sizes
     assert sizes["document"] >= 0

@@ -21,8 +21,8 @@ from kmds_desktop.literature.screening.decisions import DecisionStore, SourceCou
 from kmds_desktop.literature.screening.prisma import flow_svg, source_label
 from kmds_desktop.literature.screening.records import ScreeningRecord, record_from_document
 from kmds_desktop.literature.store.citations import page_range
-from kmds_desktop.literature.strategy.export import export_documents
 from kmds_desktop.literature.strategy.history import RowRecord, SearchHistory
+from kmds_desktop.literature.strategy.reference_files import export_documents
 from kmds_desktop.literature.strategy.search_report import build_report, report_markdown
 from kmds_desktop.text import human_datetime
 

@@ -1198,7 +1198,7 @@ def plan_retrieval_rows(agent: QueryAgent, question: str, *,
         return RetrievalRows(reason=f"document vectors unavailable: {err}")
     if with_vectors == 0:  # a BMLibrarian database's own vectors serve the row too
         # why: start-up time: it loads psycopg
-        from kmds_desktop.literature.retrieval.database_vectors import database_vector_status
+        from kmds_desktop.literature.retrieval.vector_choice import database_vector_status
 
         try:
             own = database_vector_status(agent.database, use_database_vectors=r.use_database_vectors,

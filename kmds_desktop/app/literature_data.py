@@ -124,7 +124,7 @@ def database_status(
     itself, which semantic rows search: :func:`database_vector_status`, None when there are none); a
     failure there is reported in it, never raised."""
     # why: start-up time: it loads psycopg
-    from kmds_desktop.literature.retrieval.database_vectors import database_vector_status
+    from kmds_desktop.literature.retrieval.vector_choice import database_vector_status
 
     status = db.status()
     try:
@@ -274,7 +274,7 @@ def write_export(
     writer: Callable[..., Any], *args: Any, progress: ProgressFn | None = None,
     cancel: CancelToken | None = None,
 ) -> Any:
-    """Run an export writer from :mod:`kmds_desktop.literature.strategy.export` on a worker."""
+    """Run an export writer from :mod:`kmds_desktop.literature.strategy.reference_files` on a worker."""
     return writer(*args)
 
 

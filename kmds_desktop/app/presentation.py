@@ -15,17 +15,17 @@ from kmds_desktop.config import Settings
 from kmds_desktop.index.errors import SemanticIndexError
 from kmds_desktop.kb import CATEGORIES, INTENTS, OBSERVATION_TYPES, WORKFLOW_KINDS, KnowledgeBaseError
 from kmds_desktop.literature.screening.prisma import flow_svg as svg
-from kmds_desktop.literature.strategy.export import (
-    DOCUMENT_FORMATS,
-    ExportDocument,
-    export_documents,
-    normalize_document,
-)
 from kmds_desktop.literature.strategy.history import SavedSet, SearchHistory
 from kmds_desktop.literature.strategy.known_papers import (
     PastedIdentifiers,
     read_known_file,
     read_pasted_identifiers,
+)
+from kmds_desktop.literature.strategy.reference_files import (
+    DOCUMENT_FORMATS,
+    ExportDocument,
+    export_documents,
+    normalize_document,
 )
 from kmds_desktop.literature.strategy.workbench import KnownCheck, SearchWorkbench
 from kmds_desktop.paths import data_dir, resources_dir

@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 
 from kmds_desktop.app.events import Observable
-from kmds_desktop.literature.screening import agreement, exports, prisma, stopping
+from kmds_desktop.literature.screening import agreement, prisma, screened_export, stopping
 from kmds_desktop.literature.screening.decisions import (
     EXCLUDE,
     INCLUDE,
@@ -1079,8 +1079,8 @@ class ScreeningSession(Observable):
         return path
 
     def export(self, path: str | Path, fmt: str | None = None, which: str = "included") -> Path:
-        chosen = exports.select(self.records, self.decisions, which)
-        return exports.export_screened(chosen, self.decisions, path, fmt, scores=self.scores_by_key())
+        chosen = screened_export.select(self.records, self.decisions, which)
+        return screened_export.export_screened(chosen, self.decisions, path, fmt, scores=self.scores_by_key())
 
     def export_decisions(self, path: str | Path, reviewer: str = "me") -> Path:
         path = Path(path)

@@ -50,7 +50,6 @@ from kmds_desktop.app.run_facts import generation_counts
 from kmds_desktop.literature.errors import LiteratureError
 from kmds_desktop.literature.queries.query_cleaning import query_key
 from kmds_desktop.literature.retrieval.semantic import ROW_SEMANTIC, ROW_TSQUERY
-from kmds_desktop.literature.strategy.export import export_documents, format_for_path
 from kmds_desktop.literature.strategy.history import HistoryError, SavedSet, SearchHistory
 from kmds_desktop.literature.strategy.known_papers import (
     KnownPaper,
@@ -60,6 +59,7 @@ from kmds_desktop.literature.strategy.known_papers import (
     read_pasted_identifiers,
 )
 from kmds_desktop.literature.strategy.overlap import Overlap, overlap
+from kmds_desktop.literature.strategy.reference_files import export_documents, format_for_path
 from kmds_desktop.literature.strategy.workbench import KnownCheck, SearchWorkbench
 from kmds_desktop.tasks import Cancelled
 from kmds_desktop.text import human_datetime

@@ -562,7 +562,7 @@ class QueryAgent:
                 choice = self._vector_choice(cancel)
                 if choice.vectors is not None:  # the database's own vectors: only the question is embedded
                     # why: start-up time: it loads psycopg
-                    from kmds_desktop.literature.store.database_vectors import database_similarities
+                    from kmds_desktop.literature.store.bmlibrarian_vectors import database_similarities
 
                     sims = database_similarities(self.database, choice.vectors,
                                                  choice.embed(question, cancel=cancel), head, cancel=cancel)
@@ -585,7 +585,7 @@ class QueryAgent:
         """Which vectors this run's semantic rows search (looked up once per run)."""
         if self._vectors is None:
             # why: start-up time: it loads psycopg
-            from kmds_desktop.literature.retrieval.database_vectors import choose_vectors
+            from kmds_desktop.literature.retrieval.vector_choice import choose_vectors
 
             self._vectors = choose_vectors(
                 self.database, use_database_vectors=self.retrieval.use_database_vectors,
@@ -597,7 +597,7 @@ class QueryAgent:
         """A semantic or hypothetical row: embed its text, nearest neighbours ID-only, its statistics
         (``matches`` = documents with a vector under the same filters). On a database holding vectors
         of its own whose model is on the Ollama server, those are searched (see
-        :mod:`kmds_desktop.literature.retrieval.database_vectors`)."""
+        :mod:`kmds_desktop.literature.retrieval.vector_choice`)."""
         # why: start-up time: it loads psycopg
         from kmds_desktop.literature.store.vectors import (
             VectorsUnavailable,
@@ -615,7 +615,7 @@ class QueryAgent:
             choice = self._vector_choice(cancel)
             if choice.vectors is not None:
                 # why: start-up time: it loads psycopg
-                from kmds_desktop.literature.store.database_vectors import (
+                from kmds_desktop.literature.store.bmlibrarian_vectors import (
                     database_vector_coverage,
                     nearest_document_ids,
                 )

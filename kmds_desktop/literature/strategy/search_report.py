@@ -7,7 +7,7 @@ how many documents the semantic rows could search (those with a vector), the fus
 re-ranking, the models' generated and unique query counts, the set algebra used,
 how rows were de-duplicated into documents, the overlap of the rows and, when known papers were given,
 the strategy's recall on them. Documents themselves are exported with
-:mod:`kmds_desktop.literature.strategy.export`.
+:mod:`kmds_desktop.literature.strategy.reference_files`.
 """
 
 from __future__ import annotations

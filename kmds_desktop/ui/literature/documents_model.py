@@ -1,8 +1,8 @@
 """The merged documents of a literature search run, best rank first (rank, title, year, journal, source,
 found by). The view starts sorted by rank; clicking a header sorts by that column instead.
 
-Rows are :class:`kmds_desktop.literature.strategy.export.ExportDocument` s, so what the table shows is
-exactly what the CSV/RIS/BibTeX exports write. ``UserRole`` returns the document for the detail view.
+Rows are :class:`kmds_desktop.literature.strategy.reference_files.ExportDocument` s, so what the table
+shows is exactly what the CSV/RIS/BibTeX exports write. ``UserRole`` returns the document for the detail view.
 """
 
 from __future__ import annotations

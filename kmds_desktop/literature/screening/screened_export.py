@@ -1,6 +1,6 @@
 """Export a review's included records (or all of them, with decision, reason, note and score).
 
-Why reuse :mod:`kmds_desktop.literature.strategy.export`: a screened set goes to the same reference
+Why reuse :mod:`kmds_desktop.literature.strategy.reference_files`: a screened set goes to the same reference
 managers as a
 search's documents, so it is written by the same writers (RIS fields, BibTeX keys and escaping, CSV
 columns); this module only adds the screening fields. RIS carries the decision and reason as ``KW``
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from kmds_desktop.literature.screening.decisions import INCLUDE, Decision
 from kmds_desktop.literature.screening.records import ScreeningRecord
-from kmds_desktop.literature.strategy.export import (
+from kmds_desktop.literature.strategy.reference_files import (
     CSV_COLUMNS,
     ExportDocument,
     documents_to_bibtex,

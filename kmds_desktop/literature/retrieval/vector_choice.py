@@ -1,7 +1,7 @@
 """Which vectors a semantic row searches: the app's own, or those the database already holds.
 
 On a database the app does not own (BMLibrarian), chunk vectors of the database's own model may
-cover every document already (:mod:`kmds_desktop.literature.store.database_vectors`). They are used
+cover every document already (:mod:`kmds_desktop.literature.store.bmlibrarian_vectors`). They are used
 when ``retrieval.use_database_vectors`` is on and that model answers on the configured Ollama server
 (the row's sentence must be embedded by the model that made the vectors); otherwise the semantic row
 runs on the app's vectors as before, and the reason the database's own were not used is kept for the
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kmds_desktop.literature.errors import LiteratureError
-from kmds_desktop.literature.store.database_vectors import (
+from kmds_desktop.literature.store.bmlibrarian_vectors import (
     DatabaseVectors,
     database_vector_coverage,
     find_database_vectors,
