@@ -56,10 +56,11 @@ class ReviewReports(QObject):
                          done=lambda written: self.messages.show_message(
                              f"{what[0].upper()}{what[1:]} of review {name} written to {written}.", "info",
                              topic=self.kind),
-                         failed=f"{what[0].upper()}{what[1:]} of review {name} could not be saved")
+                         failed=f"{what[0].upper()}{what[1:]} of review {name} could not be saved",
+                         policy="queue")  # a save asked for while another runs waits its turn, never dropped
 
     def _submit(self, fn: Callable[..., Any], *args: Any, label: str, done: Callable[[Any], None],
-                failed: str) -> Any:
-        return self.jobs.submit(self.kind, fn, *args, pass_progress=False, label=label, policy="refuse",
+                failed: str, policy: str = "refuse") -> Any:
+        return self.jobs.submit(self.kind, fn, *args, pass_progress=False, label=label, policy=policy,
                                 on_result=done,
                                 on_error=lambda exc: self.messages.show_exception(exc, failed))
