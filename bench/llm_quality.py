@@ -166,6 +166,8 @@ FALLBACK_CODES = ("invalid_route", "unknown_intent", "llm_error")
 ASK_SETS = {
     "dev": ROOT / "tests" / "data" / "ask_questions_dev.jsonl",
     "heldout": ROOT / "tests" / "data" / "ask_questions_heldout.jsonl",
+    #: 24 questions the offline router gets wrong (paraphrases, two-part questions, loose names).
+    "hard": ROOT / "tests" / "data" / "ask_questions_hard.jsonl",
 }
 #: Everyday questions for the answers (KB short name as in ``bench/ask_routing.py``, question): worded
 #: as a user asks, not tuned on; the first three are the issue's own examples.
@@ -312,6 +314,16 @@ class ModelServer:
             raise SystemExit(f"the model server did not start: {log.read_text(errors='replace')[-2000:]}")
         self.url = f"http://127.0.0.1:{int(line[0].split()[1])}"
 
+    def requests(self) -> list[dict[str, float]]:
+        """Every request the server finished so far, in order, from its log's ``KMDS_REQUEST`` lines:
+        reply and prompt tokens (exact, the model's tokenizer: they do not depend on the load), seconds
+        to the first piece (-1: not streamed) and in all."""
+        out = []
+        for line in self.log.read_text(errors="replace").splitlines():
+            if line.startswith("KMDS_REQUEST "):
+                out.append({k: float(v) for k, v in (f.split("=", 1) for f in line.split()[1:])})
+        return out
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.terminate()
@@ -349,6 +361,16 @@ def spread(items: list[Any], n: int | None) -> list[Any]:
     return [items[i * len(items) // n] for i in range(n)]
 
 
+def filters_right(route: Any, want: dict[str, Any]) -> bool:
+    """Whether the route's type, workflow and finding range are the question's (as ``bench/ask_routing.py``
+    judges them: each exactly, None where the question asks for none)."""
+    f = route.filters
+    seq = ([f.finding_seq_min, f.finding_seq_max]
+           if f.finding_seq_min is not None or f.finding_seq_max is not None else None)
+    got = {"obs_type": f.obs_type_filter, "workflow": f.workflow, "seq": seq}
+    return all(got[k] == v for k, v in want.items())
+
+
 def measure_routing(url: str, split: str, limit: int | None, verbose: bool) -> dict[str, Any]:
     """LLM router vs offline router on the split's routing questions (see the module docstring)."""
     from ask_routing import KBS, load_questions
@@ -368,7 +390,7 @@ def measure_routing(url: str, split: str, limit: int | None, verbose: bool) -> d
     llm = {n: SearchOrchestrator(kb, llm_fn=backend, settings=Settings(), index=index)
            for n, kb in kbs.items()}
     counts = {"llm": 0, "offline": 0, "llm_listing": 0, "offline_listing": 0, "fallbacks": 0, "schema": 0,
-              "raw": 0, "ungrounded": 0}
+              "raw": 0, "ungrounded": 0, "llm_filters": 0, "offline_filters": 0}
     times: list[float] = []
     for q in questions:
         for name, orchs in (("offline", offline), ("llm", llm)):
@@ -378,6 +400,7 @@ def measure_routing(url: str, split: str, limit: int | None, verbose: bool) -> d
             ok = route is not None and route.intent_class in q["intent"]
             counts[name] += ok
             counts[f"{name}_listing"] += result.listing == q["listing"]
+            counts[f"{name}_filters"] += route is not None and filters_right(route, q["filters"])
             if name == "llm":
                 times.append(time.perf_counter() - started)
                 # the model's own route before the guard, and the filters the guard dropped from it
@@ -394,6 +417,7 @@ def measure_routing(url: str, split: str, limit: int | None, verbose: bool) -> d
     return {"questions": n, "llm": counts["llm"] / n, "offline": counts["offline"] / n,
             "raw": counts["raw"] / n, "ungrounded": counts["ungrounded"],
             "llm_listing": counts["llm_listing"] / n, "offline_listing": counts["offline_listing"] / n,
+            "llm_filters": counts["llm_filters"] / n, "offline_filters": counts["offline_filters"] / n,
             "fallbacks": counts["fallbacks"], "schema": counts["schema"], "route_s": median(times)}
 
 
@@ -642,11 +666,17 @@ def measure_latency(server: ModelServer) -> dict[str, Any]:
                 token = time.perf_counter() - started
         return routed, token
 
+    before = len(server.requests())
     out["route_first_s"], out["token_first_s"] = first_token("What problems were found in the data?")
     out["route_later_s"], out["token_later_s"] = first_token("Which model was selected and why?")
     started = time.perf_counter()
     orch.retrieve("How were the features prepared before modelling?")
     out["route_back_to_back_s"] = time.perf_counter() - started
+    # route, answer, route, answer, route: reply tokens of the routes, prompt tokens of the answers
+    asked = server.requests()[before:]
+    out["route_tokens"] = [int(r["reply_tokens"]) for r in asked[0::2]]
+    out["answer_prompt_tokens"] = [int(r["prompt_tokens"]) for r in asked[1::2]]
+    out["answer_first_piece_s"] = [r["first_s"] for r in asked[1::2]]
     done: list[Any] = []
     worker = threading.Thread(target=lambda: done.append(orch.ask("Were there missing values in the data?")))
     worker.start()
@@ -673,17 +703,21 @@ def print_table(split: str, which: str, routing: dict[str, Any] | None, corpora:
     rows: list[tuple[str, str]] = []
     if routing:
         rows += [
-            (f"routing template accuracy, guarded LLM ({routing['questions']} questions)",
-             f"{routing['llm']:.3f}"),
+            (f"routing template accuracy, guarded LLM ({routing.get('set', split)}, "
+             f"{routing['questions']} questions)", f"{routing['llm']:.3f}"),
             ("routing template accuracy, raw LLM (before the guard)", f"{routing['raw']:.3f}"),
             ("routing template accuracy, offline router", f"{routing['offline']:.3f}"),
             ("model's filters not grounded in the question (dropped by the guard)",
              f"{routing['ungrounded']}"),
             ("listing/open accuracy, LLM / offline",
              f"{routing['llm_listing']:.3f} / {routing['offline_listing']:.3f}"),
+            ("filters all right (type, workflow, range), LLM / offline",
+             f"{routing['llm_filters']:.3f} / {routing['offline_filters']:.3f}"),
             ("LLM routes asked under the schema / fell back",
              f"{routing['schema']} / {routing['fallbacks']}"),
         ]
+        if "tokens" in routing:
+            rows.append(("tokens per route reply (median)", f"{routing['tokens']:.0f}"))
     for name, c in corpora.items():
         t = c["table"]
         if "verbatim" in c["modes"]:
@@ -723,6 +757,9 @@ def print_table(split: str, which: str, routing: dict[str, Any] | None, corpora:
             ("s per scored record (median; the first)",
              f"{scoring['score_s']:.1f} ({scoring['score_s_first']:.1f})"),
         ]
+        if "tokens" in scoring:
+            rows.append(("tokens per score reply / score prompt (median)",
+                         f"{scoring['tokens']:.0f} / {scoring['prompt_tokens']:.0f}"))
     if latency:
         rows += [
             ("s to the first route (prompt not cached) / its answer's first token",
@@ -734,6 +771,11 @@ def print_table(split: str, which: str, routing: dict[str, Any] | None, corpora:
              f"{latency['fallback_s']:.1f}{'' if latency['fallback_said'] else ' (no result!)'}"),
             ("load average (1 min) when the latency part began", f"{latency['load']:.2f}"),
         ]
+        if "route_tokens" in latency:
+            rows += [("tokens per route reply (each route)", " ".join(map(str, latency["route_tokens"]))),
+                     ("tokens per answer prompt / s to its first piece at the server (each answer)",
+                      " ".join(f"{t}/{s:.1f}" for t, s in zip(
+                          latency["answer_prompt_tokens"], latency["answer_first_piece_s"], strict=False)))]
     width = max(len(r[0]) for r in rows) + 2
     for label, value in rows:
         print(f"{label:<{width}}{value}", flush=True)
@@ -767,6 +809,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="the model's rows to measure: compiled (concepts), verbatim, or both")
     parser.add_argument("--lit-questions", type=int, default=15, help="judged questions per corpus")
     parser.add_argument("--route-questions", type=int, default=24)
+    parser.add_argument("--route-sets", default=None,
+                        help="routing question sets, comma-separated: dev, heldout, hard "
+                             "(default: the split's)")
     parser.add_argument("--answers", type=int, default=len(ANSWER_QUESTIONS))
     parser.add_argument("--data-dir", type=Path, default=None, help="keep/reuse the imported corpora here")
     parser.add_argument("--model", type=Path, default=None, help="the GGUF (default: the checked Qwen file)")
@@ -785,13 +830,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     root = args.data_dir or work
     server = ModelServer(gguf, args.threads, args.ctx, work / "server.log")
     routing = answers = scoring = latency = None
+    routings: list[dict[str, Any]] = []
     corpora: dict[str, dict[str, Any]] = {}
     try:
         with prompts(args.prompt) as system_prompt:
             # each part's figures are printed as soon as it ends (a slow machine may be stopped early)
             if "routing" in parts:
-                routing = measure_routing(server.url, args.split, args.route_questions, args.verbose)
-                print_table(args.split, args.prompt, routing, {}, None, minutes(started), last=False)
+                for route_set in (args.route_sets or args.split).split(","):
+                    before = len(server.requests())
+                    routing = measure_routing(server.url, route_set, args.route_questions, args.verbose)
+                    routing["tokens"] = median([r["reply_tokens"] for r in server.requests()[before:]])
+                    routing["set"] = route_set
+                    print_table(args.split, args.prompt, routing, {}, None, minutes(started), last=False)
+                    routings.append(routing)
             if "queries" in parts:
                 for name in args.corpora.split(","):
                     corpora[name] = measure_corpus(name, server.url, root, args.split, args.lit_questions,
@@ -801,8 +852,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             if "answers" in parts:
                 answers = measure_answers(server.url, args.answers, args.verbose)
             if "scoring" in parts:
+                before = len(server.requests())
                 scoring = measure_scoring(server.url, args.split, args.score_questions, args.score_records,
                                           args.verbose)
+                asked = server.requests()[before:]
+                scoring["tokens"] = median([r["reply_tokens"] for r in asked])
+                scoring["prompt_tokens"] = median([r["prompt_tokens"] for r in asked])
                 print_table(args.split, args.prompt, None, {}, None, minutes(started), last=False,
                             scoring=scoring)
             if "latency" in parts:  # last: it kills the server
@@ -810,8 +865,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         server.stop()
         shutil.rmtree(work, ignore_errors=True)
+    for earlier in routings[:-1]:
+        print_table(args.split, args.prompt, earlier, {}, None, minutes(started), last=False)
     print_table(args.split, args.prompt, routing, corpora, answers, minutes(started), scoring=scoring,
                 latency=latency)
+    if len(routings) > 1:
+        print("guarded routing / offline per set: " + ", ".join(
+            f"{r['set']} {r['llm'] / max(1e-9, r['offline']):.3f}" for r in routings))
     return 0
 
 if __name__ == "__main__":

@@ -61,6 +61,19 @@ class Server:
         self.die_on_request = die_on_request
         self.die_after_chunks = die_after_chunks
 
+    def log_request(self, messages: list[dict[str, str]], reply: str, first_s: float | None,
+                    started: float) -> None:
+        """One line on stderr per finished request: the reply's and the messages' tokens (exact, by the
+        model's tokenizer; they do not depend on the machine's load), seconds to the first piece and in
+        all. Benches read these lines from the server's log."""
+        def count(text: str) -> int:
+            return len(self.llm.tokenize(text.encode(), add_bos=False, special=False)) if text else 0
+
+        prompt = sum(count(m.get("content", "")) for m in messages)
+        first = -1.0 if first_s is None else first_s
+        print(f"KMDS_REQUEST reply_tokens={count(reply)} prompt_tokens={prompt} first_s={first:.2f} "
+              f"total_s={time.perf_counter() - started:.2f}", file=sys.stderr, flush=True)
+
     def known(self, name: str) -> bool:
         return any(n in self.names for n in (name, f"{name}:latest", name.removesuffix(":latest")))
 
@@ -145,6 +158,7 @@ def make_handler(server: Server) -> type[BaseHTTPRequestHandler]:
                 else:
                     reply = server.generate(messages, options, body.get("format"), False)
                     text = reply["choices"][0]["message"].get("content") or ""
+                    server.log_request(messages, text, None, started)
                     self._json(200, self._final(path, model, text, started, reply.get("usage") or {}))
 
         def _final(self, path: str, model: str, text: str, started: float, usage: dict[str, Any]) -> dict:
@@ -171,11 +185,15 @@ def make_handler(server: Server) -> type[BaseHTTPRequestHandler]:
                 self.wfile.flush()
 
             chunks = 0
+            pieces: list[str] = []
+            first: float | None = None
             try:
                 for part in server.generate(messages, options, fmt, True):
                     piece = part["choices"][0]["delta"].get("content") or ""
                     if not piece:
                         continue
+                    pieces.append(piece)
+                    first = first if first is not None else time.perf_counter() - started
                     data: dict[str, Any] = {"model": model, "created_at": _now(), "done": False}
                     if path == "/api/chat":
                         data["message"] = {"role": "assistant", "content": piece}
@@ -189,6 +207,7 @@ def make_handler(server: Server) -> type[BaseHTTPRequestHandler]:
                 send(final)
                 self.wfile.write(b"0\r\n\r\n")
                 self.wfile.flush()
+                server.log_request(messages, "".join(pieces), first, started)
             except (BrokenPipeError, ConnectionResetError):
                 self.close_connection = True  # the client went away: stop generating for it
 
