@@ -439,3 +439,62 @@ def test_rename_export_and_delete_a_review_that_is_not_open_from_the_review_list
         assert [s.id for s in book.summaries()] == ["sweat"]
     assert reviews.screening_window is screening and screening.session is not None  # the open one stays
     assert read_place().review == "sweat"
+
+
+def test_the_panels_search_becomes_the_reviews_strategy_and_the_edit_is_logged(
+        qtbot, make_window, pg_empty_database, literature_data, tmp_path, data_home) -> None:
+    """Between updates the researcher edits the search in the panel (a hand-written row added), runs it, and
+    File → Use this search as the strategy makes it what the next Update runs: a new strategy version whose
+    edit the review's report logs; asking again for the same search changes nothing and says so."""
+    from PySide6.QtWidgets import QLineEdit
+
+    db = pg_empty_database
+    early, _later, _latest, _years = _cf_by_year(literature_data, tmp_path)
+    db.import_files([early])
+    with SearchHistory() as history:
+        saved = SearchWorkbench(history, db).run(
+            QUESTION, [("sweat & (chloride | sodium)", {"kind": "hand-written"})], max_rows=1000)
+        with ReviewBook() as book:
+            book.new("sweat", [QUESTION], history=history, database=db, from_sets=[saved.number])
+            assert book.strategy("sweat").version == 1
+
+    window = _start(make_window, db)
+    panel = window.literature
+    qtbot.waitUntil(lambda: panel.session.documents_in_database is not None, timeout=WAIT)
+    window.reviews.actions["open"].trigger()
+    picker = window.reviews.dialog
+    qtbot.waitUntil(lambda: picker.list.count() == 1, timeout=WAIT)
+    _click(qtbot, picker.open_button)
+    _screening(qtbot, window)
+    assert window.reviews.actions["strategy"].isEnabled()
+
+    _click(qtbot, panel.add_button)  # a second, hand-written row
+    editor = panel.review_view.viewport().findChild(QLineEdit)
+    assert editor is not None and editor.isVisible()
+    editor.selectAll()
+    qtbot.keyClicks(editor, "sweat <-> test & infant")
+    qtbot.keyClick(editor, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: any(r.query == "sweat <-> test & infant" and r.included
+                                for r in panel.review.rows()), timeout=WAIT)
+    before = panel.session.recorded_run
+    _click(qtbot, panel.run_button)
+    qtbot.waitUntil(lambda: panel.session.recorded_run is not before and panel.run_button.isEnabled(),
+                    timeout=WAIT)
+    number = panel.session.recorded_run[1]
+    assert number != saved.number
+
+    window.reviews.actions["strategy"].trigger()
+    qtbot.waitUntil(lambda: "now updates with search" in window.messages.label.text(), timeout=WAIT)
+    assert f"#{number}" in window.messages.label.text()
+    with ReviewBook() as book:
+        strategy = book.strategy("sweat")
+        assert strategy.version == 2 and "sweat <-> test & infant" in strategy.text
+        assert "sweat & (chloride | sodium)" in strategy.text
+        assert f"search #{number} in the window" in strategy.note
+        lines = "\n".join(book.report_lines("sweat"))
+        assert "strategy (version 2, saved " in lines and f"search #{number} in the window" in lines
+
+    window.reviews.actions["strategy"].trigger()  # the same search again: no new version
+    qtbot.waitUntil(lambda: "is already the strategy" in window.messages.label.text(), timeout=WAIT)
+    with ReviewBook() as book:
+        assert book.strategy("sweat").version == 2

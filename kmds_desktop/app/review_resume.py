@@ -336,6 +336,23 @@ def new_review(name: str, question: str = "", *, search_set: int | None = None, 
                             from_sets=[search_set])
 
 
+def use_search_as_strategy(name: str, search_set: int, *, store_path: str | Path | None = None,
+                           history_path: str | Path | None = None) -> str:
+    """History set ``search_set`` (the search the literature panel shows, perhaps edited since the last
+    update) becomes review ``name``'s strategy, as ``literature review strategy NAME --from-set N`` makes it:
+    a new version logged with its time when it differs, so the report says what was searched when and the
+    next Update runs it. Returns the line the window shows."""
+    with ReviewBook(store_path) as book, SearchHistory(history_path) as history:
+        before = book.strategy(name, history)
+        saved = book.set_strategy(name, history, [search_set],
+                                  note=f"edited: search #{search_set} in the window")
+        review = book.store.find(name).id
+    if before is not None and before.version == saved.version:
+        return f"Search #{search_set} is already the strategy of review {review} (version {saved.version})."
+    return (f"Review {review} now updates with search #{search_set} (strategy version {saved.version}): "
+            f"{' '.join(saved.text.split())[:160]}")
+
+
 def rename_review(name: str, new_name: str, store_path: str | Path | None = None) -> str:
     with ReviewBook(store_path) as book:
         return book.rename(name, new_name)

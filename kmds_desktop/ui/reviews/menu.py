@@ -101,6 +101,9 @@ class ReviewMenu(QObject):
         self.recent_menu.setObjectName("review:recent")
         add("update", "&Update review", self.update_review,
             "Re-run the review's saved search on the database as it is now and screen only the new records")
+        add("strategy", "Use this searc&h as the strategy", self.use_panel_search,
+            "The search the literature panel shows becomes the open review's strategy: the next Update runs "
+            "it, and the report logs the edit")
         add("report", "Review re&port…", self.show_report,
             "What happened in each round: the strategy it ran, the counts, the PRISMA 2020 flow per round")
         add("rename", "Rena&me review…", self.rename_review, "Give the open review another name (another "
@@ -118,7 +121,7 @@ class ReviewMenu(QObject):
     def update_actions(self) -> None:
         """Entries on the open review are enabled only while one is open; Recent lists the last 8."""
         has = bool(self.place.review)
-        for name in ("update", "report", "rename", "delete", "export", "merge"):
+        for name in ("update", "strategy", "report", "rename", "delete", "export", "merge"):
             action = self.actions.get(name)
             if action is not None:
                 action.setEnabled(has)
@@ -469,6 +472,17 @@ class ReviewMenu(QObject):
                          done=self._updated, failed=f"Review {name} could not be updated")
 
         self._with_database(start)
+
+    def use_panel_search(self) -> None:
+        """Use this search as the strategy: the panel's search (history set) is what the next Update runs."""
+        name, recorded = self.place.review, self.panel.session.recorded_run
+        if not name or recorded is None:
+            self.messages.show_message("Run a search in the literature panel with a review open, then use it "
+                                       "as the review's strategy.", "warning", topic=KIND)
+            return
+        self._submit(resume.use_search_as_strategy, name, recorded[1], label=f"Saving the strategy of {name}",
+                     done=lambda line: self.messages.show_message(line, "info", topic=KIND),
+                     failed=f"The strategy of review {name} could not be saved")
 
     def _updated(self, outcome: Any) -> None:
         text = (f"Update {outcome.round} of {outcome.review}: {outcome.found:,} found, "
