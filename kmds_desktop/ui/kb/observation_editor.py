@@ -62,7 +62,71 @@ def _error_label() -> QLabel:
     return label
 
 
-class ObservationDialog(QDialog):
+def _ticked(widget: QListWidget) -> list[str]:
+    """The names ticked in a :func:`_checkable_list`, in list order."""
+    return [widget.item(i).text() for i in range(widget.count())
+            if widget.item(i).checkState() == Qt.CheckState.Checked]
+
+
+def _tick(widget: QListWidget, names: Any) -> None:
+    """Tick the names of a :func:`_checkable_list` that are in ``names``."""
+    for i in range(widget.count()):
+        item = widget.item(i)
+        if item.text() in names:
+            item.setCheckState(Qt.CheckState.Checked)
+
+
+def _select_or_add(combo: QComboBox, text: str) -> None:
+    """Select ``text`` in ``combo``, adding it first when the list lacks it (a KB's own value is kept)."""
+    idx = combo.findText(text)
+    if idx < 0:
+        combo.addItem(text)
+        idx = combo.count() - 1
+    combo.setCurrentIndex(idx)
+
+
+class _EditDialog(QDialog):
+    """What the observation and the workflow dialogs share: labelled rows, the inline error, OK and
+    Cancel, and OK applying the values (the dialog stays open with the KB's reason when it refuses)."""
+
+    def __init__(self, title: str, min_width: int, rows: list[tuple[str, QWidget]],
+                 apply: ApplyFn | None, parent: QWidget | None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle(title)
+        self.setMinimumWidth(min_width)
+        self._apply = apply
+        self.applied: Any = None
+        form = QFormLayout()
+        for label, widget in rows:
+            form.addRow(label, widget)
+        self.error = _error_label()
+        self.buttons = QDialogButtonBox(_OK | _CANCEL)
+        self.buttons.accepted.connect(self._on_ok)
+        self.buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(self.error)
+        layout.addWidget(self.buttons)
+
+    def values(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def show_error(self, text: str) -> None:
+        self.error.setText(text)
+        self.error.setVisible(bool(text))
+
+    def _on_ok(self) -> None:
+        values = self.values()  # the KB checks them (an empty finding, a bad name): one rule
+        if self._apply is not None:
+            try:
+                self.applied = self._apply(values)
+            except (KnowledgeBaseError, ValueError) as exc:
+                self.show_error(getattr(exc, "problem", None) or str(exc))
+                return
+        self.accept()
+
+
+class ObservationDialog(_EditDialog):
     """Category, type, finding, sequence, intent and workflows of one observation."""
 
     def __init__(
@@ -75,12 +139,6 @@ class ObservationDialog(QDialog):
         apply: ApplyFn | None = None,
         parent: QWidget | None = None,
     ) -> None:
-        super().__init__(parent)
-        self.setWindowTitle("Edit observation" if observation is not None else "Add observation")
-        self.setMinimumWidth(520)
-        self._apply = apply
-        self.applied: Any = None
-        form = QFormLayout()
         self.category = QComboBox()
         for cat in CATEGORIES:
             self.category.addItem(CATEGORY_LABELS.get(cat, cat), cat)
@@ -96,30 +154,16 @@ class ObservationDialog(QDialog):
         self.intent.addItem("")
         self.intent.addItems(list(INTENTS))
         self.workflows = _checkable_list(workflows, max_height=90)
-        form.addRow("Category", self.category)
-        form.addRow("Type", self.obs_type)
-        form.addRow("Finding", self.finding)
-        form.addRow("Sequence", self.sequence)
-        form.addRow("Intent", self.intent)
-        form.addRow("Workflows", self.workflows)
-        self.error = _error_label()
-        self.buttons = QDialogButtonBox(_OK | _CANCEL)
-        self.buttons.accepted.connect(self._on_ok)
-        self.buttons.rejected.connect(self.reject)
-        layout = QVBoxLayout(self)
-        layout.addLayout(form)
-        layout.addWidget(self.error)
-        layout.addWidget(self.buttons)
+        super().__init__("Edit observation" if observation is not None else "Add observation", 520, [
+            ("Category", self.category), ("Type", self.obs_type), ("Finding", self.finding),
+            ("Sequence", self.sequence), ("Intent", self.intent), ("Workflows", self.workflows),
+        ], apply, parent)
         self.category.currentIndexChanged.connect(self._fill_types)
 
         if observation is not None:
             self.category.setCurrentIndex(max(0, self.category.findData(observation.category)))
             self._fill_types()
-            idx = self.obs_type.findText(observation.obs_type)
-            if idx < 0:
-                self.obs_type.addItem(observation.obs_type)
-                idx = self.obs_type.count() - 1
-            self.obs_type.setCurrentIndex(idx)
+            _select_or_add(self.obs_type, observation.obs_type)
             self.finding.setPlainText(observation.finding or "")
             self.sequence.setValue(observation.finding_seq or 0)
             self.intent.setCurrentText(observation.intent or "")
@@ -129,10 +173,7 @@ class ObservationDialog(QDialog):
                 self.category.setCurrentIndex(max(0, self.category.findData(default_category)))
             self._fill_types()
             checked = {default_workflow} if default_workflow else set(workflows[:1])
-        for i in range(self.workflows.count()):
-            item = self.workflows.item(i)
-            if item.text() in checked:
-                item.setCheckState(Qt.CheckState.Checked)
+        _tick(self.workflows, checked)
 
     def _fill_types(self) -> None:
         cat = self.category.currentData()
@@ -144,11 +185,6 @@ class ObservationDialog(QDialog):
             self.obs_type.setCurrentIndex(idx)
 
     def values(self) -> dict[str, Any]:
-        workflows = [
-            self.workflows.item(i).text()
-            for i in range(self.workflows.count())
-            if self.workflows.item(i).checkState() == Qt.CheckState.Checked
-        ]
         seq = self.sequence.value()
         return {
             "category": self.category.currentData(),
@@ -156,25 +192,11 @@ class ObservationDialog(QDialog):
             "finding": self.finding.toPlainText(),
             "finding_seq": seq if seq > 0 else None,
             "intent": self.intent.currentText().strip() or None,
-            "workflows": workflows,
+            "workflows": _ticked(self.workflows),
         }
 
-    def show_error(self, text: str) -> None:
-        self.error.setText(text)
-        self.error.setVisible(bool(text))
 
-    def _on_ok(self) -> None:
-        values = self.values()  # the KB checks them (an empty finding, a bad name): one rule
-        if self._apply is not None:
-            try:
-                self.applied = self._apply(values)
-            except (KnowledgeBaseError, ValueError) as exc:
-                self.show_error(getattr(exc, "problem", None) or str(exc))
-                return
-        self.accept()
-
-
-class WorkflowDialog(QDialog):
+class WorkflowDialog(_EditDialog):
     """Name, kind, description and dependencies of one workflow."""
 
     def __init__(
@@ -185,64 +207,25 @@ class WorkflowDialog(QDialog):
         apply: ApplyFn | None = None,
         parent: QWidget | None = None,
     ) -> None:
-        super().__init__(parent)
-        self.setWindowTitle("Edit workflow" if workflow is not None else "Add workflow")
-        self.setMinimumWidth(480)
-        self._apply = apply
-        self.applied: Any = None
-        form = QFormLayout()
         self.name = QLineEdit()
         self.kind = QComboBox()
         self.kind.addItems(list(WORKFLOW_KINDS))
         self.description = QPlainTextEdit()
         self.depends_on = _checkable_list(other_workflows, max_height=80)
-        form.addRow("Name", self.name)
-        form.addRow("Kind", self.kind)
-        form.addRow("Description", self.description)
-        form.addRow("Depends on", self.depends_on)
-        self.error = _error_label()
-        self.buttons = QDialogButtonBox(_OK | _CANCEL)
-        self.buttons.accepted.connect(self._on_ok)
-        self.buttons.rejected.connect(self.reject)
-        layout = QVBoxLayout(self)
-        layout.addLayout(form)
-        layout.addWidget(self.error)
-        layout.addWidget(self.buttons)
+        super().__init__("Edit workflow" if workflow is not None else "Add workflow", 480, [
+            ("Name", self.name), ("Kind", self.kind), ("Description", self.description),
+            ("Depends on", self.depends_on),
+        ], apply, parent)
         if workflow is not None:
             self.name.setText(workflow.name)
-            idx = self.kind.findText(workflow.kind)
-            if idx < 0:
-                self.kind.addItem(workflow.kind)
-                idx = self.kind.count() - 1
-            self.kind.setCurrentIndex(idx)
+            _select_or_add(self.kind, workflow.kind)
             self.description.setPlainText(workflow.description or "")
-            for i in range(self.depends_on.count()):
-                item = self.depends_on.item(i)
-                if item.text() in workflow.depends_on:
-                    item.setCheckState(Qt.CheckState.Checked)
+            _tick(self.depends_on, workflow.depends_on)
 
     def values(self) -> dict[str, Any]:
         return {
             "name": self.name.text().strip(),
             "kind": self.kind.currentText(),
             "description": self.description.toPlainText().strip() or None,
-            "depends_on": [
-                self.depends_on.item(i).text()
-                for i in range(self.depends_on.count())
-                if self.depends_on.item(i).checkState() == Qt.CheckState.Checked
-            ],
+            "depends_on": _ticked(self.depends_on),
         }
-
-    def show_error(self, text: str) -> None:
-        self.error.setText(text)
-        self.error.setVisible(bool(text))
-
-    def _on_ok(self) -> None:
-        values = self.values()  # the KB checks them (an empty finding, a bad name): one rule
-        if self._apply is not None:
-            try:
-                self.applied = self._apply(values)
-            except (KnowledgeBaseError, ValueError) as exc:
-                self.show_error(getattr(exc, "problem", None) or str(exc))
-                return
-        self.accept()
