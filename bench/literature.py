@@ -125,8 +125,9 @@ def bare_copy(db, path: Path) -> int:
         ) as copy, path.open(encoding="utf-8") as fh:
             for line in fh:
                 r = _jsonl_record(json.loads(line))
-                copy.write_row((ids[r.source], r.external_id, r.doi, r.title, r.abstract, r.authors,
-                                r.publication, r.publication_date, r.mesh_terms, r.keywords, r.url))
+                copy.write_row((ids[r.source], r.external_id, r.doi or None, r.title or None,
+                                r.abstract or None, r.authors, r.journal or None, r.publication_date,
+                                r.mesh_terms, r.keywords, r.url or None))
                 n += 1
         conn.commit()
     return n

@@ -39,8 +39,9 @@ sys.path.insert(0, str(ROOT))
 
 from kmds_desktop import paths  # noqa: E402
 from kmds_desktop.config import LiteratureSettings  # noqa: E402
+from kmds_desktop.literature.document import Document  # noqa: E402
 from kmds_desktop.literature.store.database import open_database  # noqa: E402
-from kmds_desktop.literature.store.importers import Record, default_url, read_records  # noqa: E402
+from kmds_desktop.literature.store.importers import read_records  # noqa: E402
 from kmds_desktop.literature.store.loading import folder_files  # noqa: E402
 from kmds_desktop.literature.store.server import EmbeddedServer  # noqa: E402
 
@@ -85,11 +86,11 @@ def bare_copy(db, files: list[Path]) -> int:
                 "publication_date, mesh_terms, keywords, url) FROM STDIN"
             ) as copy:
                 for r in read_records(path):
-                    if not isinstance(r, Record):
+                    if not isinstance(r, Document):
                         continue
-                    copy.write_row((pubmed, r.external_id, r.doi, r.title, r.abstract, r.authors,
-                                    r.publication, r.publication_date, r.mesh_terms, r.keywords,
-                                    r.url or default_url(r.source, r.external_id, r.doi)))
+                    copy.write_row((pubmed, r.external_id, r.doi or None, r.title or None, r.abstract or None,
+                                    r.authors, r.journal or None, r.publication_date, r.mesh_terms,
+                                    r.keywords, r.url or None))
                     n += 1
             conn.commit()
     return n
@@ -149,7 +150,7 @@ def main() -> int:
           f"({time.perf_counter() - t0:.1f} s to write)")
 
     t0 = time.perf_counter()
-    parsed = sum(1 for f in files for r in read_records(f) if isinstance(r, Record))
+    parsed = sum(1 for f in files for r in read_records(f) if isinstance(r, Document))
     t_parse = time.perf_counter() - t0
     print(f"parsing alone: {parsed:,} records in {t_parse:.1f} s ({parsed / t_parse:,.0f} records/s)")
 

@@ -9,8 +9,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from kmds_desktop.literature.document import Document
 from kmds_desktop.literature.errors import ImportFileError
-from kmds_desktop.literature.store.importers import Record, Withdrawal, read_records
+from kmds_desktop.literature.store.importers import Withdrawal, read_records
 from kmds_desktop.tasks import Cancelled, CancelToken
 
 
@@ -69,7 +70,7 @@ def test_current_pubmed_xml_fields(pg_empty_database, literature_data):
 
 def test_medline_2016_structured_abstracts_and_medline_dates(literature_data):
     items = list(read_records(literature_data / "raw/medline16n0902.xml.gz"))
-    records = [r for r in items if isinstance(r, Record)]
+    records = [r for r in items if isinstance(r, Document)]
     assert len(records) == 604
     # The file's DeleteCitation list comes as one withdrawal.
     withdrawals = [(w.source, w.external_ids) for w in items if isinstance(w, Withdrawal)]

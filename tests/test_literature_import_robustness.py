@@ -18,6 +18,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from kmds_desktop.literature.document import Document
 from kmds_desktop.literature.errors import ImportFileError
 from kmds_desktop.literature.store import importers
 from kmds_desktop.literature.store.importers import (
@@ -25,7 +26,6 @@ from kmds_desktop.literature.store.importers import (
     MAX_RECORD_BYTES,
     MIN_GZIP_CAP,
     BadRecord,
-    Record,
     parse_partial_date,
     read_records,
 )
@@ -201,7 +201,7 @@ def test_a_jsonl_line_past_the_record_limit_is_skipped_without_being_held(pg_emp
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert [type(i) for i in items] == [Record, BadRecord, Record]
+    assert [type(i) for i in items] == [Document, BadRecord, Document]
     assert peak < 3 * MAX_RECORD_BYTES, peak  # the 256 MiB line was never held whole
 
     report = pg_empty_database.import_files([path])
@@ -356,7 +356,7 @@ def test_the_gzip_cap_leaves_real_gz_files_alone(literature_data):
     path = literature_data / "raw" / "medline16n0902.xml.gz"
     text = gzip.decompress(path.read_bytes())
     assert len(text) > 5 * path.stat().st_size
-    records = [i for i in read_records(path) if isinstance(i, Record)]
+    records = [i for i in read_records(path) if isinstance(i, Document)]
     assert len(records) == text.count(b"</MedlineCitation>") > 600  # every record, to the file's end
 
 

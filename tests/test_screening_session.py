@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import stat
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -171,7 +172,7 @@ def test_reasons_are_editable(store: DecisionStore) -> None:
 def test_several_searches_duplicates_and_new_records(store: DecisionStore) -> None:
     session = open_session(store, background=False)
     first = records(6)
-    first[0].doi = "10.1/abc"
+    first[0].document = replace(first[0].document, doi="10.1/abc")  # the paper changes as a new Document
     session.add_records(first, origin="#1")
     session.include()
     other = [

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kmds_desktop.literature.document import Document
 from kmds_desktop.literature.reviews.identity import RecordMatcher
 from kmds_desktop.literature.reviews.store import ReviewError, ReviewStore
 from kmds_desktop.literature.screening import agreement
@@ -218,7 +219,7 @@ def merge_returned(store: ReviewStore, review_id: str, path: str | Path,
     unknown = 0
     for row in _table(doc, "decision"):
         key = (str(row.get("source")), str(row.get("external_id")))
-        mine = their_key.get(key) or matcher.match(ScreeningRecord(key[0], key[1]))
+        mine = their_key.get(key) or matcher.match(ScreeningRecord(document=Document(*key)))
         if mine is None or row.get("decision") not in DECISIONS:
             unknown += 1
             continue

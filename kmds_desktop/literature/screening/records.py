@@ -19,10 +19,11 @@ import hashlib
 import io
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from kmds_desktop.literature.document import Document, ReadsDocument
 from kmds_desktop.text import shorten
 from kmds_desktop.user_files import UserFileError, file_limit, read_user_text
 
@@ -45,53 +46,90 @@ def normalize_pmid(value: Any) -> str:
     return text if text.isdigit() else ""
 
 
-@dataclass
-class ScreeningRecord:
-    """One paper to screen, as the screening view shows it."""
+@dataclass(init=False)
+class ScreeningRecord(ReadsDocument):
+    """One paper in one screening: its :class:`~kmds_desktop.literature.document.Document` and what
+    belongs to this screening (the rows that found it, its rank, where it joined the review, the
+    identities merged into it, a known label).
 
-    source: str
-    external_id: str
-    title: str = ""
-    abstract: str = ""
-    authors: list[str] = field(default_factory=list)
-    year: int | None = None
-    journal: str = ""
-    doi: str = ""
-    pmid: str = ""
-    url: str = ""
-    keywords: list[str] = field(default_factory=list)
+    Why a wrapper: the same Document is imported, stored, ranked and exported; only these fields are
+    the screening's. The paper's fields read through (``record.title``, ``record.volume``; see
+    :class:`~kmds_desktop.literature.document.ReadsDocument`), except that ``doi`` and ``pmid`` read in
+    one spelling (:func:`normalize_doi`, :func:`normalize_pmid`) so duplicates are found however a
+    source wrote them, while the Document keeps the source's spelling.
+
+    Built either from a Document (``ScreeningRecord(document=doc, rank=3)``) or, as records from files,
+    tests and scripts are, from the paper's fields (``ScreeningRecord("pubmed", "123", title=...)``),
+    which become its Document; the two cannot be mixed."""
+
+    document: Document
     #: The search rows that found it ("#3 row 2: cystic AND fibrosis"), in the order first seen.
-    found_by: list[str] = field(default_factory=list)
+    found_by: list[str]
     #: Its best fused rank in the search that brought it (1 = best; None for a file import).
-    rank: int | None = None
+    rank: int | None
     #: Internal id in the literature database it was fetched from (for display only, never a key).
-    doc_id: int | None = None
+    doc_id: int | None
     #: Where the record joined the review ("#4", "file refs.ris") and, after merging, every such origin.
-    origins: list[str] = field(default_factory=list)
+    origins: list[str]
     #: Other identities merged into this one (the same DOI/PMID from another source or search).
-    aliases: list[tuple[str, str]] = field(default_factory=list)
+    aliases: list[tuple[str, str]]
     #: A known label (``label_included`` column of a CSV) for simulations; never shown as a decision.
-    label: bool | None = None
-    #: Volume, issue and pages as the source wrote them (exports cite the article with them).
-    volume: str = ""
-    issue: str = ""
-    pages: str = ""
+    label: bool | None
 
-    def __post_init__(self) -> None:
-        # One spelling of a DOI/PMID, so duplicates are found however a source wrote them.
-        self.doi = normalize_doi(self.doi)
-        self.pmid = normalize_pmid(self.pmid)
+    def __init__(
+        self,
+        source: str = "",
+        external_id: str = "",
+        title: str = "",
+        abstract: str = "",
+        authors: Sequence[str] = (),
+        year: int | None = None,
+        journal: str = "",
+        doi: str = "",
+        pmid: str = "",
+        url: str = "",
+        keywords: Sequence[str] = (),
+        found_by: Sequence[str] = (),
+        rank: int | None = None,
+        doc_id: int | None = None,
+        origins: Sequence[str] = (),
+        aliases: Sequence[tuple[str, str]] = (),
+        label: bool | None = None,
+        volume: str = "",
+        issue: str = "",
+        pages: str = "",
+        *,
+        document: Document | None = None,
+    ) -> None:
+        if document is None:
+            document = Document(
+                source=source, external_id=external_id, title=title, abstract=abstract, authors=list(authors),
+                year=year, journal=journal, doi=doi, pmid=pmid, url=url, keywords=list(keywords),
+                volume=volume, issue=issue, pages=pages)
+        elif any((source, external_id, title, abstract, authors, year is not None, journal, doi, pmid, url,
+                  keywords, volume, issue, pages)):
+            raise TypeError("ScreeningRecord takes a document or the paper's fields, not both")
+        self.document = document
+        self.found_by = list(found_by)
+        self.rank = rank
+        self.doc_id = doc_id
+        self.origins = list(origins)
+        self.aliases = [(str(a[0]), str(a[1])) for a in aliases]
+        self.label = label
 
     @property
-    def key(self) -> tuple[str, str]:
-        return (self.source, self.external_id)
+    def doi(self) -> str:
+        """The DOI in one spelling (lower case, no ``https://doi.org/``): what duplicates are found by."""
+        return normalize_doi(self.document.doi)
 
     @property
-    def text(self) -> str:
-        """What the model reads: title and abstract."""
-        return f"{self.title}\n{self.abstract}".strip()
+    def pmid(self) -> str:
+        """The PMID when it is one (digits only), else ``""``."""
+        return normalize_pmid(self.document.pmid)
 
     def to_dict(self) -> dict[str, Any]:
+        """The record as the screening store and the review file keep it (``review_record.data``);
+        the keys and their order are the file format, unchanged since before records held a Document."""
         return {
             "source": self.source,
             "external_id": self.external_id,
@@ -114,8 +152,10 @@ class ScreeningRecord:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ScreeningRecord:
+        """A record from :meth:`to_dict`'s mapping (also as stores and files written before records held
+        a Document have it: the same keys, ``volume``/``issue``/``pages`` only when known)."""
         year = data.get("year")
-        return cls(
+        document = Document(
             source=str(data.get("source") or ""),
             external_id=str(data.get("external_id") or ""),
             title=str(data.get("title") or ""),
@@ -127,42 +167,35 @@ class ScreeningRecord:
             pmid=str(data.get("pmid") or ""),
             url=str(data.get("url") or ""),
             keywords=[str(k) for k in data.get("keywords") or []],
+            volume=str(data.get("volume") or ""),
+            issue=str(data.get("issue") or ""),
+            pages=str(data.get("pages") or ""),
+        )
+        return cls(
+            document=document,
             found_by=[str(f) for f in data.get("found_by") or []],
             rank=data.get("rank") if isinstance(data.get("rank"), int) else None,
             doc_id=data.get("doc_id") if isinstance(data.get("doc_id"), int) else None,
             origins=[str(o) for o in data.get("origins") or []],
             aliases=[(str(a[0]), str(a[1])) for a in data.get("aliases") or [] if len(a) == 2],
-            volume=str(data.get("volume") or ""),
-            issue=str(data.get("issue") or ""),
-            pages=str(data.get("pages") or ""),
         )
 
 
 def record_from_document(
-    doc: Mapping[str, Any], *, rank: int | None = None, found_by: Sequence[str] = (), origin: str = ""
+    doc: Mapping[str, Any] | Document, *, rank: int | None = None, found_by: Sequence[str] = (),
+    origin: str = "",
 ) -> ScreeningRecord:
-    """A literature-database document (``fetch_documents_by_ids``' dicts) as a record."""
-    year = doc.get("year")
-    return ScreeningRecord(
-        source=str(doc.get("source_name") or doc.get("source") or ""),
-        external_id=str(doc.get("external_id") or doc.get("id") or ""),
-        title=str(doc.get("title") or ""),
-        abstract=str(doc.get("abstract") or ""),
-        authors=[str(a) for a in doc.get("authors") or []],
-        year=int(year) if isinstance(year, int) else None,
-        journal=str(doc.get("publication") or doc.get("journal") or ""),
-        doi=normalize_doi(doc.get("doi")),
-        pmid=normalize_pmid(doc.get("pmid")),
-        url=str(doc.get("url") or ""),
-        keywords=[str(k) for k in doc.get("keywords") or []],
-        found_by=list(found_by),
-        rank=rank,
-        doc_id=int(doc["id"]) if isinstance(doc.get("id"), int) else None,
-        origins=[origin] if origin else [],
-        volume=str(doc.get("volume") or ""),
-        issue=str(doc.get("issue") or ""),
-        pages=str(doc.get("pages") or ""),
-    )
+    """A literature-database document as a record: a :class:`Document`, or a row of
+    ``fetch_documents_by_ids`` (read with :meth:`Document.from_row`; its ``id`` becomes ``doc_id``)."""
+    doc_id = None
+    if not isinstance(doc, Document):
+        doc_id = int(doc["id"]) if isinstance(doc.get("id"), int) else None
+        row = doc
+        doc = Document.from_row(row)
+        if not doc.external_id and row.get("id") is not None:
+            doc = replace(doc, external_id=str(row["id"]))
+    return ScreeningRecord(document=doc, found_by=found_by, rank=rank, doc_id=doc_id,
+                           origins=[origin] if origin else [])
 
 
 def merge_duplicates(records: Iterable[ScreeningRecord]) -> tuple[list[ScreeningRecord], int]:
@@ -194,6 +227,10 @@ def merge_duplicates(records: Iterable[ScreeningRecord]) -> tuple[list[Screening
     return out, removed
 
 
+#: Text fields of a paper a merged duplicate fills in where the first record has none.
+_FILLED = ("title", "abstract", "journal", "doi", "pmid", "url", "volume", "issue", "pages")
+
+
 def _fold(into: ScreeningRecord, other: ScreeningRecord) -> None:
     if other.key != into.key and other.key not in into.aliases:
         into.aliases.append(other.key)
@@ -208,13 +245,16 @@ def _fold(into: ScreeningRecord, other: ScreeningRecord) -> None:
             into.origins.append(origin)
     if other.rank is not None and (into.rank is None or other.rank < into.rank):
         into.rank = other.rank
-    for name in ("title", "abstract", "journal", "doi", "pmid", "url", "volume", "issue", "pages"):
-        if not getattr(into, name) and getattr(other, name):
-            setattr(into, name, getattr(other, name))
-    if not into.authors:
-        into.authors = list(other.authors)
-    if into.year is None:
-        into.year = other.year
+    # The paper's fields the first record lacks come from the other (a new Document: never changed in place).
+    mine, theirs = into.document, other.document
+    gaps: dict[str, Any] = {name: getattr(theirs, name) for name in _FILLED
+                            if not getattr(mine, name) and getattr(theirs, name)}
+    if not mine.authors and theirs.authors:
+        gaps["authors"] = list(theirs.authors)
+    if mine.year is None and theirs.year is not None:
+        gaps["year"] = theirs.year
+    if gaps:
+        into.document = replace(mine, **gaps)
 
 
 # -- files -----------------------------------------------------------------------------------------------

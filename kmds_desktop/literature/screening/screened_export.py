@@ -13,13 +13,14 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from kmds_desktop.literature.screening.decisions import INCLUDE, Decision
 from kmds_desktop.literature.screening.records import ScreeningRecord
 from kmds_desktop.literature.strategy.reference_files import (
     CSV_COLUMNS,
-    ExportDocument,
+    FoundDocument,
     documents_to_bibtex,
     documents_to_csv,
     documents_to_ris,
@@ -30,30 +31,20 @@ SCREENING_COLUMNS = ("decision", "reason", "note", "score")
 Key = tuple[str, str]
 
 
-def _document(rec: ScreeningRecord, decision: Decision | None) -> ExportDocument:
-    keywords = list(rec.keywords)
+def _document(rec: ScreeningRecord, decision: Decision | None) -> FoundDocument:
+    """The record's Document as the writers take it: its row id and rows as the search found it, and
+    the decision (and reason) as keywords the export adds; the Document itself is written as it is."""
+    extra = []
     if decision is not None:
-        keywords.append(f"screening: {decision.decision}")
+        extra.append(f"screening: {decision.decision}")
         if decision.reason:
-            keywords.append(f"exclusion reason: {decision.reason}")
-    return ExportDocument(
-        id=str(rec.doc_id or ""),
-        title=rec.title,
-        abstract=rec.abstract,
-        authors=list(rec.authors),
-        year=rec.year,
-        journal=rec.journal,
-        doi=rec.doi,
-        pmid=rec.pmid,
-        source=rec.source,
-        external_id=rec.external_id,
-        url=rec.url,
-        keywords=keywords,
-        found_by=list(rec.found_by),
-        volume=rec.volume,
-        issue=rec.issue,
-        pages=rec.pages,
-    )
+            extra.append(f"exclusion reason: {decision.reason}")
+    # The record's DOI and PMID in the one spelling the screening matches by, as exports always wrote them.
+    document = rec.document
+    if (document.doi, document.pmid) != (rec.doi, rec.pmid):
+        document = replace(document, doi=rec.doi, pmid=rec.pmid)
+    return FoundDocument(document, id=str(rec.doc_id or ""), found_by=list(rec.found_by),
+                         extra_keywords=extra)
 
 
 def select(

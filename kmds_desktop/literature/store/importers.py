@@ -1,8 +1,9 @@
 """Readers for the corpus formats the app imports: shared JSONL, MEDLINE/PubMed XML, PubMedQA JSON.
 
-Readers only parse; :mod:`kmds_desktop.literature.store.loading` writes. Each reader yields
-:class:`Record` for every usable record and :class:`BadRecord` (with its position: line, record
-number, entry key) for a malformed one, so one bad record never stops a file. A file that cannot be
+Readers only parse; :mod:`kmds_desktop.literature.store.loading` writes. Each reader yields a
+:class:`~kmds_desktop.literature.document.Document` for every usable record (the type the store
+fetches, a screening holds and an export writes) and a :class:`BadRecord` (with its position: line,
+record number, entry key) for a malformed one, so one bad record never stops a file. A file that cannot be
 read at all raises :class:`~kmds_desktop.literature.errors.ImportFileError`; the loader then rolls the
 whole file back.
 
@@ -32,11 +33,12 @@ import re
 import xml.etree.ElementTree as ET
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, TypeGuard
 from xml.etree.ElementTree import ParseError
 
+from kmds_desktop.literature.document import Document
 from kmds_desktop.literature.errors import ImportFileError
 from kmds_desktop.user_files import ENV_MAX_GZIP_RATIO, UserFileError, env_limit, open_user_file, size_text
 
@@ -68,28 +70,6 @@ def _size(n: int) -> str:
 
 
 @dataclass
-class Record:
-    """One document ready to be written (field names follow the ``document`` table)."""
-
-    source: str  # key: "pubmed", "scifact", "cf", "medrxiv", ...
-    external_id: str
-    title: str | None = None
-    abstract: str | None = None
-    authors: list[str] = field(default_factory=list)
-    publication: str | None = None
-    publication_date: dt.date | None = None
-    doi: str | None = None
-    mesh_terms: list[str] = field(default_factory=list)
-    keywords: list[str] = field(default_factory=list)
-    url: str | None = None
-    #: Where the article is in its journal (for a citation), when the source says: volume, issue and
-    #: pages as the source writes them ("123-9"). Kept beside ``document`` (see ``citations``).
-    volume: str | None = None
-    issue: str | None = None
-    pages: str | None = None
-
-
-@dataclass
 class BadRecord:
     """A record that was skipped; ``position`` says where it is in its file."""
 
@@ -112,8 +92,8 @@ class Withdrawal:
     external_ids: list[str]
 
 
-#: What a reader yields.
-Item = Record | BadRecord | Note | Withdrawal
+#: What a reader yields: a :class:`~kmds_desktop.literature.document.Document` for each usable record.
+Item = Document | BadRecord | Note | Withdrawal
 
 
 def detect_format(path: Path) -> str:
@@ -466,7 +446,7 @@ def read_jsonl(path: Path, meter: ReadMeter | None = None) -> Iterator[Item]:
             raise ImportFileError(f"{path}: cannot read past line {lineno}: {err}") from None
 
 
-def _jsonl_record(data: Any) -> Record:
+def _jsonl_record(data: Any) -> Document:
     if not isinstance(data, dict):
         raise ValueError("a record must be a JSON object")
     rec_id = _text_field(data, "id", numbers=True)
@@ -501,15 +481,16 @@ def _jsonl_record(data: Any) -> Record:
         pub_date = parse_partial_date(year_match.group(1), *parts[1:3])
     elif data.get("year") is not None:
         pub_date = _year_date(data.get("year"))
-    return Record(
-        source=source,
-        external_id=external_id,
+    doi = _clean_doi(_text_field(data, "doi")) or (external_id if is_preprint_doi else None)
+    return _document(
+        source,
+        external_id,
         title=title,
         abstract=abstract,
         authors=_str_list(data.get("authors"), "authors"),
-        publication=_text_field(data, "journal") or _text_field(data, "publication"),
+        journal=_text_field(data, "journal") or _text_field(data, "publication"),
         publication_date=pub_date,
-        doi=_clean_doi(_text_field(data, "doi")) or (external_id if is_preprint_doi else None),
+        doi=doi,
         mesh_terms=_str_list(data.get("mesh_terms"), "mesh_terms"),
         keywords=_str_list(data.get("keywords"), "keywords"),
         url=_text_field(data, "url"),
@@ -517,6 +498,22 @@ def _jsonl_record(data: Any) -> Record:
         issue=_text_field(data, "issue", numbers=True),
         pages=_text_field(data, "pages", numbers=True),
     )
+
+
+def _document(source: str, external_id: str, *, title: str | None = None, abstract: str | None = None,
+              authors: list[str] | None = None, journal: str | None = None,
+              publication_date: dt.date | None = None, doi: str | None = None,
+              mesh_terms: list[str] | None = None, keywords: list[str] | None = None, url: str | None = None,
+              volume: str | None = None, issue: str | None = None, pages: str | None = None) -> Document:
+    """A read record as the :class:`Document` the store will give back for it: unknown text is ``""``,
+    a PubMed record's PMID is its external id, and the landing page BMLibrarian stores is filled in
+    where the record brings no URL (:func:`default_url`), so what was read equals what is fetched."""
+    return Document(
+        source=source, external_id=external_id, title=title or "", abstract=abstract or "",
+        authors=authors or [], publication_date=publication_date, journal=journal or "", doi=doi or "",
+        pmid=external_id if source == "pubmed" else "",
+        url=url or default_url(source, external_id, doi) or "", keywords=keywords or [],
+        mesh_terms=mesh_terms or [], volume=volume or "", issue=issue or "", pages=pages or "")
 
 
 def default_url(source: str, external_id: str, doi: str | None) -> str | None:
@@ -533,7 +530,7 @@ def _text(el: Any) -> str | None:
     return _clean("".join(el.itertext())) if el is not None else None
 
 
-def _medline_record(mc: Any, pubmed_data: Any | None) -> Record:
+def _medline_record(mc: Any, pubmed_data: Any | None) -> Document:
     pmid = _clean(mc.findtext("PMID"))
     if not _is_pmid(pmid):
         raise ValueError("citation has no PMID")
@@ -588,10 +585,10 @@ def _medline_record(mc: Any, pubmed_data: Any | None) -> Record:
                 break
     mesh = [t for t in (_text(el) for el in mc.findall("MeshHeadingList/MeshHeading/DescriptorName")) if t]
     keywords = [t for t in (_text(el) for el in mc.findall("KeywordList/Keyword")) if t]
-    return Record(source="pubmed", external_id=pmid, title=title, abstract=abstract, authors=authors,
-                  publication=journal, publication_date=pub_date, doi=doi, mesh_terms=mesh, keywords=keywords,
-                  volume=_clean(art.findtext("Journal/JournalIssue/Volume")),
-                  issue=_clean(art.findtext("Journal/JournalIssue/Issue")), pages=_medline_pages(art))
+    return _document("pubmed", pmid, title=title, abstract=abstract, authors=authors, journal=journal,
+                     publication_date=pub_date, doi=doi, mesh_terms=mesh, keywords=keywords,
+                     volume=_clean(art.findtext("Journal/JournalIssue/Volume")),
+                     issue=_clean(art.findtext("Journal/JournalIssue/Issue")), pages=_medline_pages(art))
 
 
 def _medline_pages(art: Any) -> str | None:
@@ -785,8 +782,8 @@ def read_pubmedqa(path: Path, meter: ReadMeter | None = None) -> Iterator[Item]:
             for i, ctx in enumerate(contexts):
                 label = _clean(labels[i]) if isinstance(labels, list) and i < len(labels) else None
                 parts.append(f"{label}: {ctx}" if label else ctx)
-            yield Record(source="pubmed", external_id=pmid, abstract=" ".join(parts),
-                         publication_date=_year_date(entry.get("YEAR")),
-                         mesh_terms=_str_list(entry.get("MESHES"), "MESHES"))
+            yield _document("pubmed", pmid, abstract=" ".join(parts),
+                            publication_date=_year_date(entry.get("YEAR")),
+                            mesh_terms=_str_list(entry.get("MESHES"), "MESHES"))
         except (ValueError, TypeError) as err:
             yield BadRecord(position, str(err))

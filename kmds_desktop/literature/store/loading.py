@@ -53,6 +53,7 @@ import psycopg.errors
 
 from kmds_desktop import paths
 from kmds_desktop.crashpoints import crash_point
+from kmds_desktop.literature.document import Document
 from kmds_desktop.literature.errors import ImportFileError, LiteratureError
 from kmds_desktop.literature.store import citations
 from kmds_desktop.literature.store.importers import (
@@ -60,7 +61,6 @@ from kmds_desktop.literature.store.importers import (
     Item,
     Note,
     ReadMeter,
-    Record,
     Withdrawal,
     default_url,
     detect_format,
@@ -239,6 +239,16 @@ def _source_ids(conn: psycopg.Connection, keys: list[str], target: _Target | Non
     return out
 
 
+def _staging_row(seq: int, doc: Document) -> tuple[Any, ...]:
+    """One staged row of ``doc``: a Document's unknown text (``""``) goes in as NULL, as it always has
+    (the merge and the citation table tell "unknown" by NULL), and a record without a URL gets the
+    landing page BMLibrarian stores."""
+    return (seq, doc.source, doc.external_id, doc.doi or None, doc.title or None, doc.abstract or None,
+            doc.authors, doc.journal or None, doc.publication_date, doc.mesh_terms, doc.keywords,
+            doc.url or default_url(doc.source, doc.external_id, doc.doi or None), doc.volume or None,
+            doc.issue or None, doc.pages or None)
+
+
 def import_file(conn: psycopg.Connection, path: Path, *, progress: ProgressFn | None = None,
                 cancel: CancelToken | None = None, target: _Target | None = None,
                 tick: Callable[[int, int, str], None] | None = None,
@@ -291,17 +301,14 @@ def import_file(conn: psycopg.Connection, path: Path, *, progress: ProgressFn | 
                     if isinstance(item, Withdrawal):
                         withdrawals.setdefault(item.source, []).extend(item.external_ids)
                         continue
-                    assert isinstance(item, Record)  # noqa: S101 - narrows: the other kind was handled
+                    assert isinstance(item, Document)  # noqa: S101 - narrows: the other kind was handled
                     rep.records += 1
                     key = (item.source, item.external_id)
                     if key in keys:
                         rep.duplicates += 1
                     keys.add(key)
                     sources.add(item.source)
-                    url = item.url or default_url(item.source, item.external_id, item.doi)
-                    copy.write_row((rep.records, item.source, item.external_id, item.doi, item.title,
-                                    item.abstract, item.authors, item.publication, item.publication_date,
-                                    item.mesh_terms, item.keywords, url, item.volume, item.issue, item.pages))
+                    copy.write_row(_staging_row(rep.records, item))
                     if rep.records % _PROGRESS_EVERY == 0:
                         check(cancel)
                         tick(rep.records, meter.bytes_read, "read")

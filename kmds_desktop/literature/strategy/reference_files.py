@@ -1,8 +1,10 @@
 """Export literature search results: documents as CSV, RIS and BibTeX.
 
-Plain Python (no Qt) so the GUI, the CLI and tests share one writer. Documents may be dicts or
-objects with attributes (whatever the database layer returns); :func:`normalize_document` reads
-the common field names once so every format sees the same values. The search log (everything needed
+Plain Python (no Qt) so the GUI, the CLI and tests share one writer. Every writer reads
+:class:`FoundDocument` s: a :class:`~kmds_desktop.literature.document.Document` with what the search
+adds (its row id, the queries that found it). Callers may pass database rows (dicts), Documents or
+objects with attributes; :func:`normalize_document` reads the common field names once so every format
+sees the same values. The search log (everything needed
 to repeat a search) is the application layer's: :mod:`kmds_desktop.app.search_log`.
 
 Volume, issue and pages go out wherever the source had them (RIS ``VL``/``IS``/``SP``/``EP``, BibTeX
@@ -22,6 +24,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
+from kmds_desktop.literature.document import Document, ReadsDocument
 from kmds_desktop.literature.store.citations import page_range
 from kmds_desktop.literature.strategy.citation_names import key_stem, parse_author, to_ascii
 
@@ -47,26 +50,31 @@ CSV_COLUMNS = (
 )
 
 
-@dataclass
-class ExportDocument:
-    """One document with the fields every export format needs (None/empty where unknown)."""
+@dataclass(frozen=True)
+class FoundDocument(ReadsDocument):
+    """A :class:`~kmds_desktop.literature.document.Document` as one search (or one screening) hands it
+    to a reader or a file: the paper, plus what is true only of that search.
 
-    id: str
-    title: str = ""
-    abstract: str = ""
-    authors: list[str] = field(default_factory=list)
-    year: int | None = None
-    journal: str = ""
-    doi: str = ""
-    pmid: str = ""
-    source: str = ""
-    external_id: str = ""
-    url: str = ""
-    keywords: list[str] = field(default_factory=list)
+    Why a wrapper: the row id belongs to the database that was searched and the queries that found
+    the paper to that search, so they travel beside the Document rather than in it; the paper's own
+    fields read through (``found.title``, ``found.volume``), so every writer reads one type."""
+
+    document: Document
+    #: The row id in the database searched, as text ("" for a paper from a file).
+    id: str = ""
+    #: The queries (search rows) that found the paper.
     found_by: list[str] = field(default_factory=list)
-    volume: str = ""
-    issue: str = ""
-    pages: str = ""  #: as the source writes them ("123-9"); see :func:`page_range`
+    #: Keywords this export adds to the paper's own (a screening's decision and exclusion reason).
+    extra_keywords: list[str] = field(default_factory=list)
+
+    @property
+    def keywords(self) -> list[str]:
+        """The paper's keywords, then the ones this export adds."""
+        return [*self.document.keywords, *self.extra_keywords]
+
+
+#: The name the views and earlier callers know the export row by: one :class:`FoundDocument`.
+ExportDocument = FoundDocument
 
 
 def _get(doc: Any, *names: str) -> Any:
@@ -101,8 +109,9 @@ def _year_of(doc: Any) -> int | None:
         return None
 
 
-def normalize_document(doc: Any, found_by: Sequence[str] | None = None) -> ExportDocument:
-    """Read a database document (dict or object) into an :class:`ExportDocument`.
+def normalize_document(doc: Any, found_by: Sequence[str] | None = None) -> FoundDocument:
+    """Read a database document (a row dict, a :class:`Document`, or any object with attributes) into a
+    :class:`FoundDocument`.
 
     ``found_by`` names the queries that found the document; when not given, a ``found_by``
     field of the document itself is used.
@@ -112,32 +121,53 @@ def normalize_document(doc: Any, found_by: Sequence[str] | None = None) -> Expor
     pmid = _get(doc, "pmid")
     if pmid is None and str(source).lower() == "pubmed" and external_id:
         pmid = external_id
-    return ExportDocument(
-        id=str(_get(doc, "id", "doc_id") or ""),
+    published = _get(doc, "publication_date", "date")
+    document = Document(
+        source=str(source),
+        external_id=external_id,
         title=str(_get(doc, "title") or ""),
         abstract=str(_get(doc, "abstract") or ""),
         authors=_as_list(_get(doc, "authors")),
         year=_year_of(doc),
+        publication_date=_as_date(published),
         journal=str(_get(doc, "journal", "publication") or ""),
         doi=str(_get(doc, "doi") or ""),
         pmid=str(pmid or ""),
-        source=str(source),
-        external_id=external_id,
         url=str(_get(doc, "url") or ""),
         keywords=_as_list(_get(doc, "keywords")),
-        found_by=list(found_by) if found_by is not None else _as_list(_get(doc, "found_by")),
+        mesh_terms=_as_list(_get(doc, "mesh_terms")),
         volume=str(_get(doc, "volume") or ""),
         issue=str(_get(doc, "issue") or ""),
         pages=str(_get(doc, "pages") or ""),
     )
+    return FoundDocument(
+        document,
+        id=str(_get(doc, "id", "doc_id") or ""),
+        found_by=list(found_by) if found_by is not None else _as_list(_get(doc, "found_by")),
+    )
+
+
+def _as_date(value: Any) -> date | None:
+    """A date from a date, a datetime or ISO text ("2001-02-03"); None for anything else (a year
+    alone is the document's year, not a date)."""
+    if isinstance(value, datetime):
+        return value.date()
+    if isinstance(value, date):
+        return value
+    if isinstance(value, str) and re.match(r"^\d{4}-\d{2}-\d{2}", value):
+        try:
+            return date.fromisoformat(value[:10])
+        except ValueError:
+            return None
+    return None
 
 
 def _normalized(
     documents: Iterable[Any], found_by: Mapping[Any, Sequence[str]] | None
-) -> list[ExportDocument]:
+) -> list[FoundDocument]:
     out = []
     for doc in documents:
-        if isinstance(doc, ExportDocument):
+        if isinstance(doc, FoundDocument):
             out.append(doc)
             continue
         key = _get(doc, "id", "doc_id")
@@ -189,7 +219,7 @@ def documents_to_csv(
 # --- RIS ------------------------------------------------------------------------------------------
 
 
-def source_identifier(d: ExportDocument) -> str:
+def source_identifier(d: FoundDocument) -> str:
     """The document's identifier in its own source (``"pubmed:123456"``, ``"scifact:4983"``).
 
     Unlike the database row id, this names the same document in any database built from the same
@@ -293,7 +323,7 @@ def bibtex_author(name: str) -> str:
     return bibtex_escape(author.display)
 
 
-def _bibtex_key(d: ExportDocument, used: set[str]) -> str:
+def _bibtex_key(d: FoundDocument, used: set[str]) -> str:
     """``Surname`` + year + ``_`` + identifier, ASCII only ("Müller" -> "Muller"), unique in the file."""
     base = key_stem(d.authors) + str(d.year or "")
     ident = re.sub(r"[^A-Za-z0-9]", "", to_ascii(d.pmid or d.external_id or d.id))
