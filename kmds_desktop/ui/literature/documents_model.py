@@ -10,14 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import Qt
 
 from kmds_desktop.app.presentation import ExportDocument, normalize_document
+from kmds_desktop.ui.literature.table_model import AnyIndex, HeaderedTableModel
 
-AnyIndex = QModelIndex | QPersistentModelIndex
 
-
-class DocumentsModel(QAbstractTableModel):
+class DocumentsModel(HeaderedTableModel):
     """Read-only table of documents; sorting is left to a ``QSortFilterProxyModel`` (SortRole)."""
 
     COL_RANK, COL_TITLE, COL_YEAR, COL_JOURNAL, COL_SOURCE, COL_FOUND_BY = range(6)
@@ -73,22 +72,8 @@ class DocumentsModel(QAbstractTableModel):
         return self._ranks[row]
 
     # --- Qt model API -----------------------------------------------------------------------------
-    def rowCount(self, parent: AnyIndex = QModelIndex()) -> int:  # noqa: B008, N802 - Qt API
-        return 0 if parent.isValid() else len(self._docs)
-
-    def columnCount(self, parent: AnyIndex = QModelIndex()) -> int:  # noqa: B008, N802
-        return 0 if parent.isValid() else len(self.HEADERS)
-
-    def headerData(  # noqa: N802
-        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
-    ) -> Any:
-        if orientation != Qt.Orientation.Horizontal or not 0 <= section < len(self.HEADERS):
-            return None
-        if role == Qt.ItemDataRole.DisplayRole:
-            return self.HEADERS[section]
-        if role == Qt.ItemDataRole.ToolTipRole and self.TOOLTIPS[section]:
-            return self.TOOLTIPS[section]
-        return None
+    def row_total(self) -> int:
+        return len(self._docs)
 
     def flags(self, index: AnyIndex) -> Qt.ItemFlag:
         if not index.isValid():

@@ -12,7 +12,6 @@ from typing import Any
 
 from PySide6.QtCore import (
     QAbstractItemModel,
-    QAbstractTableModel,
     QEvent,
     QModelIndex,
     QObject,
@@ -43,14 +42,13 @@ from kmds_desktop.app.literature import (
     QueryRow,
     RetrievalRows,
 )
+from kmds_desktop.ui.literature.table_model import AnyIndex, HeaderedTableModel
 
 __all__ = ["CHECKING", "FAILED", "HAND_WRITTEN", "INVALID", "UNCHECKED", "VALID", "LiveQueryDelegate",
            "QueryRow", "ReviewModel"]
 
-AnyIndex = QModelIndex | QPersistentModelIndex
 
-
-class ReviewModel(QAbstractTableModel):
+class ReviewModel(HeaderedTableModel):
     """Table model over :class:`QueryRow` s (include, model, attempt, query, validity, matches, ...)."""
 
     COL_INCLUDE, COL_MODEL, COL_ATTEMPT, COL_QUERY, COL_VALID, COL_MATCHES = range(6)
@@ -88,22 +86,8 @@ class ReviewModel(QAbstractTableModel):
         return self.session.selectable
 
     # --- Qt model API -----------------------------------------------------------------------------
-    def rowCount(self, parent: AnyIndex = QModelIndex()) -> int:  # noqa: B008, N802 - Qt API
-        return 0 if parent.isValid() else len(self._rows)
-
-    def columnCount(self, parent: AnyIndex = QModelIndex()) -> int:  # noqa: B008, N802
-        return 0 if parent.isValid() else len(self.HEADERS)
-
-    def headerData(  # noqa: N802
-        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
-    ) -> Any:
-        if orientation != Qt.Orientation.Horizontal or not 0 <= section < len(self.HEADERS):
-            return None
-        if role == Qt.ItemDataRole.DisplayRole:
-            return self.HEADERS[section]
-        if role == Qt.ItemDataRole.ToolTipRole:
-            return self.TOOLTIPS[section]
-        return None
+    def row_total(self) -> int:
+        return len(self._rows)
 
     def flags(self, index: AnyIndex) -> Qt.ItemFlag:
         if not index.isValid():
