@@ -18,7 +18,7 @@ from xml.sax.saxutils import escape
 
 from kmds_desktop.literature.reviews.store import RunLog
 from kmds_desktop.literature.screening.decisions import EXCLUDE, INCLUDE, MAYBE, Decision, Key
-from kmds_desktop.literature.screening.prisma import svg_arrow, svg_box, svg_document
+from kmds_desktop.literature.screening.prisma import svg_arrow, svg_box, svg_document, svg_stage
 from kmds_desktop.text import human_datetime
 
 
@@ -188,26 +188,9 @@ def _draw_update(body: list[str], r: RoundFlow, y: int) -> int:
              [f"Records withdrawn since, flagged (n = {r.withdrawn:,})"] if r.withdrawn else [],
          ) if side], "#ffffff"),
     ]
-    junction = _MAIN_X + _COLUMN_W + (_SIDE_X - _MAIN_X - _COLUMN_W) // 2
     for main, sides, fill in stages:
-        svg, main_h = svg_box(_MAIN_X, y, _COLUMN_W, main, fill=fill)
-        body.append(svg)
-        mid = y + min(main_h, 34) // 2
-        side_y, mids = y, []
-        for lines in sides:
-            svg, side_h = svg_box(_SIDE_X, side_y, _COLUMN_W, lines, fill=_SIDE_FILL)
-            body.append(svg)
-            mids.append(side_y + min(side_h, 34) // 2)
-            side_y += side_h + 14
-        if mids:
-            body.append(svg_arrow(_MAIN_X + _COLUMN_W, mid, junction, mid, head=False))
-            if mids[-1] != mid:
-                body.append(svg_arrow(junction, mid, junction, mids[-1], head=False))
-            body.extend(svg_arrow(junction, m, _SIDE_X, m) for m in mids)
-        step = max(main_h, side_y - 14 - y)
-        main_mid = _MAIN_X + _COLUMN_W // 2
-        body.append(svg_arrow(main_mid, y + main_h, main_mid, y + step + _GAP))
-        y += step + _GAP
+        y = svg_stage(body, y, main, [(lines, _SIDE_FILL) for lines in sides], left=_MAIN_X, right=_SIDE_X,
+                      width=_COLUMN_W, gap=_GAP, fill=fill)
     svg, h = svg_box(_MAIN_X, y, _COLUMN_W, [f"New studies included (n = {r.included:,})"],
                      fill=_DONE_FILL)
     body.append(svg)

@@ -243,11 +243,41 @@ def svg_arrow(x1: int, y1: int, x2: int, y2: int, *, head: bool = True) -> str:
     return f'<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="#333" stroke-width="1.2"{end}/>'
 
 
+def svg_stage(body: list[str], y: int, main: Sequence[str], sides: Sequence[tuple[Sequence[str], str]] = (),
+              *, left: int, right: int, width: int, gap: int, fill: str = "#ffffff") -> int:
+    """One stage of a PRISMA flow from ``y``: its main box at ``left``, the boxes of what left it
+    stacked at ``right`` (each ``(lines, fill)``, each with its own arrow from one junction), and the
+    arrow down to the next stage; returns where the next stage starts.
+
+    Why shared: the screening's flow and an updated review's flow draw their stages alike, and two
+    copies of the arithmetic drift (an arrow that starts at a side box's bottom, a junction off centre).
+    """
+    junction = left + width + (right - left - width) // 2
+    svg, main_h = svg_box(left, y, width, main, fill=fill)
+    body.append(svg)
+    mid = y + min(main_h, 34) // 2
+    side_y, mids = y, []
+    for lines, side_fill in sides:
+        svg, side_h = svg_box(right, side_y, width, lines, fill=side_fill)
+        body.append(svg)
+        mids.append(side_y + min(side_h, 34) // 2)
+        side_y += side_h + _SIDE_GAP
+    height = main_h
+    if mids:
+        body.append(svg_arrow(left + width, mid, junction, mid, head=False))
+        if mids[-1] != mid:
+            body.append(svg_arrow(junction, mid, junction, mids[-1], head=False))
+        body.extend(svg_arrow(junction, m, right, m) for m in mids)
+        height = max(main_h, side_y - _SIDE_GAP - y)
+    # From the main box's own bottom (side boxes may reach lower) to the next stage.
+    body.append(svg_arrow(left + width // 2, y + main_h, left + width // 2, y + height + gap))
+    return y + height + gap
+
+
 def flow_svg(flow: PrismaFlow, title: str = "") -> str:
     """The flow as a standalone SVG document (PRISMA 2020 layout: main boxes left, removals right;
     a stage may have several boxes on the right, stacked, each with its own arrow)."""
     left, right = 30, 30 + _BOX_W + _GAP + 40
-    junction = left + _BOX_W + (_GAP + 40) // 2
     y = 30
     body: list[str] = []
     for line in textwrap.wrap(title, width=100)[:3] if title else []:
@@ -258,25 +288,7 @@ def flow_svg(flow: PrismaFlow, title: str = "") -> str:
 
     def stage(main: list[str], sides: Sequence[tuple[list[str], str]] = ()) -> None:
         nonlocal y
-        svg, h = svg_box(left, y, _BOX_W, main)
-        body.append(svg)
-        main_h = h
-        mid = y + min(h, 34) // 2
-        side_y, mids = y, []
-        for lines, fill in sides:
-            svg2, h2 = svg_box(right, side_y, _BOX_W, lines, fill=fill)
-            body.append(svg2)
-            mids.append(side_y + min(h2, 34) // 2)
-            side_y += h2 + _SIDE_GAP
-        if mids:
-            body.append(svg_arrow(left + _BOX_W, mid, junction, mid, head=False))
-            if mids[-1] != mid:
-                body.append(svg_arrow(junction, mid, junction, mids[-1], head=False))
-            body.extend(svg_arrow(junction, m, right, m) for m in mids)
-            h = max(h, side_y - _SIDE_GAP - y)
-        # From the main box's own bottom (side boxes may reach lower) to the next stage.
-        body.append(svg_arrow(left + _BOX_W // 2, y + main_h, left + _BOX_W // 2, y + h + _GAP))
-        y += h + _GAP
+        y = svg_stage(body, y, main, sides, left=left, right=right, width=_BOX_W, gap=_GAP)
 
     identified = [f"Records identified (n = {flow.identified:,})"]
     for n in flow.identified_per_source:
