@@ -45,431 +45,96 @@ Rules the session keeps (and docs/guide/literature-search.md states):
   the round and the last run (each run is already a set in the search history);
   :meth:`LiteratureSession.rows_to_confirm` names the rows the user should be asked about first
   (edited or hand-written text that has not run).
+
+Where the parts live (each module one job; this one keeps the session and its events, and names the
+others' public names for the window and the CLI): :mod:`~kmds_desktop.app.literature_rows` (a review
+row, its provenance and validity), :mod:`~kmds_desktop.app.literature_rounds` (a generation round and
+:func:`generate_round`), :mod:`~kmds_desktop.app.literature_checks` (a row's check and
+:func:`check_queries`), :mod:`~kmds_desktop.app.literature_plan` (a run's plan, :func:`execute_run` and
+the record the session keeps with the sentences about it); opening and reading the database, importing
+and embedding are :mod:`~kmds_desktop.app.literature_data`'s, and the run sequence the window and the CLI
+share is :mod:`~kmds_desktop.app.literature_run`'s.
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
-import re
-import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from kmds_desktop.app.events import Observable
-from kmds_desktop.app.literature_data import DatabaseStatus
-from kmds_desktop.app.run_facts import (
-    coverage_from_status,
-    coverage_warning,
-    retrieval_facts,
-    row_kind_of,
-    run_coverage,
+from kmds_desktop.app.literature_checks import (
+    CHECK_DELAY_S,
+    CheckItem,
+    CheckResult,
+    check_queries,
+    not_checked,
 )
+from kmds_desktop.app.literature_data import DatabaseStatus
+from kmds_desktop.app.literature_plan import RunPlan, RunRecord, execute_run
+from kmds_desktop.app.literature_rounds import (
+    GenerationRound,
+    HypotheticalAttempt,
+    ModelProgress,
+    RetrievalRows,
+    generate_round,
+    plan_retrieval_rows,
+    planned_models,
+    write_hypothetical,
+)
+from kmds_desktop.app.literature_rows import (
+    CHECKING,
+    EDITED,
+    FAILED,
+    GENERATED,
+    HAND_WRITTEN,
+    INVALID,
+    MAX_ROWS_WHERE,
+    QUESTION_ROW,
+    UNCHECKED,
+    VALID,
+    QueryRow,
+    cap_note,
+    noun,
+)
+from kmds_desktop.app.run_facts import coverage_from_status, coverage_warning, retrieval_facts
 from kmds_desktop.app.search_log import build_search_log
 from kmds_desktop.config import LiteratureSettings, QueryGenerationSettings, RetrievalSettings
 from kmds_desktop.literature.errors import QueryAgentError
-from kmds_desktop.literature.queries.agent import QUOTED_QUERY_CHARS, QueryAgent, ReviewedSearchResult
+from kmds_desktop.literature.queries.agent import QueryAgent
 from kmds_desktop.literature.queries.query_cleaning import query_key
 from kmds_desktop.literature.queries.query_generation import (
     DEFAULT_SYSTEM_PROMPT,
     FATAL_FOR_MODEL,
     QueryGenerationResult,
 )
-from kmds_desktop.literature.retrieval.semantic import (
-    ROW_HYPOTHETICAL,
-    ROW_SEMANTIC,
-    ROW_TSQUERY,
-    SEMANTIC_KINDS,
-    SearchRow,
-)
+from kmds_desktop.literature.retrieval.query_run import QUOTED_QUERY_CHARS, ReviewedSearchResult
+from kmds_desktop.literature.retrieval.semantic import ROW_HYPOTHETICAL, ROW_SEMANTIC, ROW_TSQUERY
 from kmds_desktop.literature.store.topk_tiers import tier_sentence
 from kmds_desktop.literature.strategy.history import SearchHistory
 from kmds_desktop.literature.strategy.workbench import SearchWorkbench
-from kmds_desktop.tasks import Cancelled, CancelToken, ProgressFn, check, report
 from kmds_desktop.text import shorten
 
 log = logging.getLogger(__name__)
 
-GENERATED = "generated"
-#: The Model column of the question's semantic row (added by the retrieval settings, not edited).
-QUESTION_ROW = "question"
-HAND_WRITTEN = "hand-written"
-EDITED = "edited"
-
-# Validity states of a row.
-UNCHECKED = "unchecked"
-CHECKING = "checking"
-VALID = "valid"
-INVALID = "invalid"
-FAILED = "failed"  # the check itself failed (database down): neither valid nor invalid
-
-_uids = itertools.count(1)
-
-#: Where the documents-per-row limit (``literature.max_rows``) is raised, in the window and the CLI:
-#: every row it cuts says so with this.
-MAX_ROWS_WHERE = "Preferences → Literature database → Documents per query (or --max-rows)"
-
-
-def cap_note(returned: int, matches: int) -> str:
-    """What a row cut by the documents-per-row limit says: "showing 100 of 142: raise the limit in …".
-
-    Why: the row's true count sits beside the documents it returned, and a reader who sees 100
-    documents takes them for everything the query found unless the cut is said where it applies."""
-    return f"showing {returned:,} of {matches:,}: raise the limit in {MAX_ROWS_WHERE}"
-
-
-#: Quiet time after the last keystroke before an edited query is checked: a check per keystroke
-#: would keep the database busy with queries the user is still writing (the window's timer waits it).
-CHECK_DELAY_S = 0.4
+#: The session and its events are this module's; the other names live in the modules that define
+#: them (rows, rounds, checks, the run's plan) and are named here because the window and the CLI
+#: import them from the session's module.
+__all__ = [
+    "CHECKING", "CHECKS_WANTED", "CHECK_APPLIED", "CHECK_DELAY_S", "CLEARED", "EDITED", "FAILED",
+    "FOUND_BY_CHARS", "GENERATED", "HAND_WRITTEN", "INVALID", "MAX_ROWS_WHERE", "QUESTION_ROW",
+    "RECORDED", "ROUND_CHANGED", "ROWS_CHANGED", "RUN_APPLIED", "SETTINGS_CHANGED", "STATUS_READ",
+    "TICKS_CHANGED", "UNCHECKED", "VALID", "CheckItem", "CheckResult", "GenerationRound",
+    "HypotheticalAttempt", "KnownPapersInput", "LiteratureSession", "QueryRow", "RetrievalRows",
+    "RunPlan", "RunRecord", "cap_note", "check_queries", "execute_run", "generate_round",
+    "not_checked", "plan_retrieval_rows", "tier_sentence", "write_hypothetical",
+    "QueryGenerationResult",  # what a round's attempts are: the review table shows them
+]
 
 #: Longest start of a semantic row's sentence "found by" names (the log has it all): a question is
 #: named whole (at 40 the document detail cut it to "…diagnose cy…"); the table elides to its width.
 FOUND_BY_CHARS = 160
-
-
-@dataclass
-class QueryRow:
-    """One query the user reviews: its text, where it came from, its check and its last run."""
-
-    query: str
-    model: str = HAND_WRITTEN  # the model that wrote it, or HAND_WRITTEN
-    attempt: int | None = None
-    included: bool = True
-    generation_time: float | None = None
-    temperature: float | None = None
-    #: The text as the model wrote it, when the user has edited it since (None: not edited).
-    original: str | None = None
-    #: A note about the row (e.g. it repeats a query above); never a failed attempt.
-    note: str | None = None
-    round: int = 0  # the generation round that made it (0: hand-written)
-    validity: str = UNCHECKED
-    validity_message: str = ""
-    normalized: str | None = None
-    matches: int | None = None
-    matches_exact: bool = True
-    # Filled after a run (cleared on edit, since they describe the text that ran).
-    returned: int | None = None
-    unique: int | None = None
-    run_time: float | None = None
-    run_error: str | None = None
-    #: The last run ranked it within the fast index's impact tier (a broad AND at this size).
-    ranked_in_tier: bool = False
-    ids: list[int] = field(default_factory=list)
-    unique_ids: list[int] = field(default_factory=list)
-    uid: int = field(default_factory=lambda: next(_uids))
-    revision: int = 0
-    #: "tsquery" (full-text), "semantic" (a sentence searched by meaning) or "hypothetical" (an abstract
-    #: an LLM wrote for the question, searched by meaning).
-    kind: str = ROW_TSQUERY
-    #: Added by the ``retrieval`` settings (the question's semantic row): a new round for another
-    #: question replaces it unless it was edited (``revision``) or ran.
-    from_settings: bool = False
-    #: The research question the row was made for ("" until a question is known): a round for another
-    #: question unticks it.
-    question: str = ""
-    #: Why the generator wrote the query so (the built-in generator's concepts, variants and reasons).
-    strategy_note: str = ""
-    #: The app unticked it when a round began for another question (the user did not): a later
-    #: round that proposes the same query ticks it again for its question.
-    auto_unticked: bool = False
-    #: Generated by an LLM: where it ran ("ollama <host>") and how it was asked ("schema"/"text").
-    server: str = ""
-
-    @property
-    def tier_note(self) -> str:
-        """The IDs cell's tooltip for a row ranked within the impact tier ("" otherwise)."""
-        if not self.ranked_in_tier:
-            return ""
-        return ("Ranked within the fast index's impact tier (a broad AND at this database's size): every "
-                "document returned matches and keeps its exact BM25 score; the order is the best among "
-                "the documents where one of the row's terms weighs most. Preferences > Retrieval ranks "
-                "such rows over every match.")
-    reply_format: str = ""
-    #: The check's terms that no document has (as PostgreSQL prints them: ``'fungal':*``).
-    absent_terms: list[str] = field(default_factory=list)
-
-    @property
-    def runnable(self) -> bool:
-        return bool(self.query.strip())
-
-    @property
-    def weakness(self) -> str:
-        """Why a valid full-text query is weaker than it reads ("" when it is not): it matches no
-        document, or some of its terms are in no document (a typo, an invented or foreign term; inside
-        an OR the query still matches, without them). The review table flags the row with it."""
-        if self.validity != VALID or self.kind != ROW_TSQUERY:
-            return ""
-        absent = [re.sub(r"'((?:[^']|'')*)'", lambda m: m.group(1).replace("''", "'"), t)
-                  for t in self.absent_terms]
-        named = ", ".join(f"'{t}'" for t in absent[:5]) + (" …" if len(absent) > 5 else "")
-        if self.matches == 0:
-            return "no document matches" + (f" (no document has {named})" if absent else "")
-        if absent:
-            return f"no document has {named}"
-        return ""
-
-    @property
-    def semantic(self) -> bool:
-        return self.kind in SEMANTIC_KINDS
-
-    @property
-    def origin(self) -> str:
-        """``generated``, ``hand-written`` or ``edited``."""
-        if self.model == HAND_WRITTEN:
-            return HAND_WRITTEN
-        return EDITED if self.original is not None else GENERATED
-
-    @property
-    def source_label(self) -> str:
-        """The Model column: the model's name, "hand-written", "<model> (edited)", or for the semantic
-        row the retrieval settings added, "question" until it is edited."""
-        label = f"{self.model} (edited)" if self.origin == EDITED else self.model
-        if self.from_settings and self.revision == 0 and self.kind == ROW_SEMANTIC:
-            label = QUESTION_ROW
-        return label if self.kind == ROW_TSQUERY else f"[{self.kind}] {label}"
-
-    def provenance(self) -> dict[str, Any]:
-        """Where the query came from, as the search log records it. A semantic or hypothetical row also
-        says its ``row_type`` and ``row_kind`` (see :mod:`kmds_desktop.app.run_facts`); the question's
-        semantic row is ``"question"`` (the retrieval settings added it), not hand-written."""
-        typed: dict[str, Any] = {} if self.kind == ROW_TSQUERY else {
-            "row_type": self.kind, "row_kind": row_kind_of(self.kind, self.query, self.question)}
-        if self.from_settings and self.kind == ROW_SEMANTIC:
-            if query_key(self.query) == query_key(self.question):
-                return {"kind": QUESTION_ROW, **typed}
-            return {"kind": EDITED, "edited_from": self.question, "from_question": True, **typed}
-        if self.origin == HAND_WRITTEN:
-            return {"kind": HAND_WRITTEN, **typed}
-        data: dict[str, Any] = {"kind": self.origin, "model": self.model, "attempt": self.attempt,
-                                "temperature": self.temperature, "generation_time": self.generation_time,
-                                **typed}
-        if self.server or self.reply_format:
-            data["server"], data["reply_format"] = self.server, self.reply_format
-        if self.original is not None:
-            data["edited_from"] = self.original
-        return data
-
-    def describe_provenance(self) -> str:
-        """One line for a tooltip: "generated by M, attempt A", "hand-written", "edited from '…'"."""
-        if self.from_settings and self.kind == ROW_SEMANTIC:
-            if query_key(self.query) == query_key(self.question):
-                return "the question, added by the retrieval settings"
-            return f"edited from the question '{self.question}'"
-        if self.origin == HAND_WRITTEN:
-            return "hand-written"
-        made = f"generated by {self.model}, attempt {self.attempt}"
-        return f"edited from '{self.original}' ({made})" if self.original is not None else made
-
-
-@dataclass
-class ModelProgress:
-    """How one model is doing in the current round (the status line names the right model)."""
-
-    model: str
-    expected: int
-    answered: int = 0
-    queries: int = 0
-    seconds: float = 0.0
-    error: str | None = None
-
-    @property
-    def finished(self) -> bool:
-        return self.answered >= self.expected
-
-    def describe(self, running: bool, stopped: bool = False, interrupted: bool = False) -> str:
-        """The model's part of the status line; ``stopped``: the round ended before it finished (Stop
-        generating), so it is no longer "waiting"; ``interrupted``: it was answering then."""
-        if self.finished:
-            if self.queries and self.queries < self.expected:
-                missing = self.expected - self.queries
-                return (f"{self.model}: ✓ {self.queries} of {self.expected} ({self.seconds:.1f} s), "
-                        f"{missing} failed: {self.error or 'no query'}")
-            if self.queries:
-                return f"{self.model}: ✓ {self.queries} ({self.seconds:.1f} s)"
-            return f"{self.model}: ✗ {self.error or 'no query'}"
-        if stopped:
-            if self.queries:
-                return f"{self.model}: ✓ {self.queries}, then stopped"
-            return f"{self.model}: stopped" if interrupted else f"{self.model}: not asked (stopped)"
-        if running:
-            return f"{self.model}: query {self.answered + 1} of {self.expected}"
-        return f"{self.model}: waiting"
-
-
-@dataclass
-class RetrievalRows:
-    """What a round adds besides the models' queries (see :func:`plan_retrieval_rows`)."""
-
-    semantic: str | None = None  # the question, as a semantic row
-    hypothetical_model: str | None = None  # the LLM asked for a hypothetical abstract
-    with_vectors: int = 0  # documents with a vector (none: neither row is added)
-    reason: str = ""  # why no row is added, for a status line
-
-
-@dataclass
-class HypotheticalAttempt:
-    """An LLM's hypothetical abstract for the question, or why it could not write one."""
-
-    model: str
-    abstract: str = ""
-    seconds: float = 0.0
-    error: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return bool(self.abstract) and self.error is None
-
-
-@dataclass
-class GenerationRound:
-    """One press of Generate: the question, the plan, and every attempt as it finished."""
-
-    number: int
-    question: str
-    models: list[str]
-    queries_per_model: int
-    temperature: float
-    system_prompt: str
-    generated_at: str
-    attempts: list[QueryGenerationResult] = field(default_factory=list)
-    progress: dict[str, ModelProgress] = field(default_factory=dict)
-    finished: bool = False
-    cancelled: bool = False
-    offered: list[str] = field(default_factory=list)  # the queries this round added as rows
-    repeats_dropped: int = 0  # proposals equal to a row already shown
-    #: Rows of an earlier question that stayed in the table and were unticked when the round began.
-    unticked_previous: int = 0
-    #: The model asked for a hypothetical abstract after the query models (None: none is asked).
-    hypothetical_model: str | None = None
-    hypothetical: HypotheticalAttempt | None = None  # its outcome, once it answered
-
-    @property
-    def current_model(self) -> str | None:
-        """The model answering now (None when every model has answered)."""
-        if self.finished or self.cancelled:
-            return None
-        for model in self.models:
-            if not self.progress[model].finished:
-                return model
-        return None
-
-    def status_line(self) -> str:
-        current = self.current_model
-        stopped = self.cancelled or self.finished
-        # Models answer one after another: the first unfinished one was answering when it stopped.
-        interrupted = next((m for m in self.models if not self.progress[m].finished), None)
-        parts = [self.progress[m].describe(m == current, stopped, stopped and m == interrupted)
-                 for m in self.models]
-        if self.hypothetical_model is not None:
-            parts.append(self._hypothetical_status(running=current is None))
-        return " · ".join(parts)
-
-    def _hypothetical_status(self, running: bool) -> str:
-        done = self.hypothetical
-        if done is not None and done.ok:
-            return f"hypothetical abstract: ✓ {done.model} ({done.seconds:.1f} s)"
-        if done is not None:
-            return f"hypothetical abstract: ✗ {done.error}"
-        if self.finished or self.cancelled:
-            return "hypothetical abstract: not written"
-        return f"hypothetical abstract: {self.hypothetical_model} writing" if running else \
-            "hypothetical abstract: waiting"
-
-    @property
-    def hypothetical_failed(self) -> bool:
-        return self.hypothetical is not None and not self.hypothetical.ok
-
-    def summary(self) -> str:
-        """What the round produced, counting only what really happened."""
-        ok = [p for p in self.progress.values() if p.queries]
-        failed = [p for p in self.progress.values() if p.finished and not p.queries]
-        proposals = sum(p.queries for p in ok)
-        head = "Generation cancelled" if self.cancelled else "Generated"
-        text = (f"{head}: {proposals} {_plural(proposals, 'query', 'queries')} from "
-                f"{len(ok)} of {len(self.models)} {_plural(len(self.models), 'model', 'models')}")
-        if self.repeats_dropped:
-            text += f" ({self.repeats_dropped} already in the table)"
-        if self.unticked_previous:
-            n = self.unticked_previous
-            text += (f"; {n} {_plural(n, 'row', 'rows')} of the previous question "
-                     f"{_plural(n, 'was', 'were')} unticked (New search clears them)")
-        if failed:
-            text += "; failed: " + "; ".join(f"{p.model}: {p.error or 'no query'}" for p in failed)
-        partial = [p for p in ok if p.finished and p.queries < p.expected]
-        if partial:
-            text += "; fewer than asked: " + "; ".join(
-                f"{p.model}: {p.queries} of {p.expected} ({p.error or 'no query'})" for p in partial)
-        if self.hypothetical is not None and self.hypothetical.ok:
-            text += f"; a hypothetical abstract from {self.hypothetical.model}"
-        elif self.hypothetical is not None:
-            text += f"; no hypothetical-abstract row: {self.hypothetical.error}"
-        return text
-
-    def summary_level(self) -> str:
-        """How the :meth:`summary` is shown: ``"warning"`` when the round was stopped, a model gave
-        no query or the hypothetical abstract failed (the user should read why), else ``"info"``."""
-        failed = any(p.finished and p.queries < p.expected for p in self.progress.values())
-        return "warning" if failed or self.cancelled or self.hypothetical_failed else "info"
-
-
-@dataclass
-class CheckItem:
-    """One query to validate and count: the row's uid and revision travel with the answer."""
-
-    uid: int
-    revision: int
-    text: str
-
-
-@dataclass
-class CheckResult:
-    uid: int
-    revision: int
-    ok: bool | None  # None: the check itself failed (database down)
-    message: str  # normalized query when ok, else the error
-    matches: int | None = None
-    exact: bool = True
-    #: The query's terms no document has (see :attr:`QueryRow.weakness`).
-    absent: list[str] = field(default_factory=list)
-
-
-@dataclass
-class RunPlan:
-    """The ticked rows as they were when Run was pressed, and the queries the agent will run."""
-
-    rows: list[tuple[int, int, str]]  # (uid, revision, text) of each ticked row, in table order
-    queries: list[str]  # after the review rules (de-duplication): exactly what runs
-    row_of_query: list[int]  # uid of the row each query came from
-    started_at: str = ""
-    kinds: list[str] = field(default_factory=list)  # per query: its row type ("tsquery" when empty)
-    question: str = ""  # what semantic re-ranking compares the candidates with
-
-    def search_rows(self) -> list[SearchRow]:
-        """The queries with their row types, as the agent runs them."""
-        kinds = self.kinds or [ROW_TSQUERY] * len(self.queries)
-        return [SearchRow(q, k) for q, k in zip(self.queries, kinds, strict=True)]
-
-
-@dataclass
-class RunRecord:
-    """The last finished run: what ran, what it found, when."""
-
-    plan: RunPlan
-    result: ReviewedSearchResult
-    provenance: list[dict[str, Any]]  # per query that ran, as the rows said when it ran
-    labels: list[str]  # per query that ran: the Model column at the time
-    started_at: str
-    finished_at: str
-    database: str
-    #: the retrieval as it ran (embedding model, vector coverage, fusion, re-ranking), taken when the
-    #: run was applied: :func:`kmds_desktop.app.run_facts.retrieval_facts`
-    facts: dict[str, Any] = field(default_factory=dict)
-
-
-def planned_models(qg: QueryGenerationSettings) -> tuple[list[str], int]:
-    """Models and queries per model a round uses (the agent's own rule)."""
-    return QueryAgent(None, qg).planned_models()
 
 
 @dataclass
@@ -1081,223 +746,29 @@ class LiteratureSession(Observable):
         """What New search asks before it drops ``rows`` (default: :meth:`rows_to_confirm`)."""
         rows = self.rows_to_confirm() if rows is None else list(rows)
         n = len(rows)
-        return (f"Discard {n} edited or hand-written {_plural(n, 'query', 'queries')} that "
-                f"{_plural(n, 'has', 'have')} not run?\n\n" + "\n".join(f"• {r.query}" for r in rows[:8])
+        return (f"Discard {n} edited or hand-written {noun(n, 'query', 'queries')} that "
+                f"{noun(n, 'has', 'have')} not run?\n\n" + "\n".join(f"• {r.query}" for r in rows[:8])
                 + ("\n…" if n > 8 else ""))
 
     def results_line(self) -> str:
-        """The line above the documents after a run: how many, from how many queries, how long, and
-        INCOMPLETE when a valid query could not run ("" before the first run)."""
-        run = self.last_run
-        if run is None:
-            return ""
-        result = run.result
-        incomplete = " (INCOMPLETE: see the failed rows' Error column)" if result.incomplete else ""
-        n = len(result.queries)
-        return (f"{len(result.documents):,} documents from {len(result.ok_queries)} of {n} "
-                f"{_plural(n, 'query', 'queries')} ({result.total_time_s:.2f} s){incomplete}")
+        """The line above the documents after a run ("" before the first run; see
+        :meth:`RunRecord.results_line`)."""
+        return self.last_run.results_line() if self.last_run is not None else ""
 
     def run_messages(self) -> list[tuple[str, str]]:
-        """(level, text) the user must read after the last run: an incomplete run is an error (a
-        systematic search is never silently partial); failed rows a warning; a semantic row that
-        searched a partly embedded database a warning that says how many documents it could not see."""
-        run = self.last_run
-        if run is None:
-            return []
-        result = run.result
-        messages: list[tuple[str, str]] = []
-        coverage = run_coverage(result.queries)
-        if coverage is not None and coverage.partial and not result.failed_queries:
-            if coverage.vectors:  # the database's own vectors: its own embedding run adds the others
-                messages.append(("warning", f"{self.coverage_sentence()}; the other {coverage.missing:,} "
-                                            f"{_plural(coverage.missing, 'has', 'have')} no vector of that "
-                                            "model in the database yet."))
-            else:
-                messages.append(("warning", f"{self.coverage_sentence()}; Embed documents to search the "
-                                            f"other {coverage.missing:,}."))
-        tiered = tier_sentence([q.index + 1 for q in result.queries if q.ok and q.ranked_in_tier])
-        if tiered:  # the order of a broad row differs from ranking every match: the user is told
-            messages.append(("info", tiered + "."))
-        capped = [q for q in result.queries if q.capped]
-        if capped:  # the documents are the best of each row, not all it matched: said, not silent
-            rows = "; ".join(f"row {q.index + 1}: showing {q.ids_returned:,} of {q.matches or 0:,}"
-                             for q in capped)
-            messages.append(("info", f"{rows[:1].upper()}{rows[1:]} matching documents: raise the limit "
-                                     f"in {MAX_ROWS_WHERE}."))
-        if result.incomplete:
-            message = result.incomplete_message()
-            messages.append(("error", message[:1].upper() + message[1:]))
-        elif result.failed_queries:
-            messages.append(("warning", self.run_summary()))
-        return messages
+        """(level, text) the user must read after the last run (:meth:`RunRecord.messages`)."""
+        return self.last_run.messages() if self.last_run is not None else []
 
     def coverage_sentence(self) -> str:
-        """What the last run's semantic rows searched, as the log and the report say it ("" when no
-        semantic row ran)."""
-        run = self.last_run
-        coverage = run_coverage(run.result.queries) if run is not None else None
-        if run is None or coverage is None:
-            return ""
-        rows = sum(1 for q in run.result.queries if q.kind != ROW_TSQUERY and q.ok)
-        sentence = coverage.sentence(rows)
-        return sentence[:1].upper() + sentence[1:]
+        """What the last run's semantic rows searched ("" when none ran; see
+        :meth:`RunRecord.coverage_sentence`)."""
+        return self.last_run.coverage_sentence() if self.last_run is not None else ""
 
     def run_summary(self) -> str:
-        run = self.last_run
-        if run is None:
-            return ""
-        result = run.result
-        text = (f"{len(result.documents):,} documents from {len(result.ok_queries)} of "
-                f"{len(result.queries)} {_plural(len(result.queries), 'query', 'queries')}")
-        if any(q.kind != ROW_TSQUERY for q in result.queries) or result.fusion != "best_rank":
-            text += f" (merged: {result.fusion})"
-        coverage = run_coverage(result.queries)
-        if coverage is not None:  # a reader must know what a semantic row could not see
-            semantic = sum(1 for q in result.queries if q.kind != ROW_TSQUERY and q.ok)
-            text += "; " + coverage.sentence(semantic)
-        failed = result.failed_queries
-        if failed:
-            text += "; could not run: " + "; ".join(
-                f"'{shorten(q.query, QUOTED_QUERY_CHARS)}': {shorten(q.error or '')}" for q in failed)
-        return text
+        """The last run in one line (:meth:`RunRecord.summary`)."""
+        return self.last_run.summary() if self.last_run is not None else ""
 
     # --- the log -------------------------------------------------------------------------------
     def search_log(self, app_version: str = "") -> dict[str, Any]:
         """The search log of the last run (see :mod:`kmds_desktop.app.search_log`)."""
         return build_search_log(self, app_version=app_version)
-
-
-# --- the slow parts: plain functions for a worker or the CLI ---------------------------------------
-
-
-def plan_retrieval_rows(agent: QueryAgent, question: str, *,
-                        cancel: CancelToken | None = None) -> RetrievalRows:
-    """Which rows the ``retrieval`` settings add for ``question`` on the agent's database.
-
-    Both need document vectors (a semantic row finds nothing without them, and a search must never
-    wait for embedding): with none, neither is added and ``reason`` says why. The hypothetical
-    abstract also needs an LLM among the configured models (``builtin:`` generators write none).
-    """
-    # why: start-up time: it loads psycopg
-    from kmds_desktop.literature.store.vectors import VectorsUnavailable, count_with_vectors
-
-    r = agent.retrieval
-    question = (question or "").strip()
-    if not question or not (r.semantic_row or r.hypothetical_row):
-        return RetrievalRows(reason="semantic rows are off in Preferences > Retrieval")
-    if agent.database is None:
-        return RetrievalRows(reason="the literature database is not open")
-    check(cancel)
-    try:  # one count (what the semantic row will search), not the status's count of those to embed
-        with_vectors = count_with_vectors(agent.database, cancel=cancel)
-    except VectorsUnavailable:
-        with_vectors = 0
-    except Exception as err:  # noqa: BLE001 - no vectors to search; the full-text rows still run
-        if cancel is not None and cancel.cancelled:
-            raise Cancelled("cancelled by the user") from None
-        return RetrievalRows(reason=f"document vectors unavailable: {err}")
-    if with_vectors == 0:  # a BMLibrarian database's own vectors serve the row too
-        # why: start-up time: it loads psycopg
-        from kmds_desktop.literature.retrieval.vector_choice import database_vector_status
-
-        try:
-            own = database_vector_status(agent.database, use_database_vectors=r.use_database_vectors,
-                                         cancel=cancel)
-        except Cancelled:
-            raise
-        except Exception as err:  # noqa: BLE001 - none to search; the full-text rows still run
-            log.warning("the database's own vectors could not be read: %s", err)
-            own = None
-        with_vectors = int(own["with_vectors"]) if own else 0
-    if with_vectors == 0:
-        return RetrievalRows(reason="no document has a vector yet (embedding runs after an import)")
-    model = agent.llm_model() if r.hypothetical_row else None
-    return RetrievalRows(semantic=question if r.semantic_row else None, hypothetical_model=model,
-                         with_vectors=with_vectors)
-
-
-def write_hypothetical(agent: QueryAgent, question: str, *,
-                       cancel: CancelToken | None = None) -> HypotheticalAttempt:
-    """The agent's first LLM writes an abstract that would answer ``question``; a failure is returned
-    (with the reason), not raised, so the other rows of the round stay usable. A cancel raises."""
-    model = agent.llm_model() or "(no LLM)"
-    started = time.perf_counter()
-    try:
-        abstract = agent.hypothetical_abstract(question, cancel=cancel)
-    except QueryAgentError as err:
-        if cancel is not None and cancel.cancelled:
-            raise Cancelled("cancelled by the user") from None
-        return HypotheticalAttempt(model, seconds=time.perf_counter() - started, error=str(err))
-    return HypotheticalAttempt(model, abstract, time.perf_counter() - started)
-
-
-def generate_round(agent: QueryAgent, question: str, *, on_attempt: Callable[[Any], None],
-                   progress: ProgressFn | None = None, cancel: CancelToken | None = None,
-                   retrieval_rows: bool = False) -> Any:
-    """Ask the models (through the agent, one call at a time); each attempt goes to ``on_attempt``.
-
-    With ``retrieval_rows`` the round also gets the rows the ``retrieval`` settings add: first the
-    :class:`RetrievalRows` plan, then the models' :class:`QueryGenerationResult` s, then (when the
-    plan names a model) the :class:`HypotheticalAttempt`, all through ``on_attempt`` in that order.
-    """
-    plan = plan_retrieval_rows(agent, question, cancel=cancel) if retrieval_rows else None
-    if plan is not None:
-        on_attempt(plan)
-    result = agent.convert_question_multi_model(question, progress=progress, cancel=cancel,
-                                                on_result=on_attempt)
-    if plan is not None and plan.hypothetical_model is not None:
-        check(cancel)
-        report(progress, 0, None, f"{plan.hypothetical_model} is writing a hypothetical abstract")
-        on_attempt(write_hypothetical(agent, question, cancel=cancel))
-    return result
-
-
-def check_queries(agent: QueryAgent, items: Sequence[CheckItem], *, chunk: Callable[[CheckResult], None],
-                  progress: ProgressFn | None = None, cancel: CancelToken | None = None) -> int:
-    """Validate and count each query (the agent's check); each answer goes out through ``chunk``.
-
-    A database failure is reported for every remaining row (``ok=None``) and then raised, so rows
-    show why they could not be checked.
-    """
-    for i, item in enumerate(items):
-        check(cancel)
-        report(progress, i, len(items), "checking queries")
-        try:
-            stat = agent.check_query(item.text, cancel=cancel)
-        except Cancelled:
-            raise
-        except Exception as err:
-            if cancel is not None and cancel.cancelled:
-                raise Cancelled("cancelled by the user") from None
-            for result in not_checked(items[i:], err):
-                chunk(result)
-            raise
-        if stat.valid:
-            chunk(CheckResult(item.uid, item.revision, True, stat.normalized or "", stat.matches,
-                              not stat.estimated, list(getattr(stat, "absent_terms", []) or [])))
-        else:
-            chunk(CheckResult(item.uid, item.revision, False, stat.invalid_reason or ""))
-    report(progress, len(items), len(items), "queries checked")
-    return len(items)
-
-
-def not_checked(items: Sequence[CheckItem], err: BaseException) -> list[CheckResult]:
-    """The answers for ``items`` when they could not be checked (the database is down or could not
-    be opened): each row says why, and is checked again once the database answers."""
-    from kmds_desktop.app.messages import describe_error  # why: start-up time: it loads httpx, ollama
-
-    return [CheckResult(i.uid, i.revision, None, f"not checked: {describe_error(err)}") for i in items]
-
-
-def execute_run(agent: QueryAgent, plan: RunPlan, *, max_rows: int, progress: ProgressFn | None = None,
-                cancel: CancelToken | None = None) -> ReviewedSearchResult:
-    """Run exactly the plan's queries (ID-only, merged, fetched once). Re-ranking by similarity to the
-    question (``retrieval.rerank``) applies when a semantic row runs: only then are vectors at hand."""
-    rows = plan.search_rows()
-    question = plan.question if any(r.semantic for r in rows) else None
-    return agent.run_reviewed_queries(rows, max_rows=max_rows, progress=progress, cancel=cancel,
-                                      question=question)
-
-
-def _plural(n: int, one: str, many: str) -> str:
-    return one if n == 1 else many

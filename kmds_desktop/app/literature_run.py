@@ -20,7 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kmds_desktop.app.literature import LiteratureSession, RunPlan, RunRecord
+from kmds_desktop.app.literature import LiteratureSession
+from kmds_desktop.app.literature_plan import RunPlan, RunRecord
 from kmds_desktop.app.search_log import utc_now
 from kmds_desktop.app.strategy import NumberedRun, finish_recording, run_details, run_numbered
 from kmds_desktop.literature.strategy.history import SavedSet

@@ -38,14 +38,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kmds_desktop.app.literature import (
-    EDITED,
-    HAND_WRITTEN,
-    QUESTION_ROW,
-    TICKS_CHANGED,
-    QueryRow,
-    execute_run,
-)
+from kmds_desktop.app.literature import TICKS_CHANGED
+from kmds_desktop.app.literature_plan import execute_run
+from kmds_desktop.app.literature_rows import EDITED, HAND_WRITTEN, QUESTION_ROW, QueryRow
 from kmds_desktop.app.run_facts import generation_counts
 from kmds_desktop.literature.errors import LiteratureError
 from kmds_desktop.literature.queries.query_cleaning import query_key
@@ -65,7 +60,8 @@ from kmds_desktop.tasks import Cancelled
 from kmds_desktop.text import human_datetime
 
 if TYPE_CHECKING:
-    from kmds_desktop.app.literature import LiteratureSession, RunPlan, RunRecord
+    from kmds_desktop.app.literature import LiteratureSession
+    from kmds_desktop.app.literature_plan import RunPlan, RunRecord
 
 
 def run_details(session: LiteratureSession, plan: RunPlan, database_documents: int | None) -> dict[str, Any]:
