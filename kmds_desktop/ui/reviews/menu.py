@@ -301,9 +301,7 @@ class ReviewMenu(QObject):
     # -- the commands ------------------------------------------------------------------------------------
     def _submit(self, fn: Callable[..., Any], *args: Any, label: str, done: Callable[[Any], None],
                 failed: str, **kwargs: Any) -> Any:
-        return self.jobs.submit(KIND, fn, *args, pass_progress=False, label=label, policy="refuse",
-                                on_result=done,
-                                on_error=lambda exc: self.messages.show_exception(exc, failed), **kwargs)
+        return self.reports.submit(fn, *args, label=label, done=done, failed=failed, **kwargs)
 
     def _show_dialog(self, dialog: Any) -> Any:
         self.dialog = dialog

@@ -44,7 +44,7 @@ class ReviewReports(QObject):
         dialog.save_flow_requested.connect(lambda: self._save(
             name, resume.write_review_flow, "the PRISMA flow", "Save the PRISMA flow of the updates",
             f"{name} PRISMA flow.svg", "SVG (*.svg);;All files (*)"))
-        self._submit(resume.review_report_and_flow, name, label=f"Reading the report of {name}", done=arrived,
+        self.submit(resume.review_report_and_flow, name, label=f"Reading the report of {name}", done=arrived,
                      failed=f"The report of review {name} could not be read")
         return dialog
 
@@ -52,15 +52,18 @@ class ReviewReports(QObject):
               filters: str) -> None:
         path = file_dialogs.save_file(self.window, last_folders.SCREENING, caption, suggested, filters)
         if path:
-            self._submit(write, name, path, label=f"Saving {what} of {name}",
+            self.submit(write, name, path, label=f"Saving {what} of {name}",
                          done=lambda written: self.messages.show_message(
                              f"{what[0].upper()}{what[1:]} of review {name} written to {written}.", "info",
                              topic=self.kind),
                          failed=f"{what[0].upper()}{what[1:]} of review {name} could not be saved",
                          policy="queue")  # a save asked for while another runs waits its turn, never dropped
 
-    def _submit(self, fn: Callable[..., Any], *args: Any, label: str, done: Callable[[Any], None],
-                failed: str, policy: str = "refuse") -> Any:
+    def submit(self, fn: Callable[..., Any], *args: Any, label: str, done: Callable[[Any], None],
+               failed: str, policy: str = "refuse", **kwargs: Any) -> Any:
+        """Review work on the runner under this part's kind: ``done`` gets the result, a failure is
+        shown as ``failed`` with the reason. The reviews menu submits through it too, so a review's
+        jobs share one kind and one way of failing."""
         return self.jobs.submit(self.kind, fn, *args, pass_progress=False, label=label, policy=policy,
                                 on_result=done,
-                                on_error=lambda exc: self.messages.show_exception(exc, failed))
+                                on_error=lambda exc: self.messages.show_exception(exc, failed), **kwargs)
