@@ -124,6 +124,9 @@ def test_the_window_docks_evidence_and_imports_pdfs_with_progress(make_window, q
         assert window.evidence.import_pdfs(folder) is not None  # a job on the window's runner
     assert imported.args[0].count("imported") == 1
     assert "1 imported" in window.evidence.status.text()
+    # the window's literature database was not opened (this test starts no PostgreSQL): the import says
+    # its PDFs were not matched to records rather than starting a database nobody asked for
+    assert "records not matched: the literature database is not open" in window.evidence.status.text()
     assert (data_home / "fulltext" / "fulltext.sqlite").is_file()
 
     # a claim judged in the dock, filed under the observation selected in the window's KB browser
@@ -165,6 +168,30 @@ def test_a_pdf_changed_since_the_import_is_not_opened(qtbot, jobs, tmp_path: Pat
         with qtbot.waitSignal(view.message, timeout=30_000) as said:
             view.show_page(paper.id, 1, "")
         assert said.args[0] == "error" and "changed or moved since it was imported" in said.args[1]
+        jobs.shutdown()
+
+
+def test_an_import_shows_the_records_made_from_its_pdfs(qtbot, jobs, tmp_path: Path,
+                                                        pg_empty_database) -> None:
+    """With the literature database open, File \u2192 Import PDFs\u2026 matches the PDFs to its records; a PDF
+    none matches gets a record made from it, and the status line says how many were made."""
+    folder = link_pdfs(["j.bpj.2021.11.1119.pdf"], tmp_path / "pdfs")
+    with EvidenceSession(tmp_path / "store" / "fulltext.sqlite") as session:
+        view = EvidenceView(jobs, session)
+        qtbot.addWidget(view)
+        view.with_database = lambda then, failed: then(pg_empty_database)
+        with qtbot.waitSignal(view.papers_changed, timeout=120_000) as imported:
+            assert view.import_pdfs(folder) is not None
+        assert imported.args[0].records.new_records == 1
+        assert "1 new record made from PDFs" in view.status.text()
+        paper = session.papers()[0]
+        assert paper.record_match == "created" and paper.record_id is not None
+        with qtbot.waitSignal(view.page_shown, timeout=30_000):
+            view.show_page(paper.id, 1, "")
+        assert view.record.label.text() == f"Record: {paper.record_id} (made from this PDF)"
+        with qtbot.waitSignal(view.papers_changed, timeout=120_000):
+            view.import_pdfs(folder)
+        assert "0 new records made from PDFs (1 made before)" in view.status.text()
         jobs.shutdown()
 
 

@@ -111,20 +111,31 @@ class EvidenceSession(Observable):
         self.close()
 
     def import_folder(
-        self, folder: Path, progress: ProgressFn | None = None, cancel: CancelToken | None = None
+        self, folder: Path, progress: ProgressFn | None = None, cancel: CancelToken | None = None,
+        db: Any | None = None,
     ) -> ImportReport:
-        """Import a folder of PDFs (recursive, incremental by file content)."""
+        """Import a folder of PDFs (recursive, incremental by file content); with the literature
+        database ``db``, then match the papers to its records (:meth:`match_records`)."""
         result = import_folder(self.store, Path(folder), progress=progress, cancel=cancel,
                                embed=self.encoder or default_embed)
-        self.announce("papers")
-        return result
+        return self._matched(result, db, progress, cancel)
 
     def import_zotero(
-        self, folder: Path, progress: ProgressFn | None = None, cancel: CancelToken | None = None
+        self, folder: Path, progress: ProgressFn | None = None, cancel: CancelToken | None = None,
+        db: Any | None = None,
     ) -> ImportReport:
-        """Import a Zotero library's PDF attachments, read-only (a copy of its database is read)."""
+        """Import a Zotero library's PDF attachments, read-only (a copy of its database is read); with
+        ``db``, then match the papers to its records."""
         result = import_zotero(self.store, Path(folder), progress=progress, cancel=cancel,
                                embed=self.encoder or default_embed)
+        return self._matched(result, db, progress, cancel)
+
+    def _matched(self, result: ImportReport, db: Any | None, progress: ProgressFn | None,
+                 cancel: CancelToken | None) -> ImportReport:
+        """The import's report with its papers matched to ``db``'s records (records made from the PDFs
+        no record matches, in the app's own database); as it was where ``db`` is None."""
+        if db is not None:
+            result.records = match_records(self.store, db, progress=progress, cancel=cancel)
         self.announce("papers")
         return result
 
@@ -163,10 +174,11 @@ class EvidenceSession(Observable):
         return review_scope(self.store, review)
 
     def match_records(self, db: Any, progress: ProgressFn | None = None,
-                      cancel: CancelToken | None = None) -> MatchReport:
-        """Match the imported PDFs to the literature database's records (DOI, then title); the
-        papers matched by hand keep their record."""
-        result = match_records(self.store, db, progress=progress, cancel=cancel)
+                      cancel: CancelToken | None = None, *, create: bool = True) -> MatchReport:
+        """Match the imported PDFs to the literature database's records (DOI, then title; else, with
+        ``create``, a record made from the PDF in the app's own database); the papers matched by hand
+        keep their record."""
+        result = match_records(self.store, db, create=create, progress=progress, cancel=cancel)
         self.announce("papers")
         return result
 

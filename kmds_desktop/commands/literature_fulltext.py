@@ -9,6 +9,7 @@ happen inside the handlers so ``kmds-desktop --help`` stays fast.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 from typing import Any
@@ -41,7 +42,14 @@ def register_fulltext(lit_sub: argparse._SubParsersAction) -> None:
     imp.add_argument("--zotero", metavar="DATA_FOLDER",
                      help="import the PDF attachments of the Zotero library in DATA_FOLDER (read-only: a "
                           "copy of zotero.sqlite is read, Zotero's DOI and title are kept)")
-    imp.add_argument("--json", action="store_true", help="print what happened to each file as JSON")
+    imp.add_argument("--match", action="store_true",
+                     help="then match the PDFs to literature records (as 'fulltext match'); a PDF no record "
+                          "matches gets a record made from its title, DOI, year and authors, in the app's "
+                          "own database only (a BMLibrarian database is never written)")
+    imp.add_argument("--dsn", help="with --match: a PostgreSQL database instead of the settings' own")
+    imp.add_argument("--json", action="store_true",
+                     help="print what happened to each file as JSON (with --match: each paper's record and "
+                          "new_records, the records made from PDFs)")
     imp.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     imp.set_defaults(func=_import)
 
@@ -51,12 +59,18 @@ def register_fulltext(lit_sub: argparse._SubParsersAction) -> None:
 
     match = ft_sub.add_parser(
         "match",
-        help="match each imported PDF to a literature record (DOI, then title); corrections by hand kept",
+        help="match each imported PDF to a literature record (DOI, then title, else one made from the "
+             "PDF); corrections by hand kept",
         description="Match each imported PDF to a record of the literature database (--dsn, else the "
-                    "settings' own; only read): by its DOI, else by its title where one record has it. A "
-                    "paper set by hand ('fulltext record') keeps its record.",
+                    "settings' own): by its DOI, else by its title where one record has it, else a record "
+                    "made from what the PDF says (title, DOI, year, authors; source 'From PDF'), once per "
+                    "file and only in the app's own database: a BMLibrarian database is only read, and "
+                    "its unmatched PDFs stay without a record. A paper set by hand ('fulltext record') "
+                    "keeps its record.",
     )
     match.add_argument("--dsn", help="a PostgreSQL database instead of the settings' own")
+    match.add_argument("--no-new-records", action="store_true",
+                       help="make no record for a PDF no record matches (only read the database)")
     match.add_argument("--json", action="store_true", help="print each paper's match as JSON")
     match.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     match.set_defaults(func=_match)
@@ -123,16 +137,17 @@ def _session() -> Any:
 def _import(args: argparse.Namespace) -> int:
     if (args.folder is None) == (args.zotero is None):
         raise ValueError("give either FOLDER (a folder of PDFs) or --zotero DATA_FOLDER, not both or none")
+    if args.dsn and not args.match:
+        raise ValueError("--dsn names the database to match records in; add --match")
     quiet = args.quiet or args.json
-    if args.zotero is not None:
-        with _session() as session:
-            result = session.import_zotero(Path(args.zotero).expanduser(), progress=progress_line(quiet))
-    else:
-        folder = Path(args.folder).expanduser()
-        if not folder.is_dir():
-            raise ValueError(f"{folder} is not a folder; give the folder that holds the PDFs")
-        with _session() as session:
-            result = session.import_folder(folder, progress=progress_line(quiet))
+    source = Path(args.zotero if args.zotero is not None else args.folder).expanduser()
+    if args.zotero is None and not source.is_dir():
+        raise ValueError(f"{source} is not a folder; give the folder that holds the PDFs")
+    with contextlib.ExitStack() as stack:
+        session = stack.enter_context(_session())
+        db = stack.enter_context(_database(args)) if args.match else None
+        run = session.import_zotero if args.zotero is not None else session.import_folder
+        result = run(source, progress=progress_line(quiet), db=db)
     end_progress()
     if args.json:
         print_json(result.as_dict())
@@ -142,6 +157,12 @@ def _import(args: argparse.Namespace) -> int:
         for outcome in result.failures:
             print(f"  {Path(outcome.path).name}: {outcome.reason}")
     return 0
+
+
+def _database(args: argparse.Namespace) -> Any:
+    from kmds_desktop.commands.common import literature_database  # why: start-up time: loads psycopg
+
+    return literature_database(args)
 
 
 @guarded
@@ -165,7 +186,8 @@ def _match(args: argparse.Namespace) -> int:
     from kmds_desktop.commands.common import literature_database  # why: start-up time: loads psycopg
 
     with _session() as session, literature_database(args) as db:
-        result = session.match_records(db, progress=progress_line(args.quiet or args.json))
+        result = session.match_records(db, progress=progress_line(args.quiet or args.json),
+                                       create=not args.no_new_records)
     end_progress()
     if args.json:
         print_json(result.as_dict())

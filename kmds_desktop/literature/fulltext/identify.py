@@ -81,10 +81,16 @@ def usable_metadata_title(title: str) -> str | None:
     return title
 
 
+#: A line a download service stamps on page one ("Downloaded via ... on June 25, 2025"), not the title.
+_STAMP = re.compile(r"(?i)^(downloaded|this article is|see https?:|https?://|www\.)|https?://|sharingguidelines")
+
+
 def title_from_lines(lines: Sequence[tuple[str, float]]) -> str | None:
     """The title from page one's ``(line, font size)`` pairs: the first run of lines set in the
-    largest size that holds at least three words (a journal's name in big type is shorter)."""
-    sized = [(" ".join(text.split()), size) for text, size in lines if text.strip()]
+    largest size that holds at least three words (a journal's name in big type is shorter); a
+    download stamp is no title."""
+    sized = [(" ".join(text.split()), size) for text, size in lines
+             if text.strip() and not _STAMP.search(" ".join(text.split()))]
     for size in sorted({round(s, 1) for _, s in sized}, reverse=True)[:3]:
         run: list[str] = []
         for text, line_size in sized:
@@ -98,12 +104,74 @@ def title_from_lines(lines: Sequence[tuple[str, float]]) -> str | None:
     return None
 
 
+def _short_title_on_page(title: str, first_page_lines: Sequence[tuple[str, float]]) -> str | None:
+    """A three-word metadata title ("Symmetric Molecular Dynamics") that page one prints as a line of
+    its own: short titles exist, and the page confirms this one is not a file or tool name."""
+    title = " ".join((title or "").split())
+    if len(title.split()) != 3 or _GENERIC_TITLES.match(title):
+        return None
+    lines = {" ".join(text.split()).lower() for text, _ in first_page_lines}
+    return title if title.lower() in lines else None
+
+
 def find_title(metadata: Mapping[str, str], first_page_lines: Sequence[tuple[str, float]]) -> str | None:
     """The title: the largest type on page one, or the metadata's (publishers cut it short at times:
     "A loss-of-function mutation in"), whichever is the longer reading of the same start."""
-    from_meta = usable_metadata_title(metadata.get("Title", ""))
+    from_meta = usable_metadata_title(metadata.get("Title", "")) or _short_title_on_page(
+        metadata.get("Title", ""), first_page_lines)
     from_page = title_from_lines(first_page_lines)
     if from_meta and from_page:
         return from_page if len(from_page) > len(from_meta) and from_page.lower().startswith(
             from_meta.lower()[:20]) else from_meta
     return from_meta or from_page
+
+
+#: Document-info authors that name a machine account or a role, not a person.
+_NOT_A_PERSON = re.compile(r"(?i)^(administrator|admin|user|owner|author|unknown|editor|publisher|"
+                           r"journal|staff|office|\S+@\S+)$")
+_YEAR = re.compile(r"\b(19[5-9]\d|20\d\d)\b")
+#: Where a first page prints its own year: a copyright line, "Published", "Accepted".
+_FIRST_PAGE_YEAR = re.compile(r"(?i)(?:\u00a9|copyright|published(?: online)?|accepted)\D{0,40}?"
+                              r"\b(19[5-9]\d|20\d\d)\b")
+
+
+def _person(name: str) -> bool:
+    words = name.split()
+    return (2 <= len(words) <= 6 and not any(ch.isdigit() for ch in name)
+            and not _NOT_A_PERSON.match(name.strip()))
+
+
+def find_authors(metadata: Mapping[str, str]) -> list[str]:
+    """The authors the document info names, in order; ``[]`` when it names none that reads as a person.
+
+    Why so strict: the Author field often holds whoever made the file ("Administrator", one
+    typesetter's name); a record with a wrong author list misleads more than one without, so a value
+    counts only as people of two to six words each. "Last, First" (one comma, one word each side)
+    is one person; a list is split at semicolons, else at commas and "and"."""
+    raw = " ".join((metadata.get("Author") or "").split())
+    if not raw:
+        return []
+    if ";" in raw:
+        parts = raw.split(";")
+    elif re.fullmatch(r"[^,\s]+, [^,\s]+", raw):  # "McVey, Mitch"
+        parts = [" ".join(reversed(raw.split(", ")))]
+    else:
+        parts = re.split(r",\s*|\s+and\s+", raw)
+    names = [" ".join(p.split()) for p in parts if p.strip()]
+    return names if names and all(_person(n) for n in names) else []
+
+
+def find_year(metadata: Mapping[str, str], first_page: str) -> int | None:
+    """The year the paper came out: printed on page one beside a copyright sign, "Published" or
+    "Accepted"; else the year in the document info's subject (a citation line, "Science 2019.363");
+    else the file's creation date, which a publisher's PDF gets when the paper is issued (a preprint
+    server may have rebuilt it later, hence last)."""
+    found = _FIRST_PAGE_YEAR.search(first_page or "")
+    if found:
+        return int(found.group(1))
+    found = _YEAR.search((metadata.get("Subject") or "")[:200])
+    if found:
+        return int(found.group(1))
+    created = re.match(r"(?:D:)?(\d{4})", (metadata.get("CreationDate") or "").strip())  # D:YYYYMMDD...
+    year = int(created.group(1)) if created else 0
+    return year if 1950 <= year <= 2099 else None

@@ -27,6 +27,7 @@ from kmds_desktop.tasks import CancelToken, ProgressFn, check, report
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
+    from kmds_desktop.literature.fulltext.records import MatchReport
     from kmds_desktop.literature.fulltext.store import FulltextStore
 
 #: ``embed(texts) -> unit-length float32 matrix``: the shipped model by default.
@@ -55,6 +56,11 @@ class ImportReport:
     removed: list[str] = field(default_factory=list)
     pages_read: int = 0
     seconds: float = 0.0
+    #: The papers matched to literature records after the import (records made from the PDFs no
+    #: record matched), when a literature database was given; else None.
+    records: MatchReport | None = None
+    #: Why the papers were not matched to records (the literature database could not be opened).
+    records_note: str = ""
 
     def count(self, action: str) -> int:
         return sum(1 for f in self.files if f.action == action)
@@ -72,7 +78,12 @@ class ImportReport:
                 parts.append(f"{self.count(action)} {word}")
         if self.removed:
             parts.append(f"{len(self.removed)} removed (file gone)")
-        return ", ".join(parts)
+        line = ", ".join(parts)
+        if self.records is not None:
+            line += f"; records: {self.records.summary()}"
+        elif self.records_note:
+            line += f"; records not matched: {self.records_note}"
+        return line
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -82,6 +93,9 @@ class ImportReport:
             "seconds": round(self.seconds, 3),
             "files": [vars(f) for f in self.files],
             "removed": self.removed,
+            "new_records": self.records.new_records if self.records is not None else 0,
+            "records": self.records.as_dict() if self.records is not None else None,
+            "records_note": self.records_note,
         }
 
 
@@ -181,7 +195,7 @@ def _import_one(store: FulltextStore, path: Path, reader: PdfReader, embed: Embe
     passages = split_passages(pages)
     vectors = embed([p.text for p in passages])
     paper_id = store.add_paper(sha, path, size, answer.get("doi"), answer.get("title"), pages, passages,
-                               vectors)
+                               vectors, info=answer.get("metadata"))
     return FileOutcome(str(path), "imported", paper_id, answer.get("doi"), len(pages), len(passages))
 
 

@@ -12,11 +12,12 @@ Pages are kept whole because the quote verifier checks every quote against the c
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,6 +47,9 @@ CREATE TABLE IF NOT EXISTS paper (
     record_id INTEGER,               -- a literature record, where one was matched
     imported_at REAL NOT NULL
 );
+-- Added later, by ALTER TABLE where missing (see FulltextStore.__init__): record_match,
+-- record_source, record_external_id, pdf_info (the PDF's document info as JSON, which a record
+-- made from an unmatched PDF takes its authors and year from).
 CREATE INDEX IF NOT EXISTS paper_path ON paper(path);
 -- The user's word on which literature record a PDF is (record_id NULL: none of them), kept by the
 -- file's content, not its paper row: a paper removed with its file and imported again, or a whole
@@ -171,8 +175,8 @@ class FulltextStore:
         self._db.executescript(_SCHEMA)
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(paper)")}
         with self._db:
-            for column in ("record_match", "record_source", "record_external_id"):
-                if column not in columns:  # a store written before record matching
+            for column in ("record_match", "record_source", "record_external_id", "pdf_info"):
+                if column not in columns:  # a store written before record matching (or records made)
                     self._db.execute(f"ALTER TABLE paper ADD COLUMN {column} TEXT")
             self._db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)",
                              (str(SCHEMA_VERSION),))
@@ -249,15 +253,18 @@ class FulltextStore:
         pages: Sequence[str],
         passages: Sequence[Passage],
         vectors: np.ndarray,
+        info: Mapping[str, str] | None = None,
     ) -> int:
-        """Store a read paper in one transaction: the paper, its pages, its passages with vectors."""
+        """Store a read paper in one transaction: the paper, its pages, its passages with vectors, and
+        the PDF's document info (``info``: Author, CreationDate ...)."""
         import numpy as np  # on first use: the CLI's --help and the app's start stay fast
 
         with self._lock, self._db:
             cur = self._db.execute(
-                "INSERT INTO paper (sha256, path, size, doi, title, page_count, status, imported_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, 'ok', ?)",
-                (sha256, str(path), size, doi, title, len(pages), time.time()),
+                "INSERT INTO paper (sha256, path, size, doi, title, page_count, status, imported_at, "
+                "pdf_info) VALUES (?, ?, ?, ?, ?, ?, 'ok', ?, ?)",
+                (sha256, str(path), size, doi, title, len(pages), time.time(),
+                 json.dumps(dict(info or {}))),
             )
             paper_id = int(cur.lastrowid or 0)
             self._db.executemany(
@@ -281,13 +288,23 @@ class FulltextStore:
             self._changed()
         return paper_id
 
+    def pdf_info(self, paper_id: int) -> dict[str, str]:
+        """The PDF's document info as read at import (``{}`` for a paper stored before it was kept)."""
+        with self._lock:
+            row = self._db.execute("SELECT pdf_info FROM paper WHERE id = ?", (paper_id,)).fetchone()
+        try:
+            value = json.loads(row[0]) if row and row[0] else {}
+        except ValueError:
+            return {}
+        return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+
     # -- records ------------------------------------------------------------------------------
 
     def set_record(self, paper_id: int, record_id: int | None, how: str | None = None,
                    key: tuple[str, str] | None = None) -> bool:
-        """An automatic match (``how``: ``doi``, ``title``; ``key``: the record's source and external
-        id); False, and nothing changed, where the user pinned the paper's record: a correction by
-        hand outranks every heuristic."""
+        """An automatic match (``how``: ``doi``, ``title``, ``created``; ``key``: the record's source
+        and external id); False, and nothing changed, where the user pinned the paper's record: a
+        correction by hand outranks every heuristic."""
         source, external = key if key and record_id is not None else (None, None)
         with self._lock, self._db:
             cur = self._db.execute(

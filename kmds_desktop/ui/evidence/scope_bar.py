@@ -95,6 +95,8 @@ class RecordBar(QWidget):
         elif paper.record_match == "manual":
             self.label.setText(f"Record: {paper.record_id} (set by hand)" if paper.record_id is not None
                                else "Record: none (set by hand)")
+        elif paper.record_match == "created":
+            self.label.setText(f"Record: {paper.record_id} (made from this PDF)")
         elif paper.record_id is not None:
             self.label.setText(f"Record: {paper.record_id} (matched by {paper.record_match})")
         else:

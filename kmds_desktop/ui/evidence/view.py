@@ -40,6 +40,8 @@ POLICIES = {KINDS["search"]: "latest", KINDS["answer"]: "refuse", KINDS["page"]:
             KINDS["reviews"]: "latest"}
 #: ``() -> (the open KB or None, the selected observation or None)``.
 KbTarget = Callable[[], tuple[Any, Any]]
+#: ``(then, failed)``: the window's literature database handed to ``then`` once open.
+WithDatabase = Callable[[Callable[[Any], Any], Callable[[BaseException], Any]], None]
 
 
 class EvidenceView(QWidget):
@@ -75,6 +77,10 @@ class EvidenceView(QWidget):
         self.kb_target: KbTarget | None = None
         #: Who judges a claim: the settings' model, else offline (as ``literature verdict`` picks).
         self.judge_factory: Callable[[], Any] = pick_judge
+        #: ``(then, failed)``: ``then(db)`` once the window's literature database is open (opened on a
+        #: worker if needed), ``failed(exc)`` if it cannot be. An import then matches its PDFs to the
+        #: database's records and makes records for the unmatched ones; None: it matches nothing.
+        self.with_database: WithDatabase | None = None
         self.status = QLabel("")
         self.status.setObjectName("evidenceStatus")
         self.status.setWordWrap(True)
@@ -333,11 +339,27 @@ class EvidenceView(QWidget):
         return self._import(self.session.import_zotero, folder, "Importing the Zotero library's PDFs")
 
     def _import(self, fn: Callable[..., Any], folder: Path, label: str) -> Any:
+        """Import on a worker; with :attr:`with_database`, once the literature database is open, so the
+        same job matches the PDFs to records (a database that cannot be opened: imported unmatched)."""
         self.status.setText(f"{label}\u2026")
-        return self.jobs.submit(KINDS["import"], fn, folder, label=label, on_result=self._imported,
-                                on_error=self._failed,
-                                on_cancelled=lambda: self.status.setText(
-                                    "Import cancelled; the files done are kept."))
+        submitted: list[Any] = []
+
+        def submit(db: Any = None, note: str = "") -> None:
+            def work(folder: Path, progress: Any = None, cancel: Any = None) -> Any:
+                result = fn(folder, progress=progress, cancel=cancel, db=db)
+                result.records_note = note
+                return result
+
+            submitted.append(self.jobs.submit(
+                KINDS["import"], work, folder, label=label, on_result=self._imported, on_error=self._failed,
+                on_cancelled=lambda: self.status.setText("Import cancelled; the files done are kept.")))
+
+        if self.with_database is None:
+            submit()
+        else:
+            self.with_database(submit, lambda exc: submit(note=str(exc).splitlines()[0] if str(exc) else
+                                                          "the literature database is not available"))
+        return submitted[0] if submitted else None  # None: waiting for the database to open
 
     def _imported(self, report: Any) -> None:
         failures = report.failures

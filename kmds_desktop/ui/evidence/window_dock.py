@@ -29,6 +29,18 @@ def install_evidence(window: QMainWindow, jobs: JobRunner, messages: MessageBar,
     ``import_after``, and View's Evidence entry. ``encode`` embeds in the index process, as the
     literature panel does (torch never loads in the window's process)."""
     view = EvidenceView(jobs, encoder=encode)
+
+    def with_open_database(then: Callable[[Any], Any], failed: Callable[[BaseException], Any]) -> None:
+        """An import matches its PDFs to the records of the window's literature database when it is open
+        or opening; it does not start a database nobody asked for (the import says so)."""
+        link = window.literature.link
+        if link.database is None and not link.db.opening:
+            failed(RuntimeError("the literature database is not open; import again once the Literature "
+                                "panel has opened it"))
+            return
+        link.with_database(then, failed)
+
+    view.with_database = with_open_database
     view.message.connect(lambda level, text: messages.show_message(text, level, topic="evidence"))
     dock = QDockWidget("Evidence", window)
     dock.setToolTip("Questions answered from your PDFs, each quote shown on its page")
