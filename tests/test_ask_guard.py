@@ -154,6 +154,32 @@ def test_grounding_rules_read_the_kbs_own_vocabulary(demo_kb) -> None:
     assert len(guarded.notes) == 3
 
 
+def test_a_short_model_route_gets_the_filters_the_question_states_from_the_offline_reading(demo_kb) -> None:
+    """The model is asked for a short route (template and listing; filters only when stated) and may leave
+    out a filter the question does state: where its template runs, the offline router's reading of the
+    question's own words fills it in. A range counted in the offline router's template ("the last 2") and
+    a type of another template are not carried over."""
+    vocab = KBVocabulary.of(demo_kb)
+    offline_reads = OrchestratorRoute(intent_class="all_observations_search", filters=SearchFilters(
+        workflow=BODY_MASS, finding_seq_min=2, finding_seq_max=4))
+    short = OrchestratorRoute(intent_class="exploratory_search", listing=True)
+    question = "What did the exploration find in findings 2 to 4 of the body mass workflow?"
+    guarded = guard_route(question, short, OfflineDecision(offline_reads, {}, "none"), vocab)
+    assert guarded.chosen_by == "model" and guarded.route.intent_class == "exploratory_search"
+    f = guarded.route.filters
+    assert (f.workflow, f.finding_seq_min, f.finding_seq_max) == (BODY_MASS, 2, 4)
+    assert guarded.notes == [] and guarded.dropped == []
+
+    last_two = OrchestratorRoute(intent_class="data_representation_search", filters=SearchFilters(
+        obs_type_filter="Feature Engineering Observation", finding_seq_min=5, finding_seq_max=6))
+    guarded = guard_route("the last 2 feature steps", short, OfflineDecision(last_two, {}, "none"), vocab)
+    assert guarded.route.filters.model_dump() == SearchFilters().model_dump()
+    quality = OrchestratorRoute(intent_class="all_observations_search",
+                                filters=SearchFilters(obs_type_filter="Data Quality Observation"))
+    guarded = guard_route("any data quality trouble?", short, OfflineDecision(quality, {}, "none"), vocab)
+    assert guarded.route.filters.obs_type_filter == "Data Quality Observation"  # one of its template's types
+
+
 def test_the_route_box_shows_the_guard_note_and_offers_the_other_route(qtbot, fake_ollama, demo_kb,
                                                                       index: SemanticIndex) -> None:
     from kmds_desktop.ui.ask.route import RouteEditor

@@ -13,6 +13,7 @@ import pytest
 from support.fake_google import FakeGoogle
 from support.fake_ollama import ModelScript
 
+from kmds_desktop.ask.routing import ROUTE_MAX_TOKENS
 from kmds_desktop.config import LLMSettings, Settings
 from kmds_desktop.kb import load_kb
 from kmds_desktop.llm import GoogleBackend
@@ -86,6 +87,22 @@ def test_valid_route_runs_template_ranked_and_cited(fake_ollama, analytics_kb, i
     assert f"[1] ({result.results[0]['obs_type']}" in synthesis.prompt
     assert result.results[0]["finding"].split()[0] in synthesis.prompt
     assert {"route", "search", "synthesis", "total"} <= result.timings.keys()
+
+
+def test_a_short_route_is_asked_for_capped_and_explained(fake_ollama, analytics_kb, index_dir) -> None:
+    """The route is asked for short (template and listing; filters only when stated; no explanation: the
+    reply's tokens are most of a route's time on a CPU), capped in tokens, and the route box still says
+    who chose it."""
+    short = json.dumps({"intent_class": "exploratory_search", "listing": False})
+    fake_ollama.models[MODEL] = ModelScript(replies=[scripted(short)])
+    result = make(analytics_kb, index_dir, fake_ollama.url, n_results=3).ask(
+        "Were the ticket timestamps stored in a consistent datetime format?")
+    assert result.intent_class == "exploratory_search" and result.fallback_code is None
+    assert result.route_explanation == f"Chosen by ollama · {MODEL}."
+    routing = fake_ollama.completion_requests()[0]
+    assert routing.body["options"]["num_predict"] == ROUTE_MAX_TOKENS <= 100
+    assert routing.body["format"]["required"] == ["intent_class", "listing"]
+    assert "null" not in routing.prompt.split("Reply with one JSON object", 1)[1]
 
 
 @pytest.mark.parametrize(

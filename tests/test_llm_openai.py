@@ -82,17 +82,24 @@ def test_the_json_object_dialect_is_tried_and_remembered(fake) -> None:
     assert fake.requests[-1]["response_format"]["schema"] == QUERY_LIST_SCHEMA
 
 
-def test_route_schema_is_strict_and_a_constrained_reply_validates(fake) -> None:
+def test_route_schema_asks_for_a_short_route_and_a_constrained_reply_validates(fake) -> None:
     schema = route_json_schema()
-    assert schema["additionalProperties"] is False and set(schema["required"]) == set(schema["properties"])
-    assert "$ref" not in json.dumps(schema)
+    # the template and the listing are required; filters only when stated, never written as null
+    assert schema["additionalProperties"] is False and schema["required"] == ["intent_class", "listing"]
+    assert list(schema["properties"]) == ["intent_class", "listing", "filters"]
+    filters = schema["properties"]["filters"]
+    assert filters["required"] == [] and filters["additionalProperties"] is False
+    assert "null" not in json.dumps(schema) and "$ref" not in json.dumps(schema)
+    assert all(p.get("maxLength") for p in filters["properties"].values() if p["type"] == "string")
     assert "semantic_search" in schema["properties"]["intent_class"]["enum"]
-    route = ('{"intent_class": "exploratory_search", "filters": {"obs_type_filter": null, "finding_seq_min": '
-             'null, "finding_seq_max": null, "keyword": "missing", "workflow": null}, "explanation": "x", '
-             '"listing": false}')
-    fake.models["r"] = OpenAIScript([route])
-    reply, how = structured_chat(OpenAIBackend(fake.url, "r", api_key=""), "route?", schema)
+    fake.models["r"] = OpenAIScript([
+        '{"intent_class": "exploratory_search", "listing": false, "filters": {"keyword": "missing"}}',
+        '{"intent_class": "exploratory_search", "listing": true}'])
+    backend = OpenAIBackend(fake.url, "r", api_key="")
+    reply, how = structured_chat(backend, "route?", schema)
     assert how == "schema" and parse_route(reply).filters.keyword == "missing"
+    short = parse_route(structured_chat(backend, "route?", schema)[0])
+    assert short.listing is True and short.describe_filters() == "" and short.explanation == ""
 
 
 def test_errors_name_the_server_and_never_the_key(memory_keyring) -> None:

@@ -1,11 +1,12 @@
-"""Model scores: each LLM scores the undecided records 1–5 with a reason, through the real Ollama client
-against a scripted server on 127.0.0.1; hostile replies end as a note per record; scores are cached
-per (model, question, document), so a second run asks nothing again (and Cancel + run resumes); without
-an LLM the embedding similarity scores, labelled as such; the queue can be ordered by the scores; a
-score never decides."""
+"""Model scores: each LLM scores the undecided records 1–5 (the score alone; a reason a model adds is
+kept), through the real Ollama client against a scripted server on 127.0.0.1; hostile replies end as a
+note per record; scores are cached per (model, question, document), so a second run asks nothing again
+(and Cancel + run resumes); without an LLM the embedding similarity scores, labelled as such; the queue
+can be ordered by the scores; a score never decides."""
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 
@@ -15,9 +16,16 @@ from support.fake_ollama import ModelScript
 
 from kmds_desktop.app.events import Change
 from kmds_desktop.app.screening import MODEL_SCORES_CHANGED, ScreeningSession
-from kmds_desktop.app.screening_scores import score_by_similarity, score_undecided
+from kmds_desktop.app.screening_scores import SCORE_MAX_TOKENS, score_by_similarity, score_undecided
 from kmds_desktop.literature.screening.decisions import DecisionStore, ScreeningError
-from kmds_desktop.literature.screening.model_scores import EMBEDDING_SCORER, SCORE_SYSTEM, parse_score
+from kmds_desktop.literature.screening.model_scores import (
+    EMBEDDING_SCORER,
+    MAX_ABSTRACT_CHARS,
+    SCORE_SCHEMA,
+    SCORE_SYSTEM,
+    parse_score,
+    score_prompt,
+)
 from kmds_desktop.literature.screening.ordering import OrderMode
 from kmds_desktop.literature.screening.records import ScreeningRecord
 from kmds_desktop.llm.ollama_backend import OllamaBackend
@@ -69,7 +77,26 @@ def test_hostile_replies_end_as_a_note_per_record_and_the_rest_are_scored(sessio
     assert all(not s.text().endswith("— ") for v in by_id.values() for s in v)
     assert session.decisions == {}  # a score never decides
     body = fake_ollama.completion_requests()[0].body
-    assert body.get("format", {}).get("required") == ["score", "reason"]  # the schema was asked for
+    assert body.get("format", {}).get("required") == ["score"]  # the schema asks for the score alone
+    assert body["options"]["num_predict"] == SCORE_MAX_TOKENS <= 16  # and a runaway reply is cut short
+
+
+def test_a_score_alone_is_stored_and_shown_without_a_reason(session, fake_ollama) -> None:
+    fake_ollama.models["judge"] = ModelScript(replies=['{"score": 3}'])
+    summary = score_undecided(session, OllamaBackend(fake_ollama.url, "judge", timeout=60), ["judge"])
+    assert summary.scored == 5 and not summary.notes
+    first = session.model_scores(session.records[0].key)[0]
+    assert (first.score, first.reason, first.text()) == (3, "", "judge: 3/5")
+    assert "reason" not in SCORE_SYSTEM and "reason" not in json.dumps(SCORE_SCHEMA)
+
+
+def test_the_prompt_carries_the_abstract_up_to_its_limit_cut_at_a_word() -> None:
+    long = "word " * (MAX_ABSTRACT_CHARS // 2)
+    prompt = score_prompt(QUESTION, "Title", long)
+    assert prompt.startswith(f"Review question: {QUESTION}")  # the question first: the cached prefix
+    abstract = prompt.split("Abstract: ", 1)[1]
+    assert abstract.endswith("word …") and len(abstract) <= MAX_ABSTRACT_CHARS + 2
+    assert score_prompt(QUESTION, "Title", "short one").endswith("Abstract: short one")
 
 
 def test_scores_are_cached_and_a_cancelled_run_resumes(session, fake_ollama, tmp_path: Path) -> None:

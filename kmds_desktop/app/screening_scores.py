@@ -42,9 +42,9 @@ from kmds_desktop.llm.structured import structured_chat
 from kmds_desktop.tasks import Cancelled, CancelToken
 
 Progress = Callable[[int, int, str], None]
-#: Most tokens a score reply may take: a number and a reason of at most 12 words take 20-30 (Qwen2.5's
-#: tokens); generating is the slow half of a request on a CPU, so a runaway reason is cut here.
-SCORE_MAX_TOKENS = 60
+#: Most tokens a score reply may take: ``{"score": 4}`` is 6 of Qwen2.5's tokens (a fenced reply without
+#: a schema about 12); generating is the slow half of a request on a CPU, so anything longer is cut here.
+SCORE_MAX_TOKENS = 16
 
 
 def score_record(backend: Any, model: str, question: str, title: str, abstract: str,

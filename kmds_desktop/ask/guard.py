@@ -16,6 +16,9 @@ offline router on some questions the offline router gets right. So both routers 
   free-text search), or it chose all observations only for a named range or workflow that the
   model's route keeps (:data:`OFFLINE_STANDS`; measured by ``bench/ask_guard.py`` on the dev and
   hard question sets);
+- where the model's template runs, the filters the offline router read from the question's words
+  fill those the model left out (the route reply is kept short: a model writes only the filters the
+  question states, and may leave out some; :func:`fill_stated_filters`);
 - the route that did not run is kept as ``alternative``, one click away in the window.
 
 Plain Python: the orchestrator calls :func:`guard_route` after parsing the model's reply.
@@ -26,6 +29,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from kmds_desktop.ask.catalog import ROUTE_BY_INTENT
 from kmds_desktop.ask.kb_vocabulary import KBVocabulary, normalise_name, type_stem
 from kmds_desktop.ask.models import OrchestratorRoute, describe_filters
 from kmds_desktop.ask.offline_router import OfflineDecision, category_named
@@ -185,7 +189,7 @@ def guard_route(question: str, model_route: OrchestratorRoute, offline: OfflineD
             return GuardedRoute(off, "offline", notes, grounded, dropped)
         if dropped and grounded.listing:  # the listing may have rested on a dropped filter
             grounded = grounded.model_copy(update={"listing": None})
-        return GuardedRoute(grounded, "model", notes, off, dropped)
+        return GuardedRoute(fill_stated_filters(question, grounded, off, vocab), "model", notes, off, dropped)
     # same template: the offline router's filters fill what the model left out (they are grounded
     # by construction); the model's listing stands unless it may have rested on a dropped filter
     f, o = grounded.filters, off.filters
@@ -199,6 +203,30 @@ def guard_route(question: str, model_route: OrchestratorRoute, offline: OfflineD
         route = route.model_copy(update={"listing": off.listing})
     same = route.filters.model_dump() == off.filters.model_dump()
     return GuardedRoute(route, "model", notes, None if same else off, dropped)
+
+
+def fill_stated_filters(question: str, route: OrchestratorRoute, offline: OrchestratorRoute,
+                        vocab: KBVocabulary) -> OrchestratorRoute:
+    """``route`` (the model's template, another than the offline router's) with the filters the offline
+    router read from the question's own words where the model left them out: the workflow, a range
+    whose numbers the question says ("findings 2 to 4"; "the last 2" was counted in the offline
+    router's template, so it is not carried over), and the type when it is one of the model's
+    template's types. Why: a model asked for a short route leaves out filters (each costs tokens
+    and seconds to write), and these are grounded by construction."""
+    f, o = route.filters, offline.filters
+    fill: dict[str, object] = {}
+    if f.workflow is None and o.workflow is not None:
+        fill["workflow"] = o.workflow
+    said = numbers_in(question)
+    bounds = {b for b in (o.finding_seq_min, o.finding_seq_max) if b is not None}
+    if f.finding_seq_min is None and f.finding_seq_max is None and bounds and bounds <= said:
+        fill.update(finding_seq_min=o.finding_seq_min, finding_seq_max=o.finding_seq_max)
+    spec = ROUTE_BY_INTENT.get(route.intent_class)
+    category = spec.category if spec is not None else None
+    if f.obs_type_filter is None and o.obs_type_filter is not None and (
+            category is None or o.obs_type_filter in vocab.types_by_category.get(category, [])):
+        fill["obs_type_filter"] = o.obs_type_filter
+    return route.with_filters(**fill) if fill else route
 
 
 def template_named(question: str, intent_class: str, vocab: KBVocabulary) -> bool:

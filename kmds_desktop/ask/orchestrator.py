@@ -287,6 +287,9 @@ class SearchOrchestrator:
                 vocabulary = self.vocabulary()
                 reply, result.route_format = self._route_reply(routing_prompt(question, vocabulary), cancel)
                 result.model_route = _in_kb_terms(parse_route(reply), vocabulary)
+                if not result.model_route.explanation.strip():  # a short route names no reason
+                    result.model_route = result.model_route.model_copy(
+                        update={"explanation": f"Chosen by {self.llm_label()}."})
                 # the offline router is the model's floor: the model's route runs only where the
                 # question supports it (kmds_desktop.ask.guard)
                 t_embed = time.perf_counter()

@@ -49,23 +49,30 @@ _STRING_REST = {
 }
 
 
-#: Tokens the router may write: a route is about 80; a constrained model that rambles in its
-#: explanation is cut off here instead of writing until the context is full.
-ROUTE_MAX_TOKENS = 400
-#: The longest explanation the schema allows (characters): one sentence. Measured with SmolLM2-135M
-#: under llama.cpp's grammar: without a bound it repeated one phrase until the token limit (400
-#: tokens, the route never closed); with it the route closes after about 100 tokens.
-ROUTE_EXPLANATION_MAX_CHARS = 160
+#: Tokens the router may write. A route names its template and whether it is a listing (about 15 of
+#: Qwen2.5's tokens) and the filters the question states, if any (all five filled: about 65); a model
+#: that rambles, or writes prose around the JSON without a schema, is cut off here. Writing is the slow
+#: half of a route on a CPU (measured with Qwen2.5-Coder-1.5B: the prompt is cached up to the question,
+#: and the reply, 65 tokens when every filter was written out as null, took most of the 19 s a route took).
+ROUTE_MAX_TOKENS = 100
+#: The longest string filter the schema allows (characters): a workflow name or an observation type. A
+#: weak model under a grammar otherwise may not close a string (measured with SmolLM2-135M: without a
+#: bound it repeated one phrase until the token limit).
+ROUTE_STRING_MAX_CHARS = 80
 
 
 def route_json_schema() -> dict[str, Any]:
-    """:class:`OrchestratorRoute`'s JSON schema as servers enforce it: references inlined (not every
-    grammar converter follows ``$ref``), every property required and no others (OpenAI's strict
-    mode demands both), titles, descriptions and defaults dropped (they only lengthen the grammar),
-    and the explanation bounded (:data:`ROUTE_EXPLANATION_MAX_CHARS`: a weak model under a grammar
-    otherwise never closes it).
+    """The route's JSON schema as servers enforce it: the template and the listing, required; the
+    filters an optional object whose keys are all optional and never null, so a model writes only the
+    filters the question states (an empty filter costs tokens, and a route's time is its reply being
+    written). No explanation: the guard and the window say why a route runs. References inlined (not
+    every grammar converter follows ``$ref``), no other properties, titles, descriptions and defaults
+    dropped (they only lengthen the grammar), strings bounded (:data:`ROUTE_STRING_MAX_CHARS`).
 
-    Derived from the model, so a new filter or intent reaches the schema without a second list.
+    Derived from :class:`OrchestratorRoute`, so a new filter or intent reaches the schema without a
+    second list. OpenAI's hosted strict mode wants every property required: it refuses this schema,
+    and that server is then asked in plain text (remembered, :mod:`kmds_desktop.llm.structured`);
+    local servers (llama.cpp, Ollama, LM Studio, vLLM) take optional properties.
     """
     schema = OrchestratorRoute.model_json_schema()
     defs = schema.pop("$defs", {})
@@ -78,15 +85,22 @@ def route_json_schema() -> dict[str, Any]:
         if "$ref" in node:
             return strict(defs[node["$ref"].rsplit("/", 1)[-1]])
         out = {k: strict(v) for k, v in node.items() if k not in ("title", "description", "default")}
+        if "anyOf" in out:  # "x or null": a filter left out is omitted, never written as null
+            kinds = [n for n in out["anyOf"] if n.get("type") != "null"]
+            if len(kinds) == 1:
+                out = {**{k: v for k, v in out.items() if k != "anyOf"}, **kinds[0]}
+        if out.get("type") == "string" and "enum" not in out:
+            out["maxLength"] = ROUTE_STRING_MAX_CHARS
         if out.get("type") == "object" and "properties" in out:
-            out["required"] = list(out["properties"])
+            out["required"] = []
             out["additionalProperties"] = False
         return out
 
-    result = strict(schema)
-    result["properties"]["explanation"]["maxLength"] = ROUTE_EXPLANATION_MAX_CHARS
-    result["title"] = "route"
-    return result
+    props = strict(schema)["properties"]
+    return {"title": "route", "type": "object",
+            "properties": {"intent_class": props["intent_class"], "listing": props["listing"],
+                           "filters": props["filters"]},
+            "required": ["intent_class", "listing"], "additionalProperties": False}
 
 
 class RouteError(ValueError):
@@ -125,14 +139,14 @@ def routing_prompt(question: str, vocabulary: KBVocabulary | Sequence[str] | Non
     example_type = vocabulary.obs_types[0] if vocabulary is not None and vocabulary.obs_types \
         else "Data Quality Observation"
     lines += [
-        "Filters (use null when the question does not ask for one; spell types and workflows exactly "
-        "as listed):",
+        "Filters: most questions state none. Add a filter only when the question itself states it; spell "
+        "types and workflows exactly as listed:",
         f'- obs_type_filter: one observation type, e.g. "{example_type}" ("data quality problems" -> '
         '"Data Quality Observation" when listed)',
         "- workflow: one workflow name, when the question names a workflow",
-        "- finding_seq_min, finding_seq_max: inclusive range of finding sequence numbers "
-        '("the first 3 findings" -> 1 and 3; "findings 2 to 4" -> 2 and 4; "the last 2" -> the two '
-        "highest numbers listed for that workflow and template)",
+        "- finding_seq_min, finding_seq_max: inclusive range of finding sequence numbers, when the question "
+        'states one ("the first 3 findings" -> 1 and 3; "findings 2 to 4" -> 2 and 4; "the last 2" -> the '
+        "two highest numbers listed for that workflow and template)",
         "- keyword: a word that must appear in the finding text (only when the question quotes or "
         "insists on an exact term)",
         "listing: true when the question asks for a set of records rather than one fact: it says show, "
@@ -142,9 +156,9 @@ def routing_prompt(question: str, vocabulary: KBVocabulary | Sequence[str] | Non
         "whether, which value, how much) that a few records answer: only the relevant records are returned.",
         "",
         "Reply with one JSON object and nothing else, in this form:",
-        '{"intent_class": "<one of the templates>", "filters": {"obs_type_filter": null, "workflow": null, '
-        '"finding_seq_min": null, "finding_seq_max": null, "keyword": null}, "listing": <true or false>, '
-        '"explanation": "<one sentence: why this template>"}',
+        '{"intent_class": "<one of the templates>", "listing": <true or false>}',
+        'and only when the question states filters, add them: "filters": {"workflow": "<name>"} (leave out '
+        "every filter it does not state).",
         "",
         f"Question: {question}",
     ]
