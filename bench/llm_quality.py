@@ -381,7 +381,9 @@ def measure_routing(url: str, split: str, limit: int | None, verbose: bool) -> d
     from kmds_desktop.llm import OllamaBackend
     from kmds_desktop.search import SearchOrchestrator
 
-    questions = spread(load_questions(ASK_SETS[split]), limit)
+    # grouped by KB (the same questions, asked KB after KB): the routing prompt holds the KB's vocabulary,
+    # so a server with one cache slot reads it afresh at each change of KB, not at every question
+    questions = sorted(spread(load_questions(ASK_SETS[split]), limit), key=lambda q: q["kb"])
     backend = OllamaBackend(url, MODEL, timeout=TIMEOUT_S)
     kbs = {name: load_kb(KBS[name]) for name in {q["kb"] for q in questions}}
     index = SemanticIndex(None)
