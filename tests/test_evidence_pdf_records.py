@@ -138,3 +138,28 @@ def test_a_bmlibrarian_database_is_never_written(tmp_path: Path, data_home: Path
     with psycopg.connect(**info) as conn:
         assert conn.execute("SELECT count(*) FROM document").fetchone()[0] == 0
         assert conn.execute("SELECT array_agg(name) FROM sources").fetchone()[0] == ["pubmed"]
+
+
+def test_authors_and_year_only_where_the_pdf_says_them() -> None:
+    """Document info as the shared PDFs carry it: a file's maker is no author; page one's copyright year
+    comes before the citation line's, which comes before the file's creation date."""
+    from kmds_desktop.literature.fulltext.identify import find_authors, find_title, find_year
+
+    assert find_authors({"Author": "Administrator"}) == []
+    assert find_authors({"Author": "McVey, Mitch"}) == ["Mitch McVey"]
+    assert find_authors({"Author": "Sam Cox and Andrew D. White"}) == ["Sam Cox", "Andrew D. White"]
+    assert find_authors({"Author": "Yasuhiro Oda;Madelyn M. Shapiro"}) == ["Yasuhiro Oda",
+                                                                         "Madelyn M. Shapiro"]
+    assert find_authors({"Author": "lab-pc 3"}) == [] and find_authors({}) == []
+    info = {"Subject": "Science 2019.363:1463-1467", "CreationDate": "D:20190326103914+08'00'"}
+    assert find_year(info, "Received 2 May 2018; accepted 1 Feb 2019 ... \u00a9 2019 The Authors") == 2019
+    assert find_year(info, "no year printed") == 2019
+    assert find_year({"CreationDate": "D:20230926094855-07'00'"}, "") == 2023
+    assert find_year({}, "") is None
+    stamp = ("Downloaded via UNIV OF CAMBRIDGE on June 25, 2025 at 16:13:17 (UTC). See "
+             "https://pubs.acs.org/sharingguidelines for options", 9.0)
+    # the ACS PDF's page one: every line at one (scaled) size, so the page names no title of its own
+    lines = [stamp, ("Symmetric Molecular Dynamics", 1.0), ("Sam Cox and Andrew D. White*", 1.0),
+             *[("We derive a formulation of molecular dynamics that is symmetric.", 1.0)] * 8]
+    assert find_title({"Title": "Symmetric Molecular Dynamics"}, lines) == "Symmetric Molecular Dynamics"
+    assert find_title({}, [stamp]) is None
