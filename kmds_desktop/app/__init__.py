@@ -11,13 +11,16 @@ Modules:
 - :mod:`kmds_desktop.app.literature` — a literature search: question, review rows with provenance,
   generation rounds, checks (which rows, when, stale answers), runs through
   :class:`~kmds_desktop.literature.queries.agent.QueryAgent`, merged documents in rank order and
-  the search log.
+  the search log. The parts it keeps live beside it, one job each: ``literature_rows`` (a review
+  row), ``literature_rounds`` (a generation round), ``literature_checks`` (a row's check),
+  ``literature_plan`` (a run's plan and record) and ``literature_run`` (the run sequence).
 - :mod:`kmds_desktop.app.search_log` — the search log document (reproducible on any database).
 - :mod:`kmds_desktop.app.run_facts` — what a run was: each row's kind, the embedding model, vector
   coverage, fusion and re-ranking (log, history, report, window), and whether to warn before a
   semantic row runs on a partly embedded database.
 - :mod:`kmds_desktop.app.literature_data` — the literature database and files: importable files,
-  open on first need (``DatabaseOnDemand``), status, import, export writers.
+  open on first need (``DatabaseOnDemand``), status, import, export writers; the database is reached
+  through :class:`~kmds_desktop.literature.store.facade.LiteratureStore`, whichever engine answers.
 - :mod:`kmds_desktop.app.ask` — asking the open KB: the question, its answer, the history, what a
   change of KB does to the answer; ``answer_question`` (route, search, stream).
 - :mod:`kmds_desktop.app.workspace` — the open KB: start-up rule, the demo KB as a copy, save rules,

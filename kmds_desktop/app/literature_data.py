@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kmds_desktop.literature.errors import VectorsUnavailable
+from kmds_desktop.literature.store.facade import LiteratureStore
 from kmds_desktop.tasks import CancelToken, ProgressFn, report
 
 log = logging.getLogger(__name__)
@@ -37,11 +39,8 @@ def open_literature_database(
     cancel: CancelToken | None = None,
 ) -> Any:
     """Open (and for the embedded default, start) the literature database."""
-    # why: start-up time: it loads fasteners, psycopg
-    from kmds_desktop.literature.store.database import open_database
-
     report(progress, 0, None, "opening the literature database")
-    return open_database(dsn, settings=settings)
+    return LiteratureStore.open(dsn, settings=settings).database
 
 
 Waiter = tuple[Callable[[Any], None], Callable[[BaseException], None] | None]
@@ -121,15 +120,13 @@ def database_status(
 ) -> dict[str, Any]:
     """``db.status()``, with ``"vectors"`` (``literature status``'s count of documents with a vector)
     when ``model_name`` is given, and ``"database_vectors"`` (the vectors a BMLibrarian database holds
-    itself, which semantic rows search: :func:`database_vector_status`, None when there are none); a
+    itself, which semantic rows search: :meth:`LiteratureStore.own_vectors`, None when there are none); a
     failure there is reported in it, never raised."""
-    # why: start-up time: it loads psycopg
-    from kmds_desktop.literature.retrieval.vector_choice import database_vector_status
-
-    status = db.status()
+    store = LiteratureStore(db)
+    status = store.status()
     try:
-        status["database_vectors"] = database_vector_status(
-            db, use_database_vectors=use_database_vectors, cancel=cancel)
+        status["database_vectors"] = store.own_vectors(use_database_vectors=use_database_vectors,
+                                                       cancel=cancel)
     except Exception as err:  # noqa: BLE001 - the document count still stands
         log.warning("the database's own vectors could not be read: %s", err)
         status["database_vectors"] = None
@@ -138,11 +135,8 @@ def database_status(
     except Exception as err:  # noqa: BLE001 - the document count still stands
         status["topk"] = {"state": "none", "documents": 0, "error": str(err)}
     if model_name is not None:
-        # why: start-up time: it loads psycopg
-        from kmds_desktop.literature.store.vectors import vector_status
-
         try:
-            status["vectors"] = vector_status(db, model_name)
+            status["vectors"] = store.vector_status(model_name)
         except Exception as err:  # noqa: BLE001 - the document count still stands
             status["vectors"] = {"available": False, "with_vectors": 0, "needing": None, "error": str(err)}
     return status
@@ -195,29 +189,19 @@ def describe_vectors(vectors: dict[str, Any] | None, database_vectors: dict[str,
 
 def topk_status(db: Any) -> dict[str, Any]:
     """Where the top-k index of ``db`` stands: ``{"state": "ready"|"unfinished"|"none", "documents"}``."""
-    # why: start-up time: the window imports this module at start, that one only when needed
-    from kmds_desktop.literature.store.topk_build import index_folder
-    from kmds_desktop.literature.store.topk_index import BuildState
-
-    state = BuildState.load(index_folder(db) / "state.json")
-    if state is None:
-        return {"state": "none", "documents": 0}
-    return {"state": "ready" if state.complete else "unfinished", "documents": state.documents}
+    return LiteratureStore(db).topk_state()
 
 
 def describe_topk(status: dict[str, Any] | None, documents: int = 0) -> str:
     """A few words for the window's status, only where the user has something to do: an unfinished
     index, or a database too large for the import to index by itself that has none (a ready index,
     or a small database, just works and says nothing)."""
-    # why: start-up time: the window imports this module at start, that one only when needed
-    from kmds_desktop.literature.store.topk_build import AUTO_TOPK_UP_TO
-
     known = status or {}
     state = known.get("state", "none")
     if state == "unfinished":
         return (f"fast search index unfinished ({int(known.get('documents') or 0):,} documents; "
                 "File > Build fast search index goes on)")
-    if state == "none" and documents > AUTO_TOPK_UP_TO:
+    if state == "none" and documents > LiteratureStore.topk_built_by_import_up_to():
         return "no fast search index (File > Build fast search index)"
     return ""
 
@@ -227,20 +211,13 @@ def build_topk_index(db: Any, *, progress: ProgressFn | None = None,
     """Build (or go on building) the top-k index of ``db`` (``literature topk build``'s code): read-only
     on the database, committed batch by batch, so Cancel keeps what is done and the next build goes on;
     the database uses the index as soon as it is finished."""
-    # why: start-up time: the window imports this module at start, that one only when needed
-    from kmds_desktop.literature.store.topk_build import build_index, index_folder
-    from kmds_desktop.literature.store.topk_index import TopKIndex
-
-    index = TopKIndex(index_folder(db))
-    state = build_index(db, index, progress=progress, cancel=cancel)
-    db.attach_topk_index(index)
-    return state
+    return LiteratureStore(db).build_topk(progress=progress, cancel=cancel)
 
 
 def import_literature(
     db: Any, paths: Sequence[str], *, progress: ProgressFn | None = None, cancel: CancelToken | None = None,
 ) -> Any:
-    return db.import_files(list(paths), progress=progress, cancel=cancel)
+    return LiteratureStore(db).import_files(paths, progress=progress, cancel=cancel)
 
 
 def embed_literature(
@@ -253,14 +230,12 @@ def embed_literature(
     On a database the app does not manage, without the opt-in, nothing is created and the error says
     where the window's opt-in is (the core's message names the CLI's flag and the setting).
     """
-    # why: start-up time: it loads psycopg
-    from kmds_desktop.literature.store.vectors import EMBED_BATCH_SIZE, VectorsUnavailable, embed_documents
-
-    batch = int(getattr(retrieval, "embed_batch_size", EMBED_BATCH_SIZE))
+    batch = getattr(retrieval, "embed_batch_size", None)
     allow = bool(getattr(retrieval, "allow_vectors_in_external_database", False))
     try:
-        return embed_documents(db, model_name=model_name, encoder=encoder, batch_size=batch,
-                               allow_external=allow, progress=progress, cancel=cancel)
+        return LiteratureStore(db).embed(model_name, encoder, allow_external=allow,
+                                         batch_size=None if batch is None else int(batch), progress=progress,
+                                         cancel=cancel)
     except VectorsUnavailable as err:
         if allow or getattr(db, "schema_owner", "app") == "app":
             raise

@@ -16,9 +16,10 @@ from typing import Any
 
 from kmds_desktop.app.literature_rows import noun
 from kmds_desktop.config import QueryGenerationSettings
-from kmds_desktop.literature.errors import QueryAgentError
+from kmds_desktop.literature.errors import QueryAgentError, VectorsUnavailable
 from kmds_desktop.literature.queries.agent import QueryAgent
 from kmds_desktop.literature.queries.query_generation import QueryGenerationResult
+from kmds_desktop.literature.store.facade import LiteratureStore
 from kmds_desktop.tasks import Cancelled, CancelToken, ProgressFn, check, report
 
 log = logging.getLogger(__name__)
@@ -188,9 +189,6 @@ def plan_retrieval_rows(agent: QueryAgent, question: str, *,
     wait for embedding): with none, neither is added and ``reason`` says why. The hypothetical
     abstract also needs an LLM among the configured models (``builtin:`` generators write none).
     """
-    # why: start-up time: it loads psycopg
-    from kmds_desktop.literature.store.vectors import VectorsUnavailable, count_with_vectors
-
     r = agent.retrieval
     question = (question or "").strip()
     if not question or not (r.semantic_row or r.hypothetical_row):
@@ -198,8 +196,9 @@ def plan_retrieval_rows(agent: QueryAgent, question: str, *,
     if agent.database is None:
         return RetrievalRows(reason="the literature database is not open")
     check(cancel)
+    store = LiteratureStore(agent.database)
     try:  # one count (what the semantic row will search), not the status's count of those to embed
-        with_vectors = count_with_vectors(agent.database, cancel=cancel)
+        with_vectors = store.documents_with_vectors(cancel=cancel)
     except VectorsUnavailable:
         with_vectors = 0
     except Exception as err:  # noqa: BLE001 - no vectors to search; the full-text rows still run
@@ -207,12 +206,8 @@ def plan_retrieval_rows(agent: QueryAgent, question: str, *,
             raise Cancelled("cancelled by the user") from None
         return RetrievalRows(reason=f"document vectors unavailable: {err}")
     if with_vectors == 0:  # a BMLibrarian database's own vectors serve the row too
-        # why: start-up time: it loads psycopg
-        from kmds_desktop.literature.retrieval.vector_choice import database_vector_status
-
         try:
-            own = database_vector_status(agent.database, use_database_vectors=r.use_database_vectors,
-                                         cancel=cancel)
+            own = store.own_vectors(use_database_vectors=r.use_database_vectors, cancel=cancel)
         except Cancelled:
             raise
         except Exception as err:  # noqa: BLE001 - none to search; the full-text rows still run

@@ -45,6 +45,7 @@ from kmds_desktop.literature.reviews.update import (
 from kmds_desktop.literature.screening import prisma
 from kmds_desktop.literature.screening.decisions import EXCLUDE, INCLUDE, MAYBE
 from kmds_desktop.literature.screening.records import ScreeningRecord
+from kmds_desktop.literature.store.facade import LiteratureStore
 from kmds_desktop.literature.store.identities import document_identities
 from kmds_desktop.literature.strategy.history import HistoryError, SearchHistory
 from kmds_desktop.literature.strategy.workbench import SearchWorkbench, search_row
@@ -383,10 +384,7 @@ def _copy_vectors(store: ReviewStore, review_id: str, database: Any) -> int:
     if not ids:
         return 0
     try:
-        # why: start-up time: the window imports this module at start, that one only when needed
-        from kmds_desktop.literature.store.vectors import stored_vectors
-
-        found = stored_vectors(database, ids)
+        found = LiteratureStore(database).vectors_for(ids)
     except Exception:  # noqa: BLE001 - vectors improve the order, they are never required
         return 0
     return store.set_vectors(review_id, VECTOR_MODEL, {ids[i]: v for i, v in found.items() if i in ids})

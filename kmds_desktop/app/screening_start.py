@@ -17,6 +17,7 @@ from typing import Any
 from kmds_desktop.app.screening import ScreeningSession
 from kmds_desktop.literature.screening.decisions import DecisionStore
 from kmds_desktop.literature.screening.records import record_from_document
+from kmds_desktop.literature.store.facade import LiteratureStore
 
 #: Longest review id made from a question (the id is shown in the CLI's ``screen`` commands).
 REVIEW_ID_CHARS = 60
@@ -71,12 +72,9 @@ def attach_vectors(
     TF-IDF + document vectors: WSS@95 1.15x ASReview's on the dev questions against 0.96x without), and
     the question's vector when ``encoder`` can make one. Never fails the opening: without vectors (no
     pgvector, nothing embedded yet) the order uses TF-IDF alone. Returns how many records have one."""
-    # why: start-up time: the window imports this module at start, that one only when needed
-    from kmds_desktop.literature.store.vectors import stored_vectors
-
     ids = [d["id"] for d in documents if isinstance(d.get("id"), int)]
     try:
-        found = stored_vectors(database, ids)
+        found = LiteratureStore(database).vectors_for(ids)
     except Exception:  # noqa: BLE001 - vectors are an improvement of the order, never a requirement
         found = {}
     keys = {d["id"]: record_from_document(d).key for d in documents if isinstance(d.get("id"), int)}

@@ -45,6 +45,7 @@ from kmds_desktop.app.run_facts import generation_counts
 from kmds_desktop.literature.errors import LiteratureError
 from kmds_desktop.literature.queries.query_cleaning import query_key
 from kmds_desktop.literature.retrieval.semantic import ROW_SEMANTIC, ROW_TSQUERY
+from kmds_desktop.literature.store.facade import LiteratureStore
 from kmds_desktop.literature.strategy.history import HistoryError, SavedSet, SearchHistory
 from kmds_desktop.literature.strategy.known_papers import (
     KnownPaper,
@@ -100,7 +101,7 @@ def _database_size(workbench: SearchWorkbench) -> dict[str, Any]:
     """``{"database_documents": N}`` for the report, counted once the run is over (informative only)."""
     try:
         if workbench.database is not None:
-            return {"database_documents": int(workbench.database.status()["documents"])}
+            return {"database_documents": LiteratureStore(workbench.database).documents()}
     except Exception:  # noqa: BLE001, S110 - the size is informative; the run is recorded without it
         pass
     return {}

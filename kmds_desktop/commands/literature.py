@@ -116,7 +116,7 @@ def register(sub: argparse._SubParsersAction) -> argparse._SubParsersAction:
 def _status(args: argparse.Namespace) -> int:
     # why: start-up time: they load psycopg
     from kmds_desktop.config import load_settings
-    from kmds_desktop.literature.retrieval.vector_choice import database_vector_status
+    from kmds_desktop.literature.store.bmlibrarian_vectors import database_vector_status
     from kmds_desktop.literature.store.vectors import vector_status
 
     settings = load_settings()

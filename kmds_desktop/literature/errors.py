@@ -64,3 +64,10 @@ class ImportFileError(LiteratureError):
 
 class QueryAgentError(LiteratureError):
     """The agent cannot go on: no query was generated, none could run, or the review broke a rule."""
+
+
+class VectorsUnavailable(LiteratureError):  # noqa: N818 - a public name: renaming it would break callers
+    """Document vectors cannot be used here: no pgvector, or a foreign database without opt-in.
+
+    Here rather than beside the vector code (:mod:`kmds_desktop.literature.store.vectors`, which still
+    names it) so the application layer can catch it without loading that engine's module."""

@@ -346,16 +346,10 @@ class QueryAgent:
     ) -> ReviewedSearchResult:
         """Run exactly ``queries`` (never regenerates): validate, run ID-only, merge, fetch once.
 
-        ``queries`` are tsquery strings or :class:`SearchRow` of any kind. The ranked ID lists are
-        merged per ``retrieval.fusion``; with ``retrieval.rerank`` and a ``question`` the first
-        ``rerank_candidates`` merged documents are re-ranked by similarity to the question.
-
-        Invalid or failing queries are reported (``on_query`` and the result) and skipped; a valid
-        query that could not run makes the result ``incomplete`` (it lists them); if every query
-        fails, :class:`QueryAgentError` says why each did. ``on_query`` is called as each query
-        finishes; ``unique_ids`` (IDs no other query found) is only known once all have run, so it is
-        filled in on the returned result's statistics, not in the callback's. ``fetch=False`` skips
-        the document fetch (e.g. for counting only).
+        A :class:`~kmds_desktop.literature.retrieval.query_run.QueryRun` with this agent's database
+        and settings does it (see :meth:`~kmds_desktop.literature.retrieval.query_run.QueryRun.run`:
+        tsquery strings or :class:`SearchRow` s of any kind; failing rows reported and skipped, the
+        result ``incomplete`` when a valid one could not run; :class:`QueryAgentError` when none ran).
         """
         if self.database is None:
             raise QueryAgentError("no literature database is open: open one before running queries")

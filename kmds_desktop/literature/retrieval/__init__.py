@@ -1,1 +1,2 @@
-"""Ranking and merging rows: semantic rows, fusion, re-ranking by meaning, and evaluation."""
+"""Running and merging rows: reviewed rows run ID-only (query_run), semantic rows, fusion, re-ranking by
+meaning, and evaluation."""

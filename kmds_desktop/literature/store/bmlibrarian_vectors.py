@@ -214,3 +214,24 @@ def database_vector_coverage(db: Any, vectors: DatabaseVectors, use_pubmed: bool
         return (int(row[0]), int(row[1]), False) if row else (0, 0, False)
 
     return db.run(run, cancel)
+
+
+def database_vector_status(db: Any, *, use_database_vectors: bool = True,
+                           cancel: CancelToken | None = None) -> dict[str, Any] | None:
+    """What the database's own vectors give semantic rows, for the status line, ``literature status``
+    and the generation round's choice to add the question's semantic row: ``{"model", "models",
+    "table", "dimensions", "with_vectors", "documents", "estimated", "described"}`` for the first model
+    (the one :func:`~kmds_desktop.literature.retrieval.vector_choice.choose_vectors` tries first); None
+    on the app's own database, with the setting off, or when the database holds no vectors. Bounded: a
+    catalog read, a probe of the vector table's first rows, and the coverage count (an estimate above
+    200,000 documents)."""
+    if not use_database_vectors or getattr(db, "schema_owner", "app") == "app":
+        return None
+    found = find_database_vectors(db, cancel=cancel)
+    if not found:
+        return None
+    first = found[0]
+    with_vectors, documents, estimated = database_vector_coverage(db, first, cancel=cancel)
+    return {"model": first.model_name, "models": list(dict.fromkeys(v.model_name for v in found)),
+            "table": first.table, "dimensions": first.dimensions, "with_vectors": with_vectors,
+            "documents": documents, "estimated": estimated, "described": first.describe()}

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from kmds_desktop.crashpoints import crash_point
-from kmds_desktop.literature.errors import LiteratureError
+from kmds_desktop.literature.errors import LiteratureError, VectorsUnavailable
 from kmds_desktop.literature.store.dates import coerce_date
 from kmds_desktop.literature.store.rows import first_value
 from kmds_desktop.tasks import CancelToken, ProgressFn, check, report
@@ -82,10 +82,6 @@ def encoder_for(model_name: str, encoder: Encoder | None = None) -> Encoder:
         return encode(texts, model_name)
 
     return local
-
-
-class VectorsUnavailable(LiteratureError):  # noqa: N818 - a public name: renaming it would break callers
-    """Document vectors cannot be used here: no pgvector, or a foreign database without opt-in."""
 
 
 # -- schema ---------------------------------------------------------------------------------------
