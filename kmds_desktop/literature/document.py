@@ -18,7 +18,8 @@ loader writes ``""`` as SQL NULL), lists are lists (empty when unknown), ``year`
 it (``journal``, not the ``document`` table's ``publication``). A Document is frozen — a change is a
 :func:`dataclasses.replace` — so a paper handed to the export cannot be altered by the screening that
 holds it too; its lists are lists rather than tuples so the values compare equal to the lists every
-caller and file already holds (it is therefore not hashable: key it by :attr:`Document.key`).
+caller and file already holds (it is therefore not hashable: key it by :attr:`Document.key`). It has
+slots: a review or an import holds tens of thousands of Documents at once.
 
 This module imports nothing from the rest of ``literature/`` (it is the bottom layer of the
 ``literature/ by job`` contract), so the store's importer can produce Documents as well as the
@@ -56,7 +57,7 @@ class DocumentPassage(Protocol):
     def text(self) -> str: ...
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Document:
     """One paper: identity in its source, bibliographic fields, and its full text's passages if read."""
 
