@@ -135,10 +135,10 @@ def screen_round_one(session, relevant: set[str]) -> int:
 
 
 def warm_and_cold(session, new_keys: list[tuple[str, str]], relevant: set[str], seeds: list[int]):
-    """Replays of the update's new records (see the module docstring): (warm, cold, warm with the earlier
-    rounds' decisions weighed apart) SimulationResults, one triple per seed of the priors. The third is
-    the alternative tried against the default (``earlier_round_weight`` 0.5, ``earlier_round_c`` 0.2; see
-    :mod:`kmds_desktop.literature.screening.ordering`), measured on the same draws."""
+    """Replays of the update's new records (see the module docstring): (warm, cold, warm with every
+    decision alike) SimulationResults, one triple per seed of the priors. The third is the previous
+    default (round one's decisions never fading, ``earlier_round_fade`` 0; see
+    :mod:`kmds_desktop.literature.screening.ordering`), measured on the same draws: a paired before/after."""
     from kmds_desktop.literature.screening.decisions import INCLUDE, MAYBE
     from kmds_desktop.literature.screening.ordering import train
     from kmds_desktop.literature.screening.simulation import pick_priors, simulate
@@ -152,7 +152,7 @@ def warm_and_cold(session, new_keys: list[tuple[str, str]], relevant: set[str], 
     ranks = [session.records[i].rank or 10**9 for i in pool]
     fallback = sorted(range(len(pool)), key=lambda j: (ranks[j], j))
 
-    apart = replace(config, earlier_round_weight=0.5, earlier_round_c=0.2)
+    alike = replace(config, earlier_round_fade=0.0)
 
     def scorer(with_earlier: bool, model=config):
         def score(labels):
@@ -168,7 +168,7 @@ def warm_and_cold(session, new_keys: list[tuple[str, str]], relevant: set[str], 
         priors = pick_priors(truth, seed)
         out.append((simulate(truth, scorer=scorer(True), priors=priors, fallback=fallback),
                     simulate(truth, scorer=scorer(False), priors=priors, fallback=fallback),
-                    simulate(truth, scorer=scorer(True, apart), priors=priors, fallback=fallback)))
+                    simulate(truth, scorer=scorer(True, alike), priors=priors, fallback=fallback)))
     return out
 
 
@@ -250,7 +250,7 @@ def main() -> int:
                 session.close()
                 row.update(warm_wss=[w.wss(0.95) for w, _, _ in pairs],
                            cold_wss=[c.wss(0.95) for _, c, _ in pairs],
-                           apart_wss=[a.wss(0.95) for _, _, a in pairs],
+                           alike_wss=[a.wss(0.95) for _, _, a in pairs],
                            warm_n95=[w.records_to_recall(0.95) for w, _, _ in pairs],
                            cold_n95=[c.records_to_recall(0.95) for _, c, _ in pairs])
             rows_out.append(row)
@@ -292,12 +292,12 @@ def main() -> int:
           f"each: WSS@95 warm {warm:.3f}, cold {cold:.3f}; records to 95% warm "
           f"{mean(n for r in simulated for n in r['warm_n95']):.1f}, cold "
           f"{mean(n for r in simulated for n in r['cold_n95']):.1f} (of {pool:.1f})")
-    apart = mean(a for r in simulated for a in r["apart_wss"])
-    apart_per_draw = [mean(r["apart_wss"][s] for r in simulated) / mean(r["cold_wss"][s] for r in simulated)
+    alike = mean(a for r in simulated for a in r["alike_wss"])
+    alike_per_draw = [mean(r["alike_wss"][s] for r in simulated) / mean(r["cold_wss"][s] for r in simulated)
                       for s in range(draws)]
-    print("warm with earlier rounds weighed 0.5, C 0.2 (tried, not the default): WSS@95 "
-          f"{apart:.3f}, / cold {apart / cold if cold else float('inf'):.3f} (per draw: "
-          + ", ".join(f"{x:.3f}" for x in apart_per_draw) + ")")
+    print("warm with every decision alike (round one never fading; the previous default): WSS@95 "
+          f"{alike:.3f}, / cold {alike / cold if cold else float('inf'):.3f} (per draw: "
+          + ", ".join(f"{x:.3f}" for x in alike_per_draw) + ")")
     print("warm / cold per draw: " + ", ".join(f"{x:.3f}" for x in per_draw))
     print(f"warm / cold WSS@95: {warm / cold if cold else float('inf'):.3f} ({draws} seeds: sd {spread:.3f}, "
           f"range {min(per_draw):.3f}–{max(per_draw):.3f}) (repeats: {repeats_total})")

@@ -174,14 +174,15 @@ def test_a_record_known_by_doi_pmid_or_title_is_not_new(tmp_path):
 
 def test_an_updated_reviews_model_knows_which_decisions_came_from_earlier_rounds(tmp_path):
     """The order of an update trains on every decision; the session knows which records joined before
-    the latest update, so a model weighing them apart (``earlier_round_weight``, ``earlier_round_c``:
-    tried by bench/living_review.py, not the default) trains on what the window screens. By default they
-    weigh alike: the model is the first screening's."""
+    the latest update, and by default their decisions fade as the update's own grow
+    (``earlier_round_fade``: each weighs 1 / (1 + n / 30) after n decisions of the update), so the model
+    the window screens with is not the first screening's. A model weighing them apart otherwise
+    (``earlier_round_weight``, ``earlier_round_c``) trains on what the window screens too."""
     from dataclasses import replace
 
     import numpy as np
 
-    from kmds_desktop.literature.screening.ordering import DEFAULT_MODEL, train
+    from kmds_desktop.literature.screening.ordering import DEFAULT_MODEL, earlier_weight, train
 
     store = ReviewStore(tmp_path / "screening.sqlite3")
     store.create_review("sweat", question="sweat testing in cystic fibrosis")
@@ -193,22 +194,34 @@ def test_an_updated_reviews_model_knows_which_decisions_came_from_earlier_rounds
         store.decide("sweat", ("CF", f"cf:{i}"), decision)
     session = ScreeningSession(store, "sweat", background=False)
     assert session.earlier_rounds == frozenset()  # never updated: no earlier round
+    labels = session._labels()
+    never_updated = train(session.features, labels, DEFAULT_MODEL, earlier=session.earlier_rounds)
+    # (liblinear's shuffling moves a score by ~1e-5 between fits: compared to 1e-3)
+    assert np.allclose(session._scores.values, never_updated.values, atol=1e-3)
     session.close()
 
     add_round(store, "sweat", later, origin="#2", round_number=1)
-    store.decide("sweat", ("CF", "new:1"), "include")
-    store.decide("sweat", ("CF", "new:2"), "exclude")
-    apart = replace(DEFAULT_MODEL, earlier_round_weight=0.5, earlier_round_c=0.2)
-    session = ScreeningSession(store, "sweat", background=False, model=apart)
+    for i, decision in ((1, "include"), (2, "exclude"), (3, "exclude"), (4, "exclude"), (5, "include")):
+        store.decide("sweat", ("CF", f"new:{i}"), decision)
+    session = ScreeningSession(store, "sweat", background=False)
     assert {session.records[i].key for i in session.earlier_rounds} == {r.key for r in first}
     labels = session._labels()
-    weighed = train(session.features, labels, apart, earlier=session.earlier_rounds)
-    default = train(session.features, labels, DEFAULT_MODEL, earlier=session.earlier_rounds)
-    plain = train(session.features, labels, DEFAULT_MODEL)
-    # (liblinear's shuffling moves a score by ~1e-5 between fits: compared to 1e-3)
-    assert np.allclose(default.values, plain.values, atol=1e-3)  # alike by default: the first screening's
-    assert np.abs(weighed.values - plain.values).max() > 0.05, np.abs(weighed.values - plain.values).max()
-    assert np.allclose(session._scores.values, weighed.values, atol=1e-3)  # the session passes the rounds
+    assert earlier_weight(DEFAULT_MODEL, 5) == 1 / (1 + 5 / 30)  # five decisions of the update so far
+    faded = train(session.features, labels, DEFAULT_MODEL, earlier=session.earlier_rounds)
+    by_hand = train(session.features, labels, replace(DEFAULT_MODEL, earlier_round_fade=0.0,
+                                                      earlier_round_weight=1 / (1 + 5 / 30)),
+                    earlier=session.earlier_rounds)
+    alike = train(session.features, labels, DEFAULT_MODEL)  # no earlier round: every decision alike
+    assert np.allclose(faded.values, by_hand.values, atol=1e-3)
+    assert np.abs(faded.values - alike.values).max() > 3e-3, np.abs(faded.values - alike.values).max()
+    assert np.allclose(session._scores.values, faded.values, atol=1e-3)  # the session passes the rounds
+    session.close()
+
+    apart = replace(DEFAULT_MODEL, earlier_round_weight=0.5, earlier_round_c=0.2)
+    session = ScreeningSession(store, "sweat", background=False, model=apart)
+    weighed = train(session.features, session._labels(), apart, earlier=session.earlier_rounds)
+    assert np.abs(weighed.values - faded.values).max() > 0.05, np.abs(weighed.values - faded.values).max()
+    assert np.allclose(session._scores.values, weighed.values, atol=1e-3)
     session.close()
     store.close()
 

@@ -216,3 +216,36 @@ def test_cli_simulate_orders_by_the_features_the_window_screening_uses(
         assert np.allclose(window, cli_features.matrix.toarray(), atol=1e-5)
     finally:
         store.close()
+
+
+def test_earlier_rounds_fade_as_the_updates_own_decisions_grow() -> None:
+    """An updated review's model: round one's decisions count fully at the update's start and fade as the
+    update's own decisions grow (half after 30), so the update's words take over; a first screening
+    (no earlier round) is not touched by the fade."""
+    from dataclasses import replace
+
+    from kmds_desktop.literature.screening.ordering import earlier_weight
+
+    assert earlier_weight(DEFAULT_MODEL, 0) == 1.0
+    assert earlier_weight(DEFAULT_MODEL, 30) == 0.5
+    weights = [earlier_weight(DEFAULT_MODEL, n) for n in (10, 40, 90)]
+    assert weights == sorted(weights, reverse=True) and len(set(weights)) == 3
+    never = replace(DEFAULT_MODEL, earlier_round_fade=0.0)
+    assert earlier_weight(never, 500) == 1.0
+
+    # Round one (records 0-39) taught "calcium" is relevant; the update (40-79) says "sweat" is, many times.
+    texts = [f"calcium study {i}" if i % 4 == 0 else f"bone study {i}" for i in range(40)]
+    texts += [f"sweat chloride {i}" if i % 4 == 0 else f"calcium growth {i}" for i in range(40)]
+    feats = TextFeatures.build(texts, "")
+    earlier = frozenset(range(40))
+    labels = {i: i % 4 == 0 for i in range(40)}
+    labels.update({40 + i: i % 4 == 0 for i in range(36)})  # 36 decisions of the update; 76-79 undecided
+    faded = train(feats, labels, DEFAULT_MODEL, earlier=earlier)
+    alike = train(feats, labels, never, earlier=earlier)
+    first = train(feats, labels, DEFAULT_MODEL)  # no earlier round: the fade does not apply
+    assert faded is not None and alike is not None and first is not None
+    assert np.allclose(first.values, alike.values, atol=1e-3)
+    sweat, calcium = 76, 77  # an undecided update record of each kind
+    # the fade lets the update's decisions outweigh round one's on the update's records
+    gap_faded = faded.values[sweat] - faded.values[calcium]
+    assert gap_faded > alike.values[sweat] - alike.values[calcium] + 0.03  # 0.44 vs 0.37

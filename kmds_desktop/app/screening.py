@@ -277,8 +277,9 @@ class ScreeningSession(Observable):
 
     def _earlier_round_indices(self) -> frozenset[int]:
         """The records that joined before the review's latest update: their decisions weigh
-        :attr:`ModelConfig.earlier_round_weight` in the order's model (an updated review's store keeps
-        each record's round; a store without rounds, or a review never updated, has none)."""
+        :func:`~kmds_desktop.literature.screening.ordering.earlier_weight` in the order's model (an
+        updated review's store keeps each record's round; a store without rounds, or a review never
+        updated, has none)."""
         rounds_of = getattr(self.store, "rounds", None)  # a review store has rounds; a screening store not
         rounds: Mapping[Key, int] = rounds_of(self.review.id) if callable(rounds_of) else {}
         latest = max(rounds.values(), default=0)

@@ -25,11 +25,27 @@ question's pseudo-document gets the top score. They move the order only; no scor
 simulation cannot choose it (its pools have no LLM scores), so it stays off by default.
 
 An updated review (records joined in a later round, :mod:`kmds_desktop.literature.reviews`) trains on
-every decision alike, the earlier rounds' as the latest round's. Weighing the earlier rounds' decisions
-apart was tried (``bench/living_review.py``: CF 1974–77 then 1978–79, 5 draws of the priors, warm / cold
-WSS@95; :attr:`ModelConfig.earlier_round_weight` 0.5 with :attr:`ModelConfig.earlier_round_c` 0.2): it
-gained on the odd questions (1.203 → 1.225; every record with a vector 1.057 → 1.077) but not on the
-held-out even ones (1.250 → 1.247; with vectors 1.034 → 1.006), so the default weighs them alike.
+every decision, on TF-IDF refitted over every record of the review (both rounds' words and idf: the session
+builds the features from all its records), and the earlier rounds' decisions fade as the update's own grow
+(:attr:`ModelConfig.earlier_round_fade`: each weighs 1 / (1 + n / 30) after n decisions of the update). Why:
+round one's decisions are what the warm start knows that a cold one does not, but the update's records are
+of other years, their words drift, and the update's own decisions describe them better as they accumulate.
+Measured (``bench/living_review.py``: CF 1974–77 then 1978–79, 44 questions a side with 2 or more new
+relevant records, 5 draws of the priors, warm / cold WSS@95; each option paired against the previous default,
+every decision alike, on the same kept rounds and draws): odd questions 1.189 → 1.210 (higher in each of the
+5 draws), with every record's vector 1.049 → 1.065; held-out even ones 1.250 → 1.249, with vectors 1.044 →
+1.041 (both within one standard error: a tie, not a loss). So the gain is the odd questions'; the held-out
+ones neither gain nor lose. A fade of 10 gave 1.206 odd but 1.238 held out.
+
+Tried and not adopted (same pairing; odd → held-out even, without vectors unless said; none moved both): the
+earlier rounds weighed 0.5 with :attr:`ModelConfig.earlier_round_c` 0.2 (1.225 odd, 1.247 held out; with
+vectors 1.077 / 1.006, a loss); round one's excludes weighed 0.5 (1.198 / 1.247); its includes weighed 2, as
+extra question pseudo-documents (1.183 / 1.232); the half of round one's excludes least like the update's
+records left out (1.217 / 1.242), or those least like any include (1.208 / 1.247); the update's own model
+beside the warm one, z-scores summed at half weight (1.200 / 1.255; with vectors 1.051 / 1.044) or whole
+(1.179 / 1.230); features split per round (Daumé's augmentation: shared, earlier-only and update-only copies;
+× 0.5: 1.192 / 1.260, with vectors 1.050 / 1.052); include ratio, C and the question's weight (see the notes
+of ``bench/living_review.py``).
 
 Before there is at least one include and one exclude no classifier can be trained; the order is then the
 search's own rank (or the similarity to the question, or random), see :class:`OrderMode`.
@@ -83,10 +99,13 @@ class ModelConfig:
     vector_weight: float = 0.5
 
     #: An updated review's model (its new records ordered by what earlier rounds taught): the decisions
-    #: of earlier rounds weigh this much each beside the latest round's (1: alike, the default), and the
-    #: classifier's C is :attr:`earlier_round_c` (None: :attr:`c`). See the module docstring for why alike.
+    #: of earlier rounds weigh this much each beside the latest round's (1: alike), and the classifier's
+    #: C is :attr:`earlier_round_c` (None: :attr:`c`). See the module docstring for what was measured.
     earlier_round_weight: float = 1.0
     earlier_round_c: float | None = None
+    #: ... and fade as the latest round's own decisions grow: × 1 / (1 + n / fade) with n the latest
+    #: round's decisions so far (0: no fading). 30: half weight after 30 decisions of the update.
+    earlier_round_fade: float = 30.0
 
     #: Scale of the model-score columns (score 0–1 and "no score") when the scores feed the order.
     score_weight: float = 1.0
@@ -341,6 +360,15 @@ def can_train(labels: Mapping[int, bool]) -> bool:
     return True in values and False in values
 
 
+def earlier_weight(config: ModelConfig, latest_decisions: int) -> float:
+    """The weight of each earlier round's decision once the latest round has ``latest_decisions``: the
+    update's own decisions describe its records (their words drift from year to year) better as they
+    grow, so round one's count for less (see the module docstring for what was measured)."""
+    fade = config.earlier_round_fade
+    faded = 1.0 / (1.0 + max(0, latest_decisions) / fade) if fade > 0 else 1.0
+    return config.earlier_round_weight * faded
+
+
 def train(
     features: TextFeatures,
     labels: Mapping[int, bool],
@@ -350,8 +378,8 @@ def train(
     earlier: Collection[int] = (),
 ) -> Scores | None:
     """Fit the classifier on the decided records (``labels``: record index -> included) and score all.
-    ``earlier``: the records decided in earlier rounds of an updated review (see
-    :attr:`ModelConfig.earlier_round_weight`); none for a first screening.
+    ``earlier``: the records decided in earlier rounds of an updated review; their decisions weigh
+    :func:`earlier_weight` of the decisions of the others (the latest round's); none for a first screening.
 
     None when there is not yet one include and one exclude."""
     if not can_train(labels):
@@ -364,8 +392,8 @@ def train(
     earlier_set = frozenset(earlier)
     warm = bool(earlier_set) and any(int(i) in earlier_set for i in idx)
     if warm:
-        weight[np.fromiter((int(i) in earlier_set for i in idx), dtype=bool, count=len(idx))] = (
-            config.earlier_round_weight)
+        from_earlier = np.fromiter((int(i) in earlier_set for i in idx), dtype=bool, count=len(idx))
+        weight[from_earlier] = earlier_weight(config, int((~from_earlier).sum()))
     if config.question_prior and features.question is not None:
         x = sparse.vstack([x, features.question], format="csr")
         y = np.append(y, 1)
