@@ -120,6 +120,15 @@ the reply (a route is about 65 tokens, a score about 22); and after an answer a 
 (llama-cpp-python keeps the last prompt only) reads the routing prompt again, which these timings,
 dominated by writing, do not separate.
 
+Short replies (2026-12-03, ``--parts routing,scoring,latency --route-sets heldout,hard --route-questions 6
+--score-questions 2 --score-records 2 --threads 1``, before and after side by side at load 11-18): a route
+reply 86-90 -> 14-15 tokens (every filter written out as null and an explanation, against the template, the
+listing and only the filters stated), a cached route written in 68-79 -> 6-10 s; a score reply 39 -> 6
+tokens (the score alone), 130.7 -> 48.3 s a record; template accuracy held-out 1.000 -> 1.000 (offline
+1.000), hard 1.000 -> 0.833 (offline 0.667); ungrounded filters 15 -> 0. The token counts come from the
+server's log (``KMDS_REQUEST`` lines: the model's tokenizer, independent of load). See
+docs/design/benchmarks.md.
+
 The last line is ``guarded routing / offline: X; model's rows / built-in: Y`` (Y: the mean over the
 corpora of the compiled rows' recall@100 over builtin:keywords'), followed by the merged and verbatim
 ratios.

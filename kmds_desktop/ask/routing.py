@@ -157,8 +157,8 @@ def routing_prompt(question: str, vocabulary: KBVocabulary | Sequence[str] | Non
         "",
         "Reply with one JSON object and nothing else, in this form:",
         '{"intent_class": "<one of the templates>", "listing": <true or false>}',
-        'and only when the question states filters, add them: "filters": {"workflow": "<name>"} (leave out '
-        "every filter it does not state).",
+        'Only when the question itself states one of the filters above, add "filters" with that filter '
+        "alone; most questions state none.",
         "",
         f"Question: {question}",
     ]
