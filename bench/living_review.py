@@ -26,17 +26,22 @@ screening session, the search history and the embedded PostgreSQL):
 
 Printed: the mean over every (question, draw) pair, and the ratio warm / cold per draw (mean over the
 questions of that draw) with its standard deviation and range across draws. The last line:
-``warm / cold WSS@95: X (S seeds: sd D, range A–B) (repeats: N)`` (target: X >= 1.2, N = 0).
+``warm / cold WSS@95: X (S seeds: sd D, range A–B) (repeats: N)`` (target: X >= 1.2, N = 0); a line
+above it gives the previous default's, replayed on the same draws.
 
-Measured (2 shared cores, 5 draws): odd questions, warm / cold WSS@95 1.185 (sd 0.033, 1.136–1.209; warm
-0.474, cold 0.400; records to 95% 23.3 vs 26.9 of 49.6; 1.176 and 1.203 in two other runs: round one is not
-deterministic between runs); held out (even questions, ``--held-out``) 1.250 (sd 0.041, 1.201–1.306;
-warm 0.497, cold 0.397); every record with its document vector (the window's default once the database is
-embedded), paired replays on the kept rounds: odd 1.057, even 1.034 — the vectors lift the cold start (0.405 →
-0.471) far more than the warm one. Weighing the earlier rounds apart: odd 1.212–1.225, even 1.247, with
-vectors 1.077 / 1.006 (not the default). ``--embed`` (odd): 1.123 (warm 0.490, cold 0.436). Repeats: 0.
-Update recall on the new relevant records 0.514 vs bm25s 0.462 at the same count (odd), 0.535 vs 0.441
-(even).
+Measured (2 shared cores, 5 draws), with round one's decisions fading as the update's grow (the default
+since 2026-12-03, :attr:`~kmds_desktop.literature.screening.ordering.ModelConfig.earlier_round_fade`) and
+the previous default (every decision alike) replayed beside it in the same run: odd questions 1.191 (sd
+0.028, 1.146–1.215; warm 0.479, cold 0.402; records to 95% 23.2 vs 26.9 of 49.7), alike 1.171 in the same
+run, lower in each draw; held out (even questions, ``--held-out``) 1.249 (sd 0.039; warm 0.498, cold 0.399),
+alike 1.249. Round one is not deterministic between runs (the default search returns a few other documents
+from run to run: 2,508 vs 2,512 new records), which moves the last line by about ±0.02: the previous default
+measured 1.176, 1.185, 1.189 and 1.203 in four runs; compare within one run (the "alike" line) or on kept
+rounds (``--keep``). Paired replays on one run's kept rounds (deterministic): odd 1.189 → 1.210, even 1.250
+→ 1.249; every record with its document vector (the window's default once the database is embedded) odd
+1.049 → 1.065, even 1.044 → 1.041 — the vectors lift the cold start (0.398 → 0.469) far more than the warm
+one. ``--embed`` (odd, previous default): 1.123. Repeats: 0. Update recall on the new relevant records
+0.514 vs bm25s 0.463 at the same count (odd), 0.534 vs 0.441 (even).
 
 With ``--embed`` the database is embedded after each import, as the window does by default
 (``retrieval.embed_after_import``; the CLI's ``literature import --embed``): the reviews' records then carry

@@ -44,8 +44,9 @@ extra question pseudo-documents (1.183 / 1.232); the half of round one's exclude
 records left out (1.217 / 1.242), or those least like any include (1.208 / 1.247); the update's own model
 beside the warm one, z-scores summed at half weight (1.200 / 1.255; with vectors 1.051 / 1.044) or whole
 (1.179 / 1.230); features split per round (Daumé's augmentation: shared, earlier-only and update-only copies;
-× 0.5: 1.192 / 1.260, with vectors 1.050 / 1.052); include ratio, C and the question's weight (see the notes
-of ``bench/living_review.py``).
+× 0.5: 1.192 / 1.260, with vectors 1.050 / 1.052); include ratio 1, 3 or 20, C from 0.02 to
+0.5, the earlier rounds weighed 0.25 or 2, the question weighed 3 or left out (each within ±0.02 on the
+odd questions, 3 draws).
 
 Before there is at least one include and one exclude no classifier can be trained; the order is then the
 search's own rank (or the similarity to the question, or random), see :class:`OrderMode`.
