@@ -17,8 +17,12 @@ One command, default settings::
   addressed) of the offline heuristic against the labels, on the test split (thresholds set on train).
 
 ``--store`` reuses a full-text store that holds the 40 LitQA PDFs (``bench/evidence.py`` makes one);
-without it they are imported into a temporary one first. Last line: offline multiple-choice accuracy
-and precision, PubMedQA even accuracy, and the model's accuracy gain from evidence when measured.
+without it they are imported into a temporary one first. With a model, each question's choices are printed
+as they come: the closed-book arm first for all questions (short prompts), then the arm with evidence (about
+1,800 prompt tokens each: on a loaded 2-core machine 10 minutes a question, so ``--model-timeout`` raises
+the 300 s a reply may take); ``--choice-only`` leaves out PubMedQA and SciFact. Last line: offline
+multiple-choice accuracy and precision, PubMedQA even accuracy, and the model's accuracy gain from evidence
+when measured.
 """
 
 from __future__ import annotations
@@ -64,6 +68,11 @@ def batch_embedder(texts: list[str]):
     return lambda batch: vectors[[row[t] for t in batch]]
 
 
+def letter(choice: int | None) -> str:
+    """An option's letter as the prompts show it, or '-' for insufficient."""
+    return "-" if choice is None else chr(65 + choice)
+
+
 def accuracy_precision(results: list[tuple[int | None, int]]) -> tuple[float, float, int]:
     answered = [(c, r) for c, r in results if c is not None]
     right = sum(c == r for c, r in answered)
@@ -80,19 +89,30 @@ def multiple_choice(store, llm=None, label: str = "") -> dict[str, tuple[float, 
     )
 
     rows: dict[str, list[tuple[int | None, int]]] = {"offline": []}
-    if llm is not None:
-        rows["closed-book"], rows["with evidence"] = [], []
-    dropped = 0
-    for q in litqa_questions():
-        hits = search_passages(store, choice_query(q["question"], q["options"]), PASSAGES)  # as 'choose' does
-        offline = choose_offline(store, q["question"], q["options"], hits)
+    questions = litqa_questions()
+    hits_of = {}
+    for q in questions:
+        query = choice_query(q["question"], q["options"])  # what 'literature choose' searches with
+        hits_of[q["id"]] = search_passages(store, query, PASSAGES)
+        offline = choose_offline(store, q["question"], q["options"], hits_of[q["id"]])
         rows["offline"].append((offline.choice, q["right"]))
-        if llm is not None:
+    dropped = 0
+    if llm is not None:
+        # Closed-book first (short prompts): its arm is whole early, and an interrupted run still compares
+        # the two arms on the questions the slower with-evidence arm reached.
+        rows["closed-book"], rows["with evidence"] = [], []
+        for i, q in enumerate(questions):
             closed = choose_closed_book(q["question"], q["options"], llm)
             rows["closed-book"].append((closed.choice, q["right"]))
-            with_evidence = choose_with_model(store, q["question"], q["options"], hits, llm, method=label)
+            print(f"  {q['id'][:6]}: right {letter(q['right'])}; offline {letter(rows['offline'][i][0])}, "
+                  f"closed-book {letter(closed.choice)}", flush=True)
+        for q in questions:
+            with_evidence = choose_with_model(store, q["question"], q["options"], hits_of[q["id"]], llm,
+                                              method=label)
             dropped += with_evidence.dropped_quotes
             rows["with evidence"].append((with_evidence.choice, q["right"]))
+            print(f"  {q['id'][:6]}: right {letter(q['right'])}; with evidence {letter(with_evidence.choice)}"
+                  f"{' (' + '; '.join(with_evidence.notes) + ')' if with_evidence.notes else ''}", flush=True)
     out = {name: accuracy_precision(r) for name, r in rows.items()}
     for name, (acc, prec, answered) in out.items():
         print(f"LitQA dev multiple choice, {name}{' (' + label + ')' if name != 'offline' else ''}: "
@@ -178,7 +198,7 @@ def scifact() -> None:
               f"{Counter(truth).most_common(1)[0][1] / max(1, len(truth)):.3f}")
 
 
-def start_model(gguf: Path, work: Path):
+def start_model(gguf: Path, work: Path, timeout: float = 300.0):
     """Serve the GGUF through the test server (Ollama's API over llama.cpp, as ``bench/llm_quality.py``
     does) and return ``(llm, stop)``."""
     import subprocess
@@ -209,7 +229,7 @@ def start_model(gguf: Path, work: Path):
     if not line or not line[0].startswith("LISTENING "):
         stop()
         raise SystemExit(f"the model server did not start: {log.read_text(errors='replace')[-2000:]}")
-    backend = OllamaBackend(f"http://127.0.0.1:{int(line[0].split()[1])}", "bench-model", 0.0, 300.0)
+    backend = OllamaBackend(f"http://127.0.0.1:{int(line[0].split()[1])}", "bench-model", 0.0, timeout)
     return backend, stop
 
 
@@ -222,6 +242,11 @@ def main() -> int:
                              "when present; 'none' to skip)")
     parser.add_argument("--pubmedqa-model", type=int, default=0, metavar="N",
                         help="also ask the model N even PubMedQA questions")
+    parser.add_argument("--model-timeout", type=float, default=300.0, metavar="S",
+                        help="seconds one model reply may take (a loaded 2-core machine needs more than "
+                             "the default 300 for a prompt with five passages)")
+    parser.add_argument("--choice-only", action="store_true",
+                        help="multiple choice only (no PubMedQA, no SciFact: their embedding takes minutes)")
     args = parser.parse_args()
 
     from kmds_desktop.index.embeddings import encode
@@ -240,14 +265,15 @@ def main() -> int:
         gguf = None
     llm, stop = (None, None)
     if gguf is not None:
-        llm, stop = start_model(gguf, work)
+        llm, stop = start_model(gguf, work, args.model_timeout)
     try:
         choice = multiple_choice(store, llm, label=gguf.name if gguf else "")
-        pubmed = pubmedqa(args.pubmedqa_model, llm)
+        pubmed = float("nan") if args.choice_only else pubmedqa(args.pubmedqa_model, llm)
     finally:
         if stop is not None:
             stop()
-    scifact()
+    if not args.choice_only:
+        scifact()
     acc, prec, _ = choice["offline"]
     gain = ""
     if "with evidence" in choice:
