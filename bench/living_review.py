@@ -31,10 +31,11 @@ above it gives the previous default's, replayed on the same draws.
 
 Measured (2 shared cores, 5 draws), with round one's decisions fading as the update's grow (the default
 since 2026-12-03, :attr:`~kmds_desktop.literature.screening.ordering.ModelConfig.earlier_round_fade`) and
-the previous default (every decision alike) replayed beside it in the same run: odd questions 1.191 (sd
-0.028, 1.146–1.215; warm 0.479, cold 0.402; records to 95% 23.2 vs 26.9 of 49.7), alike 1.171 in the same
-run, lower in each draw; held out (even questions, ``--held-out``) 1.249 (sd 0.039; warm 0.498, cold 0.399),
-alike 1.249. Round one is not deterministic between runs (the default search returns a few other documents
+the previous default (every decision alike) replayed beside it in the same run: odd questions 1.213 (sd
+0.038, 1.154–1.246; warm 0.490, cold 0.404; records to 95% 22.6 vs 26.8 of 49.6), alike 1.196 in the same
+run, and 1.191 vs 1.171 in a run before (the fade higher in each draw of both); held out (even questions,
+``--held-out``) 1.253 (sd 0.040; warm 0.495, cold 0.395) and 1.249, alike 1.253 and 1.249: a tie.
+Round one is not deterministic between runs (the default search returns a few other documents
 from run to run: 2,508 vs 2,512 new records), which moves the last line by about ±0.02: the previous default
 measured 1.176, 1.185, 1.189 and 1.203 in four runs; compare within one run (the "alike" line) or on kept
 rounds (``--keep``). Paired replays on one run's kept rounds (deterministic): odd 1.189 → 1.210, even 1.250
