@@ -34,8 +34,10 @@ Measured (``bench/living_review.py``: CF 1974–77 then 1978–79, 44 questions 
 relevant records, 5 draws of the priors, warm / cold WSS@95; each option paired against the previous default,
 every decision alike, on the same kept rounds and draws): odd questions 1.189 → 1.210 (higher in each of the
 5 draws), with every record's vector 1.049 → 1.065; held-out even ones 1.250 → 1.249, with vectors 1.044 →
-1.041 (both within one standard error: a tie, not a loss). So the gain is the odd questions'; the held-out
-ones neither gain nor lose. A fade of 10 gave 1.206 odd but 1.238 held out.
+1.041 (both within one standard error: a tie, not a loss); in two runs of the bench, with the previous
+default replayed beside it, odd 1.171 → 1.191 and 1.196 → 1.213, held out 1.249 and 1.253 either way. So
+the gain is the odd questions'; the held-out ones neither gain nor lose. A fade of 10 gave 1.206 odd but
+1.238 held out.
 
 Tried and not adopted (same pairing; odd → held-out even, without vectors unless said; none moved both): the
 earlier rounds weighed 0.5 with :attr:`ModelConfig.earlier_round_c` 0.2 (1.225 odd, 1.247 held out; with
