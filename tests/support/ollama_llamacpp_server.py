@@ -11,7 +11,11 @@ the real client, real HTTP streaming and real (weak) model output:
   ``temperature``, ``num_predict``, ``seed``, ``top_p`` and ``stop`` are passed on;
 - an unknown model name is a 404 ``model '…' not found``, as Ollama says it.
 
-One request generates at a time (a lock; llama.cpp holds one context). A client that goes away
+One request generates at a time (a lock; llama.cpp holds one context). The states of the last few
+prompts are kept (``--prompt-cache-mib``, default 1024; 0: only the one in the context), so a prompt
+whose start was read before, not only just before, is read from that point on, as llama-server's
+slots (chosen by prompt similarity) and Ollama's parallel contexts keep several prompts; without it
+the routing prompt would be read afresh after every answer. A client that goes away
 stops its generation (the next write fails). ``--die-after-chunks N`` (with ``--die-on-request K``)
 ends the process abruptly in the middle of the K-th reply, as a server that crashes or runs out of
 memory does. Bound to 127.0.0.1 on a free port; prints ``LISTENING <port>`` once it serves.
@@ -50,10 +54,12 @@ class Server:
     """The model, its names, and the HTTP server that answers for them."""
 
     def __init__(self, model_path: str, names: list[str], n_ctx: int, threads: int,
-                 die_on_request: int, die_after_chunks: int | None) -> None:
-        from llama_cpp import Llama
+                 die_on_request: int, die_after_chunks: int | None, prompt_cache_mib: int = 1024) -> None:
+        from llama_cpp import Llama, LlamaRAMCache
 
         self.llm = Llama(model_path=model_path, n_ctx=n_ctx, n_threads=threads, verbose=False)
+        if prompt_cache_mib > 0:
+            self.llm.set_cache(LlamaRAMCache(capacity_bytes=prompt_cache_mib << 20))
         self.names = names
         self.size = os.path.getsize(model_path)
         self.lock = threading.Lock()
@@ -223,8 +229,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=max(1, min(4, os.cpu_count() or 1)))
     parser.add_argument("--die-on-request", type=int, default=1)
     parser.add_argument("--die-after-chunks", type=int, default=None)
+    parser.add_argument("--prompt-cache-mib", type=int, default=1024,
+                        help="memory for the states of earlier prompts (0: keep only the current one)")
     args = parser.parse_args(argv)
-    server = Server(args.model, args.name, args.ctx, args.threads, args.die_on_request, args.die_after_chunks)
+    server = Server(args.model, args.name, args.ctx, args.threads, args.die_on_request, args.die_after_chunks,
+                    args.prompt_cache_mib)
     httpd = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(server))
     httpd.daemon_threads = True
     print(f"LISTENING {httpd.server_address[1]}", flush=True)
