@@ -444,3 +444,17 @@ def test_the_updated_reviews_flow_is_drawn_with_previous_studies_the_latest_upda
     first_only = UpdatedFlow([RoundFlow(0, "First review", records=5, screened=5, excluded=3, included=2)])
     drawn = updated_flow_svg(first_only)
     assert "Identification of new studies" not in drawn and "(n = 2)" in drawn
+
+
+def test_a_report_file_is_written_whole_or_not_at_all(tmp_path):
+    """The review report and its diagram are written beside the target and moved over it: a reader never
+    meets a half-written file, and a failed write (here text that cannot be encoded) keeps the older file."""
+    from kmds_desktop.app.review_resume import _write_whole
+
+    target = tmp_path / "sweat report.txt"
+    _write_whole(target, "first version\n")
+    assert target.read_text(encoding="utf-8") == "first version\n"
+    with pytest.raises(UnicodeEncodeError):
+        _write_whole(target, "second \ud800 version\n")
+    assert target.read_text(encoding="utf-8") == "first version\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sweat report.txt"]  # no temporary file left

@@ -396,17 +396,25 @@ def write_review_flow(name: str, path: str | Path, store_path: str | Path | None
     """Write the review's PRISMA 2020 diagram for updated reviews to ``path`` (SVG)."""
     with ReviewBook(store_path) as book:
         svg = book.flow_svg(name)
-    target = Path(path)
-    target.write_text(svg, encoding="utf-8")
-    return target
+    return _write_whole(Path(path), svg)
 
 
 def write_review_report(name: str, path: str | Path, store_path: str | Path | None = None,
                         history_path: str | Path | None = None) -> Path:
     """Write :func:`review_report` to ``path`` (a text file: to attach to the review's write-up)."""
     text = review_report(name, store_path, history_path)
-    target = Path(path)
-    target.write_text(text, encoding="utf-8")
+    return _write_whole(Path(path), text)
+
+
+def _write_whole(target: Path, text: str) -> Path:
+    """Write ``text`` beside ``target`` first and move it over in one step: a reader (or a crash, or a full
+    disk) never meets a half-written file, and an older file of that name survives a failed write."""
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
     return target
 
 
