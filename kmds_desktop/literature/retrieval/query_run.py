@@ -367,18 +367,13 @@ class QueryRun:
         except Cancelled:
             raise
         except Exception as err:  # noqa: BLE001 - one failing row is reported, the others run
-            if cancel is not None and cancel.cancelled:
-                raise Cancelled("cancelled by the user") from None
-            stat.error = str(err) or type(err).__name__
-            if isinstance(err, VectorsUnavailable) and choice is not None and choice.note:
-                stat.error += "; " + choice.note  # how to search the vectors the database already has
             # No vectors here (or an empty text) is the row's own problem, like an invalid tsquery; a
             # lost connection or a timeout means the search lost results.
-            own_problem = isinstance(err, (VectorsUnavailable, QueryAgentError))
-            stat.error_kind = "invalid" if own_problem else "failed"
-            stat.ids, stat.ids_returned = [], 0
+            _row_failed(stat, err, cancel, own_problem=isinstance(err, (VectorsUnavailable, QueryAgentError)),
+                        what="semantic row", text=row.text)
+            if isinstance(err, VectorsUnavailable) and choice is not None and choice.note:
+                stat.error += "; " + choice.note  # how to search the vectors the database already has
             stat.matches = stat.searchable = None
-            log.info("semantic row %r failed: %s", row.text[:80], stat.error)
         finally:
             stat.time_s = time.perf_counter() - start
         return stat
@@ -408,13 +403,8 @@ class QueryRun:
         except Cancelled:
             raise
         except Exception as err:  # noqa: BLE001 - one failing query is reported, the others run
-            if cancel is not None and cancel.cancelled:
-                raise Cancelled("cancelled by the user") from None
-            stat.error = str(err) or type(err).__name__
-            stat.error_kind = "invalid" if isinstance(err, (InvalidQuery, QueryAgentError)) else "failed"
-            stat.ids = []
-            stat.ids_returned = 0
-            log.info("literature query %r failed: %s", query, stat.error)
+            _row_failed(stat, err, cancel, own_problem=isinstance(err, (InvalidQuery, QueryAgentError)),
+                        what="literature query", text=query)
         finally:
             stat.time_s = time.perf_counter() - start
         return stat
@@ -432,6 +422,20 @@ class QueryRun:
                 by_id[doc_id] = _as_dict(document)
         return [by_id[i] for i in ids if i in by_id]
 
+
+def _row_failed(stat: QueryRunStats, err: Exception, cancel: CancelToken | None, *, own_problem: bool,
+                what: str, text: str) -> None:
+    """Record why one row failed, so the other rows still run and the table says which failed and how.
+
+    A failure while the user cancels is the cancellation (a closed connection, not a broken row).
+    ``own_problem`` (an invalid query, an empty text, no vectors) marks the row "invalid"; anything else
+    (a lost connection, a timeout) "failed", which means the search lost results."""
+    if cancel is not None and cancel.cancelled:
+        raise Cancelled("cancelled by the user") from None
+    stat.error = str(err) or type(err).__name__
+    stat.error_kind = "invalid" if own_problem else "failed"
+    stat.ids, stat.ids_returned = [], 0
+    log.info("%s %r failed: %s", what, text[:80], stat.error)
 
 
 def _ranked_ids(ranked: Any) -> list[int]:
