@@ -24,7 +24,7 @@ from typing import Any
 
 from kmds_desktop import paths
 from kmds_desktop.config import load_settings
-from kmds_desktop.index.store import journal_of
+from kmds_desktop.index.store import finish_and_check, journal_of
 from kmds_desktop.literature.errors import LiteratureError
 from kmds_desktop.tasks import CancelToken, ProgressFn, check, report
 
@@ -252,12 +252,7 @@ def _check_journals(result: DoctorReport, root: Path, repair: bool) -> None:
                        "write it is")
             continue
         try:
-            con = sqlite3.connect(str(db), timeout=5)
-            try:
-                con.execute("SELECT count(*) FROM sqlite_master").fetchone()
-                verdict = str(con.execute("PRAGMA quick_check(1)").fetchone()[0])
-            finally:
-                con.close()
+            verdict = finish_and_check(db)
         except sqlite3.DatabaseError as err:
             result.add("journals", name, "problem", f"{db} cannot be opened to finish its write ({err})")
             continue

@@ -243,6 +243,19 @@ def journal_of(db: Path) -> Path | None:
     return None
 
 
+def finish_and_check(db: Path) -> str:
+    """Open ``db`` read-write, which lets SQLite finish an interrupted write (roll a hot journal back,
+    replay a WAL), and return its quick check's verdict ("ok" when sound). Raises
+    :class:`sqlite3.DatabaseError` when the file cannot be opened at all. Callers hold the folder's lock:
+    recovery writes the database file."""
+    con = sqlite3.connect(str(db), timeout=5)
+    try:
+        con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return str(con.execute("PRAGMA quick_check(1)").fetchone()[0])
+    finally:
+        con.close()
+
+
 def _recover_journal(path: Path, db: Path) -> None:
     """Let SQLite finish an interrupted write: a read-write open rolls a hot journal back (or replays a
     WAL), which a read-only open cannot do; it then failed with "attempt to write a readonly database"
@@ -257,12 +270,7 @@ def _recover_journal(path: Path, db: Path) -> None:
     if not lock.acquire(blocking=False):
         return
     try:
-        con = sqlite3.connect(str(db), timeout=5)
-        try:
-            con.execute("SELECT count(*) FROM sqlite_master").fetchone()
-            verdict = str(con.execute("PRAGMA quick_check(1)").fetchone()[0])
-        finally:
-            con.close()
+        verdict = finish_and_check(db)
         if verdict != "ok":
             raise sqlite3.DatabaseError(verdict)
     except sqlite3.DatabaseError as err:
