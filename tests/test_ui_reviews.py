@@ -67,6 +67,18 @@ def _start(make_window, database) -> Any:
     return make_window(_settings(), literature_kwargs={"database": database})
 
 
+def _sweat_review(database, records: Path) -> tuple[set[str], int]:
+    """The review both journeys start from: ``records`` imported, one hand-written search saved and made
+    the review "sweat"; its first round's record keys and the saved search's number."""
+    database.import_files([records])
+    with SearchHistory() as history:
+        saved = SearchWorkbench(history, database).run(
+            QUESTION, [("sweat & (chloride | sodium)", {"kind": "hand-written"})], max_rows=1000)
+        with ReviewBook() as book:
+            book.new("sweat", [QUESTION], history=history, database=database, from_sets=[saved.number])
+            return {r.key for r in book.store.records("sweat")}, saved.number
+
+
 def _restart(qtbot, window, make_window, database) -> Any:
     """Close the window as the user does (the place is written on close) and start a new one."""
     window.close()
@@ -80,13 +92,7 @@ def test_a_review_reopens_after_a_restart_and_its_update_screens_only_the_new_re
 
     db = pg_empty_database
     early, later, latest, years = _cf_by_year(literature_data, tmp_path)
-    db.import_files([early])
-    with SearchHistory() as history:
-        saved = SearchWorkbench(history, db).run(
-            QUESTION, [("sweat & (chloride | sodium)", {"kind": "hand-written"})], max_rows=1000)
-        with ReviewBook() as book:
-            book.new("sweat", [QUESTION], history=history, database=db, from_sets=[saved.number])
-            first_round = {r.key for r in book.store.records("sweat")}
+    first_round, _saved = _sweat_review(db, early)
     assert first_round
 
     # Today: File → Open review…, the review's search comes back into the panel and its screening opens.
@@ -450,13 +456,9 @@ def test_the_panels_search_becomes_the_reviews_strategy_and_the_edit_is_logged(
 
     db = pg_empty_database
     early, _later, _latest, _years = _cf_by_year(literature_data, tmp_path)
-    db.import_files([early])
-    with SearchHistory() as history:
-        saved = SearchWorkbench(history, db).run(
-            QUESTION, [("sweat & (chloride | sodium)", {"kind": "hand-written"})], max_rows=1000)
-        with ReviewBook() as book:
-            book.new("sweat", [QUESTION], history=history, database=db, from_sets=[saved.number])
-            assert book.strategy("sweat").version == 1
+    _first_round, saved_number = _sweat_review(db, early)
+    with ReviewBook() as book:
+        assert book.strategy("sweat").version == 1
 
     window = _start(make_window, db)
     panel = window.literature
@@ -481,7 +483,7 @@ def test_the_panels_search_becomes_the_reviews_strategy_and_the_edit_is_logged(
     qtbot.waitUntil(lambda: panel.session.recorded_run is not before and panel.run_button.isEnabled(),
                     timeout=WAIT)
     number = panel.session.recorded_run[1]
-    assert number != saved.number
+    assert number != saved_number
 
     window.reviews.actions["strategy"].trigger()
     qtbot.waitUntil(lambda: "now updates with search" in window.messages.label.text(), timeout=WAIT)
