@@ -3,6 +3,8 @@ and does something sensible on an empty database (real PostgreSQL with the share
 
 from __future__ import annotations
 
+import json
+
 from kmds_desktop.literature.queries.keyword_queries import (
     FLOOD_MIN,
     FLOOD_SHARE,
@@ -213,3 +215,37 @@ def test_a_failing_embedding_model_leaves_the_strategy_as_without_it(pg_empty_da
     with_broken = KeywordQueryBuilder(db, broken)
     assert [with_broken.query(CF_QUESTION, a) for a in (1, 2, 3)] == [
         KeywordQueryBuilder(db).query(CF_QUESTION, a) for a in (1, 2, 3)]
+
+
+def test_the_same_question_gets_the_same_queries_in_every_run(pg_empty_database, literature_data):
+    """Words tied in the feedback documents are taken in one order, not in the order Python's string hash
+    (randomised per process) gives a set: a search the researcher repeats, or a review's update, runs the
+    same queries. Three processes with different hash seeds write the broad queries of questions whose
+    feedback words tie."""
+    import os
+    import subprocess
+    import sys
+
+    db = _cf_database(pg_empty_database, literature_data)
+    questions = [
+        "What non-invasive tests can be performed for the evaluation of exocrine pancreatic function in "
+        "patients with CF?",
+        "What complications of pancreatic enzyme therapy have been reported in CF patients?",
+        "What are the results of genetic counseling of families of children with CF?",
+    ]
+    script = (
+        "import json, sys\n"
+        "from kmds_desktop.literature.store.database import open_database\n"
+        "from kmds_desktop.literature.queries.keyword_queries import KeywordQueryBuilder\n"
+        "builder = KeywordQueryBuilder(open_database(sys.argv[1]))\n"
+        "print(json.dumps([builder.query(q, 3) for q in json.loads(sys.argv[2])]))\n"
+    )
+    runs = set()
+    for seed in ("1", "2", "3"):
+        done = subprocess.run(
+            [sys.executable, "-c", script, str(db.dsn), json.dumps(questions)], capture_output=True,
+            text=True, timeout=300, env={**os.environ, "PYTHONHASHSEED": seed}, check=False)
+        assert done.returncode == 0, done.stderr[-2000:]
+        runs.add(done.stdout.strip().splitlines()[-1])
+    assert len(runs) == 1, runs
+    assert all(q.count("|") >= 5 for q in json.loads(runs.pop()))  # broad rows with feedback words

@@ -380,7 +380,7 @@ class ConceptFinder:
         surface: dict[str, Counter[str]] = {}
         for text in texts:
             words = {w for w in re.findall(r"[A-Za-z][A-Za-z0-9\-]{2,}", text) if len(w) <= 30}
-            for w in words:
+            for w in sorted(words):  # sorted: ties below keep one order from run to run (not the hash's)
                 per_doc[w.lower()] += 1
         candidates = [w for w, n in per_doc.most_common(200) if n >= FEEDBACK_MIN_DOCS]
         stems = lookups.stems(candidates)
@@ -424,7 +424,7 @@ class ConceptFinder:
                     seen.add(word)
                     if i + 1 < len(words) and words[i + 1] not in _FEEDBACK_STOP | _STOP_WORDS:
                         seen.add(f"{word} {words[i + 1]}")
-            per_doc.update(seen)
+            per_doc.update(sorted(seen))  # sorted: ties keep one order from run to run
         shared = [w for w, n in per_doc.most_common() if n >= NEIGHBOUR_MIN_DOCS]
         candidates = shared[:NEIGHBOUR_CANDIDATES * 2]
         words = sorted({w for c in candidates for w in c.split()} | {w.lower() for c in concepts
