@@ -555,9 +555,24 @@ def measure_corpus(name: str, url: str, root: Path, split: str, limit: int | Non
 
 # --------------------------------------------------------------------------- answers
 
-def measure_answers(url: str, limit: int | None, verbose: bool) -> dict[str, Any]:
-    """Everyday questions, LLM-routed and answered over the shared KBs; every claim cited?"""
-    from ask_routing import KBS
+def expected_answer_questions(limit: int) -> list[tuple[str, str, list[str]]]:
+    """Open held-out routing questions with the records a right answer draws on (``include``), on the
+    KBs the everyday questions use, evenly spaced through the set: (KB, question, record keys)."""
+    import json
+
+    rows = [json.loads(line) for line in ASK_SETS["heldout"].read_text(encoding="utf-8").splitlines()
+            if line.strip()]
+    picked = [(r["kb"], r["question"], list(r["include"])) for r in rows
+              if r.get("include") and r["kb"] in ("demo", "retail", "itsm")]
+    return spread(picked, limit) if limit else []
+
+
+def measure_answers(server: ModelServer, limit: int | None, verbose: bool,
+                    expected: int = 0) -> dict[str, Any]:
+    """Everyday questions, LLM-routed and answered over the shared KBs; every claim cited? Then
+    ``expected`` open held-out questions whose right records are known: does the answer cite one?
+    Also the answer prompt's tokens (the server's tokenizer) and the records the model was given."""
+    from ask_routing import KBS, covered
 
     from kmds_desktop.ask.answers import cited_numbers
     from kmds_desktop.config import Settings
@@ -566,18 +581,23 @@ def measure_answers(url: str, limit: int | None, verbose: bool) -> dict[str, Any
     from kmds_desktop.llm import OllamaBackend
     from kmds_desktop.search import SearchOrchestrator
 
-    backend = OllamaBackend(url, MODEL, timeout=TIMEOUT_S)
+    backend = OllamaBackend(server.url, MODEL, timeout=TIMEOUT_S)
     index = SemanticIndex(None)
     orchs: dict[str, Any] = {}
-    all_cited = several = llm_written = 0
+    all_cited = several = llm_written = hit = judged = 0
     answer_times: list[float] = []
-    asked = list(ANSWER_QUESTIONS[:limit])
-    for kb_name, question in asked:
+    prompt_tokens: list[int] = []
+    given: list[str] = []
+    asked: list[tuple[str, str, list[str] | None]] = [(k, q, None) for k, q in ANSWER_QUESTIONS[:limit]]
+    asked += list(expected_answer_questions(expected))
+    for kb_name, question, include in asked:
         if kb_name not in orchs:
             orchs[kb_name] = SearchOrchestrator(load_kb(KBS[kb_name]), llm_fn=backend, settings=Settings(),
                                                 index=index)
         orch = orchs[kb_name]
+        before = len(server.requests())
         result = orch.ask(question)
+        requests = server.requests()[before:]
         iris = {o.iri for o in orch.kb.observations}
         cited = cited_numbers(result.answer)
         exists = all(1 <= n <= len(result.results) and result.results[n - 1]["iri"] in iris for n in cited)
@@ -586,12 +606,29 @@ def measure_answers(url: str, limit: int | None, verbose: bool) -> dict[str, Any
         all_cited += ok
         several += ok and len(cited) > 1
         answer_times.append(result.timings.get("synthesis", float("nan")))
+        shown = getattr(result, "given_records", None) or list(range(1, len(result.results) + 1))
+        given.append(f"{len(shown)}/{len(result.results)}")
+        if result.synthesis == "llm" and requests:
+            prompt_tokens.append(int(requests[-1]["prompt_tokens"]))  # the answer is the last request
+        right = ""
+        if include is not None:
+            judged += 1
+            cited_records = [result.results[n - 1] for n in cited if 1 <= n <= len(result.results)]
+            keys = set(covered(orch.kb, cited_records))
+            found = bool(keys & set(include))
+            hit += found
+            right = ", cites an expected record" if found else ", cites no expected record"
         if verbose:
-            print(f"  answer [{kb_name}] {question} ({'every claim cited' if ok else result.citation_note}):")
-            print("      " + " ".join(result.answer.split())[:400])
+            print(f"  answer [{kb_name}] {question} ({'every claim cited' if ok else result.citation_note}"
+                  f"{right}; records given {given[-1]}, prompt {prompt_tokens[-1] if prompt_tokens else '-'} "
+                  "tokens):", flush=True)
+            print("      " + " ".join(result.answer.split())[:400], flush=True)
     n = len(asked)
     return {"questions": n, "all_cited": all_cited / max(1, n), "several": several / max(1, n),
-            "llm_written": llm_written, "answer_s": median(answer_times)}
+            "llm_written": llm_written, "answer_s": median(answer_times),
+            "expected_questions": judged, "expected_hit": hit / max(1, judged),
+            "prompt_tokens": median(prompt_tokens), "prompt_tokens_max": max(prompt_tokens, default=0),
+            "given": given}
 
 
 # --------------------------------------------------------------------------- screening scores
@@ -749,6 +786,11 @@ def print_table(split: str, which: str, routing: dict[str, Any] | None, corpora:
             (f"answers with every claim citing a record that exists ({answers['questions']})",
              f"{answers['all_cited']:.3f}"),
             ("answers citing more than one record", f"{answers['several']:.3f}"),
+            (f"answers citing an expected record ({answers['expected_questions']} held-out questions)",
+             f"{answers['expected_hit']:.3f}"),
+            ("answer prompt tokens (median / max)",
+             f"{answers['prompt_tokens']:.0f} / {answers['prompt_tokens_max']}"),
+            ("records given to the model / shown, each answer", " ".join(answers["given"])),
         ]
     times = [("s per verbatim query (median)", [c["query_s"] for c in corpora.values()
                                                  if c["query_s"] == c["query_s"]]),
@@ -824,6 +866,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="routing question sets, comma-separated: dev, heldout, hard "
                              "(default: the split's)")
     parser.add_argument("--answers", type=int, default=len(ANSWER_QUESTIONS))
+    parser.add_argument("--answer-expected", type=int, default=10,
+                        help="open held-out questions whose right records are known, answered after the "
+                             "everyday ones (0: none)")
     parser.add_argument("--data-dir", type=Path, default=None, help="keep/reuse the imported corpora here")
     parser.add_argument("--model", type=Path, default=None, help="the GGUF (default: the checked Qwen file)")
     parser.add_argument("--threads", type=int, default=2)
@@ -861,7 +906,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     print_table(args.split, args.prompt, None, {name: corpora[name]}, None, minutes(started),
                                 last=False)
             if "answers" in parts:
-                answers = measure_answers(server.url, args.answers, args.verbose)
+                answers = measure_answers(server, args.answers, args.verbose, args.answer_expected)
             if "scoring" in parts:
                 before = len(server.requests())
                 scoring = measure_scoring(server.url, args.split, args.score_questions, args.score_records,

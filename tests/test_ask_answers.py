@@ -12,12 +12,14 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support.fake_ollama import ModelScript
 
+from kmds_desktop.ask.answers import cited_numbers
 from kmds_desktop.commands.ask import format_result
 from kmds_desktop.config import LLMSettings, Settings
 from kmds_desktop.index import SemanticIndex
@@ -229,12 +231,57 @@ def test_an_llm_answer_carries_its_citation_note_everywhere(fake_ollama, demo_kb
     result = llm_orchestrator(demo_kb, index, fake_ollama.url).ask("What data quality problems were found?")
     assert result.synthesis == "llm"
     assert result.answer.startswith("One column has missing values in the body mass data [2].")
-    # "The rest is fine." states something without a source: flagged, not shown as cited
-    note = "Drawn from [2]. 1 of 2 statements cite no record."
+    # "The rest is fine." states something without a source: flagged, not shown as cited; the
+    # model was shown three of the five records (each workflow in turn), and the note says so
+    assert len(result.results) == 5 and result.given_records == [1, 2, 4]
+    note = ("Drawn from [2]. 1 of 2 statements cite no record. The model was shown [1], [2] and [4] (3 of "
+            "the 5 records, taken in turn from each workflow), so that it answers within seconds; all 5 "
+            "are listed with the answer.")
     assert result.citation_note == note and result.uncited_claims == 1
     assert displayed_answer(result).endswith(f"*{note}*")
     assert f"*{note}*" in answer_markdown(result)
     assert note in format_result(result.to_dict())
+
+
+def test_the_model_writes_from_the_most_relevant_records_and_its_citations_stay_the_views(
+        fake_ollama, demo_kb, index) -> None:
+    """The answer prompt carries the few most relevant records (reading every record made the first
+    token wait 16-20 s with a 1.5B model on 2 cores), each under the number the view gives it, so a
+    citation still opens the record it names; a citation of a record the model was not shown is
+    dropped, and the note says which records the model was shown."""
+    from kmds_desktop.ask.answers import PROMPT_RECORDS
+
+    route = {"intent_class": "model_selection_search", "listing": False}
+    prompts: list[str] = []
+
+    def reply(prompt: str, body: dict[str, Any]) -> str:
+        if "Reply with one JSON object" in prompt:
+            return json.dumps(route)
+        prompts.append(prompt)
+        shown = [int(n) for n in re.findall(r"^\[(\d+)\] \(", prompt, re.MULTILINE)]
+        unshown = next(n for n in range(1, 10) if n not in shown)
+        return (f"The selected model is described in record {shown[0]} [{shown[0]}]. "
+                f"Another record says more about the choice [{unshown}] [{shown[-1]}].")
+
+    fake_ollama.models[MODEL] = ModelScript(replies=[reply])
+    result = llm_orchestrator(demo_kb, index, fake_ollama.url).ask("Which model was selected and why?")
+    assert result.synthesis == "llm" and len(result.results) > PROMPT_RECORDS
+    shown = [int(n) for n in re.findall(r"^\[(\d+)\] \(", prompts[-1], re.MULTILINE)]
+    assert shown == result.given_records and len(shown) == PROMPT_RECORDS
+    # the most relevant records of the view, under the view's own numbers
+    by_score = sorted(range(1, len(result.results) + 1), key=lambda n: -result.results[n - 1]["score"])
+    assert sorted(by_score[:PROMPT_RECORDS]) == shown
+    for n in shown:
+        record = result.results[n - 1]
+        first_words = " ".join(record["finding"].split()[:6])
+        line = next(x for x in prompts[-1].splitlines() if x.startswith(f"[{n}] ("))
+        assert first_words in line and f"workflow {record['workflow_name']}" in line
+    # every citation left in the answer is a record the model was shown, and means results[n-1]
+    assert cited_numbers(result.answer) == [shown[0], shown[-1]]
+    assert result.citation_note.startswith(f"Drawn from [{shown[0]}], [{shown[-1]}].")
+    shown_line = f"({PROMPT_RECORDS} of the {len(result.results)} records, the most relevant)"
+    assert shown_line in result.citation_note
+    assert "The model was shown" in format_result(result.to_dict())
 
 
 def test_uncited_claims_that_restate_a_record_get_its_citation_and_say_so() -> None:

@@ -388,16 +388,22 @@ def test_edited_kb_is_reindexed_and_cleared_index_rebuilt(kmds_data: Path, index
 
 
 def test_every_citation_maps_to_its_result(fake_ollama, ml_kb, index_dir) -> None:
-    """[n] in the synthesis prompt and in the answer is results[n-1], for every n."""
+    """[n] in the synthesis prompt and in the answer is results[n-1], for every n the model was shown
+    (the prompt carries a few of the records under their view numbers); a citation of a record it
+    was not shown is dropped."""
     answer = " ".join(f"Point {i} [{i}]." for i in range(1, 6))
     listing = json.dumps({"intent_class": "all_observations_search", "listing": True, "explanation": "all"})
     fake_ollama.models[MODEL] = ModelScript(replies=[scripted(listing, answer)])
     result = make(ml_kb, index_dir, fake_ollama.url, n_results=5).ask("Summarise what was found")
-    assert result.synthesis == "llm" and len(result.results) == 5 and result.answer == answer
+    assert result.synthesis == "llm" and len(result.results) == 5
+    shown = result.given_records
+    assert 0 < len(shown) < 5
+    assert result.answer == " ".join(f"Point {i}" + (f" [{i}]." if i in shown else ".") for i in range(1, 6))
     prompt = fake_ollama.completion_requests()[-1].prompt
-    for n, record in result.citations.items():
+    assert [int(x.split("]")[0][1:]) for x in prompt.splitlines() if x.startswith("[")] == shown
+    for n in shown:
         hit = result.results[n - 1]
-        assert record == hit["iri"]
+        assert result.citations[n] == hit["iri"]
         line = next(x for x in prompt.splitlines() if x.startswith(f"[{n}] ("))
         assert " ".join(hit["finding"].split())[:60] in line
 

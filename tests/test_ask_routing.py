@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 import pytest
 
 from kmds_desktop.ask import INTENT_CLASSES, OrchestratorRoute, RouteError, parse_route, routing_prompt
 from kmds_desktop.ask.answers import (
+    PROMPT_FINDING_CHARS,
+    PROMPT_RECORDS,
     cited_numbers,
     clean_citations,
     extractive_answer,
+    prompt_finding,
+    prompt_records,
+    record_label,
+    repair_citations,
     strip_reasoning,
     synthesis_prompt,
 )
@@ -106,8 +115,85 @@ def test_synthesis_prompt_numbers_records_in_result_order() -> None:
     prompt = synthesis_prompt("What was found?", RECORDS)
     first, second = prompt.index("[1] (Data Quality Observation"), prompt.index("[2] (Modelling Choice")
     assert first < second < prompt.index("[3] (Data Quality")
-    assert "intent MODEL_SELECTION" in prompt and "ONLY the numbered records" in prompt
+    assert "ONLY the numbered records" in prompt and "workflow wf, finding 2)" in prompt
     assert "workflow wf" in prompt and "name each workflow" in prompt
+    # the intent names a step, not a fact: the reader's label keeps it, the prompt does not
+    assert "intent MODEL_SELECTION" not in prompt and "intent MODEL_SELECTION" in record_label(RECORDS[1])
+    # a long finding is cut after its last whole sentence within the limit
+    line = next(x for x in prompt.splitlines() if x.startswith("[2] "))
+    finding = line.split(") ", 1)[1]
+    assert finding.endswith("Random forest chosen.") and len(finding) <= PROMPT_FINDING_CHARS
+
+
+def _scored(n: int, workflows: tuple[str, ...] = ("wf",)) -> list[dict[str, Any]]:
+    """``n`` records in view order (grouped by workflow, as the view shows them), each scored."""
+    return [{"iri": f"http://x#{i}", "finding": f"Finding number {i} is stated here. It has a second "
+             "sentence that explains it at some length.", "obs_type": DQ, "category": "exploratory",
+             "workflow_name": workflows[(i - 1) * len(workflows) // n], "finding_seq": i, "intent": None,
+             "score": 0.1 + 0.01 * i} for i in range(1, n + 1)]
+
+
+def test_the_answer_prompt_carries_the_most_relevant_records_under_their_view_numbers() -> None:
+    records = _scored(7)
+    for r, score in zip(records, (0.30, 0.55, 0.20, 0.61, 0.10, 0.58, 0.40), strict=True):
+        r["score"] = score
+    assert prompt_records(records) == [2, 4, 6]  # the three best, in view order
+    prompt = synthesis_prompt("What was found?", records)
+    numbers = [int(x) for x in re.findall(r"^\[(\d+)\] \(", prompt, re.MULTILINE)]
+    assert numbers == [2, 4, 6] and len(numbers) == PROMPT_RECORDS
+    for n in numbers:  # each number carries that record of the view, nothing else
+        assert f"[{n}] (Data Quality Observation, workflow wf, finding {n}) Finding number {n} " in prompt
+    # a tie keeps view order; fewer records than the limit are all carried
+    tied = _scored(5)
+    for r in tied:
+        r["score"] = 0.5
+    assert prompt_records(tied) == [1, 2, 3]
+    assert prompt_records(records[:2]) == [1, 2]
+    # the instructions before the records are the same whatever the records: a prompt cache keeps them
+    head = synthesis_prompt("q", records).split("Records:")[0]
+    assert head == synthesis_prompt("another question", tied).split("Records:")[0]
+
+
+def test_a_listing_prompt_takes_records_in_turn_from_each_workflow() -> None:
+    listing = _scored(6, ("first workflow", "second workflow"))
+    for r in listing:
+        r["score"] = None
+    # view order: 1-3 from the first workflow, 4-6 from the second; the prompt sees both
+    assert prompt_records(listing) == [1, 2, 4]
+    assert prompt_records(listing, limit=4) == [1, 2, 4, 5]
+
+
+@pytest.mark.parametrize(
+    ("text", "limit", "want"),
+    [
+        ("Short finding.", 300, "Short finding."),
+        ("One sentence here. Two sentences here. Three sentences here.", 45,
+         "One sentence here. Two sentences here."),
+        ("MAE 231 g, R2 0.87 for the linear model. The trees miss it.", 50,
+         "MAE 231 g, R2 0.87 for the linear model."),
+        ("A first sentence that runs on and on without any stop at all for a long while", 40,
+         "A first sentence that runs on and on…"),
+        ("Spaces   and\nnew lines   are flattened.", 300, "Spaces and new lines are flattened."),
+    ],
+)
+def test_a_prompt_finding_is_cut_at_a_sentence_end(text: str, limit: int, want: str) -> None:
+    assert prompt_finding(text, limit) == want
+    assert len(prompt_finding(text, limit)) <= limit
+
+
+def test_a_citation_of_a_record_the_model_was_not_shown_is_dropped() -> None:
+    sources = ["Two rows have all four body measurements missing",
+               "Sex is missing for 11 penguins of the Adelie and Gentoo species",
+               "Bill length and bill depth are negatively correlated"]
+    # shown [1] and [3]: a [2] it never saw is dropped (it cannot have drawn on it), [3] stays
+    text, note, uncited = repair_citations("Rows lack measurements [1] [2]. Bills are correlated [3].", 3,
+                                           sources, given=[1, 3])
+    assert text == "Rows lack measurements [1]. Bills are correlated [3]."
+    assert cited_numbers(text) == [1, 3] and note == "Drawn from [1], [3]." and uncited == 0
+    # an uncited claim restating a record the model was not shown is not attributed to it
+    text, note, uncited = repair_citations("Sex is missing for 11 penguins of the Adelie species.", 3,
+                                           sources, given=[1, 3])
+    assert "[2]" not in text and uncited == 1 and note.endswith("it was given [1], [3].")
 
 
 def test_reasoning_preamble_is_not_part_of_the_answer() -> None:

@@ -12,21 +12,28 @@ from typing import Any
 
 from kmds_desktop.ask.relevance import workflow_label
 
-#: Characters of each finding shown to the LLM (long Markdown findings would crowd out the others).
-PROMPT_FINDING_CHARS = 1200
+#: Records the answer prompt carries at most: the best of them by relevance (a listing: taken in turn
+#: from each workflow). Reading the prompt is what the answer's first token waits for (a 1.5B model on
+#: 2 cores reads about 50 tokens a second), and each record costs 40-300 tokens: 7 records took 16 s
+#: before the first token. Every record is still listed and citable in the view.
+PROMPT_RECORDS = 3
+#: Characters of each finding shown to the LLM, cut at the end of a sentence (the demo KB's findings
+#: are 45-250 characters; a few KBs hold findings of 800-1,400 that would crowd out the others).
+PROMPT_FINDING_CHARS = 300
 #: Characters of each finding quoted in an extractive answer.
 EXTRACT_CHARS = 240
 
 _CITATION = re.compile(r"\[(\d+)\]")
 
 
-def record_label(result: dict[str, Any]) -> str:
-    """Type, workflow(s), sequence number and intent of a record, as the LLM and the reader see it."""
+def record_label(result: dict[str, Any], *, intent: bool = True) -> str:
+    """Type, workflow(s), sequence number and intent of a record, as the reader sees it (the LLM's
+    prompt leaves the intent out: it names a step of the workflow, not a fact, and costs tokens)."""
     parts = [str(result.get("obs_type") or result.get("category") or "observation")]
     parts.append(f"workflow {workflow_label(result)}")
     if result.get("finding_seq") is not None:
         parts.append(f"finding {result['finding_seq']}")
-    if result.get("intent"):
+    if intent and result.get("intent"):
         parts.append(f"intent {result['intent']}")
     also = _also(result)
     if also:
@@ -44,23 +51,75 @@ def _also(result: dict[str, Any]) -> str:
     return "; ".join(places)
 
 
-def synthesis_prompt(question: str, results: Sequence[dict[str, Any]]) -> str:
-    """Ask for a concise answer that uses only the numbered records and cites them as [n]."""
+def prompt_records(results: Sequence[dict[str, Any]], limit: int = PROMPT_RECORDS) -> list[int]:
+    """The record numbers (1-based, as the view numbers them) the answer prompt carries, ascending.
+
+    At most ``limit``: the most relevant by ``score`` (ties and unscored records in view order); a
+    listing (no scores) takes its records in turn from each workflow in view order, so an answer
+    about several workflows still sees each of them. The numbers stay the view's, so ``[n]`` in the
+    answer is always ``results[n-1]``."""
+    n = len(results)
+    if n <= limit:
+        return list(range(1, n + 1))
+    scores = [r.get("score") for r in results]
+    if any(isinstance(v, int | float) for v in scores):
+        def key(i: int) -> tuple[float, int]:
+            value = scores[i]
+            return (-float(value) if isinstance(value, int | float) else float("inf"), i)
+
+        return sorted(i + 1 for i in sorted(range(n), key=key)[:limit])
+    groups: dict[str, list[int]] = {}
+    for i, result in enumerate(results):
+        groups.setdefault(workflow_label(result), []).append(i + 1)
+    picked: list[int] = []
+    queues = list(groups.values())
+    while len(picked) < limit:
+        for queue in queues:
+            if queue and len(picked) < limit:
+                picked.append(queue.pop(0))
+    return sorted(picked)
+
+
+_SENTENCE_STOP = re.compile(r"[.!?](?=\s|$)")
+
+
+def prompt_finding(text: str, limit: int = PROMPT_FINDING_CHARS) -> str:
+    """A finding on one line, cut to ``limit`` characters at the end of its last whole sentence (at a
+    word, with "…", when the first sentence alone is longer than two thirds of the limit would allow)."""
+    flat = " ".join(str(text).split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat[:limit]
+    ends = [m.end() for m in _SENTENCE_STOP.finditer(cut)]
+    if ends and ends[-1] >= limit // 3:
+        return cut[: ends[-1]]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit // 2 else cut[: limit - 1]).rstrip(" ,;:") + "…"
+
+
+def synthesis_prompt(question: str, results: Sequence[dict[str, Any]],
+                     given: Sequence[int] | None = None) -> str:
+    """Ask for a concise answer that uses only the numbered records and cites them as [n].
+
+    ``given``: the record numbers to carry (default :func:`prompt_records`), each finding cut by
+    :func:`prompt_finding`. The instructions come first and are the same for every question, so a
+    server's prompt cache keeps them; only the records and the question are read anew."""
+    numbers = prompt_records(results) if given is None else list(given)
     lines = [
         "Answer the question using ONLY the numbered records from a knowledge base of data-science "
         "observations below.",
-        "Be concise (a few sentences or a short list). Cite the records you use as [1], [2], ... right "
-        "after the statement they support. The records come from one or more workflows: when they come "
-        "from more than one, group the answer by workflow and name each workflow. If the records do not "
-        "answer the question, say so plainly. Do not invent facts or cite numbers that are not listed.",
+        "Be concise (a few sentences or a short list). Cite each record you use by its number in "
+        "brackets, such as [2], right after the statement it supports. The records come from one or "
+        "more workflows: when they come from more than one, group the answer by workflow and name each "
+        "workflow. If the records do not answer the question, say so plainly. Do not invent facts or "
+        "cite numbers that are not listed.",
         "",
         "Records:",
     ]
-    for i, result in enumerate(results, start=1):
-        finding = " ".join(str(result.get("finding", "")).split())
-        if len(finding) > PROMPT_FINDING_CHARS:
-            finding = finding[: PROMPT_FINDING_CHARS - 1] + "…"
-        lines.append(f"[{i}] ({record_label(result)}) {finding}")
+    for number in numbers:
+        result = results[number - 1]
+        lines.append(f"[{number}] ({record_label(result, intent=False)}) "
+                     f"{prompt_finding(str(result.get('finding', '')))}")
     lines += ["", f"Question: {question}", "Answer:"]
     return "\n".join(lines)
 
@@ -132,8 +191,8 @@ def _with_citation(sentence: str, number: int) -> str:
     return f"{body} [{number}]{end}"
 
 
-def repair_citations(answer: str, n_results: int,
-                     sources: Sequence[str] | None = None) -> tuple[str, str, int]:
+def repair_citations(answer: str, n_results: int, sources: Sequence[str] | None = None,
+                     given: Sequence[int] | None = None) -> tuple[str, str, int]:
     """An LLM's answer with its citations checked: ``(answer, note, uncited claims)``.
 
     Markers that point at no record are dropped; a citation that opens a sentence moves to that
@@ -143,11 +202,20 @@ def repair_citations(answer: str, n_results: int,
     note says the app added it: a small model often writes the right facts without the markers. The
     note, added under the answer, says which records it drew on, and flags an answer that cites
     nothing or leaves claims uncited, so an uncited answer is never shown as if cited.
+
+    ``given``: the record numbers the model was shown (the prompt carries the most relevant few, see
+    :func:`prompt_records`); a marker for a record it never saw is dropped like one out of range
+    (the model cannot have drawn on it), and only those records' words attribute uncited claims.
     """
+    allowed = set(range(1, n_results + 1)) if given is None else {n for n in given if 1 <= n <= n_results}
+
     def keep(match: re.Match[str]) -> str:  # a dropped marker takes the space before it along
-        return match.group(0) if 1 <= int(match.group(1)) <= n_results else ""
+        return match.group(0) if int(match.group(1)) in allowed else ""
 
     text = re.sub(r"[ \t]*\[(\d+)\]", keep, answer).strip()
+    # the records' texts the model saw, by number ("" for one it was not shown: never attributed)
+    shown = [src if i in allowed else "" for i, src in enumerate(sources[:n_results], start=1)] \
+        if sources else []
     lines_out: list[str] = []
     claims = uncited = 0
     added: list[int] = []
@@ -160,7 +228,7 @@ def repair_citations(answer: str, n_results: int,
             if words >= CLAIM_WORDS and not sentence.rstrip().endswith(":"):
                 claims += 1
                 if not _CITATION.search(sentence):
-                    number = _attribute(sentence, sources[:n_results]) if sources else None
+                    number = _attribute(sentence, shown) if shown else None
                     if number is None:
                         uncited += 1
                     else:
@@ -170,9 +238,9 @@ def repair_citations(answer: str, n_results: int,
     repaired = "\n".join(lines_out).strip()
     cited = cited_numbers(repaired)
     if not cited:
-        given = ", ".join(f"[{i}]" for i in range(1, n_results + 1))
+        shown_marks = ", ".join(f"[{i}]" for i in sorted(allowed))
         note = ("The model cited no record, so nothing above is marked as coming from one"
-                + (f"; it was given {given}." if n_results else "."))
+                + (f"; it was given {shown_marks}." if allowed else "."))
     else:
         note = "Drawn from " + ", ".join(f"[{n}]" for n in cited) + "."
         if added:

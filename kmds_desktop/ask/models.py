@@ -115,6 +115,9 @@ class OrchestratorResult:
     citation_note: str = ""
     #: Statements of an LLM's answer that cite no record (0 for extractive and offline answers).
     uncited_claims: int = 0
+    #: The record numbers (1-based) the LLM's answer prompt carried: the most relevant few
+    #: (:func:`~kmds_desktop.ask.answers.prompt_records`); empty when no LLM wrote the answer.
+    given_records: list[int] = field(default_factory=list)
     #: What the guard did to the model's route, one sentence each: a filter dropped because the
     #: question does not support it, or the template overruled (see :mod:`kmds_desktop.ask.guard`).
     #: Shown in the window's Route box, the CLI and exports.

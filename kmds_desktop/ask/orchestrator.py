@@ -35,6 +35,7 @@ from kmds_desktop.ask.answers import (
     extractive_answer,
     fallback_heading,
     offline_heading,
+    prompt_records,
     repair_citations,
     strip_reasoning,
     synthesis_prompt,
@@ -520,7 +521,9 @@ class SearchOrchestrator:
         if llm_down is not None:
             yield from self._extractive_after_failure(result, llm_down, partial="")
             return
-        prompt = synthesis_prompt(result.question, result.results)
+        given = prompt_records(result.results)
+        result.given_records = given
+        prompt = synthesis_prompt(result.question, result.results, given)
         parts: list[str] = []
         try:
             if stream:
@@ -543,7 +546,12 @@ class SearchOrchestrator:
             return
         result.synthesis = "llm"
         sources = [str(r.get("finding", "")) for r in result.results[:n]]
-        answer, note, uncited = repair_citations(strip_reasoning(text), n, sources)
+        answer, note, uncited = repair_citations(strip_reasoning(text), n, sources, given)
+        if len(given) < n:  # said, so a reader does not take the answer for a summary of every record
+            which = ("taken in turn from each workflow" if result.listing or not _scored(result.results)
+                     else "the most relevant")
+            note += (f" The model was shown {_marks(given)} ({len(given)} of the {n} records, {which}), "
+                     f"so that it answers within seconds; all {n} are listed with the answer.")
         result.answer = answer
         result.citation_note, result.uncited_claims = note, uncited
         if not stream:
@@ -653,6 +661,16 @@ def _remember_fresh(index: Any, kb_id: str, signature: int) -> None:
     # an index that takes no weak reference is not remembered
     with _FRESH_LOCK, contextlib.suppress(TypeError):
         _FRESH.setdefault(index, {})[kb_id] = signature
+
+
+def _marks(numbers: list[int]) -> str:
+    """``[1], [3] and [4]``: record numbers as the answer cites them."""
+    marks = [f"[{n}]" for n in numbers]
+    return marks[0] if len(marks) == 1 else f"{', '.join(marks[:-1])} and {marks[-1]}"
+
+
+def _scored(results: list[dict[str, Any]]) -> bool:
+    return any(isinstance(r.get("score"), int | float) for r in results)
 
 
 def _explanation(proposed: OrchestratorRoute | None, ran: OrchestratorRoute,
