@@ -860,6 +860,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--corpora", default="scifact,cf")
     parser.add_argument("--query-modes", default="compiled,verbatim",
                         help="the model's rows to measure: compiled (concepts), verbatim, or both")
+    parser.add_argument("--concept-request", choices=("question", "expansion"), default=None,
+                        help="how the model is asked for concepts (default: the app's, "
+                             "kmds_desktop.literature.queries.concept_json.CONCEPT_REQUEST)")
     parser.add_argument("--lit-questions", type=int, default=15, help="judged questions per corpus")
     parser.add_argument("--route-questions", type=int, default=24)
     parser.add_argument("--route-sets", default=None,
@@ -900,6 +903,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     print_table(args.split, args.prompt, routing, {}, None, minutes(started), last=False)
                     routings.append(routing)
             if "queries" in parts:
+                if args.concept_request:
+                    from kmds_desktop.literature.queries import concept_json
+
+                    concept_json.CONCEPT_REQUEST = args.concept_request
                 for name in args.corpora.split(","):
                     corpora[name] = measure_corpus(name, server.url, root, args.split, args.lit_questions,
                                                    system_prompt, args.show, args.query_modes.split(","))

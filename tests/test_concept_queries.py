@@ -15,9 +15,12 @@ from support.fake_openai import FakeOpenAI, OpenAIScript
 
 from kmds_desktop.config import QueryGenerationSettings, Settings
 from kmds_desktop.literature import QueryAgent
+from kmds_desktop.literature.queries import concept_json
 from kmds_desktop.literature.queries.concept_json import (
     CONCEPT_SYSTEM_PROMPT,
+    EXPANSION_SYSTEM_PROMPT,
     MAX_JSON_DEPTH,
+    SCHEMA_MAX_TERMS,
     ConceptReplyError,
     parse_concepts,
 )
@@ -133,6 +136,52 @@ def test_compiled_rows_are_valid_k_of_n_and_drop_the_invented_term(pg_database, 
     # the model's rows then run and merge with the built-in's, as any rows do
     result = agent.run_reviewed_queries(generated.unique_queries, max_rows=20, fetch=False)
     assert not result.failed_queries and result.ids
+
+
+def test_the_schema_bounds_the_terms_a_model_may_repeat(pg_database, fake_ollama) -> None:
+    # a small model at a low temperature repeated one term until the token limit; the schema the
+    # server is held to bounds the terms of each concept (one bound only: nested ones were slow)
+    fake_ollama.models["qwen"] = ModelScript(replies=[json.dumps(CONCEPTS)])
+    QueryAgent(pg_database, _settings(fake_ollama.url)).convert_question_multi_model(QUESTION)
+    schema = fake_ollama.completion_requests()[0].body["format"]
+    item = schema["properties"]["concepts"]["items"]
+    assert item["properties"]["terms"]["maxItems"] == SCHEMA_MAX_TERMS
+    assert "maxItems" not in schema["properties"]["concepts"] and "enum" not in item["properties"]["name"]
+
+
+def test_an_expansion_request_widens_the_builtins_own_concepts(pg_database, fake_ollama,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(concept_json, "CONCEPT_REQUEST", "expansion")
+    agent = QueryAgent(pg_database, _settings(fake_ollama.url))
+    labels = [c.label for c in agent.generator.keyword_builder().plan(QUESTION).concepts]
+    antibiotics = next(label for label in labels if label.lower().startswith("antibiotic"))
+    fibrosis = next(label for label in labels if "fibrosis" in label.lower())
+    reply = {"concepts": [
+        # named "antibiotics", but its terms share more words with the cystic fibrosis block: the name decides
+        {"name": antibiotics,
+         "terms": ["tobramycin", "cystic fibrosis therapy", "cystic fibrosis treatment"]},
+        # a narrower phrase of the block's own variant "CF" adds nothing to the OR: left out
+        {"name": fibrosis, "terms": ["CF patients", INVENTED]},
+    ]}
+    fake_ollama.models["qwen"] = ModelScript(replies=[json.dumps(reply)])
+    generated = agent.convert_question_multi_model(QUESTION)
+
+    call = fake_ollama.completion_requests()[0]
+    system = next(m["content"] for m in call.body["messages"] if m["role"] == "system")
+    assert system == EXPANSION_SYSTEM_PROMPT  # static: the server's prompt cache keeps it
+    user = call.body["messages"][-1]["content"]
+    assert user.startswith("Concepts: " + "; ".join(labels[:concept_json.MAX_EXPANSION_CONCEPTS]))
+    assert user.rstrip().endswith(f"Question: {QUESTION}\nJSON:")  # the question last
+    name_schema = call.body["format"]["properties"]["concepts"]["items"]["properties"]["name"]
+    assert name_schema["enum"] == labels[:concept_json.MAX_EXPANSION_CONCEPTS]
+
+    rows = [r for r in generated.all_queries if r.model == "qwen"]
+    assert len(rows) == 3 and all(r.ok for r in rows), [r.error for r in rows]
+    assert f"'tobramycin' ({antibiotics})" in rows[0].note
+    assert f"'{INVENTED}' (no document has it)" in rows[0].note
+    for row in rows:
+        assert pg_database.validate_tsquery(row.query)[0], row.query
+        assert "patients" not in row.query and INVENTED not in row.query
 
 
 def test_garbage_json_is_a_clear_note_and_the_builtin_rows_still_run(pg_database) -> None:

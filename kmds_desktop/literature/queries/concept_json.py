@@ -67,6 +67,37 @@ Question: Does aspirin reduce the risk of heart attack in diabetic patients?
 {"name": "diabetes", "terms": ["diabetes", "diabetic", "diabetes mellitus", "type 2 diabetes"]}]}
 """
 
+#: The other way to ask (:data:`CONCEPT_REQUEST` ``"expansion"``), as a librarian uses a thesaurus:
+#: the built-in's own concepts of the question are given, and the model lists other words for each
+#: (static part first, the concepts and the question last). Measured on the dev split (8 CF and 8
+#: SciFact questions, Qwen2.5-Coder-1.5B): it named 24 and 32 terms the corpora have, mostly generic
+#: words ("element" for calcium, "fluid" for mucus, "attributes" for physical properties), and merged
+#: with the built-in's rows CF recall@100 fell from 0.577 to 0.547 (SciFact 0.875 both; nDCG@10 rose,
+#: 0.421 -> 0.455 and 0.631 -> 0.669). So it is not the default.
+EXPANSION_SYSTEM_PROMPT = """\
+You help a librarian search the titles and abstracts of biomedical papers.
+You get a research question and its concepts. For EACH concept, list other words papers use for it: \
+synonyms, abbreviations, other spellings, related technical terms, and narrower terms (at most 6 terms \
+per concept, each term once). Use the concept exactly as given as its name.
+Terms are plain words or short phrases: no operators, no quotes, no explanations.
+
+Reply with JSON only, in this form:
+{"concepts": [{"name": "<concept as given>", "terms": ["<term>", "<term>"]}]}
+
+Example
+Concepts: aspirin; heart attack; diabetic
+Question: Does aspirin reduce the risk of heart attack in diabetic patients?
+{"concepts": [{"name": "aspirin", "terms": ["acetylsalicylic acid", "ASA", "antiplatelet", "salicylate"]}, \
+{"name": "heart attack", "terms": ["myocardial infarction", "MI", "acute coronary syndrome", "coronary"]}, \
+{"name": "diabetic", "terms": ["diabetes", "diabetes mellitus", "type 2 diabetes", "hyperglycemia"]}]}
+"""
+#: How the model is asked: ``"question"`` (it names the question's concepts and their terms:
+#: :data:`CONCEPT_SYSTEM_PROMPT`, the default) or ``"expansion"`` (it widens the built-in's concepts:
+#: :data:`EXPANSION_SYSTEM_PROMPT`). ``bench/llm_quality.py --concept-request`` measures either.
+CONCEPT_REQUEST = "question"
+#: Concept names in an expansion request (the built-in's blocks; a longer question's rarest come first).
+MAX_EXPANSION_CONCEPTS = 6
+
 #: Concepts, terms per concept and characters per term read from a reply; the rest is ignored.
 MAX_MODEL_CONCEPTS = 8
 MAX_TERMS_PER_CONCEPT = 10
@@ -82,9 +113,15 @@ MAX_MODEL_VARIANTS = 4
 VARIANT_WIDER = 5.0
 WIDER_MIN_DOCS = 20
 
-#: The reply a schema-capable server is held to. No ``minItems``/``maxItems``: llama.cpp writes each
+#: Terms per concept a schema-capable server may write. Why: at a low temperature and without a
+#: repetition penalty (llama.cpp's default), Qwen2.5-Coder-1.5B repeated one term until the token
+#: limit ("calcium ions", "calcium ions", ...): 78 s for a reply that kept one concept. With the
+#: terms bounded the same question took 38 s and every concept was named (CF dev questions).
+SCHEMA_MAX_TERMS = 5
+
+#: The reply a schema-capable server is held to. One bound only, on the terms: llama.cpp writes each
 #: bound out as repeated optional grammar rules, and nested bounds (concepts x terms) made the grammar
-#: large and the constrained decoding slow; the caps are applied when the reply is read.
+#: large and the constrained decoding slow; the other caps are applied when the reply is read.
 CONCEPT_SCHEMA: dict[str, Any] = {
     "title": "concepts",
     "type": "object",
@@ -94,7 +131,8 @@ CONCEPT_SCHEMA: dict[str, Any] = {
             "items": {
                 "type": "object",
                 "properties": {"name": {"type": "string"},
-                               "terms": {"type": "array", "items": {"type": "string"}}},
+                               "terms": {"type": "array", "items": {"type": "string"},
+                                         "maxItems": SCHEMA_MAX_TERMS}},
                 "required": ["name", "terms"],
                 "additionalProperties": False,
             },
@@ -108,6 +146,30 @@ CONCEPT_SCHEMA: dict[str, Any] = {
 def concept_prompt(question: str) -> str:
     """The user message: the question last, so everything before it is the same for every question."""
     return f"Question: {question.strip()}\nJSON:"
+
+
+def expansion_prompt(question: str, concepts: list[str]) -> str:
+    """The user message of an expansion request: the built-in's concepts, then the question last."""
+    return f"Concepts: {'; '.join(concepts)}\nQuestion: {question.strip()}\nJSON:"
+
+
+def expansion_schema(concepts: list[str]) -> dict[str, Any]:
+    """:data:`CONCEPT_SCHEMA` with each name held to one of the given ``concepts`` (a schema-capable
+    server then cannot rename a concept, so every term reaches the block it was asked for)."""
+    schema = copy.deepcopy(CONCEPT_SCHEMA)
+    if concepts:
+        schema["properties"]["concepts"]["items"]["properties"]["name"]["enum"] = list(concepts)
+    return schema
+
+
+def concept_request(question: str, builder: KeywordQueryBuilder, system_prompt: str | None = None,
+                    request: str | None = None) -> tuple[str, str, dict[str, Any]]:
+    """``(system prompt, user message, schema)`` of one concept call, as :data:`CONCEPT_REQUEST`
+    (or ``request``) says; ``system_prompt`` replaces the question mode's prompt (a caller's own)."""
+    if (request or CONCEPT_REQUEST) != "expansion":
+        return system_prompt or CONCEPT_SYSTEM_PROMPT, concept_prompt(question), CONCEPT_SCHEMA
+    labels = list(dict.fromkeys(c.label for c in builder.plan(question).concepts))[:MAX_EXPANSION_CONCEPTS]
+    return EXPANSION_SYSTEM_PROMPT, expansion_prompt(question, labels), expansion_schema(labels)
 
 
 @dataclass
@@ -312,9 +374,16 @@ def compile_concepts(question: str, concepts: list[ModelConcept],
     per_block: dict[int, int] = {}
     for concept in concepts:
         concept_stems = stems_of([w for t in concept.terms for w in term_words(t)])
+        name_stems = stems_of(term_words(concept.name))
+        named = [i for i, s in enumerate(block_stems) if name_stems and s == name_stems]
         overlap = [len(concept_stems & s) for s in block_stems]
         target = max(range(len(blocks)), key=lambda i: (overlap[i], -i)) if blocks else -1
-        if target < 0 or overlap[target] == 0:
+        if named:
+            # named as one of the question's concepts (an expansion reply names them so): its terms
+            # join that block, even where another block shares more of their words ("scarring" of
+            # "cirrhosis" went to "liver disease" by shared words)
+            target = named[0]
+        elif target < 0 or overlap[target] == 0:
             target = -1
         for term in concept.terms:
             words_of_term = term_words(term)
@@ -326,9 +395,11 @@ def compile_concepts(question: str, concepts: list[ModelConcept],
                 continue  # already a variant of its block (the question's own word, for one)
             if any(term_stems == s for group in variant_stems for s in group):
                 continue  # another block's variant: it is in the queries already
-            if target >= 0 and (term_stems < block_stems[target] or block_stems[target] < term_stems):
+            if target >= 0 and (term_stems < block_stems[target] or block_stems[target] < term_stems
+                                or any(s and s < term_stems for s in variant_stems[target])):
                 # a part of the question's concept (its words are in the broad row already) or a
-                # narrower phrase containing it (adds nothing to an OR): the built-in's rule too
+                # narrower phrase containing it or one of its variants ("cystic fibrosis disease" for
+                # "CF | cystic fibrosis": adds nothing to an OR): the built-in's rule too
                 continue
             operand = " <-> ".join(_operand(w) for w in words_of_term)
             matches = lookups.count(operand) if counted else None

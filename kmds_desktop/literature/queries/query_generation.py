@@ -39,11 +39,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from kmds_desktop.literature.queries.concept_json import (
-    CONCEPT_SCHEMA,
     CONCEPT_SYSTEM_PROMPT,
     ConceptReplyError,
     compile_concepts,
-    concept_prompt,
+    concept_request,
     parse_concepts,
 )
 from kmds_desktop.literature.queries.keyword_queries import (
@@ -473,9 +472,10 @@ class MultiModelQueryGenerator:
 
         try:
             backend, name, server = self._target(model)
-            prompt = concept_prompt(question)
+            system, prompt, schema = concept_request(question, self.keyword_builder(),
+                                                     self.concept_system_prompt)
             raw, reply_format = structured_chat(
-                backend, prompt, CONCEPT_SCHEMA, system=self.concept_system_prompt, text_prompt=prompt,
+                backend, prompt, schema, system=system, text_prompt=prompt,
                 temperature=temp, cancel=cancel, model=name, options=_options(backend, CONCEPT_MAX_TOKENS))
         except Cancelled:
             raise
