@@ -568,10 +568,11 @@ def expected_answer_questions(limit: int) -> list[tuple[str, str, list[str]]]:
 
 
 def measure_answers(server: ModelServer, limit: int | None, verbose: bool,
-                    expected: int = 0) -> dict[str, Any]:
+                    expected: int = 0, skip: int = 0) -> dict[str, Any]:
     """Everyday questions, LLM-routed and answered over the shared KBs; every claim cited? Then
     ``expected`` open held-out questions whose right records are known: does the answer cite one?
-    Also the answer prompt's tokens (the server's tokenizer) and the records the model was given."""
+    Also the answer prompt's tokens (the server's tokenizer) and the records the model was given.
+    ``skip``: leave out the first questions of that list (to finish a run that was stopped)."""
     from ask_routing import KBS, covered
 
     from kmds_desktop.ask.answers import cited_numbers
@@ -590,6 +591,7 @@ def measure_answers(server: ModelServer, limit: int | None, verbose: bool,
     given: list[str] = []
     asked: list[tuple[str, str, list[str] | None]] = [(k, q, None) for k, q in ANSWER_QUESTIONS[:limit]]
     asked += list(expected_answer_questions(expected))
+    asked = asked[skip:]
     for kb_name, question, include in asked:
         if kb_name not in orchs:
             orchs[kb_name] = SearchOrchestrator(load_kb(KBS[kb_name]), llm_fn=backend, settings=Settings(),
@@ -598,6 +600,10 @@ def measure_answers(server: ModelServer, limit: int | None, verbose: bool,
         before = len(server.requests())
         result = orch.ask(question)
         requests = server.requests()[before:]
+        waited = time.perf_counter()  # the server logs a request after its last piece went out
+        while result.synthesis == "llm" and len(requests) < 2 and time.perf_counter() - waited < 10:
+            time.sleep(0.2)
+            requests = server.requests()[before:]
         iris = {o.iri for o in orch.kb.observations}
         cited = cited_numbers(result.answer)
         exists = all(1 <= n <= len(result.results) and result.results[n - 1]["iri"] in iris for n in cited)
@@ -622,6 +628,8 @@ def measure_answers(server: ModelServer, limit: int | None, verbose: bool,
             print(f"  answer [{kb_name}] {question} ({'every claim cited' if ok else result.citation_note}"
                   f"{right}; records given {given[-1]}, prompt {prompt_tokens[-1] if prompt_tokens else '-'} "
                   "tokens):", flush=True)
+            if result.synthesis_error:
+                print(f"      the model did not write the answer: {result.synthesis_error}", flush=True)
             print("      " + " ".join(result.answer.split())[:400], flush=True)
     n = len(asked)
     return {"questions": n, "all_cited": all_cited / max(1, n), "several": several / max(1, n),
@@ -872,6 +880,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--answer-expected", type=int, default=10,
                         help="open held-out questions whose right records are known, answered after the "
                              "everyday ones (0: none)")
+    parser.add_argument("--answer-skip", type=int, default=0,
+                        help="leave out the first N answer questions (to finish a run that was stopped)")
     parser.add_argument("--data-dir", type=Path, default=None, help="keep/reuse the imported corpora here")
     parser.add_argument("--model", type=Path, default=None, help="the GGUF (default: the checked Qwen file)")
     parser.add_argument("--threads", type=int, default=2)
@@ -913,7 +923,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     print_table(args.split, args.prompt, None, {name: corpora[name]}, None, minutes(started),
                                 last=False)
             if "answers" in parts:
-                answers = measure_answers(server, args.answers, args.verbose, args.answer_expected)
+                answers = measure_answers(server, args.answers, args.verbose, args.answer_expected,
+                                          args.answer_skip)
             if "scoring" in parts:
                 before = len(server.requests())
                 scoring = measure_scoring(server.url, args.split, args.score_questions, args.score_records,

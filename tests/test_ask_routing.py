@@ -161,6 +161,10 @@ def test_a_listing_prompt_takes_records_in_turn_from_each_workflow() -> None:
     # view order: 1-3 from the first workflow, 4-6 from the second; the prompt sees both
     assert prompt_records(listing) == [1, 2, 4]
     assert prompt_records(listing, limit=4) == [1, 2, 4, 5]
+    # where the records' similarity to the question is known, each workflow gives its most relevant
+    for r, relevance in zip(listing, (0.1, 0.2, 0.6, 0.5, 0.3, 0.4), strict=True):
+        r["relevance"] = relevance
+    assert prompt_records(listing) == [2, 3, 4]  # 3 (0.6) and 4 (0.5), then the first's next best: 2
 
 
 @pytest.mark.parametrize(

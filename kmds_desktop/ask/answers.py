@@ -54,25 +54,30 @@ def _also(result: dict[str, Any]) -> str:
 def prompt_records(results: Sequence[dict[str, Any]], limit: int = PROMPT_RECORDS) -> list[int]:
     """The record numbers (1-based, as the view numbers them) the answer prompt carries, ascending.
 
-    At most ``limit``: the most relevant by ``score`` (ties and unscored records in view order); a
-    listing (no scores) takes its records in turn from each workflow in view order, so an answer
-    about several workflows still sees each of them. The numbers stay the view's, so ``[n]`` in the
-    answer is always ``results[n-1]``."""
+    At most ``limit``: the most relevant by ``score`` (ties and unscored records in view order). A
+    listing has no scores (it is every match, in order): it takes its records in turn from each
+    workflow in view order, within a workflow the best by ``relevance`` (the similarity to the
+    question, where known) first, so an answer about several workflows sees each of them and "which
+    model was selected and why", routed as a listing, still sees the statements of the choice. The
+    numbers stay the view's, so ``[n]`` in the answer is always ``results[n-1]``."""
     n = len(results)
     if n <= limit:
         return list(range(1, n + 1))
-    scores = [r.get("score") for r in results]
-    if any(isinstance(v, int | float) for v in scores):
-        def key(i: int) -> tuple[float, int]:
-            value = scores[i]
-            return (-float(value) if isinstance(value, int | float) else float("inf"), i)
 
-        return sorted(i + 1 for i in sorted(range(n), key=key)[:limit])
+    def best_first(key: str, numbers: Sequence[int]) -> list[int]:
+        def order(number: int) -> tuple[float, int]:
+            value = results[number - 1].get(key)
+            return (-float(value) if isinstance(value, int | float) else float("inf"), number)
+
+        return sorted(numbers, key=order)
+
+    if any(isinstance(r.get("score"), int | float) for r in results):
+        return sorted(best_first("score", range(1, n + 1))[:limit])
     groups: dict[str, list[int]] = {}
-    for i, result in enumerate(results):
-        groups.setdefault(workflow_label(result), []).append(i + 1)
+    for i, result in enumerate(results, start=1):
+        groups.setdefault(workflow_label(result), []).append(i)
+    queues = [best_first("relevance", numbers) for numbers in groups.values()]
     picked: list[int] = []
-    queues = list(groups.values())
     while len(picked) < limit:
         for queue in queues:
             if queue and len(picked) < limit:

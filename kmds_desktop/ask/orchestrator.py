@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from kmds_desktop.ask.answers import (
+    PROMPT_RECORDS,
     extractive_answer,
     fallback_heading,
     offline_heading,
@@ -354,6 +355,8 @@ class SearchOrchestrator:
         for r in result.results:
             r.setdefault("kb_id", self.kb_id)
         result.weak_match = weak_match_note(result.results, listing)
+        if listing and self._llm is not None and len(result.results) > PROMPT_RECORDS:
+            self._mark_relevance(question, question_vector, result.results)
         timings["total"] = time.perf_counter() - started
         return result
 
@@ -474,6 +477,20 @@ class SearchOrchestrator:
         records = [_observation_result(obs, distance[obs.iri], "template") for obs, _ in kept]
         return group_by_workflow(merge_duplicates(records))
 
+    def _mark_relevance(self, question: str, qvec: Any, results: list[dict[str, Any]]) -> None:
+        """Each listed record's similarity to the question as ``relevance``: the view keeps the
+        listing's order, and the answer prompt, which carries a few records, takes the most relevant
+        of each workflow (:func:`~kmds_desktop.ask.answers.prompt_records`). Stored vectors are reused:
+        one question embedding at most."""
+        texts = {str(r["iri"]): str(r.get("finding", "")) for r in results}
+        kwargs: dict[str, Any] = {"kb_id": self.kb_id, "texts": texts}
+        if qvec is not None:
+            kwargs["query_vector"] = qvec
+        similarity = {iri: 1.0 - dist for iri, dist in self.index.rank(question, list(texts), **kwargs)}
+        for r in results:
+            if r["iri"] in similarity:
+                r["relevance"] = round(similarity[r["iri"]], 4)
+
     def _search(self, question: str, qvec: Any, n: int, **filters: Any) -> list[dict[str, Any]]:
         """``index.search`` on this KB only, with the question's vector when it was embedded already."""
         kwargs: dict[str, Any] = {"kb_id": self.kb_id, **{k: v for k, v in filters.items() if v}}
@@ -548,8 +565,8 @@ class SearchOrchestrator:
         sources = [str(r.get("finding", "")) for r in result.results[:n]]
         answer, note, uncited = repair_citations(strip_reasoning(text), n, sources, given)
         if len(given) < n:  # said, so a reader does not take the answer for a summary of every record
-            which = ("taken in turn from each workflow" if result.listing or not _scored(result.results)
-                     else "the most relevant")
+            in_turn = result.listing or not _scored(result.results)
+            which = "the most relevant of each workflow in turn" if in_turn else "the most relevant"
             note += (f" The model was shown {_marks(given)} ({len(given)} of the {n} records, {which}), "
                      f"so that it answers within seconds; all {n} are listed with the answer.")
         result.answer = answer
