@@ -7,9 +7,11 @@ One command, default settings::
 
 - LitQA dev (``../shared/data/fulltext/litqa/questions_dev.jsonl``, all 22 questions; the options are
   the ideal answer and its distractors in a fixed shuffled order): accuracy (right / all) and
-  precision (right / answered), "insufficient" allowed. Offline always; with ``--model`` (a GGUF,
-  default the checked Qwen2.5-Coder-1.5B when present) also the model closed-book and the model with
-  the evidence (its top 5 passages).
+  precision (right / answered), "insufficient" allowed, and seconds a question. Offline always; with
+  ``--model`` (a GGUF, default the checked Qwen2.5-Coder-1.5B when present) also the model closed-book
+  and the model with the evidence (the best 8 sentences of its top 10 passages, numbered): the model's
+  own pick, and the answer as the app gives it after checking the pick against the cited sentence
+  (``choose_with_model``); every quote shown is verified again on its page.
 - PubMedQA (``../shared/data/literature/pubmedqa/ori_pqal.json``): yes / no / maybe accuracy of the
   offline heuristic on the abstracts' contexts (the conclusion, LONG_ANSWER, is not shown), tuned on
   odd PMIDs and reported on EVEN ones; the majority answer ("yes") beside it.
@@ -19,10 +21,11 @@ One command, default settings::
 ``--store`` reuses a full-text store that holds the 40 LitQA PDFs (``bench/evidence.py`` makes one);
 without it they are imported into a temporary one first. With a model, each question's choices are printed
 as they come: the closed-book arm first for all questions (short prompts), then the arm with evidence (about
-1,800 prompt tokens each: on a loaded 2-core machine 10 minutes a question, so ``--model-timeout`` raises
-the 300 s a reply may take); ``--choice-only`` leaves out PubMedQA and SciFact. Last line: offline
-multiple-choice accuracy and precision, PubMedQA even accuracy, and the model's accuracy gain from evidence
-when measured.
+600 prompt tokens each; ``--model-timeout`` raises the 300 s a reply may take on a loaded machine);
+``--choice-only`` leaves out PubMedQA and SciFact. ``--replies FILE`` keeps the model's replies and
+``--replay FILE`` answers the same prompts with them, no model: the checks after the model measured again
+(only prompts the recorded run asked can be answered). Last line: offline multiple-choice accuracy and
+precision, PubMedQA even accuracy, and the model's accuracy gain from evidence when measured.
 """
 
 from __future__ import annotations
@@ -79,7 +82,30 @@ def accuracy_precision(results: list[tuple[int | None, int]]) -> tuple[float, fl
     return right / max(1, len(results)), right / max(1, len(answered)), len(answered)
 
 
+class RecordedModel:
+    """The model, its replies kept by prompt (``--replies``): a later ``--replay`` answers the same prompts
+    with the same replies, so a change to the checks after the model is measured again without it."""
+
+    def __init__(self, llm=None, replayed: dict[str, str] | None = None, keep: Path | None = None) -> None:
+        self.llm, self.replies, self.keep = llm, dict(replayed or {}), keep
+
+    def __call__(self, prompt: str) -> str:
+        if self.llm is None:
+            if prompt not in self.replies:
+                raise SystemExit("--replay: a prompt the recorded run did not ask (the prompt or the "
+                                 "sentences shown changed); measure with the model again")
+            return self.replies[prompt]
+        reply = self.llm(prompt)
+        self.replies[prompt] = reply
+        if self.keep is not None:  # after every reply: an interrupted run keeps what it measured
+            self.keep.write_text(json.dumps(self.replies, indent=1), encoding="utf-8")
+        return reply
+
+
 def multiple_choice(store, llm=None, label: str = "") -> dict[str, tuple[float, float, int]]:
+    import time
+
+    from kmds_desktop.literature.evidence.quotes import verify_quote
     from kmds_desktop.literature.evidence.search import choice_query, search_passages
     from kmds_desktop.literature.evidence.verdict import (
         PASSAGES,
@@ -89,36 +115,60 @@ def multiple_choice(store, llm=None, label: str = "") -> dict[str, tuple[float, 
     )
 
     rows: dict[str, list[tuple[int | None, int]]] = {"offline": []}
+    seconds: dict[str, list[float]] = {"offline": []}
     questions = litqa_questions()
     hits_of = {}
+    quotes = verified = 0
+
+    def check(result) -> None:
+        nonlocal quotes, verified
+        if result.quote is None:
+            return
+        quotes += 1
+        paper = next(p for p in store.papers() if (p.doi or Path(p.path).name) == result.label)
+        verified += verify_quote(result.quote, lambda n: store.page_text(paper.id, n),
+                                 result.pages[0]).pages == result.pages
+
     for q in questions:
         query = choice_query(q["question"], q["options"])  # what 'literature choose' searches with
         hits_of[q["id"]] = search_passages(store, query, PASSAGES)
+        started = time.perf_counter()
         offline = choose_offline(store, q["question"], q["options"], hits_of[q["id"]])
+        seconds["offline"].append(time.perf_counter() - started)
         rows["offline"].append((offline.choice, q["right"]))
-    dropped = 0
+        check(offline)
     if llm is not None:
         # Closed-book first (short prompts): its arm is whole early, and an interrupted run still compares
         # the two arms on the questions the slower with-evidence arm reached.
-        rows["closed-book"], rows["with evidence"] = [], []
+        for name in ("closed-book", "with evidence, the model's pick", "with evidence, as the app answers"):
+            rows[name] = []
+        seconds["closed-book"], seconds["with evidence, as the app answers"] = [], []
         for i, q in enumerate(questions):
+            started = time.perf_counter()
             closed = choose_closed_book(q["question"], q["options"], llm)
+            seconds["closed-book"].append(time.perf_counter() - started)
             rows["closed-book"].append((closed.choice, q["right"]))
             print(f"  {q['id'][:6]}: right {letter(q['right'])}; offline {letter(rows['offline'][i][0])}, "
                   f"closed-book {letter(closed.choice)}", flush=True)
         for q in questions:
-            with_evidence = choose_with_model(store, q["question"], q["options"], hits_of[q["id"]], llm,
-                                              method=label)
-            dropped += with_evidence.dropped_quotes
-            rows["with evidence"].append((with_evidence.choice, q["right"]))
-            print(f"  {q['id'][:6]}: right {letter(q['right'])}; with evidence {letter(with_evidence.choice)}"
-                  f"{' (' + '; '.join(with_evidence.notes) + ')' if with_evidence.notes else ''}", flush=True)
+            started = time.perf_counter()
+            answered = choose_with_model(store, q["question"], q["options"], hits_of[q["id"]], llm,
+                                         method=label)
+            seconds["with evidence, as the app answers"].append(time.perf_counter() - started)
+            check(answered)
+            rows["with evidence, the model's pick"].append((answered.model_choice, q["right"]))
+            rows["with evidence, as the app answers"].append((answered.choice, q["right"]))
+            print(f"  {q['id'][:6]}: right {letter(q['right'])}; model {letter(answered.model_choice)} "
+                  f"(sentence {answered.model_sentence}), answer {letter(answered.choice)}"
+                  f"{' (' + '; '.join(answered.notes) + ')' if answered.notes else ''}", flush=True)
     out = {name: accuracy_precision(r) for name, r in rows.items()}
-    for name, (acc, prec, answered) in out.items():
+    for name, (acc, prec, answered_count) in out.items():
+        timing = (f"; {sum(seconds[name]) / len(seconds[name]):.1f} s a question" if seconds.get(name)
+                  else "")
         print(f"LitQA dev multiple choice, {name}{' (' + label + ')' if name != 'offline' else ''}: "
-              f"accuracy {acc:.2f}, precision {prec:.2f} ({answered}/{len(rows[name])} answered)")
-    if llm is not None:
-        print(f"  model choices dropped because their quote was not on the page: {dropped}")
+              f"accuracy {acc:.2f}, precision {prec:.2f} ({answered_count}/{len(rows[name])} answered)"
+              f"{timing}")
+    print(f"  quotes verified on their cited pages: {verified}/{quotes}")
     return out
 
 
@@ -245,6 +295,11 @@ def main() -> int:
     parser.add_argument("--model-timeout", type=float, default=300.0, metavar="S",
                         help="seconds one model reply may take (a loaded 2-core machine needs more than "
                              "the default 300 for a prompt with five passages)")
+    parser.add_argument("--replies", type=Path, metavar="FILE.json",
+                        help="keep the model's replies here (prompt -> reply)")
+    parser.add_argument("--replay", type=Path, metavar="FILE.json",
+                        help="answer with the replies a --replies run kept, no model (the checks after "
+                             "the model measured again)")
     parser.add_argument("--choice-only", action="store_true",
                         help="multiple choice only (no PubMedQA, no SciFact: their embedding takes minutes)")
     args = parser.parse_args()
@@ -264,8 +319,12 @@ def main() -> int:
     if gguf is not None and str(gguf) == "none":
         gguf = None
     llm, stop = (None, None)
-    if gguf is not None:
-        llm, stop = start_model(gguf, work, args.model_timeout)
+    if args.replay:
+        llm = RecordedModel(replayed=json.loads(args.replay.read_text(encoding="utf-8")))
+        gguf = Path(f"{args.replay.name} (replayed)")
+    elif gguf is not None:
+        served, stop = start_model(gguf, work, args.model_timeout)
+        llm = RecordedModel(served, keep=args.replies)
     try:
         choice = multiple_choice(store, llm, label=gguf.name if gguf else "")
         pubmed = float("nan") if args.choice_only else pubmedqa(args.pubmedqa_model, llm)
@@ -276,9 +335,12 @@ def main() -> int:
         scifact()
     acc, prec, _ = choice["offline"]
     gain = ""
-    if "with evidence" in choice:
-        gain = (f"; model with evidence vs closed-book: "
-                f"{100 * (choice['with evidence'][0] - choice['closed-book'][0]):+.0f} points")
+    if "closed-book" in choice:
+        closed = choice["closed-book"][0]
+        app = choice["with evidence, as the app answers"][0]
+        own = choice["with evidence, the model's pick"][0]
+        gain = (f"; model with evidence (as the app answers) vs closed-book: {100 * (app - closed):+.0f} "
+                f"points (the model's own pick: {100 * (own - closed):+.0f})")
     print(f"multiple choice offline: accuracy {acc:.2f}, precision {prec:.2f}; "
           f"PubMedQA even: {pubmed:.3f}{gain}")
     return 0

@@ -5,6 +5,7 @@ a model's unverifiable quotes dropped and counted, yes / no / maybe, and the CLI
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from support.fulltext import shared_import
@@ -13,6 +14,7 @@ from kmds_desktop.app.verdicts import Judge, choose, verdict, yes_no
 from kmds_desktop.literature.evidence.quotes import verify_quote
 from kmds_desktop.literature.evidence.verdict import (
     CANNOT_TELL,
+    CHOICE_SENTENCES,
     CONTRADICTED,
     CONTRADICTS,
     INSUFFICIENT,
@@ -20,6 +22,7 @@ from kmds_desktop.literature.evidence.verdict import (
     SUPPORTED,
     SUPPORTS,
     ClaimVerdict,
+    match_option,
     stance_from_polarity,
     yes_no_maybe,
 )
@@ -136,12 +139,94 @@ def test_a_models_quote_that_is_not_on_the_page_is_dropped_and_counted(store) ->
     assert all(d.quote is None for d in result.documents if d.doi != PEG_DOI)  # not on their pages
     _quotes_are_on_their_pages(store, result)
 
-    picked = choose(store, PEG_QUESTION, PEG_OPTIONS, Judge(
-        lambda _prompt: '{"answer": "B", "passage": 1, "quote": "' + PEG_QUOTE + '"}', "scripted"))
-    assert picked.answer == "Above 40%" and picked.pages == (5,)
-    invented = choose(store, PEG_QUESTION, PEG_OPTIONS, Judge(
-        lambda _prompt: '{"answer": "A", "passage": 1, "quote": "Twenty percent is the limit."}', "scripted"))
-    assert invented.answer == INSUFFICIENT and invented.dropped_quotes == 1
+
+
+def _sentence_number(prompt: str, words: str) -> int:
+    """The number the prompt gives the sentence holding ``words``."""
+    line = next(line for line in prompt.splitlines() if words in line)
+    return int(re.match(r"\[(\d+)\]", line).group(1))
+
+
+def test_the_model_reads_numbered_sentences_and_the_app_quotes_the_one_it_names(store) -> None:
+    """The prompt holds short numbered sentences, each with its paper and page, and the options as text
+    (no letters); the model names a sentence and an option, and the app quotes that sentence."""
+    prompts: list[str] = []
+
+    def scripted(prompt: str) -> str:
+        prompts.append(prompt)
+        number = _sentence_number(prompt, "no detectable levels of transfection")
+        return f'Here: {{"sentence": {number}, "answer": "above 40%"}}'
+
+    picked = choose(store, PEG_QUESTION, PEG_OPTIONS, Judge(scripted, "scripted"))
+    assert picked.answer == "Above 40%" and picked.model_choice == PEG_OPTIONS.index("Above 40%")
+    assert PEG_QUOTE in picked.quote and picked.label == PEG_DOI and picked.pages == (5,)
+    assert picked.notes == []
+    prompt = prompts[0]
+    numbered = [line for line in prompt.splitlines() if re.match(r"\[\d+\] ", line)]
+    assert len(numbered) == CHOICE_SENTENCES
+    assert f"({PEG_DOI}, p. 5)" in next(line for line in numbered if PEG_QUOTE in line)
+    assert "- Above 40%" in prompt and "B. Above" not in prompt  # options as text, not letters
+    assert len(prompt) < 4000  # sentences, not five whole passages (~7,000 characters)
+    assert verify_quote(picked.quote, lambda n: store.page_text(_paper_id(store, PEG_DOI), n), 5).verified
+
+
+def _paper_id(store: FulltextStore, doi: str) -> int:
+    return next(p.id for p in store.papers() if p.doi == doi)
+
+
+def test_a_pick_its_own_sentence_does_not_bear_out_follows_the_sentence(store) -> None:
+    """The model cites the key sentence (it names 40%) but answers "Above 20%": the app answers what the
+    sentence says and says so; what the model said is kept."""
+    def scripted(prompt: str) -> str:
+        number = _sentence_number(prompt, "no detectable levels of transfection")
+        return f'{{"sentence": {number}, "answer": "Above 20%"}}'
+
+    result = choose(store, PEG_QUESTION, PEG_OPTIONS, Judge(scripted, "scripted"))
+    assert result.model_choice == PEG_OPTIONS.index("Above 20%")
+    assert result.answer == "Above 40%" and PEG_QUOTE in result.quote and result.pages == (5,)
+    assert any("the model chose \"Above 20%\"" in note and "follows the sentence" in note
+               for note in result.notes)
+    assert result.as_dict()["model_choice"] == PEG_OPTIONS.index("Above 20%")
+
+
+def test_insufficient_from_the_model_yields_to_a_clear_offline_reading(store) -> None:
+    """The model finds nothing, or names an option with a sentence about something else, while the
+    offline reading of the same sentences decides clearly: the evidence answers, the note says why."""
+    offline = choose(store, PEG_QUESTION, PEG_OPTIONS)
+    assert offline.answer == "Above 40%"
+    shy = choose(store, PEG_QUESTION, PEG_OPTIONS, Judge(lambda _p: '{"answer": "insufficient"}', "scripted"))
+    assert shy.model_choice is None and shy.answer == "Above 40%" and shy.quote == offline.quote
+    assert any("found the sentences insufficient" in n and "evidence decides" in n for n in shy.notes)
+
+    def off_topic_sentence(prompt: str) -> str:
+        line = next(line for line in prompt.splitlines()
+                    if re.match(r"\[\d+\] ", line) and not re.search(r"\b(10|20|40|60)\s?%", line))
+        return f'{{"sentence": {line[1:line.index("]")]}, "answer": "Above 60%"}}'
+
+    unsupported = choose(store, PEG_QUESTION, PEG_OPTIONS, Judge(off_topic_sentence, "scripted"))
+    assert unsupported.model_choice == PEG_OPTIONS.index("Above 60%")
+    assert unsupported.answer == "Above 40%"
+    assert any("without a sentence that names it" in n for n in unsupported.notes)
+
+
+def test_a_question_the_papers_do_not_answer_stays_insufficient_with_a_model(store) -> None:
+    result = choose(store, "Which city hosted the 1992 Summer Olympics?", ["Barcelona", "Atlanta", "Seoul"],
+                    Judge(lambda _p: '{"answer": "insufficient"}', "scripted"))
+    assert result.answer == INSUFFICIENT and result.quote is None
+    assert any("insufficient" in n for n in result.notes)
+
+
+def test_a_models_answer_is_matched_to_the_option_it_names() -> None:
+    options = ["membrane trafficking", "ATP sensitivity", "metabolic inhibition",
+               "channel stimulation by MgADP"]
+    assert match_option("Membrane trafficking.", options) == 0
+    assert match_option("channel stimulation by MgADP", options) == 3
+    assert match_option("the ATP sensitivity of the channel", options) == 1
+    assert match_option("insufficient", options) is None
+    assert match_option("", options) is None and match_option(None, options) is None
+    assert match_option("C", options) is None  # no letters are shown, so a letter names nothing
+    assert match_option("Above 40%", ["Above 20%", "Above 40%"]) == 1
+    assert match_option("40%", ["Above 20%", "Above 40%"]) == 1
 
 
 def test_yes_no_maybe(store) -> None:

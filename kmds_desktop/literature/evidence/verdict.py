@@ -21,8 +21,10 @@ Two ways to judge one document, the same shape out of both:
 
 A multiple-choice question is answered offline by scoring each option against the question's best
 passages (the option's own words and numbers found in a sentence that is about the question) and
-choosing only above a margin; with a model, the model picks a letter from the numbered passages and
-must quote the sentence it relied on.
+choosing only above a margin. With a model, the model reads the best sentences of those passages,
+numbered, and names one sentence and the option (its text, not a letter); the app quotes that sentence
+and checks that it bears the option out, and where it does not, the answer follows the evidence and the
+note says so (:func:`choose_with_model`).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kmds_desktop.literature.evidence.answer import _sentences as quotable_sentences
-from kmds_desktop.literature.evidence.quotes import PageText, locate_quote
+from kmds_desktop.literature.evidence.quotes import PageText, QuoteCheck, locate_quote
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -178,6 +180,10 @@ class ChoiceVerdict:
     pages: tuple[int, ...] = ()
     notes: list[str] = field(default_factory=list)
     dropped_quotes: int = 0
+    #: With a model: the option the model named and the number of the sentence it cited, before the
+    #: app checked the pick against that sentence (``choice`` is the answer after the check).
+    model_choice: int | None = None
+    model_sentence: int | None = None
 
     @property
     def answer(self) -> str:
@@ -187,7 +193,8 @@ class ChoiceVerdict:
         return {"question": self.question, "options": self.options, "method": self.method,
                 "answer": self.answer, "choice": self.choice,
                 "scores": [round(s, 4) for s in self.scores], "quote": self.quote, "source": self.label,
-                "pages": list(self.pages), "dropped_quotes": self.dropped_quotes, "notes": self.notes}
+                "pages": list(self.pages), "dropped_quotes": self.dropped_quotes, "notes": self.notes,
+                "model_choice": self.model_choice, "model_sentence": self.model_sentence}
 
 
 # -- text helpers --------------------------------------------------------------------------------
@@ -383,6 +390,33 @@ def claim_verdict(
 
 
 # -- multiple choice -----------------------------------------------------------------------------
+#: Sentences the model is shown for a multiple-choice question. Why sentences and not whole passages:
+#: five passages are ~1,800 prompt tokens (a minute a question on a quiet 2-core machine) and the 1.5B
+#: model quoted their first sentences instead of the deciding one; the best eight sentences are ~460
+#: tokens and hold a sentence of the key passage for 16 of the 20 LitQA dev questions that have one
+#: (five whole passages: 17 of 19), so the model reads a quarter of the text with the answer still in it.
+CHOICE_SENTENCES = 8
+#: Sentence ranking for the model: closeness to the question plus this much times the best share of an
+#: option's distinctive words the sentence holds (a sentence naming an option is likelier the deciding
+#: one). 0.3 set on the LitQA dev questions: 0 -> 12 of 20 key sentences among the eight, 0.3 -> 16.
+OPTION_WEIGHT = 0.3
+
+
+@dataclass(frozen=True)
+class ChoiceSentence:
+    """A candidate sentence for a multiple-choice question: where it is, how close it is to the
+    question, and the share of each option's distinctive words it holds (its support for that option)."""
+
+    hit: EvidenceHit
+    text: str
+    closeness: float
+    support: tuple[float, ...]
+
+    def score(self, option: int) -> float:
+        """How well this sentence bears out ``option``: its support scaled by its closeness."""
+        return self.closeness * self.support[option]
+
+
 def _option_words(option: str, others: Sequence[str]) -> set[str]:
     """The option's distinctive words: those the other options do not share (so "Above 40%" is
     scored on "40%", not on "above")."""
@@ -390,6 +424,54 @@ def _option_words(option: str, others: Sequence[str]) -> set[str]:
     shared = set().union(*(content_words(o) for o in others)) if others else set()
     distinct = mine - shared
     return distinct or mine
+
+
+def choice_sentences(question: str, options: Sequence[str], hits: Sequence[EvidenceHit], *,
+                     embed: EmbedFn = default_embed) -> list[ChoiceSentence]:
+    """Every quotable sentence of ``hits`` (each once, in the passages' order) with its closeness to
+    the question and its support for each option: what both ways of answering a choice read."""
+    import numpy as np  # why: numpy loads on first use, not at start-up
+
+    seen: set[str] = set()
+    found: list[tuple[EvidenceHit, str]] = []
+    for hit in hits:
+        for sentence in sentences(hit.text):
+            if sentence not in seen:
+                seen.add(sentence)
+                found.append((hit, sentence))
+    if not found:
+        return []
+    vectors = embed([question] + [s for _, s in found])
+    closeness = np.clip(vectors[1:] @ vectors[0], 0.0, 1.0)
+    words = [_option_words(o, [x for j, x in enumerate(options) if j != i]) for i, o in enumerate(options)]
+    out = []
+    for k, (hit, sentence) in enumerate(found):
+        have = content_words(sentence)
+        support = tuple(len(w & have) / len(w) if w else 0.0 for w in words)
+        out.append(ChoiceSentence(hit, sentence, float(closeness[k]), support))
+    return out
+
+
+def _offline_pick(
+    candidates: Sequence[ChoiceSentence], n_options: int, margin: float, min_similarity: float
+) -> tuple[int | None, list[float], int, str]:
+    """``(choice, scores, deciding sentence's index, note)``: each option scored by its best sentence
+    that is about the question; a choice only when the best beats the runner-up by ``margin``."""
+    scores = [0.0] * n_options
+    best = [-1] * n_options
+    for k, candidate in enumerate(candidates):
+        if candidate.closeness < min_similarity:
+            continue
+        for i in range(n_options):
+            if candidate.score(i) > scores[i]:
+                scores[i], best[i] = candidate.score(i), k
+    ranked = sorted(range(n_options), key=lambda i: -scores[i])
+    top = ranked[0]
+    runner_up = scores[ranked[1]] if n_options > 1 else 0.0
+    if scores[top] <= 0.0 or scores[top] - runner_up < margin:
+        return None, scores, -1, (f"no option stands out (best {scores[top]:.2f}, next {runner_up:.2f}, "
+                                  f"margin {margin:.2f}): the passages do not decide it")
+    return top, scores, best[top], ""
 
 
 def choose_offline(
@@ -406,58 +488,49 @@ def choose_offline(
     distinctive words the sentence holds, times how close the sentence is to the question (cosine; a
     sentence below ``min_similarity`` does not count); choose only when the best beats the runner-up by
     ``margin``."""
-    import numpy as np  # why: numpy loads on first use, not at start-up
-
     options = _check_options(question, options)
     result = ChoiceVerdict(question, list(options), "offline", scores=[0.0] * len(options))
-    candidates = [(h, s) for h in hits for s in sentences(h.text)]
+    candidates = choice_sentences(question, options, hits, embed=embed)
     if not candidates:
         result.notes.append("no passages: import full texts first")
         return result
-    vectors = embed([question] + [s for _, s in candidates])
-    closeness = np.clip(vectors[1:] @ vectors[0], 0.0, 1.0)
-    sentence_words = [content_words(s) for _, s in candidates]
-    best_sentence: list[int] = [-1] * len(options)
-    for i, option in enumerate(options):
-        words = _option_words(option, [o for j, o in enumerate(options) if j != i])
-        if not words:
-            continue
-        for k, have in enumerate(sentence_words):
-            if closeness[k] < min_similarity:
-                continue
-            score = float(closeness[k]) * len(words & have) / len(words)
-            if score > result.scores[i]:
-                result.scores[i], best_sentence[i] = score, k
-    ranked = sorted(range(len(options)), key=lambda i: -result.scores[i])
-    top = ranked[0]
-    runner_up = result.scores[ranked[1]] if len(ranked) > 1 else 0.0
-    if result.scores[top] <= 0.0 or result.scores[top] - runner_up < margin:
-        result.notes.append(f"no option stands out (best {result.scores[top]:.2f}, next {runner_up:.2f}, "
-                            f"margin {margin:.2f}): the passages do not decide it")
+    choice, result.scores, deciding, note = _offline_pick(candidates, len(options), margin, min_similarity)
+    if choice is None:
+        result.notes.append(note)
         return result
-    hit, sentence = candidates[best_sentence[top]]
-    check = locate_quote(sentence, lambda page: store.page_text(hit.paper_id, page),
-                         hit.start_page, hit.end_page)
+    sentence = candidates[deciding]
+    check = _locate(store, sentence)
     if not check.verified:
         result.dropped_quotes += 1
         result.notes.append("the deciding sentence was not found verbatim on its page: not answered")
         return result
-    result.choice, result.quote, result.label, result.pages = top, sentence, hit.label, check.pages
+    return _settle(result, choice, sentence, check.pages)
+
+
+def _settle(result: ChoiceVerdict, choice: int, sentence: ChoiceSentence,
+            pages: tuple[int, ...]) -> ChoiceVerdict:
+    """``result`` answered with ``choice``, quoting ``sentence`` (verified on ``pages``)."""
+    result.choice, result.quote, result.label, result.pages = choice, sentence.text, sentence.hit.label, pages
     return result
 
 
-CHOICE_PROMPT = """Answer a multiple-choice question using only the numbered passages from papers.
+def _locate(store: FulltextStore, sentence: ChoiceSentence) -> QuoteCheck:
+    return locate_quote(sentence.text, functools.partial(store.page_text, sentence.hit.paper_id),
+                        sentence.hit.start_page, sentence.hit.end_page)
+
+
+CHOICE_PROMPT = """Answer a multiple-choice question from numbered sentences of papers.
 Question: {question}
 
 Options:
 {options}
 
-Passages:
-{passages}
+Sentences:
+{sentences}
 
-If the passages do not decide it, answer "insufficient". Answer with JSON only:
-{{"answer": "<the option's letter, or insufficient>", "passage": <the passage number you used>,
-"quote": "the sentence of that passage, copied exactly, that decides it"}}"""
+Find the sentence that answers the question, then the option it bears out. If no sentence answers
+it, answer "insufficient". Answer with JSON only:
+{{"sentence": <the sentence's number>, "answer": "<the option, copied exactly, or insufficient>"}}"""
 
 CLOSED_BOOK_PROMPT = """Answer a multiple-choice question.
 Question: {question}
@@ -466,18 +539,48 @@ Options:
 {options}
 
 If you do not know, answer "insufficient".
-Answer with JSON only: {{"answer": "<the option's letter, or insufficient>"}}"""
+Answer with JSON only: {{"answer": "<the option, copied exactly, or insufficient>"}}"""
 
 
-def _letters(options: Sequence[str]) -> str:
-    return "\n".join(f"{chr(65 + i)}. {option}" for i, option in enumerate(options))
+def _bullets(options: Sequence[str]) -> str:
+    """The options as a list without letters. Why: asked for a letter, the 1.5B model answered "C"
+    for 11 of the 22 LitQA dev questions closed-book (right C: 2) and kept that preference with the
+    passages in front of it; asked to copy the option, it has to name what it means."""
+    return "\n".join(f"- {option}" for option in options)
 
 
-def _letter_choice(reply: dict[str, Any], n: int) -> int | None:
-    answer = str(reply.get("answer", "")).strip().upper().rstrip(".)")
-    if len(answer) == 1 and 0 <= ord(answer) - 65 < n:
-        return ord(answer) - 65
+def _plain(text: str) -> str:
+    return " ".join(re.sub(r"[^\w%.,+-]+", " ", text.lower()).split()).strip(" .,")
+
+
+def match_option(answer: object, options: Sequence[str]) -> int | None:
+    """The option a model's ``answer`` names: the same text (case, spacing and punctuation aside), else
+    the one option the answer contains or is contained in, else the one sharing the most distinctive
+    words; ``None`` for "insufficient", nothing, or an answer that fits no option or several alike."""
+    said = _plain(str(answer or ""))
+    if not said or said in {"insufficient", "none", "unknown", "n a"}:
+        return None
+    plain = [_plain(o) for o in options]
+    if said in plain:
+        return plain.index(said)
+    inside = [i for i, o in enumerate(plain) if o and (f" {o} " in f" {said} " or f" {said} " in f" {o} ")]
+    if len(inside) == 1:
+        return inside[0]
+    have = content_words(said)
+    shares = [len(have & _option_words(o, [x for j, x in enumerate(options) if j != i]))
+              for i, o in enumerate(options)]
+    best = max(shares)
+    if best and shares.count(best) == 1:
+        return shares.index(best)
     return None
+
+
+def _sentence_number(reply: dict[str, Any], count: int) -> int | None:
+    try:
+        number = int(reply.get("sentence", 0))
+    except (TypeError, ValueError):
+        return None
+    return number - 1 if 1 <= number <= count else None
 
 
 def choose_with_model(
@@ -488,45 +591,104 @@ def choose_with_model(
     llm: LLMFn,
     *,
     method: str = "model",
-    passages: int = 5,
+    embed: EmbedFn = default_embed,
+    shown: int = CHOICE_SENTENCES,
+    margin: float = CHOICE_MARGIN,
+    min_similarity: float = CHOICE_MIN_SIMILARITY,
 ) -> ChoiceVerdict:
-    """The model picks an option from the question's best passages and quotes its reason; the quote must
-    be on its page, else the choice is dropped (counted) and the answer is ``insufficient``."""
+    """The model reads the question's best sentences (numbered, each with its paper and page) and
+    names one sentence and the option it bears out; the app quotes that sentence (verbatim by
+    construction, checked all the same) and then checks the pick against the sentence.
+
+    The check, as the routing guard checks a route: the pick stands when the model's sentence holds
+    the option's distinctive words. Where it does not but the sentence holds another option's, or
+    the model found nothing while the offline reading of the same sentences decides clearly, the
+    answer follows the evidence and a note says so; ``model_choice`` keeps what the model said.
+    A pick no sentence bears out is kept only when the offline reading has no answer to set
+    against it (the note says the sentence does not name the option).
+    """
     options = _check_options(question, options)
-    result = ChoiceVerdict(question, list(options), method)
-    shown = list(hits)[:passages]
-    numbered = "\n\n".join(f"[{i + 1}] ({h.label}, p. {h.pages}) {h.text}" for i, h in enumerate(shown))
-    reply = parse_json_reply(llm(CHOICE_PROMPT.format(question=question, options=_letters(options),
-                                                      passages=numbered)))
-    choice = _letter_choice(reply, len(options))
-    if choice is None:
-        result.notes.append("the model found the passages insufficient")
+    result = ChoiceVerdict(question, list(options), method, scores=[0.0] * len(options))
+    candidates = choice_sentences(question, options, hits, embed=embed)
+    if not candidates:
+        result.notes.append("no passages: import full texts first")
         return result
-    quote = str(reply.get("quote") or "").strip().strip('"\u201c\u201d')
-    try:
-        number = int(reply.get("passage", 0))
-    except (TypeError, ValueError):
-        number = 0
-    cited = [shown[number - 1]] if 1 <= number <= len(shown) else []
-    for hit in [*cited, *shown]:
-        check = locate_quote(quote, functools.partial(store.page_text, hit.paper_id),
-                             hit.start_page, hit.end_page)
-        if check.verified:
-            result.choice, result.quote, result.label, result.pages = choice, quote, hit.label, check.pages
-            return result
-    result.dropped_quotes += 1
-    result.notes.append("the model's quote is not verbatim on any passage's page: its choice is dropped")
+    offline, result.scores, deciding, _ = _offline_pick(candidates, len(options), margin, min_similarity)
+    ranked = sorted(candidates, key=lambda c: -(c.closeness + OPTION_WEIGHT * max(c.support)))
+    listed: list[tuple[ChoiceSentence, tuple[int, ...]]] = []
+    for candidate in ranked:
+        check = _locate(store, candidate)
+        if check.verified:  # only sentences that are on their page are shown, so any pick can be quoted
+            listed.append((candidate, check.pages))
+        else:
+            result.dropped_quotes += 1
+        if len(listed) == shown:
+            break
+    numbered = "\n".join(f"[{i + 1}] {c.text} ({c.hit.label}, p. {'-'.join(map(str, pages))})"
+                         for i, (c, pages) in enumerate(listed))
+    reply = parse_json_reply(llm(CHOICE_PROMPT.format(question=question, options=_bullets(options),
+                                                      sentences=numbered)))
+    picked = match_option(reply.get("answer"), options)
+    number = _sentence_number(reply, len(listed))
+    result.model_choice, result.model_sentence = picked, None if number is None else number + 1
+
+    def answer(choice: int, sentence: ChoiceSentence, pages: tuple[int, ...]) -> ChoiceVerdict:
+        return _settle(result, choice, sentence, pages)
+
+    if picked is not None and number is not None and listed[number][0].support[picked] > 0:
+        return answer(picked, *listed[number])
+    if picked is not None:
+        # The model's own sentence does not name its option: does it name another one, alone?
+        if number is not None:
+            sentence, pages = listed[number]
+            named = [i for i, share in enumerate(sentence.support) if share > 0]
+            if len(named) == 1 and sentence.closeness >= min_similarity:
+                result.notes.append(f"the model chose \"{options[picked]}\", but the sentence it cited "
+                                    f"names \"{options[named[0]]}\": the answer follows the sentence")
+                return answer(named[0], sentence, pages)
+        if offline is not None:
+            if offline == picked:  # the offline reading's sentence names it: quote that one
+                return _follow_offline(store, result, candidates[deciding], offline, "")
+            return _follow_offline(store, result, candidates[deciding], offline,
+                                   f"the model chose \"{options[picked]}\" without a sentence that names it")
+        # Nothing to set against the pick: it stands on the sentence the model cited, or the best one
+        # that names the option.
+        backing = [(c, p) for c, p in listed if c.support[picked] > 0]
+        if number is not None or backing:
+            sentence, pages = listed[number] if number is not None else backing[0]
+            if sentence.support[picked] == 0:
+                result.notes.append("the cited sentence does not name the chosen option")
+            return answer(picked, sentence, pages)
+    if offline is not None:
+        return _follow_offline(store, result, candidates[deciding], offline,
+                               "the model found the sentences insufficient")
+    result.notes.append("the model found the sentences insufficient" if picked is None else
+                        "the model's answer cites no sentence: not answered")
     return result
+
+
+def _follow_offline(store: FulltextStore, result: ChoiceVerdict, sentence: ChoiceSentence, choice: int,
+                    why: str) -> ChoiceVerdict:
+    """The answer the offline reading decides clearly, with the model's part named in the notes."""
+    check = _locate(store, sentence)
+    if not check.verified:
+        result.dropped_quotes += 1
+        result.notes.append(f"{why or 'the cited sentence does not name the option'}; the offline reading's "
+                            "sentence is not verbatim on its page: not answered")
+        return result
+    if why:
+        result.notes.append(f"{why}; the evidence decides \"{result.options[choice]}\"")
+    return _settle(result, choice, sentence, check.pages)
 
 
 def choose_closed_book(question: str, options: Sequence[str], llm: LLMFn, *,
                        method: str = "model") -> ChoiceVerdict:
-    """The model alone, no passages: the baseline the evidence must beat."""
+    """The model alone, no passages: the baseline the evidence must beat (the options shown and
+    answered as in :func:`choose_with_model`, so the two differ only by the evidence)."""
     options = _check_options(question, options)
     result = ChoiceVerdict(question, list(options), f"{method} closed-book")
-    result.choice = _letter_choice(
-        parse_json_reply(llm(CLOSED_BOOK_PROMPT.format(question=question, options=_letters(options)))),
-        len(options))
+    reply = parse_json_reply(llm(CLOSED_BOOK_PROMPT.format(question=question, options=_bullets(options))))
+    result.choice = result.model_choice = match_option(reply.get("answer"), options)
     return result
 
 
