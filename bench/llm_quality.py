@@ -100,6 +100,29 @@ built-in 1.000, merged / built-in 1.000, verbatim rows / built-in 0.250. The com
 below the built-in's (the question's own concepts stay the blocks); on these questions the model's
 terms rarely were words the corpus uses, so they added little: the issue's merged >= 1.1x is not met.
 
+Why the model's concepts add so little, studied on the dev split only (8 CF and 8 SciFact questions,
+2026-12-03, ``--threads 1``, load average 8-33): the relevant CF papers the built-in misses mostly do
+not use the question's words at all (for "hepatic complications": "portal hypertension", "biliary
+system", "peliosis hepatis"; for "pancreatic enzyme supplements": "pancreatic extracts", "fat
+absorption"); a judge's relevant set is often larger than 100 (131 and 104 papers for two of the 8);
+and fusing any second ranking with the built-in's three rows costs recall@100 at the cut (built-in
+0.577, built-in + bm25s 0.563, bm25s alone 0.460). SciFact dev is at its ceiling for 1.1x (built-in
+0.875 = 7 of 8 claims). Tried: asking the model to widen the built-in's own concepts
+(``--concept-request expansion``: the concepts given, question last, names held to them by the
+schema): CF merged 0.547 (nDCG@10 0.455), SciFact 0.875 (0.669); a prompt asking for narrower terms
+(7 CF questions) 0.566 against the built-in's 0.591 on the same 7; keeping only the model's broad row,
+only its medium row, or rows of the documents only the model's terms find (``(model's row) &
+!(built-in's row)``): 0.554-0.572; a stricter "broader term" rule (1x, 2x instead of 5x the concept's
+documents): 0.542-0.570. The model's terms were mostly generic ("element" for calcium, "fluid" for
+mucus, "healthy" for normal subjects) or absent from the corpus. The default (the model names the
+question's concepts, each concept's terms bounded to 5 by the schema: a 1.5B model otherwise repeated
+one term until the token limit, 78 s -> 38 s for that reply), ``--split dev --parts queries
+--query-modes compiled --lit-questions 8``: SciFact compiled 0.875 / 0.603, built-in 0.875 / 0.631,
+merged 0.875 / 0.606, bm25s 0.875 / 0.515, 5 terms added / 12 dropped, 38.3 s a concept list; CF
+compiled 0.511 / 0.415 (one of 8 concept calls ran past 300 s at load 33), built-in 0.577 / 0.421,
+merged 0.579 / 0.441, bm25s 0.460 / 0.468, 15 added / 7 dropped, 32.4 s. Merged / built-in 1.002:
+never below the built-in, far from 1.1x. Held-out was not run again (nothing reached the target on dev).
+
 Screening scores and seconds (``--parts scoring,latency``): **scoring** scores CF held-out records as the
 Scores tab does (``--score-questions`` questions, ``--score-records`` judged-relevant records and as many
 unjudged ones each; the AUC per question against the judgements, the share passing the gate of
@@ -134,7 +157,8 @@ corpora of the compiled rows' recall@100 over builtin:keywords'), followed by th
 ratios.
 
 Usage: ``.venv/bin/python bench/llm_quality.py [--split dev|heldout] [--prompt old|new]
-[--parts routing,queries,answers,scoring,latency] [--lit-questions N] [--route-questions N] [--answers N]
+[--parts routing,queries,answers,scoring,latency] [--concept-request question|expansion]
+[--lit-questions N] [--route-questions N] [--answers N]
 [--score-questions N] [--score-records N]
 [--data-dir DIR] [--model FILE.gguf] [--show N]``. ``--data-dir`` keeps the imported corpora (a
 folder with ``cf/postgres`` and ``scifact/postgres`` is reused as it is).

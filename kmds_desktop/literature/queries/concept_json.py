@@ -116,7 +116,8 @@ WIDER_MIN_DOCS = 20
 #: Terms per concept a schema-capable server may write. Why: at a low temperature and without a
 #: repetition penalty (llama.cpp's default), Qwen2.5-Coder-1.5B repeated one term until the token
 #: limit ("calcium ions", "calcium ions", ...): 78 s for a reply that kept one concept. With the
-#: terms bounded the same question took 38 s and every concept was named (CF dev questions).
+#: terms bounded the same request took 38 s and every concept was named (the expansion request on
+#: the first CF dev question; the question request's concept lists then took 32-38 s, median).
 SCHEMA_MAX_TERMS = 5
 
 #: The reply a schema-capable server is held to. One bound only, on the terms: llama.cpp writes each
