@@ -156,13 +156,21 @@ tokens (the score alone), 130.7 -> 48.3 s a record; template accuracy held-out 1
 server's log (``KMDS_REQUEST`` lines: the model's tokenizer, independent of load). See
 docs/design/benchmarks.md.
 
+Answers from a few records (2026-12-03): the answer prompt carries the 3 most relevant records
+(:func:`~kmds_desktop.ask.answers.prompt_records`). ``--answer-expected N`` adds N open held-out routing
+questions whose right records are known (``include``) and counts the answers citing one; the answer
+prompt's tokens come from the server's log. One run each, before / after, loaded machine: prompt tokens
+of the latency part's answers 468, 873 -> 308, 287; everyday answers with every claim cited 8/8 -> 8/8;
+held-out answers citing an expected record 7/10 -> 5/10 (every claim cited 10/10 -> 6/10). See
+docs/design/benchmarks.md.
+
 The last line is ``guarded routing / offline: X; model's rows / built-in: Y`` (Y: the mean over the
 corpora of the compiled rows' recall@100 over builtin:keywords'), followed by the merged and verbatim
 ratios.
 
 Usage: ``.venv/bin/python bench/llm_quality.py [--split dev|heldout] [--prompt old|new]
 [--parts routing,queries,answers,scoring,latency] [--concept-request question|expansion]
-[--lit-questions N] [--route-questions N] [--answers N]
+[--lit-questions N] [--route-questions N] [--answers N] [--answer-expected N] [--answer-skip N]
 [--score-questions N] [--score-records N]
 [--data-dir DIR] [--model FILE.gguf] [--show N]``. ``--data-dir`` keeps the imported corpora (a
 folder with ``cf/postgres`` and ``scifact/postgres`` is reused as it is).
