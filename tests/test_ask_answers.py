@@ -231,18 +231,19 @@ def test_an_llm_answer_carries_its_citation_note_everywhere(fake_ollama, demo_kb
     fake_ollama.models[MODEL] = ModelScript(replies=[reply])
     result = llm_orchestrator(demo_kb, index, fake_ollama.url).ask("What data quality problems were found?")
     assert result.synthesis == "llm"
-    # the model was shown three of the five records (each workflow's most relevant in turn; the
-    # view keeps the listing's order)
+    # the model was shown the three of the five records most similar to the question (the view
+    # keeps the listing's order)
     assert len(result.results) == 5 and len(result.given_records) == 3
     assert [r["finding_seq"] for r in result.results] == [2, 3, 8, 3, 6]  # the listing's order
     shown = result.given_records
-    assert {result.results[n - 1]["workflow_name"] for n in shown} == {W1, W2}
+    relevance = [r["relevance"] for r in result.results]
+    assert sorted(relevance[n - 1] for n in shown) == sorted(relevance)[2:]
     assert result.answer.startswith(f"One column has missing values in the body mass data [{shown[-1]}].")
     # "The rest is fine." states something without a source: flagged, not shown as cited; the note
     # also says which records the model was shown
     note = (f"Drawn from [{shown[-1]}]. 1 of 2 statements cite no record. The model was shown [{shown[0]}], "
-            f"[{shown[1]}] and [{shown[2]}] (3 of the 5 records, the most relevant of each workflow in "
-            "turn), so that it answers within seconds; all 5 are listed with the answer.")
+            f"[{shown[1]}] and [{shown[2]}] (3 of the 5 records, the most relevant), so that it answers "
+            "within seconds; all 5 are listed with the answer.")
     assert result.citation_note == note and result.uncited_claims == 1
     assert displayed_answer(result).endswith(f"*{note}*")
     assert f"*{note}*" in answer_markdown(result)

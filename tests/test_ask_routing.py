@@ -154,17 +154,17 @@ def test_the_answer_prompt_carries_the_most_relevant_records_under_their_view_nu
     assert head == synthesis_prompt("another question", tied).split("Records:")[0]
 
 
-def test_a_listing_prompt_takes_records_in_turn_from_each_workflow() -> None:
+def test_a_listing_prompt_takes_the_most_relevant_else_each_workflow_in_turn() -> None:
     listing = _scored(6, ("first workflow", "second workflow"))
     for r in listing:
         r["score"] = None
     # view order: 1-3 from the first workflow, 4-6 from the second; the prompt sees both
     assert prompt_records(listing) == [1, 2, 4]
     assert prompt_records(listing, limit=4) == [1, 2, 4, 5]
-    # where the records' similarity to the question is known, each workflow gives its most relevant
+    # where the records' similarity to the question is known, the most relevant whatever the workflow
     for r, relevance in zip(listing, (0.1, 0.2, 0.6, 0.5, 0.3, 0.4), strict=True):
         r["relevance"] = relevance
-    assert prompt_records(listing) == [2, 3, 4]  # 3 (0.6) and 4 (0.5), then the first's next best: 2
+    assert prompt_records(listing) == [3, 4, 6]
 
 
 @pytest.mark.parametrize(

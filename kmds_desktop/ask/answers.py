@@ -55,11 +55,12 @@ def prompt_records(results: Sequence[dict[str, Any]], limit: int = PROMPT_RECORD
     """The record numbers (1-based, as the view numbers them) the answer prompt carries, ascending.
 
     At most ``limit``: the most relevant by ``score`` (ties and unscored records in view order). A
-    listing has no scores (it is every match, in order): it takes its records in turn from each
-    workflow in view order, within a workflow the best by ``relevance`` (the similarity to the
-    question, where known) first, so an answer about several workflows sees each of them and "which
-    model was selected and why", routed as a listing, still sees the statements of the choice. The
-    numbers stay the view's, so ``[n]`` in the answer is always ``results[n-1]``."""
+    listing has no scores (it is every match, in order): where each record's ``relevance`` (its
+    similarity to the question) is known, the most relevant by it, so "which model was selected and
+    why" or "what did we find out about sex differences", routed as a listing of 11-14 records, still
+    shows the model the records that answer it (taken in turn per workflow, the sex-differences record
+    was left out for two weak ones of the other workflow); otherwise in turn from each workflow in view
+    order. The numbers stay the view's, so ``[n]`` in the answer is always ``results[n-1]``."""
     n = len(results)
     if n <= limit:
         return list(range(1, n + 1))
@@ -71,12 +72,13 @@ def prompt_records(results: Sequence[dict[str, Any]], limit: int = PROMPT_RECORD
 
         return sorted(numbers, key=order)
 
-    if any(isinstance(r.get("score"), int | float) for r in results):
-        return sorted(best_first("score", range(1, n + 1))[:limit])
+    for key in ("score", "relevance"):
+        if any(isinstance(r.get(key), int | float) for r in results):
+            return sorted(best_first(key, range(1, n + 1))[:limit])
     groups: dict[str, list[int]] = {}
     for i, result in enumerate(results, start=1):
         groups.setdefault(workflow_label(result), []).append(i)
-    queues = [best_first("relevance", numbers) for numbers in groups.values()]
+    queues = list(groups.values())
     picked: list[int] = []
     while len(picked) < limit:
         for queue in queues:

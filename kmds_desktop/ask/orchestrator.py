@@ -480,8 +480,8 @@ class SearchOrchestrator:
     def _mark_relevance(self, question: str, qvec: Any, results: list[dict[str, Any]]) -> None:
         """Each listed record's similarity to the question as ``relevance``: the view keeps the
         listing's order, and the answer prompt, which carries a few records, takes the most relevant
-        of each workflow (:func:`~kmds_desktop.ask.answers.prompt_records`). Stored vectors are reused:
-        one question embedding at most."""
+        (:func:`~kmds_desktop.ask.answers.prompt_records`). Stored vectors are reused: one question
+        embedding at most."""
         texts = {str(r["iri"]): str(r.get("finding", "")) for r in results}
         kwargs: dict[str, Any] = {"kb_id": self.kb_id, "texts": texts}
         if qvec is not None:
@@ -565,8 +565,8 @@ class SearchOrchestrator:
         sources = [str(r.get("finding", "")) for r in result.results[:n]]
         answer, note, uncited = repair_citations(strip_reasoning(text), n, sources, given)
         if len(given) < n:  # said, so a reader does not take the answer for a summary of every record
-            in_turn = result.listing or not _scored(result.results)
-            which = "the most relevant of each workflow in turn" if in_turn else "the most relevant"
+            ranked = _scored(result.results) or any("relevance" in r for r in result.results)
+            which = "the most relevant" if ranked else "taken in turn from each workflow"
             note += (f" The model was shown {_marks(given)} ({len(given)} of the {n} records, {which}), "
                      f"so that it answers within seconds; all {n} are listed with the answer.")
         result.answer = answer
