@@ -10,6 +10,7 @@ import pytest
 from kmds_desktop.ask import INTENT_CLASSES, OrchestratorRoute, RouteError, parse_route, routing_prompt
 from kmds_desktop.ask.answers import (
     PROMPT_FINDING_CHARS,
+    PROMPT_FINDINGS_BUDGET,
     PROMPT_RECORDS,
     cited_numbers,
     clean_citations,
@@ -183,6 +184,21 @@ def test_a_listing_prompt_takes_the_most_relevant_else_each_workflow_in_turn() -
 def test_a_prompt_finding_is_cut_at_a_sentence_end(text: str, limit: int, want: str) -> None:
     assert prompt_finding(text, limit) == want
     assert len(prompt_finding(text, limit)) <= limit
+
+
+def test_fewer_records_each_carry_more_of_their_finding() -> None:
+    """The findings share one budget: a record alone keeps what three would each lose past 300
+    characters (the reason a product was dropped sat in the second half of an 800-character finding)."""
+    sentence = "The products with low loadings on every principal component were dropped here. "
+    long = _scored(3)
+    for r in long:
+        r["finding"] = sentence * 10  # 800 characters
+    alone = synthesis_prompt("Why were products dropped?", long[:1])
+    three = synthesis_prompt("Why were products dropped?", long)
+    carried = [len(line.split(") ", 1)[1]) for line in three.splitlines() if line.startswith("[")]
+    assert carried and all(n <= PROMPT_FINDING_CHARS for n in carried)
+    single = next(line for line in alone.splitlines() if line.startswith("[1]")).split(") ", 1)[1]
+    assert PROMPT_FINDING_CHARS < len(single) <= PROMPT_FINDINGS_BUDGET and single.endswith("here.")
 
 
 def test_a_citation_of_a_record_the_model_was_not_shown_is_dropped() -> None:

@@ -20,6 +20,10 @@ PROMPT_RECORDS = 3
 #: Characters of each finding shown to the LLM, cut at the end of a sentence (the demo KB's findings
 #: are 45-250 characters; a few KBs hold findings of 800-1,400 that would crowd out the others).
 PROMPT_FINDING_CHARS = 300
+#: Characters of findings the prompt carries in all: fewer records each get more of theirs (one record
+#: of 800 characters cut to 300 lost what answered "why were some products dropped?"), while the
+#: prompt stays as short as three cut findings.
+PROMPT_FINDINGS_BUDGET = 900
 #: Characters of each finding quoted in an extractive answer.
 EXTRACT_CHARS = 240
 
@@ -109,7 +113,8 @@ def synthesis_prompt(question: str, results: Sequence[dict[str, Any]],
     """Ask for a concise answer that uses only the numbered records and cites them as [n].
 
     ``given``: the record numbers to carry (default :func:`prompt_records`), each finding cut by
-    :func:`prompt_finding`. The instructions come first and are the same for every question, so a
+    :func:`prompt_finding` to its share of :data:`PROMPT_FINDINGS_BUDGET` (at least
+    :data:`PROMPT_FINDING_CHARS`). The instructions come first and are the same for every question, so a
     server's prompt cache keeps them; only the records and the question are read anew."""
     numbers = prompt_records(results) if given is None else list(given)
     lines = [
@@ -123,10 +128,11 @@ def synthesis_prompt(question: str, results: Sequence[dict[str, Any]],
         "",
         "Records:",
     ]
+    each = max(PROMPT_FINDING_CHARS, PROMPT_FINDINGS_BUDGET // max(1, len(numbers)))
     for number in numbers:
         result = results[number - 1]
         lines.append(f"[{number}] ({record_label(result, intent=False)}) "
-                     f"{prompt_finding(str(result.get('finding', '')))}")
+                     f"{prompt_finding(str(result.get('finding', '')), each)}")
     lines += ["", f"Question: {question}", "Answer:"]
     return "\n".join(lines)
 
