@@ -15,7 +15,12 @@ from kmds_desktop.config import QueryGenerationSettings, RetrievalSettings
 from kmds_desktop.index.embeddings import encode
 from kmds_desktop.literature import QueryAgent
 from kmds_desktop.literature.retrieval.fusion import reciprocal_rank_fusion, rerank_by_similarity
-from kmds_desktop.literature.retrieval.semantic import SearchRow, clean_abstract, similarities_to_question
+from kmds_desktop.literature.retrieval.semantic import (
+    HYPOTHETICAL_MAX_TOKENS,
+    SearchRow,
+    clean_abstract,
+    similarities_to_question,
+)
 from kmds_desktop.literature.store.vectors import embed_documents
 
 
@@ -128,6 +133,9 @@ def test_hypothetical_row_from_the_llm(embedded_sample, fake_ollama):
     rows = agent.semantic_rows("What does this study find?")
     assert [r.kind for r in rows] == ["semantic", "hypothetical"]
     assert rows[1].text.startswith(target["abstract"][:40])
+    # the abstract is asked for with a token limit, so a model that repeats itself cannot hold the search
+    written = fake_ollama.completion_requests()[-1].body
+    assert written["options"]["num_predict"] == HYPOTHETICAL_MAX_TOKENS
     result = agent.run_reviewed_queries(rows, max_rows=5)
     assert result.queries[1].kind == "hypothetical" and result.queries[1].ids[0] == ids[target["id"]]
     # without an LLM model there is no hypothetical row

@@ -9,6 +9,7 @@ the HyDE idea of Gao et al. 2022). Every kind is shown, edited, ticked and logge
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -34,6 +35,10 @@ KIND_HYPOTHETICAL = "hypothetical abstract"
 ROW_KIND_LABELS = (KIND_FULL_TEXT, KIND_SEMANTIC_QUESTION, KIND_SEMANTIC_HAND, KIND_HYPOTHETICAL)
 #: The longest hypothetical abstract kept (characters); the model reads 256 tokens of it anyway.
 MAX_ABSTRACT_CHARS = 4000
+#: The most tokens the model may write for it. A 4-6 sentence abstract is 110-180 tokens; without a
+#: limit a small model that starts repeating itself writes until its context or the timeout (one of 8
+#: abstracts ran past 600 s on the 2-core machine), and the search waits for it.
+HYPOTHETICAL_MAX_TOKENS = 320
 
 HYPOTHETICAL_PROMPT = """\
 Write the abstract of a biomedical research paper that answers the question below. Write it as it \
@@ -172,6 +177,19 @@ def clean_abstract(reply: str) -> str:
     return re.sub(r"\s+", " ", " ".join(kept)).strip()[:MAX_ABSTRACT_CHARS]
 
 
+def _token_limit(backend: Any, tokens: int) -> dict[str, Any]:
+    """``options`` with the token limit where the backend's ``chat`` takes them (the app's Ollama and
+    OpenAI-compatible backends do, and the dispatch between them passes keywords on; a caller's own
+    backend may not)."""
+    try:
+        parameters = inspect.signature(backend.chat).parameters
+    except (TypeError, ValueError):  # a builtin or C callable without a signature
+        return {}
+    takes_options = "options" in parameters or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+    return {"options": {"num_predict": tokens}} if takes_options else {}
+
+
 def write_hypothetical_abstract(backend: Any, model: str, question: str, *, temperature: float = 0.1,
                                 cancel: CancelToken | None = None) -> str:
     """Ask ``model`` (through ``backend.chat``) for an abstract answering ``question``.
@@ -182,7 +200,8 @@ def write_hypothetical_abstract(backend: Any, model: str, question: str, *, temp
         raise LiteratureError("the question is empty: type a question to write an abstract for")
     try:
         reply = backend.chat(HYPOTHETICAL_PROMPT.format(question=question.strip()), None,
-                             temperature=temperature, cancel=cancel, model=model)
+                             temperature=temperature, cancel=cancel, model=model,
+                             **_token_limit(backend, HYPOTHETICAL_MAX_TOKENS))
     except LiteratureError:
         raise
     except Exception as err:  # any backend failure becomes one message
