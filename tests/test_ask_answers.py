@@ -241,9 +241,8 @@ def test_an_llm_answer_carries_its_citation_note_everywhere(fake_ollama, demo_kb
     assert result.answer.startswith(f"One column has missing values in the body mass data [{shown[-1]}].")
     # "The rest is fine." states something without a source: flagged, not shown as cited; the note
     # also says which records the model was shown
-    note = (f"Drawn from [{shown[-1]}]. 1 of 2 statements cite no record. The model was shown [{shown[0]}], "
-            f"[{shown[1]}] and [{shown[2]}] (3 of the 5 records, the most relevant), so that it answers "
-            "within seconds; all 5 are listed with the answer.")
+    note = (f"Drawn from [{shown[-1]}]. 1 of 2 statements cite no record. The model read only [{shown[0]}], "
+            f"[{shown[1]}] and [{shown[2]}], the 3 most relevant of the 5 records.")
     assert result.citation_note == note and result.uncited_claims == 1
     assert displayed_answer(result).endswith(f"*{note}*")
     assert f"*{note}*" in answer_markdown(result)
@@ -286,9 +285,9 @@ def test_the_model_writes_from_the_most_relevant_records_and_its_citations_stay_
     # every citation left in the answer is a record the model was shown, and means results[n-1]
     assert cited_numbers(result.answer) == [shown[0], shown[-1]]
     assert result.citation_note.startswith(f"Drawn from [{shown[0]}], [{shown[-1]}].")
-    shown_line = f"({PROMPT_RECORDS} of the {len(result.results)} records, the most relevant)"
+    shown_line = f"the {PROMPT_RECORDS} most relevant of the {len(result.results)} records."
     assert shown_line in result.citation_note
-    assert "The model was shown" in format_result(result.to_dict())
+    assert "The model read only" in format_result(result.to_dict())
 
 
 def test_uncited_claims_that_restate_a_record_get_its_citation_and_say_so() -> None:

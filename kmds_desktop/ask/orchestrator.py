@@ -566,9 +566,9 @@ class SearchOrchestrator:
         answer, note, uncited = repair_citations(strip_reasoning(text), n, sources, given)
         if len(given) < n:  # said, so a reader does not take the answer for a summary of every record
             ranked = _scored(result.results) or any("relevance" in r for r in result.results)
-            which = "the most relevant" if ranked else "taken in turn from each workflow"
-            note += (f" The model was shown {_marks(given)} ({len(given)} of the {n} records, {which}), "
-                     f"so that it answers within seconds; all {n} are listed with the answer.")
+            which = (f"the {len(given)} most relevant of the {n} records" if ranked
+                     else f"{len(given)} of the {n} records, taken in turn from each workflow")
+            note += f" The model read only {_marks(given)}, {which}."
         result.answer = answer
         result.citation_note, result.uncited_claims = note, uncited
         if not stream:
