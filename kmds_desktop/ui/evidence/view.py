@@ -22,8 +22,9 @@ from kmds_desktop.app import last_folders
 from kmds_desktop.app.evidence import EvidenceSession, review_names
 from kmds_desktop.app.evidence_links import link_verdict
 from kmds_desktop.app.evidence_pages import QuestionHistory, render_paper_page
-from kmds_desktop.app.verdicts import pick_judge, verdict
+from kmds_desktop.app.verdicts import choose, pick_judge, quoted_paper, verdict
 from kmds_desktop.ui.evidence.answer_pane import AnswerPane
+from kmds_desktop.ui.evidence.choice_pane import ChoicePane
 from kmds_desktop.ui.evidence.page_view import PageView
 from kmds_desktop.ui.evidence.passage_list import PassageList
 from kmds_desktop.ui.evidence.question_box import QuestionBox
@@ -34,10 +35,10 @@ from kmds_desktop.ui.shell import file_dialogs
 #: Job kinds of the view, with their policy: a newer search or page replaces a waiting one.
 KINDS = {"search": "evidence.search", "answer": "evidence.answer", "page": "evidence.page",
          "import": "evidence.import", "verdict": "evidence.verdict", "record": "evidence.record",
-         "reviews": "evidence.reviews"}
+         "reviews": "evidence.reviews", "choice": "evidence.choice"}
 POLICIES = {KINDS["search"]: "latest", KINDS["answer"]: "refuse", KINDS["page"]: "latest",
             KINDS["import"]: "refuse", KINDS["verdict"]: "refuse", KINDS["record"]: "refuse",
-            KINDS["reviews"]: "latest"}
+            KINDS["reviews"]: "latest", KINDS["choice"]: "refuse"}
 #: ``() -> (the open KB or None, the selected observation or None)``.
 KbTarget = Callable[[], tuple[Any, Any]]
 #: ``(then, failed)``: the window's literature database handed to ``then`` once open.
@@ -72,6 +73,7 @@ class EvidenceView(QWidget):
         self.page = PageView()
         self.scope = ScopeBar()
         self.verdict = VerdictPane()
+        self.choice = ChoicePane()
         self.record = RecordBar()
         #: Where a verdict is filed; None: the window's open KB and its KB browser's selection.
         self.kb_target: KbTarget | None = None
@@ -94,7 +96,8 @@ class EvidenceView(QWidget):
         left.addWidget(passages_box)
         left.addWidget(self.answer)
         left.addWidget(self.verdict)
-        left.setSizes([340, 200, 160])
+        left.addWidget(self.choice)
+        left.setSizes([300, 180, 140, 160])
         right = QWidget()
         right_layout = QVBoxLayout(right)
         right_layout.setContentsMargins(0, 0, 0, 0)
@@ -121,6 +124,9 @@ class EvidenceView(QWidget):
         self.page.page_requested.connect(lambda paper_id, page_no: self.show_page(paper_id, page_no, ""))
         self.verdict.judge_requested.connect(lambda: self.judge(self.questions.line.text().strip()))
         self.verdict.file_requested.connect(self.file_verdict)
+        self.choice.choose_requested.connect(lambda options: self.choose(self.questions.question(), options))
+        self.choice.citation_opened.connect(self.show_page)
+        self.choice.message.connect(self.message)
         self.record.record_set.connect(self.set_record)
         self.record.record_cleared.connect(self.clear_record)
 
@@ -238,6 +244,29 @@ class EvidenceView(QWidget):
             f"Files under: {observation.name}" if kb is not None and observation is not None else
             "To file it, open a KB and select an observation in the KB browser.")
         self.status.setText(result.summary)
+
+    def choose(self, question: str, options: list[str]) -> Any:
+        """The option the papers bear out for the question box's question, judged as ``judge`` is."""
+        if not question:
+            self.message.emit("warning", "Type the question the options answer first, then click Choose.")
+            return None
+        session, scope, judge_factory = self.session, self._scope(), self.judge_factory
+
+        def work() -> tuple[Any, int | None]:
+            ids = scope()
+            result = choose(session.store, question, options, judge_factory(), paper_ids=ids)
+            return result, quoted_paper(session.store, result, ids)
+
+        self.choice.set_busy(True)
+        self.status.setText(f"Choosing between {len(options)} options from the papers: {question}")
+        return self.jobs.submit(KINDS["choice"], work, label="Choosing from the papers", pass_progress=False,
+                                on_result=lambda r: self._show_choice(*r), on_error=self._failed,
+                                on_finished=lambda: self.choice.set_busy(False))
+
+    def _show_choice(self, result: Any, paper_id: int | None) -> None:
+        self.choice.show_choice(result, paper_id)
+        self.status.setText(f"Chose \u201c{result.answer}\u201d; click its paper and page to see the quote."
+                            if result.quote else "No option chosen: the papers do not decide it.")
 
     def _kb_target(self) -> tuple[Any, Any]:
         if self.kb_target is not None:

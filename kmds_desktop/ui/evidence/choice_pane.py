@@ -1,0 +1,119 @@
+"""The choice pane of the Evidence view: the question box's question answered by choosing between the
+options typed here, one a line, from the papers: the option they bear out (or "insufficient"), the
+sentence it rests on as a link to its paper's page, who judged it (offline or the model), and the
+notes (where the app overruled the model, why nothing was chosen).
+
+Why the options are checked here, before any job: a list of one option, or a pasted page, would
+search and perhaps reach a model for nothing; the pane says what to fix and runs nothing.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from PySide6.QtCore import QUrl, Signal
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
+
+from kmds_desktop.app.verdicts import MAX_OPTIONS, options_from_lines
+
+CITE_SCHEME = "cite"
+#: What the pane says when the papers do not single out one option.
+UNDECIDED = "insufficient: the papers do not decide"
+
+
+def pages_text(pages: tuple[int, ...]) -> str:
+    return f"page {pages[0]}" if len(pages) == 1 else f"pages {pages[0]}-{pages[-1]}"
+
+
+def choice_html(result: Any, paper_id: int | None) -> str:
+    """The chosen option, its quote with "paper, page N" (a link when the paper is known), the judge
+    and the notes."""
+    answer = result.options[result.choice] if result.choice is not None else UNDECIDED
+    parts = [f"<p><b>{html.escape(answer)}</b></p>"]
+    if result.quote:
+        where = f"{html.escape(result.label or '')}, {pages_text(result.pages)}"
+        cited = f"<a href='{CITE_SCHEME}:{paper_id}'>{where}</a>" if paper_id is not None else where
+        parts.append(f"<p>\u201c{html.escape(result.quote)}\u201d \u2014 {cited}</p>")
+    parts.append(f"<p>Judge: {html.escape(result.method)}</p>")
+    if result.notes:
+        notes = "".join(f"<li>{html.escape(n)}</li>" for n in result.notes)
+        parts.append(f"<p style='color:#666'>Notes</p><ul style='color:#666'>{notes}</ul>")
+    return "".join(parts)
+
+
+class ChoicePane(QWidget):
+    """Emits ``choose_requested(options)`` for Choose (the options already checked),
+    ``citation_opened(paper_id, page, quote)`` when the quote's paper and page is clicked, and
+    ``message(level, text)`` when the options are refused."""
+
+    choose_requested = Signal(list)
+    citation_opened = Signal(int, int, str)
+    message = Signal(str, str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("evidenceChoicePane")
+        self.choice: Any = None
+        self.paper_id: int | None = None
+        self.options = QPlainTextEdit()
+        self.options.setObjectName("evidenceChoiceOptions")
+        self.options.setAccessibleName("Options, one a line")
+        self.options.setPlaceholderText(f"Options, one a line (2 to {MAX_OPTIONS}), e.g.\n14\n15\n34")
+        self.options.setToolTip("The answers to choose between, one a line; the question is the "
+                                "question box's")
+        self.choose_button = QPushButton("Choose")
+        self.choose_button.setObjectName("evidenceChoose")
+        self.choose_button.setAccessibleName("Choose between the options")
+        self.choose_button.setToolTip("Which option do the papers bear out? The question box's question, "
+                                      "these options; the quote is checked on its page.")
+        self.choose_button.clicked.connect(self._choose)
+        self.browser = QTextBrowser()
+        self.browser.setObjectName("evidenceChoiceText")
+        self.browser.setAccessibleName("The option chosen, its quote and notes")
+        self.browser.setOpenLinks(False)
+        self.browser.setPlaceholderText("Type a question above and options at the left, then click "
+                                        "Choose: the option the papers bear out shows here with its quote.")
+        self.browser.anchorClicked.connect(self._clicked)
+        title = QLabel("Multiple choice")
+        title.setObjectName("evidenceChoiceLabel")
+        header = QHBoxLayout()
+        header.setContentsMargins(0, 0, 0, 0)
+        header.addWidget(title, 1)
+        header.addWidget(self.choose_button)
+        body = QHBoxLayout()
+        body.setContentsMargins(0, 0, 0, 0)
+        body.addWidget(self.options, 2)
+        body.addWidget(self.browser, 3)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(header)
+        layout.addLayout(body, 1)
+
+    def show_choice(self, result: Any, paper_id: int | None) -> None:
+        self.choice, self.paper_id = result, paper_id
+        self.browser.setHtml(choice_html(result, paper_id))
+
+    def set_busy(self, busy: bool) -> None:
+        self.choose_button.setEnabled(not busy)
+
+    def _choose(self) -> None:
+        try:
+            options = options_from_lines(self.options.toPlainText())
+        except ValueError as err:
+            self.message.emit("warning", f"Multiple choice: {err}.")
+            return
+        self.choose_requested.emit(options)
+
+    def _clicked(self, url: QUrl) -> None:
+        result = self.choice
+        if url.scheme() == CITE_SCHEME and result is not None and self.paper_id is not None:
+            self.citation_opened.emit(self.paper_id, result.pages[0], result.quote or "")

@@ -1,0 +1,108 @@
+"""Multiple choice in the Evidence view, real widgets over the real store of three shared PDFs (the
+fixtures of tests/test_ui_evidence.py): a question and options typed, Choose clicked, the option the
+papers bear out shown with its quote, which is on the cited page; the quote's paper and page clicked
+and that page drawn; "insufficient" when the papers do not single one out; bad option lists refused
+with what to fix and nothing run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import test_ui_evidence
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QTextCursor
+
+from kmds_desktop.app.verdicts import MAX_OPTION_CHARS, MAX_OPTIONS, Judge, options_from_lines
+from kmds_desktop.literature.evidence.quotes import verify_quote
+from kmds_desktop.literature.fulltext.store import FulltextStore
+from kmds_desktop.ui.evidence import EvidenceView
+
+QUESTION = "How many Gly-X-Y repeats are in the collagenous domain of mCTRP1?"
+OPTIONS = ["14", "2", "15"]
+PNAS_DOI = "10.1073/pnas.0403760101"
+
+#: The store of three shared PDFs and the view over it, as the Evidence view's own tests build them.
+store_path = test_ui_evidence.store_path
+view = test_ui_evidence.view
+
+
+def _choose(qtbot, view: EvidenceView, question: str, options: list[str]) -> None:
+    view.judge_factory = lambda: Judge(None, "offline")
+    qtbot.keyClicks(view.questions.line, question)
+    view.choice.options.setPlainText("\n".join(options))
+    qtbot.mouseClick(view.choice.choose_button, Qt.MouseButton.LeftButton)
+    assert not view.choice.choose_button.isEnabled()  # busy while the job runs
+    qtbot.waitUntil(lambda: view.choice.choice is not None, timeout=60_000)
+    qtbot.waitUntil(lambda: not view.jobs.is_busy(), timeout=30_000)
+
+
+def test_the_chosen_options_quote_is_on_its_page_and_opens_there(
+        qtbot, view: EvidenceView, store_path: Path) -> None:
+    _choose(qtbot, view, QUESTION, OPTIONS)
+    result, paper_id = view.choice.choice, view.choice.paper_id
+    assert result.answer == "14" and result.method == "offline"
+    assert result.label == PNAS_DOI and result.pages == (3,) and paper_id is not None
+    with FulltextStore(store_path) as store:
+        assert store.paper(paper_id).doi == PNAS_DOI
+        assert verify_quote(result.quote, lambda n: store.page_text(paper_id, n), 3).verified
+    shown = view.choice.browser.toPlainText()
+    assert shown.startswith("14") and f"{PNAS_DOI}, page 3" in shown and "Judge: offline" in shown
+    assert "mCTRP1" in shown and view.choice.choose_button.isEnabled()
+    browser = view.choice.browser
+    found = browser.document().find(f"{PNAS_DOI}, page 3")
+    assert not found.isNull()
+    cursor = QTextCursor(browser.document())
+    cursor.setPosition(found.selectionStart() + 2)
+    with qtbot.waitSignal(view.page_shown, timeout=30_000) as drawn:
+        qtbot.mouseClick(browser.viewport(), Qt.MouseButton.LeftButton,
+                         pos=browser.cursorRect(cursor).center())
+    page = drawn.args[0]
+    assert page.paper_id == paper_id and page.page_no == 3 == view.page.page_no
+    assert view.page.highlight_rects  # the quote is marked on the page
+    assert view.record.label.text() and "click its paper and page" in view.status.text()
+
+
+def test_papers_that_do_not_single_out_an_option_give_insufficient(qtbot, view: EvidenceView) -> None:
+    """14 and 34 are both in the sentence that counts the repeats of every paralog: no clear winner."""
+    _choose(qtbot, view, "How many Gly-X-Y repeats are in the collagenous domain of the adiponectin paralog "
+                         "encoded by C1QTNF1 in mice?", ["14", "2", "4", "15", "24", "34"])
+    result = view.choice.choice
+    assert result.choice is None and result.quote is None and view.choice.paper_id is None
+    shown = view.choice.browser.toPlainText()
+    assert shown.startswith("insufficient: the papers do not decide")
+    assert "no option stands out" in shown  # the note says why
+    assert "do not decide it" in view.status.text()
+
+
+@pytest.mark.parametrize(("options", "expected"), [
+    ("14", "at least two options"),
+    ("\n14\n\n   \n", "at least two options"),
+    ("\n".join(str(n) for n in range(MAX_OPTIONS + 1)), f"keep at most {MAX_OPTIONS}"),
+    ("14\n" + "x" * (MAX_OPTION_CHARS + 1), "option 2 has"),
+    ("14\n15\n14", "listed twice"),
+])
+def test_a_bad_option_list_is_refused_and_runs_nothing(qtbot, view: EvidenceView, options: str,
+                                                       expected: str) -> None:
+    qtbot.keyClicks(view.questions.line, QUESTION)
+    view.choice.options.setPlainText(options)
+    with qtbot.waitSignal(view.message) as said:
+        qtbot.mouseClick(view.choice.choose_button, Qt.MouseButton.LeftButton)
+    assert said.args[0] == "warning" and expected in said.args[1] and "\n" not in said.args[1]
+    assert not view.jobs.is_busy() and view.choice.choice is None
+    assert view.choice.options.toPlainText() == options  # what was typed is kept to fix
+
+
+def test_choose_without_a_question_says_what_to_do(qtbot, view: EvidenceView) -> None:
+    view.choice.options.setPlainText("14\n15")
+    with qtbot.waitSignal(view.message) as said:
+        qtbot.mouseClick(view.choice.choose_button, Qt.MouseButton.LeftButton)
+    assert said.args[0] == "warning" and "Type the question" in said.args[1]
+    assert not view.jobs.is_busy() and view.choice.choice is None
+
+
+def test_options_are_read_one_a_line() -> None:
+    assert options_from_lines("  Above 40%\n\nAbove  20% \n") == ["Above 40%", "Above 20%"]
+    assert len(options_from_lines("\n".join(f"option {n}" for n in range(MAX_OPTIONS)))) == MAX_OPTIONS
+    with pytest.raises(ValueError, match="listed twice"):
+        options_from_lines("Above 40%\nabove 40%")
