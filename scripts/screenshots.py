@@ -12,6 +12,8 @@ out; nothing is resized or fitted for the picture. States:
   unique, error;
 - ``literature-results.png``: the same after Run selected: per-row IDs and unique counts, the
   fused documents best rank first with the rows that found each ("found by"), one document's detail;
+- ``evidence.png``: the Evidence dock over three shared PDFs, a question's passages and answer, a
+  choice between options made and its quote's page shown (see :func:`evidence_shot`);
 - ``error.png``: a file that is not a KB opened: the message bar says why and the open KB stays;
 - ``screening.png``, ``screening-scores.png``, ``screening-flow.png``, ``screening-agreement.png``: the
   screening window on 400 CF records (bm25s rank for a CF question, the records' vectors from the shipped
@@ -170,6 +172,7 @@ def main() -> int:
     if panel.documents.rowCount():
         panel.select_document(0)
     shoot(window, "literature-results.png")
+    evidence_shot(window)
 
     window.jobs.shutdown()
     window._force_close = True
@@ -177,6 +180,38 @@ def main() -> int:
     db.close()
     screening_shots()
     return 0
+
+
+def evidence_shot(window) -> None:
+    """``evidence.png``: the Evidence dock beside the question box (KB browser and literature panel
+    hidden, as when reading pages) over three shared PDFs: a question's passages and offline answer, then
+    a choice between options made offline and its quote's page shown marked."""
+    from kmds_desktop.app.verdicts import Judge
+
+    papers = DATA / "papers"
+    papers.mkdir(parents=True, exist_ok=True)
+    for name in ("pnas.0403760101.pdf", "14712598.2019.1685489.pdf", "j.bpj.2021.11.1119.pdf"):
+        if not (papers / name).exists():
+            (papers / name).symlink_to(SHARED / "fulltext" / "litqa" / "pdfs" / name)
+    window.literature.wide_button.click()  # undo Wide
+    window.browser.setVisible(False)
+    window.literature.setVisible(False)
+    window.evidence_dock.show()
+    view, imported = window.evidence, []
+    view.with_database = None  # the pictures' literature database gets no records made from PDFs
+    view.judge_factory = lambda: Judge(None, "offline")
+    view.papers_changed.connect(imported.append)
+    view.import_pdfs(papers)
+    wait_for(lambda: bool(imported))
+    view.questions.line.setText("How many Gly-X-Y repeats are in the collagenous domain of mCTRP1?")
+    view.ask(view.questions.question())  # the passages and the cited answer fill their panes
+    wait_for(lambda: view.answer.answer is not None and not window.jobs.is_busy())
+    view.choice.options.setPlainText("14\n2\n15\n24")
+    view.choice.choose_button.click()
+    wait_for(lambda: view.choice.choice is not None and not window.jobs.is_busy())
+    view.show_page(view.choice.paper_id, view.choice.choice.pages[0], view.choice.choice.quote or "")
+    wait_for(lambda: view.page.page_no == view.choice.choice.pages[0] and not window.jobs.is_busy())
+    shoot(window, "evidence.png")
 
 
 def screening_shots() -> None:

@@ -47,7 +47,7 @@ def test_the_chosen_options_quote_is_on_its_page_and_opens_there(
         assert store.paper(paper_id).doi == PNAS_DOI
         assert verify_quote(result.quote, lambda n: store.page_text(paper_id, n), 3).verified
     shown = view.choice.browser.toPlainText()
-    assert shown.startswith("14") and f"{PNAS_DOI}, page 3" in shown and "Judge: offline" in shown
+    assert shown.startswith("14 (judge: offline)") and f"{PNAS_DOI}, page 3: \u201cThere are" in shown
     assert "mCTRP1" in shown and view.choice.choose_button.isEnabled()
     browser = view.choice.browser
     found = browser.document().find(f"{PNAS_DOI}, page 3")

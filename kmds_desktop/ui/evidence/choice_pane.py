@@ -35,15 +35,15 @@ def pages_text(pages: tuple[int, ...]) -> str:
 
 
 def choice_html(result: Any, paper_id: int | None) -> str:
-    """The chosen option, its quote with "paper, page N" (a link when the paper is known), the judge
-    and the notes."""
+    """The chosen option and its judge, then "paper, page N" (a link when the paper is known) before
+    the quote, so the way to the page is seen without scrolling, then the notes."""
     answer = result.options[result.choice] if result.choice is not None else UNDECIDED
-    parts = [f"<p><b>{html.escape(answer)}</b></p>"]
+    parts = [f"<p><b>{html.escape(answer)}</b> <span style='color:#666'>(judge: "
+             f"{html.escape(result.method)})</span></p>"]
     if result.quote:
         where = f"{html.escape(result.label or '')}, {pages_text(result.pages)}"
         cited = f"<a href='{CITE_SCHEME}:{paper_id}'>{where}</a>" if paper_id is not None else where
-        parts.append(f"<p>\u201c{html.escape(result.quote)}\u201d \u2014 {cited}</p>")
-    parts.append(f"<p>Judge: {html.escape(result.method)}</p>")
+        parts.append(f"<p>{cited}: \u201c{html.escape(result.quote)}\u201d</p>")
     if result.notes:
         notes = "".join(f"<li>{html.escape(n)}</li>" for n in result.notes)
         parts.append(f"<p style='color:#666'>Notes</p><ul style='color:#666'>{notes}</ul>")
@@ -91,8 +91,8 @@ class ChoicePane(QWidget):
         header.addWidget(self.choose_button)
         body = QHBoxLayout()
         body.setContentsMargins(0, 0, 0, 0)
-        body.addWidget(self.options, 2)
-        body.addWidget(self.browser, 3)
+        body.addWidget(self.options, 1)
+        body.addWidget(self.browser, 2)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(header)

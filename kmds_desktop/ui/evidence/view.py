@@ -97,7 +97,7 @@ class EvidenceView(QWidget):
         left.addWidget(self.answer)
         left.addWidget(self.verdict)
         left.addWidget(self.choice)
-        left.setSizes([300, 180, 140, 160])
+        left.setSizes([280, 170, 120, 200])
         right = QWidget()
         right_layout = QVBoxLayout(right)
         right_layout.setContentsMargins(0, 0, 0, 0)
