@@ -106,3 +106,43 @@ def test_options_are_read_one_a_line() -> None:
     assert len(options_from_lines("\n".join(f"option {n}" for n in range(MAX_OPTIONS)))) == MAX_OPTIONS
     with pytest.raises(ValueError, match="listed twice"):
         options_from_lines("Above 40%\nabove 40%")
+
+
+def test_a_models_pick_its_sentence_does_not_bear_out_follows_the_sentence(qtbot, view: EvidenceView) -> None:
+    """The judge is a model (scripted: it cites the sentence that counts the repeats but names "15"):
+    the pane names the model as the judge and says, in a note, that the answer follows the sentence."""
+    prompts: list[str] = []
+
+    def model(prompt: str) -> str:
+        prompts.append(prompt)
+        number = next(line.split("]")[0].lstrip("[") for line in prompt.splitlines()
+                      if line.startswith("[") and "14, 34, 23" in line)
+        return f'{{"sentence": {number}, "answer": "15"}}'
+
+    qtbot.keyClicks(view.questions.line, QUESTION)
+    view.judge_factory = lambda: Judge(model, "scripted model")
+    view.choice.options.setPlainText("\n".join(OPTIONS))
+    qtbot.mouseClick(view.choice.choose_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: view.choice.choice is not None, timeout=60_000)
+    result = view.choice.choice
+    assert len(prompts) == 1 and QUESTION in prompts[0]
+    assert result.answer == "14" and result.model_choice == OPTIONS.index("15")
+    shown = view.choice.browser.toPlainText()
+    assert shown.startswith("14 (judge: scripted model)")
+    assert 'the model chose "15", but the sentence it cited names "14"' in shown
+
+
+def test_a_judge_that_cannot_start_says_why_and_frees_the_button(qtbot, view: EvidenceView) -> None:
+    why = "Ollama not reachable at http://localhost:11434: start it or choose offline"
+
+    def unreachable() -> Judge:
+        raise RuntimeError(why)
+
+    qtbot.keyClicks(view.questions.line, QUESTION)
+    view.judge_factory = unreachable
+    view.choice.options.setPlainText("\n".join(OPTIONS))
+    with qtbot.waitSignal(view.message, timeout=30_000) as said:
+        qtbot.mouseClick(view.choice.choose_button, Qt.MouseButton.LeftButton)
+    assert said.args == ["error", why]
+    qtbot.waitUntil(lambda: view.choice.choose_button.isEnabled(), timeout=30_000)
+    assert view.choice.choice is None and "Ollama not reachable" in view.status.text()
