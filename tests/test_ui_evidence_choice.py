@@ -146,3 +146,16 @@ def test_a_judge_that_cannot_start_says_why_and_frees_the_button(qtbot, view: Ev
     assert said.args == ["error", why]
     qtbot.waitUntil(lambda: view.choice.choose_button.isEnabled(), timeout=30_000)
     assert view.choice.choice is None and "Ollama not reachable" in view.status.text()
+
+
+def test_the_quoted_paper_is_found_only_in_scope_and_a_missing_model_is_noted(store_path: Path) -> None:
+    from kmds_desktop.app.verdicts import choose, quoted_paper
+
+    with FulltextStore(store_path) as store:
+        pnas = next(p.id for p in store.papers() if p.doi == PNAS_DOI)
+        others = [p.id for p in store.papers() if p.id != pnas]
+        result = choose(store, QUESTION, OPTIONS, Judge(None, "offline", "Ollama not reachable"))
+        assert result.answer == "14" and "no model: Ollama not reachable" in result.notes
+        assert quoted_paper(store, result) == pnas == quoted_paper(store, result, [pnas])
+        assert quoted_paper(store, result, others) is None  # out of scope: no page to open
+        assert choose(store, QUESTION, OPTIONS, paper_ids=others).answer == "insufficient"

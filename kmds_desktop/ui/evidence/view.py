@@ -1,5 +1,6 @@
 """The Evidence view: a question box (with the questions asked), the ranked passages, the offline
-answer and the cited page, composed side by side; each part emits signals and this view wires them.
+answer, a claim's verdict, a choice between options and the cited page, composed side by side; each
+part emits signals and this view wires them.
 
 Every slow step runs on the window's :class:`~kmds_desktop.ui.jobs.runner.JobRunner`: the search and the
 answer (embedding, SQLite), the page render (pdfium), and the imports (a folder of PDFs, a Zotero
