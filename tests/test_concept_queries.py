@@ -8,6 +8,7 @@ imported, which judges every compiled query (``to_tsquery``) and counts its matc
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from support.fake_ollama import ModelScript
@@ -16,6 +17,11 @@ from support.fake_openai import FakeOpenAI, OpenAIScript
 from kmds_desktop.config import QueryGenerationSettings, Settings
 from kmds_desktop.literature import QueryAgent
 from kmds_desktop.literature.queries import concept_json
+from kmds_desktop.literature.queries.abstract_words import (
+    ABSTRACT_WORD_MAX_SHARE,
+    ABSTRACT_WORD_MIN_DOCS,
+    ABSTRACT_WORDS,
+)
 from kmds_desktop.literature.queries.concept_json import (
     CONCEPT_SYSTEM_PROMPT,
     EXPANSION_SYSTEM_PROMPT,
@@ -25,9 +31,19 @@ from kmds_desktop.literature.queries.concept_json import (
     parse_concepts,
 )
 from kmds_desktop.literature.queries.query_generation import MODE_CONCEPTS, MODE_VERBATIM
+from kmds_desktop.literature.retrieval.semantic import HYPOTHETICAL_MAX_TOKENS, clean_abstract
 
 QUESTION = "Is Pseudomonas aeruginosa infection in cystic fibrosis patients treated with antibiotics?"
 INVENTED = "zorblaxifen"
+INVENTED_IN_ABSTRACT = "quorblatine"
+#: What the model writes as the paper answering QUESTION: words of the field a paper on it would use,
+#: the question's own words, common words, and a drug no paper names.
+ABSTRACT = (
+    "Chronic Pseudomonas aeruginosa infection in cystic fibrosis patients is treated with inhaled "
+    "tobramycin and other aminoglycosides. In this study, sputum cultures of 40 patients were followed "
+    "during pulmonary exacerbations; colistin and quorblatine were compared. Mucoid isolates persisted "
+    "despite treatment, and sputum bacterial density fell with the aminoglycosides."
+)
 #: Over-specific: five concepts, two of which the question never names, and one invented term.
 CONCEPTS = {"concepts": [
     {"name": "Pseudomonas aeruginosa", "terms": ["Pseudomonas aeruginosa", "P. aeruginosa", "pseudomonas"]},
@@ -101,14 +117,22 @@ def test_a_reply_without_concepts_says_why_in_one_line(reply: str, reason: str) 
 
 # --------------------------------------------------------------------------- compiled rows
 
+def _concepts_and_abstract(abstract: str) -> ModelScript:
+    """The model's two replies of a concept round: the concepts as JSON, then its abstract."""
+    def reply(prompt: str, body: dict[str, object]) -> str:
+        return abstract if prompt.startswith("Write the abstract") else json.dumps(CONCEPTS)
+    return ModelScript(replies=[reply])
+
+
 def test_compiled_rows_are_valid_k_of_n_and_drop_the_invented_term(pg_database, fake_ollama) -> None:
-    fake_ollama.models["qwen"] = ModelScript(replies=[json.dumps(CONCEPTS)])
+    fake_ollama.models["qwen"] = _concepts_and_abstract(ABSTRACT)
     agent = QueryAgent(pg_database, _settings(fake_ollama.url))
     generated = agent.convert_question_multi_model(QUESTION)
 
-    # one call names the concepts for all three queries; the static prompt first, the question last
+    # one call names the concepts for all three queries; the static prompt first, the question last;
+    # a second writes the abstract whose words widen the broad row
     calls = fake_ollama.completion_requests()
-    assert [c.model for c in calls] == ["qwen"]
+    assert [c.model for c in calls] == ["qwen", "qwen"]
     system = next(m["content"] for m in calls[0].body["messages"] if m["role"] == "system")
     assert system == CONCEPT_SYSTEM_PROMPT
     assert calls[0].body["messages"][-1]["content"].rstrip().endswith(f"{QUESTION}\nJSON:")
@@ -138,10 +162,50 @@ def test_compiled_rows_are_valid_k_of_n_and_drop_the_invented_term(pg_database, 
     assert not result.failed_queries and result.ids
 
 
+def test_the_abstracts_rare_words_widen_the_broad_row_and_the_abstract_is_written_once(
+        pg_database, fake_ollama) -> None:
+    """The model's hypothetical abstract lends its rarest words the corpus has to the model's broad
+    row (query2doc-like); the question's own words, common words and words no paper uses stay out; the
+    hypothetical-abstract row then reuses the same abstract instead of asking again."""
+    fake_ollama.models["qwen"] = _concepts_and_abstract(ABSTRACT)
+    agent = QueryAgent(pg_database, _settings(fake_ollama.url))
+    generated = agent.convert_question_multi_model(QUESTION)
+    abstract_call = fake_ollama.completion_requests()[1]
+    assert abstract_call.prompt.startswith("Write the abstract")
+    assert abstract_call.body["options"]["num_predict"] == HYPOTHETICAL_MAX_TOKENS
+    precise, medium, broad = (r for r in generated.all_queries if r.model == "qwen")
+    words = re.findall(r"'([^']+)'", broad.note.split("words of its abstract ", 1)[1])
+    assert 1 <= len(words) <= ABSTRACT_WORDS, broad.note
+    total = pg_database.status()["documents"]
+    question_words = {w.lower().strip("?") for w in QUESTION.split()}
+    for word in words:
+        assert word in ABSTRACT.lower() and word not in question_words
+        assert f"| {word}" in broad.query or broad.query.startswith(word), (word, broad.query)
+        assert word not in precise.query and word not in medium.query
+        documents = pg_database.count_matches(word)
+        assert documents >= ABSTRACT_WORD_MIN_DOCS, word
+        assert documents <= ABSTRACT_WORD_MAX_SHARE * total, (word, documents, total)
+    assert INVENTED_IN_ABSTRACT not in broad.query and "patients" not in words
+    # the hypothetical-abstract row is the same abstract, without a third call
+    rows = agent.semantic_rows(QUESTION)
+    assert rows[-1].kind == "hypothetical" and rows[-1].text == clean_abstract(ABSTRACT)
+    assert len(fake_ollama.completion_requests()) == 2
+
+
+def test_an_abstract_that_fails_costs_only_its_words(pg_database, fake_ollama) -> None:
+    fake_ollama.models["qwen"] = _concepts_and_abstract("No.")
+    agent = QueryAgent(pg_database, _settings(fake_ollama.url))
+    generated = agent.convert_question_multi_model(QUESTION)
+    rows = [r for r in generated.all_queries if r.model == "qwen"]
+    assert len(rows) == 3 and all(r.ok for r in rows), [r.error for r in rows]
+    assert "no words from an abstract: model 'qwen' wrote no usable abstract" in rows[2].note
+    assert "words of its abstract" not in rows[2].note
+
+
 def test_the_schema_bounds_the_terms_a_model_may_repeat(pg_database, fake_ollama) -> None:
     # a small model at a low temperature repeated one term until the token limit; the schema the
     # server is held to bounds the terms of each concept (one bound only: nested ones were slow)
-    fake_ollama.models["qwen"] = ModelScript(replies=[json.dumps(CONCEPTS)])
+    fake_ollama.models["qwen"] = _concepts_and_abstract(ABSTRACT)
     QueryAgent(pg_database, _settings(fake_ollama.url)).convert_question_multi_model(QUESTION)
     schema = fake_ollama.completion_requests()[0].body["format"]
     item = schema["properties"]["concepts"]["items"]

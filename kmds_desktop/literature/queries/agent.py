@@ -182,6 +182,9 @@ class QueryAgent:
         model = self.llm_model()
         if model is None:
             raise QueryAgentError("a hypothetical-abstract row needs an LLM model in query_generation.models")
+        written = self.generator.abstract_for(model, question)
+        if written:  # the concept round wrote it for its broad row's words: one call, not two
+            return written
         try:
             return write_hypothetical_abstract(self.generator.backend, model, question,
                                                temperature=self.settings.temperature, cancel=cancel)

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kmds_desktop.limits import too_long_reason
+from kmds_desktop.literature.queries.abstract_words import abstract_words
 from kmds_desktop.literature.queries.concept_blocks import (
     _ABBREVIATION,
     ABBREVIATION_SHARE,
@@ -44,7 +45,7 @@ from kmds_desktop.literature.queries.concept_blocks import (
     _operand,
     write_strategy,
 )
-from kmds_desktop.literature.queries.keyword_queries import BROAD_TERMS, KeywordQueryBuilder
+from kmds_desktop.literature.queries.keyword_queries import BROAD_TERMS, KeywordQueryBuilder, content_words
 
 #: The system prompt of the concept mode: static, so the server's prompt cache keeps it between
 #: questions (the question comes last, in the user message). Its example is on a topic no judged
@@ -193,6 +194,8 @@ class CompiledQueries:
     dropped: list[str] = field(default_factory=list)
     #: Terms that only widen the broad query (broader terms, concepts not in the question).
     broad_only: list[str] = field(default_factory=list)
+    #: Words of the model's abstract the broad query carries (:mod:`.abstract_words`).
+    from_abstract: list[str] = field(default_factory=list)
 
 
 class ConceptReplyError(ValueError):
@@ -346,10 +349,12 @@ def term_words(term: str) -> list[str]:
 
 
 def compile_concepts(question: str, concepts: list[ModelConcept],
-                     builder: KeywordQueryBuilder) -> CompiledQueries:
+                     builder: KeywordQueryBuilder, abstract: str = "") -> CompiledQueries:
     """Write the three queries for ``question`` from the built-in's blocks widened by the model's
     ``concepts`` (see the module docstring). ``builder`` is the ``builtin:keywords`` builder of the
-    same database: its plan of the question (cached) gives the blocks and the feedback words."""
+    same database: its plan of the question (cached) gives the blocks and the feedback words.
+    ``abstract``: the model's hypothetical abstract, whose rarest words the corpus has widen the broad
+    query (:mod:`.abstract_words`)."""
     plan = builder.plan(question)
     blocks: list[Concept] = copy.deepcopy(plan.concepts)
     database = builder.database
@@ -439,6 +444,15 @@ def compile_concepts(question: str, concepts: list[ModelConcept],
             added.append(f"'{term}' ({block.label})")
     for index in per_block:
         blocks[index].matches = lookups.count(blocks[index].block) if counted else None
+    from_abstract: list[str] = []
+    if abstract and counted:
+        stemmed = lookups.stems([w.lower() for w in content_words(question)])
+        known = {part for stem in stemmed.values() for part in stem.split()}
+        known |= {part for group in variant_stems for stems in group for part in stems}
+        for word in abstract_words(abstract, known, lookups):  # words the queries lack
+            if _operand(word) not in extra_broad:
+                extra_broad.append(_operand(word))
+                from_abstract.append(word)
     first = list(plan.feedback)
     broad_words = list(dict.fromkeys([*builder.terms(question)[:BROAD_TERMS], *extra_broad]))
     strategy = write_strategy(blocks, lookups, (lambda _query: list(first)) if counted else None,
@@ -449,5 +463,7 @@ def compile_concepts(question: str, concepts: list[ModelConcept],
         model_note += " · broad query only: " + ", ".join(broad_only)
     if dropped:
         model_note += " · dropped: " + ", ".join(dropped)
+    if from_abstract:
+        model_note += " · broad query: words of its abstract " + ", ".join(f"'{w}'" for w in from_abstract)
     notes = [f"{note} · {model_note}" for note in strategy.notes]
-    return CompiledQueries(strategy.queries, notes, added, dropped, broad_only)
+    return CompiledQueries(strategy.queries, notes, added, dropped, broad_only, from_abstract)

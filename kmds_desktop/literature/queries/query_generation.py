@@ -38,6 +38,8 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
+from kmds_desktop.literature.errors import LiteratureError
+from kmds_desktop.literature.queries.abstract_words import ABSTRACT_WORDS
 from kmds_desktop.literature.queries.concept_json import (
     CONCEPT_SYSTEM_PROMPT,
     ConceptReplyError,
@@ -57,6 +59,7 @@ from kmds_desktop.literature.queries.query_cleaning import (
     deduplicate_queries,
     query_key,
 )
+from kmds_desktop.literature.retrieval.semantic import write_hypothetical_abstract
 from kmds_desktop.llm.structured import structured_chat
 from kmds_desktop.secrets import redact_url
 from kmds_desktop.tasks import Cancelled, CancelToken, ProgressFn, check, report
@@ -286,6 +289,9 @@ class MultiModelQueryGenerator:
         #: names concepts that the app compiles.
         self.verbatim_models = {m.strip().lower() for m in verbatim_models if m and m.strip()}
         self.concept_system_prompt = concept_system_prompt or CONCEPT_SYSTEM_PROMPT
+        #: The hypothetical abstract each model wrote per question, ``(model, question) -> text``: its
+        #: words widen the model's broad row, and the hypothetical-abstract row reuses it (one call).
+        self.abstracts: dict[tuple[str, str], str] = {}
 
     def query_mode(self, model: str) -> str:
         """``"concepts"`` or ``"verbatim"`` for an LLM, ``""`` for a built-in generator."""
@@ -343,7 +349,8 @@ class MultiModelQueryGenerator:
             previous: list[str] = []
             if self.query_mode(model) == MODE_CONCEPTS:
                 check(cancel)
-                report(progress, done, total, f"{model}: naming the question's concepts")
+                report(progress, done, total,
+                       f"{model}: naming the question's concepts and writing an abstract")
                 for result in self._concept_round(model, question, queries_per_model, temperature, cancel):
                     results.append(result)
                     done += 1
@@ -451,6 +458,30 @@ class MultiModelQueryGenerator:
         assert isinstance(builder, KeywordQueryBuilder)  # noqa: S101 - narrows: the key's builder
         return builder
 
+    def abstract_for(self, model: str, question: str) -> str | None:
+        """The abstract ``model`` wrote for ``question`` in this generator's concept round, if any."""
+        return self.abstracts.get((model.strip().lower(), " ".join(question.split())))
+
+    def _abstract(self, model: str, question: str, temperature: float,
+                  cancel: CancelToken | None) -> tuple[str, str]:
+        """``(abstract, note)``: the model's hypothetical abstract for ``question`` (kept for the
+        hypothetical-abstract row), or ``""`` and why not; its failure costs only the abstract's words."""
+        if ABSTRACT_WORDS <= 0 or self.database is None:
+            return "", ""
+        key = (model.strip().lower(), " ".join(question.split()))
+        if key in self.abstracts:
+            return self.abstracts[key], ""
+        backend, name, _server = self._target(model)
+        try:
+            abstract = write_hypothetical_abstract(backend, name, question, temperature=temperature,
+                                                   cancel=cancel)
+        except LiteratureError as err:
+            if cancel is not None and cancel.cancelled:
+                raise Cancelled("cancelled by the user") from None
+            return "", f"no words from an abstract: {' '.join(str(err).split())}"
+        self.abstracts[key] = abstract
+        return abstract, ""
+
     def _concept_round(self, model: str, question: str, queries_per_model: int, base_temperature: float,
                        cancel: CancelToken | None) -> list[QueryGenerationResult]:
         """One call asks ``model`` for the question's concepts; the app writes its
@@ -493,14 +524,18 @@ class MultiModelQueryGenerator:
         except ConceptReplyError as err:
             return failed(f"the reply held no concepts as JSON: {err}; the other models' rows still run",
                           "ConceptReply")
+        abstract, abstract_note = self._abstract(model, question, base_temperature, cancel)
+        elapsed = time.perf_counter() - start  # the model's whole part: its concepts and its abstract
         try:
-            compiled = compile_concepts(question, concepts, self.keyword_builder())
+            compiled = compile_concepts(question, concepts, self.keyword_builder(), abstract)
         except Exception as err:  # noqa: BLE001 - a failing corpus look-up costs this model's rows only
             return failed(f"its concepts could not be compiled: {' '.join(str(err).split())}",
                           type(err).__name__)
         if not compiled.queries:
             return failed("the question has no usable content words (only common words); rephrase it",
                           "ConceptReply")
+        if abstract_note:  # said where the words would have gone: the broad row
+            compiled.notes[-1] += f" · {abstract_note}"
         out: list[QueryGenerationResult] = []
         for attempt in range(1, queries_per_model + 1):
             index = (attempt - 1) % len(compiled.queries)
