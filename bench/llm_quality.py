@@ -838,7 +838,7 @@ def print_table(split: str, which: str, routing: dict[str, Any] | None, corpora:
         ]
     times = [("s per verbatim query (median)", [c["query_s"] for c in corpora.values()
                                                  if c["query_s"] == c["query_s"]]),
-             ("s per concept list = 3 compiled queries (median)",
+             ("s per concept list and abstract = 3 compiled queries (median)",
               [c["concepts_s"] for c in corpora.values() if c["concepts_s"] == c["concepts_s"]]),
              ("s per route (median)", [routing["route_s"]] if routing else []),
              ("s per answer, synthesis (median)", [answers["answer_s"]] if answers else [])]
