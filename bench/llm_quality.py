@@ -127,6 +127,16 @@ built-in 0.750 / 0.433, merged 0.750 / 0.517, bm25s 0.750 / 0.560, 17 added / 8 
 compiled 0.433 / 0.356, built-in 0.434 / 0.425, merged 0.434 / 0.411, bm25s 0.426 / 0.345, 19 added /
 19 dropped, 24.0 s. Last line: model's rows / built-in 0.999, merged / built-in 1.000.
 
+With the abstract's words in the model's broad row (:mod:`kmds_desktop.literature.queries.abstract_words`,
+chosen on the dev split with the abstracts kept), ``--parts queries --query-modes compiled
+--lit-questions 16 --threads 2``, one run each on a quiet machine (R@100 / nDCG@10): dev, SciFact
+compiled 0.812 / 0.364, built-in 0.812 / 0.400, merged 0.812 / 0.386; CF compiled 0.466 / 0.394,
+built-in 0.467 / 0.378, merged 0.475 / 0.417; last line 0.999 / 1.009. Held-out (SciFact test and CF even
+ids, the first 16 each): SciFact compiled 0.938 / 0.557, built-in 0.875 / 0.537, merged 0.938 / 0.563,
+bm25s 0.875 / 0.676; CF compiled 0.467 / 0.402, built-in 0.452 / 0.410, merged 0.475 / 0.428, bm25s
+0.444 / 0.397; 20-22 s for a concept list and its abstract; last line: model's rows / built-in
+**1.052**, merged / built-in **1.061**.
+
 Screening scores and seconds (``--parts scoring,latency``): **scoring** scores CF held-out records as the
 Scores tab does (``--score-questions`` questions, ``--score-records`` judged-relevant records and as many
 unjudged ones each; the AUC per question against the judgements, the share passing the gate of
