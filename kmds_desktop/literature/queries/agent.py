@@ -66,7 +66,6 @@ from kmds_desktop.literature.retrieval.semantic import (
     ROW_HYPOTHETICAL,
     ROW_SEMANTIC,
     SearchRow,
-    write_hypothetical_abstract,
 )
 from kmds_desktop.tasks import CancelToken, ProgressFn
 
@@ -182,12 +181,9 @@ class QueryAgent:
         model = self.llm_model()
         if model is None:
             raise QueryAgentError("a hypothetical-abstract row needs an LLM model in query_generation.models")
-        written = self.generator.abstract_for(model, question)
-        if written:  # the concept round wrote it for its broad row's words: one call, not two
-            return written
-        try:
-            return write_hypothetical_abstract(self.generator.backend, model, question,
-                                               temperature=self.settings.temperature, cancel=cancel)
+        try:  # written once: the concept round may have written it for its broad row's words
+            return self.generator.hypothetical_abstract(
+                model, question, temperature=self.settings.temperature, cancel=cancel)
         except LiteratureError as err:
             raise QueryAgentError(str(err)) from None
 

@@ -59,7 +59,7 @@ from kmds_desktop.literature.queries.query_cleaning import (
     deduplicate_queries,
     query_key,
 )
-from kmds_desktop.literature.retrieval.semantic import write_hypothetical_abstract
+from kmds_desktop.literature.retrieval.semantic import HYPOTHETICAL_MAX_TOKENS, write_hypothetical_abstract
 from kmds_desktop.llm.structured import structured_chat
 from kmds_desktop.secrets import redact_url
 from kmds_desktop.tasks import Cancelled, CancelToken, ProgressFn, check, report
@@ -458,29 +458,31 @@ class MultiModelQueryGenerator:
         assert isinstance(builder, KeywordQueryBuilder)  # noqa: S101 - narrows: the key's builder
         return builder
 
-    def abstract_for(self, model: str, question: str) -> str | None:
-        """The abstract ``model`` wrote for ``question`` in this generator's concept round, if any."""
-        return self.abstracts.get((model.strip().lower(), " ".join(question.split())))
+    def hypothetical_abstract(self, model: str, question: str, *, temperature: float,
+                              cancel: CancelToken | None = None) -> str:
+        """The abstract ``model`` writes to answer ``question``, written once per question and model:
+        its words widen the model's broad row and the hypothetical-abstract row searches it by meaning.
+        Raises :class:`LiteratureError` with the reason when the model writes nothing usable."""
+        key = (model.strip().lower(), " ".join(question.split()))
+        if key not in self.abstracts:
+            backend, name, _server = self._target(model)
+            self.abstracts[key] = write_hypothetical_abstract(
+                backend, name, question, temperature=temperature, cancel=cancel,
+                options=_options(backend, HYPOTHETICAL_MAX_TOKENS))
+        return self.abstracts[key]
 
     def _abstract(self, model: str, question: str, temperature: float,
                   cancel: CancelToken | None) -> tuple[str, str]:
-        """``(abstract, note)``: the model's hypothetical abstract for ``question`` (kept for the
-        hypothetical-abstract row), or ``""`` and why not; its failure costs only the abstract's words."""
+        """``(abstract, note)`` for the concept round: the abstract, or ``""`` and why not; its failure
+        costs only the abstract's words."""
         if ABSTRACT_WORDS <= 0 or self.database is None:
             return "", ""
-        key = (model.strip().lower(), " ".join(question.split()))
-        if key in self.abstracts:
-            return self.abstracts[key], ""
-        backend, name, _server = self._target(model)
         try:
-            abstract = write_hypothetical_abstract(backend, name, question, temperature=temperature,
-                                                   cancel=cancel)
+            return self.hypothetical_abstract(model, question, temperature=temperature, cancel=cancel), ""
         except LiteratureError as err:
             if cancel is not None and cancel.cancelled:
                 raise Cancelled("cancelled by the user") from None
             return "", f"no words from an abstract: {' '.join(str(err).split())}"
-        self.abstracts[key] = abstract
-        return abstract, ""
 
     def _concept_round(self, model: str, question: str, queries_per_model: int, base_temperature: float,
                        cancel: CancelToken | None) -> list[QueryGenerationResult]:

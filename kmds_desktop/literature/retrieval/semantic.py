@@ -9,7 +9,6 @@ the HyDE idea of Gao et al. 2022). Every kind is shown, edited, ticked and logge
 
 from __future__ import annotations
 
-import inspect
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -177,22 +176,11 @@ def clean_abstract(reply: str) -> str:
     return re.sub(r"\s+", " ", " ".join(kept)).strip()[:MAX_ABSTRACT_CHARS]
 
 
-def _token_limit(backend: Any, tokens: int) -> dict[str, Any]:
-    """``options`` with the token limit where the backend's ``chat`` takes them (the app's Ollama and
-    OpenAI-compatible backends do, and the dispatch between them passes keywords on; a caller's own
-    backend may not)."""
-    try:
-        parameters = inspect.signature(backend.chat).parameters
-    except (TypeError, ValueError):  # a builtin or C callable without a signature
-        return {}
-    takes_options = "options" in parameters or any(
-        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
-    return {"options": {"num_predict": tokens}} if takes_options else {}
-
-
 def write_hypothetical_abstract(backend: Any, model: str, question: str, *, temperature: float = 0.1,
-                                cancel: CancelToken | None = None) -> str:
-    """Ask ``model`` (through ``backend.chat``) for an abstract answering ``question``.
+                                cancel: CancelToken | None = None,
+                                options: dict[str, Any] | None = None) -> str:
+    """Ask ``model`` (through ``backend.chat``) for an abstract answering ``question``; ``options``
+    (the token limit, :data:`HYPOTHETICAL_MAX_TOKENS`) go to backends that take them.
 
     Raises :class:`LiteratureError` with the reason when the model fails or answers nothing usable.
     """
@@ -201,7 +189,7 @@ def write_hypothetical_abstract(backend: Any, model: str, question: str, *, temp
     try:
         reply = backend.chat(HYPOTHETICAL_PROMPT.format(question=question.strip()), None,
                              temperature=temperature, cancel=cancel, model=model,
-                             **_token_limit(backend, HYPOTHETICAL_MAX_TOKENS))
+                             **({"options": options} if options else {}))
     except LiteratureError:
         raise
     except Exception as err:  # any backend failure becomes one message

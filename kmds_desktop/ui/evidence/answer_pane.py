@@ -30,10 +30,16 @@ def answer_html(answer: Any) -> str:
             f", {html.escape(s.page_text)}</li>"
             for s in answer.sources)
         parts.append(f"<p>Sources</p><ul>{rows}</ul>")
-    if answer.notes:
-        notes = "".join(f"<li>{html.escape(n)}</li>" for n in answer.notes)
-        parts.append(f"<p style='color:#666'>Notes</p><ul style='color:#666'>{notes}</ul>")
+    parts.append(notes_html(answer.notes))
     return "".join(parts)
+
+
+def notes_html(notes: list[str]) -> str:
+    """The notes under an answer or a choice, greyed (nothing when there are none)."""
+    if not notes:
+        return ""
+    items = "".join(f"<li>{html.escape(n)}</li>" for n in notes)
+    return f"<p style='color:#666'>Notes</p><ul style='color:#666'>{items}</ul>"
 
 
 class AnswerPane(QWidget):

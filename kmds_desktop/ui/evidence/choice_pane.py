@@ -24,8 +24,8 @@ from PySide6.QtWidgets import (
 )
 
 from kmds_desktop.app.verdicts import MAX_OPTIONS, options_from_lines
+from kmds_desktop.ui.evidence.answer_pane import CITE_SCHEME, notes_html
 
-CITE_SCHEME = "cite"
 #: What the pane says when the papers do not single out one option.
 UNDECIDED = "insufficient: the papers do not decide"
 
@@ -44,9 +44,7 @@ def choice_html(result: Any, paper_id: int | None) -> str:
         where = f"{html.escape(result.label or '')}, {pages_text(result.pages)}"
         cited = f"<a href='{CITE_SCHEME}:{paper_id}'>{where}</a>" if paper_id is not None else where
         parts.append(f"<p>{cited}: \u201c{html.escape(result.quote)}\u201d</p>")
-    if result.notes:
-        notes = "".join(f"<li>{html.escape(n)}</li>" for n in result.notes)
-        parts.append(f"<p style='color:#666'>Notes</p><ul style='color:#666'>{notes}</ul>")
+    parts.append(notes_html(result.notes))
     return "".join(parts)
 
 
