@@ -68,6 +68,7 @@ def fake_ollama():
         yield server
 
 
+from support.fulltext import pdf_import, pdf_store  # noqa: E402,F401 - the 40 shared PDFs, imported once
 from support.memory_keyring import memory_keyring  # noqa: E402,F401 - in-memory OS keyring
 from support.pg import *  # noqa: E402, F403 - PostgreSQL fixtures (pg_database, pg_dsn, ...)
 from support.qt import _qt_thread_guard, jobs, make_window, qt_loop, ui_index  # noqa: E402,F401 - Qt fixtures

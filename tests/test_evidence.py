@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from support.fulltext import litqa_dir, shared_import
+from support.fulltext import litqa_dir
 
 from kmds_desktop.literature.evidence.answer import NO_ANSWER, extractive_answer
 from kmds_desktop.literature.evidence.quotes import locate_quote, verify_quote
@@ -21,28 +21,17 @@ PEG_QUESTION = ("I am designing peptide-guided LNPs for delivery to the retina, 
 PEG_KEY = "over 40% substitution with PEG-maleimide showed no detectable levels of transfection"
 
 
-#: The first test imports the 40 shared PDFs (700 pages, real embeddings) once for the process: minutes
-#: on a busy two-core machine, so the per-test limit is raised for these modules.
+#: The first test imports the 40 shared PDFs (700 pages, real embeddings) once for the process
+#: (``pdf_import`` in tests/support/fulltext.py): minutes on a busy two-core machine.
 pytestmark = pytest.mark.timeout(1800)
 
 
-@pytest.fixture(scope="module")
-def imported():
-    return shared_import()
+def _paper(pdf_store: FulltextStore, file_name: str):
+    return next(p for p in pdf_store.papers() if Path(p.path).name == file_name)
 
 
-@pytest.fixture()
-def store(imported):
-    with FulltextStore(imported.store_path) as opened:
-        yield opened
-
-
-def _paper(store: FulltextStore, file_name: str):
-    return next(p for p in store.papers() if Path(p.path).name == file_name)
-
-
-def test_a_question_finds_its_key_passage_with_paper_and_page(store) -> None:
-    hits = search_passages(store, PEG_QUESTION, 5)
+def test_a_question_finds_its_key_passage_with_paper_and_page(pdf_store) -> None:
+    hits = search_passages(pdf_store, PEG_QUESTION, 5)
     holding = [h for h in hits if PEG_KEY in h.text]
     assert holding, [h.text[:80] for h in hits]
     hit = holding[0]
@@ -52,19 +41,19 @@ def test_a_question_finds_its_key_passage_with_paper_and_page(store) -> None:
     assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
 
 
-def test_search_restricted_to_papers_stays_inside_them(store) -> None:
-    slide_seq = _paper(store, "science.aaw1219.pdf")
-    hits = search_passages(store, PEG_QUESTION, 5, paper_ids=[slide_seq.id])
+def test_search_restricted_to_papers_stays_inside_them(pdf_store) -> None:
+    slide_seq = _paper(pdf_store, "science.aaw1219.pdf")
+    hits = search_passages(pdf_store, PEG_QUESTION, 5, paper_ids=[slide_seq.id])
     assert hits and {h.paper_id for h in hits} == {slide_seq.id}
     with pytest.raises(ValueError, match="question is empty"):
-        search_passages(store, "  ", 5)
+        search_passages(pdf_store, "  ", 5)
 
 
-def test_the_verifier_refuses_a_quote_that_is_not_on_its_page(store) -> None:
-    paper = _paper(store, "sciadv.add4623.pdf")
+def test_the_verifier_refuses_a_quote_that_is_not_on_its_page(pdf_store) -> None:
+    paper = _paper(pdf_store, "sciadv.add4623.pdf")
 
     def page_text(n: int) -> str | None:
-        return store.page_text(paper.id, n)
+        return pdf_store.page_text(paper.id, n)
 
     real = ("Formulations with over 40% substitution with PEG-maleimide showed no detectable levels of "
             "transfection")
@@ -79,29 +68,29 @@ def test_the_verifier_refuses_a_quote_that_is_not_on_its_page(store) -> None:
     assert verify_quote(rewrapped, page_text, 5).verified
 
 
-def test_a_quote_running_onto_the_next_page_cites_both(store) -> None:
-    paper = _paper(store, "s00125-024-06103-w.pdf")
-    page, following = store.page_text(paper.id, 6), store.page_text(paper.id, 7)
+def test_a_quote_running_onto_the_next_page_cites_both(pdf_store) -> None:
+    paper = _paper(pdf_store, "s00125-024-06103-w.pdf")
+    page, following = pdf_store.page_text(paper.id, 6), pdf_store.page_text(paper.id, 7)
     tail = " ".join(page.split()[-6:])
     head = " ".join(following.split()[:6])
 
     def page_text(n: int) -> str | None:
-        return store.page_text(paper.id, n)
+        return pdf_store.page_text(paper.id, n)
 
     check = verify_quote(f"{tail} {head}", page_text, 6)
     assert check.verified and check.pages == (6, 7)
     assert locate_quote(head, page_text, 6, 7).pages == (7,)
 
 
-def test_an_offline_answer_quotes_only_what_is_on_the_cited_pages(store) -> None:
-    hits = search_passages(store, PEG_QUESTION, 10)
-    answer = extractive_answer(store, PEG_QUESTION, hits)
+def test_an_offline_answer_quotes_only_what_is_on_the_cited_pages(pdf_store) -> None:
+    hits = search_passages(pdf_store, PEG_QUESTION, 10)
+    answer = extractive_answer(pdf_store, PEG_QUESTION, hits)
     assert answer.answered and answer.quotes
     sources = {s.number: s for s in answer.sources}
     for quote in answer.quotes:
         source = sources[quote.source]
-        paper = next(p for p in store.papers() if p.path == source.file)
-        check = verify_quote(quote.text, lambda n, pid=paper.id: store.page_text(pid, n), source.pages[0])
+        paper = next(p for p in pdf_store.papers() if p.path == source.file)
+        check = verify_quote(quote.text, lambda n, pid=paper.id: pdf_store.page_text(pid, n), source.pages[0])
         assert check.verified and check.pages == source.pages
         assert f"[{quote.source}]" in answer.text
     assert any(s.doi == "10.1126/sciadv.add4623" and 5 in s.pages for s in answer.sources)
@@ -110,19 +99,19 @@ def test_an_offline_answer_quotes_only_what_is_on_the_cited_pages(store) -> None
     assert f"> {answer.quotes[0].text}" in markdown
 
 
-def test_weak_evidence_is_answered_with_do_not_answer(store) -> None:
+def test_weak_evidence_is_answered_with_do_not_answer(pdf_store) -> None:
     question = "How long should sourdough bread rise before baking?"
-    answer = extractive_answer(store, question, search_passages(store, question, 10))
+    answer = extractive_answer(pdf_store, question, search_passages(pdf_store, question, 10))
     assert not answer.answered and answer.quotes == [] and answer.sources == []
     assert answer.text == NO_ANSWER
     assert "below" in answer.notes[0]
 
 
-def test_cli_evidence_and_answer_json_and_markdown(imported, tmp_path, monkeypatch, capsys) -> None:
+def test_cli_evidence_and_answer_json_and_markdown(pdf_import, tmp_path, monkeypatch, capsys) -> None:
     from kmds_desktop import paths
     from kmds_desktop.cli import main
 
-    monkeypatch.setenv("KMDS_DESKTOP_HOME", str(imported.data_dir))
+    monkeypatch.setenv("KMDS_DESKTOP_HOME", str(pdf_import.data_dir))
     paths.set_data_dir(None)
     assert main(["literature", "evidence", PEG_QUESTION, "--json", "--top", "3"]) == 0
     out = json.loads(capsys.readouterr().out)

@@ -8,7 +8,6 @@ import json
 import re
 
 import pytest
-from support.fulltext import shared_import
 
 from kmds_desktop.app.verdicts import Judge, choose, verdict, yes_no
 from kmds_desktop.literature.evidence.quotes import verify_quote
@@ -42,59 +41,49 @@ PEG_QUOTE = ("Formulations with over 40% substitution with PEG-maleimide showed 
 OFF_TOPIC = "The central bank raised its interest rate twice last year to fight inflation."
 
 
-#: The first test to run imports the 40 shared PDFs with real embeddings (minutes on a busy machine).
+#: The first test imports the 40 shared PDFs (700 pages, real embeddings) once for the process
+#: (``pdf_import`` in tests/support/fulltext.py): minutes on a busy two-core machine.
 pytestmark = pytest.mark.timeout(1800)
 
 
-@pytest.fixture(scope="module")
-def imported():
-    return shared_import()
-
-
-@pytest.fixture()
-def store(imported):
-    with FulltextStore(imported.store_path) as opened:
-        yield opened
-
-
-def _quotes_are_on_their_pages(store: FulltextStore, result: ClaimVerdict) -> None:
-    papers = {p.doi: p for p in store.papers() if p.doi}
+def _quotes_are_on_their_pages(pdf_store: FulltextStore, result: ClaimVerdict) -> None:
+    papers = {p.doi: p for p in pdf_store.papers() if p.doi}
     for document in result.documents:
         if document.quote is None:
             assert document.stance == NOT_ADDRESSED
             continue
         paper = papers[document.doi]
-        check = verify_quote(document.quote, lambda n, pid=paper.id: store.page_text(pid, n),
+        check = verify_quote(document.quote, lambda n, pid=paper.id: pdf_store.page_text(pid, n),
                              document.pages[0])
         assert check.verified and check.pages == document.pages, document
 
 
-def test_a_claim_the_paper_states_is_supported_with_the_quote_on_its_page(store) -> None:
-    result = verdict(store, PEG_CLAIM)
+def test_a_claim_the_paper_states_is_supported_with_the_quote_on_its_page(pdf_store) -> None:
+    result = verdict(pdf_store, PEG_CLAIM)
     assert result.method == "offline"
     assert result.verdict in (SUPPORTED, "mixed")
     peg = next(d for d in result.documents if d.doi == PEG_DOI)
     assert peg.stance == SUPPORTS
     assert "40%" in peg.quote and "transfection" in peg.quote
     assert peg.pages == (5,)
-    _quotes_are_on_their_pages(store, result)
+    _quotes_are_on_their_pages(pdf_store, result)
     assert sum(result.balance.values()) == len(result.documents) >= 1
 
 
-def test_the_denied_claim_is_contradicted_by_the_same_sentence(store) -> None:
+def test_the_denied_claim_is_contradicted_by_the_same_sentence(pdf_store) -> None:
     """Over all 40 papers: the denial's words rank the PEG paper's methods first; its result sentence,
     with the negation the denial lacks, is in the paper's third passage, which the judge reads."""
-    result = verdict(store, PEG_DENIAL)
+    result = verdict(pdf_store, PEG_DENIAL)
     peg = next(d for d in result.documents if d.doi == PEG_DOI)
     assert peg.stance == CONTRADICTS
     assert "40%" in peg.quote and "no detectable" in peg.quote
     assert peg.pages == (5,)
     assert result.verdict == CONTRADICTED and result.balance[CONTRADICTS] >= 1
-    _quotes_are_on_their_pages(store, result)
+    _quotes_are_on_their_pages(pdf_store, result)
 
 
-def test_an_off_topic_claim_gets_cannot_tell(store) -> None:
-    result = verdict(store, OFF_TOPIC)
+def test_an_off_topic_claim_gets_cannot_tell(pdf_store) -> None:
+    result = verdict(pdf_store, OFF_TOPIC)
     assert result.verdict == CANNOT_TELL
     assert all(d.stance == NOT_ADDRESSED and d.quote is None for d in result.documents)
     assert "cannot tell: 0 support, 0 contradict" in result.summary
@@ -108,20 +97,20 @@ def test_polarity_cues_decide_the_stance() -> None:
     assert stance_from_polarity("Drug X does not increase survival.", "Drug X reduced survival.") == SUPPORTS
 
 
-def test_multiple_choice_picks_the_option_the_passage_states_or_says_insufficient(store) -> None:
-    result = choose(store, PEG_QUESTION, PEG_OPTIONS)
+def test_multiple_choice_picks_the_option_the_passage_states_or_says_insufficient(pdf_store) -> None:
+    result = choose(pdf_store, PEG_QUESTION, PEG_OPTIONS)
     assert result.answer == "Above 40%"
     assert result.label == PEG_DOI and result.pages == (5,)
     assert "40%" in result.quote
-    undecided = choose(store, "Which city hosted the 1992 Summer Olympics?",
+    undecided = choose(pdf_store, "Which city hosted the 1992 Summer Olympics?",
                        ["Barcelona", "Atlanta", "Seoul"])
     assert undecided.answer == INSUFFICIENT and undecided.choice is None
     assert undecided.notes
     with pytest.raises(ValueError, match="at least two options"):
-        choose(store, PEG_QUESTION, ["Above 40%"])
+        choose(pdf_store, PEG_QUESTION, ["Above 40%"])
 
 
-def test_a_models_quote_that_is_not_on_the_page_is_dropped_and_counted(store) -> None:
+def test_a_models_quote_that_is_not_on_the_page_is_dropped_and_counted(pdf_store) -> None:
     """The model's replies are scripted (the judge is any ``prompt -> reply`` callable): the passage
     holding the key sentence is answered with it, every other passage with an invented quote."""
 
@@ -130,14 +119,14 @@ def test_a_models_quote_that_is_not_on_the_page_is_dropped_and_counted(store) ->
             return 'Sure: {"stance": "SUPPORTS", "quote": "' + PEG_QUOTE + '"}'
         return '{"stance": "SUPPORTS", "quote": "PEG-maleimide cures every retinal disease in humans."}'
 
-    result = verdict(store, PEG_CLAIM, Judge(scripted, "scripted"))
+    result = verdict(pdf_store, PEG_CLAIM, Judge(scripted, "scripted"))
     assert result.method == "scripted"
     assert result.dropped_quotes >= 1
     assert any("dropped" in note for note in result.notes)
     peg = next(d for d in result.documents if d.doi == PEG_DOI)
     assert peg.stance == SUPPORTS and peg.quote == PEG_QUOTE
     assert all(d.quote is None for d in result.documents if d.doi != PEG_DOI)  # not on their pages
-    _quotes_are_on_their_pages(store, result)
+    _quotes_are_on_their_pages(pdf_store, result)
 
 
 
@@ -147,7 +136,7 @@ def _sentence_number(prompt: str, words: str) -> int:
     return int(re.match(r"\[(\d+)\]", line).group(1))
 
 
-def test_the_model_reads_numbered_sentences_and_the_app_quotes_the_one_it_names(store) -> None:
+def test_the_model_reads_numbered_sentences_and_the_app_quotes_the_one_it_names(pdf_store) -> None:
     """The prompt holds short numbered sentences, each with its paper and page, and the options as text
     (no letters); the model names a sentence and an option, and the app quotes that sentence."""
     prompts: list[str] = []
@@ -157,7 +146,7 @@ def test_the_model_reads_numbered_sentences_and_the_app_quotes_the_one_it_names(
         number = _sentence_number(prompt, "no detectable levels of transfection")
         return f'Here: {{"sentence": {number}, "answer": "above 40%"}}'
 
-    picked = choose(store, PEG_QUESTION, PEG_OPTIONS, Judge(scripted, "scripted"))
+    picked = choose(pdf_store, PEG_QUESTION, PEG_OPTIONS, Judge(scripted, "scripted"))
     assert picked.answer == "Above 40%" and picked.model_choice == PEG_OPTIONS.index("Above 40%")
     assert PEG_QUOTE in picked.quote and picked.label == PEG_DOI and picked.pages == (5,)
     assert picked.notes == []
@@ -167,21 +156,22 @@ def test_the_model_reads_numbered_sentences_and_the_app_quotes_the_one_it_names(
     assert f"({PEG_DOI}, p. 5)" in next(line for line in numbered if PEG_QUOTE in line)
     assert "- Above 40%" in prompt and "B. Above" not in prompt  # options as text, not letters
     assert len(prompt) < 4000  # sentences, not five whole passages (~7,000 characters)
-    assert verify_quote(picked.quote, lambda n: store.page_text(_paper_id(store, PEG_DOI), n), 5).verified
+    paper_id = _paper_id(pdf_store, PEG_DOI)
+    assert verify_quote(picked.quote, lambda n: pdf_store.page_text(paper_id, n), 5).verified
 
 
-def _paper_id(store: FulltextStore, doi: str) -> int:
-    return next(p.id for p in store.papers() if p.doi == doi)
+def _paper_id(pdf_store: FulltextStore, doi: str) -> int:
+    return next(p.id for p in pdf_store.papers() if p.doi == doi)
 
 
-def test_a_pick_its_own_sentence_does_not_bear_out_follows_the_sentence(store) -> None:
+def test_a_pick_its_own_sentence_does_not_bear_out_follows_the_sentence(pdf_store) -> None:
     """The model cites the key sentence (it names 40%) but answers "Above 20%": the app answers what the
     sentence says and says so; what the model said is kept."""
     def scripted(prompt: str) -> str:
         number = _sentence_number(prompt, "no detectable levels of transfection")
         return f'{{"sentence": {number}, "answer": "Above 20%"}}'
 
-    result = choose(store, PEG_QUESTION, PEG_OPTIONS, Judge(scripted, "scripted"))
+    result = choose(pdf_store, PEG_QUESTION, PEG_OPTIONS, Judge(scripted, "scripted"))
     assert result.model_choice == PEG_OPTIONS.index("Above 20%")
     assert result.answer == "Above 40%" and PEG_QUOTE in result.quote and result.pages == (5,)
     assert any("the model chose \"Above 20%\"" in note and "follows the sentence" in note
@@ -189,12 +179,13 @@ def test_a_pick_its_own_sentence_does_not_bear_out_follows_the_sentence(store) -
     assert result.as_dict()["model_choice"] == PEG_OPTIONS.index("Above 20%")
 
 
-def test_insufficient_from_the_model_yields_to_a_clear_offline_reading(store) -> None:
+def test_insufficient_from_the_model_yields_to_a_clear_offline_reading(pdf_store) -> None:
     """The model finds nothing, or names an option with a sentence about something else, while the
     offline reading of the same sentences decides clearly: the evidence answers, the note says why."""
-    offline = choose(store, PEG_QUESTION, PEG_OPTIONS)
+    offline = choose(pdf_store, PEG_QUESTION, PEG_OPTIONS)
     assert offline.answer == "Above 40%"
-    shy = choose(store, PEG_QUESTION, PEG_OPTIONS, Judge(lambda _p: '{"answer": "insufficient"}', "scripted"))
+    shy_judge = Judge(lambda _p: '{"answer": "insufficient"}', "scripted")
+    shy = choose(pdf_store, PEG_QUESTION, PEG_OPTIONS, shy_judge)
     assert shy.model_choice is None and shy.answer == "Above 40%" and shy.quote == offline.quote
     assert any("found the sentences insufficient" in n and "evidence decides" in n for n in shy.notes)
 
@@ -203,15 +194,16 @@ def test_insufficient_from_the_model_yields_to_a_clear_offline_reading(store) ->
                     if re.match(r"\[\d+\] ", line) and not re.search(r"\b(10|20|40|60)\s?%", line))
         return f'{{"sentence": {line[1:line.index("]")]}, "answer": "Above 60%"}}'
 
-    unsupported = choose(store, PEG_QUESTION, PEG_OPTIONS, Judge(off_topic_sentence, "scripted"))
+    unsupported = choose(pdf_store, PEG_QUESTION, PEG_OPTIONS, Judge(off_topic_sentence, "scripted"))
     assert unsupported.model_choice == PEG_OPTIONS.index("Above 60%")
     assert unsupported.answer == "Above 40%"
     assert any("without a sentence that names it" in n for n in unsupported.notes)
 
 
-def test_a_question_the_papers_do_not_answer_stays_insufficient_with_a_model(store) -> None:
-    result = choose(store, "Which city hosted the 1992 Summer Olympics?", ["Barcelona", "Atlanta", "Seoul"],
-                    Judge(lambda _p: '{"answer": "insufficient"}', "scripted"))
+def test_a_question_the_papers_do_not_answer_stays_insufficient_with_a_model(pdf_store) -> None:
+    shy_judge = Judge(lambda _p: '{"answer": "insufficient"}', "scripted")
+    olympics = "Which city hosted the 1992 Summer Olympics?"
+    result = choose(pdf_store, olympics, ["Barcelona", "Atlanta", "Seoul"], shy_judge)
     assert result.answer == INSUFFICIENT and result.quote is None
     assert any("insufficient" in n for n in result.notes)
 
@@ -229,18 +221,18 @@ def test_a_models_answer_is_matched_to_the_option_it_names() -> None:
     assert match_option("40%", ["Above 20%", "Above 40%"]) == 1
 
 
-def test_yes_no_maybe(store) -> None:
-    answer, judged = yes_no(store, "Do LNPs with over 40% PEG-maleimide show no detectable transfection?")
+def test_yes_no_maybe(pdf_store) -> None:
+    answer, judged = yes_no(pdf_store, "Do LNPs with over 40% PEG-maleimide show no detectable transfection?")
     assert (answer, judged.verdict) in {("yes", SUPPORTED), ("maybe", "mixed")}
-    assert yes_no(store, OFF_TOPIC)[0] == CANNOT_TELL
+    assert yes_no(pdf_store, OFF_TOPIC)[0] == CANNOT_TELL
     assert yes_no_maybe(ClaimVerdict("x", "offline")) == CANNOT_TELL
 
 
-def test_cli_verdict_and_choose_print_json(imported, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+def test_cli_verdict_and_choose_print_json(pdf_import, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     from kmds_desktop import paths
     from kmds_desktop.cli import main
 
-    monkeypatch.setenv("KMDS_DESKTOP_HOME", str(imported.data_dir))
+    monkeypatch.setenv("KMDS_DESKTOP_HOME", str(pdf_import.data_dir))
     paths.set_data_dir(None)
     assert main(["literature", "verdict", PEG_CLAIM, "--backend", "offline", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)

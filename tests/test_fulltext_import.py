@@ -18,32 +18,20 @@ from support.fulltext import (
     litqa_dir,
     make_scanned_pdf,
     manifest,
-    shared_import,
 )
 
 from kmds_desktop.literature.fulltext import cleaning, reader
 from kmds_desktop.literature.fulltext.importer import import_folder
 from kmds_desktop.literature.fulltext.store import FulltextStore
 
-#: The first test imports the 40 shared PDFs (700 pages, real embeddings) once for the process: minutes
-#: on a busy two-core machine, so the per-test limit is raised for these modules.
+#: The first test imports the 40 shared PDFs (700 pages, real embeddings) once for the process
+#: (``pdf_import`` in tests/support/fulltext.py): minutes on a busy two-core machine.
 pytestmark = pytest.mark.timeout(1800)
 
 
-@pytest.fixture(scope="module")
-def imported():
-    return shared_import()
-
-
-@pytest.fixture()
-def store(imported):
-    with FulltextStore(imported.store_path) as opened:
-        yield opened
-
-
-def test_every_shared_pdf_imports_with_the_doi_it_prints(imported, store) -> None:
+def test_every_shared_pdf_imports_with_the_doi_it_prints(pdf_import, pdf_store) -> None:
     expected = manifest()
-    outcomes = {Path(f.path).name: f for f in imported.report.files}
+    outcomes = {Path(f.path).name: f for f in pdf_import.report.files}
     for name, entry in expected.items():
         outcome = outcomes[name]
         assert outcome.action == "imported", (name, outcome.reason)
@@ -55,11 +43,11 @@ def test_every_shared_pdf_imports_with_the_doi_it_prints(imported, store) -> Non
     assert wrong == {}
     assert sum(doi is not None for doi in found.values()) >= 38
     assert all(doi is not None for doi in found.values())  # the app finds every one of the 40 here
-    assert store.counts()["papers"] == 40
+    assert pdf_store.counts()["papers"] == 40
 
 
-def test_each_bad_pdf_gets_a_reason_of_its_own_and_the_rest_imports(imported, store) -> None:
-    outcomes = {Path(f.path).name: f for f in imported.report.files}
+def test_each_bad_pdf_gets_a_reason_of_its_own_and_the_rest_imports(pdf_import, pdf_store) -> None:
+    outcomes = {Path(f.path).name: f for f in pdf_import.report.files}
     assert outcomes[SCANNED_NAME].code == reader.SCANNED
     assert "OCR" in outcomes[SCANNED_NAME].reason
     assert outcomes[ENCRYPTED_NAME].code == reader.ENCRYPTED
@@ -69,8 +57,8 @@ def test_each_bad_pdf_gets_a_reason_of_its_own_and_the_rest_imports(imported, st
     for name in (SCANNED_NAME, ENCRYPTED_NAME, TRUNCATED_NAME):
         assert outcomes[name].action == "failed"
         assert "\n" not in outcomes[name].reason
-    assert imported.report.count("imported") == 40
-    assert store.counts()["failed"] == 3
+    assert pdf_import.report.count("imported") == 40
+    assert pdf_store.counts()["failed"] == 3
 
 
 def test_a_hung_or_oversized_reader_is_replaced_and_named(tmp_path: Path) -> None:
@@ -88,32 +76,33 @@ def test_a_hung_or_oversized_reader_is_replaced_and_named(tmp_path: Path) -> Non
     assert second["ok"] is True and second["doi"] == "10.1016/j.bpj.2021.11.1119"
 
 
-def test_pages_lose_running_headers_reference_lists_line_numbers_and_pdfium_marks(imported, store) -> None:
-    papers = {Path(p.path).name: p for p in store.papers()}
+def test_pages_lose_running_headers_reference_lists_line_numbers_and_pdfium_marks(pdf_store) -> None:
+    papers = {Path(p.path).name: p for p in pdf_store.papers()}
     diabetologia = papers["s00125-024-06103-w.pdf"]
-    pages = [store.page_text(diabetologia.id, n) for n in range(1, diabetologia.page_count + 1)]
+    pages = [pdf_store.page_text(diabetologia.id, n) for n in range(1, diabetologia.page_count + 1)]
     assert not any("Diabetologia (2024) 67:940" in page for page in pages)
     assert "surface expression of hetS118L" in " ".join(pages[6].split())  # page 7 keeps its findings
     assert not any(re.search(r"(?m)^References$", page) for page in pages)
     for paper in papers.values():
         for n in range(1, paper.page_count + 1):
-            text = store.page_text(paper.id, n)
+            text = pdf_store.page_text(paper.id, n)
             assert "\ufffe" not in text and not re.search("[\ufb00-\ufb06\x00-\x08]", text), (paper.path, n)
     preprint = papers["2024.04.08.588603.pdf"]
-    page = store.page_text(preprint.id, 8)
+    page = pdf_store.page_text(preprint.id, 8)
     numbered = [line for line in page.splitlines() if re.match(r"\d{3}\s", line)]
     assert len(numbered) < 3  # the printed line numbers are gone
     assert "For regions not associated with the phenotypes" in " ".join(page.split())
 
 
-def test_passages_carry_page_ranges_and_offsets_into_their_pages(store) -> None:
+def test_passages_carry_page_ranges_and_offsets_into_their_pages(pdf_store) -> None:
     sizes = []
-    for paper in store.papers():
+    for paper in pdf_store.papers():
         if paper.status != "ok":
             continue
-        for passage in store.passages_of(paper.id):
+        for passage in pdf_store.passages_of(paper.id):
             assert 1 <= passage.start_page <= passage.end_page <= paper.page_count
-            texts = [store.page_text(paper.id, n) for n in range(passage.start_page, passage.end_page + 1)]
+            pages = range(passage.start_page, passage.end_page + 1)
+            texts = [pdf_store.page_text(paper.id, n) for n in pages]
             if len(texts) == 1:
                 source = texts[0][passage.start_offset : passage.end_offset]
             else:  # from the start offset on the first page, over whole pages, to the end offset on the last
@@ -123,7 +112,8 @@ def test_passages_carry_page_ranges_and_offsets_into_their_pages(store) -> None:
             sizes.append(len(passage.text.split()))
     within = sum(60 <= n <= 320 for n in sizes) / len(sizes)
     assert within > 0.9, within
-    assert any(p.start_page != p.end_page for paper in store.papers() for p in store.passages_of(paper.id))
+    passages = [p for paper in pdf_store.papers() for p in pdf_store.passages_of(paper.id)]
+    assert any(p.start_page != p.end_page for p in passages)
 
 
 def test_cleaning_repairs_hyphenation_ligatures_and_running_lines() -> None:

@@ -15,6 +15,7 @@ from PySide6.QtGui import QTextCursor
 
 from kmds_desktop.app.verdicts import MAX_OPTION_CHARS, MAX_OPTIONS, Judge, options_from_lines
 from kmds_desktop.literature.evidence.quotes import verify_quote
+from kmds_desktop.literature.evidence.verdict import ChoiceVerdict
 from kmds_desktop.literature.fulltext.store import FulltextStore
 from kmds_desktop.ui.evidence import EvidenceView
 
@@ -159,3 +160,62 @@ def test_the_quoted_paper_is_found_only_in_scope_and_a_missing_model_is_noted(st
         assert quoted_paper(store, result) == pnas == quoted_paper(store, result, [pnas])
         assert quoted_paper(store, result, others) is None  # out of scope: no page to open
         assert choose(store, QUESTION, OPTIONS, paper_ids=others).answer == "insufficient"
+
+
+def test_a_chosen_option_is_filed_under_the_selected_observation_as_the_page_it_rests_on(
+        qtbot, view: EvidenceView, kmds_data: Path, tmp_path: Path) -> None:
+    from kmds_desktop.kb import load_kb, save_kb
+    from kmds_desktop.kb.evidence_links import evidence_links
+
+    kb_path = tmp_path / "kb.xml"
+    kb_path.write_bytes((kmds_data / "example_ml_kb_exp_workflow.xml").read_bytes())
+    kb = load_kb(kb_path)
+    observation = kb.observations[0]
+    view.kb_target = lambda: (kb, observation)
+    assert not view.choice.file_button.isEnabled()  # nothing chosen yet
+    _choose(qtbot, view, QUESTION, OPTIONS)
+    result = view.choice.choice
+    assert view.choice.file_button.isEnabled() and observation.name in view.choice.target.text()
+    with qtbot.waitSignal(view.evidence_filed) as filed:
+        qtbot.mouseClick(view.choice.file_button, Qt.MouseButton.LeftButton)
+    assert filed.args == [str(observation.iri)] and kb.dirty
+    assert f"Filed 1 link under {observation.name}" in view.status.text()
+    save_kb(kb)
+    links = evidence_links(load_kb(kb_path), observation.iri)
+    assert [(link.doi, link.relation, link.pages, link.quote) for link in links] == [
+        (PNAS_DOI, "citesAsEvidence", result.pages, result.quote)]
+    assert links[0].quote_status == "verified"  # checked again on its page on the way in
+
+
+def test_an_undecided_choice_or_one_without_an_observation_files_nothing(qtbot, view: EvidenceView) -> None:
+    view.kb_target = lambda: (None, None)
+    _choose(qtbot, view, QUESTION, OPTIONS)
+    assert "select an observation" in view.choice.target.text()
+    with qtbot.waitSignal(view.message) as said:
+        qtbot.mouseClick(view.choice.file_button, Qt.MouseButton.LeftButton)
+    assert said.args[0] == "warning" and "Select the observation" in said.args[1]
+    view.choice.options.setPlainText("14\n2\n4\n15\n24\n34")
+    view.questions.line.clear()
+    _choose(qtbot, view, "How many Gly-X-Y repeats are in the collagenous domain of the adiponectin paralog "
+                         "encoded by C1QTNF1 in mice?", ["14", "2", "4", "15", "24", "34"])
+    assert view.choice.choice.choice is None
+    assert not view.choice.file_button.isEnabled() and view.choice.target.text() == ""
+
+
+def test_link_choice_refuses_what_it_cannot_file(store_path: Path, kmds_data: Path, tmp_path: Path) -> None:
+    from kmds_desktop.app.evidence_links import link_choice
+    from kmds_desktop.app.verdicts import choose
+    from kmds_desktop.kb import load_kb
+
+    kb_path = tmp_path / "kb.xml"
+    kb_path.write_bytes((kmds_data / "example_ml_kb_exp_workflow.xml").read_bytes())
+    before = kb_path.read_bytes()
+    observation = load_kb(kb_path).observations[0].iri
+    with FulltextStore(store_path) as store:
+        chosen = choose(store, QUESTION, OPTIONS)
+        undecided = ChoiceVerdict(QUESTION, OPTIONS, "offline")  # no option, no quote
+        with pytest.raises(ValueError, match="no option was chosen"):
+            link_choice(kb_path, observation, undecided, None, store=store)
+        with pytest.raises(ValueError, match="no longer in the full-text store"):
+            link_choice(kb_path, observation, chosen, 10_000, store=store)
+    assert kb_path.read_bytes() == before  # nothing saved

@@ -7,6 +7,7 @@ a quote is verified through the one verifier
 is in the full-text store, and a quote that is not on the page it cites is refused with nothing
 saved; when the paper is not in the store the link is kept with its quote marked "not checked". The
 KB is saved atomically (:func:`~kmds_desktop.kb.save_kb`), so a failed save leaves the file as it was.
+A multiple-choice answer is filed as the one ``citesAsEvidence`` link to the sentence it rests on.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from kmds_desktop.kb.evidence_links import (
     normalise_doi,
 )
 from kmds_desktop.literature.evidence.quotes import verify_quote
-from kmds_desktop.literature.evidence.verdict import CONTRADICTS, SUPPORTS, ClaimVerdict
+from kmds_desktop.literature.evidence.verdict import CONTRADICTS, SUPPORTS, ChoiceVerdict, ClaimVerdict
 
 if TYPE_CHECKING:  # pragma: no cover
     from kmds_desktop.literature.fulltext.store import FulltextStore, PaperRow
@@ -140,6 +141,36 @@ def link_verdict(
         for outcome in outcomes:
             outcome.path = path
     return outcomes, notes
+
+
+def link_choice(
+    kb: KnowledgeBase | str | Path,
+    observation: str,
+    choice: ChoiceVerdict,
+    paper_id: int | None,
+    *,
+    store: FulltextStore,
+    save: bool = True,
+) -> LinkOutcome:
+    """File a multiple-choice answer under ``observation``: the paper ``paper_id`` (the one the
+    choice's quote is on, :func:`~kmds_desktop.app.verdicts.quoted_paper`) cited as evidence
+    (``citesAsEvidence``) with the quote on its page(s), checked again on the way in.
+
+    Why ``citesAsEvidence`` and not ``supports``: the observation is the researcher's, the option is an
+    answer to a question about it; the sentence is what the answer rests on, not a claim the paper
+    makes about the observation. Raises ValueError, nothing filed, when no option was chosen, the
+    paper left the store, or it has no DOI to link to."""
+    if choice.choice is None or not choice.quote or not choice.pages:
+        raise ValueError("no option was chosen, so there is no quote to file")
+    paper = store.paper(paper_id) if paper_id is not None else None
+    if paper is None:
+        raise ValueError(f"the quoted paper ({choice.label}) is no longer in the full-text store; "
+                         "click Choose again")
+    if not paper.doi:
+        raise ValueError(f"{paper.label}: no DOI found in the PDF, so it cannot be linked; cite it by hand "
+                         "with `kmds-desktop kb link-evidence` once its DOI is known")
+    return link_evidence(kb, observation, paper.doi, "citesAsEvidence", choice.pages, choice.quote,
+                         store=store, save=save)
 
 
 def observation_evidence(kb: KnowledgeBase, observation: str) -> list[EvidenceLink]:

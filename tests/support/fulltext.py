@@ -1,7 +1,8 @@
 """Full-text test data: the shared LitQA PDFs imported once per test process, and PDFs made to fail.
 
-Why a cache and not a session fixture: two test modules use the import, and a session fixture
-imported into both would run once per module; 700 pages with real embeddings are worth doing once.
+``shared_import`` is cached so that tests which are not fixtures' users (the window's tests, which
+copy the store) share the one import with the fixtures ``pdf_import`` and ``pdf_store`` (registered by
+conftest.py); 700 pages with real embeddings are worth doing once.
 The bad PDFs are made here from real ones: a scan (page one rendered to an image, no text layer), an
 encrypted file (a standard security handler whose empty password does not open it), and a download
 cut in half.
@@ -18,6 +19,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 LITQA = (Path(__file__).resolve().parents[2].parent / "shared" / "data" / "fulltext" / "litqa").resolve()
 SCANNED_NAME = "scanned copy.pdf"
@@ -124,3 +127,18 @@ def shared_import() -> SharedImport:
     with FulltextStore(store_path) as store:
         report = import_folder(store, folder)
     return SharedImport(data_dir, folder, store_path, report)
+
+
+@pytest.fixture()
+def pdf_import() -> SharedImport:
+    """The shared import (made on first use, then reused by every test of the process)."""
+    return shared_import()
+
+
+@pytest.fixture()
+def pdf_store(pdf_import: SharedImport):
+    """The shared import's store, opened for one test."""
+    from kmds_desktop.literature.fulltext.store import FulltextStore
+
+    with FulltextStore(pdf_import.store_path) as opened:
+        yield opened

@@ -1,7 +1,8 @@
 """The choice pane of the Evidence view: the question box's question answered by choosing between the
 options typed here, one a line, from the papers: the option they bear out (or "insufficient"), the
 sentence it rests on as a link to its paper's page, who judged it (offline or the model), and the
-notes (where the app overruled the model, why nothing was chosen).
+notes (where the app overruled the model, why nothing was chosen); a chosen option is filed under the
+KB browser's selected observation as the paper and page it rests on (``cito:citesAsEvidence``).
 
 Why the options are checked here, before any job: a list of one option, or a pasted page, would
 search and perhaps reach a model for nothing; the pane says what to fix and runs nothing.
@@ -50,10 +51,12 @@ def choice_html(result: Any, paper_id: int | None) -> str:
 
 class ChoicePane(QWidget):
     """Emits ``choose_requested(options)`` for Choose (the options already checked),
+    ``file_requested`` for File under the selected observation,
     ``citation_opened(paper_id, page, quote)`` when the quote's paper and page is clicked, and
     ``message(level, text)`` when the options are refused."""
 
     choose_requested = Signal(list)
+    file_requested = Signal()
     citation_opened = Signal(int, int, str)
     message = Signal(str, str)
 
@@ -74,6 +77,15 @@ class ChoicePane(QWidget):
         self.choose_button.setToolTip("Which option do the papers bear out? The question box's question, "
                                       "these options; the quote is checked on its page.")
         self.choose_button.clicked.connect(self._choose)
+        self.file_button = QPushButton("File under the selected observation")
+        self.file_button.setObjectName("evidenceFileChoice")
+        self.file_button.setToolTip("Cite the chosen option's paper and page as evidence "
+                                    "(cito:citesAsEvidence) under the KB browser's selected observation")
+        self.file_button.setEnabled(False)
+        self.file_button.clicked.connect(self.file_requested)
+        self.target = QLabel("")
+        self.target.setObjectName("evidenceChoiceTarget")
+        self.target.setWordWrap(True)
         self.browser = QTextBrowser()
         self.browser.setObjectName("evidenceChoiceText")
         self.browser.setAccessibleName("The option chosen, its quote and notes")
@@ -87,6 +99,7 @@ class ChoicePane(QWidget):
         header.setContentsMargins(0, 0, 0, 0)
         header.addWidget(title, 1)
         header.addWidget(self.choose_button)
+        header.addWidget(self.file_button)
         body = QHBoxLayout()
         body.setContentsMargins(0, 0, 0, 0)
         body.addWidget(self.options, 1)
@@ -95,13 +108,20 @@ class ChoicePane(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(header)
         layout.addLayout(body, 1)
+        layout.addWidget(self.target)
+
+    def fileable(self) -> bool:
+        """A chosen option whose quote's paper is known (an undecided choice has nothing to file)."""
+        return self.choice is not None and self.choice.choice is not None and self.paper_id is not None
 
     def show_choice(self, result: Any, paper_id: int | None) -> None:
         self.choice, self.paper_id = result, paper_id
         self.browser.setHtml(choice_html(result, paper_id))
+        self.file_button.setEnabled(self.fileable())
 
     def set_busy(self, busy: bool) -> None:
         self.choose_button.setEnabled(not busy)
+        self.file_button.setEnabled(not busy and self.fileable())
 
     def _choose(self) -> None:
         try:

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout, QWidget
 
 from kmds_desktop.app import last_folders
 from kmds_desktop.app.evidence import EvidenceSession, review_names
-from kmds_desktop.app.evidence_links import link_verdict
+from kmds_desktop.app.evidence_links import link_choice, link_verdict
 from kmds_desktop.app.evidence_pages import QuestionHistory, render_paper_page
 from kmds_desktop.app.verdicts import choose, pick_judge, quoted_paper, verdict
 from kmds_desktop.ui.evidence.answer_pane import AnswerPane
@@ -126,6 +126,7 @@ class EvidenceView(QWidget):
         self.verdict.judge_requested.connect(lambda: self.judge(self.questions.line.text().strip()))
         self.verdict.file_requested.connect(self.file_verdict)
         self.choice.choose_requested.connect(lambda options: self.choose(self.questions.question(), options))
+        self.choice.file_requested.connect(self.file_choice)
         self.choice.citation_opened.connect(self.show_page)
         self.choice.message.connect(self.message)
         self.record.record_set.connect(self.set_record)
@@ -240,10 +241,7 @@ class EvidenceView(QWidget):
 
     def _show_verdict(self, result: Any) -> None:
         self.verdict.show_verdict(result)
-        kb, observation = self._kb_target()
-        self.verdict.target.setText(
-            f"Files under: {observation.name}" if kb is not None and observation is not None else
-            "To file it, open a KB and select an observation in the KB browser.")
+        self.verdict.target.setText(self._target_line())
         self.status.setText(result.summary)
 
     def choose(self, question: str, options: list[str]) -> Any:
@@ -266,6 +264,7 @@ class EvidenceView(QWidget):
 
     def _show_choice(self, result: Any, paper_id: int | None) -> None:
         self.choice.show_choice(result, paper_id)
+        self.choice.target.setText(self._target_line() if self.choice.fileable() else "")
         self.status.setText(f"Chose \u201c{result.answer}\u201d; click its paper and page to see the quote."
                             if result.quote else "No option chosen: the papers do not decide it.")
 
@@ -277,31 +276,61 @@ class EvidenceView(QWidget):
         observation = browser.current_observation() if hasattr(browser, "current_observation") else None
         return getattr(window, "kb", None), observation
 
-    def file_verdict(self) -> bool:
-        """File the shown verdict under the selected observation (in the open KB; Save keeps it).
-
-        On the GUI thread: the open KB is the window's, edited where the KB browser edits it, and a
-        few links with quotes already verified take milliseconds."""
-        result = self.verdict.verdict
+    def _target_line(self) -> str:
+        """Where Filing would put a result, said before the click."""
         kb, observation = self._kb_target()
-        if result is None:
-            return False
+        return (f"Files under: {observation.name}" if kb is not None and observation is not None else
+                "To file it, open a KB and select an observation in the KB browser.")
+
+    def _filing_target(self) -> tuple[Any, Any] | None:
+        kb, observation = self._kb_target()
         if kb is None or observation is None:
             self.message.emit("warning", "Select the observation to file under in the KB browser first "
                                          "(open a KB if none is open).")
-            return False
-        try:
-            outcomes, notes = link_verdict(kb, observation.iri, result, store=self.session.store, save=False)
-        except ValueError as err:
-            self.message.emit("error", str(err).splitlines()[0])
-            return False
-        text = (f"Filed {len(outcomes)} link{'s' if len(outcomes) != 1 else ''} under {observation.name}; "
+            return None
+        return kb, observation
+
+    def _filed(self, observation: Any, links: int, notes: list[str]) -> None:
+        text = (f"Filed {links} link{'s' if links != 1 else ''} under {observation.name}; "
                 "save the KB to keep them.")
         if notes:
             text += " " + notes[0]
         self.status.setText(text)
         self.message.emit("info", text)
         self.evidence_filed.emit(str(observation.iri))
+
+    def file_verdict(self) -> bool:
+        """File the shown verdict under the selected observation (in the open KB; Save keeps it).
+
+        On the GUI thread: the open KB is the window's, edited where the KB browser edits it, and a
+        few links with quotes already verified take milliseconds."""
+        result = self.verdict.verdict
+        target = self._filing_target() if result is not None else None
+        if target is None:
+            return False
+        kb, observation = target
+        try:
+            outcomes, notes = link_verdict(kb, observation.iri, result, store=self.session.store, save=False)
+        except ValueError as err:
+            self.message.emit("error", str(err).splitlines()[0])
+            return False
+        self._filed(observation, len(outcomes), notes)
+        return True
+
+    def file_choice(self) -> bool:
+        """File the chosen option's paper, page and quote under the selected observation, as
+        :meth:`file_verdict` files a verdict (one link, its quote checked again on its page)."""
+        result, paper_id = self.choice.choice, self.choice.paper_id
+        target = self._filing_target() if result is not None else None
+        if target is None:
+            return False
+        kb, observation = target
+        try:
+            outcome = link_choice(kb, observation.iri, result, paper_id, store=self.session.store, save=False)
+        except ValueError as err:
+            self.message.emit("error", str(err).splitlines()[0])
+            return False
+        self._filed(observation, 1, outcome.notes)
         return True
 
     # -- the shown paper's record ------------------------------------------------------------------
