@@ -616,8 +616,10 @@ def expected_answer_questions(limit: int) -> list[tuple[str, str, list[str]]]:
 def measure_answers(server: ModelServer, limit: int | None, verbose: bool,
                     expected: int = 0, skip: int = 0) -> dict[str, Any]:
     """Everyday questions, LLM-routed and answered over the shared KBs; every claim cited? Then
-    ``expected`` open held-out questions whose right records are known: does the answer cite one?
-    Also the answer prompt's tokens (the server's tokenizer) and the records the model was given.
+    ``expected`` open held-out questions whose right records are known: does the answer cite one, and
+    does the offline answer to the same question (no model: routed offline, an extractive summary citing
+    every record it found) cite one? Also the answer prompt's tokens (the server's tokenizer) and the
+    records the model was given.
     ``skip``: leave out the first questions of that list (to finish a run that was stopped)."""
     from ask_routing import KBS, covered
 
@@ -631,7 +633,8 @@ def measure_answers(server: ModelServer, limit: int | None, verbose: bool,
     backend = OllamaBackend(server.url, MODEL, timeout=TIMEOUT_S)
     index = SemanticIndex(None)
     orchs: dict[str, Any] = {}
-    all_cited = several = llm_written = hit = judged = 0
+    offline_orchs: dict[str, Any] = {}
+    all_cited = several = llm_written = hit = offline_hit = judged = 0
     answer_times: list[float] = []
     prompt_tokens: list[int] = []
     given: list[str] = []
@@ -670,6 +673,15 @@ def measure_answers(server: ModelServer, limit: int | None, verbose: bool,
             found = bool(keys & set(include))
             hit += found
             right = ", cites an expected record" if found else ", cites no expected record"
+            if kb_name not in offline_orchs:
+                offline_orchs[kb_name] = SearchOrchestrator(orch.kb, llm_fn=None, settings=Settings(),
+                                                            index=index)
+            offline = offline_orchs[kb_name].ask(question)
+            offline_cited = [offline.results[n - 1] for n in cited_numbers(offline.answer)
+                             if 1 <= n <= len(offline.results)]
+            offline_found = bool(set(covered(orch.kb, offline_cited)) & set(include))
+            offline_hit += offline_found
+            right += f" (offline: {'cites one' if offline_found else 'cites none'} of {len(offline_cited)})"
         if verbose:
             print(f"  answer [{kb_name}] {question} ({'every claim cited' if ok else result.citation_note}"
                   f"{right}; records given {given[-1]}, prompt {prompt_tokens[-1] if prompt_tokens else '-'} "
@@ -681,6 +693,7 @@ def measure_answers(server: ModelServer, limit: int | None, verbose: bool,
     return {"questions": n, "all_cited": all_cited / max(1, n), "several": several / max(1, n),
             "llm_written": llm_written, "answer_s": median(answer_times),
             "expected_questions": judged, "expected_hit": hit / max(1, judged),
+            "offline_expected_hit": offline_hit / max(1, judged),
             "prompt_tokens": median(prompt_tokens), "prompt_tokens_max": max(prompt_tokens, default=0),
             "given": given}
 
@@ -842,6 +855,8 @@ def print_table(split: str, which: str, routing: dict[str, Any] | None, corpora:
             ("answers citing more than one record", f"{answers['several']:.3f}"),
             (f"answers citing an expected record ({answers['expected_questions']} held-out questions)",
              f"{answers['expected_hit']:.3f}"),
+            ("  the same questions answered offline (an extractive summary citing every record found)",
+             f"{answers['offline_expected_hit']:.3f}"),
             ("answer prompt tokens (median / max)",
              f"{answers['prompt_tokens']:.0f} / {answers['prompt_tokens_max']}"),
             ("records given to the model / shown, each answer", " ".join(answers["given"])),
