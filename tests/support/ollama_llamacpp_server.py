@@ -12,10 +12,11 @@ the real client, real HTTP streaming and real (weak) model output:
 - an unknown model name is a 404 ``model '…' not found``, as Ollama says it.
 
 One request generates at a time (a lock; llama.cpp holds one context). The states of the last few
-prompts are kept (``--prompt-cache-mib``, default 1024; 0: only the one in the context), so a prompt
+prompts are kept (``--prompt-cache-mib``, default 2048; 0: only the one in the context), so a prompt
 whose start was read before, not only just before, is read from that point on, as llama-server's
 slots (chosen by prompt similarity) and Ollama's parallel contexts keep several prompts; without it
-the routing prompt would be read afresh after every answer. A client that goes away
+the routing prompt would be read afresh after every answer. Every byte of a kept state counts against
+that memory (:class:`CountedRAMCache`). A client that goes away
 stops its generation (the next write fails). ``--die-after-chunks N`` (with ``--die-on-request K``)
 ends the process abruptly in the middle of the K-th reply, as a server that crashes or runs out of
 memory does. Bound to 127.0.0.1 on a free port; prints ``LISTENING <port>`` once it serves.
@@ -50,16 +51,34 @@ def _response_format(fmt: Any) -> dict[str, Any] | None:
     return None
 
 
+def counted_ram_cache(capacity_bytes: int) -> Any:
+    """A ``LlamaRAMCache`` that counts every byte a kept state holds.
+
+    Why: llama-cpp-python's cache counts only llama.cpp's own state (the KV cells: 27 MB for a
+    1,000-token prompt of the 1.5B model), but each state also keeps a copy of the logits buffer
+    (n_batch x vocabulary floats: 297 MB for Qwen's 152k-token vocabulary), so a 1 GiB cache kept
+    some 37 states and a 32-question bench grew the server to 24 GB before the kernel killed it."""
+    from llama_cpp import LlamaRAMCache
+
+    class CountedRAMCache(LlamaRAMCache):
+        @property
+        def cache_size(self) -> int:
+            return sum(state.llama_state_size + state.scores.nbytes + state.input_ids.nbytes
+                       for state in self.cache_state.values())
+
+    return CountedRAMCache(capacity_bytes=capacity_bytes)
+
+
 class Server:
     """The model, its names, and the HTTP server that answers for them."""
 
     def __init__(self, model_path: str, names: list[str], n_ctx: int, threads: int,
-                 die_on_request: int, die_after_chunks: int | None, prompt_cache_mib: int = 1024) -> None:
-        from llama_cpp import Llama, LlamaRAMCache
+                 die_on_request: int, die_after_chunks: int | None, prompt_cache_mib: int = 2048) -> None:
+        from llama_cpp import Llama
 
         self.llm = Llama(model_path=model_path, n_ctx=n_ctx, n_threads=threads, verbose=False)
         if prompt_cache_mib > 0:
-            self.llm.set_cache(LlamaRAMCache(capacity_bytes=prompt_cache_mib << 20))
+            self.llm.set_cache(counted_ram_cache(prompt_cache_mib << 20))
         self.names = names
         self.size = os.path.getsize(model_path)
         self.lock = threading.Lock()
@@ -229,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=max(1, min(4, os.cpu_count() or 1)))
     parser.add_argument("--die-on-request", type=int, default=1)
     parser.add_argument("--die-after-chunks", type=int, default=None)
-    parser.add_argument("--prompt-cache-mib", type=int, default=1024,
+    parser.add_argument("--prompt-cache-mib", type=int, default=2048,
                         help="memory for the states of earlier prompts (0: keep only the current one)")
     args = parser.parse_args(argv)
     server = Server(args.model, args.name, args.ctx, args.threads, args.die_on_request, args.die_after_chunks,
