@@ -21,7 +21,7 @@ import math
 import re
 from collections import Counter
 
-from kmds_desktop.literature.queries.concept_blocks import _FEEDBACK_STOP, CorpusLookups, _operand
+from kmds_desktop.literature.queries.concept_blocks import FEEDBACK_STOP, CorpusLookups, term_operand
 
 #: Words of the abstract added to the broad row (0: none).
 ABSTRACT_WORDS = 10
@@ -57,7 +57,7 @@ def abstract_words(abstract: str, known_stems: set[str], lookups: CorpusLookups,
     if limit <= 0 or not total or not abstract:
         return []
     counts = Counter(w.lower() for w in _WORD.findall(abstract[:ABSTRACT_CHARS_READ]))
-    candidates = sorted(w for w in counts if w not in _FEEDBACK_STOP and w not in _ABSTRACT_FILLER)
+    candidates = sorted(w for w in counts if w not in FEEDBACK_STOP and w not in _ABSTRACT_FILLER)
     stems = lookups.stems(candidates)
     seen: set[str] = set()
     scored: list[tuple[float, str]] = []
@@ -66,7 +66,7 @@ def abstract_words(abstract: str, known_stems: set[str], lookups: CorpusLookups,
         if not stem or " " in stem or stem in known_stems or stem in seen:
             continue
         seen.add(stem)
-        documents = lookups.count(_operand(word))
+        documents = lookups.count(term_operand(word))
         if not documents or documents < ABSTRACT_WORD_MIN_DOCS or documents > ABSTRACT_WORD_MAX_SHARE * total:
             continue
         scored.append((counts[word] * math.log(1 + total / documents), word))

@@ -278,7 +278,7 @@ class ConceptFinder:
                         break
                 words = run[i:i + taken]
                 label = " ".join(words)
-                operand = " <-> ".join(_operand(w) for w in words)
+                operand = " <-> ".join(term_operand(w) for w in words)
                 notes = ["used as one phrase in the corpus"] if taken > 1 else []
                 out.append(Concept(label, [operand], notes, group=group))
                 i += taken
@@ -287,8 +287,8 @@ class ConceptFinder:
     def _is_phrase(self, words: list[str]) -> bool:
         if any("-" in w or " " in w for w in words) or self.lookups.database is None:
             return False
-        phrase = self.lookups.count(" <-> ".join(_operand(w) for w in words))
-        singles = [self.lookups.count(_operand(w)) for w in words]
+        phrase = self.lookups.count(" <-> ".join(term_operand(w) for w in words))
+        singles = [self.lookups.count(term_operand(w)) for w in words]
         if phrase is None or any(s is None for s in singles):
             return False
         rarest = min(s for s in singles if s is not None)
@@ -326,7 +326,7 @@ class ConceptFinder:
                                           "its initials, used with it in the corpus")
         elif _ABBREVIATION.match(words[0]) and len(words[0]) <= 8:
             abbreviation = words[0]
-            texts = lookups.texts(_operand(abbreviation), ABBREVIATION_DOCS, ranked=False)
+            texts = lookups.texts(term_operand(abbreviation), ABBREVIATION_DOCS, ranked=False)
             before = re.compile(r"((?:[A-Za-z][A-Za-z\-]*\s+){1,5})\(\s*" + re.escape(abbreviation)
                                 + r"\s*\)")
             forms: Counter[str] = Counter()
@@ -339,7 +339,7 @@ class ConceptFinder:
                         forms[" ".join(t.lower() for t in tail)] += 1
             if forms:
                 long_form = forms.most_common(1)[0][0]
-                operand = " <-> ".join(_operand(w) for w in long_form.split())
+                operand = " <-> ".join(term_operand(w) for w in long_form.split())
                 if lookups.count(operand):
                     concept.variants.append(operand)
                     concept.notes.append(f"'{abbreviation}' is defined as '{long_form}' in the corpus")
@@ -358,8 +358,8 @@ class ConceptFinder:
         if " " in concept.label:
             return
         for candidate in spelling_variants(concept.label):
-            if self.lookups.count(_operand(candidate)):
-                concept.variants.append(_operand(candidate))
+            if self.lookups.count(term_operand(candidate)):
+                concept.variants.append(term_operand(candidate))
                 concept.notes.append(f"'{candidate}': another spelling the corpus uses")
                 break
 
@@ -387,14 +387,14 @@ class ConceptFinder:
         by_stem: Counter[str] = Counter()
         for word in candidates:
             stem = stems.get(word, "")
-            if not stem or " " in stem or stem in exclude or word in _FEEDBACK_STOP:
+            if not stem or " " in stem or stem in exclude or word in FEEDBACK_STOP:
                 continue
             by_stem[stem] = max(by_stem[stem], per_doc[word])
             surface.setdefault(stem, Counter())[word] += per_doc[word]
         scored: list[tuple[float, str]] = []
         for stem, docs in by_stem.most_common(FEEDBACK_CANDIDATES):
             word = surface[stem].most_common(1)[0][0]
-            df = lookups.count(_operand(word))
+            df = lookups.count(term_operand(word))
             if not df or df > FEEDBACK_MAX_SHARE * total:
                 continue
             scored.append(((docs / len(texts)) * math.log(1 + total / df), word))
@@ -419,10 +419,10 @@ class ConceptFinder:
             for segment in re.split(r"[.,;:()\[\]!?\"]+", text.lower()):
                 words = [w for w in re.findall(r"[a-z][a-z0-9\-]{2,29}", segment)]
                 for i, word in enumerate(words):
-                    if word in _FEEDBACK_STOP or word in _STOP_WORDS:
+                    if word in FEEDBACK_STOP or word in _STOP_WORDS:
                         continue
                     seen.add(word)
-                    if i + 1 < len(words) and words[i + 1] not in _FEEDBACK_STOP | _STOP_WORDS:
+                    if i + 1 < len(words) and words[i + 1] not in FEEDBACK_STOP | _STOP_WORDS:
                         seen.add(f"{word} {words[i + 1]}")
             per_doc.update(sorted(seen))  # sorted: ties keep one order from run to run
         shared = [w for w, n in per_doc.most_common() if n >= NEIGHBOUR_MIN_DOCS]
@@ -467,7 +467,7 @@ class ConceptFinder:
                     continue
                 if cstems <= own or own <= cstems:
                     continue  # the concept itself, a part of it, or a narrower phrase containing it
-                operand = " <-> ".join(_operand(w) for w in candidate.split())
+                operand = " <-> ".join(term_operand(w) for w in candidate.split())
                 if operand in concept.variants:
                     continue
                 matches = lookups.count(operand)
@@ -496,7 +496,7 @@ _STOP_WORDS = frozenset(
 
 
 #: Words that abstracts share whatever their subject (feedback would otherwise pick them).
-_FEEDBACK_STOP = frozenset(
+FEEDBACK_STOP = frozenset(
     """
     the and with from that this were was are been have has had which their these those than also into
     between after before during among within without study studies studied patients patient results
@@ -512,7 +512,7 @@ _FEEDBACK_STOP = frozenset(
 )
 
 
-def _operand(word: str) -> str:
+def term_operand(word: str) -> str:
     """A word as a tsquery operand (only characters ``to_tsquery`` accepts inside a term); a word with
     its qualifier ("vitamin D") becomes a phrase."""
     parts = [re.sub(r"[^\w\-]", "", p).strip("-_") for p in word.split()]
@@ -603,7 +603,7 @@ def write_strategy(concepts: list[Concept], lookups: CorpusLookups,
     if len(blocks) == 2 and feedback:
         rare, common = sorted(blocks, key=lambda c: (c.matches if c.matches is not None else 0))
         medium = (f"({rare.block} & {common.block}) | ({rare.block} & ("
-                  + " | ".join(_operand(w) for w in feedback[:3]) + "))")
+                  + " | ".join(term_operand(w) for w in feedback[:3]) + "))")
         notes.append(f"medium: both concepts, or '{rare.label}' with words of the best-matching documents "
                      f"({', '.join(feedback[:3])})")
     elif len(blocks) < 3:
@@ -614,7 +614,7 @@ def write_strategy(concepts: list[Concept], lookups: CorpusLookups,
     # 3. broad: every word and variant, and the feedback words, OR-ed; ranked by rarity.
     operands = list(dict.fromkeys([*broad_words,
                                    *(v for c in blocks for v in c.variants[1:]),
-                                   *(_operand(w) for w in (feedback if FEEDBACK_IN_BROAD else []))]))
+                                   *(term_operand(w) for w in (feedback if FEEDBACK_IN_BROAD else []))]))
     left_out: list[str] = []
     if flood_limit is not None:
         while len(operands) > 2 and (lookups.count(" | ".join(operands)) or 0) > flood_limit:

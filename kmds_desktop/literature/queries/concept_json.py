@@ -42,7 +42,7 @@ from kmds_desktop.literature.queries.concept_blocks import (
     ABBREVIATION_SHARE,
     Concept,
     CorpusLookups,
-    _operand,
+    term_operand,
     write_strategy,
 )
 from kmds_desktop.literature.queries.keyword_queries import BROAD_TERMS, KeywordQueryBuilder, content_words
@@ -407,7 +407,7 @@ def compile_concepts(question: str, concepts: list[ModelConcept],
                 # narrower phrase containing it or one of its variants ("cystic fibrosis disease" for
                 # "CF | cystic fibrosis": adds nothing to an OR): the built-in's rule too
                 continue
-            operand = " <-> ".join(_operand(w) for w in words_of_term)
+            operand = " <-> ".join(term_operand(w) for w in words_of_term)
             matches = lookups.count(operand) if counted else None
             if counted and not matches:
                 dropped.append(f"'{term}' (no document has it)")
@@ -450,8 +450,8 @@ def compile_concepts(question: str, concepts: list[ModelConcept],
         known = {part for stem in stemmed.values() for part in stem.split()}
         known |= {part for group in variant_stems for stems in group for part in stems}
         for word in abstract_words(abstract, known, lookups):  # words the queries lack
-            if _operand(word) not in extra_broad:
-                extra_broad.append(_operand(word))
+            if term_operand(word) not in extra_broad:
+                extra_broad.append(term_operand(word))
                 from_abstract.append(word)
     first = list(plan.feedback)
     broad_words = list(dict.fromkeys([*builder.terms(question)[:BROAD_TERMS], *extra_broad]))
