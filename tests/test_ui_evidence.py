@@ -33,6 +33,14 @@ def store_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture()
+def kb_copy(tmp_path: Path, kmds_data: Path) -> Path:
+    """A copy of a shared KB to file evidence into (the shared file is never written)."""
+    path = tmp_path / "kb.xml"
+    path.write_bytes((kmds_data / "example_ml_kb_exp_workflow.xml").read_bytes())
+    return path
+
+
+@pytest.fixture()
 def view(qtbot, jobs, store_path: Path):
     session = EvidenceSession(store_path)
     widget = EvidenceView(jobs, session)
@@ -113,7 +121,7 @@ def test_the_highlight_survives_cleaning() -> None:
 
 
 def test_the_window_docks_evidence_and_imports_pdfs_with_progress(make_window, qtbot, tmp_path: Path,
-                                                                   data_home: Path, kmds_data: Path) -> None:
+                                                                   data_home: Path, kb_copy: Path) -> None:
     window = make_window()
     names = [a.objectName() for a in window.findChildren(type(window.open_action))]
     assert "importPdfs" in names and "importZotero" in names and "showEvidence" in names
@@ -133,10 +141,8 @@ def test_the_window_docks_evidence_and_imports_pdfs_with_progress(make_window, q
     from kmds_desktop.app.verdicts import Judge
     from kmds_desktop.kb.evidence_links import evidence_links
 
-    kb_path = tmp_path / "kb.xml"
-    kb_path.write_bytes((kmds_data / "example_ml_kb_exp_workflow.xml").read_bytes())
     with qtbot.waitSignal(window.kb_loaded, timeout=30_000):
-        window.open_kb(kb_path)
+        window.open_kb(kb_copy)
     observation = window.kb.observations[1]
     assert window.browser.select_observation(observation.iri)
     window.evidence.judge_factory = lambda: Judge(None, "offline")
@@ -199,14 +205,12 @@ CLAIM = "The collagenous domain of mCTRP1 has 14 Gly-X-Y repeats."
 
 
 def test_a_verdict_judged_in_the_view_is_filed_under_the_selected_observation(
-        qtbot, view: EvidenceView, kmds_data: Path, tmp_path: Path) -> None:
+        qtbot, view: EvidenceView, kb_copy: Path) -> None:
     from kmds_desktop.app.verdicts import Judge
     from kmds_desktop.kb import load_kb, save_kb
     from kmds_desktop.kb.evidence_links import evidence_links
 
-    kb_path = tmp_path / "kb.xml"
-    kb_path.write_bytes((kmds_data / "example_ml_kb_exp_workflow.xml").read_bytes())
-    kb = load_kb(kb_path)
+    kb = load_kb(kb_copy)
     observation = kb.observations[0]
     view.kb_target = lambda: (kb, observation)
     view.judge_factory = lambda: Judge(None, "offline")
@@ -225,7 +229,7 @@ def test_a_verdict_judged_in_the_view_is_filed_under_the_selected_observation(
     assert filed.args == [str(observation.iri)]
     assert kb.dirty  # filed into the open KB: the window's Save keeps it
     save_kb(kb)
-    links = evidence_links(load_kb(kb_path), observation.iri)
+    links = evidence_links(load_kb(kb_copy), observation.iri)
     assert [(link.doi, link.relation, link.pages) for link in links] == [
         ("10.1073/pnas.0403760101", "supports", supporting[0].pages)]
     assert links[0].quote_status == "verified"

@@ -26,6 +26,7 @@ PNAS_DOI = "10.1073/pnas.0403760101"
 #: The store of three shared PDFs and the view over it, as the Evidence view's own tests build them.
 store_path = test_ui_evidence.store_path
 view = test_ui_evidence.view
+kb_copy = test_ui_evidence.kb_copy
 
 
 def _choose(qtbot, view: EvidenceView, question: str, options: list[str]) -> None:
@@ -163,13 +164,11 @@ def test_the_quoted_paper_is_found_only_in_scope_and_a_missing_model_is_noted(st
 
 
 def test_a_chosen_option_is_filed_under_the_selected_observation_as_the_page_it_rests_on(
-        qtbot, view: EvidenceView, kmds_data: Path, tmp_path: Path) -> None:
+        qtbot, view: EvidenceView, kb_copy: Path) -> None:
     from kmds_desktop.kb import load_kb, save_kb
     from kmds_desktop.kb.evidence_links import evidence_links
 
-    kb_path = tmp_path / "kb.xml"
-    kb_path.write_bytes((kmds_data / "example_ml_kb_exp_workflow.xml").read_bytes())
-    kb = load_kb(kb_path)
+    kb = load_kb(kb_copy)
     observation = kb.observations[0]
     view.kb_target = lambda: (kb, observation)
     assert not view.choice.file_button.isEnabled()  # nothing chosen yet
@@ -181,7 +180,7 @@ def test_a_chosen_option_is_filed_under_the_selected_observation_as_the_page_it_
     assert filed.args == [str(observation.iri)] and kb.dirty
     assert f"Filed 1 link under {observation.name}" in view.status.text()
     save_kb(kb)
-    links = evidence_links(load_kb(kb_path), observation.iri)
+    links = evidence_links(load_kb(kb_copy), observation.iri)
     assert [(link.doi, link.relation, link.pages, link.quote) for link in links] == [
         (PNAS_DOI, "citesAsEvidence", result.pages, result.quote)]
     assert links[0].quote_status == "verified"  # checked again on its page on the way in
@@ -202,20 +201,18 @@ def test_an_undecided_choice_or_one_without_an_observation_files_nothing(qtbot, 
     assert not view.choice.file_button.isEnabled() and view.choice.target.text() == ""
 
 
-def test_link_choice_refuses_what_it_cannot_file(store_path: Path, kmds_data: Path, tmp_path: Path) -> None:
+def test_link_choice_refuses_what_it_cannot_file(store_path: Path, kb_copy: Path) -> None:
     from kmds_desktop.app.evidence_links import link_choice
     from kmds_desktop.app.verdicts import choose
     from kmds_desktop.kb import load_kb
 
-    kb_path = tmp_path / "kb.xml"
-    kb_path.write_bytes((kmds_data / "example_ml_kb_exp_workflow.xml").read_bytes())
-    before = kb_path.read_bytes()
-    observation = load_kb(kb_path).observations[0].iri
+    before = kb_copy.read_bytes()
+    observation = load_kb(kb_copy).observations[0].iri
     with FulltextStore(store_path) as store:
         chosen = choose(store, QUESTION, OPTIONS)
         undecided = ChoiceVerdict(QUESTION, OPTIONS, "offline")  # no option, no quote
         with pytest.raises(ValueError, match="no option was chosen"):
-            link_choice(kb_path, observation, undecided, None, store=store)
+            link_choice(kb_copy, observation, undecided, None, store=store)
         with pytest.raises(ValueError, match="no longer in the full-text store"):
-            link_choice(kb_path, observation, chosen, 10_000, store=store)
-    assert kb_path.read_bytes() == before  # nothing saved
+            link_choice(kb_copy, observation, chosen, 10_000, store=store)
+    assert kb_copy.read_bytes() == before  # nothing saved

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 
 from kmds_desktop.app.verdicts import MAX_OPTIONS, options_from_lines
 from kmds_desktop.ui.evidence.answer_pane import CITE_SCHEME, notes_html
+from kmds_desktop.ui.evidence.filing import file_controls
 
 #: What the pane says when the papers do not single out one option.
 UNDECIDED = "insufficient: the papers do not decide"
@@ -77,15 +78,10 @@ class ChoicePane(QWidget):
         self.choose_button.setToolTip("Which option do the papers bear out? The question box's question, "
                                       "these options; the quote is checked on its page.")
         self.choose_button.clicked.connect(self._choose)
-        self.file_button = QPushButton("File under the selected observation")
-        self.file_button.setObjectName("evidenceFileChoice")
-        self.file_button.setToolTip("Cite the chosen option's paper and page as evidence "
-                                    "(cito:citesAsEvidence) under the KB browser's selected observation")
-        self.file_button.setEnabled(False)
-        self.file_button.clicked.connect(self.file_requested)
-        self.target = QLabel("")
-        self.target.setObjectName("evidenceChoiceTarget")
-        self.target.setWordWrap(True)
+        self.file_button, self.target = file_controls(
+            "evidenceFileChoice", "evidenceChoiceTarget",
+            "Cite the chosen option's paper and page as evidence (cito:citesAsEvidence) under the KB "
+            "browser's selected observation", self.file_requested)
         self.browser = QTextBrowser()
         self.browser.setObjectName("evidenceChoiceText")
         self.browser.setAccessibleName("The option chosen, its quote and notes")

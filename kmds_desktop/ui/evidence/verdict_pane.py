@@ -14,6 +14,8 @@ from typing import Any
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QTextBrowser, QVBoxLayout, QWidget
 
+from kmds_desktop.ui.evidence.filing import file_controls
+
 #: Stances that become a link (the others are shown, not filed).
 FILED_STANCES = ("supports", "contradicts")
 
@@ -47,15 +49,10 @@ class VerdictPane(QWidget):
         self.judge_button.setToolTip("Does each paper support, contradict or not address the question "
                                      "box's statement? Every quote is checked on its page.")
         self.judge_button.clicked.connect(self.judge_requested)
-        self.file_button = QPushButton("File under the selected observation")
-        self.file_button.setObjectName("evidenceFileVerdict")
-        self.file_button.setToolTip("Link the KB browser's selected observation to each supporting "
-                                    "(cito:supports) or contradicting (cito:disputes) paper and page")
-        self.file_button.setEnabled(False)
-        self.file_button.clicked.connect(self.file_requested)
-        self.target = QLabel("")
-        self.target.setObjectName("evidenceFileTarget")
-        self.target.setWordWrap(True)
+        self.file_button, self.target = file_controls(
+            "evidenceFileVerdict", "evidenceFileTarget",
+            "Link the KB browser's selected observation to each supporting (cito:supports) or "
+            "contradicting (cito:disputes) paper and page", self.file_requested)
         self.browser = QTextBrowser()
         self.browser.setObjectName("evidenceVerdictText")
         self.browser.setPlaceholderText("Type a statement above and click Judge as a claim: each paper's "
