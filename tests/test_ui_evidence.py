@@ -151,7 +151,11 @@ def test_the_window_docks_evidence_and_imports_pdfs_with_progress(make_window, q
     qtbot.mouseClick(window.evidence.verdict.judge_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: window.evidence.verdict.verdict is not None, timeout=60_000)
     assert window.evidence.verdict.verdict.verdict == "supported"
-    assert observation.name in window.evidence.verdict.target.text()
+    other = window.kb.observations[2]
+    assert window.browser.select_observation(other.iri)  # the line follows the KB browser's selection
+    assert window.evidence.verdict.target.text() == f"Files under: {other.name}"
+    assert window.browser.select_observation(observation.iri)
+    assert window.evidence.verdict.target.text() == f"Files under: {observation.name}"
     qtbot.mouseClick(window.evidence.verdict.file_button, Qt.MouseButton.LeftButton)
     links = evidence_links(window.kb, observation.iri)
     assert [(link.doi, link.relation, link.pages) for link in links] == [

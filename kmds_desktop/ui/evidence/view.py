@@ -241,7 +241,7 @@ class EvidenceView(QWidget):
 
     def _show_verdict(self, result: Any) -> None:
         self.verdict.show_verdict(result)
-        self.verdict.target.setText(self._target_line())
+        self.refresh_targets()
         self.status.setText(result.summary)
 
     def choose(self, question: str, options: list[str]) -> Any:
@@ -264,7 +264,7 @@ class EvidenceView(QWidget):
 
     def _show_choice(self, result: Any, paper_id: int | None) -> None:
         self.choice.show_choice(result, paper_id)
-        self.choice.target.setText(self._target_line() if self.choice.fileable() else "")
+        self.refresh_targets()
         self.status.setText(f"Chose \u201c{result.answer}\u201d; click its paper and page to see the quote."
                             if result.quote else "No option chosen: the papers do not decide it.")
 
@@ -276,11 +276,14 @@ class EvidenceView(QWidget):
         observation = browser.current_observation() if hasattr(browser, "current_observation") else None
         return getattr(window, "kb", None), observation
 
-    def _target_line(self) -> str:
-        """Where Filing would put a result, said before the click."""
+    def refresh_targets(self) -> None:
+        """Say under each shown result where File would put it, now: called when a result is shown and
+        when the KB browser's selection changes, so the line never names a finding no longer selected."""
         kb, observation = self._kb_target()
-        return (f"Files under: {observation.name}" if kb is not None and observation is not None else
+        line = (f"Files under: {observation.name}" if kb is not None and observation is not None else
                 "To file it, open a KB and select an observation in the KB browser.")
+        self.verdict.target.setText(line if self.verdict.verdict is not None else "")
+        self.choice.target.setText(line if self.choice.fileable() else "")
 
     def _filing_target(self) -> tuple[Any, Any] | None:
         kb, observation = self._kb_target()

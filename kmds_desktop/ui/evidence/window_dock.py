@@ -42,6 +42,7 @@ def install_evidence(window: QMainWindow, jobs: JobRunner, messages: MessageBar,
 
     view.with_database = with_open_database
     view.message.connect(lambda level, text: messages.show_message(text, level, topic="evidence"))
+    window.browser.observation_selected.connect(lambda _iri: view.refresh_targets())
     dock = QDockWidget("Evidence", window)
     dock.setToolTip("Questions answered from your PDFs, each quote shown on its page")
     dock.setObjectName("evidenceDock")
