@@ -604,12 +604,13 @@ def measure_corpus(name: str, url: str, root: Path, split: str, limit: int | Non
 
 # --------------------------------------------------------------------------- answers
 
-def expected_answer_questions(limit: int) -> list[tuple[str, str, list[str]]]:
-    """Open held-out routing questions with the records a right answer draws on (``include``), on the
-    KBs the everyday questions use, evenly spaced through the set: (KB, question, record keys)."""
+def expected_answer_questions(limit: int, split: str = "heldout") -> list[tuple[str, str, list[str]]]:
+    """Open routing questions of ``split`` with the records a right answer draws on (``include``), on
+    the KBs the everyday questions use, evenly spaced through the set: (KB, question, record keys).
+    The dev set is for changing the app; the held-out set for reporting."""
     import json
 
-    rows = [json.loads(line) for line in ASK_SETS["heldout"].read_text(encoding="utf-8").splitlines()
+    rows = [json.loads(line) for line in ASK_SETS[split].read_text(encoding="utf-8").splitlines()
             if line.strip()]
     picked = [(r["kb"], r["question"], list(r["include"])) for r in rows
               if r.get("include") and r["kb"] in ("demo", "retail", "itsm")]
@@ -617,9 +618,9 @@ def expected_answer_questions(limit: int) -> list[tuple[str, str, list[str]]]:
 
 
 def measure_answers(server: ModelServer, limit: int | None, verbose: bool,
-                    expected: int = 0, skip: int = 0) -> dict[str, Any]:
+                    expected: int = 0, skip: int = 0, split: str = "heldout") -> dict[str, Any]:
     """Everyday questions, LLM-routed and answered over the shared KBs; every claim cited? Then
-    ``expected`` open held-out questions whose right records are known: does the answer cite one, and
+    ``expected`` open questions (of the split) whose right records are known: does the answer cite one, and
     does the offline answer to the same question (no model: routed offline, an extractive summary citing
     every record it found) cite one? Also the answer prompt's tokens (the server's tokenizer) and the
     records the model was given.
@@ -642,7 +643,7 @@ def measure_answers(server: ModelServer, limit: int | None, verbose: bool,
     prompt_tokens: list[int] = []
     given: list[str] = []
     asked: list[tuple[str, str, list[str] | None]] = [(k, q, None) for k, q in ANSWER_QUESTIONS[:limit]]
-    asked += list(expected_answer_questions(expected))
+    asked += list(expected_answer_questions(expected, split))
     asked = asked[skip:]
     for kb_name, question, include in asked:
         if kb_name not in orchs:
@@ -856,7 +857,7 @@ def print_table(split: str, which: str, routing: dict[str, Any] | None, corpora:
             (f"answers with every claim citing a record that exists ({answers['questions']})",
              f"{answers['all_cited']:.3f}"),
             ("answers citing more than one record", f"{answers['several']:.3f}"),
-            (f"answers citing an expected record ({answers['expected_questions']} held-out questions)",
+            (f"answers citing an expected record ({answers['expected_questions']} questions of the split)",
              f"{answers['expected_hit']:.3f}"),
             ("  the same questions answered offline (an extractive summary citing every record found)",
              f"{answers['offline_expected_hit']:.3f}"),
@@ -942,7 +943,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "(default: the split's)")
     parser.add_argument("--answers", type=int, default=len(ANSWER_QUESTIONS))
     parser.add_argument("--answer-expected", type=int, default=10,
-                        help="open held-out questions whose right records are known, answered after the "
+                        help="open questions of --split whose right records are known, answered after the "
                              "everyday ones (0: none)")
     parser.add_argument("--answer-skip", type=int, default=0,
                         help="leave out the first N answer questions (to finish a run that was stopped)")
@@ -988,7 +989,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                 last=False)
             if "answers" in parts:
                 answers = measure_answers(server, args.answers, args.verbose, args.answer_expected,
-                                          args.answer_skip)
+                                          args.answer_skip, args.split)
             if "scoring" in parts:
                 before = len(server.requests())
                 scoring = measure_scoring(server.url, args.split, args.score_questions, args.score_records,

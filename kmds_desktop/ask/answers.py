@@ -298,13 +298,16 @@ def _excerpt(text: str, limit: int = EXTRACT_CHARS) -> str:
     return (cut[: stop + 1] if stop > limit // 2 else cut.rstrip() + "…").strip()
 
 
-def extractive_answer(results: Sequence[dict[str, Any]], heading: str) -> str:
+def extractive_answer(results: Sequence[dict[str, Any]], heading: str,
+                      numbers: Sequence[int] | None = None) -> str:
     """The records themselves, grouped by workflow (named), each line saying the record's type and
-    sequence number, with its ``[n]`` citation; a merged duplicate names its other places too."""
+    sequence number, with its ``[n]`` citation; a merged duplicate names its other places too.
+    ``numbers``: the view's numbers of ``results`` when they are some of the view's records (default
+    1, 2, ...)."""
     if not results:
         return f"{heading}\n\nNo matching observations were found in this knowledge base."
     groups: dict[str, list[tuple[int, dict[str, Any]]]] = {}
-    for i, result in enumerate(results, start=1):
+    for i, result in zip(numbers or range(1, len(results) + 1), results, strict=True):
         groups.setdefault(workflow_label(result), []).append((i, result))
     lines = [heading]
     for workflow, items in groups.items():

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from kmds_desktop.ask.answer_check import with_records_if_uncited, without_unheld_figures
 from kmds_desktop.ask.answers import (
     PROMPT_RECORDS,
     extractive_answer,
@@ -563,7 +564,14 @@ class SearchOrchestrator:
             return
         result.synthesis = "llm"
         sources = [str(r.get("finding", "")) for r in result.results[:n]]
-        answer, note, uncited = repair_citations(strip_reasoning(text), n, sources, given)
+        text, figures_note = without_unheld_figures(strip_reasoning(text), result.question, result.results,
+                                                    given)
+        answer, note, uncited = repair_citations(text, n, sources, given)
+        answer, records_note = with_records_if_uncited(answer, result.results, given)
+        if records_note:  # the added records are cited: the note says what was added, not "cited none"
+            note = records_note
+        if figures_note:
+            note = f"{figures_note} {note}"
         if len(given) < n:  # said, so a reader does not take the answer for a summary of every record
             ranked = _scored(result.results) or any("relevance" in r for r in result.results)
             which = (f"the {len(given)} most relevant of the {n} records" if ranked
