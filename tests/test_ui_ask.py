@@ -478,3 +478,20 @@ def _plain_text(label) -> str:
     doc = QTextDocument()
     doc.setHtml(label.text())
     return " ".join(doc.toPlainText().split())
+
+
+def test_a_streamed_answer_that_states_nothing_becomes_the_records_the_model_read(
+        qtbot, make_window, kb_path, fake_ollama):
+    """A 1.5B model answered some questions with only "[1]": the window ends on the records the model read,
+    in their own words and clickable, and the line under the answer says so (``ask/answer_check.py``)."""
+    route = {"intent_class": "exploratory_search", "filters": {"obs_type_filter": "Data Quality Observation"}}
+    fake_ollama.models["fake-llm"] = ModelScript(replies=[json.dumps(route), "[1]"])
+    window = _window(qtbot, make_window, kb_path, _ollama_settings(fake_ollama, "fake-llm"))
+    result = _ask(qtbot, window, "What data quality issues were there?")
+    shown = window.ask.answer.toPlainText()
+    assert result.synthesis == "llm" and shown.startswith("The model wrote no statement (only \u201c[1]\u201d)")
+    for n in result.given_records:
+        assert " ".join(result.results[n - 1]["finding"].split()[:5]) in " ".join(shown.split())
+    assert "The records the model read are shown in their own words" in shown
+    _click_citation(qtbot, window.ask.answer, result.given_records[-1])
+    assert window.browser.current_iri() == result.results[result.given_records[-1] - 1]["iri"]
