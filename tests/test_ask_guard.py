@@ -201,3 +201,38 @@ def test_the_route_box_shows_the_guard_note_and_offers_the_other_route(qtbot, fa
     assert emitted.args[0].filters.finding_seq_min is None  # the other route, guarded too
     editor.clear()
     assert not editor.other_button.isVisibleTo(editor)
+
+
+def test_a_model_template_far_from_the_question_gives_way_to_the_free_text_search(
+        fake_ollama, demo_kb, index: SemanticIndex) -> None:
+    """Where the offline router finds no close template the model's template runs, unless its records are
+    far from the question: the 1.5B model sent "why was island left out of the features?" to modelling
+    choices (an assumption about years, similarity 0.07), while the free-text search finds the record that
+    answers it. The note says so and the model's route is one click away."""
+    question = "Why was island left out of the features?"
+    fake_ollama.models[MODEL] = _model_says({"intent_class": "modelling_choice_search", "listing": False})
+    result = _with_model(demo_kb, index, fake_ollama.url).ask(question)
+    assert result.model_route is not None and result.model_route.intent_class == "modelling_choice_search"
+    assert result.route.intent_class == "semantic_search" and result.fallback_reason is None
+    assert result.alternative_route is not None
+    assert result.alternative_route.intent_class == "modelling_choice_search"
+    assert "island is left out of the features" in result.results[0]["finding"]
+    note = result.route_notes[-1]
+    assert note.startswith("Ran the free-text search over the model's template modelling choice: its records "
+                           "are far from the question (closest 0.0") and "one click away" in note
+    # the model's route, run from the Route box, gives its own records back
+    again = _with_model(demo_kb, index, fake_ollama.url).ask_with_route(question, result.alternative_route)
+    assert again.route.intent_class == "modelling_choice_search"
+    assert all("island is left out" not in r["finding"] for r in again.results)
+
+
+def test_a_model_template_as_close_as_the_free_text_search_keeps_its_records(
+        fake_ollama, demo_kb, index: SemanticIndex) -> None:
+    """The hard question set's "why is OLS our main model for predicting weight?" is a modelling choice;
+    the offline router finds no close template, and the model's template runs with its records."""
+    fake_ollama.models[MODEL] = _model_says({"intent_class": "modelling_choice_search", "listing": False})
+    question = "Why is OLS our main model for predicting weight?"
+    result = _with_model(demo_kb, index, fake_ollama.url).ask(question)
+    assert result.route.intent_class == "modelling_choice_search"
+    assert not any(n.startswith("Ran the free-text search") for n in result.route_notes)
+    assert any("Ordinary least squares is the main model" in r["finding"] for r in result.results)

@@ -489,7 +489,8 @@ def test_a_streamed_answer_that_states_nothing_becomes_the_records_the_model_rea
     window = _window(qtbot, make_window, kb_path, _ollama_settings(fake_ollama, "fake-llm"))
     result = _ask(qtbot, window, "What data quality issues were there?")
     shown = window.ask.answer.toPlainText()
-    assert result.synthesis == "llm" and shown.startswith("The model wrote no statement (only \u201c[1]\u201d)")
+    assert result.synthesis == "llm"
+    assert shown.startswith("The model wrote no statement (only \u201c[1]\u201d)")
     for n in result.given_records:
         assert " ".join(result.results[n - 1]["finding"].split()[:5]) in " ".join(shown.split())
     assert "The records the model read are shown in their own words" in shown
