@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QPoint, Qt
@@ -496,3 +497,28 @@ def test_a_streamed_answer_that_states_nothing_becomes_the_records_the_model_rea
     assert "The records the model read are shown in their own words" in shown
     _click_citation(qtbot, window.ask.answer, result.given_records[-1])
     assert window.browser.current_iri() == result.results[result.given_records[-1] - 1]["iri"]
+
+
+def test_a_model_route_far_from_the_question_runs_free_text_and_the_other_route_is_a_click_away(
+        qtbot, make_window, fake_ollama):
+    """The 1.5B model sent "why was island left out of the features?" to modelling choices, whose records
+    are far from the question: the window answers from the free-text search, the Route box says why, and
+    **Use the other route** runs the model's route."""
+    demo = Path(__file__).resolve().parent.parent / "resources" / "demo_kb.xml"
+    route = {"intent_class": "modelling_choice_search", "listing": False}
+    fake_ollama.models["fake-llm"] = ModelScript(
+        replies=[lambda prompt, body: json.dumps(route) if "Reply with one JSON object" in prompt
+                 else "Island is a proxy for species, so it was left out [1]."])
+    window = _window(qtbot, make_window, demo, _ollama_settings(fake_ollama, "fake-llm"))
+    result = _ask(qtbot, window, "Why was island left out of the features?")
+    editor = window.ask.route_editor
+    assert result.intent_class == "semantic_search"
+    assert "Ran the free-text search over the model's template modelling choice" in editor.summary.toolTip()
+    assert "island is left out of the features" in result.results[0]["finding"]
+    assert "Island is a proxy for species" in window.ask.answer.toPlainText()
+    assert editor.other_button.isVisibleTo(editor)
+    with qtbot.waitSignal(window.ask.answer_finished, timeout=ANSWER_TIMEOUT) as sig:
+        qtbot.mouseClick(editor.other_button, Qt.MouseButton.LeftButton)
+    again = sig.args[0]
+    assert again.intent_class == "modelling_choice_search"
+    assert "modelling_choice_search" in editor.summary.text()
