@@ -60,6 +60,10 @@ def test_a_statement_with_a_figure_no_record_holds_is_left_out_and_quoted() -> N
     text, note = without_unheld_figures("Boosting reached 251 g [2].", "How did boosting do?", RECORDS,
                                         [1, 3])
     assert text == "" and "(251)" in note
+    # a list's own numbering is not a figure; the item's own figure is checked
+    listed = "10. The linear model had an MAE of 231 g [1].\n11. The trees missed it by 12 grams [2]."
+    text, note = without_unheld_figures(listed, "How did the models do?", RECORDS, [1, 2])
+    assert text == "10. The linear model had an MAE of 231 g [1]." and "(12)" in note
     # a figure the question gives is held; nothing left out, no note
     assert without_unheld_figures("Yes, 344 penguins [3].", "Were all 344 penguins kept?", RECORDS, [3]) == (
         "Yes, 344 penguins [3].", "")

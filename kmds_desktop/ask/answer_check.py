@@ -33,6 +33,7 @@ from kmds_desktop.ask.answers import extractive_answer, record_label
 _FIGURE = re.compile(r"(?<![A-Za-z0-9_.,])\d+(?:,\d{3})*(?:\.\d+)?")
 _MARKER = re.compile(r"\[\d+\]")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 #: Whole numbers below this are counts a model restates in its own words ("two rows" -> "2 rows"),
 #: or list positions: they are not checked.
 SMALL_COUNT = 10
@@ -109,8 +110,10 @@ def without_unheld_figures(answer: str, question: str, results: Sequence[dict[st
     left_out: list[str] = []
     missing_figures: list[str] = []
     for line in answer.splitlines():
+        bullet = _LIST_ITEM.match(line)
+        head = bullet.group(0) if bullet else ""  # "12. " numbers the list, it is not a figure
         kept = []
-        for sentence in _SENTENCE.split(line):
+        for sentence in _SENTENCE.split(line[len(head):]):
             missing = unheld_figures(sentence, held) if _claim_words(sentence) else []
             if missing:
                 left_out.append(_quote(sentence))
@@ -118,7 +121,7 @@ def without_unheld_figures(answer: str, question: str, results: Sequence[dict[st
             else:
                 kept.append(sentence)
         if kept or not line.strip():
-            kept_lines.append(" ".join(kept))
+            kept_lines.append(head + " ".join(kept))
     text = re.sub(r"\n{3,}", "\n\n", "\n".join(kept_lines)).strip()
     if not left_out:
         return text, ""
