@@ -11,7 +11,8 @@ otherwise, one run:
 
 - **routing**: template accuracy (judged as ``bench/ask_routing.py`` judges it: the proposed route's
   template is one of the question's acceptable ones) and listing accuracy of the LLM router and of the
-  offline router on the same routing questions, and how many LLM routes fell back;
+  offline router on the same routing questions, and how many LLM routes fell back; also the template
+  that ran (the free-text search where the model's records were far from the question);
 - **queries**: the share of the LLM's replies PostgreSQL accepts (``to_tsquery``) as written and after
   the app's cleaning (:mod:`~kmds_desktop.literature.queries.query_cleaning`);
 - **retrieval**: recall@100 and nDCG@10 (ir-measures,
@@ -21,7 +22,8 @@ otherwise, one run:
   questions;
 - **answers**: everyday questions over the shared KBs, LLM-routed and answered; the share whose
   every claim (after the app's citation repair) cites a record that exists, and the share citing more
-  than one record;
+  than one record; then the split's open questions whose right records are known, answered with the
+  model and offline (``--answer-expected``);
 - seconds per generated query, per route and per answer (medians).
 
 Splits (``--split``): ``dev`` is what the prompts were tuned on (SciFact *train*, CF questions with odd
@@ -450,7 +452,7 @@ def measure_routing(url: str, split: str, limit: int | None, verbose: bool) -> d
     llm = {n: SearchOrchestrator(kb, llm_fn=backend, settings=Settings(), index=index)
            for n, kb in kbs.items()}
     counts = {"llm": 0, "offline": 0, "llm_listing": 0, "offline_listing": 0, "fallbacks": 0, "schema": 0,
-              "raw": 0, "ungrounded": 0, "llm_filters": 0, "offline_filters": 0}
+              "raw": 0, "ungrounded": 0, "llm_filters": 0, "offline_filters": 0, "ran": 0, "far": 0}
     times: list[float] = []
     for q in questions:
         for name, orchs in (("offline", offline), ("llm", llm)):
@@ -466,6 +468,9 @@ def measure_routing(url: str, split: str, limit: int | None, verbose: bool) -> d
                 # the model's own route before the guard, and the filters the guard dropped from it
                 raw = result.model_route
                 counts["raw"] += raw is not None and raw.intent_class in q["intent"]
+                # what ran: the free-text search replaces a model template far from the question
+                counts["ran"] += result.fallback_code is None and result.intent_class in q["intent"]
+                counts["far"] += any(n.startswith("Ran the free-text search") for n in result.route_notes)
                 counts["ungrounded"] += sum(1 for n in result.route_notes
                                             if n.startswith("Dropped the model's filter"))
                 counts["fallbacks"] += result.fallback_code in FALLBACK_CODES
@@ -476,6 +481,7 @@ def measure_routing(url: str, split: str, limit: int | None, verbose: bool) -> d
     n = len(questions)
     return {"questions": n, "llm": counts["llm"] / n, "offline": counts["offline"] / n,
             "raw": counts["raw"] / n, "ungrounded": counts["ungrounded"],
+            "ran": counts["ran"] / n, "far": counts["far"],
             "llm_listing": counts["llm_listing"] / n, "offline_listing": counts["offline_listing"] / n,
             "llm_filters": counts["llm_filters"] / n, "offline_filters": counts["offline_filters"] / n,
             "fallbacks": counts["fallbacks"], "schema": counts["schema"], "route_s": median(times)}
@@ -824,6 +830,8 @@ def print_table(split: str, which: str, routing: dict[str, Any] | None, corpora:
         rows += [
             (f"routing template accuracy, guarded LLM ({routing.get('set', split)}, "
              f"{routing['questions']} questions)", f"{routing['llm']:.3f}"),
+            ("  the template that ran (free text where the model's records were far; fallbacks count "
+             "as wrong)", f"{routing['ran']:.3f} ({routing['far']} ran free text)"),
             ("routing template accuracy, raw LLM (before the guard)", f"{routing['raw']:.3f}"),
             ("routing template accuracy, offline router", f"{routing['offline']:.3f}"),
             ("model's filters not grounded in the question (dropped by the guard)",
