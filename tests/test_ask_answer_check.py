@@ -47,6 +47,10 @@ def test_figures_compare_in_one_spelling_and_names_are_not_figures() -> None:
     # a share restated as a percentage is held; small counts are not checked; 12 is in no record
     assert unheld_figures("It was right for 80% of the 344 penguins, in 3 runs.", held) == []
     assert unheld_figures("It missed by 12 grams and 0.9 of the time.", held) == ["0.9", "12"]
+    # a held figure rounded (0.988 as 0.99 or 98.8 %, 230.6 as 231) is held; rounded the other way it is not
+    held = figure_values("accuracy 0.988, MAE 230.6 g")
+    assert unheld_figures("An accuracy of 0.99 (98.8%) and an MAE of 231 g.", held) == []
+    assert unheld_figures("An accuracy of 0.98 and an MAE of 230 g.", held) == ["0.98", "230"]
 
 
 def test_a_statement_with_a_figure_no_record_holds_is_left_out_and_quoted() -> None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
 from kmds_desktop.ask.answers import extractive_answer, record_label
@@ -56,20 +56,36 @@ def figure_values(text: str) -> set[str]:
     return values
 
 
-def _equivalents(value: str) -> set[str]:
-    """A figure and its percentage twin (``0.8`` and ``80``): a model may restate either way."""
-    number = Decimal(value)
-    return {value, format((number * 100).normalize(), "f"), format((number / 100).normalize(), "f")}
+def _held_forms(held: set[str]) -> list[Decimal]:
+    """Each held figure and its percentage twins (``0.8`` and ``80``): a model may restate either way."""
+    forms = []
+    for value in held:
+        number = Decimal(value)
+        forms += [number, number * 100, number / 100]
+    return forms
+
+
+def _rounds_to(held: Decimal, figure: Decimal) -> bool:
+    """Whether ``held``, rounded to ``figure``'s decimals, is ``figure`` (0.988 -> 0.99, 230.6 -> 231)."""
+    exponent = figure.as_tuple().exponent
+    if not isinstance(exponent, int):  # pragma: no cover - figures are finite
+        return False
+    try:
+        return held.quantize(Decimal(1).scaleb(exponent), rounding=ROUND_HALF_UP) == figure
+    except InvalidOperation:  # too many digits for the context: not the same figure
+        return False
 
 
 def unheld_figures(sentence: str, held: set[str]) -> list[str]:
-    """The figures of ``sentence`` (small whole counts aside) that are not in ``held``."""
+    """The figures of ``sentence`` (small whole counts aside) that no figure in ``held`` is, or rounds
+    to (a model rounds 0.988 to 0.99, or restates it as 98.8 %)."""
+    forms = _held_forms(held)
     missing = []
     for value in sorted(figure_values(sentence)):
         number = Decimal(value)
         if number == number.to_integral_value() and abs(number) < SMALL_COUNT:
             continue
-        if not _equivalents(value) & held:
+        if not any(_rounds_to(form, number) for form in forms):
             missing.append(value)
     return missing
 
