@@ -89,9 +89,10 @@ _PERSISTENT_LLM_ERRORS = (LLMUnreachable, LLMModelNotFound, LLMAuthError, LLMTim
 _STEPS = 4
 #: The templates a question about what was chosen and why is answered from, together.
 _CHOICE_INTENTS = ("model_selection_search", "modelling_choice_search")
-#: How much closer to the question (cosine similarity of the closest record) the free-text search's
-#: records must be than those of the model's template, run where the offline router found no close
-#: template, for the free-text search to run instead (:meth:`SearchOrchestrator._closer_free_text`).
+#: How much closer to the question (the relevance score of the closest record: its similarity to the
+#: question with the ranking's bonuses) the free-text search's records must be than those of the
+#: model's template, run where the offline router found no close template, for the free-text search
+#: to run instead (:meth:`SearchOrchestrator._closer_free_text`).
 #: Measured with the 1.5B model on the 14 questions of the dev and hard sets that the offline router
 #: finds no close template for: the two where the model's template missed the right record were 0.40
 #: and 0.56 farther; the hard set's three, where the model's template is the right one, 0.00, 0.19 and
