@@ -394,7 +394,7 @@ def test_every_citation_maps_to_its_result(fake_ollama, ml_kb, index_dir) -> Non
     answer = " ".join(f"Point {i} [{i}]." for i in range(1, 6))
     listing = json.dumps({"intent_class": "all_observations_search", "listing": True, "explanation": "all"})
     fake_ollama.models[MODEL] = ModelScript(replies=[scripted(listing, answer)])
-    result = make(ml_kb, index_dir, fake_ollama.url, n_results=5).ask("Summarise what was found")
+    result = make(ml_kb, index_dir, fake_ollama.url, n_results=5).ask("List all the findings")
     assert result.synthesis == "llm" and len(result.results) == 5
     shown = result.given_records
     assert 0 < len(shown) < 5

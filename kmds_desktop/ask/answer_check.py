@@ -26,14 +26,18 @@ from collections.abc import Sequence
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
-from kmds_desktop.ask.answers import extractive_answer, record_label
+from kmds_desktop.ask.answers import (
+    CITATION,
+    LIST_ITEM,
+    SENTENCE_BREAK,
+    claim_words,
+    extractive_answer,
+    record_label,
+)
 
 #: A figure: digits with optional thousands commas and decimals, not part of a name ("R2", "F1",
 #: "Q4_K_M") and not a citation marker (those are taken out first).
 _FIGURE = re.compile(r"(?<![A-Za-z0-9_.,])\d+(?:,\d{3})*(?:\.\d+)?")
-_MARKER = re.compile(r"\[\d+\]")
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
-_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 #: Whole numbers below this are counts a model restates in its own words ("two rows" -> "2 rows"),
 #: or list positions: they are not checked.
 SMALL_COUNT = 10
@@ -47,7 +51,7 @@ def figure_values(text: str) -> set[str]:
     """The figures of ``text`` in one spelling each: ``1,000`` and ``1000``, ``15.0`` and ``15``
     compare equal; the citation markers are not figures."""
     values = set()
-    for match in _FIGURE.finditer(_MARKER.sub(" ", text)):
+    for match in _FIGURE.finditer(CITATION.sub(" ", text)):
         try:
             number = Decimal(match.group(0).replace(",", ""))
         except InvalidOperation:  # pragma: no cover - the pattern admits only digits
@@ -90,14 +94,10 @@ def unheld_figures(sentence: str, held: set[str]) -> list[str]:
     return missing
 
 
-def _claim_words(text: str) -> int:
-    return len(re.findall(r"[A-Za-z]{2,}", _MARKER.sub(" ", text)))
-
-
 def _has_cited_statement(text: str) -> bool:
     """A sentence with words that cites a record ("Model 1 was selected [1]." counts; "[1]" does not)."""
-    sentences = (s for line in text.splitlines() for s in _SENTENCE.split(line))
-    return any(_claim_words(s) and _MARKER.search(s) for s in sentences)
+    sentences = (s for line in text.splitlines() for s in SENTENCE_BREAK.split(line))
+    return any(claim_words(s) and CITATION.search(s) for s in sentences)
 
 
 def _quote(sentence: str) -> str:
@@ -126,11 +126,11 @@ def without_unheld_figures(answer: str, question: str, results: Sequence[dict[st
     left_out: list[str] = []
     missing_figures: list[str] = []
     for line in answer.splitlines():
-        bullet = _LIST_ITEM.match(line)
+        bullet = LIST_ITEM.match(line)
         head = bullet.group(0) if bullet else ""  # "12. " numbers the list, it is not a figure
         kept = []
-        for sentence in _SENTENCE.split(line[len(head):]):
-            missing = unheld_figures(sentence, held) if _claim_words(sentence) else []
+        for sentence in SENTENCE_BREAK.split(line[len(head):]):
+            missing = unheld_figures(sentence, held) if claim_words(sentence) else []
             if missing:
                 left_out.append(_quote(sentence))
                 missing_figures += [m for m in missing if m not in missing_figures]
@@ -158,7 +158,7 @@ def with_records_if_uncited(answer: str, results: Sequence[dict[str, Any]],
     records = [results[n - 1] for n in shown]
     which = _plural(len(records), "is the record it read, in its own words:",
                     "are the records it read, in their own words:")
-    if _claim_words(answer) < NO_STATEMENT_WORDS:
+    if claim_words(answer) < NO_STATEMENT_WORDS:
         said = " ".join(answer.split())[:QUOTE_CHARS]
         heading = (f"The model wrote no statement (only \u201c{said}\u201d), so here {which}" if said
                    else f"The model left no statement the app could keep, so here {which}")

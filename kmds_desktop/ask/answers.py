@@ -27,7 +27,8 @@ PROMPT_FINDINGS_BUDGET = 900
 #: Characters of each finding quoted in an extractive answer.
 EXTRACT_CHARS = 240
 
-_CITATION = re.compile(r"\[(\d+)\]")
+#: A citation marker, ``[3]``; the group is the record's number as the view shows it.
+CITATION = re.compile(r"\[(\d+)\]")
 
 
 def record_label(result: dict[str, Any], *, intent: bool = True) -> str:
@@ -143,14 +144,23 @@ def clean_citations(answer: str, n_results: int) -> str:
         n = int(match.group(1))
         return match.group(0) if 1 <= n <= n_results else ""
 
-    return _CITATION.sub(keep, answer).strip()
+    return CITATION.sub(keep, answer).strip()
 
 
 #: A citation group that opens a sentence ("[3] Some quantities ..."): it belongs to that sentence.
 _LEADING = re.compile(r"^((?:\[\d+\]\s*)+)(\S.*)$", re.DOTALL)
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+#: Where one sentence ends and the next begins (the answer check and the citation repair split alike).
+SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+")
+#: A list item's marker ("- ", "2. "): it numbers the list, it is neither a claim nor a figure.
+LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 #: A sentence with fewer words than this (a heading, "Workflow A:") is not a claim that needs a source.
 CLAIM_WORDS = 4
+
+
+def claim_words(text: str) -> int:
+    """How many words a sentence states, its citation markers aside: a heading or a bare ``[1]``
+    states little or nothing (see :data:`CLAIM_WORDS`)."""
+    return len(re.findall(r"[A-Za-z]{2,}", CITATION.sub(" ", text)))
 
 
 def _move_leading_citations(sentence: str) -> str:
@@ -159,7 +169,7 @@ def _move_leading_citations(sentence: str) -> str:
     match = _LEADING.match(sentence)
     if not match:
         return sentence
-    marks = " ".join(_CITATION.findall(match.group(1)))
+    marks = " ".join(CITATION.findall(match.group(1)))
     marks = " ".join(f"[{n}]" for n in marks.split())
     rest = match.group(2).rstrip()
     end = rest[-1] if rest[-1:] in ".!?;:" else ""
@@ -184,7 +194,7 @@ def _content_words(text: str) -> set[str]:
 
 def _attribute(sentence: str, sources: Sequence[str]) -> int | None:
     """The record (1-based) an uncited claim restates, by shared content words, or None."""
-    words = _content_words(_CITATION.sub("", sentence))
+    words = _content_words(CITATION.sub("", sentence))
     if len(words) < ATTRIBUTE_MIN_WORDS:
         return None
     best, best_shared = None, 0
@@ -233,14 +243,13 @@ def repair_citations(answer: str, n_results: int, sources: Sequence[str] | None 
     claims = uncited = 0
     added: list[int] = []
     for line in text.splitlines():
-        prefix = re.match(r"^\s*(?:[-*+]|\d+[.)])\s+", line)
+        prefix = LIST_ITEM.match(line)
         head = prefix.group(0) if prefix else ""
-        sentences = [_move_leading_citations(s) for s in _SENTENCE_END.split(line[len(head):]) if s]
+        sentences = [_move_leading_citations(s) for s in SENTENCE_BREAK.split(line[len(head):]) if s]
         for i, sentence in enumerate(sentences):
-            words = len(re.findall(r"[A-Za-z]{2,}", _CITATION.sub("", sentence)))
-            if words >= CLAIM_WORDS and not sentence.rstrip().endswith(":"):
+            if claim_words(sentence) >= CLAIM_WORDS and not sentence.rstrip().endswith(":"):
                 claims += 1
-                if not _CITATION.search(sentence):
+                if not CITATION.search(sentence):
                     number = _attribute(sentence, shown) if shown else None
                     if number is None:
                         uncited += 1
@@ -285,7 +294,7 @@ def strip_reasoning(answer: str) -> str:
 
 def cited_numbers(answer: str) -> list[int]:
     """The distinct record numbers an answer cites, in order of first use."""
-    return list(dict.fromkeys(int(n) for n in _CITATION.findall(answer)))
+    return list(dict.fromkeys(int(n) for n in CITATION.findall(answer)))
 
 
 def _excerpt(text: str, limit: int = EXTRACT_CHARS) -> str:
