@@ -101,7 +101,8 @@ def test_a_short_route_is_asked_for_capped_and_explained(fake_ollama, analytics_
     assert result.route_explanation == f"Chosen by ollama · {MODEL}."
     routing = fake_ollama.completion_requests()[0]
     assert routing.body["options"]["num_predict"] == ROUTE_MAX_TOKENS <= 100
-    assert routing.body["format"]["required"] == ["intent_class", "listing"]
+    assert routing.body["format"]["required"] == ["intent_class"]
+    assert "listing" not in routing.body["format"]["properties"] and "listing" not in routing.prompt
     assert "null" not in routing.prompt.split("Reply with one JSON object", 1)[1]
 
 

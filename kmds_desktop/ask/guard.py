@@ -22,9 +22,9 @@ offline router on some questions the offline router gets right. So both routers 
   question states, and may leave out some; :func:`fill_stated_filters`);
 - **whether the answer is a listing** (every match in the KB's order) or the few records relevant to
   an open question is read from the question's words and the route's filters, as the offline router
-  reads it, never taken from the model (:func:`question_listing`): on the dev and hard question sets
-  the model's say agreed with the expected answer on 0.750 and 0.708 of the questions, the question's
-  words on 1.000 and 0.833;
+  reads it, never taken from the model (:func:`question_listing`; the route prompt no longer asks):
+  on the dev and hard question sets the model's say agreed with the expected answer on 0.750 and 0.708
+  of the questions, the question's words on 1.000 and 0.833;
 - the route that did not run is kept as ``alternative``, one click away in the window.
 
 Plain Python: the orchestrator calls :func:`guard_route` after parsing the model's reply.
