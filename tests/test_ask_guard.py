@@ -236,22 +236,3 @@ def test_a_model_template_as_close_as_the_free_text_search_keeps_its_records(
     assert result.route.intent_class == "modelling_choice_search"
     assert not any(n.startswith("Ran the free-text search") for n in result.route_notes)
     assert any("Ordinary least squares is the main model" in r["finding"] for r in result.results)
-
-
-def test_whether_the_answer_lists_every_match_is_the_questions_not_the_models(
-        fake_ollama, demo_kb, index: SemanticIndex) -> None:
-    """The 1.5B model called "were any body measurements missing?" a listing, and the answer listed every
-    exploratory record instead of the one about missing values; the question's words decide (a listing
-    needs "list", "show", "all the findings", a named type, workflow or range), whatever the model says."""
-    question = "Were any body measurements missing?"
-    fake_ollama.models[MODEL] = _model_says({"intent_class": "exploratory_search", "listing": True})
-    result = _with_model(demo_kb, index, fake_ollama.url).ask(question)
-    assert result.model_route is not None and result.model_route.listing is True
-    assert result.route.intent_class == "exploratory_search" and result.listing is False
-    every = [o for o in demo_kb.observations if o.category == "exploratory"]
-    assert 0 < len(result.results) < len(every)
-    assert "missing" in result.results[0]["finding"].lower()
-
-    fake_ollama.models[MODEL] = _model_says({"intent_class": "exploratory_search", "listing": False})
-    listed = _with_model(demo_kb, index, fake_ollama.url).ask("List all the exploratory findings")
-    assert listed.listing is True and len(listed.results) == len(every)

@@ -101,8 +101,7 @@ def test_a_short_route_is_asked_for_capped_and_explained(fake_ollama, analytics_
     assert result.route_explanation == f"Chosen by ollama · {MODEL}."
     routing = fake_ollama.completion_requests()[0]
     assert routing.body["options"]["num_predict"] == ROUTE_MAX_TOKENS <= 100
-    assert routing.body["format"]["required"] == ["intent_class"]
-    assert "listing" not in routing.body["format"]["properties"] and "listing" not in routing.prompt
+    assert routing.body["format"]["required"] == ["intent_class", "listing"]
     assert "null" not in routing.prompt.split("Reply with one JSON object", 1)[1]
 
 
@@ -395,7 +394,7 @@ def test_every_citation_maps_to_its_result(fake_ollama, ml_kb, index_dir) -> Non
     answer = " ".join(f"Point {i} [{i}]." for i in range(1, 6))
     listing = json.dumps({"intent_class": "all_observations_search", "listing": True, "explanation": "all"})
     fake_ollama.models[MODEL] = ModelScript(replies=[scripted(listing, answer)])
-    result = make(ml_kb, index_dir, fake_ollama.url, n_results=5).ask("List all the findings")
+    result = make(ml_kb, index_dir, fake_ollama.url, n_results=5).ask("Summarise what was found")
     assert result.synthesis == "llm" and len(result.results) == 5
     shown = result.given_records
     assert 0 < len(shown) < 5

@@ -84,10 +84,9 @@ def test_the_json_object_dialect_is_tried_and_remembered(fake) -> None:
 
 def test_route_schema_asks_for_a_short_route_and_a_constrained_reply_validates(fake) -> None:
     schema = route_json_schema()
-    # the template is required; filters only when stated, never written as null; no listing (the app reads
-    # it from the question's words)
-    assert schema["additionalProperties"] is False and schema["required"] == ["intent_class"]
-    assert list(schema["properties"]) == ["intent_class", "filters"]
+    # the template and the listing are required; filters only when stated, never written as null
+    assert schema["additionalProperties"] is False and schema["required"] == ["intent_class", "listing"]
+    assert list(schema["properties"]) == ["intent_class", "listing", "filters"]
     filters = schema["properties"]["filters"]
     assert filters["required"] == [] and filters["additionalProperties"] is False
     assert "null" not in json.dumps(schema) and "$ref" not in json.dumps(schema)

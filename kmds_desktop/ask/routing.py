@@ -49,8 +49,8 @@ _STRING_REST = {
 }
 
 
-#: Tokens the router may write. A route names its template (about 10 of Qwen2.5's tokens) and the
-#: filters the question states, if any (all five filled: about 60); a model
+#: Tokens the router may write. A route names its template and whether it is a listing (about 15 of
+#: Qwen2.5's tokens) and the filters the question states, if any (all five filled: about 65); a model
 #: that rambles, or writes prose around the JSON without a schema, is cut off here. Writing is the slow
 #: half of a route on a CPU (measured with Qwen2.5-Coder-1.5B: the prompt is cached up to the question,
 #: and the reply, 65 tokens when every filter was written out as null, took most of the 19 s a route took).
@@ -62,7 +62,7 @@ ROUTE_STRING_MAX_CHARS = 80
 
 
 def route_json_schema() -> dict[str, Any]:
-    """The route's JSON schema as servers enforce it: the template, required; the
+    """The route's JSON schema as servers enforce it: the template and the listing, required; the
     filters an optional object whose keys are all optional and never null, so a model writes only the
     filters the question states (an empty filter costs tokens, and a route's time is its reply being
     written). No explanation: the guard and the window say why a route runs. References inlined (not
@@ -98,8 +98,9 @@ def route_json_schema() -> dict[str, Any]:
 
     props = strict(schema)["properties"]
     return {"title": "route", "type": "object",
-            "properties": {"intent_class": props["intent_class"], "filters": props["filters"]},
-            "required": ["intent_class"], "additionalProperties": False}
+            "properties": {"intent_class": props["intent_class"], "listing": props["listing"],
+                           "filters": props["filters"]},
+            "required": ["intent_class", "listing"], "additionalProperties": False}
 
 
 class RouteError(ValueError):
@@ -113,13 +114,15 @@ class RouteError(ValueError):
 def routing_prompt(question: str, vocabulary: KBVocabulary | Sequence[str] | None = None) -> str:
     """The prompt that asks the LLM for a route: every template (with two of the catalog's example
     questions), the KB's own vocabulary (its observation types, workflow names, sequence numbers and
-    intents; a plain list is read as the observation types) and the filters.
+    intents; a plain list is read as the observation types), the filters, and whether the question
+    asks for a listing.
 
-    Not asked: whether the question wants a listing. The app reads that from the question's words
-    (:func:`kmds_desktop.ask.guard.question_listing`), which agreed with the expected answer more
-    often than Qwen2.5-Coder-1.5B's say did (dev 1.000 against 0.750, hard 0.833 against 0.708);
-    without the listing rule and field the route reply fell from 15 to 10 tokens (median) and the
-    model's templates were as often right on the dev and hard question sets (0.958 and 1.000)."""
+    Tuned with Qwen2.5-Coder-1.5B on ``tests/data/ask_questions_dev.jsonl`` only
+    (``bench/llm_quality.py --split dev``, 12 questions): the template was already right, but the
+    reply's ``listing`` was wrong for 5 of 12, most likely because the format line showed
+    ``"listing": false`` and a small model copies it. The format line now leaves it open and the
+    rule says what a listing question looks like: listing/open accuracy 0.583 -> 0.833 on dev,
+    0.583 -> 1.000 on 12 held-out questions, at the cost of one template each (1.000 -> 0.917)."""
     if vocabulary is not None and not isinstance(vocabulary, KBVocabulary):
         vocabulary = KBVocabulary({"(any)": sorted(str(t) for t in vocabulary)}, [], [])
     lines = [
@@ -146,9 +149,14 @@ def routing_prompt(question: str, vocabulary: KBVocabulary | Sequence[str] | Non
         "two highest numbers listed for that workflow and template)",
         "- keyword: a word that must appear in the finding text (only when the question quotes or "
         "insists on an exact term)",
+        "listing: true when the question asks for a set of records rather than one fact: it says show, "
+        "list or give, asks for the first/last N or a range, or names a kind of record (an observation "
+        "type or template above, e.g. \"the feature engineering\", \"the data quality problems\") or a "
+        "workflow; every match is then returned in order. false when it asks one specific question (why, "
+        "whether, which value, how much) that a few records answer: only the relevant records are returned.",
         "",
         "Reply with one JSON object and nothing else, in this form:",
-        '{"intent_class": "<one of the templates>"}',
+        '{"intent_class": "<one of the templates>", "listing": <true or false>}',
         'Only when the question itself states one of the filters above, add "filters" with that filter '
         "alone; most questions state none.",
         "",
