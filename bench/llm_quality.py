@@ -452,7 +452,8 @@ def measure_routing(url: str, split: str, limit: int | None, verbose: bool) -> d
     llm = {n: SearchOrchestrator(kb, llm_fn=backend, settings=Settings(), index=index)
            for n, kb in kbs.items()}
     counts = {"llm": 0, "offline": 0, "llm_listing": 0, "offline_listing": 0, "fallbacks": 0, "schema": 0,
-              "raw": 0, "ungrounded": 0, "llm_filters": 0, "offline_filters": 0, "ran": 0, "far": 0}
+              "raw": 0, "ungrounded": 0, "llm_filters": 0, "offline_filters": 0, "ran": 0, "far": 0,
+              "added": 0}
     times: list[float] = []
     for q in questions:
         for name, orchs in (("offline", offline), ("llm", llm)):
@@ -471,6 +472,11 @@ def measure_routing(url: str, split: str, limit: int | None, verbose: bool) -> d
                 # what ran: the free-text search replaces a model template far from the question
                 counts["ran"] += result.fallback_code is None and result.intent_class in q["intent"]
                 counts["far"] += any(n.startswith("Ran the free-text search") for n in result.route_notes)
+                added = [n for n in result.route_notes if n.startswith("Added the free-text search")]
+                counts["added"] += bool(added)
+                if verbose and added:
+                    print(f"  [{q['kb']}] {q['question']!r}: {added[0]} -> "
+                          f"{str(result.results[0].get('finding', ''))[:90]!r}")
                 counts["ungrounded"] += sum(1 for n in result.route_notes
                                             if n.startswith("Dropped the model's filter"))
                 counts["fallbacks"] += result.fallback_code in FALLBACK_CODES
@@ -481,7 +487,7 @@ def measure_routing(url: str, split: str, limit: int | None, verbose: bool) -> d
     n = len(questions)
     return {"questions": n, "llm": counts["llm"] / n, "offline": counts["offline"] / n,
             "raw": counts["raw"] / n, "ungrounded": counts["ungrounded"],
-            "ran": counts["ran"] / n, "far": counts["far"],
+            "ran": counts["ran"] / n, "far": counts["far"], "added": counts["added"],
             "llm_listing": counts["llm_listing"] / n, "offline_listing": counts["offline_listing"] / n,
             "llm_filters": counts["llm_filters"] / n, "offline_filters": counts["offline_filters"] / n,
             "fallbacks": counts["fallbacks"], "schema": counts["schema"], "route_s": median(times)}
@@ -698,6 +704,8 @@ def measure_answers(server: ModelServer, limit: int | None, verbose: bool,
                   "tokens):", flush=True)
             if result.synthesis_error:
                 print(f"      the model did not write the answer: {result.synthesis_error}", flush=True)
+            for note in result.route_notes:  # the guard's word on the model's route
+                print(f"      route: {note}", flush=True)
             print("      " + " ".join(result.answer.split())[:400], flush=True)
     n = len(asked)
     return {"questions": n, "all_cited": all_cited / max(1, n), "several": several / max(1, n),
@@ -831,7 +839,8 @@ def print_table(split: str, which: str, routing: dict[str, Any] | None, corpora:
             (f"routing template accuracy, guarded LLM ({routing.get('set', split)}, "
              f"{routing['questions']} questions)", f"{routing['llm']:.3f}"),
             ("  the template that ran (free text where the model's records were far; fallbacks count "
-             "as wrong)", f"{routing['ran']:.3f} ({routing['far']} ran free text)"),
+             "as wrong)", f"{routing['ran']:.3f} ({routing['far']} ran free text, "
+             f"{routing['added']} added its closest record)"),
             ("routing template accuracy, raw LLM (before the guard)", f"{routing['raw']:.3f}"),
             ("routing template accuracy, offline router", f"{routing['offline']:.3f}"),
             ("model's filters not grounded in the question (dropped by the guard)",

@@ -236,3 +236,27 @@ def test_a_model_template_as_close_as_the_free_text_search_keeps_its_records(
     assert result.route.intent_class == "modelling_choice_search"
     assert not any(n.startswith("Ran the free-text search") for n in result.route_notes)
     assert any("Ordinary least squares is the main model" in r["finding"] for r in result.results)
+
+
+def test_the_free_text_search_s_closer_record_joins_the_model_template_s(
+        fake_ollama, demo_kb, index: SemanticIndex) -> None:
+    """The 1.5B model sent the hard set's "why is OLS our main model for predicting weight?" to model
+    selection, whose closest record is 0.2 farther from the question than the modelling choice that answers
+    it; within the far margin the template's records stay, and the free-text search's closest record comes
+    first, shown and read by the model, and the note says so."""
+    question = "Why is OLS our main model for predicting weight?"
+    fake_ollama.models[MODEL] = _model_says({"intent_class": "model_selection_search", "listing": False})
+    result = _with_model(demo_kb, index, fake_ollama.url).ask(question)
+    assert result.route.intent_class == "model_selection_search" and result.fallback_reason is None
+    first = result.results[0]
+    assert first["category"] == "modelling_choice"
+    assert "Ordinary least squares is the main model" in first["finding"]
+    assert all(r["category"] == "model_selection" for r in result.results[1:]) and len(result.results) > 1
+    assert 1 in result.given_records  # the model reads it
+    note = next(n for n in result.route_notes if n.startswith("Added the free-text search's closest record"))
+    assert "model selection" in note
+    assert not any(n.startswith("Ran the free-text") for n in result.route_notes)
+
+    # offline, the same question is answered from the free-text search alone: nothing is added
+    offline = SearchOrchestrator(demo_kb, backend="offline", settings=Settings(), index=index).ask(question)
+    assert not any(n.startswith("Added the free-text") for n in offline.route_notes)

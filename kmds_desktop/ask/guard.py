@@ -16,7 +16,8 @@ offline router on some questions the offline router gets right. So both routers 
   free-text search), or it chose all observations only for a named range or workflow that the
   model's route keeps (:data:`OFFLINE_STANDS`; measured by ``bench/ask_guard.py`` on the dev and
   hard question sets); in the free-text case the orchestrator still runs the free-text search when
-  the model's records prove far from the question (``SearchOrchestrator._closer_free_text``);
+  the model's records prove far from the question, and shows its closest record first, beside the
+  template's, when that is clearly closer (``SearchOrchestrator._weigh_free_text``);
 - where the model's template runs, the filters the offline router read from the question's words
   fill those the model left out (the route reply is kept short: a model writes only the filters the
   question states, and may leave out some; :func:`fill_stated_filters`);

@@ -92,12 +92,17 @@ _CHOICE_INTENTS = ("model_selection_search", "modelling_choice_search")
 #: How much closer to the question (the relevance score of the closest record: its similarity to the
 #: question with the ranking's bonuses) the free-text search's records must be than those of the
 #: model's template, run where the offline router found no close template, for the free-text search
-#: to run instead (:meth:`SearchOrchestrator._closer_free_text`).
+#: to run instead (:meth:`SearchOrchestrator._weigh_free_text`).
 #: Measured with the 1.5B model on the 14 questions of the dev and hard sets that the offline router
 #: finds no close template for: the two where the model's template missed the right record were 0.40
 #: and 0.56 farther; the hard set's three, where the model's template is the right one, 0.00, 0.19 and
 #: 0.22.
 FAR_FROM_QUESTION = 0.3
+#: Closer than the model's template's records by at least this, within :data:`FAR_FROM_QUESTION`, the
+#: free-text search's closest record joins them (dev: a record 0.01 closer, about date formats, was not
+#: about "how many tickets take longer than 1000 hours?"; hard: the record that answers "why is OLS our
+#: main model for predicting weight?", routed by the model to model selection, came 0.22 closer).
+CLOSER_BY = 0.05
 #: Templates with more records than this are ranked by a filtered index query, not one by one.
 RANK_EXACTLY_MAX = 500
 #: Similarity added to records of the category the router guessed (but the question did not name).
@@ -348,12 +353,13 @@ class SearchOrchestrator:
             if not results:
                 fallback = empty_reason
             elif free_text is not None and not listing:
-                closer = self._closer_free_text(question, question_vector, proposed, free_text, results)
-                if closer is not None:
-                    results, note = closer
-                    ran = free_text.route
+                weighed = self._weigh_free_text(question, question_vector, proposed, free_text, results)
+                if weighed is not None:
+                    results, note, replaced = weighed
+                    if replaced:
+                        ran = free_text.route
+                        result.alternative_route = proposed
                     result.route_notes = [*result.route_notes, note]
-                    result.alternative_route = proposed
                     log.info("route guard: %s", note)
         if fallback is not None:
             code, reason = fallback
@@ -437,17 +443,27 @@ class SearchOrchestrator:
             candidates, prefer, category = list(self.kb.observations), category, None
         return self._relevant(question, qvec, candidates, category, filters, prefer), False, empty
 
-    def _closer_free_text(self, question: str, qvec: Any, model_route: OrchestratorRoute,
-                          free_text: OfflineDecision, results: list[dict[str, Any]],
-                          ) -> tuple[list[dict[str, Any]], str] | None:
-        """The offline router's free-text records, and the note saying why they run, when the model's
-        template (run because the offline router found no close template) found records far from the
-        question: its closest is :data:`FAR_FROM_QUESTION` or more below the free-text search's closest
-        ("why was island left out of the features?", routed by the model to modelling choices, found
-        an assumption about years at similarity 0.07; the free-text search found the feature-engineering
-        record that answers it at 0.63). None when the model's records are about as close."""
+    def _weigh_free_text(self, question: str, qvec: Any, model_route: OrchestratorRoute,
+                         free_text: OfflineDecision, results: list[dict[str, Any]],
+                         ) -> tuple[list[dict[str, Any]], str, bool] | None:
+        """The model's template ran because the offline router found no close template: the records
+        to show instead, the note that says why, and whether the free-text search replaced the
+        template's records; None when the template's records are the closest.
+
+        - Far (the template's closest :data:`FAR_FROM_QUESTION` or more below the free-text search's):
+          the free-text records replace them ("why was island left out of the features?", routed by
+          the model to modelling choices, found an assumption about years at similarity 0.07; the
+          free-text search found the feature-engineering record that answers it at 0.63).
+        - Closer by :data:`CLOSER_BY` or more, within the margin: the free-text search's closest record
+          joins the template's, first, so the model reads it too and the view shows it; the template's
+          records stay (on the hard question set the free-text search came 0.00 to 0.22 closer, and
+          its closest record answered "why is OLS our main model for predicting weight?")."""
+        def score(row: dict[str, Any]) -> float | None:
+            value = row.get("score")
+            return float(value) if isinstance(value, int | float) else None
+
         def closest(rows: list[dict[str, Any]]) -> float | None:
-            scores = [float(r["score"]) for r in rows if isinstance(r.get("score"), int | float)]
+            scores = [v for v in map(score, rows) if v is not None]
             return max(scores) if scores else None
 
         model_best = closest(results)
@@ -455,12 +471,23 @@ class SearchOrchestrator:
             return None
         other, other_listing, _ = self._run_route(question, qvec, free_text.route, guessed=True)
         other_best = closest(other)
-        if other_listing or other_best is None or other_best - model_best < FAR_FROM_QUESTION:
+        if other_listing or other_best is None or other_best - model_best < CLOSER_BY:
             return None
         intent = model_route.intent_class.replace("_search", "").replace("_", " ")
-        return other, (f"Ran the free-text search over the model's template {intent}: its records are far "
-                       f"from the question (closest {model_best:.2f}, against {other_best:.2f}); the "
-                       "model's route is one click away.")
+        if other_best - model_best >= FAR_FROM_QUESTION:
+            return other, (f"Ran the free-text search over the model's template {intent}: its records are "
+                           f"far from the question (closest {model_best:.2f}, against {other_best:.2f}); "
+                           "the model's route is one click away."), True
+        shown = {r["iri"] for r in results}
+        ranked = sorted(other, key=lambda r: -(score(r) or 0.0))
+        best = next((r for r in ranked if r["iri"] not in shown), None)
+        if best is None:
+            return None
+        kind = str(best.get("obs_type") or best.get("category") or "record")
+        return group_by_workflow([best, *results]), (
+            f"Added the free-text search's closest record ({kind}, {other_best:.2f}) to those of the "
+            f"model's template {intent} (closest {model_best:.2f}): it is nearer the question, and the "
+            "model reads it too."), False
 
     def _relevant(self, question: str, qvec: Any, observations: list[Observation], category: str | None,
                   filters: SearchFilters, prefer: str | None = None,
