@@ -260,3 +260,18 @@ def test_the_free_text_search_s_closer_record_joins_the_model_template_s(
     # offline, the same question is answered from the free-text search alone: nothing is added
     offline = SearchOrchestrator(demo_kb, backend="offline", settings=Settings(), index=index).ask(question)
     assert not any(n.startswith("Added the free-text") for n in offline.route_notes)
+
+
+def test_the_offline_route_kept_over_the_model_s_finds_what_it_finds_offline(
+        fake_ollama, demo_kb, index: SemanticIndex) -> None:
+    """Where the guard keeps the offline router's route, it runs as it runs offline: a category the offline
+    router read from the question's meaning is preferred, not a fence. "How were rows with missing values
+    handled?" is answered offline from a data representation record (the rows are kept: sex is not a
+    feature); run fenced to exploratory records, the model's answer lost it."""
+    question = "How were rows with missing values handled?"
+    fake_ollama.models[MODEL] = _model_says({"intent_class": "data_representation_search", "listing": False})
+    result = _with_model(demo_kb, index, fake_ollama.url).retrieve(question)
+    assert any(n.startswith("Kept the offline router's template") for n in result.route_notes)
+    offline = SearchOrchestrator(demo_kb, backend="offline", settings=Settings(), index=index)
+    assert [r["iri"] for r in result.results] == [r["iri"] for r in offline.retrieve(question).results]
+    assert "data_representation" in {r["category"] for r in result.results}

@@ -290,6 +290,9 @@ class SearchOrchestrator:
         proposed: OrchestratorRoute | None = None
         free_text: OfflineDecision | None = None
         fallback: tuple[str, str] | None = None
+        # the offline router's route, whoever asked (the guard may keep it over the model's), runs as
+        # the offline router means it: a guessed category is preferred, not a fence
+        offline_route = False
         if route is not None:
             try:
                 proposed = (route if isinstance(route, OrchestratorRoute)
@@ -317,6 +320,7 @@ class SearchOrchestrator:
                                          encode=self._encode)
                 guarded = guard_route(question, result.model_route, decision, vocabulary)
                 proposed = guarded.route
+                offline_route = guarded.chosen_by == "offline"
                 if guarded.chosen_by == "model" and decision.basis == "none":
                     free_text = decision  # the model's template ran where the offline router had none
                 result.route_notes, result.alternative_route = guarded.notes, guarded.alternative
@@ -337,6 +341,7 @@ class SearchOrchestrator:
             decision = route_offline(question, question_vector, self.embedding_model, self.vocabulary(),
                                      encode=self._encode)
             proposed = decision.route
+            offline_route = True
         timings["route"] = time.perf_counter() - t
         result.proposed_route = proposed
         check(cancel)
@@ -348,8 +353,8 @@ class SearchOrchestrator:
         ran = proposed
         listing = False
         if proposed is not None and fallback is None:
-            guessed = route is None and self._llm is None and self._llm_error is None  # offline router
-            results, listing, empty_reason = self._run_route(question, question_vector, proposed, guessed)
+            results, listing, empty_reason = self._run_route(question, question_vector, proposed,
+                                                             guessed=offline_route)
             if not results:
                 fallback = empty_reason
             elif free_text is not None and not listing:
