@@ -10,6 +10,7 @@ records, and the window's Route box shows the guard's note and offers the other 
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 from typing import Any
@@ -239,7 +240,7 @@ def test_a_model_template_as_close_as_the_free_text_search_keeps_its_records(
 
 
 def test_the_free_text_search_s_closer_record_joins_the_model_template_s(
-        fake_ollama, demo_kb, index: SemanticIndex) -> None:
+        qtbot, fake_ollama, demo_kb, index: SemanticIndex) -> None:
     """The 1.5B model sent the hard set's "why is OLS our main model for predicting weight?" to model
     selection, whose closest record is 0.2 farther from the question than the modelling choice that answers
     it; within the far margin the template's records stay, and the free-text search's closest record comes
@@ -256,6 +257,13 @@ def test_the_free_text_search_s_closer_record_joins_the_model_template_s(
     note = next(n for n in result.route_notes if n.startswith("Added the free-text search's closest record"))
     assert "model selection" in note
     assert not any(n.startswith("Ran the free-text") for n in result.route_notes)
+    # the Route box says it, as one of its "Guard:" lines
+    from kmds_desktop.ui.ask.route import RouteEditor
+
+    editor = RouteEditor()
+    qtbot.addWidget(editor)
+    editor.show_result(result, answer="being written…")
+    assert "Added the free-text search's closest record" in html.unescape(editor.summary.text())
 
     # offline, the same question is answered from the free-text search alone: nothing is added
     offline = SearchOrchestrator(demo_kb, backend="offline", settings=Settings(), index=index).ask(question)
