@@ -272,7 +272,8 @@ def test_the_free_text_search_s_closer_record_joins_the_model_template_s(
 
 def test_the_offline_route_kept_over_the_model_s_finds_what_it_finds_offline(
         fake_ollama, demo_kb, index: SemanticIndex) -> None:
-    """Where the guard keeps the offline router's route, it runs as it runs offline: a category the offline
+    """Where the guard keeps the offline router's route, or the model chooses the same, it runs as it runs
+    offline: a category the offline
     router read from the question's meaning is preferred, not a fence. "How were rows with missing values
     handled?" is answered offline from a data representation record (the rows are kept: sex is not a
     feature); run fenced to exploratory records, the model's answer lost it."""
@@ -283,3 +284,14 @@ def test_the_offline_route_kept_over_the_model_s_finds_what_it_finds_offline(
     offline = SearchOrchestrator(demo_kb, backend="offline", settings=Settings(), index=index)
     assert [r["iri"] for r in result.results] == [r["iri"] for r in offline.retrieve(question).results]
     assert "data_representation" in {r["category"] for r in result.results}
+
+    # a model that chooses the offline router's own route gets what the offline router gets: "what metric
+    # was used to compare the models?" is a guess at model selection, and the modelling choice that names
+    # the metric is among its records offline; fenced to model selection, the model never read it
+    question = "What metric was used to compare the models?"
+    alone = offline.retrieve(question)
+    fake_ollama.models[MODEL] = _model_says({"intent_class": alone.route.intent_class, "listing": False})
+    agreed = _with_model(demo_kb, index, fake_ollama.url).retrieve(question)
+    assert agreed.route.intent_class == alone.route.intent_class and not agreed.route_notes
+    assert [r["iri"] for r in agreed.results] == [r["iri"] for r in alone.results]
+    assert {r["category"] for r in agreed.results} > {alone.route.intent_class.removesuffix("_search")}

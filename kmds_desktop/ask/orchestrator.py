@@ -290,8 +290,9 @@ class SearchOrchestrator:
         proposed: OrchestratorRoute | None = None
         free_text: OfflineDecision | None = None
         fallback: tuple[str, str] | None = None
-        # the offline router's route, whoever asked (the guard may keep it over the model's), runs as
-        # the offline router means it: a guessed category is preferred, not a fence
+        # the offline router's route, whoever chose it (the guard may keep it over the model's, or the
+        # model may choose the same), runs as the offline router means it: a guessed category is
+        # preferred, not a fence
         offline_route = False
         if route is not None:
             try:
@@ -320,7 +321,9 @@ class SearchOrchestrator:
                                          encode=self._encode)
                 guarded = guard_route(question, result.model_route, decision, vocabulary)
                 proposed = guarded.route
-                offline_route = guarded.chosen_by == "offline"
+                offline_route = guarded.chosen_by == "offline" or (
+                    proposed.intent_class == decision.route.intent_class
+                    and proposed.filters.model_dump() == decision.route.filters.model_dump())
                 if guarded.chosen_by == "model" and decision.basis == "none":
                     free_text = decision  # the model's template ran where the offline router had none
                 result.route_notes, result.alternative_route = guarded.notes, guarded.alternative
