@@ -85,6 +85,13 @@ class GuardedRoute:
     #: Filters of the model's route dropped as not grounded in the question ("type", "workflow", ...).
     dropped: list[str] = field(default_factory=list)
 
+    @property
+    def offline_route_runs(self) -> bool:
+        """Whether the route that runs is the offline router's own: kept over the model's, or the
+        model's agreeing with it on template and filters. The orchestrator then runs it as it runs
+        offline (a category guessed from the question's meaning is preferred, not a fence)."""
+        return self.chosen_by == "offline" or self.alternative is None
+
 
 def numbers_in(question: str) -> set[int]:
     """The numbers a question says, in digits or words ("3", "three", "third")."""

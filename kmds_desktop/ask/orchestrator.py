@@ -321,9 +321,7 @@ class SearchOrchestrator:
                                          encode=self._encode)
                 guarded = guard_route(question, result.model_route, decision, vocabulary)
                 proposed = guarded.route
-                offline_route = guarded.chosen_by == "offline" or (
-                    proposed.intent_class == decision.route.intent_class
-                    and proposed.filters.model_dump() == decision.route.filters.model_dump())
+                offline_route = guarded.offline_route_runs
                 if guarded.chosen_by == "model" and decision.basis == "none":
                     free_text = decision  # the model's template ran where the offline router had none
                 result.route_notes, result.alternative_route = guarded.notes, guarded.alternative
@@ -487,8 +485,7 @@ class SearchOrchestrator:
                            f"far from the question (closest {model_best:.2f}, against {other_best:.2f}); "
                            "the model's route is one click away."), True
         shown = {r["iri"] for r in results}
-        ranked = sorted(other, key=lambda r: -(score(r) or 0.0))
-        best = next((r for r in ranked if r["iri"] not in shown), None)
+        best = max((r for r in other if r["iri"] not in shown), key=lambda r: score(r) or 0.0, default=None)
         if best is None:
             return None
         kind = str(best.get("obs_type") or best.get("category") or "record")
