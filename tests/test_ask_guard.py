@@ -295,3 +295,39 @@ def test_the_offline_route_kept_over_the_model_s_finds_what_it_finds_offline(
     assert agreed.route.intent_class == alone.route.intent_class and not agreed.route_notes
     assert [r["iri"] for r in agreed.results] == [r["iri"] for r in alone.results]
     assert {r["category"] for r in agreed.results} > {alone.route.intent_class.removesuffix("_search")}
+
+
+def test_the_offline_router_s_route_given_back_finds_what_it_found(demo_kb, index: SemanticIndex) -> None:
+    """Re-run without an edit, or "Use the other route" where the other route is the offline router's,
+    gives its route back to the orchestrator: it runs as the offline router ran it, so it finds the same
+    records. Run as a fence (the same template and filters, as a route the user set), "How were rows with
+    missing values handled?" and "Which model was selected?" lose a record of the category the offline
+    router did not guess."""
+    offline = SearchOrchestrator(demo_kb, backend="offline", settings=Settings(), index=index)
+    fence_differs = 0
+    for question in ("How were rows with missing values handled?", "Which model was selected?",
+                     "What metric was used to compare the models?"):
+        first = offline.retrieve(question)
+        assert first.route.from_offline_router
+        again = offline.retrieve(question, route=first.route)
+        assert [r["iri"] for r in again.results] == [r["iri"] for r in first.results], question
+        set_by_user = first.route.with_filters()  # the same template and filters, the user's now
+        assert not set_by_user.from_offline_router
+        fenced = offline.retrieve(question, route=set_by_user)
+        fence_differs += [r["iri"] for r in fenced.results] != [r["iri"] for r in first.results]
+    assert fence_differs >= 2
+
+    # the mark is the offline router's alone: a route read from a reply or a dump does not carry it
+    dumped = OrchestratorRoute.model_validate(first.route.model_dump())
+    assert dumped.model_dump() == first.route.model_dump() and not dumped.from_offline_router
+
+    # where the model's template runs, the offline router's route is the other route, mark and all
+    question = "Which model won, and what assumptions does it rest on?"
+    vocab = offline.vocabulary()
+    from kmds_desktop.ask.offline_router import route_offline
+
+    decision = route_offline(question, offline._embed(question), offline.embedding_model, vocab,
+                             encode=offline._encode)
+    guarded = guard_route(question, OrchestratorRoute(intent_class="model_selection_search"), decision, vocab)
+    assert guarded.chosen_by == "model" and guarded.alternative is not None
+    assert guarded.alternative.from_offline_router and not guarded.route.from_offline_router

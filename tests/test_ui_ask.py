@@ -130,6 +130,24 @@ def test_rerun_without_an_edit_gives_the_same_records_and_says_why_as_before(
     assert "asks about data quality" in editor.summary.text()
 
 
+def test_rerun_of_the_offline_router_s_route_finds_what_it_found(qtbot, make_window):
+    """Offline, "how were rows with missing values handled?" is read as exploratory from its meaning
+    and answered from the data representation record too; Re-run without an edit gives the same
+    records (run as a fence on exploratory records, it lost that record)."""
+    demo = Path(__file__).resolve().parent.parent / "resources" / "demo_kb.xml"
+    settings = Settings()
+    settings.llm.backend = "offline"
+    window = _window(qtbot, make_window, demo, settings)
+    first = _ask(qtbot, window, "How were rows with missing values handled?")
+    assert first.route.from_offline_router and "data_representation" in {r["category"] for r in first.results}
+    editor = window.ask.route_editor
+    with qtbot.waitSignal(window.ask.answer_finished, timeout=ANSWER_TIMEOUT) as sig:
+        qtbot.mouseClick(editor.rerun_button, Qt.MouseButton.LeftButton)
+    again = sig.args[0]
+    assert [r["iri"] for r in again.results] == [r["iri"] for r in first.results]
+    assert "Route edited by the user" not in editor.summary.text()
+
+
 def test_fake_ollama_streams_the_answer_and_shows_the_backend(qtbot, make_window, kb_path, fake_ollama):
     route = {"intent_class": "exploratory_search", "filters": {"obs_type_filter": "Data Quality Observation"},
              "explanation": "The question asks about data quality."}

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from kmds_desktop.kb import SearchFilters
 
@@ -60,6 +60,25 @@ class OrchestratorRoute(BaseModel):
     #: order); False: an open question (the relevant records, best first); None: decide from the
     #: question's wording and the filters (see :func:`kmds_desktop.ask.relevance.is_listing`).
     listing: bool | None = None
+    # set only by the offline router (never read from a reply, an edit or a dump): see
+    # :attr:`from_offline_router`
+    _from_offline_router: bool = PrivateAttr(default=False)
+
+    @property
+    def from_offline_router(self) -> bool:
+        """Whether this is the offline router's own route, as it chose it. The orchestrator runs such
+        a route as the offline router means it (a category guessed from the question's meaning is
+        preferred, not a fence) wherever it comes from: the guard keeping it over a model's, the
+        window's "Use the other route", or Re-run without an edit. Run as a fence instead, it found
+        other records than the first run on 3 of the 106 dev and hard questions. An edited route is
+        a new route (:meth:`with_filters`), the user's, and runs as they set it."""
+        return self._from_offline_router
+
+    def as_offline_router_route(self) -> OrchestratorRoute:
+        """A copy marked as the offline router's own (:attr:`from_offline_router`)."""
+        marked = self.model_copy()
+        marked._from_offline_router = True  # noqa: SLF001 - its own class marks its copy
+        return marked
 
     def describe_filters(self) -> str:
         """The filters in words (``"type contains 'EDA', findings 2 to 3"``; ``""`` for none): one

@@ -216,7 +216,8 @@ def route_offline(question: str, question_vector: Any, model_name: str,
     mode = "a listing: every match in workflow and sequence order" if listing \
         else "an open question: the relevant records"
     explanation = f"Offline router: {why}" + (f"; {'; '.join(notes)}" if notes else "") + f"; {mode}."
-    route = OrchestratorRoute(intent_class=best, filters=filters, explanation=explanation, listing=listing)
+    route = OrchestratorRoute(intent_class=best, filters=filters, explanation=explanation,
+                              listing=listing).as_offline_router_route()
     return OfflineDecision(route, scores, basis)
 
 

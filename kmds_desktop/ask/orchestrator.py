@@ -302,6 +302,9 @@ class SearchOrchestrator:
                 fallback = ("invalid_route", f"the given route is not valid: {err}")
             if proposed is not None and not proposed.explanation:
                 proposed = proposed.model_copy(update={"explanation": "Route given by the user."})
+            # the offline router's route given back (Use the other route, Re-run without an edit)
+            # finds what it found when the offline router chose it
+            offline_route = proposed is not None and proposed.from_offline_router
         elif self._llm is not None or self._llm_error is not None:
             try:
                 if self._llm_error is not None:
