@@ -129,14 +129,20 @@ def test_fenced_and_prose_wrapped_routes(fake_ollama, analytics_kb, index_dir, r
     ],
     ids=["not-json", "bad-filter", "unknown-intent"],
 )
-def test_unusable_route_falls_back_to_semantic(fake_ollama, analytics_kb, index_dir, reply, code) -> None:
+def test_unusable_route_falls_back_to_the_offline_router(fake_ollama, analytics_kb, index_dir, reply,
+                                                         code) -> None:
+    """A model's reply that is no usable route: the offline router's route runs, as with no model (it
+    is the model's floor), where a bare free-text search would find any record near the words."""
     fake_ollama.models[MODEL] = ModelScript(replies=[scripted(reply)])
-    result = make(analytics_kb, index_dir, fake_ollama.url).ask("How long does resolving a ticket take?")
+    question = "Which data quality problems were found?"
+    result = make(analytics_kb, index_dir, fake_ollama.url).ask(question)
+    offline = SearchOrchestrator(analytics_kb, persist_dir=index_dir, backend="offline",
+                                 settings=Settings()).retrieve(question)
     assert result.fallback_code == code and result.fallback_reason
-    assert result.intent_class == "semantic_search" and result.proposed_route is None
-    assert "Fell back to semantic search" in result.route_explanation
-    assert 1 <= len(result.results) <= 5 and all(r["source"] == "semantic" for r in result.results)
-    assert all(analytics_kb.observation(r["iri"]) for r in result.results)
+    assert result.proposed_route is None and result.route.from_offline_router
+    assert result.intent_class == offline.intent_class == "exploratory_search"
+    assert [r["iri"] for r in result.results] == [r["iri"] for r in offline.results]
+    assert result.route_explanation.startswith("Fell back to the offline router")
     assert result.synthesis == "llm" and result.answer.startswith("Two data quality")
 
 

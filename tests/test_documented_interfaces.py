@@ -110,7 +110,7 @@ def test_route_explanation_keeps_the_routers_reason_beside_the_fallback(fake_oll
         "Which modelling choices of the Zebra type were made?")  # the filter is grounded in the question
     assert result.fallback_code in ("empty_template", "empty_filtered")
     assert result.route_explanation.startswith(router_says)
-    assert "Fell back to semantic search" in result.route_explanation
+    assert "Fell back to the offline router" in result.route_explanation  # the model's floor
     assert result.fallback_reason and result.fallback_reason in result.route_explanation
 
 

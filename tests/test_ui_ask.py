@@ -182,8 +182,10 @@ def test_unreachable_ollama_falls_back_and_says_why(qtbot, make_window, kb_path)
     window = _window(qtbot, make_window, kb_path, settings)
     result = _ask(qtbot, window, "Which models were selected?")
     assert result.fallback_reason and result.results
+    assert result.intent_class == "model_selection_search"  # the offline router's route, the model's floor
     summary = window.ask.route_editor.summary.text()
-    assert "Fell back to semantic search" in summary
+    assert "Fell back to the offline router" in summary
+    assert "Fell back to the offline router (see Route)" in window.ask.state.text()
     assert window.ask.answer.toPlainText().strip()
 
 

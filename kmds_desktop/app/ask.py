@@ -217,7 +217,7 @@ def citation_number(url: str) -> int | None:
 
 def answered_line(result: Any) -> str:
     """The line under the answer once it is complete: who answered, how long it took, how many
-    records, and that it fell back to semantic search when it did."""
+    records, and what it fell back to when it did."""
     timing = result.timings.get("total") if getattr(result, "timings", None) else None
     took = f" in {timing:.1f} s" if timing else ""
     records = plural(len(result.results), "record")
@@ -232,8 +232,15 @@ def answered_line(result: Any) -> str:
     else:
         line = f"Answered by {result.backend}{took}; {records}."
     if result.fallback_reason:
-        line += " Fell back to semantic search (see Route)."
+        line += f" Fell back to {fallback_search(result)} (see Route)."
     return line
+
+
+def fallback_search(result: Any) -> str:
+    """What ran when the route chosen could not: the offline router's route (a model's route failed,
+    see :meth:`~kmds_desktop.ask.orchestrator.SearchOrchestrator.retrieve`) or the free-text search."""
+    route = getattr(result, "route", None)
+    return "the offline router" if getattr(route, "from_offline_router", False) else "semantic search"
 
 
 def one_line(text: Any, width: int) -> str:

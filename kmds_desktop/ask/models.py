@@ -109,7 +109,8 @@ class OrchestratorResult:
     backend: str = "offline"
     #: Why "auto" chose this backend (e.g. "Ollama not reachable at ...; no Google API key"); "" otherwise.
     backend_note: str = ""
-    #: Human-readable reason for falling back to semantic search; None when no fallback happened.
+    #: Human-readable reason why the route chosen did not run (the offline router's route or semantic
+    #: search ran instead, see ``route``); None when no fallback happened.
     fallback_reason: str | None = None
     fallback_code: str | None = None
     #: How the answer was written: "llm", "extractive" (synthesis failed) or "offline" (no LLM).

@@ -374,10 +374,24 @@ class SearchOrchestrator:
             code, reason = fallback
             # a failing LLM's message is said once (fallback_reason); the route only names the cause
             why = "the LLM did not answer" if code == "llm_error" else reason.rstrip(".")
-            ran = OrchestratorRoute(intent_class="semantic_search", filters=SearchFilters(),
-                                    explanation=f"Fell back to semantic search: {why}.")
-            results = self._semantic(question, question_vector)
-            listing = False
+            if question_vector is None:
+                t_embed = time.perf_counter()
+                question_vector = self._embed(question)
+                timings["embed"] = time.perf_counter() - t_embed
+            # the model's route failed (no reply, no usable route, no records): the offline router is
+            # its floor, so its route runs as with no model; a route the user gave, or the offline
+            # router's own finding nothing, falls back to the free-text search
+            floor = (None if route is not None or offline_route
+                     else self._offline_floor(question, question_vector))
+            if floor is not None:
+                ran, results, listing = floor
+                ran = ran.model_copy(update={"explanation": f"Fell back to the offline router: {why}. "
+                                                            f"{ran.explanation}"})
+            else:
+                ran = OrchestratorRoute(intent_class="semantic_search", filters=SearchFilters(),
+                                        explanation=f"Fell back to semantic search: {why}.")
+                results = self._semantic(question, question_vector)
+                listing = False
             result.fallback_code, result.fallback_reason = code, reason
         timings["search"] = time.perf_counter() - t
         assert ran is not None  # noqa: S101 - narrows: every branch above sets it
@@ -451,6 +465,14 @@ class SearchOrchestrator:
             # of other categories still count, the guessed one is preferred
             candidates, prefer, category = list(self.kb.observations), category, None
         return self._relevant(question, qvec, candidates, category, filters, prefer), False, empty
+
+    def _offline_floor(self, question: str, qvec: Any,
+                       ) -> tuple[OrchestratorRoute, list[dict[str, Any]], bool] | None:
+        """The offline router's route for ``question`` and its records (and whether they are a
+        listing), run as with no model; None when it finds nothing."""
+        decision = route_offline(question, qvec, self.embedding_model, self.vocabulary(), encode=self._encode)
+        results, listing, _ = self._run_route(question, qvec, decision.route, guessed=True)
+        return (decision.route, results, listing) if results else None
 
     def _weigh_free_text(self, question: str, qvec: Any, model_route: OrchestratorRoute,
                          free_text: OfflineDecision, results: list[dict[str, Any]],

@@ -31,8 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=(
             "Answer a question about a KMDS knowledge base: an LLM (or, offline, an embedding-based "
             "router) picks a search template and filters, the matching observations are ranked by "
-            "meaning, and the answer cites them as [1], [2]. Falls back to semantic search when the "
-            "route is invalid, the LLM fails or the template finds nothing."
+            "meaning, and the answer cites them as [1], [2]. When the LLM fails or its route is "
+            "invalid or finds nothing, the offline router's route runs; semantic search when that finds "
+            "nothing too."
         ),
     )
     p.add_argument("kb_file", metavar="KB_FILE", help="KMDS knowledge base (RDF/XML)")

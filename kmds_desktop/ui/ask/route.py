@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from kmds_desktop.app.ask import ANY_WORKFLOW, edited_route
+from kmds_desktop.app.ask import ANY_WORKFLOW, edited_route, fallback_search
 
 INTENT_LABELS = {
     "exploratory_search": "Exploratory observations",
@@ -205,7 +205,7 @@ class RouteEditor(QGroupBox):
             why = ("the LLM did not answer (the line under the answer says why)"
                    if result.fallback_code == "llm_error" else result.fallback_reason)
             lines.append(
-                f"<span style='color:#9a5b00'><b>Fell back to semantic search</b>{was}: "
+                f"<span style='color:#9a5b00'><b>Fell back to {fallback_search(result)}</b>{was}: "
                 f"{html.escape(why)}</span>"
             )
         backend = html.escape(str(result.backend))
