@@ -233,6 +233,8 @@ def answered_line(result: Any) -> str:
         line = f"Answered by {result.backend}{took}; {records}."
     if result.fallback_reason:
         line += f" Fell back to {fallback_search(result)} (see Route)."
+    if getattr(result, "speed_note", ""):
+        line += f" {result.speed_note}"
     return line
 
 

@@ -133,6 +133,9 @@ class OrchestratorResult:
     route_format: str = ""
     #: Under an LLM's answer: the records it drew on, or that it cited none / left claims uncited.
     citation_note: str = ""
+    #: Why the model's route was slow and the server setting that fixes it ("" when it was not; said
+    #: once per server: :func:`~kmds_desktop.llm.prompt_cache.slow_route_note`).
+    speed_note: str = ""
     #: Statements of an LLM's answer that cite no record (0 for extractive and offline answers).
     uncited_claims: int = 0
     #: The record numbers (1-based) the LLM's answer prompt carried: the most relevant few

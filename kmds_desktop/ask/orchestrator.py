@@ -79,6 +79,7 @@ from kmds_desktop.llm import (
     choose_backend,
     structured_chat,
 )
+from kmds_desktop.llm.prompt_cache import slow_route_note
 from kmds_desktop.tasks import Cancelled, CancelToken, ProgressFn, check, report
 
 log = logging.getLogger(__name__)
@@ -310,7 +311,9 @@ class SearchOrchestrator:
                 if self._llm_error is not None:
                     raise self._llm_error
                 vocabulary = self.vocabulary()
+                asked = time.perf_counter()
                 reply, result.route_format = self._route_reply(routing_prompt(question, vocabulary), cancel)
+                result.speed_note = slow_route_note(self._llm, time.perf_counter() - asked)
                 result.model_route = _in_kb_terms(parse_route(reply), vocabulary)
                 if not result.model_route.explanation.strip():  # a short route names no reason
                     result.model_route = result.model_route.model_copy(

@@ -107,6 +107,8 @@ def format_result(data: dict[str, Any]) -> str:
         lines.append(f"Guard: {guard_note}")
     if data.get("fallback_reason"):
         lines.append(f"Fallback: {data['fallback_reason']}")
+    if data.get("speed_note"):
+        lines.append(f"Speed: {data['speed_note']}")
     note = f" — {data['backend_note']}" if data.get("backend_note") else ""
     from kmds_desktop.app.ask import llm_failure_suffix  # why: start-up time: it loads httpx, ollama
 

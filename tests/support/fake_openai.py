@@ -30,6 +30,8 @@ class OpenAIScript:
     hang: bool = False
     #: Refuse fields of llama.cpp's own (``cache_prompt``) with 400, as OpenAI's hosted API does.
     strict_fields: bool = False
+    #: Seconds before each reply, in turn (the last repeats): a server reading a long prompt.
+    delays: list[float] = field(default_factory=list)
     calls: int = 0
 
     def next_reply(self) -> str:
@@ -109,6 +111,8 @@ class FakeOpenAI:
                     while not fake.stopping.wait(0.05):
                         pass
                     return
+                if script.delays:
+                    time.sleep(script.delays[min(script.calls, len(script.delays) - 1)])
                 reply = script.next_reply()
                 if not body.get("stream"):
                     self._json(200, {"choices": [{"index": 0, "message": {"role": "assistant",
