@@ -44,7 +44,7 @@ def slow_route_note(backend: Any, seconds: float) -> str:
         if seconds <= SLOW_LATER_ROUTE_S or seconds < SAME_AS_FIRST * first or key in _TOLD:
             return ""
         _TOLD.add(key)
-    advice = ("Started as python -m llama_cpp.server, add --cache true (llama-server and LM Studio keep it "
+    advice = ("Started as python -m llama_cpp.server, add --cache true (llama-server and LM Studio keep them "
               "by default)" if key[0] == "openai" else
               "Keep the model loaded between questions (Ollama's keep_alive)")
     return (f"The model took {seconds:.1f} s to choose the route, about as long as the first one "
