@@ -39,6 +39,7 @@ from kmds_desktop.llm.errors import (
     LLMUnreachable,
     server_error_text,
 )
+from kmds_desktop.llm.server_memory import model_list_seen
 from kmds_desktop.tasks import Cancelled, CancelToken
 
 DEFAULT_OLLAMA_MODEL = "llama3.1:8b"
@@ -372,7 +373,9 @@ class OllamaBackend:
             raise self._translate(err, None, timeout or min(self.timeout, 10.0)) from None
         finally:
             client.close()
-        return sorted(m.model for m in listing.models if m.model)
+        names = sorted(m.model for m in listing.models if m.model)
+        model_list_seen(self.host, names)
+        return names
 
     def is_available(self, timeout: float = 2.0) -> bool:
         """True when the server answers ``/api/tags`` and has this backend's model."""

@@ -39,6 +39,7 @@ from kmds_desktop.llm.ollama_backend import (
     _ssl_context,
     server_answers,
 )
+from kmds_desktop.llm.server_memory import model_list_seen, remembers_per_server
 from kmds_desktop.tasks import Cancelled, CancelToken
 
 DEFAULT_OPENAI_MODEL = "default"
@@ -60,6 +61,13 @@ def _json_object_format(schema: dict[str, Any]) -> dict[str, Any]:
 SCHEMA_DIALECTS = {"json_schema": _json_schema_format, "json_object": _json_object_format}
 #: API root -> the dialect the server took (a server takes the same one for all its models).
 _DIALECT_TAKEN: dict[str, str] = {}
+
+
+@remembers_per_server
+def _forget_server(host: str) -> None:
+    """A server whose models changed is tried in every dialect again."""
+    for url in [u for u in _DIALECT_TAKEN if secrets.redact_url(u) == host]:
+        _DIALECT_TAKEN.pop(url, None)
 #: API roots that refused ``cache_prompt`` (a hosted API that rejects fields it does not know):
 #: asked without it from then on.
 _NO_CACHE_PROMPT: set[str] = set()
@@ -350,8 +358,9 @@ class OpenAIBackend:
             raise LLMBadReply(f"The OpenAI-compatible server at {self.host} answered /models with "
                               "something that is not a model list.") from None
         entries = data.get("data") if isinstance(data, dict) else None
-        names = [str(e["id"]) for e in entries or [] if isinstance(e, dict) and e.get("id")]
-        return sorted(dict.fromkeys(names))
+        names = sorted({str(e["id"]) for e in entries or [] if isinstance(e, dict) and e.get("id")})
+        model_list_seen(self.host, names)
+        return names
 
     def is_available(self, timeout: float = 2.0) -> bool:
         """True when the server answers ``/v1/models`` and offers this backend's model."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from kmds_desktop.llm.server_memory import remembers_per_server
 from kmds_desktop.llm.structured import schema_key
 
 #: A later route slower than this (seconds) is said (the project's target for a later route).
@@ -50,6 +51,15 @@ def slow_route_note(backend: Any, seconds: float) -> str:
     return (f"The model took {seconds:.1f} s to choose the route, about as long as the first one "
             f"({first:.1f} s): the server seems to read the instructions afresh for every question. "
             f"{advice}; a later route then takes a few seconds.")
+
+
+@remembers_per_server
+def _forget_server(host: str) -> None:
+    """A server whose models changed is judged afresh: its next route counts as a first one."""
+    with _lock:
+        for key in [k for k in _FIRST_ROUTE_S if k[1] == host]:
+            del _FIRST_ROUTE_S[key]
+        _TOLD.difference_update({k for k in _TOLD if k[1] == host})
 
 
 def forget_route_times() -> None:

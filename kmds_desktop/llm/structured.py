@@ -17,6 +17,7 @@ import logging
 from typing import Any
 
 from kmds_desktop.llm.errors import LLMSchemaRefused
+from kmds_desktop.llm.server_memory import remembers_per_server
 from kmds_desktop.tasks import CancelToken
 
 log = logging.getLogger(__name__)
@@ -49,6 +50,13 @@ def schema_refused(backend: Any, model: str | None = None) -> bool:
     """Whether this server and model refused a schema already in this process."""
     key = schema_key(backend, model)
     return key is not None and key in _REFUSED_SCHEMA
+
+
+@remembers_per_server
+def _forget_server(host: str) -> None:
+    """A server whose models changed is asked for a schema again."""
+    for key in [k for k in _REFUSED_SCHEMA if k[1] == host]:
+        _REFUSED_SCHEMA.discard(key)
 
 
 def forget_schema_refusals() -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QLabel, QStatusBar
 
 from kmds_desktop.app.llm_status import LLMProbe, probe_llm, status_after_answer
@@ -22,6 +22,10 @@ from kmds_desktop.ui.jobs.progress_strip import ProgressStrip
 from kmds_desktop.ui.jobs.runner import JobRunner
 
 APP_TITLE = "KMDS Desktop"
+#: How often (ms) the LLM server's model list is read again, on a worker: a model loaded or a server
+#: started meanwhile shows in the status line, and a server whose models changed has what it accepts
+#: found out again (:mod:`kmds_desktop.llm.server_memory`). The model list only: nothing is sent.
+RELIST_MS = 60_000
 
 
 def window_title(file_name: str | None) -> str:
@@ -58,6 +62,11 @@ class StatusLine(QObject):
         unsubscribe = session.subscribe(lambda _change: self.show_kb())
         self.destroyed.connect(lambda _obj=None: unsubscribe())  # a session outliving the line forgets it
         self.show_kb()
+        # started by the first probe (a window told not to probe never lists models)
+        self.relist_timer = QTimer(self)
+        self.relist_timer.setInterval(RELIST_MS)
+        self.relist_timer.timeout.connect(self._relist)
+        self._servers: Any = None
 
     def show_literature(self, text: str) -> None:
         """Short text in the status bar ("Literature: 6,473 documents"), the full one as tooltip."""
@@ -73,9 +82,19 @@ class StatusLine(QObject):
     def show_opening(self, file_name: str) -> None:
         self.kb_status.setText(f"Opening {file_name}…")
 
-    def refresh_llm(self, openai_servers: Any = None) -> Job | None:
-        """Probe the LLM backend on a worker (``openai_servers`` None: the usual ports)."""
-        self.llm_status.setText(f"LLM: {self.settings.llm.backend} (checking…)")
+    def _relist(self) -> None:
+        """The periodic probe: quiet (the status keeps its text until the answer), never two at once."""
+        if self.settings.llm.backend != "offline" and not self.jobs.is_busy("llm.status"):
+            self.refresh_llm(self._servers, quiet=True)
+
+    def refresh_llm(self, openai_servers: Any = None, quiet: bool = False) -> Job | None:
+        """Probe the LLM backend on a worker (``openai_servers`` None: the usual ports); ``quiet``:
+        the status line does not say "checking" meanwhile."""
+        if not quiet:
+            self.llm_status.setText(f"LLM: {self.settings.llm.backend} (checking…)")
+        self._servers = openai_servers
+        if not self.relist_timer.isActive():
+            self.relist_timer.start()
         return self.jobs.submit(
             "llm.status",
             probe_llm,
