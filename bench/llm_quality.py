@@ -690,9 +690,12 @@ def measure_answers(server: ModelServer, limit: int | None, verbose: bool,
             hit += found
             right = ", cites an expected record" if found else ", cites no expected record"
             if kb_name not in offline_orchs:
-                offline_orchs[kb_name] = SearchOrchestrator(orch.kb, llm_fn=None, settings=Settings(),
+                # backend="offline": without it the orchestrator's default backend (Google, no key here)
+                # failed and the answer came from its fallback (a semantic search until 2026-12-04)
+                offline_orchs[kb_name] = SearchOrchestrator(orch.kb, backend="offline", settings=Settings(),
                                                             index=index)
             offline = offline_orchs[kb_name].ask(question)
+            assert offline.fallback_code is None, offline.fallback_reason  # the offline router's own answer
             offline_cited = [offline.results[n - 1] for n in cited_numbers(offline.answer)
                              if 1 <= n <= len(offline.results)]
             offline_found = bool(set(covered(orch.kb, offline_cited)) & set(include))
