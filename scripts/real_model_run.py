@@ -167,6 +167,10 @@ def journeys(url: str, server: subprocess.Popen[str], kind: str = "ollama") -> i
     wait_for(lambda: bool(loaded) and window.index_follower.is_ready(window.kb)
              and (warm is None or warm.done), what="the demo KB indexed")
     wait_for(lambda: "checking" not in window.llm_status.text(), 60, "the LLM status")
+    read_ahead = time.monotonic()
+    settle(1.0)  # the read-ahead job starts once the status says ready
+    wait_for(lambda: not window.jobs.is_busy("ask.warm"), 300, "the route prompt read ahead")
+    print(f"route prompt read ahead in {time.monotonic() - read_ahead:.1f} s (as a user types)", flush=True)
     shoot("ready")
 
     ask = window.ask

@@ -10,6 +10,7 @@ No is remembered and not asked again. Preferences' "List models" fills the model
 from __future__ import annotations
 
 import json
+import os
 import socket
 
 import pytest
@@ -55,7 +56,8 @@ def _probe(qtbot, window, servers) -> None:
 def test_automatic_asks_before_it_uses_a_found_server(qtbot, make_window, kmds_data, data_home,
                                                       no_google) -> None:
     with FakeOpenAI() as fake:
-        fake.models["qwen2.5-coder-1.5b"] = OpenAIScript(replies=[json.dumps(ROUTE), "Problems [1]."])
+        # "{": the one token the route prompt read ahead gets (the window drops it)
+        fake.models["qwen2.5-coder-1.5b"] = OpenAIScript(replies=["{", json.dumps(ROUTE), "Problems [1]."])
         port = int(fake.url.rsplit(":", 1)[1])
         window = make_window(_automatic())
         _probe(qtbot, window, (("LM Studio", _closed_port()), ("llama.cpp", port)))
@@ -69,15 +71,23 @@ def test_automatic_asks_before_it_uses_a_found_server(qtbot, make_window, kmds_d
         assert "openai · qwen2.5-coder-1.5b" in window.llm_status.text() and not bar.isVisible()
         saved = load_settings(data_home / "settings.json")
         assert saved.llm.confirmed_servers == [f"{fake.url}/v1"] and saved.llm.backend == "auto"
-        # the next question is answered by it
+        # once a KB is open, the server reads its route prompt ahead of the first question (one token)
         with qtbot.waitSignal(window.kb_loaded, timeout=30_000):
             window.open_kb(kmds_data / "example_analytics_kb_app_workflow.xml")
+        qtbot.waitUntil(lambda: len(fake.requests) == 1, timeout=30_000)
+        qtbot.waitUntil(lambda: not window.jobs.is_busy("ask.warm"), timeout=30_000)
+        ahead = fake.requests[0]
+        assert ahead["max_tokens"] == 1 and ahead["model"] == "qwen2.5-coder-1.5b"
+        # the next question is answered by it, its route prompt beginning as the one read ahead
         window.ask.question.setPlainText("What data quality problems were found?")
         with qtbot.waitSignal(window.ask.answer_finished, timeout=TIMEOUT) as sig:
             qtbot.keyClick(window.ask.question, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
         result = sig.args[0]
         assert result.backend == "openai" and result.answer == "Problems [1]."
-        assert [r["model"] for r in fake.requests] == ["qwen2.5-coder-1.5b"] * 2
+        assert result.fallback_code is None  # the route came from the model, after the read-ahead
+        assert [r["model"] for r in fake.requests] == ["qwen2.5-coder-1.5b"] * 3
+        read_ahead, routed = (json.dumps(r["messages"]) for r in fake.requests[:2])
+        assert len(os.path.commonprefix([read_ahead, routed])) >= 0.9 * len(read_ahead)
 
 
 def test_a_no_is_remembered_and_not_asked_again(qtbot, make_window, data_home, no_google) -> None:

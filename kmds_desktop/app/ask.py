@@ -396,6 +396,17 @@ def settings_for_ask(
     return settings.model_copy(update={"llm": llm, "index": index})
 
 
+def warm_route_prompt(kb: Any, settings: Any, progress: Any = None, cancel: Any = None) -> bool:
+    """Have the settings' local model server read the route prompt's instructions for ``kb`` before the
+    first question (a worker's job: the window runs it once the KB is open and the server is ready);
+    True when it was sent. ``progress``: taken for the job runner's sake (one step says nothing). See
+    :meth:`~kmds_desktop.ask.orchestrator.SearchOrchestrator.warm_route`."""
+    # why: start-up time: the window imports this module at start, that one only when needed
+    from kmds_desktop.ask.orchestrator import SearchOrchestrator
+
+    return SearchOrchestrator(kb, settings=settings, backend=settings.llm.backend).warm_route(cancel)
+
+
 #: While an answer streams, the stage line counts its words every this many words.
 STREAM_REPORT_WORDS = 10
 

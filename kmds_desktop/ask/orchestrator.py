@@ -80,6 +80,8 @@ from kmds_desktop.llm import (
     structured_chat,
 )
 from kmds_desktop.llm.prompt_cache import slow_route_note
+from kmds_desktop.llm.server_memory import remembers_per_server
+from kmds_desktop.llm.structured import schema_key
 from kmds_desktop.tasks import Cancelled, CancelToken, ProgressFn, check, report
 
 log = logging.getLogger(__name__)
@@ -412,6 +414,35 @@ class SearchOrchestrator:
             self._mark_relevance(question, question_vector, result.results)
         timings["total"] = time.perf_counter() - started
         return result
+
+    def warm_route(self, cancel: CancelToken | None = None) -> bool:
+        """Have a local server read the route prompt's instructions for this KB before the first
+        question, so that question's route is as quick as a later one's (the instructions come first
+        and the question last: a server that keeps what it read reads only the question). One reply
+        token is asked for and dropped. Only for an Ollama or OpenAI-compatible backend that the
+        settings chose (or the user confirmed): nothing is sent elsewhere. Once per server, model and
+        KB vocabulary in this process; True when the request was sent.
+
+        Measured over ``python -m llama_cpp.server --cache true`` with the 1.5B model on 2 cores: the
+        first question's route 16.0 s without this, a later one 1.5–2.4 s."""
+        self.resolve_backend()
+        llm = self._llm
+        if not isinstance(llm, OllamaBackend | OpenAIBackend):
+            return False
+        prompt = routing_prompt("", self.vocabulary())
+        key = (schema_key(llm), prompt)
+        with _WARM_LOCK:
+            if key in _WARMED:
+                return False
+            _WARMED.add(key)
+        try:
+            structured_chat(llm, prompt, route_json_schema(), cancel=cancel, options={"num_predict": 1})
+        except LLMError as err:  # the first question says why, as it would have without this
+            log.info("the route prompt was not read ahead: %s", err)
+            with _WARM_LOCK:
+                _WARMED.discard(key)
+            return False
+        return True
 
     def synthesize(self, result: OrchestratorResult, progress: ProgressFn | None = None,
                    cancel: CancelToken | None = None) -> OrchestratorResult:
@@ -763,6 +794,18 @@ class AnswerStream:
         self.result.timings["synthesis"] = time.perf_counter() - t
         timings = self.result.timings
         timings["total"] = timings.get("total", 0.0) + timings["synthesis"]
+
+
+_WARM_LOCK = threading.Lock()
+#: (server key, route prompt) read ahead by :meth:`SearchOrchestrator.warm_route` in this process.
+_WARMED: set[tuple[Any, str]] = set()
+
+
+@remembers_per_server
+def _forget_warmed(host: str) -> None:
+    """A server whose models changed has read nothing of ours."""
+    with _WARM_LOCK:
+        _WARMED.difference_update({k for k in _WARMED if k[0] is not None and k[0][1] == host})
 
 
 #: index object -> {kb_id: signature of the KB content last indexed into it by this process}.

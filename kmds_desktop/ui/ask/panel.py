@@ -17,6 +17,7 @@ answered are :mod:`kmds_desktop.app.ask`'s.
 from __future__ import annotations
 
 import html
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,7 @@ from kmds_desktop.app.ask import (
     answered_line,
     citation_number,
     displayed_answer,
+    warm_route_prompt,
 )
 from kmds_desktop.app.events import Change
 from kmds_desktop.app.workspace_session import KB_EDITED, KB_OPENED, WorkspaceSession
@@ -69,6 +71,9 @@ def answer_html(text: str, n_results: int) -> str:
     """Markdown answer -> HTML with each valid ``[n]`` turned into a ``cite:n`` link (the app's rule,
     :func:`kmds_desktop.app.ask.answer_html`, with this view's Markdown converter)."""
     return app_ask.answer_html(text, n_results, to_html)
+
+
+log = logging.getLogger(__name__)
 
 
 class AskPanel(QWidget):
@@ -172,6 +177,18 @@ class AskPanel(QWidget):
 
     def remember_history(self, ui_settings: Any) -> None:
         ui_settings.question_history = list(self.session.history)
+
+    def warm_route(self) -> Job | None:
+        """The local model reads the route prompt for the open KB ahead of the first question, on a
+        worker (:func:`~kmds_desktop.app.ask.warm_route_prompt`; once per server, model and KB)."""
+        ctx = self.context_provider() if self.context_provider else {}
+        if ctx.get("kb") is None:
+            return None
+        return self.jobs.submit(
+            "ask.warm", warm_route_prompt, ctx["kb"], ctx["settings"],
+            label="The model is reading the search instructions", policy="latest", busy_cursor=False,
+            on_error=lambda exc: log.info("the route prompt was not read ahead: %s", exc),
+        )
 
     def kb_changed(self, kb: Any, *, edited: bool = False) -> None:
         """The KB was replaced or ``edited``; what that means for the answer shown is the session's rule

@@ -93,6 +93,7 @@ class MainWindow(QMainWindow):
         self.active_dialog: Any = None
         #: the LLM servers the status probe tries ((name, port) pairs); None: the usual ports
         self.openai_servers: Any = None
+        self._llm_ready = False  # the last status probe found the model server ready
         self._force_close = False
         self.startup_jobs: list[Job] = []
         self.first_frame = FirstFrame(self)
@@ -282,6 +283,7 @@ class MainWindow(QMainWindow):
         self.help.dialog_opened.connect(self._dialog_opened)
         self.recovery.restored.connect(self.kb_part.kb_opened)
         self.status.server_found.connect(self.server_question.ask)
+        self.status.llm_ready.connect(self._llm_ready_changed)
         self.server_question.answered.connect(self._server_answered)
         self.literature.status_changed.connect(self.status.show_literature)
         self.browser.kb_edited.connect(self.kb_part.kb_edited)
@@ -292,8 +294,18 @@ class MainWindow(QMainWindow):
         )
         self.ask.session.subscribe(self._answered)
 
+    def _llm_ready_changed(self, ready: bool) -> None:
+        """A model server now ready: it reads the route prompt of the open KB ahead of the first question
+        (the periodic probe says "ready" again every minute: only a change asks)."""
+        became_ready = ready and not self._llm_ready
+        self._llm_ready = ready
+        if became_ready:
+            self.ask.warm_route()
+
     def _session_changed(self, change: Change) -> None:
         """The workspace session changed: the parts that show it follow."""
+        if change.kind == KB_OPENED and self._llm_ready:
+            self.ask.warm_route()  # another KB, another vocabulary in the route prompt
         if change.kind in (KB_OPENED, KB_SAVED):
             self.menus.update_recent()
         if change.kind in (KB_OPENED, KB_EDITED, KB_SAVED):

@@ -39,6 +39,9 @@ class StatusLine(QObject):
     """The KB, LLM and literature labels and the jobs' progress strip, in ``bar``."""
 
     server_found = Signal(str, str, str)  # question, base URL, what it offers
+    #: The status probe found the model server ready (True) or not (False): the window has the model read
+    #: the route prompt ahead of the first question when it is.
+    llm_ready = Signal(bool)
 
     def __init__(self, bar: QStatusBar, session: WorkspaceSession, settings: Settings,
                  jobs: JobRunner) -> None:
@@ -116,6 +119,7 @@ class StatusLine(QObject):
     def llm_status_arrived(self, status: LLMProbe | tuple[str, str]) -> None:
         text, tip = (status.text, status.tooltip) if isinstance(status, LLMProbe) else status
         self.llm_status.setText(f"LLM: {text}")
+        self.llm_ready.emit(text.endswith("(ready)"))
         self.llm_status.setToolTip(tip)
         candidate = status.candidate if isinstance(status, LLMProbe) else None
         if candidate is not None and self.settings.llm.backend == "auto":
