@@ -185,6 +185,8 @@ def test_unreachable_ollama_falls_back_and_says_why(qtbot, make_window, kb_path)
     assert result.intent_class == "model_selection_search"  # the offline router's route, the model's floor
     summary = window.ask.route_editor.summary.text()
     assert "Fell back to the offline router" in summary
+    assert summary.count("Fell back to") == 1 and "Offline router:" in summary  # said once, and its reading
+    assert "Cannot reach" not in summary and "Cannot reach" in window.ask.state.text()  # the cause, once
     assert "Fell back to the offline router (see Route)" in window.ask.state.text()
     assert window.ask.answer.toPlainText().strip()
 

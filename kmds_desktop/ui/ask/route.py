@@ -194,8 +194,10 @@ class RouteEditor(QGroupBox):
         )
         filters = route.describe_filters() if route is not None else ""
         lines.append(f"<b>Filters:</b> {html.escape(filters) if filters else 'none'}")
-        if result.route_explanation:
-            lines.append(f"<b>Why:</b> {html.escape(result.route_explanation)}")
+        explained = _without_fallback(result.route_explanation or "") if result.fallback_reason \
+            else result.route_explanation
+        if explained:
+            lines.append(f"<b>Why:</b> {html.escape(explained)}")
         for note in getattr(result, "route_notes", None) or []:
             lines.append(f"<span style='color:#9a5b00'><b>Guard:</b> {html.escape(note)}</span>")
         if result.fallback_reason:
@@ -210,11 +212,10 @@ class RouteEditor(QGroupBox):
             )
         backend = html.escape(str(result.backend))
         synth = html.escape(answer if answer is not None else str(getattr(result, "synthesis", "")))
-        lines.append(f"<b>Backend:</b> {backend} · answer: {synth}")
-        if answer is None and getattr(result, "synthesis_error", None):
-            lines.append(
-                f"<span style='color:#9a5b00'>Synthesis failed: {html.escape(result.synthesis_error)}</span>"
-            )
+        # why the model wrote no answer is on the line under the answer: said once, not here again
+        failed = " (the line under the answer says why)" if answer is None and getattr(
+            result, "synthesis_error", None) and result.fallback_code != "llm_error" else ""
+        lines.append(f"<b>Backend:</b> {backend} · answer: {synth}{failed}")
         self.summary.setText("<br/>".join(lines))
         # The whole route in words, also where the splitter leaves the box too little height.
         self.summary.setToolTip("\n".join(_plain(line) for line in lines))
@@ -269,3 +270,15 @@ class RouteEditor(QGroupBox):
             return
         self.error.setVisible(False)
         self.rerun_requested.emit(route)
+
+
+def _without_fallback(explanation: str) -> str:
+    """The route's explanation without its "Fell back to …: <reason>." sentence: the orange fallback line
+    of the Route box says that (said once). What the router said before it, and the offline router's
+    own reading after it, stay."""
+    for ran in ("the offline router", "semantic search"):
+        head, said, tail = explanation.partition(f"Fell back to {ran}:")
+        if said:
+            _, own, reading = tail.partition("Offline router:")
+            return " ".join(part for part in (head.strip(), (own + reading).strip()) if part)
+    return explanation
