@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from support.fake_ollama import ModelScript
 
+from kmds_desktop.ask.answers import prompt_records
 from kmds_desktop.ask.guard import guard_route, numbers_in, workflow_grounded
 from kmds_desktop.ask.kb_vocabulary import KBVocabulary
 from kmds_desktop.ask.offline_router import OfflineDecision
@@ -67,6 +68,37 @@ def test_which_model_was_chosen_and_why_reaches_the_selection_and_the_choice(kmd
         assert categories == {"model_selection", "modelling_choice"}, (question, result.route_explanation)
         assert all(r["obs_type"] != "Data Quality Observation" for r in result.results)
         assert "chosen and why" in result.route_explanation
+
+
+def test_which_model_was_chosen_without_why_reaches_the_statement_of_the_selection(
+        demo_kb, index: SemanticIndex) -> None:
+    """Without "why", "which model did we go with" still asks for what was selected: the statement of
+    the selection is among the records, beside the modelling choice records (before, such questions went
+    by similarity to the modelling choice records alone and missed the statement). Questions that name
+    a category or ask how the models did keep their own reading."""
+    orch = SearchOrchestrator(demo_kb, backend="offline", settings=Settings(), index=index)
+    selected = {SPECIES: 6, BODY_MASS: 5}  # the Model Selection Statement of each workflow
+    for question, workflow in (("What model did we go with for body mass?", BODY_MASS),
+                               ("Which model was chosen for predicting weight?", BODY_MASS),
+                               ("Which classifier was chosen?", SPECIES)):
+        result = orch.retrieve(question)
+        assert result.route.intent_class == "model_selection_search", (question, result.route_explanation)
+        assert "asks which was chosen" in result.route_explanation
+        assert not result.listing
+        found = {(r["workflow_name"], r["category"], r["finding_seq"]) for r in result.results}
+        assert (workflow, "model_selection", selected[workflow]) in found, (question, found)
+        assert {r["category"] for r in result.results} == {"model_selection", "modelling_choice"}
+        # the answer prompt's three records: the statement of the selection among them, and a modelling
+        # choice record (by similarity alone "which classifier was chosen?" read three of those)
+        given = [result.results[n - 1] for n in prompt_records(result.results)]
+        assert (workflow, "model_selection", selected[workflow]) in {
+            (r["workflow_name"], r["category"], r["finding_seq"]) for r in given}, (question, given)
+        assert {r["category"] for r in given} == {"model_selection", "modelling_choice"}
+    named = orch.retrieve("What approach did we settle on for the species workflow?")
+    assert named.route.filters.workflow == SPECIES and not named.listing  # an open question in a workflow
+    assert orch.retrieve("What modelling choices were made?").route.intent_class == "modelling_choice_search"
+    results = orch.retrieve("Which model predicted body mass best, and by how much?")
+    assert "how models did" in results.route_explanation
 
 
 def test_an_invented_finding_range_is_dropped_and_the_note_says_why(fake_ollama, demo_kb,

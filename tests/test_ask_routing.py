@@ -155,6 +155,19 @@ def test_the_answer_prompt_carries_the_most_relevant_records_under_their_view_nu
     assert head == synthesis_prompt("another question", tied).split("Records:")[0]
 
 
+def test_the_answer_prompt_follows_the_search_s_rank_over_the_similarity_alone() -> None:
+    """A search that ranked by more than similarity (figures for a question about results, a stated
+    choice for one about what was chosen) numbers its records' ``rank``: the prompt takes the first by
+    it, as the search meant, not the closest by ``score``."""
+    records = _scored(5)
+    for r, score, rank in zip(records, (0.40, 0.35, 0.30, 0.25, 0.20), (4, 5, 1, 3, 2), strict=True):
+        r["score"], r["rank"] = score, rank
+    assert prompt_records(records) == [3, 4, 5]
+    for r in records:
+        del r["rank"]
+    assert prompt_records(records) == [1, 2, 3]
+
+
 def test_a_listing_prompt_takes_the_most_relevant_else_each_workflow_in_turn() -> None:
     listing = _scored(6, ("first workflow", "second workflow"))
     for r in listing:

@@ -59,7 +59,12 @@ def _also(result: dict[str, Any]) -> str:
 def prompt_records(results: Sequence[dict[str, Any]], limit: int = PROMPT_RECORDS) -> list[int]:
     """The record numbers (1-based, as the view numbers them) the answer prompt carries, ascending.
 
-    At most ``limit``: the most relevant by ``score`` (ties and unscored records in view order). A
+    At most ``limit``: the first by ``rank`` where the search ranked them with more than similarity
+    (a question about results puts the records stating figures first; one about what was chosen puts
+    the best of the model selection and of the modelling choice records first: by ``score``, the
+    similarity alone, "which classifier was chosen?" gave the model three modelling choice records
+    and not the statement of the selection); otherwise the most relevant by ``score`` (ties and
+    unscored records in view order). A
     listing has no scores (it is every match, in order): where each record's ``relevance`` (its
     similarity to the question) is known, the most relevant by it, so "which model was selected and
     why" or "what did we find out about sex differences", routed as a listing of 11-14 records, still
@@ -71,13 +76,15 @@ def prompt_records(results: Sequence[dict[str, Any]], limit: int = PROMPT_RECORD
         return list(range(1, n + 1))
 
     def best_first(key: str, numbers: Sequence[int]) -> list[int]:
+        sign = 1.0 if key == "rank" else -1.0  # a rank is best when lowest, a similarity when highest
+
         def order(number: int) -> tuple[float, int]:
             value = results[number - 1].get(key)
-            return (-float(value) if isinstance(value, int | float) else float("inf"), number)
+            return (sign * float(value) if isinstance(value, int | float) else float("inf"), number)
 
         return sorted(numbers, key=order)
 
-    for key in ("score", "relevance"):
+    for key in ("rank", "score", "relevance"):
         if any(isinstance(r.get(key), int | float) for r in results):
             return sorted(best_first(key, range(1, n + 1))[:limit])
     groups: dict[str, list[int]] = {}

@@ -27,7 +27,12 @@ from typing import Any
 from kmds_desktop.ask.catalog import ROUTES
 from kmds_desktop.ask.kb_vocabulary import GENERIC_TYPES, KBVocabulary, normalise_name, type_stem
 from kmds_desktop.ask.models import OrchestratorRoute
-from kmds_desktop.ask.question_words import asks_for_results, asks_what_was_chosen, everyday_type
+from kmds_desktop.ask.question_words import (
+    asks_for_reason,
+    asks_for_results,
+    asks_what_was_chosen,
+    everyday_type,
+)
 from kmds_desktop.ask.relevance import is_listing
 from kmds_desktop.kb import SearchFilters
 
@@ -177,7 +182,9 @@ def route_offline(question: str, question_vector: Any, model_name: str,
         # either template answers from both categories (the orchestrator's choice rule)
         best = "modelling_choice_search" if lowered.lstrip().startswith("why") else "model_selection_search"
         why = ("the question asks what was chosen and why: the model selection records (what was selected) "
-               "and the modelling choice records (why)")
+               "and the modelling choice records (why)") if asks_for_reason(question) else (
+               "the question asks which was chosen: the model selection records (what was selected) and "
+               "the modelling choice records (the main model and why)")
     elif results and (not category_cued or "model_selection_search" in category_cued):
         best = "model_selection_search"
         why = "the question asks how models did: model selection records, those stating figures first"
@@ -212,7 +219,8 @@ def route_offline(question: str, question_vector: Any, model_name: str,
     filters = SearchFilters(obs_type_filter=obs_type, finding_seq_min=seq_min, finding_seq_max=seq_max,
                             keyword=keyword, workflow=workflow)
     said = True if listing_said and best != "all_observations_search" else None
-    listing = is_listing(question, filters, said)
+    # which model was chosen asks for the one chosen and the reasons, in a named workflow too
+    listing = is_listing(question, None if chosen else filters, said)
     mode = "a listing: every match in workflow and sequence order" if listing \
         else "an open question: the relevant records"
     explanation = f"Offline router: {why}" + (f"; {'; '.join(notes)}" if notes else "") + f"; {mode}."

@@ -47,7 +47,12 @@ from kmds_desktop.ask.guard import guard_route
 from kmds_desktop.ask.kb_vocabulary import KBVocabulary
 from kmds_desktop.ask.models import OrchestratorResult, OrchestratorRoute
 from kmds_desktop.ask.offline_router import OfflineDecision, category_named, route_offline
-from kmds_desktop.ask.question_words import asks_for_results, asks_what_was_chosen, figures_bonus
+from kmds_desktop.ask.question_words import (
+    asks_for_results,
+    asks_what_was_chosen,
+    choice_bonus,
+    figures_bonus,
+)
 from kmds_desktop.ask.relevance import (
     DEFAULT_LIMIT,
     group_by_workflow,
@@ -592,8 +597,8 @@ class SearchOrchestrator:
         def bonus(obs: Observation) -> float:
             preferred = PREFERRED_BONUS if topic in obs.workflows else 0.0
             if per_category:  # the statement of what was selected first, in the workflow the words name
-                return preferred + (figures_bonus(obs.finding, question) if obs.category == "model_selection"
-                                    else 0.0)
+                return preferred + choice_bonus(obs.finding) + (
+                    figures_bonus(obs.finding, question) if obs.category == "model_selection" else 0.0)
             if not figures:
                 return 0.0
             return figures_bonus(obs.finding, question) + (PREFERRED_BONUS if topic in obs.workflows else 0.0)
@@ -610,8 +615,14 @@ class SearchOrchestrator:
             kept = relevant(scored, relative_floor=RESULTS_RELATIVE_FLOOR, gap=RESULTS_GAP)
         else:
             kept = relevant(scored)
+        if per_category:  # the answer prompt reads a few: the best of each category before the rest
+            firsts = list({o.category: (o, value) for o, value in reversed(kept)}.values())
+            firsts.sort(key=lambda pair: -pair[1])
+            kept = firsts + [pair for pair in kept if pair not in firsts]
         distance = {iri: dist for iri, dist in ranked}
         records = [_observation_result(obs, distance[obs.iri], "template") for obs, _ in kept]
+        for rank, record in enumerate(records, start=1):
+            record["rank"] = rank  # the order this ranking chose, bonuses included (the score is not)
         return group_by_workflow(merge_duplicates(records))
 
     def _mark_relevance(self, question: str, qvec: Any, results: list[dict[str, Any]]) -> None:

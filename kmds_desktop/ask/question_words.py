@@ -81,16 +81,43 @@ _CHOSEN_THING = re.compile(_MODEL_WORDS.pattern + r"|\bapproach(?:es)?\b|\bmetho
                            r"|\bwhat (?:was|were|did we|did they)\b", re.I)
 
 
+#: Asking which one was chosen, without asking why: "which model did we choose?", "what model did we go
+#: with?", "which classifier was picked?". A verb of choosing, not the nouns "choice" or "selection",
+#: which name a category ("what modelling choices were made?").
+_WHICH_CHOSEN = re.compile(r"^\s*(?:which|what)\b", re.I)
+_CHOSE_VERB = re.compile(
+    r"\b(?:chos(?:e|en)|choose|selected|pick(?:ed)?|opt(?:ed)? for|adopt(?:ed)?|decid(?:e|ed) (?:on|to use)"
+    r"|settl(?:e|ed) (?:on|for)|(?:went|go) with|end(?:ed)? up with)\b", re.I)
+#: The thing chosen, named: a model, an algorithm, an approach (not "what was", which asks about
+#: anything: "what was chosen as the main metric?").
+_CHOSEN_NAMED = re.compile(_MODEL_WORDS.pattern + r"|\bapproach(?:es)?\b|\bmethods?\b|\btechniques?\b",
+                           re.I)
+
+
+def asks_for_reason(question: str) -> bool:
+    """Whether the question asks why ("why", "the reason", "rationale", "what made us")."""
+    return bool(_WHY.search(question))
+
+
 def asks_what_was_chosen(question: str, vocab: KBVocabulary | None = None) -> bool:
-    """Whether the question asks which model or approach was chosen *and why* ("which model was
-    chosen and why?", "why did we go with the random forest?", "what made us pick PCA?").
+    """Whether the question asks which model or approach was chosen, and maybe why ("which model was
+    chosen and why?", "why did we go with the random forest?", "what made us pick PCA?", "which
+    model did we choose for species?").
 
     Why a rule of its own: the answer lies in two categories at once — the model selection records
     say what was selected (and how it compared), the modelling choice records say why that kind of
-    model was wanted — and ranking the whole KB by similarity to such a question finds neither
-    (on the retail KB it cited a data-quality record). Such a question is answered from both."""
+    model was wanted (and which is the main model) — and ranking the whole KB by similarity to such a
+    question finds neither (on the retail KB it cited a data-quality record; on the demo KB "which
+    model did we choose for species?" went to the modelling choice records alone, and "what model
+    did we go with for body mass?" missed the statement of the model selected). Such a question is
+    answered from both. Without "why", only a question that starts "which"/"what", says a verb of
+    choosing and names the kind of thing chosen, and does not ask how the models did (those go to
+    the model selection records stating figures, :func:`asks_for_results`)."""
     text = _without_names(question, vocab) if vocab is not None else question
-    return bool(_CHOSE.search(question) and _WHY.search(question) and _CHOSEN_THING.search(text))
+    if _CHOSE.search(question) and _WHY.search(question) and _CHOSEN_THING.search(text):
+        return True
+    return bool(_WHICH_CHOSEN.search(question) and _CHOSE_VERB.search(question)
+                and _CHOSEN_NAMED.search(text) and not asks_for_results(question, vocab))
 
 
 def everyday_type(question: str, vocab: KBVocabulary) -> tuple[str | None, str | None, bool]:
@@ -164,6 +191,23 @@ def figures_bonus(finding: str, question: str = "") -> float:
     if _SELECTION.search(question) and _COMPARED.search(finding):
         bonus += FIGURE_BONUS
     return bonus
+
+
+#: A finding that states a choice made: "... is selected", "... is the main model", "we went with".
+_STATES_CHOICE = re.compile(
+    r"\b(?:is|was|are|were|been)\s+(?:selected|chosen|picked|preferred|adopted|kept as)\b"
+    r"|\b(?:main|final|chosen|selected) (?:model|approach|method|classifier|regressor)\b"
+    r"|\b(?:we|they) (?:chose|selected|picked|went with|settled on|opted for)\b", re.I)
+#: Added to a record's similarity, for a question about what was chosen, when it states a choice: the
+#: record saying which model was selected outranks results and set-ups that only resemble the question
+#: ("which classifier was chosen?" is closer to "accuracy is the main metric" than to "logistic
+#: regression ... is selected"). Two figures' worth.
+CHOICE_BONUS = 2 * FIGURE_BONUS
+
+
+def choice_bonus(finding: str) -> float:
+    """:data:`CHOICE_BONUS` when ``finding`` states a choice made, else 0."""
+    return CHOICE_BONUS if _STATES_CHOICE.search(finding) else 0.0
 
 
 def _without_names(question: str, vocab: KBVocabulary | None) -> str:
