@@ -80,7 +80,8 @@ def test_which_model_was_chosen_without_why_reaches_the_statement_of_the_selecti
     selected = {SPECIES: 6, BODY_MASS: 5}  # the Model Selection Statement of each workflow
     for question, workflow in (("What model did we go with for body mass?", BODY_MASS),
                                ("Which model was chosen for predicting weight?", BODY_MASS),
-                               ("Which classifier was chosen?", SPECIES)):
+                               ("Which classifier was chosen?", SPECIES),
+                               ("Which model did we choose for species?", SPECIES)):
         result = orch.retrieve(question)
         assert result.route.intent_class == "model_selection_search", (question, result.route_explanation)
         assert "asks which was chosen" in result.route_explanation
@@ -94,6 +95,10 @@ def test_which_model_was_chosen_without_why_reaches_the_statement_of_the_selecti
         assert (workflow, "model_selection", selected[workflow]) in {
             (r["workflow_name"], r["category"], r["finding_seq"]) for r in given}, (question, given)
         assert {r["category"] for r in given} == {"model_selection", "modelling_choice"}
+    # "for species" names no workflow outright, but its own words are the species workflow's: the body
+    # mass model (species is one of its features) is not the choice asked about
+    species = orch.retrieve("Which model did we choose for species?")
+    assert {r["workflow_name"] for r in species.results} == {SPECIES}
     named = orch.retrieve("What approach did we settle on for the species workflow?")
     assert named.route.filters.workflow == SPECIES and not named.listing  # an open question in a workflow
     assert orch.retrieve("What modelling choices were made?").route.intent_class == "modelling_choice_search"

@@ -607,6 +607,10 @@ class SearchOrchestrator:
                    + bonus(by_iri[iri]))
                   for iri, dist in ranked if iri in by_iri]
         scored.sort(key=lambda pair: -pair[1])
+        if per_category and topic and any(topic in o.workflows for o, _ in scored):
+            # "which model did we choose for species?": the choice made in the workflow its words name
+            # (a model of the other workflow that uses species as a feature is not that choice)
+            scored = [pair for pair in scored if topic in pair[0].workflows]
         if per_category:  # each category's relevant records, then all of them best first
             kept = [pair for cat in dict.fromkeys(o.category for o, _ in scored)
                     for pair in relevant([p for p in scored if p[0].category == cat])]
