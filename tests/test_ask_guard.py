@@ -99,6 +99,7 @@ def test_which_model_was_chosen_without_why_reaches_the_statement_of_the_selecti
     # mass model (species is one of its features) is not the choice asked about
     species = orch.retrieve("Which model did we choose for species?")
     assert {r["workflow_name"] for r in species.results} == {SPECIES}
+    assert f"of the workflow {SPECIES}" in species.route_explanation  # said, as a filter would be
     named = orch.retrieve("What approach did we settle on for the species workflow?")
     assert named.route.filters.workflow == SPECIES and not named.listing  # an open question in a workflow
     assert orch.retrieve("What modelling choices were made?").route.intent_class == "modelling_choice_search"
