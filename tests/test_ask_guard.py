@@ -292,6 +292,7 @@ def test_the_free_text_search_s_closer_record_joins_the_model_template_s(
     assert "Ordinary least squares is the main model" in first["finding"]
     assert all(r["category"] == "model_selection" for r in result.results[1:]) and len(result.results) > 1
     assert 1 in result.given_records  # the model reads it
+    assert prompt_records(result.results, limit=1) == [1]  # first, however many records the template has
     note = next(n for n in result.route_notes if n.startswith("Added the free-text search's closest record"))
     assert "model selection" in note
     assert not any(n.startswith("Ran the free-text") for n in result.route_notes)

@@ -553,6 +553,7 @@ class SearchOrchestrator:
         if best is None:
             return None
         kind = str(best.get("obs_type") or best.get("category") or "record")
+        best = {**best, "rank": 0}  # before the template's ranked records: the answer prompt reads it first
         return group_by_workflow([best, *results]), (
             f"Added the free-text search's closest record ({kind}, {other_best:.2f}) to those of the "
             f"model's template {intent} (closest {model_best:.2f}): it is nearer the question, and the "
