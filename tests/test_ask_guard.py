@@ -22,6 +22,7 @@ from kmds_desktop.ask.answers import prompt_records
 from kmds_desktop.ask.guard import guard_route, numbers_in, workflow_grounded
 from kmds_desktop.ask.kb_vocabulary import KBVocabulary
 from kmds_desktop.ask.offline_router import OfflineDecision
+from kmds_desktop.ask.question_words import asks_what_was_chosen
 from kmds_desktop.config import Settings
 from kmds_desktop.index import SemanticIndex
 from kmds_desktop.kb import SearchFilters, load_kb
@@ -70,6 +71,21 @@ def test_which_model_was_chosen_and_why_reaches_the_selection_and_the_choice(kmd
         assert "chosen and why" in result.route_explanation
 
 
+@pytest.mark.parametrize(("question", "chosen"), [
+    ("Why did we go with the random forest?", True),  # a model named by its name
+    ("What made us pick PCA?", True),
+    ("Why was logistic regression preferred over k-NN?", True),
+    ("Which model did we choose for species?", True),
+    ("Which classifier was picked?", True),
+    ("What modelling choices were made?", False),  # names a category
+    ("Which model predicted body mass best, and by how much?", False),  # how the models did
+    ("What was chosen as the main metric?", False),  # no model named, no reason asked
+    ("Why was the random forest dropped?", False),  # no choosing said
+])
+def test_a_question_about_what_was_chosen_is_read_from_its_words(question: str, chosen: bool) -> None:
+    assert asks_what_was_chosen(question) is chosen
+
+
 def test_which_model_was_chosen_without_why_reaches_the_statement_of_the_selection(
         demo_kb, index: SemanticIndex) -> None:
     """Without "why", "which model did we go with" still asks for what was selected: the statement of
@@ -100,6 +116,11 @@ def test_which_model_was_chosen_without_why_reaches_the_statement_of_the_selecti
     species = orch.retrieve("Which model did we choose for species?")
     assert {r["workflow_name"] for r in species.results} == {SPECIES}
     assert f"of the workflow {SPECIES}" in species.route_explanation  # said, as a filter would be
+    # a model's name is not a workflow's: "logistic regression" does not name "penguin body mass regression"
+    named_model = orch.retrieve("What made us pick logistic regression over the random forest?")
+    assert (SPECIES, "model_selection", 6) in {
+        (r["workflow_name"], r["category"], r["finding_seq"]) for r in named_model.results}
+    assert "of the workflow" not in named_model.route_explanation
     named = orch.retrieve("What approach did we settle on for the species workflow?")
     assert named.route.filters.workflow == SPECIES and not named.listing  # an open question in a workflow
     assert orch.retrieve("What modelling choices were made?").route.intent_class == "modelling_choice_search"

@@ -52,6 +52,7 @@ from kmds_desktop.ask.question_words import (
     asks_what_was_chosen,
     choice_bonus,
     figures_bonus,
+    without_model_names,
 )
 from kmds_desktop.ask.relevance import (
     DEFAULT_LIMIT,
@@ -592,8 +593,8 @@ class SearchOrchestrator:
             ranked = self.index.rank(question, list(by_iri), **kwargs)
         vocabulary = self.vocabulary()
         figures = category == "model_selection" and asks_for_results(question, vocabulary)
-        topic = vocabulary.workflow_topic(question) if (figures or per_category) and not filters.workflow \
-            else None
+        topic = vocabulary.workflow_topic(without_model_names(question)) \
+            if (figures or per_category) and not filters.workflow else None
 
         def bonus(obs: Observation) -> float:
             preferred = PREFERRED_BONUS if topic in obs.workflows else 0.0

@@ -76,8 +76,24 @@ _CHOSE = re.compile(
 #: Asking for the reason: "why", "the reason", "rationale", "justified", "what made us".
 _WHY = re.compile(r"\bwhy\b|\breason(?:s|ing)?\b|\brationale\b|\bjustif\w*|\bwhat made (?:us|them|you)\b"
                   r"|\bhow come\b|\bmotivat\w*|\bbasis for\b|\bbased on what\b", re.I)
+#: Models and methods named by their names, as researchers name what they chose ("why did we go with the
+#: random forest?", "what made us pick PCA?").
+_MODEL_NAMES = (r"\b(?:(?:logistic|linear|ridge|lasso|polynomial) regression|random forests?|decision trees?"
+                r"|gradient boost\w*|xgboost|lightgbm|k-?nn|k-?nearest|nearest neighbou?rs?|k-?means|svms?"
+                r"|support vector\w*|naive bayes|neural net\w*|pca|principal component\w*|ols|least squares"
+                r"|arima|lstm|transformers?|dbscan|hierarchical clustering)\b")
+_MODEL_NAME = re.compile(_MODEL_NAMES, re.I)
+
+
+def without_model_names(question: str) -> str:
+    """The question without the models it names: "logistic regression" says which model, not that the
+    question is about the workflow named "penguin body mass regression"."""
+    return _MODEL_NAME.sub(" ", question)
+
+
 #: What is chosen in a data-science workflow: a model, an algorithm, an approach.
-_CHOSEN_THING = re.compile(_MODEL_WORDS.pattern + r"|\bapproach(?:es)?\b|\bmethods?\b|\btechniques?\b"
+_CHOSEN_THING = re.compile(_MODEL_WORDS.pattern + "|" + _MODEL_NAMES
+                           + r"|\bapproach(?:es)?\b|\bmethods?\b|\btechniques?\b"
                            r"|\bwhat (?:was|were|did we|did they)\b", re.I)
 
 
@@ -90,8 +106,8 @@ _CHOSE_VERB = re.compile(
     r"|settl(?:e|ed) (?:on|for)|(?:went|go) with|end(?:ed)? up with)\b", re.I)
 #: The thing chosen, named: a model, an algorithm, an approach (not "what was", which asks about
 #: anything: "what was chosen as the main metric?").
-_CHOSEN_NAMED = re.compile(_MODEL_WORDS.pattern + r"|\bapproach(?:es)?\b|\bmethods?\b|\btechniques?\b",
-                           re.I)
+_CHOSEN_NAMED = re.compile(_MODEL_WORDS.pattern + "|" + _MODEL_NAMES
+                           + r"|\bapproach(?:es)?\b|\bmethods?\b|\btechniques?\b", re.I)
 
 
 def asks_for_reason(question: str) -> bool:
