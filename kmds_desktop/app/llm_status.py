@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kmds_desktop.app.preferences import PROBE_TIMEOUT_S, probe_llm_backend
+from kmds_desktop.app.preferences import PROBE_TIMEOUT_S, READY, probe_llm_backend
 from kmds_desktop.config import LLMSettings
 from kmds_desktop.llm.factory import USUAL_OPENAI_SERVERS, FoundServer, choose_backend
 
@@ -61,11 +61,11 @@ def probe_llm(llm: LLMSettings, *, openai_servers: tuple[tuple[str, int], ...] |
         model = str(getattr(choice.llm, "model", "") or "")
         host = str(getattr(choice.llm, "host", "") or "")
         address = host.split("://", 1)[-1].split("/", 1)[0]
-        return LLMProbe(f"openai · {model} at {address} (ready)", choice.note)
+        return LLMProbe(f"openai · {model} at {address} {READY}", choice.note)
     why = {"no-model": f"Ollama has no {llm.ollama_model}",
            "unreachable": "Ollama not reachable"}.get(choice.ollama_state, "")
     if choice.name == "ollama":
-        text = f"ollama · {llm.ollama_model} (ready)"
+        text = f"ollama · {llm.ollama_model} {READY}"
     elif choice.name == "google":
         text = f"google · {llm.google_model}" + (f" ({why})" if why else "")
     else:
@@ -93,5 +93,5 @@ def status_after_answer(result: Any, llm: LLMSettings) -> tuple[str, str] | None
         why = getattr(result, "synthesis_error", None) or getattr(result, "fallback_reason", None) or ""
         return f"{name} (not answering)", f"The last question got no answer from it: {why}".strip()
     if synthesis == "llm":
-        return f"{name} (ready)", "It answered the last question."
+        return f"{name} {READY}", "It answered the last question."
     return None

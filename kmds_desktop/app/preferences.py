@@ -55,6 +55,14 @@ CONNINFO_FIELDS = ("host", "port", "dbname", "user")
 
 #: Seconds the status probe waits for an Ollama server (the window's status bar, Preferences).
 PROBE_TIMEOUT_S = 2.0
+#: How a status text marks a server that answers: "ollama · model (ready)".
+READY = "(ready)"
+
+
+def says_ready(status_text: str) -> bool:
+    """Whether a status text says the model server answers (the window then has it read the route
+    prompt ahead of the first question)."""
+    return status_text.endswith(READY)
 
 
 def list_ollama_models(host: str, *, progress: Any = None, cancel: Any = None) -> list[str]:
@@ -92,7 +100,7 @@ def probe_llm_backend(llm: LLMSettings, *, progress: Any = None, cancel: Any = N
         why = {"no-model": f"Ollama has no {llm.ollama_model}",
                "unreachable": "Ollama not reachable"}.get(choice.ollama_state, "")
         if choice.name == "ollama":
-            return f"ollama · {llm.ollama_model} (ready)", choice.note
+            return f"ollama · {llm.ollama_model} {READY}", choice.note
         if choice.name == "google":
             return f"google · {llm.google_model}" + (f" ({why})" if why else ""), choice.note
         return (f"offline ({why})" if why else "offline"), choice.note
@@ -102,7 +110,7 @@ def probe_llm_backend(llm: LLMSettings, *, progress: Any = None, cancel: Any = N
         return "ollama (not reachable)", str(exc)
     listed = f"{llm.ollama_host} has: {', '.join(models) or 'no models'}"
     if has_model(models, llm.ollama_model):
-        return f"ollama · {llm.ollama_model} (ready)", listed
+        return f"ollama · {llm.ollama_model} {READY}", listed
     return f"ollama · {llm.ollama_model} (not installed)", listed
 
 

@@ -32,7 +32,7 @@ from kmds_desktop.ask.question_words import (
     asks_for_results,
     asks_what_was_chosen,
     everyday_type,
-    without_model_names,
+    question_topic,
 )
 from kmds_desktop.ask.relevance import is_listing
 from kmds_desktop.kb import SearchFilters
@@ -186,7 +186,7 @@ def route_offline(question: str, question_vector: Any, model_name: str,
                "and the modelling choice records (why)") if asks_for_reason(question) else (
                "the question asks which was chosen: the model selection records (what was selected) and "
                "the modelling choice records (the main model and why)")
-        topic = vocab.workflow_topic(without_model_names(question)) if not workflow else None
+        topic = question_topic(question, vocab) if not workflow else None
         if topic:  # the orchestrator keeps that workflow's records (its choice is the one asked about)
             why += f", of the workflow {topic} (the question uses its name's own words)"
     elif results and (not category_cued or "model_selection_search" in category_cued):

@@ -52,7 +52,7 @@ from kmds_desktop.ask.question_words import (
     asks_what_was_chosen,
     choice_bonus,
     figures_bonus,
-    without_model_names,
+    question_topic,
 )
 from kmds_desktop.ask.relevance import (
     DEFAULT_LIMIT,
@@ -593,7 +593,7 @@ class SearchOrchestrator:
             ranked = self.index.rank(question, list(by_iri), **kwargs)
         vocabulary = self.vocabulary()
         figures = category == "model_selection" and asks_for_results(question, vocabulary)
-        topic = vocabulary.workflow_topic(without_model_names(question)) \
+        topic = question_topic(question, vocabulary) \
             if (figures or per_category) and not filters.workflow else None
 
         def bonus(obs: Observation) -> float:

@@ -91,10 +91,17 @@ def without_model_names(question: str) -> str:
     return _MODEL_NAME.sub(" ", question)
 
 
-#: What is chosen in a data-science workflow: a model, an algorithm, an approach.
-_CHOSEN_THING = re.compile(_MODEL_WORDS.pattern + "|" + _MODEL_NAMES
-                           + r"|\bapproach(?:es)?\b|\bmethods?\b|\btechniques?\b"
-                           r"|\bwhat (?:was|were|did we|did they)\b", re.I)
+#: The thing chosen, named: a model, an algorithm, an approach.
+_CHOSEN_NAMED = re.compile(_MODEL_WORDS.pattern + "|" + _MODEL_NAMES
+                           + r"|\bapproach(?:es)?\b|\bmethods?\b|\btechniques?\b", re.I)
+#: What is chosen, where the question asks why: named, or asked after ("what was chosen, and why?").
+_CHOSEN_THING = re.compile(_CHOSEN_NAMED.pattern + r"|\bwhat (?:was|were|did we|did they)\b", re.I)
+
+
+def question_topic(question: str, vocab: KBVocabulary) -> str | None:
+    """The workflow whose own name words the question uses
+    (:meth:`~kmds_desktop.ask.kb_vocabulary.KBVocabulary.workflow_topic`), the models it names left out."""
+    return vocab.workflow_topic(without_model_names(question))
 
 
 #: Asking which one was chosen, without asking why: "which model did we choose?", "what model did we go
@@ -104,10 +111,6 @@ _WHICH_CHOSEN = re.compile(r"^\s*(?:which|what)\b", re.I)
 _CHOSE_VERB = re.compile(
     r"\b(?:chos(?:e|en)|choose|selected|pick(?:ed)?|opt(?:ed)? for|adopt(?:ed)?|decid(?:e|ed) (?:on|to use)"
     r"|settl(?:e|ed) (?:on|for)|(?:went|go) with|end(?:ed)? up with)\b", re.I)
-#: The thing chosen, named: a model, an algorithm, an approach (not "what was", which asks about
-#: anything: "what was chosen as the main metric?").
-_CHOSEN_NAMED = re.compile(_MODEL_WORDS.pattern + "|" + _MODEL_NAMES
-                           + r"|\bapproach(?:es)?\b|\bmethods?\b|\btechniques?\b", re.I)
 
 
 def asks_for_reason(question: str) -> bool:

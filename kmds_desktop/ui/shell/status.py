@@ -15,6 +15,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QLabel, QStatusBar
 
 from kmds_desktop.app.llm_status import LLMProbe, probe_llm, status_after_answer
+from kmds_desktop.app.preferences import says_ready
 from kmds_desktop.app.presentation import Settings
 from kmds_desktop.app.workspace_session import WorkspaceSession
 from kmds_desktop.ui.jobs.job import Job
@@ -119,7 +120,7 @@ class StatusLine(QObject):
     def llm_status_arrived(self, status: LLMProbe | tuple[str, str]) -> None:
         text, tip = (status.text, status.tooltip) if isinstance(status, LLMProbe) else status
         self.llm_status.setText(f"LLM: {text}")
-        self.llm_ready.emit(text.endswith("(ready)"))
+        self.llm_ready.emit(says_ready(text))
         self.llm_status.setToolTip(tip)
         candidate = status.candidate if isinstance(status, LLMProbe) else None
         if candidate is not None and self.settings.llm.backend == "auto":
