@@ -148,6 +148,29 @@ def test_an_invented_finding_range_is_dropped_and_the_note_says_why(fake_ollama,
     assert result.to_dict()["route_notes"] == result.route_notes
 
 
+def test_a_model_listing_for_a_question_with_one_answer_is_answered_as_an_open_question(
+        fake_ollama, demo_kb, index: SemanticIndex) -> None:
+    """The 1.5B model called "which regression model was picked in the end?" a listing of every model
+    selection record; the answer prompt then carried the 3 of 11 closest to the question, two of them the
+    classifier's, and the model named the classifier. Asked what was chosen, in no listing words, the
+    question is answered as an open one: the body mass workflow's statement of the selection is read."""
+    fake_ollama.models[MODEL] = _model_says({"intent_class": "model_selection_search", "listing": True})
+    orch = _with_model(demo_kb, index, fake_ollama.url)
+    result = orch.retrieve("Which regression model was picked in the end?")
+    assert result.model_route is not None and result.model_route.listing is True
+    assert not result.listing and result.route.intent_class == "model_selection_search"
+    assert any("not as the model's listing" in note for note in result.route_notes), result.route_notes
+    given = [result.results[n - 1] for n in prompt_records(result.results)]
+    assert (BODY_MASS, "model_selection", 5) in {
+        (r["workflow_name"], r["category"], r["finding_seq"]) for r in given}, given
+    assert {r["workflow_name"] for r in result.results} == {BODY_MASS}
+    # a question in listing words keeps the model's listing
+    listed = orch.retrieve("List the model selection findings")
+    assert listed.listing and len(listed.results) == sum(
+        o.category == "model_selection" for o in demo_kb.observations)
+    assert not any("listing" in note for note in listed.route_notes)
+
+
 def test_a_range_the_question_states_is_kept(fake_ollama, demo_kb, index: SemanticIndex) -> None:
     fake_ollama.models[MODEL] = _model_says({
         "intent_class": "all_observations_search", "listing": True, "explanation": "a range",

@@ -298,6 +298,7 @@ class SearchOrchestrator:
         question_vector = None
         proposed: OrchestratorRoute | None = None
         free_text: OfflineDecision | None = None
+        offline_decision: OfflineDecision | None = None  # the offline router's, once asked
         fallback: tuple[str, str] | None = None
         # the offline router's route, whoever chose it (the guard may keep it over the model's, or the
         # model may choose the same), runs as the offline router means it: a guessed category is
@@ -331,8 +332,8 @@ class SearchOrchestrator:
                 t_embed = time.perf_counter()
                 question_vector = self._embed(question)
                 timings["embed"] = time.perf_counter() - t_embed
-                decision = route_offline(question, question_vector, self.embedding_model, vocabulary,
-                                         encode=self._encode)
+                decision = offline_decision = route_offline(question, question_vector, self.embedding_model,
+                                                            vocabulary, encode=self._encode)
                 guarded = guard_route(question, result.model_route, decision, vocabulary)
                 proposed = guarded.route
                 offline_route = guarded.offline_route_runs
@@ -393,7 +394,7 @@ class SearchOrchestrator:
             # its floor, so its route runs as with no model; a route the user gave, or the offline
             # router's own finding nothing, falls back to the free-text search
             floor = (None if route is not None or offline_route
-                     else self._offline_floor(question, question_vector))
+                     else self._offline_floor(question, question_vector, offline_decision))
             if floor is not None:
                 ran, results, listing = floor
                 ran = ran.model_copy(update={"explanation": f"Fell back to the offline router: {why}. "
@@ -506,11 +507,14 @@ class SearchOrchestrator:
             candidates, prefer, category = list(self.kb.observations), category, None
         return self._relevant(question, qvec, candidates, category, filters, prefer), False, empty
 
-    def _offline_floor(self, question: str, qvec: Any,
+    def _offline_floor(self, question: str, qvec: Any, decision: OfflineDecision | None = None,
                        ) -> tuple[OrchestratorRoute, list[dict[str, Any]], bool] | None:
         """The offline router's route for ``question`` and its records (and whether they are a
-        listing), run as with no model; None when it finds nothing."""
-        decision = route_offline(question, qvec, self.embedding_model, self.vocabulary(), encode=self._encode)
+        listing), run as with no model; None when it finds nothing. ``decision``: the offline
+        router's, when the guard already asked for it (else it is asked here)."""
+        if decision is None:
+            decision = route_offline(question, qvec, self.embedding_model, self.vocabulary(),
+                                     encode=self._encode)
         results, listing, _ = self._run_route(question, qvec, decision.route, guessed=True)
         return (decision.route, results, listing) if results else None
 
