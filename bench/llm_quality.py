@@ -481,6 +481,9 @@ def measure_routing(url: str, split: str, limit: int | None, verbose: bool) -> d
                                             if n.startswith("Dropped the model's filter"))
                 counts["fallbacks"] += result.fallback_code in FALLBACK_CODES
                 counts["schema"] += result.route_format == "schema"
+                if verbose and result.listing != q["listing"]:
+                    print(f"  listing miss [{q['kb']}] {q['question']!r}: listing {result.listing}, the set "
+                          f"{q['listing']}; the model's {raw.listing if raw else None}")
                 if verbose and not ok:
                     print(f"  route miss [{q['kb']}] {q['question']!r}: "
                           f"{route.intent_class if route else result.fallback_reason} not in {q['intent']}")
