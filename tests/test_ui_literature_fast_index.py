@@ -6,6 +6,8 @@ from it (real Qt offscreen, real PostgreSQL, the real tantivy index)."""
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ from support.menus import click_menu
 
 from kmds_desktop.config import Settings
 from kmds_desktop.literature.store import topk_build
+from kmds_desktop.ui.jobs.worker import PROGRESS_INTERVAL_S
 
 WAIT = 120_000
 LEFT = Qt.MouseButton.LeftButton
@@ -34,7 +37,24 @@ def large_database(monkeypatch: pytest.MonkeyPatch, pg_empty_database, literatur
 def test_the_fast_index_is_built_from_the_menu_cancelled_and_finished(qtbot, make_window, large_database,
                                                                      monkeypatch) -> None:
     db, records = large_database
-    monkeypatch.setattr(topk_build, "BATCH", 5)  # many small batches: there is time to press Cancel
+    monkeypatch.setattr(topk_build, "BATCH", 5)  # many small batches
+    # the build waits after its second batch until Cancel has been pressed: on a quiet machine all 60
+    # batches took less than the 600 ms after which a job's progress row appears, and the row never did.
+    # The first batch's report waits out the worker's progress interval, so it is not one held back.
+    cancel_pressed = threading.Event()
+    committed: list[str] = []
+    crash_point = topk_build.crash_point
+
+    def held_after_two_batches(name: str) -> None:
+        crash_point(name)
+        if name == "topk.batch-committed":
+            committed.append(name)
+            if len(committed) == 1:
+                time.sleep(PROGRESS_INTERVAL_S + 0.02)
+            if len(committed) == 2:
+                cancel_pressed.wait(WAIT / 1000)
+
+    monkeypatch.setattr(topk_build, "crash_point", held_after_two_batches)
     settings = Settings()
     settings.retrieval.fulltext_ranking = "bm25"
     window = make_window(settings, auto_index=False,
@@ -49,6 +69,7 @@ def test_the_fast_index_is_built_from_the_menu_cancelled_and_finished(qtbot, mak
     qtbot.waitUntil(lambda: strip.row_for("literature.topk") is not None, timeout=WAIT)
     qtbot.waitUntil(lambda: "Fast search index: indexed" in panel.progress_label.text(), timeout=WAIT)
     qtbot.mouseClick(strip.cancel_button, LEFT)
+    cancel_pressed.set()
     qtbot.waitUntil(lambda: panel.files._topk_job is None, timeout=WAIT)
     assert "Fast search index cancelled" in panel.progress_label.text()
     qtbot.waitUntil(lambda: "fast search index unfinished" in window.lit_status.text(), timeout=WAIT)

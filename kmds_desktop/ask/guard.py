@@ -21,15 +21,15 @@ offline router on some questions the offline router gets right. So both routers 
 - where the model's template runs, the filters the offline router read from the question's words
   fill those the model left out (the route reply is kept short: a model writes only the filters the
   question states, and may leave out some; :func:`fill_stated_filters`);
-- the model's say on whether the answer lists every match stands, unless it may have rested on a
-  dropped filter, or the question asks for one thing (what was chosen, how the models did) in no
-  listing words: that question is answered as an open one (:func:`_open_when_one_thing_asked`; the
-  model's dev answers citing an expected record 23 -> 25 of 30, the offline answers' 25). Reading it from the question's words instead, as the offline router does, agreed
-  with the question sets more often (dev 1.000 against 0.750, hard 0.875 against 0.708), but the
-  model's answers then cited an expected record less often (dev 15 of 22 against 18; held-out 7 of 10
-  either way): a listing hands the model the template's 3 records closest to the question, where an
-  open question's relevance cut may keep one ("were there missing values?" kept the two rows missing
-  every measurement and cut the 11 penguins missing their sex, the record the set expects);
+- the model's say on whether the answer lists every match stands, unless it may have rested on a dropped
+  filter, or the question asks for one thing (what was chosen, how the models did) in no listing words: that
+  question is answered as an open one (:func:`_open_when_one_thing_asked`; the model's dev answers citing an
+  expected record 23 -> 25 of 30, the offline answers' 25). Reading it from the question's words instead, as
+  the offline router does, agreed with the question sets more often (dev 1.000 against 0.750, hard 0.875
+  against 0.708), but the model's answers then cited an expected record less often (dev 15 of 22 against 18;
+  held-out 7 of 10 either way): a listing hands the model the template's 3 records closest to the question,
+  where an open question's relevance cut may keep one ("were there missing values?" kept the two rows
+  missing every measurement and cut the 11 penguins missing their sex, the record the set expects);
 - the route that did not run is kept as ``alternative``, one click away in the window.
 
 Plain Python: the orchestrator calls :func:`guard_route` after parsing the model's reply.
@@ -239,9 +239,8 @@ def _open_when_one_thing_asked(question: str, route: OrchestratorRoute, offline:
         return route
     if not (asks_what_was_chosen(question, vocab) or asks_for_results(question, vocab)):
         return route
-    notes.append("Answered the question as an open one, not as the model's listing of every record: it asks "
-                 "for one thing (what was chosen, or how the models did), and the most relevant records "
-                 "come first.")
+    notes.append("Answered as an open question, not as the model's listing of every record: it asks for one "
+                 "thing (what was chosen, how the models did), so the most relevant records come first.")
     return route.model_copy(update={"listing": False})
 
 
