@@ -321,3 +321,43 @@ def test_first_start_status_line_says_each_job_once_and_fits(qtbot, runner):
     with qtbot.waitSignal(warm.finished, timeout=10_000):
         qtbot.mouseClick(strip.cancel_button, Qt.MouseButton.LeftButton)
     assert strip.isHidden()
+
+
+def test_a_report_held_back_is_sent_when_the_job_then_stalls(qtbot, runner):
+    """Two reports within the throttle's interval, then a long step: the second is the one shown
+    through the stall (before, it was dropped, and the first showed until the step ended)."""
+    stalled, go_on = threading.Event(), threading.Event()
+    seen: list[tuple] = []
+
+    def two_reports_then_a_stall(*, progress=None, cancel=None) -> str:
+        progress(0, 10, "starting")
+        progress(1, 10, "one of ten done")  # within the interval: held back
+        stalled.set()
+        go_on.wait(30)
+        return "done"
+
+    job = runner.submit("stall", two_reports_then_a_stall, on_progress=lambda *a: seen.append(a))
+    assert stalled.wait(10)
+    qtbot.waitUntil(lambda: any(m == "one of ten done" for _, _, m in seen), timeout=5_000)
+    assert job.running  # sent during the stall, not at the end
+    go_on.set()
+    qtbot.waitUntil(lambda: job.done, timeout=10_000)
+    assert [m for _, _, m in seen] == ["starting", "one of ten done"]  # once each, in order
+
+
+def test_no_progress_after_the_outcome(qtbot, runner):
+    """A report held back when the job ends is dropped: nothing updates the view after the result."""
+    after: list[tuple] = []
+    finished: list[bool] = []
+
+    def ends_right_after_two_reports(*, progress=None, cancel=None) -> int:
+        progress(0, 10, "starting")
+        progress(1, 10, "held")
+        return 1
+
+    runner.submit("end", ends_right_after_two_reports,
+                  on_progress=lambda *a: after.append(a) if finished else None,
+                  on_result=lambda _: finished.append(True))
+    qtbot.waitUntil(lambda: bool(finished), timeout=10_000)
+    qtbot.wait(200)  # past the throttle's interval: a timer left running would send "held" now
+    assert after == []

@@ -56,8 +56,9 @@ button in the status bar. Quick jobs therefore never flicker anything.
 Progress signals are throttled on the worker side (at most one every
 :data:`~kmds_desktop.ui.jobs.worker.PROGRESS_INTERVAL_S`, plus the final one, and a new step: a new
 message without a total, such as "m is writing an abstract", which no later report would bring to
-the screen) and chunks are batched the same way, so a tight core loop cannot flood the GUI thread's
-event queue.
+the screen; a report held back goes out when the interval is over unless a newer one went first, so
+the last report before a long stall is the one shown through it) and chunks are batched the same way,
+so a tight core loop cannot flood the GUI thread's event queue.
 """
 
 from __future__ import annotations

@@ -2,7 +2,10 @@
 
 Progress reports are throttled here, on the worker (at most one every :data:`PROGRESS_INTERVAL_S`,
 plus the final one and each new step) and chunks batched (:data:`CHUNK_INTERVAL_S`), so a tight core
-loop cannot flood the GUI thread's event queue. See :mod:`kmds_desktop.ui.jobs.runner` for the rule.
+loop cannot flood the GUI thread's event queue. A report held back is sent when the interval is over
+if none came after it: the report before a long stall is the one the user reads through it (the fast
+search index's first batch, then minutes on the next, showed "indexing 300 documents" all along).
+See :mod:`kmds_desktop.ui.jobs.runner` for the rule.
 """
 
 from __future__ import annotations
@@ -29,6 +32,13 @@ def _flush_later(ref: weakref.ref[Worker]) -> None:
     worker = ref()
     if worker is not None:
         worker._flush_chunks()  # noqa: SLF001 - the worker's own flush, from its thread
+
+
+def _send_held_progress_later(ref: weakref.ref[Worker]) -> None:
+    """Timer callback: send a worker's held-back progress report if the worker still exists."""
+    worker = ref()
+    if worker is not None:
+        worker._send_held_progress()  # noqa: SLF001 - the worker's own flush, from its thread
 
 
 class Worker(QObject):
@@ -69,17 +79,55 @@ class Worker(QObject):
         self._lock = threading.Lock()
         self._emit_lock = threading.Lock()
         self._flush_timer: threading.Timer | None = None
+        self._held_progress: tuple[int, int | None, str] | None = None
+        self._progress_timer: threading.Timer | None = None
+        self._ended = False
         self._home_thread = self.thread()  # the GUI thread, which creates workers
 
     # -- callbacks handed to the core function (called on the worker thread) --
     def _progress(self, done: int, total: int | None, message: str = "") -> None:
-        now = time.monotonic()
-        final = total is not None and done >= total
-        step = total is None and message != self._last_message
-        if final or step or now - self._last_progress >= PROGRESS_INTERVAL_S:
-            self._last_progress = now
-            self._last_message = message
-            self.progress.emit(int(done), total, str(message))
+        report = (int(done), total, str(message))
+        with self._emit_lock:  # one sender at a time, so a held report never follows a newer one
+            with self._lock:
+                now = time.monotonic()
+                final = total is not None and done >= total
+                step = total is None and message != self._last_message
+                due = now - self._last_progress >= PROGRESS_INTERVAL_S
+                send = not self._ended and (final or step or due)
+                if send:
+                    self._last_progress = now
+                    self._last_message = message
+                    self._held_progress = None
+                elif not self._ended:
+                    self._held_progress = report
+                    if self._progress_timer is None:
+                        # a weak reference, as for chunks (see _flush_later)
+                        self._progress_timer = threading.Timer(PROGRESS_INTERVAL_S, _send_held_progress_later,
+                                                               (weakref.ref(self),))
+                        self._progress_timer.daemon = True
+                        self._progress_timer.start()
+            if send:
+                self.progress.emit(*report)
+
+    def _send_held_progress(self) -> None:
+        with self._emit_lock:
+            with self._lock:
+                held, self._held_progress = self._held_progress, None
+                self._progress_timer = None
+                if held is None or self._ended:
+                    return
+                self._last_progress = time.monotonic()
+                self._last_message = held[2]
+            self.progress.emit(*held)
+
+    def _end_progress(self) -> None:
+        """No progress after the outcome: a held report is dropped, its timer stopped."""
+        with self._emit_lock, self._lock:
+            self._ended = True
+            self._held_progress = None
+            if self._progress_timer is not None:
+                self._progress_timer.cancel()
+                self._progress_timer = None
 
     def _chunk(self, piece: Any) -> None:
         with self._lock:
@@ -136,15 +184,18 @@ class Worker(QObject):
         try:
             self.token.raise_if_cancelled()
             value = self._fn(*self._args, **kwargs)
+            self._end_progress()
             self._flush_chunks()
             if self.token.cancelled:
                 self.cancelled.emit()
             else:
                 self.result.emit(value)
         except Cancelled:
+            self._end_progress()
             self._flush_chunks()
             self.cancelled.emit()
         except BaseException as exc:  # every failure is reported to the GUI
+            self._end_progress()
             self._flush_chunks()
             if self.token.cancelled:
                 # The cancel hook aborted the call (closed socket, cancelled statement): not an error.
