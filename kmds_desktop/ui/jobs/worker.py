@@ -3,8 +3,9 @@
 Progress reports are throttled here, on the worker (at most one every :data:`PROGRESS_INTERVAL_S`,
 plus the final one and each new step) and chunks batched (:data:`CHUNK_INTERVAL_S`), so a tight core
 loop cannot flood the GUI thread's event queue. A report held back is sent when the interval is over
-if none came after it: the report before a long stall is the one the user reads through it (the fast
-search index's first batch, then minutes on the next, showed "indexing 300 documents" all along).
+if none came after it, or before the job's outcome: the report before a long stall is the one the user
+reads through it (the fast search index's first batch, then minutes on the next, showed "indexing 300
+documents" all along), and nothing comes after the outcome.
 See :mod:`kmds_desktop.ui.jobs.runner` for the rule.
 """
 
@@ -121,13 +122,17 @@ class Worker(QObject):
             self.progress.emit(*held)
 
     def _end_progress(self) -> None:
-        """No progress after the outcome: a held report is dropped, its timer stopped."""
-        with self._emit_lock, self._lock:
-            self._ended = True
-            self._held_progress = None
-            if self._progress_timer is not None:
-                self._progress_timer.cancel()
-                self._progress_timer = None
+        """Before the outcome: a held report goes out (the function's last word on its progress: a
+        report the timer's send made too early to go out at once is not lost), and none after it."""
+        with self._emit_lock:
+            with self._lock:
+                held, self._held_progress = self._held_progress, None
+                self._ended = True
+                if self._progress_timer is not None:
+                    self._progress_timer.cancel()
+                    self._progress_timer = None
+            if held is not None:
+                self.progress.emit(*held)
 
     def _chunk(self, piece: Any) -> None:
         with self._lock:
