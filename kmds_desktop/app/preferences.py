@@ -93,8 +93,8 @@ def probe_llm_backend(llm: LLMSettings, *, progress: Any = None, cancel: Any = N
             return "openai (not reachable)", str(exc)
         listed = f"{llm.openai_base_url} offers: {', '.join(models) or 'no models'}"
         # one-model servers (llama.cpp) answer any name with their model, so only an empty list is bad
-        state = "ready" if llm.openai_model in models or len(models) == 1 else "not offered"
-        return f"openai · {llm.openai_model} ({state})", listed
+        state = READY if llm.openai_model in models or len(models) == 1 else "(not offered)"
+        return f"openai · {llm.openai_model} {state}", listed
     if backend == "auto":
         choice = choose_backend(llm, probe_timeout=PROBE_TIMEOUT_S)  # what asking will use
         why = {"no-model": f"Ollama has no {llm.ollama_model}",

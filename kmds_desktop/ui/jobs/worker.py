@@ -28,18 +28,21 @@ PROGRESS_INTERVAL_S = 0.05
 CHUNK_INTERVAL_S = 0.03
 
 
-def _flush_later(ref: weakref.ref[Worker]) -> None:
-    """Timer callback: flush a worker's held-back pieces if the worker still exists."""
+def _call_later(ref: weakref.ref[Worker], method: Callable[[Worker], None]) -> None:
+    """Timer callback: call one of a worker's own flushes if the worker still exists."""
     worker = ref()
     if worker is not None:
-        worker._flush_chunks()  # noqa: SLF001 - the worker's own flush, from its thread
+        method(worker)
 
 
-def _send_held_progress_later(ref: weakref.ref[Worker]) -> None:
-    """Timer callback: send a worker's held-back progress report if the worker still exists."""
-    worker = ref()
-    if worker is not None:
-        worker._send_held_progress()  # noqa: SLF001 - the worker's own flush, from its thread
+def _weak_timer(worker: Worker, interval: float, method: Callable[[Worker], None]) -> threading.Timer:
+    """A started daemon timer that calls ``method(worker)`` after ``interval`` seconds. It holds only a
+    weak reference: a timer thread holding the last reference would destroy the worker off the GUI
+    thread (see ``Worker._home_thread``)."""
+    timer = threading.Timer(interval, _call_later, (weakref.ref(worker), method))
+    timer.daemon = True
+    timer.start()
+    return timer
 
 
 class Worker(QObject):
@@ -102,11 +105,8 @@ class Worker(QObject):
                 elif not self._ended:
                     self._held_progress = report
                     if self._progress_timer is None:
-                        # a weak reference, as for chunks (see _flush_later)
-                        self._progress_timer = threading.Timer(PROGRESS_INTERVAL_S, _send_held_progress_later,
-                                                               (weakref.ref(self),))
-                        self._progress_timer.daemon = True
-                        self._progress_timer.start()
+                        self._progress_timer = _weak_timer(self, PROGRESS_INTERVAL_S,
+                                                           Worker._send_held_progress)
             if send:
                 self.progress.emit(*report)
 
@@ -142,12 +142,7 @@ class Worker(QObject):
                 # Held back to batch a burst; a timer sends it if nothing follows soon (the next
                 # piece may be minutes away: a model that hangs must not hold the rows before it).
                 if self._flush_timer is None:
-                    # The timer holds only a weak reference: a timer thread holding the last
-                    # reference would destroy the worker off the GUI thread (see _home_thread).
-                    self._flush_timer = threading.Timer(CHUNK_INTERVAL_S, _flush_later,
-                                                        (weakref.ref(self),))
-                    self._flush_timer.daemon = True
-                    self._flush_timer.start()
+                    self._flush_timer = _weak_timer(self, CHUNK_INTERVAL_S, Worker._flush_chunks)
                 return
             self._last_chunk = now
         self._flush_chunks()
