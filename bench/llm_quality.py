@@ -185,8 +185,8 @@ ratios.
 
 Usage: ``.venv/bin/python bench/llm_quality.py [--split dev|heldout] [--prompt old|new]
 [--parts routing,queries,answers,scoring,latency] [--concept-request question|expansion]
-[--lit-questions N] [--route-questions N] [--answers N] [--answer-expected N] [--answer-skip N]
-[--score-questions N] [--score-records N]
+[--lit-questions N] [--route-questions N] [--answers N] [--answer-expected N]
+[--answer-set dev|heldout|hard|own] [--answer-skip N] [--score-questions N] [--score-records N]
 [--data-dir DIR] [--model FILE.gguf] [--show N]``. ``--data-dir`` keeps the imported corpora (a
 folder with ``cf/postgres`` and ``scifact/postgres`` is reused as it is).
 """
@@ -229,6 +229,9 @@ ASK_SETS = {
     #: 24 questions the offline router gets wrong (paraphrases, two-part questions, loose names).
     "hard": ROOT / "tests" / "data" / "ask_questions_hard.jsonl",
 }
+#: Questions of ours in the shapes of the held-out answers' losses ("why were some X dropped?", "were any
+#: X missing?"), each with the records a right answer draws on: for tuning the answers (``--answer-set own``).
+OWN_ANSWERS = ROOT / "tests" / "data" / "ask_answers_own.jsonl"
 #: Everyday questions for the answers (KB short name as in ``bench/ask_routing.py``, question): worded
 #: as a user asks, not tuned on; the first three are the issue's own examples.
 ANSWER_QUESTIONS: tuple[tuple[str, str], ...] = (
@@ -622,11 +625,11 @@ def measure_corpus(name: str, url: str, root: Path, split: str, limit: int | Non
 def expected_answer_questions(limit: int, split: str = "heldout") -> list[tuple[str, str, list[str]]]:
     """Open routing questions of ``split`` with the records a right answer draws on (``include``), on
     the KBs the everyday questions use, evenly spaced through the set: (KB, question, record keys).
-    The dev set is for changing the app; the held-out set for reporting."""
+    The dev, hard and own sets are for changing the app; the held-out set for reporting."""
     import json
 
-    rows = [json.loads(line) for line in ASK_SETS[split].read_text(encoding="utf-8").splitlines()
-            if line.strip()]
+    path = OWN_ANSWERS if split == "own" else ASK_SETS[split]
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     picked = [(r["kb"], r["question"], list(r["include"])) for r in rows
               if r.get("include") and r["kb"] in ("demo", "retail", "itsm")]
     return spread(picked, limit) if limit else []
@@ -880,7 +883,7 @@ def print_table(split: str, which: str, routing: dict[str, Any] | None, corpora:
             (f"answers with every claim citing a record that exists ({answers['questions']})",
              f"{answers['all_cited']:.3f}"),
             ("answers citing more than one record", f"{answers['several']:.3f}"),
-            (f"answers citing an expected record ({answers['expected_questions']} questions of the split)",
+            (f"answers citing an expected record ({answers['expected_questions']} questions of the set)",
              f"{answers['expected_hit']:.3f}"),
             ("  the same questions answered offline (an extractive summary citing every record found)",
              f"{answers['offline_expected_hit']:.3f}"),
@@ -968,6 +971,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--answer-expected", type=int, default=10,
                         help="open questions of --split whose right records are known, answered after the "
                              "everyday ones (0: none)")
+    parser.add_argument("--answer-set", choices=("dev", "heldout", "hard", "own"), default=None,
+                        help="the questions --answer-expected draws from (default: the split's; own: "
+                             "tests/data/ask_answers_own.jsonl)")
     parser.add_argument("--answer-skip", type=int, default=0,
                         help="leave out the first N answer questions (to finish a run that was stopped)")
     parser.add_argument("--data-dir", type=Path, default=None, help="keep/reuse the imported corpora here")
@@ -1012,7 +1018,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                 last=False)
             if "answers" in parts:
                 answers = measure_answers(server, args.answers, args.verbose, args.answer_expected,
-                                          args.answer_skip, args.split)
+                                          args.answer_skip, args.answer_set or args.split)
             if "scoring" in parts:
                 before = len(server.requests())
                 scoring = measure_scoring(server.url, args.split, args.score_questions, args.score_records,

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from support.fake_ollama import ModelScript
 
-from kmds_desktop.ask.answers import prompt_records
+from kmds_desktop.ask.answers import PROMPT_RECORDS, prompt_records
 from kmds_desktop.ask.guard import guard_route, numbers_in, workflow_grounded
 from kmds_desktop.ask.kb_vocabulary import KBVocabulary
 from kmds_desktop.ask.offline_router import OfflineDecision
@@ -169,6 +169,20 @@ def test_a_model_listing_for_a_question_with_one_answer_is_answered_as_an_open_q
     assert listed.listing and len(listed.results) == sum(
         o.category == "model_selection" for o in demo_kb.observations)
     assert not any("listing" in note for note in listed.route_notes)
+
+
+def test_a_listings_prompt_carries_the_record_with_the_questions_point(
+        fake_ollama, demo_kb, index: SemanticIndex) -> None:
+    """"Why were some penguins dropped from the body mass analysis?" lists the body mass workflow's
+    records; by similarity alone the 3 the model reads are about flipper length and the fit, all closer
+    in topic than "Rows without sex (11) are dropped …", the one record that answers it."""
+    fake_ollama.models[MODEL] = _model_says({"intent_class": "all_observations_search", "listing": True,
+                                             "filters": {"workflow": BODY_MASS}})
+    result = _with_model(demo_kb, index, fake_ollama.url).retrieve(
+        "Why were some penguins dropped from the body mass analysis?")
+    assert result.listing and len(result.results) > PROMPT_RECORDS
+    given = [result.results[n - 1] for n in prompt_records(result.results)]
+    assert any("are dropped for this analysis" in r["finding"] for r in given), [r["finding"] for r in given]
 
 
 def test_a_range_the_question_states_is_kept(fake_ollama, demo_kb, index: SemanticIndex) -> None:

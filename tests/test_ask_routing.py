@@ -23,6 +23,7 @@ from kmds_desktop.ask.answers import (
     synthesis_prompt,
 )
 from kmds_desktop.ask.catalog import ROUTES
+from kmds_desktop.ask.relevance import distinctive_word_share
 from kmds_desktop.search import OrchestratorResult, SearchFilters, SearchOrchestrator
 
 ROUTE = '{"intent_class": "exploratory_search", "filters": {"obs_type_filter": null}, "explanation": "EDA"}'
@@ -179,6 +180,30 @@ def test_a_listing_prompt_takes_the_most_relevant_else_each_workflow_in_turn() -
     for r, relevance in zip(listing, (0.1, 0.2, 0.6, 0.5, 0.3, 0.4), strict=True):
         r["relevance"] = relevance
     assert prompt_records(listing) == [3, 4, 6]
+    # the last place goes to the record with most of the question's distinctive words among the rest
+    for r, share in zip(listing, (0.0, 0.9, 0.2, 0.0, 0.5, 0.0), strict=True):
+        r["word_share"] = share
+    assert prompt_records(listing) == [2, 3, 4]  # 3 and 4 by similarity, 2 by its words
+    assert prompt_records(listing, limit=1) == [3]  # one place: the most relevant alone
+    listing[1]["word_share"] = 0.0
+    assert prompt_records(listing) == [3, 4, 5]
+
+
+def test_a_listings_distinctive_words_weigh_most() -> None:
+    """Over a listing that shares its topic, the question's word no other record has decides."""
+    listing = [
+        "Flipper length is the strongest single predictor of body mass over all penguins.",
+        "Body mass ranges from 2,700 g to 6,300 g.",
+        "Within each species flipper length and body mass are less tightly related.",
+        "Rows without sex (11) are dropped for this analysis because sex is a predictor.",
+    ]
+    shares = distinctive_word_share("Why were some penguins dropped from the body mass analysis?", listing)
+    assert max(range(4), key=shares.__getitem__) == 3  # "dropped" and "analysis" are its alone
+    assert all(0.0 <= share <= 1.0 for share in shares) and shares[1] > 0.0  # "body mass" counts a little
+    # no word of the question in any record: nothing to add, and the question's other words never dilute
+    assert distinctive_word_share("What about the weather?", listing) == [0.0] * 4
+    assert distinctive_word_share("Which were dropped?", listing)[3] == 1.0
+    assert distinctive_word_share("anything", []) == []
 
 
 @pytest.mark.parametrize(

@@ -69,8 +69,12 @@ def prompt_records(results: Sequence[dict[str, Any]], limit: int = PROMPT_RECORD
     similarity to the question) is known, the most relevant by it, so "which model was selected and
     why" or "what did we find out about sex differences", routed as a listing of 11-14 records, still
     shows the model the records that answer it (taken in turn per workflow, the sex-differences record
-    was left out for two weak ones of the other workflow); otherwise in turn from each workflow in view
-    order. The numbers stay the view's, so ``[n]`` in the answer is always ``results[n-1]``."""
+    was left out for two weak ones of the other workflow), but the last place goes to the record with the
+    largest share of the question's distinctive words (``word_share``) among the rest: a listing's
+    records share its topic, so similarity alone gave "why were some penguins dropped from the body mass
+    analysis?" three body mass records and not "Rows without sex (11) are dropped …"; otherwise in turn
+    from each workflow in view order. The numbers stay the view's, so ``[n]`` in the answer is always
+    ``results[n-1]``."""
     n = len(results)
     if n <= limit:
         return list(range(1, n + 1))
@@ -86,7 +90,10 @@ def prompt_records(results: Sequence[dict[str, Any]], limit: int = PROMPT_RECORD
 
     for key in ("rank", "score", "relevance"):
         if any(isinstance(r.get(key), int | float) for r in results):
-            return sorted(best_first(key, range(1, n + 1))[:limit])
+            best = best_first(key, range(1, n + 1))
+            if key == "relevance" and limit > 1 and any(r.get("word_share") for r in results):
+                return sorted([*best[: limit - 1], _most_words(results, best[limit - 1:])])
+            return sorted(best[:limit])
     groups: dict[str, list[int]] = {}
     for i, result in enumerate(results, start=1):
         groups.setdefault(workflow_label(result), []).append(i)
@@ -97,6 +104,15 @@ def prompt_records(results: Sequence[dict[str, Any]], limit: int = PROMPT_RECORD
             if queue and len(picked) < limit:
                 picked.append(queue.pop(0))
     return sorted(picked)
+
+
+def _most_words(results: Sequence[dict[str, Any]], numbers: Sequence[int]) -> int:
+    """Of ``numbers`` (best first), the record holding the largest share of the question's distinctive
+    words (``word_share``); the first of them on a tie or where none holds any."""
+    def share(number: int) -> tuple[float, int]:
+        return (float(results[number - 1].get("word_share") or 0.0), -numbers.index(number))
+
+    return max(numbers, key=share)
 
 
 _SENTENCE_STOP = re.compile(r"[.!?](?=\s|$)")

@@ -56,6 +56,7 @@ from kmds_desktop.ask.question_words import (
 )
 from kmds_desktop.ask.relevance import (
     DEFAULT_LIMIT,
+    distinctive_word_share,
     group_by_workflow,
     is_listing,
     merge_duplicates,
@@ -636,18 +637,22 @@ class SearchOrchestrator:
         return group_by_workflow(merge_duplicates(records))
 
     def _mark_relevance(self, question: str, qvec: Any, results: list[dict[str, Any]]) -> None:
-        """Each listed record's similarity to the question as ``relevance``: the view keeps the
-        listing's order, and the answer prompt, which carries a few records, takes the most relevant
-        (:func:`~kmds_desktop.ask.answers.prompt_records`). Stored vectors are reused: one question
-        embedding at most."""
+        """Each listed record's similarity to the question as ``relevance`` and its share of the
+        question's distinctive words as ``word_share``
+        (:func:`~kmds_desktop.ask.relevance.distinctive_word_share`): the view keeps the listing's
+        order, and the answer prompt, which carries a few records, takes the most relevant and the one
+        with most of the question's words (:func:`~kmds_desktop.ask.answers.prompt_records`). Stored
+        vectors are reused: one question embedding at most."""
         texts = {str(r["iri"]): str(r.get("finding", "")) for r in results}
         kwargs: dict[str, Any] = {"kb_id": self.kb_id, "texts": texts}
         if qvec is not None:
             kwargs["query_vector"] = qvec
         similarity = {iri: 1.0 - dist for iri, dist in self.index.rank(question, list(texts), **kwargs)}
+        shares = dict(zip(texts, distinctive_word_share(question, list(texts.values())), strict=True))
         for r in results:
             if r["iri"] in similarity:
                 r["relevance"] = round(similarity[r["iri"]], 4)
+                r["word_share"] = round(shares[str(r["iri"])], 4)
 
     def _search(self, question: str, qvec: Any, n: int, **filters: Any) -> list[dict[str, Any]]:
         """``index.search`` on this KB only, with the question's vector when it was embedded already."""
