@@ -10,7 +10,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from kmds_desktop.ask.relevance import workflow_label
+from kmds_desktop.ask.relevance import content_stems, workflow_label
 
 #: Records the answer prompt carries at most: the best of them by relevance (a listing: taken in turn
 #: from each workflow). Reading the prompt is what the answer's first token waits for (a 1.5B model on
@@ -205,24 +205,16 @@ def _move_leading_citations(sentence: str) -> str:
 #: words with it, one the model made up shares few.
 ATTRIBUTE_SHARE = 0.5
 ATTRIBUTE_MIN_WORDS = 3
-_STOP = frozenset("the a an and or of in on for to with by is are was were be been that this these those it "
-                  "its as at from which who than then there their they we our not no but also into over all "
-                  "any each both between within".split())
-
-
-def _content_words(text: str) -> set[str]:
-    """Lower-case word stems (first 6 letters) of the words that carry meaning."""
-    return {w[:6] for w in re.findall(r"[a-z0-9]{2,}", text.lower()) if w not in _STOP}
 
 
 def _attribute(sentence: str, sources: Sequence[str]) -> int | None:
     """The record (1-based) an uncited claim restates, by shared content words, or None."""
-    words = _content_words(CITATION.sub("", sentence))
+    words = content_stems(CITATION.sub("", sentence))
     if len(words) < ATTRIBUTE_MIN_WORDS:
         return None
     best, best_shared = None, 0
     for number, source in enumerate(sources, start=1):
-        shared = len(words & _content_words(source))
+        shared = len(words & content_stems(source))
         if shared > best_shared:
             best, best_shared = number, shared
     if best is None or best_shared < ATTRIBUTE_MIN_WORDS or best_shared < ATTRIBUTE_SHARE * len(words):

@@ -80,17 +80,22 @@ def relevant(scored: Sequence[tuple[Any, float]], *, min_similarity: float = MIN
     return kept
 
 
-_WORD = re.compile(r"[a-z0-9]{3,}")
-_COMMON = frozenset(
-    "the and for with are was were been that this these those its from which who than then there their "
-    "they our not but also into over all any each both between within what why how when where did does "
-    "has have had some most many much more less about out will would could should can".split())
+#: Words that carry no meaning of their own: left out of the words a claim and a record share.
+STOP_WORDS = frozenset(
+    "the a an and or of in on for to with by is are was were be been that this these those it its as at from "
+    "which who than then there their they we our not no but also into over all any each both between "
+    "within".split())
+#: A question's own framing ("why were some …", "how much …"): not the point it asks about.
+QUESTION_WORDS = frozenset(
+    "what why how when where did does has have had some most many much more less about out will would could "
+    "should can".split())
+_WORD = re.compile(r"[a-z0-9]{2,}")
 
 
-def _stems(text: str) -> set[str]:
-    """Lower-case stems (first 6 letters) of the words that carry meaning: "penguins" and "penguin"
-    meet, "measurements" and "measured" too."""
-    return {w[:6] for w in _WORD.findall(text.lower()) if w not in _COMMON}
+def content_stems(text: str, ignore: frozenset[str] = frozenset()) -> set[str]:
+    """Lower-case stems (first 6 letters) of the words that carry meaning, less :data:`STOP_WORDS`
+    and ``ignore``: "penguins" and "penguin" meet, "measurements" and "measured" too."""
+    return {w[:6] for w in _WORD.findall(text.lower()) if w not in STOP_WORDS and w not in ignore}
 
 
 def distinctive_word_share(question: str, texts: Sequence[str]) -> list[float]:
@@ -111,8 +116,8 @@ def distinctive_word_share(question: str, texts: Sequence[str]) -> list[float]:
     (``bench/llm_quality.py --parts answers``): dev answers citing an expected record 25 of 30 before
     and after; our ten questions in the held-out losses' shapes (``--answer-set own``) 7 -> 8 of 10,
     offline 8."""
-    words = _stems(question)
-    stems = [_stems(text) for text in texts]
+    words = content_stems(question, QUESTION_WORDS)
+    stems = [content_stems(text, QUESTION_WORDS) for text in texts]
     n = len(texts)
     weight: dict[str, float] = {}
     for word in words:
