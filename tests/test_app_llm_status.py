@@ -15,11 +15,13 @@ def test_a_failed_answer_marks_the_backend_not_answering_and_a_good_one_ready():
     llm = LLMSettings(backend="ollama", ollama_model="qwen2.5-coder:1.5b")
     dead = status_after_answer(_result(backend="ollama", synthesis="extractive",
                                        synthesis_error="Ollama is not reachable at http://127.0.0.1:9"), llm)
-    assert dead is not None and dead[0] == "ollama · qwen2.5-coder:1.5b (not answering)"
-    assert "not reachable" in dead[1]
+    assert dead is not None and dead.text == "ollama · qwen2.5-coder:1.5b (not answering)"
+    assert "not reachable" in dead.tooltip and not dead.ready
     router = status_after_answer(_result(backend="ollama", synthesis="llm", fallback_code="llm_error",
                                          fallback_reason="the LLM failed: timed out"), llm)
-    assert router is not None and "(not answering)" in router[0] and "timed out" in router[1]
+    assert router is not None and "(not answering)" in router.text and "timed out" in router.tooltip
     back = status_after_answer(_result(backend="ollama", synthesis="llm"), llm)
-    assert back == ("ollama · qwen2.5-coder:1.5b (ready)", "It answered the last question.")
+    assert back is not None and back.ready
+    assert back.text == "ollama · qwen2.5-coder:1.5b (ready)"
+    assert back.tooltip == "It answered the last question."
     assert status_after_answer(_result(backend="offline", synthesis="offline"), llm) is None

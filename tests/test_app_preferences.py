@@ -28,8 +28,9 @@ def test_latest_tag_and_plain_name_are_one_model(fake_ollama, memory_keyring) ->
     for configured in ("foo", "foo:latest"):
         for backend in ("ollama", "auto"):
             llm = LLMSettings(backend=backend, ollama_host=fake_ollama.url, ollama_model=configured)
-            status, _tip = probe_llm_backend(llm)
-            assert status == f"ollama · {configured} (ready)", (backend, configured, status)
+            probe = probe_llm_backend(llm)
+            assert probe.text == f"ollama · {configured} (ready)", (backend, configured, probe)
+            assert probe.ready
             if backend == "auto":
                 assert choose_backend(llm).name == "ollama"
     assert list_ollama_models(fake_ollama.url) == ["foo"]
@@ -38,14 +39,15 @@ def test_latest_tag_and_plain_name_are_one_model(fake_ollama, memory_keyring) ->
 def test_status_says_what_asking_would_use(fake_ollama, memory_keyring) -> None:
     fake_ollama.models["other"] = ModelScript(["hi"])
     missing = LLMSettings(backend="ollama", ollama_host=fake_ollama.url, ollama_model="foo")
-    status, tip = probe_llm_backend(missing)
-    assert status == "ollama · foo (not installed)" and "other" in tip
+    probe = probe_llm_backend(missing)
+    assert probe.text == "ollama · foo (not installed)" and "other" in probe.tooltip and not probe.ready
     auto = LLMSettings(backend="auto", ollama_host=fake_ollama.url, ollama_model="foo")
-    assert probe_llm_backend(auto)[0] == "offline (Ollama has no foo)"
+    assert probe_llm_backend(auto).text == "offline (Ollama has no foo)"
     assert choose_backend(auto).name == "offline"
     gone = LLMSettings(backend="auto", ollama_host="http://127.0.0.1:9", ollama_model="foo")
-    assert probe_llm_backend(gone)[0] == "offline (Ollama not reachable)"
-    assert probe_llm_backend(LLMSettings(backend="offline"))[0].startswith("offline (no LLM")
+    assert probe_llm_backend(gone).text == "offline (Ollama not reachable)"
+    assert probe_llm_backend(LLMSettings(backend="offline")).text.startswith("offline (no LLM")
+    assert not probe_llm_backend(gone).ready
 
 
 def test_server_addresses_are_checked_in_the_form_and_on_the_command_line() -> None:

@@ -210,8 +210,8 @@ def test_settings_check_the_openai_address_and_the_probe_lists_models(fake) -> N
     llm = chosen.llm
     assert (llm.backend, llm.openai_model, llm.openai_base_url) == ("openai", "m", fake.url)
     fake.models["m"] = OpenAIScript()
-    text, tooltip = probe_llm_backend(chosen.llm)
-    assert text == "openai · m (ready)" and "m" in tooltip
+    probe = probe_llm_backend(chosen.llm)
+    assert probe.text == "openai · m (ready)" and "m" in probe.tooltip and probe.ready
 
 
 def test_cli_options_name_openai_models_and_their_server() -> None:

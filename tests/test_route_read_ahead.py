@@ -3,7 +3,7 @@
 A real HTTP server (:mod:`support.fake_openai`) records what it is sent: one request of one token whose
 prompt is the route prompt the first question then sends (up to the question); nothing for a second
 call, another backend, or a server "Automatic" found and the user has not confirmed; again for another
-KB, or once the server's models changed.
+KB, or once the server's models changed; nothing after a question's route has had it read.
 """
 
 from __future__ import annotations
@@ -54,6 +54,14 @@ def test_the_route_prompt_is_read_ahead_once_per_server_and_kb(kmds_data) -> Non
         SearchOrchestrator(demo, settings=settings, backend="openai").retrieve("What problems were found?")
         ahead, routed = (json.dumps(r["messages"]) for r in (fake.requests[2], fake.requests[3]))
         assert len(os.path.commonprefix([ahead, routed])) >= 0.9 * len(ahead)
+    # a question's route is read as the read-ahead would be: nothing is read ahead after it
+    orchestrator._WARMED.clear()
+    with FakeOpenAI() as fake:
+        fake.models["m"] = OpenAIScript(replies=[ROUTE, "ok [1]"])
+        settings = settings_for_ask(Settings(), backend="openai", openai_base_url=f"{fake.url}/v1", model="m")
+        SearchOrchestrator(demo, settings=settings, backend="openai").retrieve("What problems were found?")
+        assert len(fake.requests) == 1
+        assert not warm_route_prompt(demo, settings) and len(fake.requests) == 1
 
 
 def test_nothing_is_sent_without_a_local_server_the_user_chose() -> None:

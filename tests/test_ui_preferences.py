@@ -60,7 +60,7 @@ def test_google_key_goes_to_the_keyring_never_the_file(qtbot, jobs, data_home, m
     text = (data_home / "settings.json").read_text(encoding="utf-8")
     assert "AIza-secret-test-key" not in text
     assert json.loads(text)["llm"]["backend"] == "google"
-    status, _tip = probe_llm_backend(load_settings(data_home / "settings.json").llm)
+    status = probe_llm_backend(load_settings(data_home / "settings.json").llm).text
     assert status.startswith("google") and "no API key" not in status
 
 

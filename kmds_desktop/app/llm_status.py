@@ -8,12 +8,11 @@ the answer was quoted from the records. The window and ``kmds-desktop ask`` read
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from kmds_desktop.app.preferences import PROBE_TIMEOUT_S, READY, probe_llm_backend
+from kmds_desktop.app.preferences import PROBE_TIMEOUT_S, LLMProbe, probe_llm_backend, ready_probe
 from kmds_desktop.config import LLMSettings
-from kmds_desktop.llm.factory import USUAL_OPENAI_SERVERS, FoundServer, choose_backend
+from kmds_desktop.llm.factory import USUAL_OPENAI_SERVERS, choose_backend
 
 #: Backends whose answers say something about a server the status line names.
 _SERVED = ("ollama", "openai", "google")
@@ -36,17 +35,6 @@ def decline_server(llm: LLMSettings, base_url: str) -> LLMSettings:
     return llm.model_copy(update={"declined_servers": declined, "confirmed_servers": confirmed})
 
 
-@dataclass(frozen=True)
-class LLMProbe:
-    """What the status line shows of the LLM, and a server "auto" found that waits for a yes."""
-
-    text: str
-    tooltip: str
-    #: An OpenAI-compatible server found on a usual port, neither confirmed nor declined: the window
-    #: asks ``candidate.question`` before any prompt goes to it.
-    candidate: FoundServer | None = None
-
-
 def probe_llm(llm: LLMSettings, *, openai_servers: tuple[tuple[str, int], ...] | None = None,
               progress: Any = None, cancel: Any = None) -> LLMProbe:
     """The status line's probe (a worker's job): the configured backend as
@@ -54,23 +42,23 @@ def probe_llm(llm: LLMSettings, *, openai_servers: tuple[tuple[str, int], ...] |
     will use, including a confirmed server on a usual port, and a found one still to confirm.
     ``openai_servers``: the ``(name, port)`` pairs to look on (None: the usual ports)."""
     if llm.backend != "auto":
-        return LLMProbe(*probe_llm_backend(llm))
+        return probe_llm_backend(llm)
     choice = choose_backend(llm, probe_timeout=PROBE_TIMEOUT_S,
                             openai_servers=USUAL_OPENAI_SERVERS if openai_servers is None else openai_servers)
     if choice.name == "openai":
         model = str(getattr(choice.llm, "model", "") or "")
         host = str(getattr(choice.llm, "host", "") or "")
         address = host.split("://", 1)[-1].split("/", 1)[0]
-        return LLMProbe(f"openai · {model} at {address} {READY}", choice.note)
+        return ready_probe(f"openai · {model} at {address}", choice.note)
     why = {"no-model": f"Ollama has no {llm.ollama_model}",
            "unreachable": "Ollama not reachable"}.get(choice.ollama_state, "")
     if choice.name == "ollama":
-        text = f"ollama · {llm.ollama_model} {READY}"
-    elif choice.name == "google":
+        return ready_probe(f"ollama · {llm.ollama_model}", choice.note, choice.candidate)
+    if choice.name == "google":
         text = f"google · {llm.google_model}" + (f" ({why})" if why else "")
     else:
         text = f"offline ({why})" if why else "offline"
-    return LLMProbe(text, choice.note, choice.candidate)
+    return LLMProbe(text, choice.note, candidate=choice.candidate)
 
 
 def model_of(backend: str, llm: LLMSettings) -> str:
@@ -79,8 +67,8 @@ def model_of(backend: str, llm: LLMSettings) -> str:
     return models.get(backend, "")
 
 
-def status_after_answer(result: Any, llm: LLMSettings) -> tuple[str, str] | None:
-    """(status text, tooltip) after ``result``, or None when the answer tells nothing about a server
+def status_after_answer(result: Any, llm: LLMSettings) -> LLMProbe | None:
+    """The status after ``result``, or None when the answer tells nothing about a server
     (offline, or a route given by the user and answered without an LLM)."""
     backend = str(getattr(result, "backend", "") or "")
     if backend not in _SERVED:
@@ -91,7 +79,7 @@ def status_after_answer(result: Any, llm: LLMSettings) -> tuple[str, str] | None
     router_failed = getattr(result, "fallback_code", None) == "llm_error"
     if synthesis == "extractive" or router_failed:
         why = getattr(result, "synthesis_error", None) or getattr(result, "fallback_reason", None) or ""
-        return f"{name} (not answering)", f"The last question got no answer from it: {why}".strip()
+        return LLMProbe(f"{name} (not answering)", f"The last question got no answer from it: {why}".strip())
     if synthesis == "llm":
-        return f"{name} {READY}", "It answered the last question."
+        return ready_probe(name, "It answered the last question.")
     return None

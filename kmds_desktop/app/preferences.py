@@ -32,7 +32,7 @@ from kmds_desktop.config import (
     validate_settings,
 )
 from kmds_desktop.llm.errors import LLMError
-from kmds_desktop.llm.factory import choose_backend
+from kmds_desktop.llm.factory import FoundServer, choose_backend
 from kmds_desktop.llm.ollama_backend import OllamaBackend, has_model
 from kmds_desktop.llm.openai_backend import OpenAIBackend
 from kmds_desktop.text import plural
@@ -59,10 +59,23 @@ PROBE_TIMEOUT_S = 2.0
 READY = "(ready)"
 
 
-def says_ready(status_text: str) -> bool:
-    """Whether a status text says the model server answers (the window then has it read the route
-    prompt ahead of the first question)."""
-    return status_text.endswith(READY)
+@dataclass(frozen=True)
+class LLMProbe:
+    """What the status line shows of the LLM, whether the server answers, and a server "auto" found
+    that waits for a yes."""
+
+    text: str
+    tooltip: str
+    #: The model server answers: the window has it read the route prompt ahead of the first question.
+    ready: bool = False
+    #: An OpenAI-compatible server found on a usual port, neither confirmed nor declined: the window
+    #: asks ``candidate.question`` before any prompt goes to it.
+    candidate: FoundServer | None = None
+
+
+def ready_probe(name: str, tooltip: str, candidate: FoundServer | None = None) -> LLMProbe:
+    """The status of a server that answers: ``name`` marked :data:`READY`, and ``ready`` set."""
+    return LLMProbe(f"{name} {READY}", tooltip, ready=True, candidate=candidate)
 
 
 def list_ollama_models(host: str, *, progress: Any = None, cancel: Any = None) -> list[str]:
@@ -75,14 +88,14 @@ def list_openai_models(base_url: str, *, progress: Any = None, cancel: Any = Non
     return OpenAIBackend(base_url).list_models(timeout=5.0)
 
 
-def probe_llm_backend(llm: LLMSettings, *, progress: Any = None, cancel: Any = None) -> tuple[str, str]:
-    """(status text, tooltip) for the configured LLM backend; never raises for an absent LLM."""
+def probe_llm_backend(llm: LLMSettings, *, progress: Any = None, cancel: Any = None) -> LLMProbe:
+    """The status of the configured LLM backend; never raises for an absent LLM."""
     backend = llm.backend
     if backend == "offline":
-        return "offline (no LLM; answers are extractive)", "Choose a backend in Edit > Preferences."
+        return LLMProbe("offline (no LLM; answers are extractive)", "Choose a backend in Edit > Preferences.")
     if backend == "google":
         has_key = bool(secrets.google_api_key())
-        return (
+        return LLMProbe(
             f"google · {llm.google_model}" + ("" if has_key else " (no API key)"),
             "The key is read from GOOGLE_API_KEY or the OS keyring.",
         )
@@ -90,28 +103,29 @@ def probe_llm_backend(llm: LLMSettings, *, progress: Any = None, cancel: Any = N
         try:
             models = OpenAIBackend(llm.openai_base_url, llm.openai_model).list_models(timeout=PROBE_TIMEOUT_S)
         except LLMError as exc:
-            return "openai (not reachable)", str(exc)
+            return LLMProbe("openai (not reachable)", str(exc))
         listed = f"{llm.openai_base_url} offers: {', '.join(models) or 'no models'}"
         # one-model servers (llama.cpp) answer any name with their model, so only an empty list is bad
-        state = READY if llm.openai_model in models or len(models) == 1 else "(not offered)"
-        return f"openai · {llm.openai_model} {state}", listed
+        if llm.openai_model in models or len(models) == 1:
+            return ready_probe(f"openai · {llm.openai_model}", listed)
+        return LLMProbe(f"openai · {llm.openai_model} (not offered)", listed)
     if backend == "auto":
         choice = choose_backend(llm, probe_timeout=PROBE_TIMEOUT_S)  # what asking will use
         why = {"no-model": f"Ollama has no {llm.ollama_model}",
                "unreachable": "Ollama not reachable"}.get(choice.ollama_state, "")
         if choice.name == "ollama":
-            return f"ollama · {llm.ollama_model} {READY}", choice.note
+            return ready_probe(f"ollama · {llm.ollama_model}", choice.note)
         if choice.name == "google":
-            return f"google · {llm.google_model}" + (f" ({why})" if why else ""), choice.note
-        return (f"offline ({why})" if why else "offline"), choice.note
+            return LLMProbe(f"google · {llm.google_model}" + (f" ({why})" if why else ""), choice.note)
+        return LLMProbe(f"offline ({why})" if why else "offline", choice.note)
     try:
         models = OllamaBackend(llm.ollama_host, llm.ollama_model).list_models(timeout=PROBE_TIMEOUT_S)
     except LLMError as exc:
-        return "ollama (not reachable)", str(exc)
+        return LLMProbe("ollama (not reachable)", str(exc))
     listed = f"{llm.ollama_host} has: {', '.join(models) or 'no models'}"
     if has_model(models, llm.ollama_model):
-        return f"ollama · {llm.ollama_model} {READY}", listed
-    return f"ollama · {llm.ollama_model} (not installed)", listed
+        return ready_probe(f"ollama · {llm.ollama_model}", listed)
+    return LLMProbe(f"ollama · {llm.ollama_model} (not installed)", listed)
 
 
 def model_installed(models: list[str], name: str) -> bool:

@@ -323,6 +323,7 @@ class SearchOrchestrator:
                 vocabulary = self.vocabulary()
                 asked = time.perf_counter()
                 reply, result.route_format = self._route_reply(routing_prompt(question, vocabulary), cancel)
+                _route_prompt_read(self._llm, vocabulary)
                 result.speed_note = slow_route_note(self._llm, time.perf_counter() - asked)
                 result.model_route = _in_kb_terms(parse_route(reply), vocabulary)
                 if not result.model_route.explanation.strip():  # a short route names no reason
@@ -825,6 +826,15 @@ class AnswerStream:
 _WARM_LOCK = threading.Lock()
 #: (server key, route prompt) read ahead by :meth:`SearchOrchestrator.warm_route` in this process.
 _WARMED: set[tuple[Any, str]] = set()
+
+
+def _route_prompt_read(llm: Any, vocabulary: KBVocabulary) -> None:
+    """A question's route had the server read the route prompt's instructions, as
+    :meth:`SearchOrchestrator.warm_route` would: reading them ahead afterwards (the status line
+    turns "ready" after the first answer) would only cost the server a request."""
+    if isinstance(llm, OllamaBackend | OpenAIBackend):
+        with _WARM_LOCK:
+            _WARMED.add((schema_key(llm), routing_prompt("", vocabulary)))
 
 
 @remembers_per_server

@@ -15,7 +15,6 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QLabel, QStatusBar
 
 from kmds_desktop.app.llm_status import LLMProbe, probe_llm, status_after_answer
-from kmds_desktop.app.preferences import says_ready
 from kmds_desktop.app.presentation import Settings
 from kmds_desktop.app.workspace_session import WorkspaceSession
 from kmds_desktop.ui.jobs.job import Job
@@ -117,12 +116,11 @@ class StatusLine(QObject):
         if status is not None:
             self.llm_status_arrived(status)
 
-    def llm_status_arrived(self, status: LLMProbe | tuple[str, str]) -> None:
-        text, tip = (status.text, status.tooltip) if isinstance(status, LLMProbe) else status
-        self.llm_status.setText(f"LLM: {text}")
-        self.llm_ready.emit(says_ready(text))
-        self.llm_status.setToolTip(tip)
-        candidate = status.candidate if isinstance(status, LLMProbe) else None
+    def llm_status_arrived(self, status: LLMProbe) -> None:
+        self.llm_status.setText(f"LLM: {status.text}")
+        self.llm_ready.emit(status.ready)
+        self.llm_status.setToolTip(status.tooltip)
+        candidate = status.candidate
         if candidate is not None and self.settings.llm.backend == "auto":
             models = ", ".join(candidate.models) or "no models listed"
             self.server_found.emit(candidate.question, candidate.base_url, f"It offers: {models}")
