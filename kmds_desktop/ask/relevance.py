@@ -14,6 +14,9 @@ Two kinds of question get two kinds of answer:
 Identical findings (same category, same text once spacing and case are ignored) recorded in two
 places are merged into one record that keeps both citations (``also``). Records are then grouped
 by workflow so that an answer can name the workflow each finding belongs to.
+
+Within a listing, which records hold the question's point in its own words
+(:func:`distinctive_word_share`): the answer prompt, which carries a few, gives one place to the best.
 """
 
 from __future__ import annotations
@@ -110,12 +113,12 @@ def distinctive_word_share(question: str, texts: Sequence[str]) -> list[float]:
     some text holds count, so a question's other words do not dilute the share.
 
     The answer prompt gives this one place of its few (:func:`~kmds_desktop.ask.answers.prompt_records`)
-    rather than adding it to the similarity: the records closest in meaning keep theirs, as tuned, and
-    a record that words the question's point otherwise ("males are heavier" for "sex differences") is
-    not pushed out by ones that merely repeat its words. Measured with the 1.5B model
-    (``bench/llm_quality.py --parts answers``): dev answers citing an expected record 25 of 30 before
-    and after; our ten questions in the held-out losses' shapes (``--answer-set own``) 7 -> 8 of 10,
-    offline 8."""
+    rather than adding it to the similarity, so the records closest in meaning keep theirs, as tuned.
+    Measured with the 1.5B model (``bench/llm_quality.py --parts answers``), both ways alike: dev
+    answers citing an expected record 25 of 30 before and after; our ten questions in the held-out
+    losses' shapes (``--answer-set own``) 7 -> 8 of 10, offline 8. On the held-out set, seen before the
+    choice, the added share pushed "Males are heavier than females …" (none of the question's words)
+    out for "what did we find out about sex differences?" and this place did not."""
     words = content_stems(question, QUESTION_WORDS)
     stems = [content_stems(text, QUESTION_WORDS) for text in texts]
     n = len(texts)
