@@ -21,10 +21,11 @@ Within a listing, which records hold the question's point in its own words
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 from typing import Any
+
+from kmds_desktop.word_rarity import idf
 
 #: Most records an answer shows unless the caller raises it (``n_results``; CLI ``--limit``).
 DEFAULT_LIMIT = 50
@@ -126,7 +127,7 @@ def distinctive_word_share(question: str, texts: Sequence[str]) -> list[float]:
     for word in words:
         held = sum(word in s for s in stems)
         if held:
-            weight[word] = math.log(1.0 + (n - held + 0.5) / (held + 0.5))
+            weight[word] = idf(held, n)
     total = sum(weight.values())
     if not total:
         return [0.0] * n

@@ -17,10 +17,11 @@ query alone, nDCG@10 0.40 ranked by ``ts_rank_cd`` and 0.65 ranked by ``idf`` (b
 
 from __future__ import annotations
 
-import math
 import re
 import threading
 import time
+
+from kmds_desktop.word_rarity import idf
 
 #: A lexeme of a normalised tsquery as PostgreSQL prints it: ``'word'``, ``'word':*``, ``'it''s':AB``.
 #: The pattern has no nested repetition, so it runs in linear time on any text.
@@ -35,12 +36,6 @@ STATISTICS_TTL_S = 300.0
 def operands(normalized: str) -> list[str]:
     """The distinct terms of a tsquery printed by PostgreSQL (``to_tsquery(...)::text``), in order."""
     return list(dict.fromkeys(OPERAND.findall(normalized)))[:MAX_OPERANDS]
-
-
-def idf(document_frequency: int, documents: int) -> float:
-    """BM25's inverse document frequency; never negative, so a common term still counts a little."""
-    df = max(0, min(document_frequency, documents))
-    return math.log(1.0 + (documents - df + 0.5) / (df + 0.5))
 
 
 def rank_expression(count: int) -> str:

@@ -23,12 +23,13 @@ is never broad enough to need them (its whole posting list fits the budget).
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from kmds_desktop.word_rarity import idf
 
 #: tantivy's BM25 parameters (the impact is the same saturation its score uses).
 K1, B = 1.2, 0.75
@@ -53,10 +54,6 @@ GAP = "\x1f"
 def impact(tf: int, length: int, average: float) -> float:
     """BM25's term weight without the idf: what a document's own text gives a term (0..1)."""
     return tf / (tf + K1 * (1 - B + B * length / average))
-
-
-def _idf(documents: int, frequency: int) -> float:
-    return math.log(1 + (documents - frequency + 0.5) / (frequency + 0.5))
 
 
 @dataclass
@@ -99,8 +96,8 @@ class Tiers:
             if len(postings) < least:
                 continue
             if title_boost > 0 and in_titles[lexeme]:
-                tiers.title_weights[lexeme] = (title_boost * _idf(total, in_titles[lexeme])
-                                               / _idf(total, len(postings)))
+                tiers.title_weights[lexeme] = (title_boost * idf(in_titles[lexeme], total)
+                                               / idf(len(postings), total))
             impacts = sorted((tiers.impact(lexeme, tf, n, heading) for tf, n, heading in postings),
                              reverse=True)
             # the impact of the posting at the tier's share (ties at it are in the tier too)
