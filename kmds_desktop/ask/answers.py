@@ -108,11 +108,8 @@ def prompt_records(results: Sequence[dict[str, Any]], limit: int = PROMPT_RECORD
 
 def _most_words(results: Sequence[dict[str, Any]], numbers: Sequence[int]) -> int:
     """Of ``numbers`` (best first), the record holding the largest share of the question's distinctive
-    words (``word_share``); the first of them on a tie or where none holds any."""
-    def share(number: int) -> tuple[float, int]:
-        return (float(results[number - 1].get("word_share") or 0.0), -numbers.index(number))
-
-    return max(numbers, key=share)
+    words (``word_share``); the first of them on a tie or where none holds any (``max`` keeps the first)."""
+    return max(numbers, key=lambda number: float(results[number - 1].get("word_share") or 0.0))
 
 
 _SENTENCE_STOP = re.compile(r"[.!?](?=\s|$)")
