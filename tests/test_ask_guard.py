@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from support.fake_ollama import ModelScript
 
-from kmds_desktop.ask.answers import PROMPT_RECORDS, prompt_records
+from kmds_desktop.ask.answers import PROMPT_RECORDS, prompt_records, prompt_records_said
 from kmds_desktop.ask.guard import guard_route, numbers_in, workflow_grounded
 from kmds_desktop.ask.kb_vocabulary import KBVocabulary
 from kmds_desktop.ask.offline_router import OfflineDecision
@@ -183,6 +183,10 @@ def test_a_listings_prompt_carries_the_record_with_the_questions_point(
     assert result.listing and len(result.results) > PROMPT_RECORDS
     given = [result.results[n - 1] for n in prompt_records(result.results)]
     assert any("are dropped for this analysis" in r["finding"] for r in given), [r["finding"] for r in given]
+    # the note under the answer says that one record was picked by its words, not its meaning
+    said = prompt_records_said(result.results, prompt_records(result.results))
+    assert said == (f"the {PROMPT_RECORDS - 1} most relevant of the {len(result.results)} records "
+                    "and the one holding most of the question's distinctive words")
 
 
 def test_a_range_the_question_states_is_kept(fake_ollama, demo_kb, index: SemanticIndex) -> None:

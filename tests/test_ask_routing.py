@@ -17,6 +17,7 @@ from kmds_desktop.ask.answers import (
     extractive_answer,
     prompt_finding,
     prompt_records,
+    prompt_records_said,
     record_label,
     repair_citations,
     strip_reasoning,
@@ -176,14 +177,19 @@ def test_a_listing_prompt_takes_the_most_relevant_else_each_workflow_in_turn() -
     # view order: 1-3 from the first workflow, 4-6 from the second; the prompt sees both
     assert prompt_records(listing) == [1, 2, 4]
     assert prompt_records(listing, limit=4) == [1, 2, 4, 5]
+    assert prompt_records_said(listing, [1, 2, 4]) == "3 of the 6 records, taken in turn from each workflow"
     # where the records' similarity to the question is known, the most relevant whatever the workflow
     for r, relevance in zip(listing, (0.1, 0.2, 0.6, 0.5, 0.3, 0.4), strict=True):
         r["relevance"] = relevance
     assert prompt_records(listing) == [3, 4, 6]
+    assert prompt_records_said(listing, [3, 4, 6]) == "the 3 most relevant of the 6 records"
     # the last place goes to the record with most of the question's distinctive words among the rest
     for r, share in zip(listing, (0.0, 0.9, 0.2, 0.0, 0.5, 0.0), strict=True):
         r["word_share"] = share
     assert prompt_records(listing) == [2, 3, 4]  # 3 and 4 by similarity, 2 by its words
+    assert prompt_records_said(listing, [2, 3, 4]) == (
+        "the 2 most relevant of the 6 records and the one holding most of the question's distinctive words")
+    assert prompt_records_said(listing, list(range(1, 7))) == ""  # every record: nothing to say
     assert prompt_records(listing, limit=1) == [3]  # one place: the most relevant alone
     listing[1]["word_share"] = 0.0
     assert prompt_records(listing) == [3, 4, 5]

@@ -78,22 +78,12 @@ def prompt_records(results: Sequence[dict[str, Any]], limit: int = PROMPT_RECORD
     n = len(results)
     if n <= limit:
         return list(range(1, n + 1))
-
-    def best_first(key: str, numbers: Sequence[int]) -> list[int]:
-        sign = 1.0 if key == "rank" else -1.0  # a rank is best when lowest, a similarity when highest
-
-        def order(number: int) -> tuple[float, int]:
-            value = results[number - 1].get(key)
-            return (sign * float(value) if isinstance(value, int | float) else float("inf"), number)
-
-        return sorted(numbers, key=order)
-
-    for key in ("rank", "score", "relevance"):
-        if any(isinstance(r.get(key), int | float) for r in results):
-            best = best_first(key, range(1, n + 1))
-            if key == "relevance" and limit > 1 and any(r.get("word_share") for r in results):
-                return sorted([*best[: limit - 1], _most_words(results, best[limit - 1:])])
-            return sorted(best[:limit])
+    key = _ranking_key(results)
+    if key is not None:
+        best = _best_first(results, key)
+        if key == "relevance" and limit > 1 and any(r.get("word_share") for r in results):
+            return sorted([*best[: limit - 1], _most_words(results, best[limit - 1:])])
+        return sorted(best[:limit])
     groups: dict[str, list[int]] = {}
     for i, result in enumerate(results, start=1):
         groups.setdefault(workflow_label(result), []).append(i)
@@ -104,6 +94,42 @@ def prompt_records(results: Sequence[dict[str, Any]], limit: int = PROMPT_RECORD
             if queue and len(picked) < limit:
                 picked.append(queue.pop(0))
     return sorted(picked)
+
+
+def prompt_records_said(results: Sequence[dict[str, Any]], given: Sequence[int]) -> str:
+    """How the answer prompt's records were picked, for the note under the answer ("" when it carried
+    every record): said, so a reader does not take the answer for a summary of every record, nor a record
+    picked by its words for one picked by its meaning."""
+    n, k = len(results), len(given)
+    if k >= n:
+        return ""
+    key = _ranking_key(results)
+    if key is None:
+        return f"{k} of the {n} records, taken in turn from each workflow"
+    if key == "relevance" and k > 1 and sorted(given) != sorted(_best_first(results, key)[:k]):
+        return (f"the {k - 1} most relevant of the {n} records and the one holding most of the question's "
+                "distinctive words")
+    return f"the {k} most relevant of the {n} records"
+
+
+def _ranking_key(results: Sequence[dict[str, Any]]) -> str | None:
+    """What orders the records for the prompt: the search's ``rank`` (more than similarity), its
+    ``score`` (similarity), a listing's ``relevance`` (similarity worked out for the prompt), or none."""
+    for key in ("rank", "score", "relevance"):
+        if any(isinstance(r.get(key), int | float) for r in results):
+            return key
+    return None
+
+
+def _best_first(results: Sequence[dict[str, Any]], key: str) -> list[int]:
+    """Every record number, best by ``key`` first (ties and records without it in view order)."""
+    sign = 1.0 if key == "rank" else -1.0  # a rank is best when lowest, a similarity when highest
+
+    def order(number: int) -> tuple[float, int]:
+        value = results[number - 1].get(key)
+        return (sign * float(value) if isinstance(value, int | float) else float("inf"), number)
+
+    return sorted(range(1, len(results) + 1), key=order)
 
 
 def _most_words(results: Sequence[dict[str, Any]], numbers: Sequence[int]) -> int:

@@ -38,6 +38,7 @@ from kmds_desktop.ask.answers import (
     fallback_heading,
     offline_heading,
     prompt_records,
+    prompt_records_said,
     repair_citations,
     strip_reasoning,
     synthesis_prompt,
@@ -735,11 +736,9 @@ class SearchOrchestrator:
             note = records_note
         if figures_note:
             note = f"{figures_note} {note}"
-        if len(given) < n:  # said, so a reader does not take the answer for a summary of every record
-            ranked = _scored(result.results) or any("relevance" in r for r in result.results)
-            which = (f"the {len(given)} most relevant of the {n} records" if ranked
-                     else f"{len(given)} of the {n} records, taken in turn from each workflow")
-            note += f" The model read only {_marks(given)}, {which}."
+        picked = prompt_records_said(result.results, given)
+        if picked:
+            note += f" The model read only {_marks(given)}, {picked}."
         result.answer = answer
         result.citation_note, result.uncited_claims = note, uncited
         if not stream:
@@ -876,10 +875,6 @@ def _marks(numbers: list[int]) -> str:
     """``[1], [3] and [4]``: record numbers as the answer cites them."""
     marks = [f"[{n}]" for n in numbers]
     return marks[0] if len(marks) == 1 else f"{', '.join(marks[:-1])} and {marks[-1]}"
-
-
-def _scored(results: list[dict[str, Any]]) -> bool:
-    return any(isinstance(r.get("score"), int | float) for r in results)
 
 
 def _explanation(proposed: OrchestratorRoute | None, ran: OrchestratorRoute,
