@@ -439,14 +439,13 @@ class SearchOrchestrator:
         llm = self._llm
         if not isinstance(llm, OllamaBackend | OpenAIBackend):
             return False
-        prompt = routing_prompt("", self.vocabulary())
-        key = (schema_key(llm), prompt)
+        key = _warm_key(llm, self.vocabulary())
         with _WARM_LOCK:
             if key in _WARMED:
                 return False
             _WARMED.add(key)
         try:
-            structured_chat(llm, prompt, route_json_schema(), cancel=cancel, options={"num_predict": 1})
+            structured_chat(llm, key[1], route_json_schema(), cancel=cancel, options={"num_predict": 1})
         except LLMError as err:  # the first question says why, as it would have without this
             log.info("the route prompt was not read ahead: %s", err)
             with _WARM_LOCK:
@@ -827,13 +826,19 @@ _WARM_LOCK = threading.Lock()
 _WARMED: set[tuple[Any, str]] = set()
 
 
+def _warm_key(llm: Any, vocabulary: KBVocabulary) -> tuple[Any, str]:
+    """What a server has read once it read the route prompt for this KB: the server and model, and the
+    prompt's instructions (the prompt without a question)."""
+    return schema_key(llm), routing_prompt("", vocabulary)
+
+
 def _route_prompt_read(llm: Any, vocabulary: KBVocabulary) -> None:
     """A question's route had the server read the route prompt's instructions, as
     :meth:`SearchOrchestrator.warm_route` would: reading them ahead afterwards (the status line
     turns "ready" after the first answer) would only cost the server a request."""
     if isinstance(llm, OllamaBackend | OpenAIBackend):
         with _WARM_LOCK:
-            _WARMED.add((schema_key(llm), routing_prompt("", vocabulary)))
+            _WARMED.add(_warm_key(llm, vocabulary))
 
 
 @remembers_per_server
