@@ -204,6 +204,17 @@ def test_citations_are_repaired_and_an_uncited_answer_is_flagged():
                                            "numbers. Model B won [9].", 3)
     assert text == "Columns hold null values [1]. Some quantities are not numbers [3]. Model B won."
     assert note == "Drawn from [1], [3]." and uncited == 0  # "Model B won" is too short to be a claim
+    # a group of them, and a verb that only reports the records, go along (the 1.5B model writes them so):
+    # moving "[2]" alone had left "and [3] indicate that two rows …" and "states that rows …"
+    text, _, uncited = repair_citations("Yes, there were missing values. [2] and [3] indicate that two rows "
+                                        "had every measurement missing. [3] also states that sex is missing "
+                                        "for 11 penguins. [1], [2] show the same.", 3)
+    assert text == ("Yes, there were missing values. Two rows had every measurement missing [2] [3]. Sex is "
+                    "missing for 11 penguins [3]. [1], [2] show the same.")
+    assert uncited == 1  # the opening sentence; "[1], [2] show the same" states too little to count
+    # markers after the full stop cite the sentence before them
+    text, note, uncited = repair_citations("Yes, some products were invalid. [1]", 3)
+    assert (text, note, uncited) == ("Yes, some products were invalid [1].", "Drawn from [1].", 0)
     # an answer citing nothing is never shown as cited: the note says so and names what it was given
     text, note, uncited = repair_citations("The PCA loadings show two components. They explain most of "
                                            "the variance in the data.", 2)
