@@ -21,8 +21,9 @@ otherwise, one run:
   (one round with both models, rows fused as the app fuses full-text rows), and bm25s on the same
   questions;
 - **answers**: everyday questions over the shared KBs, LLM-routed and answered; the share whose
-  every claim (after the app's citation repair) cites a record that exists, and the share citing more
-  than one record; then the split's open questions whose right records are known, answered with the
+  every claim (after the app's citation repair) cites a record that exists (with the count of those the
+  model wrote only a marker for, which the app answers with the records quoted), and the share citing
+  more than one record; then the split's open questions whose right records are known, answered with the
   model and offline (``--answer-expected``);
 - seconds per generated query, per route and per answer (medians).
 
@@ -645,6 +646,7 @@ def measure_answers(server: ModelServer, limit: int | None, verbose: bool,
     ``skip``: leave out the first questions of that list (to finish a run that was stopped)."""
     from ask_routing import KBS, covered
 
+    from kmds_desktop.ask.answer_check import NO_STATEMENT_NOTE
     from kmds_desktop.ask.answers import cited_numbers
     from kmds_desktop.config import Settings
     from kmds_desktop.index import SemanticIndex
@@ -656,7 +658,7 @@ def measure_answers(server: ModelServer, limit: int | None, verbose: bool,
     index = SemanticIndex(None)
     orchs: dict[str, Any] = {}
     offline_orchs: dict[str, Any] = {}
-    all_cited = several = llm_written = hit = offline_hit = judged = 0
+    all_cited = several = llm_written = hit = offline_hit = judged = quoted = 0
     answer_times: list[float] = []
     prompt_tokens: list[int] = []
     given: list[str] = []
@@ -681,6 +683,8 @@ def measure_answers(server: ModelServer, limit: int | None, verbose: bool,
         ok = result.synthesis == "llm" and bool(cited) and exists and result.uncited_claims == 0
         llm_written += result.synthesis == "llm"
         all_cited += ok
+        # the model wrote only markers (or nothing the app kept): the answer is the records it read, quoted
+        quoted += result.citation_note.startswith(NO_STATEMENT_NOTE)
         several += ok and len(cited) > 1
         answer_times.append(result.timings.get("synthesis", float("nan")))
         shown = getattr(result, "given_records", None) or list(range(1, len(result.results) + 1))
@@ -718,6 +722,7 @@ def measure_answers(server: ModelServer, limit: int | None, verbose: bool,
             print("      " + " ".join(result.answer.split())[:400], flush=True)
     n = len(asked)
     return {"questions": n, "all_cited": all_cited / max(1, n), "several": several / max(1, n),
+            "quoted": quoted,
             "llm_written": llm_written, "answer_s": median(answer_times),
             "expected_questions": judged, "expected_hit": hit / max(1, judged),
             "offline_expected_hit": offline_hit / max(1, judged),
@@ -882,6 +887,8 @@ def print_table(split: str, which: str, routing: dict[str, Any] | None, corpora:
         rows += [
             (f"answers with every claim citing a record that exists ({answers['questions']})",
              f"{answers['all_cited']:.3f}"),
+            ("  of them, the model wrote no statement and the records it read are quoted",
+             f"{answers['quoted']}"),
             ("answers citing more than one record", f"{answers['several']:.3f}"),
             (f"answers citing an expected record ({answers['expected_questions']} questions of the set)",
              f"{answers['expected_hit']:.3f}"),

@@ -45,6 +45,9 @@ SMALL_COUNT = 10
 NO_STATEMENT_WORDS = 2
 #: Characters of a left-out statement quoted in the note.
 QUOTE_CHARS = 160
+#: The note under an answer the model wrote no statement for: the records it read stand in for it.
+NO_STATEMENT_NOTE = ("The records the model read are shown in their own words, as the offline answer gives "
+                     "them.")
 
 
 def figure_values(text: str) -> set[str]:
@@ -162,7 +165,7 @@ def with_records_if_uncited(answer: str, results: Sequence[dict[str, Any]],
         said = " ".join(answer.split())[:QUOTE_CHARS]
         heading = (f"The model wrote no statement (only \u201c{said}\u201d), so here {which}" if said
                    else f"The model left no statement the app could keep, so here {which}")
-        note = "The records the model read are shown in their own words, as the offline answer gives them."
+        note = NO_STATEMENT_NOTE
         return extractive_answer(records, heading, numbers=shown), note
     heading = f"The model cited no record for this, so here {which}"
     note = ("The model cited no record: its words above are not marked as coming from one, and the records "
