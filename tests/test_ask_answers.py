@@ -212,6 +212,8 @@ def test_citations_are_repaired_and_an_uncited_answer_is_flagged():
     assert text == ("Yes, there were missing values. Two rows had every measurement missing [2] [3]. Sex is "
                     "missing for 11 penguins [3]. [1], [2] show the same.")
     assert uncited == 1  # the opening sentence; "[1], [2] show the same" states too little to count
+    text, _, _ = repair_citations("[1]: Some prices are not numbers. [2] - Some rows were dropped.", 3)
+    assert text == "Some prices are not numbers [1]. Some rows were dropped [2]."
     # markers after the full stop cite the sentence before them
     text, note, uncited = repair_citations("Yes, some products were invalid. [1]", 3)
     assert (text, note, uncited) == ("Yes, some products were invalid [1].", "Drawn from [1].", 0)

@@ -201,7 +201,7 @@ def clean_citations(answer: str, n_results: int) -> str:
 _LEADING = re.compile(
     r"^((?:\[\d+\](?:\s*(?:,|and|&)(?=\s*\[))?\s*)+)"
     r"(?:(?:also\s+)?(?:state|indicate|show|mention|say|note|report|confirm|suggest)s?\s+that\s+)?"
-    r"(\S.*)$", re.DOTALL | re.IGNORECASE)
+    r"[:;,\-\u2013\u2014]?\s*(\S.*)$", re.DOTALL | re.IGNORECASE)
 #: Where one sentence ends and the next begins (the answer check and the citation repair split alike).
 SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+")
 #: A list item's marker ("- ", "2. "): it numbers the list, it is neither a claim nor a figure.
@@ -220,16 +220,17 @@ def _move_leading_citations(sentence: str) -> str:
     """``[3] Some quantities are not numbers.`` -> ``Some quantities are not numbers [3].``: a model
     that writes the citation first would otherwise seem to cite the sentence before it. A group of
     them and a reporting verb go together: ``[2] and [3] indicate that two rows were dropped.`` ->
-    ``Two rows were dropped [2] [3].`` (moving ``[2]`` alone left "and [3] indicate that …"). Where
+    ``Two rows were dropped [2] [3].`` (moving ``[2]`` alone left "and [3] indicate that …"), and so does
+    a colon or dash after them (``[1]: The data …``). Where
     the records are the subject (``[4] shows the largest gap.``) the sentence is cited as it stands."""
     match = _LEADING.match(sentence)
     if not match:
         return sentence
     marks = " ".join(f"[{n}]" for n in CITATION.findall(match.group(1)))
     rest = match.group(2).rstrip()
-    if not CITATION.sub("", rest).strip(" .!?;:,"):  # markers only ("[2] and [3]."): nothing to move to
+    if not CITATION.sub("", rest).strip(" .!?;:,-\u2013\u2014"):  # only markers ("[2] and [3].")
         return sentence
-    if match.end(1) != match.start(2):  # a reporting verb was dropped: the claim now opens the sentence
+    if match.end(1) != match.start(2):  # a reporting verb or a colon went: the claim now opens the sentence
         rest = rest[:1].upper() + rest[1:]
     elif rest[:1].islower():  # the records are its subject ("[4] shows the largest gap."): it is cited
         return sentence
