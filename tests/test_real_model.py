@@ -405,7 +405,8 @@ def test_automatic_finds_a_llama_cpp_server_on_its_port_and_asks_first(real_tmp,
     """llama.cpp's own server on its usual port (8080, or a free port named as llama.cpp's where 8080 is
     taken on this machine): "Automatic" finds it by its model list alone, asks "Found llama.cpp at … — use
     it?", and sends it no prompt until the user says yes; then questions are answered by it."""
-    from kmds_desktop.app.llm_status import confirm_server, probe_llm
+    from kmds_desktop.app.llm_status import confirm_server
+    from kmds_desktop.app.preferences import probe_llm_backend
     from kmds_desktop.config import LLMSettings
     from kmds_desktop.llm.factory import choose_backend
 
@@ -417,14 +418,15 @@ def test_automatic_finds_a_llama_cpp_server_on_its_port_and_asks_first(real_tmp,
     servers = (("llama.cpp", port),)
     try:
         llm = LLMSettings(backend="auto", ollama_host=f"http://127.0.0.1:{_free_port()}", openai_model="smol")
-        found = probe_llm(llm, openai_servers=servers)
+        found = probe_llm_backend(llm, openai_servers=servers)
         assert found.candidate is not None and found.text.startswith("offline")
         assert found.candidate.question == f"Found llama.cpp at 127.0.0.1:{port} — use it?"
         assert choose_backend(llm, openai_servers=servers).name == "offline"  # not used before the yes
         assert "/v1/models" in served.tail() and "/chat/completions" not in served.tail(), "no prompt yet"
 
         llm = confirm_server(llm, found.candidate.base_url)
-        assert probe_llm(llm, openai_servers=servers).text == f"openai · smol at 127.0.0.1:{port} (ready)"
+        confirmed = probe_llm_backend(llm, openai_servers=servers)
+        assert confirmed.text == f"openai · smol at 127.0.0.1:{port} (ready)"
         choice = choose_backend(llm, openai_servers=servers)
         assert choice.name == "openai" and f"using llama.cpp at {found.candidate.base_url}" in choice.note
         result = SearchOrchestrator(demo_kb, index=demo_index, llm_fn=choice.llm).ask(QUESTION)

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kmds_desktop.app.preferences import PROBE_TIMEOUT_S, LLMProbe, probe_llm_backend, ready_probe
+from kmds_desktop.app.preferences import LLMProbe, ready_probe
 from kmds_desktop.config import LLMSettings
-from kmds_desktop.llm.factory import USUAL_OPENAI_SERVERS, choose_backend
 
 #: Backends whose answers say something about a server the status line names.
 _SERVED = ("ollama", "openai", "google")
@@ -33,32 +32,6 @@ def decline_server(llm: LLMSettings, base_url: str) -> LLMSettings:
         else list(llm.declined_servers)
     confirmed = [url for url in llm.confirmed_servers if url != base_url]
     return llm.model_copy(update={"declined_servers": declined, "confirmed_servers": confirmed})
-
-
-def probe_llm(llm: LLMSettings, *, openai_servers: tuple[tuple[str, int], ...] | None = None,
-              progress: Any = None, cancel: Any = None) -> LLMProbe:
-    """The status line's probe (a worker's job): the configured backend as
-    :func:`~kmds_desktop.app.preferences.probe_llm_backend` finds it, and for "auto" what asking
-    will use, including a confirmed server on a usual port, and a found one still to confirm.
-    ``openai_servers``: the ``(name, port)`` pairs to look on (None: the usual ports)."""
-    if llm.backend != "auto":
-        return probe_llm_backend(llm)
-    choice = choose_backend(llm, probe_timeout=PROBE_TIMEOUT_S,
-                            openai_servers=USUAL_OPENAI_SERVERS if openai_servers is None else openai_servers)
-    if choice.name == "openai":
-        model = str(getattr(choice.llm, "model", "") or "")
-        host = str(getattr(choice.llm, "host", "") or "")
-        address = host.split("://", 1)[-1].split("/", 1)[0]
-        return ready_probe(f"openai · {model} at {address}", choice.note)
-    why = {"no-model": f"Ollama has no {llm.ollama_model}",
-           "unreachable": "Ollama not reachable"}.get(choice.ollama_state, "")
-    if choice.name == "ollama":
-        return ready_probe(f"ollama · {llm.ollama_model}", choice.note, choice.candidate)
-    if choice.name == "google":
-        text = f"google · {llm.google_model}" + (f" ({why})" if why else "")
-    else:
-        text = f"offline ({why})" if why else "offline"
-    return LLMProbe(text, choice.note, candidate=choice.candidate)
 
 
 def model_of(backend: str, llm: LLMSettings) -> str:

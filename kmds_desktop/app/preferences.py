@@ -32,7 +32,7 @@ from kmds_desktop.config import (
     validate_settings,
 )
 from kmds_desktop.llm.errors import LLMError
-from kmds_desktop.llm.factory import FoundServer, choose_backend
+from kmds_desktop.llm.factory import USUAL_OPENAI_SERVERS, FoundServer, choose_backend
 from kmds_desktop.llm.ollama_backend import OllamaBackend, has_model
 from kmds_desktop.llm.openai_backend import OpenAIBackend
 from kmds_desktop.text import plural
@@ -88,8 +88,11 @@ def list_openai_models(base_url: str, *, progress: Any = None, cancel: Any = Non
     return OpenAIBackend(base_url).list_models(timeout=5.0)
 
 
-def probe_llm_backend(llm: LLMSettings, *, progress: Any = None, cancel: Any = None) -> LLMProbe:
-    """The status of the configured LLM backend; never raises for an absent LLM."""
+def probe_llm_backend(llm: LLMSettings, *, openai_servers: tuple[tuple[str, int], ...] | None = None,
+                      progress: Any = None, cancel: Any = None) -> LLMProbe:
+    """The status of the configured LLM backend; never raises for an absent LLM. For "auto", what
+    asking will use, including a confirmed server on a usual port (``openai_servers``: the ``(name,
+    port)`` pairs to look on; None: the usual ports), and a found one still to confirm."""
     backend = llm.backend
     if backend == "offline":
         return LLMProbe("offline (no LLM; answers are extractive)", "Choose a backend in Edit > Preferences.")
@@ -110,14 +113,7 @@ def probe_llm_backend(llm: LLMSettings, *, progress: Any = None, cancel: Any = N
             return ready_probe(f"openai · {llm.openai_model}", listed)
         return LLMProbe(f"openai · {llm.openai_model} (not offered)", listed)
     if backend == "auto":
-        choice = choose_backend(llm, probe_timeout=PROBE_TIMEOUT_S)  # what asking will use
-        why = {"no-model": f"Ollama has no {llm.ollama_model}",
-               "unreachable": "Ollama not reachable"}.get(choice.ollama_state, "")
-        if choice.name == "ollama":
-            return ready_probe(f"ollama · {llm.ollama_model}", choice.note)
-        if choice.name == "google":
-            return LLMProbe(f"google · {llm.google_model}" + (f" ({why})" if why else ""), choice.note)
-        return LLMProbe(f"offline ({why})" if why else "offline", choice.note)
+        return _auto_probe(llm, USUAL_OPENAI_SERVERS if openai_servers is None else openai_servers)
     try:
         models = OllamaBackend(llm.ollama_host, llm.ollama_model).list_models(timeout=PROBE_TIMEOUT_S)
     except LLMError as exc:
@@ -126,6 +122,25 @@ def probe_llm_backend(llm: LLMSettings, *, progress: Any = None, cancel: Any = N
     if has_model(models, llm.ollama_model):
         return ready_probe(f"ollama · {llm.ollama_model}", listed)
     return LLMProbe(f"ollama · {llm.ollama_model} (not installed)", listed)
+
+
+def _auto_probe(llm: LLMSettings, openai_servers: tuple[tuple[str, int], ...]) -> LLMProbe:
+    """The status of what "auto" will ask: the same choice asking makes (:func:`choose_backend`)."""
+    choice = choose_backend(llm, probe_timeout=PROBE_TIMEOUT_S, openai_servers=openai_servers)
+    if choice.name == "openai":
+        model = str(getattr(choice.llm, "model", "") or "")
+        host = str(getattr(choice.llm, "host", "") or "")
+        address = host.split("://", 1)[-1].split("/", 1)[0]
+        return ready_probe(f"openai · {model} at {address}", choice.note)
+    why = {"no-model": f"Ollama has no {llm.ollama_model}",
+           "unreachable": "Ollama not reachable"}.get(choice.ollama_state, "")
+    if choice.name == "ollama":
+        return ready_probe(f"ollama · {llm.ollama_model}", choice.note, choice.candidate)
+    if choice.name == "google":
+        text = f"google · {llm.google_model}" + (f" ({why})" if why else "")
+    else:
+        text = f"offline ({why})" if why else "offline"
+    return LLMProbe(text, choice.note, candidate=choice.candidate)
 
 
 def model_installed(models: list[str], name: str) -> bool:

@@ -2,7 +2,7 @@
 
 A :class:`StatusLine` fills the status bar it is given; the texts come from the application layer
 (:meth:`~kmds_desktop.app.workspace_session.WorkspaceSession.summary`,
-:func:`kmds_desktop.app.llm_status.probe_llm`). When "Automatic" finds a server on a usual port that
+:func:`kmds_desktop.app.preferences.probe_llm_backend`). When "Automatic" finds a server on a usual port that
 the user has not answered for, it emits :attr:`StatusLine.server_found`; the window shows the bar
 that asks before anything is sent to it.
 """
@@ -14,7 +14,8 @@ from typing import Any
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QLabel, QStatusBar
 
-from kmds_desktop.app.llm_status import LLMProbe, probe_llm, status_after_answer
+from kmds_desktop.app.llm_status import LLMProbe, status_after_answer
+from kmds_desktop.app.preferences import probe_llm_backend
 from kmds_desktop.app.presentation import Settings
 from kmds_desktop.app.workspace_session import WorkspaceSession
 from kmds_desktop.ui.jobs.job import Job
@@ -100,7 +101,7 @@ class StatusLine(QObject):
             self.relist_timer.start()
         return self.jobs.submit(
             "llm.status",
-            probe_llm,
+            probe_llm_backend,
             self.settings.llm.model_copy(),
             openai_servers=openai_servers,
             label="Checking the LLM backend",
