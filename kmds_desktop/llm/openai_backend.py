@@ -4,7 +4,7 @@ LM Studio, vLLM, Ollama's own ``/v1``, a hosted provider), over plain ``httpx``.
 Why not the ``openai`` package: the app needs only chat, streaming and the model list, and it needs
 them with the Ollama backend's guarantees, which a heavier client would hide: a total deadline, a
 cancel that shuts the request's socket down from any thread (the same
-:class:`~kmds_desktop.llm.ollama_backend._AbortableNetwork`), replies read at most to
+:class:`~kmds_desktop.llm.abortable_request.AbortableRequest`), replies read at most to
 :data:`~kmds_desktop.limits.MAX_REPLY_CHARS` (the stream is split into lines here, each line
 bounded, so a server sending one endless line cannot make the app hold it), and the same
 actionable error messages. The API key (optional: local servers need none) comes from
@@ -23,6 +23,7 @@ import httpx
 from kmds_desktop import secrets
 from kmds_desktop.config import DEFAULT_OPENAI_BASE_URL
 from kmds_desktop.limits import MAX_REPLY_CHARS
+from kmds_desktop.llm.abortable_request import AbortableRequest, server_answers, ssl_context
 from kmds_desktop.llm.errors import (
     LLMAuthError,
     LLMBadReply,
@@ -33,11 +34,6 @@ from kmds_desktop.llm.errors import (
     LLMTimeout,
     LLMUnreachable,
     server_error_text,
-)
-from kmds_desktop.llm.ollama_backend import (
-    AbortableRequest,
-    _ssl_context,
-    server_answers,
 )
 from kmds_desktop.llm.server_memory import model_list_seen, remembers_per_server
 from kmds_desktop.tasks import Cancelled, CancelToken
@@ -159,7 +155,7 @@ class OpenAIBackend:
         #: Default options of every call (Ollama's names, as :meth:`stream` reads them); a call's own win.
         self.options = dict(options or {})
         #: Ask the server whether it is alive (its model list) after
-        #: :data:`~kmds_desktop.llm.ollama_backend.SILENCE_S` without a byte, and give up within
+        #: :data:`~kmds_desktop.llm.abortable_request.SILENCE_S` without a byte, and give up within
         #: seconds when it is not (False: wait for the whole ``timeout``). Off by default: a request
         #: that reaches llama-cpp-python's server while it generates interrupts the generation (its
         #: ``interrupt_requests``, on by default), so the probe itself cut real answers off there. A
@@ -343,7 +339,7 @@ class OpenAIBackend:
         """Names of the models the server offers (``/v1/models``), sorted; raises :class:`LLMError`."""
         limit = timeout or min(self.timeout, 10.0)
         try:
-            with httpx.Client(headers=self._headers(), timeout=limit, verify=_ssl_context()) as client, \
+            with httpx.Client(headers=self._headers(), timeout=limit, verify=ssl_context()) as client, \
                     client.stream("GET", f"{self._url}/models") as response:
                 if response.status_code >= 400:
                     raise self._status_error(response, None, False)
