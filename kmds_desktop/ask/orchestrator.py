@@ -28,6 +28,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -297,122 +298,27 @@ class SearchOrchestrator:
         report(progress, 1, _STEPS, f"{self.llm_label()} is choosing how to search" if asks_llm
                else "choosing how to search")
         t = time.perf_counter()
-        question_vector = None
-        proposed: OrchestratorRoute | None = None
-        free_text: OfflineDecision | None = None
-        offline_decision: OfflineDecision | None = None  # the offline router's, once asked
-        fallback: tuple[str, str] | None = None
-        # the offline router's route, whoever chose it (the guard may keep it over the model's, or the
-        # model may choose the same), runs as the offline router means it: a guessed category is
-        # preferred, not a fence
-        offline_route = False
         if route is not None:
-            try:
-                proposed = (route if isinstance(route, OrchestratorRoute)
-                            else OrchestratorRoute.model_validate(route))
-            except Exception as err:  # noqa: BLE001 - a bad edited route falls back like a bad LLM route
-                fallback = ("invalid_route", f"the given route is not valid: {err}")
-            if proposed is not None and not proposed.explanation:
-                proposed = proposed.model_copy(update={"explanation": "Route given by the user."})
-            # the offline router's route given back (Use the other route, Re-run without an edit)
-            # finds what it found when the offline router chose it
-            offline_route = proposed is not None and proposed.from_offline_router
+            choice = _given_route(route)
         elif self._llm is not None or self._llm_error is not None:
-            try:
-                if self._llm_error is not None:
-                    raise self._llm_error
-                vocabulary = self.vocabulary()
-                asked = time.perf_counter()
-                reply, result.route_format = self._route_reply(routing_prompt(question, vocabulary), cancel)
-                _route_prompt_read(self._llm, vocabulary)
-                result.speed_note = slow_route_note(self._llm, time.perf_counter() - asked)
-                result.model_route = _in_kb_terms(parse_route(reply), vocabulary)
-                if not result.model_route.explanation.strip():  # a short route names no reason
-                    result.model_route = result.model_route.model_copy(
-                        update={"explanation": f"Chosen by {self.llm_label()}."})
-                # the offline router is the model's floor: the model's route runs only where the
-                # question supports it (kmds_desktop.ask.guard)
-                t_embed = time.perf_counter()
-                question_vector = self._embed(question)
-                timings["embed"] = time.perf_counter() - t_embed
-                decision = offline_decision = route_offline(question, question_vector, self.embedding_model,
-                                                            vocabulary, encode=self._encode)
-                guarded = guard_route(question, result.model_route, decision, vocabulary)
-                proposed = guarded.route
-                offline_route = guarded.offline_route_runs
-                if guarded.chosen_by == "model" and decision.basis == "none":
-                    free_text = decision  # the model's template ran where the offline router had none
-                result.route_notes, result.alternative_route = guarded.notes, guarded.alternative
-                for note in guarded.notes:
-                    log.info("route guard: %s", note)
-            except Cancelled:
-                raise
-            except RouteError as err:
-                fallback = (err.code, str(err))
-            except LLMError as err:
-                fallback = ("llm_error", f"the LLM failed: {err}")
-                if isinstance(err, _PERSISTENT_LLM_ERRORS):
-                    self._llm_failure = err
+            choice = self._model_route(question, result, cancel)
         else:
-            t_embed = time.perf_counter()
-            question_vector = self._embed(question)
-            timings["embed"] = time.perf_counter() - t_embed
-            decision = route_offline(question, question_vector, self.embedding_model, self.vocabulary(),
+            vector = self._embed_timed(question, result)
+            decision = route_offline(question, vector, self.embedding_model, self.vocabulary(),
                                      encode=self._encode)
-            proposed = decision.route
-            offline_route = True
+            choice = _RouteChoice(proposed=decision.route, question_vector=vector, offline_route=True)
         timings["route"] = time.perf_counter() - t
-        result.proposed_route = proposed
+        result.proposed_route = choice.proposed
         check(cancel)
 
         # 2. search
         report(progress, 2, _STEPS, "searching the knowledge base")
         t = time.perf_counter()
-        results: list[dict[str, Any]] = []
-        ran = proposed
-        listing = False
-        if proposed is not None and fallback is None:
-            results, listing, empty_reason = self._run_route(question, question_vector, proposed,
-                                                             guessed=offline_route)
-            if not results:
-                fallback = empty_reason
-            elif free_text is not None and not listing:
-                weighed = self._weigh_free_text(question, question_vector, proposed, free_text, results)
-                if weighed is not None:
-                    results, note, replaced = weighed
-                    if replaced:
-                        ran = free_text.route
-                        result.alternative_route = proposed
-                    result.route_notes = [*result.route_notes, note]
-                    log.info("route guard: %s", note)
-        if fallback is not None:
-            code, reason = fallback
-            # a failing LLM's message is said once (fallback_reason); the route only names the cause
-            why = "the LLM did not answer" if code == "llm_error" else reason.rstrip(".")
-            if question_vector is None:
-                t_embed = time.perf_counter()
-                question_vector = self._embed(question)
-                timings["embed"] = time.perf_counter() - t_embed
-            # the model's route failed (no reply, no usable route, no records): the offline router is
-            # its floor, so its route runs as with no model; a route the user gave, or the offline
-            # router's own finding nothing, falls back to the free-text search
-            floor = (None if route is not None or offline_route
-                     else self._offline_floor(question, question_vector, offline_decision))
-            if floor is not None:
-                ran, results, listing = floor
-                ran = ran.model_copy(update={"explanation": f"Fell back to the offline router: {why}. "
-                                                            f"{ran.explanation}"})
-            else:
-                ran = OrchestratorRoute(intent_class="semantic_search", filters=SearchFilters(),
-                                        explanation=f"Fell back to semantic search: {why}.")
-                results = self._semantic(question, question_vector)
-                listing = False
-            result.fallback_code, result.fallback_reason = code, reason
+        ran, results, listing = self._records(question, choice, result, given=route is not None)
         timings["search"] = time.perf_counter() - t
-        assert ran is not None  # noqa: S101 - narrows: every branch above sets it
         result.route = ran
         result.intent_class = ran.intent_class
-        result.route_explanation = _explanation(proposed, ran, fallback)
+        result.route_explanation = _explanation(choice.proposed, ran, choice.fallback)
         result.listing = listing
         result.limit = self.n_results
         result.total_matches = len(results)
@@ -421,9 +327,108 @@ class SearchOrchestrator:
             r.setdefault("kb_id", self.kb_id)
         result.weak_match = weak_match_note(result.results, listing)
         if listing and self._llm is not None and len(result.results) > PROMPT_RECORDS:
-            self._mark_relevance(question, question_vector, result.results)
+            self._mark_relevance(question, choice.question_vector, result.results)
         timings["total"] = time.perf_counter() - started
         return result
+
+    def _model_route(self, question: str, result: OrchestratorResult, cancel: CancelToken | None,
+                     ) -> _RouteChoice:
+        """Step 1 with a model: its route, kept only where the question supports it. The offline
+        router is the model's floor (:mod:`~kmds_desktop.ask.guard`): the guard keeps the model's
+        route, drops its ungrounded filters, or keeps the offline router's route, and ``result``
+        gets the model's own route, the guard's notes and the route not taken. A failing model or
+        an unusable reply leaves a ``fallback`` for step 2."""
+        choice = _RouteChoice()
+        try:
+            if self._llm_error is not None:
+                raise self._llm_error
+            vocabulary = self.vocabulary()
+            asked = time.perf_counter()
+            reply, result.route_format = self._route_reply(routing_prompt(question, vocabulary), cancel)
+            _route_prompt_read(self._llm, vocabulary)
+            result.speed_note = slow_route_note(self._llm, time.perf_counter() - asked)
+            result.model_route = _in_kb_terms(parse_route(reply), vocabulary)
+            if not result.model_route.explanation.strip():  # a short route names no reason
+                result.model_route = result.model_route.model_copy(
+                    update={"explanation": f"Chosen by {self.llm_label()}."})
+            choice.question_vector = self._embed_timed(question, result)
+            decision = choice.offline_decision = route_offline(
+                question, choice.question_vector, self.embedding_model, vocabulary, encode=self._encode)
+            guarded = guard_route(question, result.model_route, decision, vocabulary)
+            choice.proposed = guarded.route
+            choice.offline_route = guarded.offline_route_runs
+            if guarded.chosen_by == "model" and decision.basis == "none":
+                choice.free_text = decision  # the model's template ran where the offline router had none
+            result.route_notes, result.alternative_route = guarded.notes, guarded.alternative
+            for note in guarded.notes:
+                log.info("route guard: %s", note)
+        except Cancelled:
+            raise
+        except RouteError as err:
+            choice.fallback = (err.code, str(err))
+        except LLMError as err:
+            choice.fallback = ("llm_error", f"the LLM failed: {err}")
+            if isinstance(err, _PERSISTENT_LLM_ERRORS):
+                self._llm_failure = err
+        return choice
+
+    def _records(self, question: str, choice: _RouteChoice, result: OrchestratorResult, *, given: bool,
+                 ) -> tuple[OrchestratorRoute, list[dict[str, Any]], bool]:
+        """Step 2 and the fallback: the route that ran, its records, and whether they are a listing.
+
+        The chosen route runs; where the model's template ran because the offline router had none,
+        the free-text search's closer records may join or replace them
+        (:meth:`_weigh_free_text`). Where it failed (no reply, no usable route, no records) the
+        offline router's route runs as with no model; a route the user gave (``given``), or the
+        offline router's own finding nothing, falls back to the free-text search. ``choice.fallback``
+        ends up saying why, if anything fell back."""
+        proposed = choice.proposed
+        results: list[dict[str, Any]] = []
+        ran = proposed
+        listing = False
+        if proposed is not None and choice.fallback is None:
+            results, listing, empty_reason = self._run_route(question, choice.question_vector, proposed,
+                                                             guessed=choice.offline_route)
+            if not results:
+                choice.fallback = empty_reason
+            elif choice.free_text is not None and not listing:
+                weighed = self._weigh_free_text(question, choice.question_vector, proposed, choice.free_text,
+                                                results)
+                if weighed is not None:
+                    results, note, replaced = weighed
+                    if replaced:
+                        ran = choice.free_text.route
+                        result.alternative_route = proposed
+                    result.route_notes = [*result.route_notes, note]
+                    log.info("route guard: %s", note)
+        if choice.fallback is None:
+            assert ran is not None  # noqa: S101 - narrows: no fallback means a route ran
+            return ran, results, listing
+        code, reason = choice.fallback
+        # a failing LLM's message is said once (fallback_reason); the route only names the cause
+        why = "the LLM did not answer" if code == "llm_error" else reason.rstrip(".")
+        if choice.question_vector is None:
+            choice.question_vector = self._embed_timed(question, result)
+        floor = (None if given or choice.offline_route
+                 else self._offline_floor(question, choice.question_vector, choice.offline_decision))
+        if floor is not None:
+            ran, results, listing = floor
+            ran = ran.model_copy(update={"explanation": f"Fell back to the offline router: {why}. "
+                                                        f"{ran.explanation}"})
+        else:
+            ran = OrchestratorRoute(intent_class="semantic_search", filters=SearchFilters(),
+                                    explanation=f"Fell back to semantic search: {why}.")
+            results = self._semantic(question, choice.question_vector)
+            listing = False
+        result.fallback_code, result.fallback_reason = code, reason
+        return ran, results, listing
+
+    def _embed_timed(self, question: str, result: OrchestratorResult) -> Any:
+        """The question's vector, its seconds in ``result.timings["embed"]``."""
+        started = time.perf_counter()
+        vector = self._embed(question)
+        result.timings["embed"] = time.perf_counter() - started
+        return vector
 
     def warm_route(self, cancel: CancelToken | None = None) -> bool:
         """Have a local server read the route prompt's instructions for this KB before the first
@@ -824,6 +829,40 @@ class AnswerStream:
 _WARM_LOCK = threading.Lock()
 #: (server key, route prompt) read ahead by :meth:`SearchOrchestrator.warm_route` in this process.
 _WARMED: set[tuple[Any, str]] = set()
+
+
+@dataclass
+class _RouteChoice:
+    """Step 1's outcome, read by step 2 (:meth:`SearchOrchestrator._records`)."""
+
+    #: The route to run: the user's, the guarded model's, or the offline router's (None: none usable).
+    proposed: OrchestratorRoute | None = None
+    #: The question's embedding, once computed (reused by the search and the prompt's ranking).
+    question_vector: Any = None
+    #: The offline router's route, whoever chose it (the guard may keep it over the model's, or the
+    #: model may choose the same), runs as the offline router means it: a guessed category is
+    #: preferred, not a fence.
+    offline_route: bool = False
+    #: The offline router's decision where the model's template ran and the offline router found no
+    #: close template: its free-text search is weighed against the template's records.
+    free_text: OfflineDecision | None = None
+    #: The offline router's decision, once the guard asked for it (the fallback reuses it).
+    offline_decision: OfflineDecision | None = None
+    #: ``(code, reason)`` when step 1 or 2 failed and the fallback runs.
+    fallback: tuple[str, str] | None = None
+
+
+def _given_route(route: OrchestratorRoute | dict[str, Any]) -> _RouteChoice:
+    """Step 1 for a route the user gave (an edited route, Use the other route, Re-run without an
+    edit): validated; an invalid one falls back like a bad model route. The offline router's route
+    given back finds what it found when the offline router chose it."""
+    try:
+        proposed = route if isinstance(route, OrchestratorRoute) else OrchestratorRoute.model_validate(route)
+    except Exception as err:  # noqa: BLE001 - a bad edited route falls back like a bad LLM route
+        return _RouteChoice(fallback=("invalid_route", f"the given route is not valid: {err}"))
+    if not proposed.explanation:
+        proposed = proposed.model_copy(update={"explanation": "Route given by the user."})
+    return _RouteChoice(proposed=proposed, offline_route=proposed.from_offline_router)
 
 
 def _warm_key(llm: Any, vocabulary: KBVocabulary) -> tuple[Any, str]:
