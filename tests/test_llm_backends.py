@@ -286,3 +286,47 @@ def test_auto_prefers_ollama_over_google_when_both_answer(
     choice = choose_backend(LLMSettings(ollama_host=fake_ollama.url, ollama_model="absent:1b"))
     assert choice.name == "google" and isinstance(choice.llm, GoogleBackend)
     assert "no model 'absent:1b'" in choice.note
+
+
+def test_an_address_that_answers_404_to_everything_is_said_once_not_asked_again() -> None:
+    """A web server or proxy on the Ollama address: the model list is 404 too, so the "no such model"
+    message must not look the list up again and again (it once recursed until Python's limit)."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    asked: list[str] = []
+
+    class NotOllama(BaseHTTPRequestHandler):
+        def _not_found(self) -> None:
+            asked.append(self.path)
+            body = b"<html><body>404 Not Found</body></html>"
+            length = int(self.headers.get("Content-Length") or 0)
+            self.rfile.read(length)
+            self.send_response(404)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = _not_found  # noqa: N815 - http.server's own method names
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), NotOllama)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        backend = OllamaBackend(url, "llama3.1:8b", timeout=10)
+        with pytest.raises(LLMError) as listed:
+            backend.list_models()
+        assert "does not look like an Ollama server" in str(listed.value)
+        assert len(asked) == 1
+        asked.clear()
+        with pytest.raises(LLMModelNotFound) as info:
+            backend("q")
+        assert "llama3.1:8b" in str(info.value) and info.value.available == []
+        assert len(asked) == 2  # the chat, then the model list once
+        assert not backend.is_available()
+    finally:
+        server.shutdown()
+        server.server_close()

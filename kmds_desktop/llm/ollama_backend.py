@@ -290,6 +290,11 @@ class OllamaBackend:
         if isinstance(err, ollama.ResponseError):
             status = err.status_code
             detail = server_error_text(err.error or "", status)  # an HTML error page named, not quoted
+            if (status == 404 or "not found" in detail.lower()) and model is None:
+                # the model list itself is not there: not an Ollama server (a web server or proxy on
+                # that address); never asked again for the list, which would answer the same
+                return LLMError(f"{host} has no Ollama model list ({status}): it does not look like an "
+                                "Ollama server. Check the host in Preferences → LLM.")
             if status == 404 or "not found" in detail.lower():
                 available = self._models_or_empty()
                 names = ", ".join(available) if available else "none"
