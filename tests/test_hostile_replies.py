@@ -199,3 +199,69 @@ def test_ask_answers_after_a_hostile_synthesis_reply(fake_ollama, analytics_kb, 
                                 settings=settings).ask("Which data quality problems were found?")
     assert result.fallback_reason is None and result.results
     assert result.answer  # answered (the old pattern would take hours here)
+
+
+class _Flood:
+    """A real HTTP server that answers every request 200 with ``size`` bytes of ``unit`` (as fast as the
+    socket takes them), counting the bytes it got out before the client went away."""
+
+    def __init__(self, unit: bytes, size: int) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        flood = self
+        self.sent = 0
+
+        class Handler(BaseHTTPRequestHandler):
+            def _answer(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-ndjson")
+                self.send_header("Content-Length", str(size))
+                self.end_headers()
+                block = unit * (64 * 1024 // len(unit))
+                try:
+                    while flood.sent < size:
+                        self.wfile.write(block)
+                        flood.sent += len(block)
+                except OSError:  # the client stopped reading and closed
+                    pass
+
+            do_GET = do_POST = _answer  # noqa: N815 - http.server's own method names
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+EMPTY_PART = b'{"model": "m", "message": {"role": "assistant", "content": ""}, "done": false}\n'
+
+
+@pytest.mark.parametrize("unit, what", [(b"x", "a line longer than"), (EMPTY_PART, "more than")])
+def test_a_server_flooding_bytes_is_cut_off_by_every_backend(monkeypatch, unit: bytes, what: str) -> None:
+    """One endless line, or endless empty reply parts: the client libraries buffer a line (and a model
+    list) whole, so the bound is on the bytes as they arrive, for chat, stream and model list alike."""
+    from kmds_desktop.llm import OpenAIBackend, abortable_request
+
+    monkeypatch.setattr(abortable_request, "MAX_LINE_BYTES", 200_000)
+    monkeypatch.setattr(abortable_request, "MAX_BODY_BYTES", 1_000_000)
+    flood = _Flood(unit, 64 * MB)
+    try:
+        ollama_backend = OllamaBackend(flood.url, "m", timeout=30)
+        openai_backend = OpenAIBackend(flood.url, "m", timeout=30)
+        for call in (lambda: ollama_backend.chat("q"), lambda: "".join(ollama_backend.stream("q")),
+                     ollama_backend.list_models, lambda: openai_backend.chat("q")):
+            with pytest.raises(LLMBadReply) as info:
+                call()
+            assert what in str(info.value) and "stopped reading it" in str(info.value), info.value
+            assert flood.url.removeprefix("http://") in str(info.value)
+        assert flood.sent < 32 * MB  # stopped early, not read to the end
+    finally:
+        flood.close()

@@ -17,12 +17,14 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpcore
 import httpx
 
+from kmds_desktop.limits import MAX_REPLY_CHARS
+from kmds_desktop.llm.errors import LLMBadReply
 from kmds_desktop.tasks import CancelToken
 
 
@@ -61,6 +63,66 @@ class _AbortableNetwork(httpcore.SyncBackend):
             sock.shutdown(socket.SHUT_RDWR)
 
 
+#: Bytes one line of a reply may take: a streamed chunk is one line of JSON, and a whole reply sent as
+#: one JSON body is one line, so the longest reply read (escaped) with room for its envelope.
+MAX_LINE_BYTES = MAX_REPLY_CHARS * 4 + 64 * 1024
+#: Bytes a whole response may take: a streamed reply's envelope per chunk (about a hundred bytes for a
+#: few characters) puts the longest reply read at about this much.
+MAX_BODY_BYTES = MAX_REPLY_CHARS * 32
+
+
+class ReplyTooLarge(LLMBadReply):
+    """A server sent a line or a body over :data:`MAX_LINE_BYTES` / :data:`MAX_BODY_BYTES`."""
+
+
+class _BoundedBody(httpx.SyncByteStream):
+    """A response body read through: raises :class:`ReplyTooLarge` once a line or the whole body is
+    over its bound, before the client buffers it (``iter_lines`` and ``json()`` have no bound)."""
+
+    def __init__(self, inner: httpx.SyncByteStream, where: str) -> None:
+        self._inner = inner
+        self._where = where
+
+    def __iter__(self) -> Iterator[bytes]:
+        total = since_break = 0  # bytes so far; bytes since the last line break
+        for chunk in self._inner:
+            total += len(chunk)
+            start = 0
+            cut = chunk.find(b"\n")
+            while cut >= 0 and since_break + cut - start <= MAX_LINE_BYTES:
+                since_break, start = 0, cut + 1
+                cut = chunk.find(b"\n", start)
+            since_break += (cut if cut >= 0 else len(chunk)) - start
+            if since_break > MAX_LINE_BYTES:
+                raise ReplyTooLarge(f"{self._where} sent a line longer than {MAX_LINE_BYTES:,} bytes; "
+                                    "stopped reading it.")
+            if total > MAX_BODY_BYTES:
+                raise ReplyTooLarge(f"{self._where} sent more than {MAX_BODY_BYTES:,} bytes; stopped "
+                                    "reading it.")
+            yield chunk
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+class BoundedTransport(httpx.BaseTransport):
+    """An httpx transport whose response bodies are read with bounds (:class:`_BoundedBody`), so no
+    server can make a client library hold more; ``where`` names the server in the message."""
+
+    def __init__(self, inner: httpx.BaseTransport, where: str) -> None:
+        self.inner = inner
+        self._where = where
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        response = self.inner.handle_request(request)
+        if isinstance(response.stream, httpx.SyncByteStream):
+            response.stream = _BoundedBody(response.stream, self._where)
+        return response
+
+    def close(self) -> None:
+        self.inner.close()
+
+
 @functools.cache
 def ssl_context() -> ssl.SSLContext:
     """One TLS context for every request: building one costs 100+ ms, and each request has its own client."""
@@ -91,8 +153,9 @@ def server_answers(url: str, *, headers: dict[str, str] | None = None, auth: Any
     connection (nothing listens any more) is taken as gone; a hung server ends at the request's
     own deadline."""
     try:
-        with httpx.Client(timeout=timeout, verify=ssl_context(), headers=headers, auth=auth) as client:
-            client.get(url)
+        with httpx.Client(timeout=timeout, verify=ssl_context(), headers=headers, auth=auth) as client, \
+                client.stream("GET", url):
+            pass  # the status is the answer; the body is never read
     except httpx.ConnectError:  # refused: nobody listens on the port any more
         return False
     except httpx.HTTPError:  # accepted, then not answered in time or cut: busy (or hung), not gone
@@ -105,16 +168,18 @@ class AbortableRequest:
 
     Shared by the Ollama and OpenAI-compatible backends; a subclass sets ``client`` (made on
     ``transport`` with ``timeout_config``), so both give the same total deadline and the same cancel
-    that closes the connection. ``arm(..., alive=probe)`` adds the liveness watch: after
+    that closes the connection, and the same bounds on what is read (:class:`BoundedTransport`;
+    ``where`` names the server in its message). ``arm(..., alive=probe)`` adds the liveness watch: after
     :data:`SILENCE_S` without a byte (:meth:`touch` marks each), ``probe()`` is asked whether the
     server still answers; when it does not, the request is aborted with reason ``"gone"`` within
     seconds instead of waiting for the whole deadline.
     """
 
-    def __init__(self, timeout: float) -> None:
+    def __init__(self, timeout: float, where: str = "The server") -> None:
         self.network = _AbortableNetwork()
-        self.transport = httpx.HTTPTransport(verify=ssl_context())
-        pool = getattr(self.transport, "_pool", None)
+        http = httpx.HTTPTransport(verify=ssl_context())
+        self.transport = BoundedTransport(http, where)
+        pool = getattr(http, "_pool", None)
         if pool is not None and hasattr(pool, "_network_backend"):
             pool._network_backend = self.network  # noqa: SLF001 - httpcore's pool: aborting needs its backend
         self.timeout_config = httpx.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT_S))

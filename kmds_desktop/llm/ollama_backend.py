@@ -19,7 +19,7 @@ import ollama
 from kmds_desktop import secrets
 from kmds_desktop.config import DEFAULT_OLLAMA_HOST
 from kmds_desktop.limits import MAX_REPLY_CHARS
-from kmds_desktop.llm.abortable_request import AbortableRequest, server_answers
+from kmds_desktop.llm.abortable_request import AbortableRequest, BoundedTransport, server_answers, ssl_context
 from kmds_desktop.llm.errors import (
     LLMAuthError,
     LLMBadReply,
@@ -51,7 +51,7 @@ class _Request(AbortableRequest):
     """An abortable request through the ``ollama`` client."""
 
     def __init__(self, host: str, timeout: float) -> None:
-        super().__init__(timeout)
+        super().__init__(timeout, where=f"The Ollama server at {secrets.redact_url(host)}")
         self.client = ollama.Client(host=host, timeout=self.timeout_config, transport=self.transport,
                                     **_basic_auth(host))
 
@@ -214,10 +214,14 @@ class OllamaBackend:
     # --- server information -----------------------------------------------------------------------
     def list_models(self, timeout: float | None = None) -> list[str]:
         """Names of the models the server has (``/api/tags``), sorted; raises :class:`LLMError`."""
+        transport = BoundedTransport(httpx.HTTPTransport(verify=ssl_context()),
+                                     f"The Ollama server at {self.host}")
         client = ollama.Client(host=self._url, timeout=timeout or min(self.timeout, 10.0),
-                               **_basic_auth(self._url))
+                               transport=transport, **_basic_auth(self._url))
         try:
             listing = client.list()
+        except LLMError:  # read too much (BoundedTransport)
+            raise
         except Exception as err:  # noqa: BLE001
             raise self._translate(err, None, timeout or min(self.timeout, 10.0)) from None
         finally:

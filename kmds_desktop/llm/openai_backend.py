@@ -5,8 +5,8 @@ Why not the ``openai`` package: the app needs only chat, streaming and the model
 them with the Ollama backend's guarantees, which a heavier client would hide: a total deadline, a
 cancel that shuts the request's socket down from any thread (the same
 :class:`~kmds_desktop.llm.abortable_request.AbortableRequest`), replies read at most to
-:data:`~kmds_desktop.limits.MAX_REPLY_CHARS` (the stream is split into lines here, each line
-bounded, so a server sending one endless line cannot make the app hold it), and the same
+:data:`~kmds_desktop.limits.MAX_REPLY_CHARS`, each line and body bounded as it arrives (a server
+sending one endless line cannot make the app hold it: ``BoundedTransport``), and the same
 actionable error messages. The API key (optional: local servers need none) comes from
 ``OPENAI_API_KEY`` or the OS keyring and is redacted from every message.
 """
@@ -23,7 +23,7 @@ import httpx
 from kmds_desktop import secrets
 from kmds_desktop.config import DEFAULT_OPENAI_BASE_URL
 from kmds_desktop.limits import MAX_REPLY_CHARS
-from kmds_desktop.llm.abortable_request import AbortableRequest, server_answers, ssl_context
+from kmds_desktop.llm.abortable_request import MAX_LINE_BYTES, AbortableRequest, server_answers, ssl_context
 from kmds_desktop.llm.errors import (
     LLMAuthError,
     LLMBadReply,
@@ -71,9 +71,8 @@ _NO_CACHE_PROMPT: set[str] = set()
 
 class _CachePromptRefusedError(LLMError):
     """The server refused the request because of ``cache_prompt``: ask again without it."""
-#: The longest line of a streamed reply, or body of a plain one, read (bytes): a chunk of a reply is
-#: a few hundred bytes; anything longer than the longest reply plus its JSON framing is not an answer.
-MAX_LINE_BYTES = MAX_REPLY_CHARS * 4 + 64 * 1024
+
+
 #: Error bodies are read only this far (they are quoted in a message).
 MAX_ERROR_BYTES = 16 * 1024
 #: Model names a "model not found" message lists at most.
@@ -91,30 +90,9 @@ def api_base(base_url: str) -> str:
 class _Request(AbortableRequest):
     """An abortable request through a plain ``httpx`` client (the Ollama backend's guarantees)."""
 
-    def __init__(self, timeout: float, headers: dict[str, str]) -> None:
-        super().__init__(timeout)
+    def __init__(self, timeout: float, headers: dict[str, str], where: str) -> None:
+        super().__init__(timeout, where)
         self.client = httpx.Client(transport=self.transport, headers=headers, timeout=self.timeout_config)
-
-
-def _bounded_lines(response: httpx.Response, touch: Any = None) -> Iterator[bytes]:
-    """The response body split into lines, none longer than :data:`MAX_LINE_BYTES` (raises
-    :class:`LLMBadReply` instead of buffering more): ``httpx``'s own ``iter_lines`` has no bound.
-    ``touch()`` is called for every chunk that arrives (the liveness watch)."""
-    buffer = b""
-    for chunk in response.iter_raw():
-        if touch is not None:
-            touch()
-        buffer += chunk
-        while True:
-            cut = buffer.find(b"\n")
-            if cut < 0:
-                break
-            yield buffer[:cut].rstrip(b"\r")
-            buffer = buffer[cut + 1:]
-        if len(buffer) > MAX_LINE_BYTES:
-            raise LLMBadReply("too long")
-    if buffer:
-        yield buffer
 
 
 def _read_bounded(response: httpx.Response, limit: int) -> bytes:
@@ -250,7 +228,7 @@ class OpenAIBackend:
     def _stream_once(self, body: dict[str, Any], model: str, cancel: CancelToken | None,
                      had_schema: bool) -> Iterator[str]:
         """One streamed request of ``body``; see :meth:`stream`."""
-        request = _Request(self.timeout, self._headers())
+        request = _Request(self.timeout, self._headers(), f"The OpenAI-compatible server at {self.host}")
         request.arm(self.timeout, cancel, self._alive if self.liveness_probe else None)
         received = finished = False
         size = 0
@@ -262,7 +240,8 @@ class OpenAIBackend:
                             and "cache_prompt" in str(err):
                         raise _CachePromptRefusedError(str(err))
                     raise err
-                for line in _bounded_lines(response, request.touch):
+                for line in response.iter_lines():  # each line bounded (BoundedTransport)
+                    request.touch()
                     if request.reason is not None:
                         break
                     content, done = self._event_content(line, model)
@@ -284,13 +263,8 @@ class OpenAIBackend:
                 raise httpx.RemoteProtocolError("the event stream ended before the reply was finished")
         except Cancelled:
             raise
-        except LLMBadReply as err:
-            self._raise_if_aborted(request, model, cancel)
-            if str(err) == "too long":
-                raise LLMBadReply(f"The OpenAI-compatible server at {self.host} sent a line longer than "
-                                  f"{MAX_LINE_BYTES:,} bytes for '{model}'; stopped reading it.") from None
-            raise
         except LLMError:
+            self._raise_if_aborted(request, model, cancel)
             raise
         except Exception as err:  # noqa: BLE001 - every client failure becomes an LLMError or Cancelled
             self._raise_if_aborted(request, model, cancel)
@@ -303,11 +277,11 @@ class OpenAIBackend:
         finally:
             request.close()
 
-    def _event_content(self, line: bytes, model: str) -> tuple[str | None, bool]:
+    def _event_content(self, line: str, model: str) -> tuple[str | None, bool]:
         """(text, finished) of one line of the event stream: text None and finished for ``[DONE]``
         (the end), finished with text when a choice has its ``finish_reason``. A server that ignores
         ``stream`` and sends one JSON body is read the same way (``message`` instead of ``delta``)."""
-        text = line.decode("utf-8", errors="replace").strip()
+        text = line.strip()
         if not text or text.startswith(":"):
             return "", False
         if text.startswith("data:"):
