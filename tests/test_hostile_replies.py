@@ -186,9 +186,14 @@ def test_strip_reasoning_matches_the_pattern_it_replaces(answer: str, expected: 
     assert expected == re.sub(r"<think>.*?</think>", "", answer, flags=re.DOTALL | re.IGNORECASE).strip()
 
 
-def test_ask_answers_after_a_hostile_synthesis_reply(fake_ollama, analytics_kb, index_dir) -> None:
+@pytest.mark.parametrize("hostile", [
+    "<think>" * (MB // 7),  # unclosed, a megabyte of them (the old pattern took hours)
+    "Two issues were found [" + "1" * 5000 + "].",  # int() of 5,000 digits raised ValueError out of ask()
+    "Two issues were found" + " " * (MB // 4) + "x",  # a quarter megabyte of spaces before no marker
+    "[1]" + " " * (MB // 4),  # a marker, then the spaces: the leading-marker pattern backtracked into them
+], ids=["unclosed-think", "5000-digit-marker", "spaces", "marker-then-spaces"])
+def test_ask_answers_after_a_hostile_synthesis_reply(fake_ollama, analytics_kb, index_dir, hostile: str) -> None:
     route = '{"intent_class": "exploratory_search", "filters": {}, "explanation": "EDA"}'
-    hostile = "<think>" * (MB // 7)  # unclosed, a megabyte of them
 
     def reply(prompt: str, body: dict[str, Any]) -> str:
         return route if "Reply with one JSON object" in prompt else hostile
@@ -198,7 +203,8 @@ def test_ask_answers_after_a_hostile_synthesis_reply(fake_ollama, analytics_kb, 
     result = SearchOrchestrator(analytics_kb, persist_dir=index_dir, backend="ollama",
                                 settings=settings).ask("Which data quality problems were found?")
     assert result.fallback_reason is None and result.results
-    assert result.answer  # answered (the old pattern would take hours here)
+    assert result.answer and result.synthesis_error is None
+    assert "[" + "1" * 5000 + "]" not in result.citation_note  # a 5,000-digit "marker" cites nothing
 
 
 class _Flood:

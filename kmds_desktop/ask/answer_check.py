@@ -103,8 +103,12 @@ def _has_cited_statement(text: str) -> bool:
     return any(claim_words(s) and CITATION.search(s) for s in sentences)
 
 
+#: A marker with the white space before it; starting only at a run's first space keeps it linear.
+_MARKER_AND_SPACE = re.compile(r"(?<!\s)\s*\[\d{1,6}\]")
+
+
 def _quote(sentence: str) -> str:
-    flat = " ".join(re.sub(r"\s*\[\d+\]", "", sentence).split()).rstrip(" .")
+    flat = " ".join(_MARKER_AND_SPACE.sub("", sentence).split()).rstrip(" .")
     return flat if len(flat) <= QUOTE_CHARS else flat[: QUOTE_CHARS - 1].rstrip() + "…"
 
 

@@ -28,7 +28,7 @@ PROMPT_FINDINGS_BUDGET = 900
 EXTRACT_CHARS = 240
 
 #: A citation marker, ``[3]``; the group is the record's number as the view shows it.
-CITATION = re.compile(r"\[(\d+)\]")
+CITATION = re.compile(r"\[(\d{1,6})\]")
 
 
 def record_label(result: dict[str, Any], *, intent: bool = True) -> str:
@@ -196,10 +196,14 @@ def clean_citations(answer: str, n_results: int) -> str:
     return CITATION.sub(keep, answer).strip()
 
 
+#: A marker with the spaces before it (dropped together). The look-behind starts a match only at the first
+#: space of a run, so a long run of spaces before no marker is scanned once, not once per space.
+_MARKER_WITH_SPACE = re.compile(r"(?<![ \t])[ \t]*\[(\d{1,6})\]")
 #: A citation group that opens a sentence ("[3] Some quantities ...", "[2] and [3] indicate that two rows
 #: ..."): it belongs to that sentence, and a verb that only reports the records ("states that") goes with it.
+#: The group's spaces are possessive (``\s*+``): a marker before a long run of spaces took seconds otherwise.
 _LEADING = re.compile(
-    r"^((?:\[\d+\](?:\s*(?:,|and|&)(?=\s*\[))?\s*)+)"
+    r"^((?:\[\d{1,6}\](?:\s*(?:,|and|&)(?=\s*\[))?\s*+)+)"
     r"(?:(?:also\s+)?(?:state|indicate|show|mention|say|note|report|confirm|suggest)s?\s+that\s+)?"
     r"[:;,\-\u2013\u2014]?\s*(\S.*)$", re.DOTALL | re.IGNORECASE)
 #: Where one sentence ends and the next begins (the answer check and the citation repair split alike).
@@ -301,7 +305,8 @@ def repair_citations(answer: str, n_results: int, sources: Sequence[str] | None 
     def keep(match: re.Match[str]) -> str:  # a dropped marker takes the space before it along
         return match.group(0) if int(match.group(1)) in allowed else ""
 
-    text = re.sub(r"[ \t]*\[(\d+)\]", keep, answer).strip()
+    cited = {int(n) for n in CITATION.findall(answer)}
+    text = (_MARKER_WITH_SPACE.sub(keep, answer) if cited - allowed else answer).strip()
     # the records' texts the model saw, by number ("" for one it was not shown: never attributed)
     shown = [src if i in allowed else "" for i, src in enumerate(sources[:n_results], start=1)] \
         if sources else []
