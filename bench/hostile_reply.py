@@ -11,8 +11,9 @@ nested parentheses, of half-written ``to_tsquery(`` calls, of unclosed ``<think>
 citation before a megabyte of spaces, a marker of a million digits. Each hostile
 reply and the valid one are parsed alternately 15 times and the best time of each counts. A
 bounded parser spends about the same on either: target ratio (slowest hostile / valid, per
-parser) ≤ 2. (The citation repair's work is per marker: a reply of nothing but markers, 1 MB of
-"[1] and ", holds eight times the valid answer's and takes about 2.4 times as long, in step with it.) Run: ``.venv/bin/python bench/hostile_reply.py``; the last line is the worst ratio.
+parser) <= 2. (The citation repair's work is per marker: a reply of nothing but markers, 1 MB of
+"[1] and ", holds eight times the valid answer's and takes about 2.4 times as long, in step with
+it.) Run: ``.venv/bin/python bench/hostile_reply.py``; the last line is the worst ratio.
 """
 
 from __future__ import annotations

@@ -65,6 +65,12 @@ def test_sequence_range_and_first_n_cues(ml_orch) -> None:
     assert (ranged.route.filters.finding_seq_min, ranged.route.filters.finding_seq_max) == (2, 3)
     assert ranged.results and all(r["category"] == "exploratory" and 2 <= r["finding_seq"] <= 3
                                   for r in ranged.results)
+    # "from" before a range, and a number of two digits kept whole ("from 12 to 15" once read "from 1")
+    for question, expected in (("Show findings from 2 to 3", (2, 3)), ("Show findings from 2", (2, None))):
+        filters = ml_orch.ask(question).route.filters
+        assert (filters.finding_seq_min, filters.finding_seq_max) == expected, question
+    beyond = ml_orch.ask("Show findings from 12 to 15")  # the KB has no finding numbered that high
+    assert "findings 12 to 15" in (beyond.fallback_reason or "")
 
 
 def test_quoted_word_becomes_keyword_filter(ml_orch) -> None:

@@ -192,7 +192,8 @@ def test_strip_reasoning_matches_the_pattern_it_replaces(answer: str, expected: 
     "Two issues were found" + " " * (MB // 4) + "x",  # a quarter megabyte of spaces before no marker
     "[1]" + " " * (MB // 4),  # a marker, then the spaces: the leading-marker pattern backtracked into them
 ], ids=["unclosed-think", "5000-digit-marker", "spaces", "marker-then-spaces"])
-def test_ask_answers_after_a_hostile_synthesis_reply(fake_ollama, analytics_kb, index_dir, hostile: str) -> None:
+def test_ask_answers_after_a_hostile_synthesis_reply(fake_ollama, analytics_kb, index_dir,
+                                                     hostile: str) -> None:
     route = '{"intent_class": "exploratory_search", "filters": {}, "explanation": "EDA"}'
 
     def reply(prompt: str, body: dict[str, Any]) -> str:

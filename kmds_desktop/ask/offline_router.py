@@ -53,14 +53,16 @@ _NUM = r"(\d+|" + "|".join(_NUMBER_WORDS) + r")"
 _ITEM = (r"(?:findings?|observations?|steps?|entries|records?|choices|assumptions|descriptions|statements"
          r"|summaries)")
 _TO = r"\s*(?:to|through|thru|until|-|–|and)\s*"
-_RANGE = re.compile(rf"{_ITEM}\s*(?:#|no\.?|numbers?|numbered)?\s*{_NUM}{_TO}{_NUM}\b", re.I)
+_RANGE = re.compile(rf"{_ITEM}\s*(?:from\s+)?(?:#|no\.?|numbers?|numbered)?\s*{_NUM}{_TO}{_NUM}\b", re.I)
 _NUMBERED = re.compile(rf"\b(?:numbered|numbers?|nos?\.?|#)\s*{_NUM}{_TO}{_NUM}\b", re.I)
 _BETWEEN = re.compile(rf"{_ITEM}.{{0,20}}?between\s+{_NUM}\s+and\s+{_NUM}", re.I)
 _FIRST = re.compile(rf"\b(?:first|top|earliest)\s+{_NUM}\s+(?:[\w-]+\s+){{0,4}}?{_ITEM}", re.I)
 _LAST = re.compile(rf"\b(?:last|latest|final)\s+{_NUM}\s+(?:[\w-]+\s+){{0,4}}?{_ITEM}", re.I)
 _SINGLE = re.compile(rf"\b{_ITEM}\s*(?:#|no\.?|number(?:ed)?)\s*{_NUM}\b|\b(?:finding|observation)\s+(\d+)\b",
                      re.I)
-_AFTER = re.compile(rf"{_ITEM}\s+(?:after|from|since)\s+(?:#|number\s+)?{_NUM}(?!\s*(?:to|-|–|and))", re.I)
+#: "findings from 3" (open-ended); the ``\b`` keeps ``\d+`` whole: without it "from 12 to 15" backtracked
+#: to "from 1", which the look-ahead let through.
+_AFTER = re.compile(rf"{_ITEM}\s+(?:after|from|since)\s+(?:#|number\s+)?{_NUM}\b(?!\s*(?:to|-|–|and))", re.I)
 _QUOTED = re.compile(r"[\"“”]([^\"“”]{2,60})[\"“”]|(?<![\w])'([^']{2,60})'(?![\w])")
 
 #: Phrases that name a template outright (lower case, matched as substrings).
@@ -291,19 +293,19 @@ def _type_from_question(question: str, vocab: KBVocabulary) -> str | None:
 
 def _range_from_question(question: str, vocab: KBVocabulary, category: str | None,
                          workflow: str | None) -> tuple[int | None, int | None, str | None]:
-    """``(seq_min, seq_max, note)`` from "findings 2 to 4", "numbered 1 to 3", "first/last N",
-    "finding 4", "findings from 3"; first/last N read against the numbers of ``category`` in
-    ``workflow`` (the whole KB when None)."""
+    """``(seq_min, seq_max, note)`` from "findings 2 to 4", "findings from 3 to 5", "numbered 1 to 3",
+    "first/last N", "finding 4", "findings from 3"; first/last N read against the numbers of
+    ``category`` in ``workflow`` (the whole KB when None)."""
     if m := (_RANGE.search(question) or _NUMBERED.search(question) or _BETWEEN.search(question)):
         low, high = sorted((_num(m.group(1)), _num(m.group(2))))
         return low, high, f"findings {low} to {high}"
     ordered = vocab.seqs_in(category, workflow)
-    if m := _FIRST.search(question):
+    if (m := _FIRST.search(question)) and _num(m.group(1)) > 0:  # "first 0 findings" names none
         n = _num(m.group(1))
         if ordered:
             return ordered[0], ordered[min(n, len(ordered)) - 1], f"first {n} findings"
         return 1, n, f"first {n} findings"
-    if m := _LAST.search(question):
+    if (m := _LAST.search(question)) and _num(m.group(1)) > 0:
         n = _num(m.group(1))
         if ordered:
             return ordered[-min(n, len(ordered))], ordered[-1], f"last {n} findings"
