@@ -396,6 +396,9 @@ def test_the_offline_route_kept_over_the_model_s_finds_what_it_finds_offline(
     assert agreed.route.intent_class == alone.route.intent_class and not agreed.route_notes
     assert [r["iri"] for r in agreed.results] == [r["iri"] for r in alone.results]
     assert {r["category"] for r in agreed.results} > {alone.route.intent_class.removesuffix("_search")}
+    # and Re-run without an edit gives that route back: it runs the same way again, finding the same records
+    rerun = _with_model(demo_kb, index, fake_ollama.url).retrieve(question, route=agreed.route)
+    assert [r["iri"] for r in rerun.results] == [r["iri"] for r in agreed.results]
 
 
 def test_the_offline_router_s_route_given_back_finds_what_it_found(demo_kb, index: SemanticIndex) -> None:

@@ -357,6 +357,10 @@ class SearchOrchestrator:
             guarded = guard_route(question, result.model_route, decision, vocabulary)
             choice.proposed = guarded.route
             choice.offline_route = guarded.offline_route_runs
+            if choice.offline_route and not choice.proposed.from_offline_router:
+                # the model chose the offline router's own route: marked as such, so the route given
+                # back (Re-run without an edit) runs as this one did and finds the same records
+                choice.proposed = choice.proposed.as_offline_router_route()
             if guarded.chosen_by == "model" and decision.basis == "none":
                 choice.free_text = decision  # the model's template ran where the offline router had none
             result.route_notes, result.alternative_route = guarded.notes, guarded.alternative
