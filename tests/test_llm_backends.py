@@ -330,3 +330,13 @@ def test_an_address_that_answers_404_to_everything_is_said_once_not_asked_again(
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_google_proxy_address_with_a_password_is_never_shown() -> None:
+    """A proxy written ``http://user:password@host`` (``base_url``): messages and the error's host name
+    the address with ``***@``, as the other backends do."""
+    url = f"http://alice:s3cret-pw@127.0.0.1:{_free_port()}"
+    with pytest.raises(LLMUnreachable) as info:
+        GoogleBackend(api_key="test-key", base_url=url, timeout=5)("q")
+    assert "s3cret-pw" not in str(info.value) and "s3cret-pw" not in str(info.value.host)
+    assert "***@127.0.0.1" in str(info.value)

@@ -227,3 +227,32 @@ def test_cli_options_name_openai_models_and_their_server() -> None:
     agent = QueryAgent(None, qg)
     backend, name = agent.generator.backend.backend_for("openai:qwen")
     assert isinstance(backend, OpenAIBackend) and name == "qwen" and backend.host == "http://127.0.0.1:8080/v1"
+
+
+@pytest.mark.parametrize("body", [b'{"data": 5}', b'{"data": "models"}', b"[1, 2]", b"not json"])
+def test_a_model_list_of_the_wrong_shape_is_a_bad_reply(body: bytes) -> None:
+    """Whatever a server answers for /v1/models, the caller sees an LLMError (a TypeError from a list
+    that was a number escaped the status line's probe and Automatic's look at the usual ports)."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Odd(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # http.server API
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Odd)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        backend = OpenAIBackend(f"http://127.0.0.1:{server.server_address[1]}/v1", "m")
+        with pytest.raises(LLMBadReply, match="not a model list"):
+            backend.list_models()
+        assert not backend.is_available()
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -124,9 +124,9 @@ class GoogleBackend:
         from google.genai import errors as genai_errors  # why: google loads on first use, not at start-up
 
         def clean(text: str) -> str:
-            return secrets.redact(text, self._key)
+            return secrets.redact(text, self._key, *secrets.url_secrets(self.base_url or ""))
 
-        where = f"Google GenAI ({self.base_url})" if self.base_url else "Google GenAI"
+        where = f"Google GenAI ({secrets.redact_url(self.base_url)})" if self.base_url else "Google GenAI"
         if isinstance(err, genai_errors.APIError):
             code, status, message = err.code, str(err.status or ""), clean(str(err.message or err))
             details = clean(str(err.details))
@@ -156,5 +156,6 @@ class GoogleBackend:
                               "Preferences → LLM or try again.")
         if "Connect" in name or "Network" in name or isinstance(err, ConnectionError | OSError):
             return LLMUnreachable(f"Cannot reach {where}: {text}. Check the network connection.",
-                                  host=self.base_url or "generativelanguage.googleapis.com")
+                                  host=secrets.redact_url(self.base_url) if self.base_url
+                                  else "generativelanguage.googleapis.com")
         return LLMError(f"{where} failed: {name}: {text}")

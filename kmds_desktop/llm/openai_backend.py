@@ -14,6 +14,7 @@ actionable error messages. The API key (optional: local servers need none) comes
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
@@ -57,13 +58,16 @@ def _json_object_format(schema: dict[str, Any]) -> dict[str, Any]:
 SCHEMA_DIALECTS = {"json_schema": _json_schema_format, "json_object": _json_object_format}
 #: API root -> the dialect the server took (a server takes the same one for all its models).
 _DIALECT_TAKEN: dict[str, str] = {}
+#: Held while that memory changes or is walked: ask workers write it while a model list forgets from it.
+_MEMORY_LOCK = threading.Lock()
 
 
 @remembers_per_server
 def _forget_server(host: str) -> None:
     """A server whose models changed is tried in every dialect again."""
-    for url in [u for u in _DIALECT_TAKEN if secrets.redact_url(u) == host]:
-        _DIALECT_TAKEN.pop(url, None)
+    with _MEMORY_LOCK:
+        for url in [u for u in _DIALECT_TAKEN if secrets.redact_url(u) == host]:
+            _DIALECT_TAKEN.pop(url, None)
 #: API roots that refused ``cache_prompt`` (a hosted API that rejects fields it does not know):
 #: asked without it from then on.
 _NO_CACHE_PROMPT: set[str] = set()
@@ -212,7 +216,8 @@ class OpenAIBackend:
                 if n == len(dialects) - 1:
                     raise
                 continue  # refused before any text: the next way of asking
-            _DIALECT_TAKEN[self._url] = dialect
+            with _MEMORY_LOCK:
+                _DIALECT_TAKEN[self._url] = dialect
             return
 
     def _send(self, body: dict[str, Any], model: str, cancel: CancelToken | None,
@@ -221,7 +226,8 @@ class OpenAIBackend:
         try:
             yield from self._stream_once(body, model, cancel, had_schema)
         except _CachePromptRefusedError:
-            _NO_CACHE_PROMPT.add(self._url)
+            with _MEMORY_LOCK:
+                _NO_CACHE_PROMPT.add(self._url)
             body.pop("cache_prompt", None)
             yield from self._stream_once(body, model, cancel, had_schema)
 
@@ -328,6 +334,9 @@ class OpenAIBackend:
             raise LLMBadReply(f"The OpenAI-compatible server at {self.host} answered /models with "
                               "something that is not a model list.") from None
         entries = data.get("data") if isinstance(data, dict) else None
+        if not isinstance(data, dict) or (entries is not None and not isinstance(entries, list)):
+            raise LLMBadReply(f"The OpenAI-compatible server at {self.host} answered /models with "
+                              "something that is not a model list.")
         names = sorted({str(e["id"]) for e in entries or [] if isinstance(e, dict) and e.get("id")})
         model_list_seen(self.host, names)
         return names

@@ -14,6 +14,7 @@ and model, so the next question goes straight to text. The caller is told which 
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any
 
 from kmds_desktop.llm.errors import LLMSchemaRefused
@@ -31,6 +32,8 @@ TEXT = "text"
 #: question, and a llama.cpp server without grammar support refused the schema (HTTP 500) and was
 #: asked again as text on every question: a refused request (and its wait) per question.
 _REFUSED_SCHEMA: set[tuple[str, str, str]] = set()
+#: Held while the set changes or is walked: ask workers add to it while a model list forgets from it.
+_REFUSED_LOCK = threading.Lock()
 
 
 def schema_key(backend: Any, model: str | None = None) -> tuple[str, str, str] | None:
@@ -55,13 +58,14 @@ def schema_refused(backend: Any, model: str | None = None) -> bool:
 @remembers_per_server
 def _forget_server(host: str) -> None:
     """A server whose models changed is asked for a schema again."""
-    for key in [k for k in _REFUSED_SCHEMA if k[1] == host]:
-        _REFUSED_SCHEMA.discard(key)
+    with _REFUSED_LOCK:
+        _REFUSED_SCHEMA.difference_update([k for k in _REFUSED_SCHEMA if k[1] == host])
 
 
 def forget_schema_refusals() -> None:
     """Ask every server for a schema again (after its settings changed, or in a test)."""
-    _REFUSED_SCHEMA.clear()
+    with _REFUSED_LOCK:
+        _REFUSED_SCHEMA.clear()
 
 
 def can_enforce_schema(backend: Any, model: str | None = None) -> bool:
@@ -95,7 +99,8 @@ def structured_chat(backend: Any, prompt: str, schema: dict[str, Any], *, system
         except LLMSchemaRefused as err:
             key = schema_key(backend, model)
             if key is not None:
-                _REFUSED_SCHEMA.add(key)
+                with _REFUSED_LOCK:
+                    _REFUSED_SCHEMA.add(key)
             log.info("%s; asking again without a schema, and so from now on", err)
     chat = getattr(backend, "chat", None)
     if chat is None:  # a plain ``prompt -> str`` callable
