@@ -3,8 +3,9 @@
 Why here and not in the dialog: "is the configured model installed?" must have one answer. The
 ask job uses :func:`kmds_desktop.llm.factory.choose_backend` (and
 :func:`kmds_desktop.llm.ollama_backend.has_model`, where ``foo`` and ``foo:latest`` are the same
-model), so the status the window shows is computed by the same functions. Both are blocking network
-calls (``progress=``/``cancel=`` for a worker).
+model), so the status the window shows is computed by the same functions. The probe and the model
+lists are blocking network calls, run on a worker; each is bounded by a short timeout (they take the
+worker's ``progress=``/``cancel=`` and do not use them).
 
 The form's checks live here too (server addresses, empty model names, which field a validation
 error belongs to, a connection string split into fields), so the CLI's options are checked as the
@@ -53,7 +54,7 @@ MODEL_NAME_KEYS = ("llm.ollama_model", "llm.google_model", "llm.openai_model", "
 #: The connection-string keys that have a field of their own in the literature settings.
 CONNINFO_FIELDS = ("host", "port", "dbname", "user")
 
-#: Seconds the status probe waits for an Ollama server (the window's status bar, Preferences).
+#: Seconds the status probe waits for a server, Ollama or OpenAI-compatible (the status bar, Preferences).
 PROBE_TIMEOUT_S = 2.0
 #: How a status text marks a server that answers: "ollama · model (ready)".
 READY = "(ready)"

@@ -12,10 +12,11 @@ from typing import Any
 
 from kmds_desktop.ask.relevance import content_stems, workflow_label
 
-#: Records the answer prompt carries at most: the best of them by relevance (a listing: taken in turn
-#: from each workflow). Reading the prompt is what the answer's first token waits for (a 1.5B model on
-#: 2 cores reads about 50 tokens a second), and each record costs 40-300 tokens: 7 records took 16 s
-#: before the first token. Every record is still listed and citable in the view.
+#: Records the answer prompt carries at most: the best of them by relevance (a listing's too, where its
+#: records' relevance was worked out; else taken in turn from each workflow, see :func:`prompt_records`).
+#: Reading the prompt is what the answer's first token waits for (a 1.5B model on 2 cores reads about
+#: 50 tokens a second), and each record costs 40-300 tokens: 7 records took 16 s before the first
+#: token. Every record is still listed and citable in the view.
 PROMPT_RECORDS = 3
 #: Characters of each finding shown to the LLM, cut at the end of a sentence (the demo KB's findings
 #: are 45-250 characters; a few KBs hold findings of 800-1,400 that would crowd out the others).
@@ -142,8 +143,8 @@ _SENTENCE_STOP = re.compile(r"[.!?](?=\s|$)")
 
 
 def prompt_finding(text: str, limit: int = PROMPT_FINDING_CHARS) -> str:
-    """A finding on one line, cut to ``limit`` characters at the end of its last whole sentence (at a
-    word, with "…", when the first sentence alone is longer than two thirds of the limit would allow)."""
+    """A finding on one line, cut to ``limit`` characters at the end of its last whole sentence that
+    ends past a third of the limit; where none does (a long first sentence), at a word, with "…"."""
     flat = " ".join(str(text).split())
     if len(flat) <= limit:
         return flat
@@ -290,11 +291,12 @@ def repair_citations(answer: str, n_results: int, sources: Sequence[str] | None 
 
     Markers that point at no record are dropped; a citation that opens a sentence moves to that
     sentence's end; sentences that state something (``CLAIM_WORDS`` words or more) without a citation
-    are counted. With ``sources`` (the records' texts, in prompt order), an uncited claim that restates
-    one record (most of its content words are that record's) gets that record's citation, and the
-    note says the app added it: a small model often writes the right facts without the markers. The
-    note, added under the answer, says which records it drew on, and flags an answer that cites
-    nothing or leaves claims uncited, so an uncited answer is never shown as if cited.
+    are counted. With ``sources`` (the records' texts, numbered as in the view), an uncited claim
+    that restates one record (most of its content words are that record's) gets that record's
+    citation, and the note says the app added it: a small model often writes the right facts without
+    the markers. The note, added under the answer, says which records it drew on, and flags an
+    answer that cites nothing or leaves claims uncited, so an uncited answer is never shown as if
+    cited.
 
     ``given``: the record numbers the model was shown (the prompt carries the most relevant few, see
     :func:`prompt_records`); a marker for a record it never saw is dropped like one out of range
@@ -305,8 +307,8 @@ def repair_citations(answer: str, n_results: int, sources: Sequence[str] | None 
     def keep(match: re.Match[str]) -> str:  # a dropped marker takes the space before it along
         return match.group(0) if int(match.group(1)) in allowed else ""
 
-    cited = {int(n) for n in CITATION.findall(answer)}
-    text = (_MARKER_WITH_SPACE.sub(keep, answer) if cited - allowed else answer).strip()
+    markers = {int(n) for n in CITATION.findall(answer)}
+    text = (_MARKER_WITH_SPACE.sub(keep, answer) if markers - allowed else answer).strip()
     # the records' texts the model saw, by number ("" for one it was not shown: never attributed)
     shown = [src if i in allowed else "" for i, src in enumerate(sources[:n_results], start=1)] \
         if sources else []

@@ -101,9 +101,11 @@ class OrchestratorResult:
     intent_class: str
     route_explanation: str
     results: list[dict[str, Any]]
-    #: The route that ran (after validation); on fallback, the semantic route that replaced it.
+    #: The route that ran (after validation); on fallback, the offline router's or the semantic route
+    #: that replaced it.
     route: OrchestratorRoute | None = None
-    #: The route the router proposed, when it was valid (kept so the GUI can show and edit it).
+    #: The route chosen to run, when it was valid: the user's, the guarded model's (filters the
+    #: question does not support dropped) or the offline router's; the model's own is ``model_route``.
     proposed_route: OrchestratorRoute | None = None
     #: "ollama", "openai", "google", "callable" or "offline".
     backend: str = "offline"

@@ -11,10 +11,12 @@ Steps of :meth:`SearchOrchestrator.ask`:
    relevance drops (:mod:`~kmds_desktop.ask.relevance`). Identical findings are merged (both
    citations kept), records are grouped by workflow, and at most ``n_results`` are shown (the
    visible limit; ``total_matches`` says how many matched);
-3. synthesis — the LLM writes a concise answer citing records as ``[n]`` (``results[n-1]``);
-   without an LLM, or when synthesis fails, the answer is extractive and says so;
-4. fallback — an invalid or unknown route, a failing LLM, or a template that finds nothing leads
-   to a semantic search of this KB's index, and ``fallback_reason`` says which.
+3. fallback — an invalid or unknown route, a failing LLM, or a template that finds nothing leads
+   to the offline router's route (a model's route failed: the offline router is its floor) or, where
+   that finds nothing too or the route was the user's, to a semantic search of this KB's index; and
+   ``fallback_reason`` says which;
+4. synthesis — the LLM writes a concise answer citing records as ``[n]`` (``results[n-1]``);
+   without an LLM, or when synthesis fails, the answer is extractive and says so.
 
 The index used is always this KB's own (entries filtered by ``kb_id``) and is brought up to date
 on first use, so a KB never seen before works at once and another KB's entries never leak in.
@@ -139,11 +141,12 @@ class SearchOrchestrator:
     one: Google GenAI ("google"), which needs ``GOOGLE_API_KEY`` (or the keyring). Without a key
     nothing is sent anywhere: every result says so in ``backend_note`` and ``fallback_reason``
     (the records are still found, by semantic search, and quoted extractively). The app passes
-    "auto" (Ollama if it answers, else Google if a key is set, else offline); "ollama" and
-    "offline" are the other choices. ``model`` overrides the configured model of the chosen
-    backend; ``ollama_host`` the configured host. ``n_results`` is the visible limit on the records
-    an answer shows (default :data:`~kmds_desktop.ask.relevance.DEFAULT_LIMIT`); a listing shows
-    every match up to it, an open question the relevant records up to it.
+    "auto" (Ollama if it answers, else a confirmed OpenAI-compatible server, else Google if a key is
+    set, else offline); "ollama", "openai" and "offline" are the other choices. ``model`` overrides
+    the configured model of the chosen backend; ``ollama_host`` the configured host. ``n_results``
+    is the visible limit on the records an answer shows (default
+    :data:`~kmds_desktop.ask.relevance.DEFAULT_LIMIT`); a listing shows every match up to it, an
+    open question the relevant records up to it.
     """
 
     def __init__(
@@ -276,7 +279,7 @@ class SearchOrchestrator:
 
     def retrieve(self, query: str, route: OrchestratorRoute | dict[str, Any] | None = None,
                  progress: ProgressFn | None = None, cancel: CancelToken | None = None) -> OrchestratorResult:
-        """Steps 1-3 and the fallback: a result with ``results`` filled and no answer yet."""
+        """Steps 1-3 (route, search, fallback): a result with ``results`` filled and no answer yet."""
         question = _check_question(query)
         started = time.perf_counter()
         timings: dict[str, float] = {}
@@ -378,7 +381,7 @@ class SearchOrchestrator:
 
     def _records(self, question: str, choice: _RouteChoice, result: OrchestratorResult, *, given: bool,
                  ) -> tuple[OrchestratorRoute, list[dict[str, Any]], bool]:
-        """Step 2 and the fallback: the route that ran, its records, and whether they are a listing.
+        """Steps 2 and 3: the route that ran, its records, and whether they are a listing.
 
         The chosen route runs; where the model's template ran because the offline router had none,
         the free-text search's closer records may join or replace them
@@ -582,7 +585,8 @@ class SearchOrchestrator:
         vectors), cut where relevance drops, duplicates merged, grouped by workflow.
 
         A large template whose filters the index can apply too (category, type, workflow) is
-        ranked by one filtered index query for the best ``n_results`` (cheap at any KB size);
+        ranked by one filtered index query for the best ``n_results`` and one more per workflow (cheap
+        at any KB size);
         otherwise every record is ranked exactly from its stored vector. For a question about
         results ("which model was best, by how much"), model selection records that state figures
         (numbers, metric names, a comparison) gain :func:`~kmds_desktop.ask.question_words.figures_bonus`,

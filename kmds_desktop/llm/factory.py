@@ -142,10 +142,10 @@ def choose_backend(settings: LLMSettings | None = None, backend: str | None = No
                    openai_servers: tuple[tuple[str, int], ...] = USUAL_OPENAI_SERVERS) -> BackendChoice:
     """Build the backend named by ``backend`` (default ``settings.backend``).
 
-    Explicit "ollama"/"google" are built without probing (errors surface on the first call, with
-    the host or key named); "auto" probes Ollama's ``/api/tags`` for ``probe_timeout`` seconds, then
-    the ``openai_servers`` ports (see the module docstring). Raises :class:`LLMError` only for an
-    explicit "google" without a key.
+    Explicit "ollama"/"openai"/"google" are built without probing (errors surface on the first call,
+    with the host or key named); "auto" probes Ollama's ``/api/tags`` for ``probe_timeout`` seconds,
+    then the ``openai_servers`` ports (see the module docstring). Raises :class:`LLMError` for an
+    unknown backend name and for an explicit "google" without a key.
     """
     settings = settings or LLMSettings()
     backend = backend or settings.backend

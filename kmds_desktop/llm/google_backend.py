@@ -29,7 +29,9 @@ MODELS_SHOWN = 8
 
 
 class GoogleBackend:
-    """A Gemini model, usable as an ``LLMFn``; ``.chat()`` and ``.stream()`` like :class:`OllamaBackend`."""
+    """A Gemini model, usable as an ``LLMFn``; ``.chat()`` and ``.stream()`` as
+    :class:`~kmds_desktop.llm.ollama_backend.OllamaBackend` has them (a cancel is seen between the
+    streamed pieces)."""
 
     name = "google"
 

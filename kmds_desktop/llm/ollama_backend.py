@@ -88,7 +88,7 @@ class OllamaBackend:
 
     def __init__(self, host: str = DEFAULT_OLLAMA_HOST, model: str = DEFAULT_OLLAMA_MODEL,
                  temperature: float = 0.1, timeout: float = 120.0, *, options: dict[str, Any] | None = None,
-                 keep_alive: str | float | None = None, liveness_probe: bool = True) -> None:
+                 liveness_probe: bool = True) -> None:
         #: The address requests go to (may carry ``user:password@``): never put in a message.
         self._url = (host or DEFAULT_OLLAMA_HOST).rstrip("/")
         #: The address as shown in messages, logs and ``repr``: any user info replaced by ``***``.
@@ -97,7 +97,6 @@ class OllamaBackend:
         self.temperature = temperature
         self.timeout = float(timeout)
         self.options = dict(options or {})
-        self.keep_alive = keep_alive
         #: Ask the server whether it is alive after
         #: :data:`~kmds_desktop.llm.abortable_request.SILENCE_S` without a byte, and give up within
         #: seconds when it is not (False: wait for the whole ``timeout``).
@@ -152,8 +151,6 @@ class OllamaBackend:
         received = False
         try:
             kwargs: dict[str, Any] = {"model": model, "messages": messages, "options": opts, "stream": True}
-            if self.keep_alive is not None:
-                kwargs["keep_alive"] = self.keep_alive
             if schema is not None:
                 kwargs["format"] = schema
             size = 0

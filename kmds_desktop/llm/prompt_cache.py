@@ -47,7 +47,7 @@ def slow_route_note(backend: Any, seconds: float) -> str:
         _TOLD.add(key)
     advice = ("Started as python -m llama_cpp.server, add --cache true (llama-server and LM Studio keep them "
               "by default)" if key[0] == "openai" else
-              "Keep the model loaded between questions (Ollama's keep_alive)")
+              "Keep the model loaded between questions (OLLAMA_KEEP_ALIVE on the server)")
     return (f"The model took {seconds:.1f} s to choose the route, about as long as the first one "
             f"({first:.1f} s): the server seems to read the instructions afresh for every question. "
             f"{advice}; a later route then takes a few seconds.")
@@ -63,7 +63,7 @@ def _forget_server(host: str) -> None:
 
 
 def forget_route_times() -> None:
-    """Start the judgement afresh (after the LLM settings changed, or in a test)."""
+    """Start the judgement afresh (a test, or a bench run)."""
     with _lock:
         _FIRST_ROUTE_S.clear()
         _TOLD.clear()

@@ -49,6 +49,6 @@ def model_list_seen(host: str, models: Sequence[str]) -> bool:
 
 
 def forget_model_lists() -> None:
-    """Forget every list seen (a test, or new settings)."""
+    """Forget every list seen (a test, or a bench run)."""
     with _lock:
         _SEEN.clear()

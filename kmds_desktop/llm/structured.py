@@ -63,7 +63,7 @@ def _forget_server(host: str) -> None:
 
 
 def forget_schema_refusals() -> None:
-    """Ask every server for a schema again (after its settings changed, or in a test)."""
+    """Ask every server for a schema again (a test, or a bench run)."""
     with _REFUSED_LOCK:
         _REFUSED_SCHEMA.clear()
 
