@@ -25,3 +25,13 @@ def test_a_failed_answer_marks_the_backend_not_answering_and_a_good_one_ready():
     assert back.text == "ollama · qwen2.5-coder:1.5b (ready)"
     assert back.tooltip == "It answered the last question."
     assert status_after_answer(_result(backend="offline", synthesis="offline"), llm) is None
+
+
+def test_the_status_names_the_model_that_answered_not_only_the_one_the_settings_name():
+    """Automatic may ask a confirmed server's only model where the settings name another."""
+    llm = LLMSettings(backend="auto", openai_model="default")
+    answered = status_after_answer(_result(backend="openai", model="qwen2.5-coder-1.5b", synthesis="llm"),
+                                   llm)
+    assert answered is not None and answered.text == "openai · qwen2.5-coder-1.5b (ready)"
+    unnamed = status_after_answer(_result(backend="openai", synthesis="llm"), llm)
+    assert unnamed is not None and unnamed.text == "openai · default (ready)"

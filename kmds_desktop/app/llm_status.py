@@ -46,7 +46,7 @@ def status_after_answer(result: Any, llm: LLMSettings) -> LLMProbe | None:
     backend = str(getattr(result, "backend", "") or "")
     if backend not in _SERVED:
         return None
-    model = model_of(backend, llm)
+    model = str(getattr(result, "model", "") or "") or model_of(backend, llm)  # the one that was asked
     name = f"{backend} · {model}" if model else backend
     synthesis = getattr(result, "synthesis", "")
     router_failed = getattr(result, "fallback_code", None) == "llm_error"

@@ -423,10 +423,9 @@ def offline_heading(n: int, listing: bool = False, total: int | None = None) -> 
             f"{_records(n, listing, total)}, {order}." if n else "No LLM was used (offline mode).")
 
 
-def fallback_heading(reason: str, n: int, listing: bool = False, total: int | None = None) -> str:
-    """Heading of the extractive answer given when the LLM failed. ``reason`` "" leaves the reason
-    out: the window's line under the answer and the CLI's Fallback/Backend line say it, once (a
-    dead server's message was shown three times: heading, route and status line)."""
-    why = f" ({reason})" if reason else ""
-    return (f"The LLM could not write an answer{why}, so this is an extractive summary of "
+def fallback_heading(n: int, listing: bool = False, total: int | None = None) -> str:
+    """Heading of the extractive answer given when the LLM failed. Its reason is not repeated here: the
+    window's line under the answer and the CLI's Fallback/Backend line say it, once (a dead server's
+    message was shown three times: heading, route and status line)."""
+    return (f"The LLM could not write an answer, so this is an extractive summary of "
             f"{_records(n, listing, total)}, grouped by workflow.")

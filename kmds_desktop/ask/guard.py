@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from kmds_desktop.ask.catalog import ROUTE_BY_INTENT
 from kmds_desktop.ask.kb_vocabulary import KBVocabulary, normalise_name, type_stem
 from kmds_desktop.ask.models import OrchestratorRoute, describe_filters
-from kmds_desktop.ask.offline_router import OfflineDecision, category_named
+from kmds_desktop.ask.offline_router import CATEGORY_TYPE_STEMS, OfflineDecision, category_named
 from kmds_desktop.ask.question_words import asks_for_results, asks_what_was_chosen, everyday_type
 from kmds_desktop.ask.relevance import is_listing
 from kmds_desktop.kb import SearchFilters
@@ -54,10 +54,6 @@ _NUMBER_WORDS = {
     "sixth": 6,
 }
 _NUMERAL = re.compile(r"\d+|\b(?:" + "|".join(_NUMBER_WORDS) + r")\b", re.I)
-#: Type stems that are a template's own name: such a type narrows the template to one of its types,
-#: which the question must ask for by the type's whole name.
-_CATEGORY_STEMS = frozenset({"model selection", "modelling choice", "modeling choice", "exploratory",
-                             "data representation", "experimental"})
 #: Words of workflow names that say nothing about which workflow is meant.
 _GENERIC_NAME_WORDS = frozenset({"model", "models", "modelling", "modeling", "data", "workflow", "workflows",
                                  "analysis", "pipeline", "study", "the", "and", "of", "for", "with"})
@@ -132,7 +128,7 @@ def type_grounded(question: str, obs_type: str, vocab: KBVocabulary, offline_typ
     name it ("problems in the data"), or every word of its stem (loosely) is in the question."""
     if obs_type == offline_type or everyday_type(question, vocab)[0] == obs_type:
         return True
-    if type_stem(obs_type) in _CATEGORY_STEMS:
+    if type_stem(obs_type) in CATEGORY_TYPE_STEMS:  # the type narrows the template: named whole
         # "Model Selection Statement" restates its template: only its whole name says it is meant,
         # and only where the template holds other types too (else it narrows nothing)
         name = normalise_name(obs_type)

@@ -26,8 +26,6 @@ IntentClass = Literal[
 ]
 INTENT_CLASSES: tuple[str, ...] = get_args(IntentClass)
 
-#: Why the orchestrator left the route it was given (``OrchestratorResult.fallback_code``).
-FallbackCode = Literal["invalid_route", "unknown_intent", "llm_error", "empty_template", "empty_filtered"]
 
 
 def describe_filters(filters: SearchFilters | None) -> str:
@@ -109,11 +107,15 @@ class OrchestratorResult:
     proposed_route: OrchestratorRoute | None = None
     #: "ollama", "openai", "google", "callable" or "offline".
     backend: str = "offline"
+    #: The model the backend asked ("" offline): "auto" may use another than the settings name (a
+    #: confirmed server's only model), and the status line names the one that answered.
+    model: str = ""
     #: Why "auto" chose this backend (e.g. "Ollama not reachable at ...; no Google API key"); "" otherwise.
     backend_note: str = ""
     #: Human-readable reason why the route chosen did not run (the offline router's route or semantic
     #: search ran instead, see ``route``); None when no fallback happened.
     fallback_reason: str | None = None
+    #: Its code: "invalid_route", "unknown_intent", "llm_error", "empty_template" or "empty_filtered".
     fallback_code: str | None = None
     #: How the answer was written: "llm", "extractive" (synthesis failed) or "offline" (no LLM).
     synthesis: str = "offline"

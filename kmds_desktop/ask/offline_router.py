@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kmds_desktop.ask.catalog import ROUTES
+from kmds_desktop.ask.catalog import ROUTE_BY_INTENT, ROUTES
 from kmds_desktop.ask.kb_vocabulary import GENERIC_TYPES, KBVocabulary, normalise_name, type_stem
 from kmds_desktop.ask.models import OrchestratorRoute
 from kmds_desktop.ask.question_words import (
@@ -82,9 +82,10 @@ _CATEGORY_CUES: dict[str, tuple[str, ...]] = {
                                 "all the observations", "all the findings", "list observations",
                                 "list findings", "list all", "overview of all", "everything"),
 }
-#: Category names a type stem must not equal (naming the category narrows nothing).
-_CATEGORY_WORDS = {"exploratory", "data representation", "modelling choice", "modeling choice",
-                   "model selection", "experimental"}
+#: Type stems that are a category's own name (naming the category narrows nothing): a type filter
+#: needs the type's whole name (the guard's rule too).
+CATEGORY_TYPE_STEMS = frozenset({"exploratory", "data representation", "modelling choice", "modeling choice",
+                                 "model selection", "experimental"})
 
 
 @dataclass(frozen=True)
@@ -203,7 +204,7 @@ def route_offline(question: str, question_vector: Any, model_name: str,
         basis = "none"
         top = max(similarity.values())
         why = f"no template is close enough (best similarity {top:.2f}): free-text search"
-    category = _CATEGORY_OF_INTENT.get(best)
+    category = ROUTE_BY_INTENT[best].category
     seq_min, seq_max, seq_note = _range_from_question(question, vocab, category, workflow)
     has_seq = seq_min is not None or seq_max is not None
     named_kind = bool(category_cued or obs_type or everyday_category or results or chosen)
@@ -235,12 +236,6 @@ def route_offline(question: str, question_vector: Any, model_name: str,
     return OfflineDecision(route, scores, basis)
 
 
-_CATEGORY_OF_INTENT = {
-    "exploratory_search": "exploratory",
-    "data_representation_search": "data_representation",
-    "modelling_choice_search": "modelling_choice",
-    "model_selection_search": "model_selection",
-}
 
 
 def category_named(question: str, intent_class: str, vocabulary: KBVocabulary | None = None) -> bool:
@@ -281,7 +276,7 @@ def _type_from_question(question: str, vocab: KBVocabulary) -> str | None:
         stem = type_stem(name)
         if norm in lowered:
             return name
-        if not stem or stem in _CATEGORY_WORDS:
+        if not stem or stem in CATEGORY_TYPE_STEMS:
             continue
         if " " in stem:
             if re.search(rf"\b{re.escape(stem)}", lowered):

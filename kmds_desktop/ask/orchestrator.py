@@ -293,7 +293,8 @@ class SearchOrchestrator:
 
         self._ensure_index(index_progress if progress is not None else None, cancel)
         result = OrchestratorResult(answer="", intent_class="", route_explanation="", results=[],
-                                    backend=backend, backend_note=self.backend_note, question=question,
+                                    backend=backend, model=str(getattr(self._llm, "model", "") or ""),
+                                    backend_note=self.backend_note, question=question,
                                     timings=timings)
 
         # 1. route
@@ -761,7 +762,7 @@ class SearchOrchestrator:
         result.synthesis = "extractive"
         result.synthesis_error = str(err)
         # the reason is said once, by the line under the answer (CLI: the Fallback/Backend line)
-        heading = fallback_heading("", len(result.results), result.listing, result.total_matches)
+        heading = fallback_heading(len(result.results), result.listing, result.total_matches)
         extract = extractive_answer(result.results, heading)
         text = f"\n\n{extract}" if partial else extract
         result.answer = (partial + text).strip()
