@@ -33,7 +33,7 @@ from kmds_desktop.config import (
     validate_settings,
 )
 from kmds_desktop.llm.errors import LLMError
-from kmds_desktop.llm.factory import USUAL_OPENAI_SERVERS, FoundServer, choose_backend
+from kmds_desktop.llm.factory import USUAL_OPENAI_SERVERS, FoundServer, choose_backend, server_address
 from kmds_desktop.llm.ollama_backend import OllamaBackend, has_model
 from kmds_desktop.llm.openai_backend import OpenAIBackend
 from kmds_desktop.text import plural
@@ -130,8 +130,7 @@ def _auto_probe(llm: LLMSettings, openai_servers: tuple[tuple[str, int], ...]) -
     choice = choose_backend(llm, probe_timeout=PROBE_TIMEOUT_S, openai_servers=openai_servers)
     if choice.name == "openai":
         model = str(getattr(choice.llm, "model", "") or "")
-        host = str(getattr(choice.llm, "host", "") or "")
-        address = host.split("://", 1)[-1].split("/", 1)[0]
+        address = server_address(str(getattr(choice.llm, "host", "") or ""))
         return ready_probe(f"openai · {model} at {address}", choice.note)
     why = {"no-model": f"Ollama has no {llm.ollama_model}",
            "unreachable": "Ollama not reachable"}.get(choice.ollama_state, "")

@@ -21,6 +21,7 @@ import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from kmds_desktop import secrets
 from kmds_desktop.config import DEFAULT_OLLAMA_HOST, DEFAULT_OPENAI_BASE_URL, LLMSettings
@@ -86,8 +87,7 @@ class FoundServer:
     @property
     def question(self) -> str:
         """What the window asks before the server gets any prompt."""
-        address = self.base_url.split("://", 1)[-1].split("/", 1)[0]
-        return f"Found {self.name} at {address} — use it?"
+        return f"Found {self.name} at {server_address(self.base_url)} — use it?"
 
 
 def discover_openai_servers(servers: tuple[tuple[str, int], ...] = USUAL_OPENAI_SERVERS,
@@ -116,9 +116,14 @@ def _models_or_none(base_url: str, timeout: float) -> list[str] | None:
         return None
 
 
+def server_address(url: str) -> str:
+    """``host:port`` of a server's address, without scheme, path or user info (how a message names it)."""
+    return urlsplit(url if "://" in url else f"http://{url}").netloc.rpartition("@")[2]
+
+
 def _usual_name(base_url: str, servers: tuple[tuple[str, int], ...]) -> str:
     """The server's usual name by its port ("llama.cpp" for 8080), else "the server"."""
-    port = base_url.split("://", 1)[-1].split("/", 1)[0].rpartition(":")[2]
+    port = server_address(base_url).rpartition(":")[2]
     names = {str(p): name for name, p in (*servers, *USUAL_OPENAI_SERVERS)}
     return names.get(port, "the server")
 
@@ -180,7 +185,9 @@ def choose_backend(settings: LLMSettings | None = None, backend: str | None = No
     confirmed = [FoundServer(_usual_name(url, openai_servers), url, tuple(served))
                  for url in settings.confirmed_servers
                  if (served := _models_or_none(url, timeout)) is not None]
-    for found in [*confirmed, *discover_openai_servers(openai_servers, timeout=timeout)]:
+    # a confirmed server that answers is used without looking on the usual ports (it may be one of them)
+    found_servers = confirmed[:1] or discover_openai_servers(openai_servers, timeout=timeout)
+    for found in found_servers:
         if found.base_url in settings.confirmed_servers:
             model = settings.openai_model if settings.openai_model in found.models or not found.models \
                 else found.models[0]
