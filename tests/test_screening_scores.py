@@ -23,6 +23,7 @@ from kmds_desktop.literature.screening.model_scores import (
     MAX_ABSTRACT_CHARS,
     SCORE_SCHEMA,
     SCORE_SYSTEM,
+    ScoreReplyError,
     parse_score,
     score_prompt,
 )
@@ -215,3 +216,26 @@ def test_each_score_is_announced_as_it_comes(session, fake_ollama) -> None:
     session.subscribe(told)
     score_undecided(session, OllamaBackend(fake_ollama.url, "judge", timeout=60), ["judge"])
     assert scored_when_told[:5] == [1, 2, 3, 4, 5]  # one event per record, then the run's own
+
+
+@pytest.mark.parametrize(("reply", "score"), [
+    ('{"score": "\u00b2"}', None),  # a digit to str.isdigit(), not to int()
+    ('{"score": "' + "1" * 5000 + '"}', None),  # too many digits for int()
+    ("score: -3", None), ("score:\n-2", None),  # a sign: not on the 1-5 scale
+    ("Score: 4/10", None), ("score = 1e9", None), ("score: 3.5", None),  # another scale, not a score
+    ("Score: 4/5", 4), ("score: 4", 4), ('{"score": "5"}', 5),
+])
+def test_a_score_is_read_only_where_the_reply_gives_one_on_the_scale(reply: str, score: int | None) -> None:
+    if score is None:
+        with pytest.raises(ScoreReplyError):
+            parse_score(reply)
+    else:
+        assert parse_score(reply)[0] == score
+
+
+def test_an_odd_score_reply_is_a_note_and_the_run_goes_on(session, fake_ollama) -> None:
+    """A reply whose "score" int() could not read (a superscript two) once raised out of the run and
+    stopped it at the same record every time."""
+    fake_ollama.models["judge"] = ModelScript(replies=['{"score": "\u00b2"}', '{"score": 4}'])
+    summary = score_undecided(session, OllamaBackend(fake_ollama.url, "judge", timeout=60), ["judge"])
+    assert summary.scored == 4 and len(summary.notes) == 1

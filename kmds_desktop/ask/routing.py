@@ -25,11 +25,9 @@ from kmds_desktop.ask.catalog import ROUTES
 from kmds_desktop.ask.kb_vocabulary import KBVocabulary
 from kmds_desktop.ask.models import INTENT_CLASSES, OrchestratorRoute
 from kmds_desktop.limits import too_long_reason
+from kmds_desktop.reply_text import fenced_blocks
 
 _FILTER_KEYS = ("obs_type_filter", "finding_seq_min", "finding_seq_max", "keyword", "workflow")
-_FENCE = re.compile("```")
-#: A fenced block's language tag (```json): not part of the block.
-_FENCE_TAG = re.compile(r"[a-zA-Z0-9_-]*")
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
 #: Reasoning models (deepseek-r1, qwen3) think aloud first; drafts in there are not the answer.
 _THINK = re.compile(r"<think>.*?(?:</think>|$)", re.DOTALL | re.IGNORECASE)
@@ -181,7 +179,7 @@ def parse_route(reply: str) -> OrchestratorRoute:
     if too_long:
         raise RouteError("invalid_route", too_long)
     reply = _THINK.sub("", reply) if "</think>" in reply.lower() else reply
-    fenced = _fenced_blocks(reply)
+    fenced = fenced_blocks(reply, _MAX_FENCES)
     obj: dict[str, Any] | None = None
     for text in [*fenced, reply]:
         obj = _first_route_object(text)
@@ -200,24 +198,6 @@ def parse_route(reply: str) -> OrchestratorRoute:
             f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in err.errors()
         )
         raise RouteError("invalid_route", f"the router's route is not valid: {problems}") from None
-
-
-def _fenced_blocks(reply: str) -> list[str]:
-    """The text of the first :data:`_MAX_FENCES` fenced blocks (```json ... ```), language tag and
-    leading white space left out, in one pass over the reply: a pattern with the white space before a
-    lazy body backtracked into it (an unclosed fence before 40,000 spaces took 4 s). The fences are
-    found by ``re``'s literal search, which ``str.find`` is slower than on a long run of one character."""
-    blocks: list[str] = []
-    opening = _FENCE.search(reply)
-    while opening is not None and len(blocks) < _MAX_FENCES:
-        closing = _FENCE.search(reply, opening.end())
-        if closing is None:
-            break
-        body = reply[opening.end():closing.start()]
-        tag = _FENCE_TAG.match(body)
-        blocks.append(body[tag.end() if tag else 0:].lstrip())
-        opening = _FENCE.search(reply, closing.end())
-    return blocks
 
 
 def _first_route_object(text: str) -> dict[str, Any] | None:

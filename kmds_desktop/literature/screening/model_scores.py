@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kmds_desktop.limits import too_long_reason
+from kmds_desktop.reply_text import fenced_blocks
 
 #: A score reply is one small object; anything longer is not read (a hostile or runaway reply).
 MAX_SCORE_REPLY_CHARS = 64 * 1024
@@ -52,8 +53,10 @@ SCORE_SCHEMA: dict[str, Any] = {
 }
 
 _THINK = re.compile(r"<think>.*?</think>", re.IGNORECASE | re.DOTALL)
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
-_SCORE_WORD = re.compile(r"score\W{0,6}([1-5])(?![0-9]|\.[0-9])", re.IGNORECASE)
+#: "score: 4" in free text. Not a score: a sign before the digit ("score: -3"), more digits or a decimal
+#: or exponent after it ("score = 1e9"), or another scale ("score: 4/10"; "4/5" is one).
+_SCORE_WORD = re.compile(
+    r"score[^\w\-+]{0,6}([1-5])(?![0-9]|\.[0-9]|[eE][-+]?[0-9]|\s*/\s*(?!5(?![0-9]))[0-9])", re.IGNORECASE)
 _REASON_WORD = re.compile(r"reason\W{0,6}([^\n\"}]{3,400})", re.IGNORECASE)
 
 
@@ -118,8 +121,8 @@ def _from_object(data: Any) -> tuple[int, str] | None:
     value = data.get("score")
     if isinstance(value, bool):
         return None
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value.strip())
+    if isinstance(value, str) and value.strip() in ("1", "2", "3", "4", "5"):  # not int() of any text:
+        value = int(value.strip())  # "²" is a digit to isdigit(), and 5,000 digits are too many for int()
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if not isinstance(value, int) or not 1 <= value <= 5:
@@ -136,7 +139,7 @@ def parse_score(reply: Any) -> tuple[int, str]:
     if too_long:
         raise ScoreReplyError(too_long)
     text = _THINK.sub("", reply) if "</think>" in reply.lower() else reply
-    candidates = [m.group(1) for m in _FENCE.finditer(text)][:4] + [text]
+    candidates = [*fenced_blocks(text, 4), text]
     unreadable = False
     for candidate in candidates:
         body = candidate.strip()
