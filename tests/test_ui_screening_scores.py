@@ -95,3 +95,45 @@ def test_scores_appear_row_by_row_and_cancel_stops_between_records(qtbot, window
     qtbot.mouseClick(page.llm_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: page.status.text().startswith("Scoring finished"), timeout=20_000)
     assert scored_rows(window) == RECORDS and "2 already scored (cached)" in page.status.text()
+
+
+def test_scoring_by_similarity_embeds_on_a_worker_and_the_record_read_is_the_one_decided(
+        qtbot, tmp_path: Path) -> None:
+    """"Score by similarity" may embed every record through the index process: with the app's runner it
+    runs on a worker, the page saying so meanwhile. A decision key decides the record the view showed,
+    even where the queue moved on from a worker (the scores changed the order) before the view caught up."""
+    import numpy as np
+
+    from kmds_desktop.ui.jobs.runner import JobRunner
+    from kmds_desktop.ui.screening.window import ScreeningWindow
+
+    threads: list[str] = []
+
+    def encoder(texts):
+        threads.append(threading.current_thread().name)
+        return [np.array([1.0, float(len(t) % 7), 0.5], dtype=np.float32) for t in texts]
+
+    session = open_for_documents(documents(), question=QUESTION, origin="search A",
+                                 store_path=tmp_path / "screening.sqlite3")
+    jobs = JobRunner()
+    win = ScreeningWindow(session, jobs=jobs, encoder=encoder)
+    qtbot.addWidget(win)
+    win.show()
+    qtbot.waitExposed(win)
+    try:
+        win.tabs.setCurrentWidget(win.scores)
+        qtbot.mouseClick(win.scores.similarity_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: "scored" in win.scores.status.text(), timeout=20_000)
+        assert threads and threading.main_thread().name not in threads
+        assert scored_rows(win) == RECORDS
+
+        shown = win._shown_key  # the record the view rendered last
+        other = next(r for r in session.records if r.key != shown)
+        with session._lock:  # the queue moves on from a worker, before the view hears of it
+            session._current = session._index[other.key]
+        win.tabs.setCurrentIndex(0)
+        qtbot.keyClick(win, Qt.Key.Key_I)
+        assert shown in session.decisions and other.key not in session.decisions
+    finally:
+        qtbot.waitUntil(lambda: not jobs.is_busy(), timeout=20_000)
+        jobs.shutdown()

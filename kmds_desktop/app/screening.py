@@ -341,12 +341,14 @@ class ScreeningSession(Observable):
         return self._fed
 
     def _llm_scored(self) -> bool:
-        """Whether an LLM scored this review (then its scores alone are the column's kind)."""
-        return any(
-            s.score is not None and not s.model.startswith(EMBEDDING_SCORER)
-            for scores in self._model_scores.values()
-            for s in scores
-        )
+        """Whether an LLM scored this review (then its scores alone are the column's kind). Under the lock:
+        a scoring run adds scores from its worker while the view reads this."""
+        with self._lock:
+            return any(
+                s.score is not None and not s.model.startswith(EMBEDDING_SCORER)
+                for scores in self._model_scores.values()
+                for s in scores
+            )
 
     def score_checks(self) -> list[ScoreCheck]:
         """Each scorer of the column's kind against the decisions made: AUC of its scores on the screened
@@ -380,13 +382,14 @@ class ScreeningSession(Observable):
         score; one kind per review, so a column never mixes a reader's 4 with a cosine's 4. ``scorers``:
         only theirs (default: every scorer of the kind)."""
         llm = self._llm_scored()
-        values = [
-            mean_score([
-                s for s in self._model_scores.get(r.key, [])
-                if s.model.startswith(EMBEDDING_SCORER) != llm and (scorers is None or s.model in scorers)
-            ])
-            for r in self.records
-        ]
+        with self._lock:
+            values = [
+                mean_score([
+                    s for s in self._model_scores.get(r.key, [])
+                    if s.model.startswith(EMBEDDING_SCORER) != llm and (scorers is None or s.model in scorers)
+                ])
+                for r in self.records
+            ]
         return values, LLM_SCORE_LABEL if llm else EMBEDDING_SCORE_LABEL
 
     def _scored(self, features: TextFeatures | None) -> TextFeatures | None:
@@ -790,9 +793,17 @@ class ScreeningSession(Observable):
         self._retrain()
 
     # -- deciding --------------------------------------------------------------------------------------
-    def decide(self, decision: str, *, reason: str = "", note: str = "") -> ScreeningRecord | None:
-        """Decide the record on screen (a new one, or a decided one being changed); returns the next."""
-        rec = self.current
+    def decide(self, decision: str, *, reason: str = "", note: str = "",
+               shown: Key | None = None) -> ScreeningRecord | None:
+        """Decide the record on screen (a new one, or a decided one being changed); returns the next.
+
+        ``shown``: the key of the record the view showed when the user decided. A scoring run or a
+        retraining may move the queue on (from a worker) between the view's last render and the key
+        press; the decision then goes to the record the user read, not to the one that took its place."""
+        at = self._current
+        if shown is not None and (at is None or self.records[at].key != tuple(shown)):
+            at = self._index.get(tuple(shown))  # type: ignore[arg-type]
+        rec = None if at is None else self.records[at]
         if rec is None:
             raise ScreeningError("there is no record to decide: every record is screened")
         if decision == EXCLUDE and not reason:
@@ -800,12 +811,8 @@ class ScreeningSession(Observable):
         if decision == EXCLUDE and reason:
             self.last_reason = reason
         score = None
-        if (
-            self._scores is not None
-            and self._current is not None
-            and len(self._scores.values) > self._current
-        ):
-            score = float(self._scores.values[self._current])
+        if self._scores is not None and at is not None and len(self._scores.values) > at:
+            score = float(self._scores.values[at])
         made = self.store.decide(self.review.id, rec.key, decision, reason=reason, note=note, score=score)
         with self._lock:
             browsing = self._browse

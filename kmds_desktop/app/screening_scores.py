@@ -1,4 +1,4 @@
-"""Model scores of a screening review: each configured LLM rates the undecided records 1–5 with a reason.
+"""Model scores of a screening review: each configured LLM rates the undecided records 1–5.
 
 Why its own module: scoring is slow (seconds a record and model) and optional, so it runs on a worker
 with progress and Cancel, and everything it learns is cached in the screening store per (model,

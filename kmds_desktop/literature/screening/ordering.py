@@ -18,11 +18,12 @@ every weight tried, the question's vector as well as its words helped (0.524 / 0
 and a logistic regression on the same features trained too slowly for a retrain per decision.
 Without vectors (records from a file, a database without them) the TF-IDF part alone is used.
 
-Model scores as features (off unless the user turns it on, :meth:`TextFeatures.with_scores`): each
-record's 1–5 score (the LLMs' mean, or the embedding-similarity score) scaled to 0–1 becomes one more
-column, and a second column marks the records without a score (they get the mean of the others). The
-question's pseudo-document gets the top score. They move the order only; no score decides a record. The
-simulation cannot choose it (its pools have no LLM scores), so it stays off by default.
+Model scores as features (:meth:`TextFeatures.with_scores`; which scorers feed them is the session's
+call, :mod:`kmds_desktop.app.screening`: by default those whose scores separate the user's includes from
+excludes): each record's 1–5 score (the LLMs' mean, or the embedding-similarity score) scaled to 0–1
+becomes one more column, and a second column marks the records without a score (they get the mean of the
+others). The question's pseudo-document gets the top score. They move the order only; no score decides a
+record. The simulation cannot measure them (its pools have no LLM scores).
 
 An updated review (records joined in a later round, :mod:`kmds_desktop.literature.reviews`) trains on
 every decision, on TF-IDF refitted over every record of the review (both rounds' words and idf: the session

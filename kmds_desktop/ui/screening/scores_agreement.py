@@ -70,7 +70,7 @@ class ScoresPage(QWidget):
         self.encoder = encoder
         self.job: Any = None
         self.llm_button = QPushButton("Score undecided with the LLMs")
-        self.llm_button.setToolTip("Each configured LLM scores each undecided record 1–5 with a short reason "
+        self.llm_button.setToolTip("Each configured LLM scores each undecided record 1–5 "
                                    "(a few decided records first, to check its scores against your "
                                    "decisions); scores are cached, so a second run asks only what is missing")
         self.similarity_button = QPushButton("Score by similarity (no LLM)")
@@ -175,15 +175,26 @@ class ScoresPage(QWidget):
             self.job.cancel()
 
     def score_by_similarity(self) -> Any:
+        """Score every record by its similarity to the question (on a worker when there is a runner: it
+        may embed the records that have no vector yet, through the index process)."""
         if self.session is None:
             return None
-        try:
-            summary = score_by_similarity(self.session, self.encoder)
-        except Exception as exc:  # noqa: BLE001 - e.g. no vectors: shown on the page
-            self._failed(exc)
-            return None
-        self._finished(summary)
-        return summary
+        if self.jobs is None:
+            try:
+                summary = score_by_similarity(self.session, self.encoder)
+            except Exception as exc:  # noqa: BLE001 - e.g. no vectors: shown on the page
+                self._failed(exc)
+                return None
+            self._finished(summary)
+            return summary
+        self._running(True)
+        self.status.setText("Scoring by similarity to the question…")
+        self.job = self.jobs.submit(
+            "screening.score", score_by_similarity, self.session, self.encoder, policy="refuse",
+            pass_progress=False, label="Scoring records by similarity", busy_cursor=False,
+            on_result=self._finished, on_error=self._failed, on_cancelled=lambda: self._finished_cancelled(),
+        )
+        return self.job
 
 
 class AgreementPage(QWidget):

@@ -120,7 +120,8 @@ class OrderBar(QWidget):
         for text, value in ORDERS:
             self.combo.addItem(text, value)
         self.combo.setToolTip("Active learning: the model trained on your decisions picks the next "
-                              "record; search rank: the search's order; random: unbiased")
+                              "record; search rank: the search's order; random: unbiased; model score: "
+                              "the records' 1–5 scores, best first")
         self.combo.activated.connect(self._order_chosen)
         self.scores_check = QCheckBox("Model scores in active learning")
         self.scores_check.toggled.connect(self._scores_toggled)

@@ -65,9 +65,13 @@ class ScreeningWindow(QWidget):
     def __init__(self, session: ScreeningSession | None = None, *, jobs: Any = None,
                  parent: QWidget | None = None, score_backend: Any = None, encoder: Any = None) -> None:
         super().__init__(parent, Qt.WindowType.Window)
-        self._own_jobs = jobs is None  # a window on its own (tests, scripts) trains on a runner of its own
+        # a window on its own (tests, scripts) trains on a runner of its own, and its Scores page, given
+        # no runner, scores in the foreground; the app passes its runner, so both run on workers
+        self._own_jobs = jobs is None
         self.jobs = JobRunner(self) if jobs is None else jobs
         self._trainings = 0
+        #: The key of the record on screen, as last rendered (what a decision key decides).
+        self._shown_key: tuple[str, str] | None = None
         self.scores = ScoresPage(jobs=jobs, settings_fn=score_backend, encoder=encoder)
         self.agreement = AgreementPage()
         self.session: ScreeningSession | None = None
@@ -298,7 +302,8 @@ class ScreeningWindow(QWidget):
         if decision == "exclude" and not reason:
             item = self.reasons_list.currentItem()
             reason = str(item.data(Qt.ItemDataRole.UserRole)) if item is not None else session.chosen_reason()
-        session.decide(decision, reason=reason, note=self.note_edit.text().strip())
+        # the record this view shows: the queue may have moved on from a worker since it was rendered
+        session.decide(decision, reason=reason, note=self.note_edit.text().strip(), shown=self._shown_key)
         return True
 
     def _reason_chosen(self, item: QListWidgetItem | None, _previous: QListWidgetItem | None = None) -> None:
@@ -368,6 +373,7 @@ class ScreeningWindow(QWidget):
             return
         self.progress_label.setText(session.progress().line())
         view = session.view()
+        self._shown_key = None if view is None else view.record.key
         # The reason E and the Exclude button will use (a decided record's own reason is in its label).
         self._render_reasons(session.chosen_reason())
         can_decide = view is not None
