@@ -20,6 +20,7 @@ from kmds_desktop.app.screening import (
     ScreeningSession,
 )
 from kmds_desktop.literature.screening.decisions import DEFAULT_REASONS, DecisionStore
+from kmds_desktop.literature.screening.ordering import OrderMode
 from kmds_desktop.literature.screening.records import ScreeningRecord
 from kmds_desktop.tasks import CancelToken
 
@@ -80,6 +81,11 @@ def test_decisions_persist_across_a_new_session(store: DecisionStore, tmp_path: 
     assert fresh.decisions[first.key].note == "key paper"
     assert fresh.decisions[second.key].reason == "wrong population"
     assert fresh.current is not None and fresh.current.key not in (first.key, second.key)
+    assert fresh.order is OrderMode.ACTIVE  # none chosen yet: active learning
+    fresh.set_order(OrderMode.RANDOM)
+    later = ScreeningSession(DecisionStore(store.path), "review", background=False)
+    assert later.order is OrderMode.RANDOM  # the order chosen last is the review's, as the decisions are
+    later.store.close()
     again.close()
 
 

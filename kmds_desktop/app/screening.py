@@ -114,6 +114,8 @@ VECTOR_MODEL = "all-MiniLM-L6-v2"
 QUESTION_KEY: Key = ("", "question")
 #: The review setting that says whether the model scores feed the active-learning order.
 SCORES_SETTING = "model_scores_in_order"
+#: The review's setting: the order the user chose last (kept, so a reopened review goes on in it).
+ORDER_SETTING = "screening_order"
 #: How "why ranked high" names the score column: LLM scores, or the embedding model's (labelled so).
 LLM_SCORE_LABEL = "LLM score (1–5)"
 EMBEDDING_SCORE_LABEL = "embedding similarity score (1–5, no LLM)"
@@ -196,6 +198,15 @@ class _Training:
     times: list[float] = field(default_factory=list)
 
 
+def _order_or_active(value: Any) -> OrderMode:
+    """``value`` as an order; active learning for none or for one this version does not know (a
+    setting written by another version is not an error)."""
+    try:
+        return OrderMode(value) if value is not None else OrderMode.ACTIVE
+    except ValueError:
+        return OrderMode.ACTIVE
+
+
 class ScreeningSession(Observable):
     """One review being screened (see the module docstring). ``background=False`` trains in the calling
     thread after each decision (tests, the CLI); otherwise it announces :data:`TRAINING_WANTED` and a
@@ -207,7 +218,7 @@ class ScreeningSession(Observable):
         review_id: str,
         *,
         model: ModelConfig = DEFAULT_MODEL,
-        order: OrderMode = OrderMode.ACTIVE,
+        order: OrderMode | str | None = None,
         background: bool = True,
         seed: int = 0,
         consecutive_rule: int = stopping.DEFAULT_CONSECUTIVE,
@@ -227,7 +238,9 @@ class ScreeningSession(Observable):
         self._fed: frozenset[str] = frozenset()
         self._readvance = False
         self.model = model
-        self.order = OrderMode(order)
+        #: The order given, else the one the user chose last for this review, else active learning.
+        self.order = OrderMode(order) if order is not None else _order_or_active(
+            self.review.settings.get(ORDER_SETTING))
         self.seed = seed
         self.consecutive_rule = consecutive_rule
         self._lock = threading.RLock()
@@ -777,10 +790,13 @@ class ScreeningSession(Observable):
         return None if i is None else self.records[i]
 
     def set_order(self, mode: OrderMode | str) -> None:
-        """Switch between the active-learning order, rank order and random order."""
+        """Switch between the active-learning order, rank order, random order and the model scores'
+        order; kept with the review, so reopening it goes on in the same order."""
         with self._lock:
             self.order = OrderMode(mode)
             self._fallback = self._fallback_order()
+            self.review.settings[ORDER_SETTING] = self.order.value
+        self.store.set_settings(self.review.id, self.review.settings)  # kept with the review
         if self._browse is None:
             self._advance()
 
