@@ -40,6 +40,12 @@ def _fit(text: str, tail: str = "") -> str:
     return body + tail
 
 
+def _concepts(tail: str) -> str:
+    """A 1 MB concept reply: one concept with a megabyte of terms, then ``tail`` (the end, or a cut)."""
+    head = '{"concepts": [{"name": "calcium", "terms": ['
+    return head + _fit('"calcium ions", ', tail)[len(head):]
+
+
 def _once(fn: Callable[[str], object], reply: str) -> float:
     start = time.perf_counter()
     with contextlib.suppress(ValueError):  # RouteError: the expected outcome for a hostile route reply
@@ -68,6 +74,7 @@ def _repair(reply: str) -> object:
 def main() -> int:
     from kmds_desktop.ask.answers import strip_reasoning
     from kmds_desktop.ask.routing import parse_route
+    from kmds_desktop.literature.queries.concept_json import parse_concepts
     from kmds_desktop.literature.queries.query_cleaning import clean_query_with_reason
 
     explanation = "The question is about data quality, so the exploratory template fits it best. "
@@ -95,6 +102,9 @@ def main() -> int:
             "1 MB of spaces": _fit(" "),
             "[1] then 1 MB of spaces": "[1]" + _fit(" ")[3:],
             "a claim with a 1 MB marker": "Model A won [" + _fit("1", "].")[13:],
+        }),
+        "parse_concepts": (parse_concepts, _concepts('"calcium ions"]}]}'), {
+            "a concept list cut off after 1 MB of terms": _concepts('"calc'),
         }),
         "strip_reasoning": (strip_reasoning, "<think>" + _fit(explanation, "</think>Two issues [1].")[7:], {
             "1 MB of unclosed <think>": _fit("<think>"),

@@ -87,6 +87,12 @@ def test_concept_replies_are_read_in_the_shapes_small_models_write() -> None:
     assert "tobramycin" in concepts[2].terms
     bare = parse_concepts('[{"concept": "asthma", "synonyms": ["wheeze"]}, "eczema"]')
     assert [(c.name, c.terms) for c in bare] == [("asthma", ["asthma", "wheeze"]), ("eczema", ["eczema"])]
+    # terms that are not a list (null, a number, an object) leave the concept its name: a TypeError from
+    # slicing them escaped the whole generation once
+    odd = parse_concepts('{"concepts": [{"name": "calcium", "terms": null}, {"name": "mucus", "terms": 5},'
+                         ' {"name": "sputum", "terms": {"a": 1}}]}')
+    assert [(c.name, c.terms) for c in odd] == [("calcium", ["calcium"]), ("mucus", ["mucus"]),
+                                                ("sputum", ["sputum"])]
 
 
 def test_a_reply_cut_off_by_the_token_limit_keeps_what_was_complete() -> None:

@@ -236,7 +236,9 @@ def complete_prefix(text: str) -> str:
     stack: list[str] = []
     in_string = escaped = False
     string_in_array = False
-    best = ""
+    # where the best cut ends and the brackets open there: the text is built once, at the end (building
+    # it at every element made a long cut-off reply quadratic: 2 MB took 17 s)
+    best_end, best_open = -1, ""
     for index, char in enumerate(text):
         if in_string:
             if escaped:
@@ -246,7 +248,7 @@ def complete_prefix(text: str) -> str:
             elif char == '"':
                 in_string = False
                 if string_in_array:
-                    best = text[:index + 1] + "".join("]" if b == "[" else "}" for b in reversed(stack))
+                    best_end, best_open = index + 1, "".join(stack)
         elif char == '"':
             in_string = True
             string_in_array = bool(stack) and stack[-1] == "["
@@ -258,10 +260,12 @@ def complete_prefix(text: str) -> str:
             if not stack:
                 break
             stack.pop()
-            best = text[:index + 1] + "".join("]" if b == "[" else "}" for b in reversed(stack))
+            best_end, best_open = index + 1, "".join(stack)
             if not stack:
                 break
-    return best
+    if best_end < 0:
+        return ""
+    return text[:best_end] + "".join("]" if b == "[" else "}" for b in reversed(best_open))
 
 
 def _json_start(text: str) -> int:
@@ -327,8 +331,9 @@ def _concept_of(item: Any) -> ModelConcept | None:
     raw_terms: Any = next((item[k] for k in ("terms", "synonyms", "variants") if k in item), [])
     if isinstance(raw_terms, str):
         raw_terms = [raw_terms]
-    terms = [t for t in (_text(v) for v in raw_terms[:MAX_TERMS_PER_CONCEPT * 2]
-                         if isinstance(raw_terms, list)) if t]
+    if not isinstance(raw_terms, list):  # null, a number, an object: no terms (the name may still stand)
+        raw_terms = []
+    terms = [t for t in (_text(v) for v in raw_terms[:MAX_TERMS_PER_CONCEPT * 2]) if t]
     terms = list(dict.fromkeys(([name] if name else []) + terms))[:MAX_TERMS_PER_CONCEPT + 1]
     if not terms:
         return None
