@@ -249,3 +249,26 @@ def test_the_same_question_gets_the_same_queries_in_every_run(pg_empty_database,
         runs.add(done.stdout.strip().splitlines()[-1])
     assert len(runs) == 1, runs
     assert all(q.count("|") >= 5 for q in json.loads(runs.pop()))  # broad rows with feedback words
+
+
+def test_concept_blocks_of_many_long_variants_still_make_three_queries_the_cleaner_accepts():
+    """Five concepts of four long variants: each k-of-n group repeats the blocks, and the first medium
+    query (any 4 of 5) once came to 1,267 characters, which the cleaner refused, so the row was lost
+    (and the built-in's note blamed the question's words). Two such concepts with feedback words too."""
+    from kmds_desktop.literature.queries.concept_blocks import Concept, CorpusLookups, write_strategy
+    from kmds_desktop.literature.queries.query_cleaning import MAX_QUERY_CHARS, clean_query_with_reason
+
+    def concept(word: str, endings: tuple[str, ...] = ("", "al", "ity", "ism")) -> Concept:
+        return Concept(word, [f"{word}{n} <-> phrase <-> variant" for n in endings])
+
+    blocks = [concept(w) for w in ("calcium", "sputum", "viscosity", "inhaled", "dornase")]
+    # two concepts whose "both, or the rarer with the documents' words" repeats a 400-character block
+    endings = ("", "al", "ity", "ism", "ic", "ous", "ly", "er", "est", "ed")
+    pair = [concept(w, endings) for w in ("calcium", "mucus")]
+    for concepts, feedback in ((blocks, None), (pair, ["mucin", "elastase", "neutrophil"])):
+        strategy = write_strategy(concepts, CorpusLookups(None), (lambda _q, f=feedback: list(f))
+                                  if feedback else None, [c.label for c in concepts], None)
+        assert len(strategy.queries) == 3
+        for query in strategy.queries:
+            cleaned, why = clean_query_with_reason(query)
+            assert query and len(query) <= MAX_QUERY_CHARS and cleaned == query, (len(query), why)

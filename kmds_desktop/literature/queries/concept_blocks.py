@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any
 
+from kmds_desktop.literature.queries.query_cleaning import MAX_QUERY_CHARS as CLEANER_MAX_CHARS
 from kmds_desktop.literature.store.collection_size import collection_size
 
 #: A pair of adjacent words is one concept when the phrase matches at least PHRASE_MIN documents and
@@ -585,25 +586,39 @@ def write_strategy(concepts: list[Concept], lookups: CorpusLookups,
     if len(blocks) >= 3:
         floor = max(PRECISE_MIN, MEDIUM_WIDER * count(chosen)) if known else 0
         # Every k-of-n group repeats the blocks: a long question keeps its MEDIUM_CONCEPTS most
-        # specific concepts here, so the query stays far below the cleaner's length limit.
+        # specific concepts here, so the query stays below the cleaner's length limit; a first group
+        # the cleaner would refuse is passed over, and where none fits, the most common concept kept
+        # goes too (five blocks of four variants made a 1,267-character query, and the row was lost)
         ranked = sorted(blocks, key=lambda c: c.matches if c.matches is not None else -len(c.label))
         kept = [c for c in blocks if c in ranked[:MEDIUM_CONCEPTS]]
-        for k in range(len(kept) - 1, 1, -1):
-            groups = [" & ".join(c.block for c in group) for group in combinations(kept, k)]
-            candidate = " | ".join(f"({g})" for g in groups)
-            if len(candidate) > MAX_QUERY_CHARS and medium:
-                break
-            medium, size = candidate, k
-            if not known or (lookups.count(candidate) or 0) >= floor:
-                break
-        notes.append(f"medium: any {size} of the {len(kept)} " + (
-            "concepts" if len(kept) == len(blocks) else "most specific concepts"))
+        size = 0
+        while len(kept) >= 3 and not medium:
+            for k in range(len(kept) - 1, 1, -1):
+                groups = [" & ".join(c.block for c in group) for group in combinations(kept, k)]
+                candidate = " | ".join(f"({g})" for g in groups)
+                if len(candidate) > MAX_QUERY_CHARS and medium:
+                    break
+                if len(candidate) > CLEANER_MAX_CHARS:
+                    continue
+                medium, size = candidate, k
+                if not known or (lookups.count(candidate) or 0) >= floor:
+                    break
+            if not medium:
+                kept.remove(max(kept, key=ranked.index))
+        if medium:
+            notes.append(f"medium: any {size} of the {len(kept)} " + (
+                "concepts" if len(kept) == len(blocks) else "most specific concepts"))
+        else:
+            medium = precise
+            notes.append("medium: the precise query (any fewer of the concepts made too long a query)")
     feedback = (feedback_from(medium) if medium else feedback_from(precise)) if FEEDBACK_RANKED else (
         feedback_from(precise, medium))
     if len(blocks) == 2 and feedback:
         rare, common = sorted(blocks, key=lambda c: (c.matches if c.matches is not None else 0))
-        medium = (f"({rare.block} & {common.block}) | ({rare.block} & ("
-                  + " | ".join(term_operand(w) for w in feedback[:3]) + "))")
+        words = " | ".join(term_operand(w) for w in feedback[:3])
+        medium = f"({rare.block} & {common.block}) | ({rare.block} & ({words}))"
+        if len(medium) > CLEANER_MAX_CHARS:  # the same query with the rare block written once
+            medium = f"{rare.block} & ({common.block} | {words})"
         notes.append(f"medium: both concepts, or '{rare.label}' with words of the best-matching documents "
                      f"({', '.join(feedback[:3])})")
     elif len(blocks) < 3:

@@ -438,10 +438,10 @@ class MultiModelQueryGenerator:
         query, limit_reason = _query_from_reply(raw, reply_format)
         if query:
             error = None
-        elif is_builtin(model):
-            error = "the question has no usable content words (only common words); rephrase it"
         elif limit_reason:
             error = f"the reply held no usable query: {limit_reason}"
+        elif is_builtin(model):
+            error = "the question has no usable content words (only common words); rephrase it"
         else:
             error = "the reply held no usable query"
         return QueryGenerationResult(model, query, elapsed, temp, attempt, error=error,
