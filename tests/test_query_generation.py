@@ -52,6 +52,12 @@ QUESTION = "Does aspirin reduce the risk of heart attack in diabetic patients?"
         # a reply in that format cut off at the token limit (seen in the window): no JSON to decode
         ('{"queries": ["queries & (pseudomonas | aeruginosa) & (cystic <-> fibrosis | pseudomonas',
          "(pseudomonas | aeruginosa) & (cystic <-> fibrosis | pseudomonas)"),
+        # a word after a colon is a word, not weight letters ("time:cadence" read as "time:CAD & ence")
+        ("time:cadence & rate", "time & cadence & rate"),
+        ("aspirin:A & heart:* & child:AB*", "aspirin:A & heart:* & child:AB*"),
+        # PostgreSQL takes a phrase distance up to 16384: a longer one is that
+        ("fever <99999> rash", "fever <16384> rash"),
+        ("fever <3> rash", "fever <3> rash"),
     ],
 )
 def test_clean_query_repairs_model_output(reply: str, expected: str) -> None:

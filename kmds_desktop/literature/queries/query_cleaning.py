@@ -54,6 +54,8 @@ MAX_REPLY_LINES = 1000
 #: The longest query kept: far above any real one (a few hundred characters), and it bounds the
 #: token-level repair of a hostile reply (thousands of nested parentheses) to a millisecond or two.
 MAX_QUERY_CHARS = 1000
+#: The longest distance ``<N>`` PostgreSQL accepts between two words of a phrase (MAXENTRYPOS).
+MAX_PHRASE_DISTANCE = 16384
 #: Characters of reply lines looked at for the query (after any ``<think>`` part): a query reply is
 #: short, and this bounds the work on a hostile one.
 MAX_SCAN_CHARS = 16 * 1024
@@ -62,13 +64,13 @@ MAX_SCAN_CHARS = 16 * 1024
 _TOKEN = re.compile(
     r"""
     (?P<phrase>"[^"]*"|“[^“”]*”)
-    | (?P<follow><->|<\d+>)
+    | (?P<follow><->|<\d{1,6}>)
     | (?P<andop>&&?)
     | (?P<orop>\|\|?)
     | (?P<notop>!)
     | (?P<lpar>[(\[{])
     | (?P<rpar>[)\]}])
-    | (?P<term>[\w][\w\-.+/'’]*(?::\*?[ABCDabcd]*\*?)?)
+    | (?P<term>[\w][\w\-.+/'’]*(?::\*?[ABCDabcd]*\*?(?!\w))?)
     | (?P<skip>\s+|.)
     """,
     re.VERBOSE | re.UNICODE,
@@ -217,6 +219,8 @@ def _tokens(text: str) -> list[tuple[str, str]]:
                 out.append(("term", term))
             continue
         canonical = _CANONICAL_TOKENS.get(kind or "")
+        if canonical is None and value != "<->" and int(value[1:-1]) > MAX_PHRASE_DISTANCE:
+            value = f"<{MAX_PHRASE_DISTANCE}>"  # PostgreSQL refuses a longer distance; this one is "anywhere"
         out.append(canonical if canonical else ("follow", value))
     return out
 
