@@ -28,6 +28,8 @@ from kmds_desktop.literature.queries.concept_json import (
     MAX_JSON_DEPTH,
     SCHEMA_MAX_TERMS,
     ConceptReplyError,
+    ModelConcept,
+    compile_concepts,
     parse_concepts,
 )
 from kmds_desktop.literature.queries.query_generation import MODE_CONCEPTS, MODE_VERBATIM
@@ -305,3 +307,20 @@ def test_preferences_set_which_models_write_their_own_query(qtbot, jobs, data_ho
     assert dialog.save() is True
     saved = load_settings(path).query_generation
     assert saved.verbatim_query_models == ["qwen2.5-coder:1.5b", "openai:local"]
+
+
+def test_a_model_term_already_among_a_blocks_variants_is_not_added_again(pg_database) -> None:
+    """The blocks' variants are stemmed as the model's terms are: a neighbour variant "pulmonary <->
+    function" and the model's "Pulmonary function" are one term (it was added again, using up one of
+    the block's places for the model's terms)."""
+    from kmds_desktop.literature.queries.keyword_queries import KeywordQueryBuilder
+
+    builder = KeywordQueryBuilder(pg_database)
+    question = "Does lung function decline in cystic fibrosis?"
+    lung = next(c for c in builder.plan(question).concepts if "lung" in c.label)
+    lung.variants.append("pulmonary <-> function")  # as an embedding neighbour would add it
+    compiled = compile_concepts(question, [ModelConcept("lung function", ["Pulmonary function",
+                                                                          "spirometry"])], builder)
+    precise = compiled.queries[0]
+    assert precise.lower().count("pulmonary <-> function") == 1, precise
+    assert not any("Pulmonary function" in a for a in compiled.added), compiled.added

@@ -365,8 +365,11 @@ def compile_concepts(question: str, concepts: list[ModelConcept],
     database = builder.database
     counted = database is not None and builder._total() not in (None, 0)  # noqa: SLF001 - the builder's own cached counts
     lookups = CorpusLookups(database if counted else None)
+    # the blocks' variants are stemmed as the model's terms are, so "Pulmonary function" meets the
+    # neighbour variant "pulmonary <-> function" and is not added again (using up a model-term place)
     words = sorted({w for c in concepts for t in c.terms for w in term_words(t)}
-                   | {w for b in blocks for w in b.label.split()})
+                   | {w for b in blocks for w in b.label.split()}
+                   | {w for b in blocks for v in b.variants for w in term_words(v.replace(" <-> ", " "))})
     found = lookups.stems(words) if counted else {}
 
     def stems_of(text_words: list[str]) -> set[str]:
