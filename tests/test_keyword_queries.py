@@ -215,6 +215,9 @@ def test_a_failing_embedding_model_leaves_the_strategy_as_without_it(pg_empty_da
     with_broken = KeywordQueryBuilder(db, broken)
     assert [with_broken.query(CF_QUESTION, a) for a in (1, 2, 3)] == [
         KeywordQueryBuilder(db).query(CF_QUESTION, a) for a in (1, 2, 3)]
+    # and each query's note says why there are no neighbours (it was said nowhere)
+    for attempt in (1, 2, 3):
+        assert "no embedding neighbours (RuntimeError)" in with_broken.explain(CF_QUESTION, attempt)
 
 
 def test_the_same_question_gets_the_same_queries_in_every_run(pg_empty_database, literature_data):

@@ -96,8 +96,8 @@ class QueryAgent:
     """Generate, review and run literature queries against one :class:`LiteratureDatabase`.
 
     ``database`` is needed to run queries (and lets ``builtin:keywords`` stem words); ``settings`` is
-    the ``query_generation`` section (defaults when None); ``backend`` answers the LLM models (an
-    :class:`OllamaBackend` on ``settings.ollama_host`` when None).
+    the ``query_generation`` section (defaults when None); ``backend`` answers the LLM models (when
+    None, a :class:`~kmds_desktop.llm.ModelDispatch` made from the settings' servers).
     """
 
     def __init__(self, database: Any = None, settings: QueryGenerationSettings | None = None, *,

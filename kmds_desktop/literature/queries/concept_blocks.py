@@ -17,8 +17,7 @@ Everything is learnt from the corpus itself, through the database (so it fits ea
   occur in the corpus;
 - **pseudo-relevance feedback** (RM3, as Anserini/pyserini do it, in a light form): the words that
   the best :data:`FEEDBACK_DOCS` documents of a first ranked pass share, weighted by rarity; they
-  widen the medium query of a two-concept question (not the broad query: see
-  :data:`FEEDBACK_IN_BROAD`).
+  widen the medium query of a two-concept question, and the broad query (:data:`FEEDBACK_IN_BROAD`).
 
 The three queries, precise to broad: (1) every concept block joined by AND, leaving out blocks while
 that matches fewer than :data:`PRECISE_MIN` documents; (2) any ``k`` of the ``n`` blocks (OR of the
@@ -62,9 +61,9 @@ MAX_QUERY_CHARS = 900
 ABBREVIATION_SHARE = 0.5
 #: Neighbours in the shipped embedding model's space (all-MiniLM-L6-v2): a word or two-word phrase of
 #: the feedback documents is a variant of a concept when its vector is at least this close (cosine)
-#: to the concept's ("pulmonary function" 0.88 to "lung function", "mucin" 0.65 to "mucus",
-#: "sars-cov" 0.95 to "SARS-CoV-2"; "mucin" 0.65 to "mucus", "antibiotics" 0.65 to "infection" and
-#: "bone" 0.60 to "fractures" are related words, not other names).
+#: to the concept's ("pulmonary function" 0.88 to "lung function", "sars-cov" 0.95 to "SARS-CoV-2";
+#: "mucin" 0.65 to "mucus", "antibiotics" 0.65 to "infection" and "bone" 0.60 to "fractures" are
+#: related words, not other names).
 NEIGHBOUR_SIMILARITY = 0.7
 #: A candidate sharing a word with the concept is mostly a narrower or other concept ("lung disease"
 #: 0.71 to "lung function"), so it must be this close.
@@ -262,7 +261,7 @@ class ConceptFinder:
         self.encoder = encoder
         #: The feedback documents' texts of the last :meth:`feedback_terms` (read for neighbours).
         self.feedback_texts: list[str] = []
-        #: Why no neighbours were looked for ('' when they were), for the query note.
+        #: Why no neighbours were found ('' when they were looked for): added to each query's note.
         self.neighbour_note = ""
 
     # --- concepts ------------------------------------------------------------------------------

@@ -18,8 +18,9 @@ hyphenated terms (``IL-6``, ``non-small-cell``) stay whole.
 
 The broad query is checked against its match count: while it would match more than
 :data:`FLOOD_SHARE` of the database (at least :data:`FLOOD_MIN` documents), its most common term is
-left out. Ranked by term rarity (``retrieval.fulltext_ranking = idf``, see :mod:`.term_weights`), a
-broad query does not flood the top of its row with documents that share one common word. Words are
+left out. Ranked by term rarity (``retrieval.fulltext_ranking = idf``, see
+:mod:`kmds_desktop.literature.store.term_weights`), a broad query does not flood the top of its row
+with documents that share one common word. Words are
 not made prefixes (``word:*``): the search vector already stems them, and a prefix mostly adds
 unrelated words that share the first letters.
 
@@ -266,6 +267,8 @@ class KeywordQueryBuilder:
                                           self._flood_limit())
             if not self._counts_usable() and len(concepts) > STRICT_TERMS:
                 strategy.queries[0] = " & ".join(c.block for c in concepts[:STRICT_TERMS])
+            if finder.neighbour_note:  # the embedding model failed: each query's note says so
+                strategy.notes = [f"{note} · {finder.neighbour_note}" for note in strategy.notes]
             self._plans[key] = strategy
         return self._plans[key]
 

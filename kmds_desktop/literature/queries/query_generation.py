@@ -6,10 +6,12 @@ row progress in the review table. Every attempt is timed, a failing model or att
 its error and the rest continue, and a cancel stops before the next call and aborts the one in flight
 (the Ollama backend shuts the request's socket down).
 
-Later attempts of one model vary the temperature *and* the prompt (broader, then more specific, and
-they are shown the queries the model already proposed), so a model's three queries are not the same
-query three times. Replies are cleaned (:mod:`kmds_desktop.literature.queries.query_cleaning`) before de-
-duplication, so ``a & b`` and ``A&b`` count as one query, spelled as it first appeared.
+A model that writes its own queries (the verbatim option) is asked once per query, later attempts
+varying the temperature *and* the prompt (broader, then more specific, and shown the queries it
+already proposed), so its three queries are not the same query three times; a model that names
+concepts (the default) is asked once, and the app writes its three queries. Replies are cleaned
+(:mod:`kmds_desktop.literature.queries.query_cleaning`) before de-duplication, so ``a & b`` and
+``A&b`` count as one query, spelled as it first appeared.
 
 ``builtin:keywords`` (:mod:`kmds_desktop.literature.queries.keyword_queries`) is a generator that needs no LLM
 and can be listed among the models, so the flow works offline. ``openai:NAME`` is a model on the
@@ -235,9 +237,7 @@ def attempt_temperature(base: float, attempt: int) -> float:
 def build_prompt(question: str, attempt: int, previous: Sequence[str] = ()) -> str:
     """The user message of one attempt; later attempts ask for a different variant."""
     lines = [f"Question: {question.strip()}"]
-    hint = _ATTEMPT_HINTS.get(attempt) or (
-        _ATTEMPT_HINTS[2 + (attempt % 2)] if attempt > 3 else None
-    )
+    hint = _ATTEMPT_HINTS.get(attempt)  # attempts are 1-3 (checked by the caller)
     if hint:
         lines.append(hint)
     if previous:
@@ -250,9 +250,10 @@ def build_prompt(question: str, attempt: int, previous: Sequence[str] = ()) -> s
 class MultiModelQueryGenerator:
     """Ask each model for ``queries_per_model`` queries, strictly one call at a time.
 
-    ``backend`` answers every non-builtin model (one Ollama backend serves all of them through its
-    per-call ``model=`` override); when None, an :class:`OllamaBackend` on ``ollama_host`` is made on
-    first use. As in BMLibrarian, ``backend`` may also be the Ollama host itself
+    ``backend`` answers every non-builtin model (one backend serves all of them through its per-call
+    ``model=`` override); when None, a :class:`~kmds_desktop.llm.factory.ModelDispatch` (each model to the
+    Ollama server on ``ollama_host`` or to the OpenAI-compatible server its name points at) is made
+    on first use. As in BMLibrarian, ``backend`` may also be the Ollama host itself
     (``MultiModelQueryGenerator("http://localhost:11434")``): the client is then made for that host.
     ``database`` (optional) lets ``builtin:keywords`` stem words and rank them by rarity.
     """
@@ -312,7 +313,7 @@ class MultiModelQueryGenerator:
 
     def _target(self, model: str) -> tuple[ChatBackend, str, str]:
         """``(backend, name to send, server description)`` for a model as the settings write it."""
-        # (the app's own backends also take Ollama's ``options``: see :meth:`_options`)
+        # (the app's own backends also take Ollama's ``options``: see :func:`_options`)
         backend = self.backend
         describe = getattr(backend, "describe", None)
         if callable(describe):
