@@ -178,6 +178,13 @@ def test_the_line_under_an_answer_never_heads_quotes_as_the_llms_answer():
     offline = OrchestratorResult("quotes", "semantic_search", "", records * 2, backend="offline",
                                  synthesis="offline")
     assert answered_line(offline) == "Quoted from the records (no LLM); 2 records."
+    # the model gave no usable route but wrote the answer: why its route failed is said here (the Route
+    # box points here for it), not "see Route" back
+    recovered = OrchestratorResult("A [1].", "semantic_search", "", records, backend="ollama",
+                                   synthesis="llm", fallback_code="llm_error",
+                                   fallback_reason="the LLM failed: no JSON route found in the reply")
+    line = answered_line(recovered)
+    assert "no JSON route found in the reply" in line and "see Route" not in line
 
 
 def test_the_stage_line_names_the_models_work_while_it_routes_and_streams(
@@ -233,5 +240,8 @@ def test_a_weak_match_is_flagged_under_the_answer(data_home: Path, tmp_path: Pat
     assert off.results and off.weak_match.startswith("Weak match: the best record's similarity")
     assert off.weak_match in displayed_answer(off) and off.weak_match in answer_markdown(off)
     assert off.to_dict()["weak_match"] == off.weak_match
+    from kmds_desktop.commands.ask import format_result
+
+    assert off.weak_match in format_result(off.to_dict())  # the CLI's plain text says it too
     good = answer_question(kb, settings, holder, QUESTION)
     assert good.results and good.weak_match == ""

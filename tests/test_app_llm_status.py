@@ -17,9 +17,13 @@ def test_a_failed_answer_marks_the_backend_not_answering_and_a_good_one_ready():
                                        synthesis_error="Ollama is not reachable at http://127.0.0.1:9"), llm)
     assert dead is not None and dead.text == "ollama · qwen2.5-coder:1.5b (not answering)"
     assert "not reachable" in dead.tooltip and not dead.ready
-    router = status_after_answer(_result(backend="ollama", synthesis="llm", fallback_code="llm_error",
+    router = status_after_answer(_result(backend="ollama", synthesis="extractive", fallback_code="llm_error",
                                          fallback_reason="the LLM failed: timed out"), llm)
     assert router is not None and "(not answering)" in router.text and "timed out" in router.tooltip
+    # a route the model failed to give (a bad reply) where it then wrote the answer: it answers
+    recovered = status_after_answer(_result(backend="ollama", synthesis="llm", fallback_code="llm_error",
+                                            fallback_reason="the LLM failed: no JSON route"), llm)
+    assert recovered is not None and recovered.ready
     back = status_after_answer(_result(backend="ollama", synthesis="llm"), llm)
     assert back is not None and back.ready
     assert back.text == "ollama · qwen2.5-coder:1.5b (ready)"

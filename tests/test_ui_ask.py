@@ -544,3 +544,24 @@ def test_a_model_route_far_from_the_question_runs_free_text_and_the_other_route_
     again = sig.args[0]
     assert again.intent_class == "modelling_choice_search"
     assert "modelling_choice_search" in editor.summary.text()
+
+
+def test_an_edit_while_the_answer_is_written_is_said_under_it_and_ask_waits_for_the_answer(
+        qtbot, make_window, kb_path, fake_ollama):
+    """The KB edited while the model writes: Ask stays off until the answer ends (an edit or saved
+    Preferences turned it on mid-answer), and the line under the finished answer says a cited record
+    may have changed (the note was dropped for an answer still running)."""
+    from kmds_desktop.app.ask import STALE_NOTE
+
+    route = '{"intent_class": "exploratory_search", "filters": {}}'
+    fake_ollama.models["slow"] = ModelScript(replies=[route, "Two data quality issues were recorded [1]."],
+                                             delay=1.5)
+    window = _window(qtbot, make_window, kb_path, _ollama_settings(fake_ollama, "slow"))
+    panel = window.ask
+    job = panel.ask("What data quality problems were found?")
+    assert job is not None and not panel.ask_button.isEnabled()
+    window.session.edited()  # as the KB browser's edit announces it
+    assert not panel.ask_button.isEnabled()  # still answering
+    qtbot.waitUntil(lambda: job.done, timeout=ANSWER_TIMEOUT)
+    assert job.state == "done", job.state
+    assert panel.state.text().endswith(STALE_NOTE.strip()) and panel.ask_button.isEnabled()

@@ -215,6 +215,10 @@ def citation_number(url: str) -> int | None:
     return int(rest)
 
 
+#: Added to the line under an answer whose KB was edited since it was asked (or while it was written).
+STALE_NOTE = " The knowledge base was edited since: a cited record may have changed."
+
+
 def answered_line(result: Any) -> str:
     """The line under the answer once it is complete: who answered, how long it took, how many
     records, and what it fell back to when it did."""
@@ -231,7 +235,13 @@ def answered_line(result: Any) -> str:
         line = f"Quoted from the records{took} (no LLM); {records}."
     else:
         line = f"Answered by {result.backend}{took}; {records}."
-    if result.fallback_reason:
+    model_wrote_it = synthesis not in ("extractive", "offline")
+    if result.fallback_reason and getattr(result, "fallback_code", None) == "llm_error" and model_wrote_it:
+        # the model failed to route but wrote the answer: why it failed is said here, once (the Route
+        # box points here for it)
+        line += (f" Fell back to {fallback_search(result)}: "
+                 f"{one_line(result.fallback_reason, 160).rstrip('.')}.")
+    elif result.fallback_reason:
         line += f" Fell back to {fallback_search(result)} (see Route)."
     if getattr(result, "speed_note", ""):
         line += f" {result.speed_note}"

@@ -49,7 +49,9 @@ def status_after_answer(result: Any, llm: LLMSettings) -> LLMProbe | None:
     model = str(getattr(result, "model", "") or "") or model_of(backend, llm)  # the one that was asked
     name = f"{backend} · {model}" if model else backend
     synthesis = getattr(result, "synthesis", "")
-    router_failed = getattr(result, "fallback_code", None) == "llm_error"
+    # a route the model failed to give, where it then wrote the answer, was a bad reply, not a server
+    # that does not answer
+    router_failed = getattr(result, "fallback_code", None) == "llm_error" and synthesis != "llm"
     if synthesis == "extractive" or router_failed:
         why = getattr(result, "synthesis_error", None) or getattr(result, "fallback_reason", None) or ""
         return LLMProbe(f"{name} (not answering)", f"The last question got no answer from it: {why}".strip())

@@ -99,8 +99,11 @@ def format_result(data: dict[str, Any]) -> str:
     # why: start-up time: the window imports this module at start, that one only when needed
     from kmds_desktop.ask.relevance import workflow_label
 
-    note = data.get("citation_note") or ""
-    lines = [data["answer"].strip() + (f"\n\n{note}" if note and data["answer"].strip() else ""), ""]
+    # the notes the window shows under the answer (a weak match, what its citations rest on), as
+    # displayed_answer adds them
+    notes = [n for n in (data.get("weak_match") or "", data.get("citation_note") or "") if n]
+    answer = data["answer"].strip()
+    lines = [answer + "".join(f"\n\n{n}" for n in notes if answer), ""]
     route = f"Route: {data['intent_class']} — {data['route_explanation']}"
     lines.append(route)
     for guard_note in data.get("route_notes") or []:

@@ -39,6 +39,7 @@ from kmds_desktop.app import last_folders
 from kmds_desktop.app.ask import (
     RENDERED,
     RETRIEVED,
+    STALE_NOTE,
     AskInputError,
     AskSession,
     answer_markdown,
@@ -199,7 +200,8 @@ class AskPanel(QWidget):
         still being written for it is cancelled and dropped. An edit of the same KB keeps them,
         marked as possibly out of date.
         """
-        self.ask_button.setEnabled(kb is not None)
+        # Ask comes back when the running answer ends (_on_finished), not when the KB or settings change
+        self.ask_button.setEnabled(kb is not None and not (self.job is not None and self.job.running))
         replaced = kb is not self.session.kb
         previous = self.session.kb_name() or "the previous knowledge base"
         outcome = self.session.kb_changed(kb, edited=edited)
@@ -209,9 +211,9 @@ class AskPanel(QWidget):
             # Nothing asked since the last switch: the note stays, naming the KB open now.
             self.state.setText(self._cleared_note(self._cleared_about))
         if outcome == "stale":
-            note = " The knowledge base was edited since: a cited record may have changed."
-            if self.result is not None and note not in self.state.text():
-                self.state.setText(self.state.text() + note)
+            # an answer still being written gets the note when it is complete (_on_result)
+            if self.result is not None and STALE_NOTE not in self.state.text():
+                self.state.setText(self.state.text() + STALE_NOTE)
             return
         if outcome != "cleared":
             return
@@ -266,7 +268,7 @@ class AskPanel(QWidget):
             on_error=self._on_error,
             on_cancelled=self._on_cancelled,
             on_finished=self._on_finished,
-            on_progress=lambda _d, _t, msg: self.state.setText(msg),
+            on_progress=self._on_progress,
         )
         if job is None:
             return None
@@ -281,7 +283,7 @@ class AskPanel(QWidget):
         # The previous question's records and route go at once: shown beside the new question
         # (during the answer, or after Cancel) they would read as its answer.
         self.results.set_results([])
-        self.route_editor.clear("Re-running on the edited route…" if route is not None
+        self.route_editor.clear("Running the route chosen…" if route is not None
                                 else "Choosing how to search for this question…")
         self.answer.setHtml(f"<p style='color:#666'><i>{html.escape(text)}</i></p>")
         self.ask_button.setEnabled(False)
@@ -324,6 +326,10 @@ class AskPanel(QWidget):
     def _for_previous_kb(self) -> bool:
         """Whether the running answer was asked of a KB that is no longer open (it is dropped)."""
         return not self.session.for_open_kb()
+
+    def _on_progress(self, _done: int, _total: int | None, message: str) -> None:
+        if not self._for_previous_kb():  # the note about the KB opened since stays
+            self.state.setText(message)
 
     def _on_chunk(self, piece: Any) -> None:
         if self._for_previous_kb():
@@ -373,14 +379,14 @@ class AskPanel(QWidget):
         if rendered is None or rendered[0] != shown:
             rendered = (shown, answer_html(shown, len(result.results)))
         self.answer.setHtml(rendered[1])
-        self.state.setText(answered_line(result))
+        self.state.setText(answered_line(result) + (STALE_NOTE if self.session.stale else ""))
         self.answer_finished.emit(result)
 
     def _on_error(self, exc: BaseException) -> None:
         if self._for_previous_kb():
             return
         summary, details = format_exception(exc)
-        self.state.setText("The question could not be answered.")
+        self.state.setText("The question could not be answered." + self._speed_note())
         if self.session.retrieved is not None:
             self.route_editor.show_result(self.session.retrieved, answer=ANSWER_FAILED)
         else:
@@ -391,7 +397,7 @@ class AskPanel(QWidget):
     def _on_cancelled(self) -> None:
         if self._for_previous_kb():
             return  # cancelled because another KB was opened; the state line says so
-        self.state.setText("Cancelled.")
+        self.state.setText("Cancelled." + self._speed_note())
         # The Route box names the route that had been chosen, and that no answer came of it.
         if self.session.retrieved is not None:
             self.route_editor.show_result(self.session.retrieved, answer=ANSWER_CANCELLED)
@@ -399,6 +405,12 @@ class AskPanel(QWidget):
             self.route_editor.clear(CANCELLED_BEFORE_ROUTE)
         if self._streamed:
             self.answer.append("\n\n(cancelled)")
+
+    def _speed_note(self) -> str:
+        """The slow-route note of the records found, where no answer line will say it (it is said once
+        per server: lost here, it would never be said)."""
+        note = getattr(self.session.retrieved, "speed_note", "") if self.session.retrieved is not None else ""
+        return f" {note}" if note else ""
 
     def _on_finished(self) -> None:
         self.ask_button.setEnabled(True)

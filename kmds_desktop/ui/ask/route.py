@@ -144,6 +144,8 @@ class RouteEditor(QGroupBox):
         self.template.setCurrentIndex(0)
         self.obs_type.clear()
         self.keyword.clear()
+        if self.workflow.count() != len(self._kb_workflows) + 1:  # a router's loose name was added
+            self.set_workflows(self._kb_workflows)
         self.workflow.setCurrentIndex(0)
         self.seq_min.setValue(-1)
         self.seq_max.setValue(-1)
@@ -156,6 +158,7 @@ class RouteEditor(QGroupBox):
     def set_workflows(self, names: list[str]) -> None:
         """Offer the open KB's workflows (:func:`~kmds_desktop.app.ask.workflow_choices`) and "any";
         the choice goes back to "any" (another KB's workflow would narrow a re-run to nothing)."""
+        self._kb_workflows = list(names)
         self.workflow.clear()
         self.workflow.addItem(ANY_WORKFLOW, None)
         for name in names:
@@ -163,7 +166,7 @@ class RouteEditor(QGroupBox):
 
     def _show_workflow(self, name: str | None) -> None:
         """Select ``name`` (None: "any"); a router's loose name ("Penguin") not in the list is added,
-        so the field shows the filter that ran and a re-run keeps it."""
+        so the field shows the filter that ran and a re-run keeps it (until the next question)."""
         if not name:
             self.workflow.setCurrentIndex(0)
             return
