@@ -66,6 +66,14 @@ def test_the_verifier_refuses_a_quote_that_is_not_on_its_page(pdf_store) -> None
     # whitespace, line breaks and typographic hyphens do not count against a real quote
     rewrapped = real.replace(" with ", "\n with  ").replace("PEG-maleimide", "PEG\u2010maleimide")
     assert verify_quote(rewrapped, page_text, 5).verified
+    # a quote that ends or starts inside a word says what the page does not ("no detectable levels of
+    # transf"), and an exponent is not a number: "10⁵ cells" on a page is not "105 cells"
+    assert not verify_quote(real[:-5], page_text, 5).verified
+    assert not verify_quote(real[3:], page_text, 5).verified
+    pages = {1: "Cells were seeded at 10\u2075 cells per well and the protein is inactive in them."}
+    assert not verify_quote("seeded at 105 cells per well", pages.get, 1).verified
+    assert verify_quote("seeded at 10\u2075 cells per well", pages.get, 1).verified
+    assert not verify_quote("and the protein is in", pages.get, 1).verified
 
 
 def test_a_quote_running_onto_the_next_page_cites_both(pdf_store) -> None:
@@ -127,3 +135,20 @@ def test_cli_evidence_and_answer_json_and_markdown(pdf_import, tmp_path, monkeyp
     assert answer["answered"] is True and answer["quotes"] and answer["sources"]
     assert "## I am designing peptide-guided LNPs" in target.read_text(encoding="utf-8")
     assert litqa_dir().is_dir()
+
+
+def test_a_page_that_claims_an_enormous_size_is_drawn_within_the_pixel_bound(tmp_path) -> None:
+    """The page's size is the file's word: a MediaBox of 100,000 points at the default scale would be
+    a bitmap of 30 gigapixels, allocated in the window's process. It is drawn smaller instead."""
+    import pypdfium2 as pdfium
+
+    from kmds_desktop.app.evidence_pages import MAX_PAGE_PIXELS, render_page
+
+    path = tmp_path / "huge.pdf"
+    pdf = pdfium.PdfDocument.new()
+    pdf.new_page(100_000, 100_000).close()
+    pdf.save(str(path))
+    pdf.close()
+    image = render_page(path, 1)
+    assert 0 < image.width * image.height <= MAX_PAGE_PIXELS
+    assert abs(image.width - image.height) <= 1  # drawn whole, in proportion

@@ -249,3 +249,34 @@ def test_cli_verdict_and_choose_print_json(pdf_import, monkeypatch: pytest.Monke
     assert main(["literature", "verdict", "  ", "--backend", "offline"]) == 1
     assert "claim is empty" in capsys.readouterr().err
 
+
+
+def test_the_windows_encoder_embeds_the_search_and_the_judging(pdf_store) -> None:
+    """The window passes its index process's encoder: the passage search and the offline judging embed
+    with it (the shipped model loading in the window's own process was what it is there to avoid)."""
+    from kmds_desktop.index.embeddings import encode
+
+    calls: list[int] = []
+
+    def encoder(texts):
+        calls.append(len(texts))
+        return encode(list(texts))
+
+    judged = verdict(pdf_store, PEG_CLAIM, encoder=encoder)
+    assert calls and judged.verdict in (SUPPORTED, "mixed")
+    before = len(calls)
+    chosen = choose(pdf_store, PEG_QUESTION, PEG_OPTIONS, encoder=encoder)
+    assert len(calls) > before and chosen.answer == "Above 40%"
+
+
+@pytest.mark.parametrize("reply", [
+    "{" * 40_000,  # a scan from every brace to the end took 23 s
+    '{"stance": "SUPPORTS", "quote": ' + "[" * 3000 + "]" * 3000 + "}",  # RecursionError escaped
+    '{"answer": 2, "sentence": 1e999}',  # OverflowError escaped
+    '{"answer": 2, "sentence": "' + "9" * 5000 + '"}',
+])
+def test_a_hostile_model_reply_is_no_verdict_and_the_offline_reading_stands(pdf_store, reply: str) -> None:
+    claim = verdict(pdf_store, PEG_CLAIM, Judge(lambda _prompt: reply, "scripted"))
+    assert claim.method == "scripted" and all(d.quote is None or d.doi for d in claim.documents)
+    chosen = choose(pdf_store, PEG_QUESTION, PEG_OPTIONS, Judge(lambda _prompt: reply, "scripted"))
+    assert chosen.answer in (*PEG_OPTIONS, INSUFFICIENT)

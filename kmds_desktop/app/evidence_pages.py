@@ -15,7 +15,8 @@ per line, in page points, turned into the image's pixels here.
 
 Rendering opens the file directly (in the window's process, on a worker), and only when its bytes are
 still those the import read in the bounded child without harm (the SHA-256 is compared first: a few
-milliseconds); one page renders in tens of milliseconds.
+milliseconds); the child only read the text, so the page is drawn with at most
+:data:`MAX_PAGE_PIXELS` whatever size the file claims. One page renders in tens of milliseconds.
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ from kmds_desktop.literature.fulltext.importer import file_sha256
 WINDOW = 24
 #: Pixels per PDF point of the rendered page (a 612-point page becomes 1071 pixels wide).
 DEFAULT_SCALE = 1.75
+#: The most pixels a page is drawn with (64 MB of BGRx): an A0 poster at the default scale fits
+#: nearly whole; a page whose file claims a size of 100,000 points is drawn smaller, not allocated.
+MAX_PAGE_PIXELS = 16_000_000
 #: Questions the history keeps, newest first.
 HISTORY_LIMIT = 100
 HISTORY_FILE = "questions.json"
@@ -118,7 +122,11 @@ def render_page(path: str | Path, page_no: int, highlight: str = "", *, scale: f
             if not 1 <= page_no <= count:
                 raise ValueError(f"{source.name} has {count} pages, not a page {page_no}; import it again")
             page = pdf[page_no - 1]
-            _, height_pt = page.get_size()
+            width_pt, height_pt = page.get_size()
+            # a page's size is the file's word: a hostile MediaBox of 100,000 points would ask for a
+            # bitmap of gigapixels, so the page is drawn no larger than MAX_PAGE_PIXELS
+            area = max(width_pt, 1.0) * max(height_pt, 1.0)
+            scale = min(scale, (MAX_PAGE_PIXELS / area) ** 0.5)
             bitmap = page.render(scale=scale, force_bitmap_format=pdfium_c.FPDFBitmap_BGRx,
                                  rev_byteorder=True)
             pixels = bytes(bitmap.buffer)

@@ -9,7 +9,7 @@ probes Ollama and the confirmed OpenAI-compatible servers), overridden per call 
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,33 +50,49 @@ def pick_judge(backend: str | None = None, model: str | None = None) -> Judge:
     return Judge(choice.llm, choice.name, choice.note)
 
 
+#: ``encoder(texts) -> unit vectors``: the window's index process (torch never loads in the window's
+#: process); None: the shipped model in this process (the CLI).
+Encoder = Callable[[Sequence[str]], Any]
+
+
+def _embedders(encoder: Encoder | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The keyword arguments that make the passage search and the judging embed with ``encoder``."""
+    if encoder is None:
+        return {}, {}
+    return {"embed_query": lambda text: encoder([text])[0]}, {"embed": encoder}
+
+
 def verdict(store: FulltextStore, claim: str, judge: Judge | None = None,
-            paper_ids: Sequence[int] | None = None, top: int = PASSAGES) -> ClaimVerdict:
+            paper_ids: Sequence[int] | None = None, top: int = PASSAGES, *,
+            encoder: Encoder | None = None) -> ClaimVerdict:
     """Each paper's stance on ``claim`` (supports / contradicts / not addressed, with its verified
     quote) and the balance; ``cannot tell`` when none addresses it."""
     judge = judge or Judge(None, "offline")
     if not claim or not claim.strip():
         raise ValueError("the claim is empty: type the statement to check against the papers")
-    hits = search_passages(store, claim, top, paper_ids=paper_ids)
-    result = claim_verdict(store, claim, hits, llm=judge.llm, method=judge.name)
+    search_with, judge_with = _embedders(encoder)
+    hits = search_passages(store, claim, top, paper_ids=paper_ids, **search_with)
+    result = claim_verdict(store, claim, hits, llm=judge.llm, method=judge.name, **judge_with)
     if judge.note and judge.llm is None and judge.name == "offline" and judge.note != "offline chosen":
         result.notes.append(f"no model: {judge.note}")
     return result
 
 
 def choose(store: FulltextStore, question: str, options: Sequence[str], judge: Judge | None = None,
-           paper_ids: Sequence[int] | None = None, top: int = PASSAGES) -> ChoiceVerdict:
+           paper_ids: Sequence[int] | None = None, top: int = PASSAGES, *,
+           encoder: Encoder | None = None) -> ChoiceVerdict:
     """The option the papers bear out, with the quote it rests on, or ``insufficient``."""
     judge = judge or Judge(None, "offline")
     if not question or not question.strip():
         raise ValueError("the question is empty: type the question the options answer")
-    hits = search_passages(store, choice_query(question, options), top, paper_ids=paper_ids)
+    search_with, judge_with = _embedders(encoder)
+    hits = search_passages(store, choice_query(question, options), top, paper_ids=paper_ids, **search_with)
     if judge.llm is None:
-        result = choose_offline(store, question, options, hits)
+        result = choose_offline(store, question, options, hits, **judge_with)
         if judge.note and judge.name == "offline" and judge.note != "offline chosen":
             result.notes.append(f"no model: {judge.note}")
         return result
-    return choose_with_model(store, question, options, hits, judge.llm, method=judge.name)
+    return choose_with_model(store, question, options, hits, judge.llm, method=judge.name, **judge_with)
 
 
 #: Bounds on the options typed in the window: a choice is a handful of short answers, and each option
@@ -128,9 +144,10 @@ def quoted_paper(store: FulltextStore, result: ChoiceVerdict,
 
 
 def yes_no(store: FulltextStore, question: str, judge: Judge | None = None,
-           paper_ids: Sequence[int] | None = None) -> tuple[str, ClaimVerdict]:
+           paper_ids: Sequence[int] | None = None, *, encoder: Encoder | None = None,
+           ) -> tuple[str, ClaimVerdict]:
     """Yes / no / maybe (or ``cannot tell``) for a yes-no question, with the verdict behind it."""
-    judged = verdict(store, question, judge, paper_ids)
+    judged = verdict(store, question, judge, paper_ids, encoder=encoder)
     return yes_no_maybe(judged), judged
 
 

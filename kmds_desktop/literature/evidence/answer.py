@@ -179,11 +179,12 @@ def extractive_answer(
     taken: dict[int, int] = {}
     dropped = 0
     source_of: dict[tuple[int, tuple[int, ...]], int] = {}
+    quoted: set[tuple[int, str]] = set()  # passages overlap: one sentence of a paper is quoted once
     for index in order:
         if len(answer.quotes) >= SENTENCES:
             break
         hit, sentence = candidates[int(index)]
-        if taken.get(hit.passage_id, 0) >= PER_PASSAGE:
+        if taken.get(hit.passage_id, 0) >= PER_PASSAGE or (hit.paper_id, sentence) in quoted:
             continue
         check = locate_quote(sentence, functools.partial(store.page_text, hit.paper_id),
                              hit.start_page, hit.end_page)
@@ -191,6 +192,7 @@ def extractive_answer(
             dropped += 1
             continue
         taken[hit.passage_id] = taken.get(hit.passage_id, 0) + 1
+        quoted.add((hit.paper_id, sentence))
         key = (hit.paper_id, check.pages)
         if key not in source_of:
             source_of[key] = len(answer.sources) + 1

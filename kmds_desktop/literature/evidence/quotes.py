@@ -41,15 +41,31 @@ def verify_quote(quote: str, page_text: PageText, page: int) -> QuoteCheck:
     if text is None:
         return QuoteCheck(False, reason=f"page {page} does not exist in this paper")
     here = normalise_for_match(text)
-    if wanted in here:
+    if _find_whole(here, wanted) >= 0:
         return QuoteCheck(True, (page,))
     following = page_text(page + 1)
     if following is not None:
         joined = f"{here} {normalise_for_match(following)}"
-        position = joined.find(wanted)
-        if 0 <= position < len(here) < position + len(wanted):
-            return QuoteCheck(True, (page, page + 1))
+        position = _find_whole(joined, wanted)
+        while 0 <= position < len(here):
+            if len(here) < position + len(wanted):
+                return QuoteCheck(True, (page, page + 1))
+            position = _find_whole(joined, wanted, position + 1)
     return QuoteCheck(False, reason=f"not found verbatim on page {page}")
+
+
+def _find_whole(text: str, quote: str, start: int = 0) -> int:
+    """Where ``quote`` stands in ``text`` as whole words (-1: nowhere): a quote that ends inside a
+    word ("the protein is in" on a page that says "inactive") says something the page does not."""
+    position = text.find(quote, start)
+    while position >= 0:
+        end = position + len(quote)
+        cut_before = position > 0 and quote[:1].isalnum() and text[position - 1].isalnum()
+        cut_after = end < len(text) and quote[-1:].isalnum() and text[end].isalnum()
+        if not (cut_before or cut_after):
+            return position
+        position = text.find(quote, position + 1)
+    return -1
 
 
 def locate_quote(quote: str, page_text: PageText, first_page: int, last_page: int) -> QuoteCheck:

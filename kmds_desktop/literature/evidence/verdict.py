@@ -36,6 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kmds_desktop.limits import too_long_reason
 from kmds_desktop.literature.evidence.answer import _sentences as quotable_sentences
 from kmds_desktop.literature.evidence.quotes import PageText, QuoteCheck, locate_quote
 
@@ -289,23 +290,30 @@ _STANCE_WORDS = {"SUPPORTS": SUPPORTS, "SUPPORT": SUPPORTS, "CONTRADICTS": CONTR
                  "CONTRADICT": CONTRADICTS, "NOT_ADDRESSED": NOT_ADDRESSED, "NOT ADDRESSED": NOT_ADDRESSED}
 
 
+#: Opening braces of a reply tried as the start of its JSON object: a verdict is one small object,
+#: and garbage before it is a few words, not thousands of braces.
+MAX_JSON_STARTS = 64
+
+
 def parse_json_reply(reply: str) -> dict[str, Any]:
-    """The first JSON object in a model's reply (models wrap it in prose or code fences); ``{}`` when none."""
+    """The first JSON object in a model's reply (models wrap it in prose or code fences); ``{}`` when
+    none. Bounded: a reply over :data:`~kmds_desktop.limits.MAX_REPLY_CHARS` is not read, at most
+    :data:`MAX_JSON_STARTS` braces are tried, each decoded once by the JSON decoder (which stops where
+    the object ends), and nesting the decoder cannot take is no object (a scan from every brace to
+    the reply's end took 23 s for 40,000 braces; deep brackets raised RecursionError)."""
+    if not isinstance(reply, str) or too_long_reason(reply) is not None:
+        return {}
+    decoder = json.JSONDecoder()
     start = reply.find("{")
-    while start != -1:
-        depth = 0
-        for end in range(start, len(reply)):
-            if reply[end] == "{":
-                depth += 1
-            elif reply[end] == "}":
-                depth -= 1
-                if depth == 0:
-                    try:
-                        value = json.loads(reply[start:end + 1])
-                    except ValueError:
-                        break
-                    return value if isinstance(value, dict) else {}
-        start = reply.find("{", start + 1)
+    for _ in range(MAX_JSON_STARTS):
+        if start < 0:
+            break
+        try:
+            value, _end = decoder.raw_decode(reply, start)
+        except (ValueError, RecursionError):
+            start = reply.find("{", start + 1)
+            continue
+        return value if isinstance(value, dict) else {}
     return {}
 
 
@@ -578,7 +586,7 @@ def match_option(answer: object, options: Sequence[str]) -> int | None:
 def _sentence_number(reply: dict[str, Any], count: int) -> int | None:
     try:
         number = int(reply.get("sentence", 0))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # a list, a word, 5,000 digits, 1e999
         return None
     return number - 1 if 1 <= number <= count else None
 

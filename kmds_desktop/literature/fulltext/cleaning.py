@@ -191,10 +191,13 @@ def clean_pages(raw_pages: Sequence[str]) -> list[str]:
 
 
 def normalise_for_match(text: str) -> str:
-    """The form quotes and pages are compared in: Unicode compatibility form (ligatures spelled out),
-    soft hyphens and hyphenation at line breaks joined, quotes and dashes made plain, one space
-    between words. Both sides go through it, so a quote matches however the page was wrapped."""
-    text = unicodedata.normalize("NFKC", text)
+    """The form quotes and pages are compared in: Unicode compatibility form (ligatures spelled out;
+    superscript and subscript digits written ``^5`` and ``_2``, so an exponent stays one), soft
+    hyphens and hyphenation at line breaks joined, quotes and dashes made plain, one space between
+    words. Both sides go through it, so a quote matches however the page was wrapped."""
+    # superscripts and subscripts keep their place: compatibility form alone makes "10⁵" "105", and a
+    # quote of "105 cells" would pass against a page that says 10⁵
+    text = unicodedata.normalize("NFKC", text.translate(_SCRIPTS))
     for mark in SOFT_HYPHENS:
         text = text.replace(mark, "")
     text = re.sub(r"(\w)-\s*\n\s*(\w)", r"\1\2", text)
@@ -202,6 +205,13 @@ def normalise_for_match(text: str) -> str:
     return " ".join(text.split())
 
 
+#: Superscript digits (⁰ ¹ ² ³ ⁴ … ⁹) and signs as ``^n``, subscript digits as ``_n``.
+_SUPERSCRIPT_DIGITS = (0x2070, 0xB9, 0xB2, 0xB3, *range(0x2074, 0x207A))
+_SCRIPTS = str.maketrans({
+    **{chr(code): f"^{digit}" for digit, code in enumerate(_SUPERSCRIPT_DIGITS)},
+    "\u207a": "^+", "\u207b": "^-",
+    **{chr(0x2080 + digit): f"_{digit}" for digit in range(10)},
+})
 _PLAIN = str.maketrans({
     "\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2010": "-", "\u2011": "-",
     "\u2012": "-", "\u2013": "-", "\u2014": "-", "\u2212": "-",

@@ -231,7 +231,7 @@ class EvidenceView(QWidget):
         session, scope, judge_factory = self.session, self._scope(), self.judge_factory
 
         def work() -> Any:
-            return verdict(session.store, claim, judge_factory(), paper_ids=scope())
+            return verdict(session.store, claim, judge_factory(), paper_ids=scope(), encoder=session.encoder)
 
         self.verdict.set_busy(True)
         self.status.setText(f"Judging against the papers: {claim}")
@@ -253,7 +253,8 @@ class EvidenceView(QWidget):
 
         def work() -> tuple[Any, int | None]:
             ids = scope()
-            result = choose(session.store, question, options, judge_factory(), paper_ids=ids)
+            result = choose(session.store, question, options, judge_factory(), paper_ids=ids,
+                            encoder=session.encoder)
             return result, quoted_paper(session.store, result, ids)
 
         self.choice.set_busy(True)
