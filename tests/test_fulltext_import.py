@@ -76,6 +76,23 @@ def test_a_hung_or_oversized_reader_is_replaced_and_named(tmp_path: Path) -> Non
     assert second["ok"] is True and second["doi"] == "10.1016/j.bpj.2021.11.1119"
 
 
+def test_a_document_of_more_pages_than_a_book_is_refused_with_its_reason(tmp_path: Path) -> None:
+    """A file claiming thousands of pages would be read whole, sent to the app and embedded: it is
+    refused in the child with a reason of its own."""
+    import pypdfium2 as pdfium
+
+    path = tmp_path / "endless.pdf"
+    pdf = pdfium.PdfDocument.new()
+    for _ in range(reader.MAX_PAGES + 1):
+        pdf.new_page(200, 200).close()
+    pdf.save(str(path))
+    pdf.close()
+    with reader.PdfReader() as child:
+        answer = child.read(path)
+    assert answer["ok"] is False and answer["code"] == reader.TOO_LONG
+    assert f"{reader.MAX_PAGES + 1:,} pages" in answer["reason"], answer
+
+
 def test_pages_lose_running_headers_reference_lists_line_numbers_and_pdfium_marks(pdf_store) -> None:
     papers = {Path(p.path).name: p for p in pdf_store.papers()}
     diabetologia = papers["s00125-024-06103-w.pdf"]

@@ -40,6 +40,11 @@ MEMORY_LIMIT_MB = 2048
 SCANNED_CHARS_PER_PAGE = 25
 #: How far from the end "%%EOF" must be seen: a file cut short (an interrupted download) lacks it.
 TAIL_BYTES = 4096
+#: Pages a document may have: a paper or a thesis has hundreds; a file of more is refused, not read
+#: (its text would be sent to the app whole and embedded passage by passage).
+MAX_PAGES = 2000
+#: Characters kept of one page's text: a dense page has about 10,000; a page claiming more is cut.
+MAX_PAGE_CHARS = 100_000
 
 # Reason codes, each with its own message (the import lists them per file).
 NOT_PDF = "not-pdf"
@@ -47,6 +52,7 @@ TRUNCATED = "truncated"
 ENCRYPTED = "encrypted"
 BROKEN = "broken"
 SCANNED = "scanned"
+TOO_LONG = "too-long"
 TIMEOUT = "timeout"
 CRASHED = "crashed"
 
@@ -103,6 +109,9 @@ def read_pdf(path: str) -> dict[str, Any]:
         metadata = {k: str(v) for k, v in pdf.get_metadata_dict(skip_empty=True).items()}
         raw_pages: list[str] = []
         first_lines: list[tuple[str, float]] = []
+        if len(pdf) > MAX_PAGES:
+            return _failure(TOO_LONG, f"too long: {len(pdf):,} pages (at most {MAX_PAGES:,} are read); "
+                                      "import the chapters you need as files of their own")
         for index in range(len(pdf)):
             try:
                 page = pdf[index]
@@ -114,7 +123,7 @@ def read_pdf(path: str) -> dict[str, Any]:
                 page.close()
             except pdfium.PdfiumError:  # one unreadable page: an empty page, the others still count
                 text = ""
-            raw_pages.append(text)
+            raw_pages.append(text[:MAX_PAGE_CHARS])
     finally:
         pdf.close()
     if not raw_pages:
