@@ -142,8 +142,10 @@ def vocabulary(texts: Iterable[str]) -> Counter[str]:
     return words
 
 
-_HYPHEN_BREAK = re.compile(r"([^\W\d_]+)-\n([a-z]+)")
-_LIGATURE_GAP = re.compile(r"\b([^\W\d_]+)([ \n]?)(ffi|ffl|fi|fl|ff)([ \n]?)([a-z]+)\b")
+# Both start only where a word starts, and a word part is at most 40 letters: a page of one letter
+# repeated 40,000 times took 6-9 s in each (every position, and every split of the run, was tried).
+_HYPHEN_BREAK = re.compile(r"(?<![^\W\d_])([^\W\d_]{1,40})-\n([a-z]{1,40})")
+_LIGATURE_GAP = re.compile(r"\b([^\W\d_]{1,40})([ \n]?)(ffi|ffl|fi|fl|ff)([ \n]?)([a-z]{1,40})\b")
 
 
 def repair_hyphenation(text: str, words: Counter[str]) -> str:

@@ -17,7 +17,7 @@ DOI_PATTERN = re.compile(r"\b10\.\d{4,9}/[^\s\"'<>]*[^\s\"'<>.,;:]|\b10\.\d{4,9}
 _DOI_MARKER = re.compile(r"(?i)(doi\s*[:./]?\s*|doi\.org/|dx\.doi\.org/)$")
 #: A line that is a DOI and nothing else: how Science and Science Advances print the paper's own DOI
 #: below the last page's dates.
-_DOI_LINE = re.compile(r"(?m)^\s*(10\.\d{4,9}/\S+)\s*$")
+_DOI_LINE = re.compile(r"(?m)^[ \t]*(10\.\d{4,9}/\S+)[ \t]*$")  # not \s: it ran over blank lines
 _SICI = re.compile(r"\b10\.\d{4,9}/\(sici\)[^\s]+", re.IGNORECASE)
 #: Pages whose text is searched for the DOI.
 DOI_PAGES = 2
