@@ -239,3 +239,25 @@ def test_an_odd_score_reply_is_a_note_and_the_run_goes_on(session, fake_ollama) 
     fake_ollama.models["judge"] = ModelScript(replies=['{"score": "\u00b2"}', '{"score": 4}'])
     summary = score_undecided(session, OllamaBackend(fake_ollama.url, "judge", timeout=60), ["judge"])
     assert summary.scored == 4 and len(summary.notes) == 1
+
+
+def test_the_score_order_reads_one_kind_of_score_as_the_column_does(session, fake_ollama) -> None:
+    """A review scored by similarity first and by an LLM after: the score order (and the Scores tab's
+    mean) read the LLM's scores alone, as the active-learning column does; averaging a cosine's 5 with a
+    reader's 2 put the similarity's favourite first."""
+    q = np.array([1.0, 0, 0, 0], dtype=np.float32)
+    near = np.array([1.0, 0, 0, 0], dtype=np.float32)
+    far = np.array([0, 1.0, 0, 0], dtype=np.float32)
+    session.add_vectors({r.key: near if r.external_id == "4" else far for r in session.records},
+                        question_vector=q)
+    score_by_similarity(session)
+
+    def reply(prompt: str, _body: dict) -> str:
+        return '{"score": 5}' if "Title: Record 1:" in prompt else '{"score": 2}'
+
+    fake_ollama.models["judge"] = ModelScript(replies=[reply])
+    score_undecided(session, OllamaBackend(fake_ollama.url, "judge", timeout=60), ["judge"])
+    session.set_order(OrderMode.SCORE)
+    assert session.current.external_id == "1"  # the LLM's 5, not record 4's similarity 5 averaged in
+    means, _kind = session.score_column()
+    assert means[[r.external_id for r in session.records].index("1")] == 5

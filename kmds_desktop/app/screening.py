@@ -501,7 +501,7 @@ class ScreeningSession(Observable):
     def _fallback_order(self) -> list[int]:
         n = len(self.records)
         if self.order is OrderMode.SCORE:
-            means = [mean_score(self._model_scores.get(r.key, [])) for r in self.records]
+            means, _kind = self.score_column()  # one kind of score, as the active-learning column has
             return sorted(
                 range(n),
                 key=lambda i: (means[i] is None, -(means[i] or 0), self.records[i].rank or 10**9, i),

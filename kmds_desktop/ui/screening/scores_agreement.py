@@ -26,7 +26,6 @@ from PySide6.QtWidgets import (
 from kmds_desktop.app import last_folders
 from kmds_desktop.app.screening import ScreeningSession
 from kmds_desktop.app.screening_scores import (
-    mean_score,
     score_by_similarity,
     score_undecided,
     scoring_backend,
@@ -101,12 +100,13 @@ class ScoresPage(QWidget):
             return
         self.table.setSortingEnabled(False)
         self.table.setRowCount(len(session.records))
+        means, _kind = session.score_column()  # the LLMs' mean where they scored, else the similarity's
         for row, rec in enumerate(session.records):
             scores = session.model_scores(rec.key)
             d = session.decisions.get(rec.key)
             self.table.setItem(row, 0, QTableWidgetItem(rec.title or rec.external_id))
             self.table.setItem(row, 1, QTableWidgetItem(d.decision if d else ""))
-            self.table.setItem(row, 2, _Number(mean_score(scores)))
+            self.table.setItem(row, 2, _Number(means[row]))
             self.table.setItem(row, 3, QTableWidgetItem("\n".join(s.text() for s in scores)))
         self.table.setSortingEnabled(True)
         self.table.sortItems(2, Qt.SortOrder.DescendingOrder)
