@@ -190,6 +190,8 @@ def test_cli_order_turns_the_scores_in_the_model_on_and_off(tmp_path: Path, data
     assert main(["literature", "screen", "order", "r", "--store", str(path)]) == 0
     text = capsys.readouterr().out
     assert "order active; model scores do not feed the order" in text and "  1. t:" in text
+    assert order("--scores-in-model", "auto")["scores_line"] == off["scores_line"]  # the check decides again
+    assert order("--mode", "rank")["order"] == "rank" and order()["order"] == "rank"  # kept, as in the window
     with pytest.raises(SystemExit):
         main(["literature", "screen", "order", "r", "--store", str(path), "--scores-in-model", "maybe"])
 

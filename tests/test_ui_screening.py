@@ -240,6 +240,12 @@ def test_ticking_model_scores_in_active_learning_changes_the_order(qtbot, window
     qtbot.mouseClick(window.scores_check, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: title_on_screen(window) == before, timeout=10_000)
     assert not s.scores_in_model and s.review.settings["model_scores_in_order"] is False
+    # once ticked or unticked, a click gives the choice back to the check (it could not be undone)
+    button = window.order_bar.automatic_button
+    assert button.isVisible()
+    qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
+    assert s.scores_choice is None and "model_scores_in_order" not in s.review.settings
+    assert not button.isVisible()
 
 
 def test_next_record_without_waiting_for_training(qtbot, window, monkeypatch):

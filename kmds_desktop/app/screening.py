@@ -420,15 +420,24 @@ class ScreeningSession(Observable):
             if self._feeding() != self._fed:
                 self.features = self._scored(self._text_features)
 
-    def set_scores_in_model(self, on: bool) -> None:
-        """Let the model scores feed the active-learning order (or stop it); kept with the review. Once
-        the model has retrained with (or without) them, the queue goes on from its new order."""
-        on = bool(on)
+    @property
+    def scores_choice(self) -> bool | None:
+        """The user's choice whether the model scores feed the order; None: the check decides."""
+        return self._scores_choice
+
+    def set_scores_in_model(self, on: bool | None) -> None:
+        """Let the model scores feed the active-learning order (or stop it), or with None let the check
+        decide again (the scores that separate the user's decisions feed it); kept with the review.
+        Once the model has retrained with (or without) them, the queue goes on from its new order."""
+        on = None if on is None else bool(on)
         with self._lock:
             if on == self._scores_choice:
                 return
             self._scores_choice = on
-            self.review.settings[SCORES_SETTING] = on
+            if on is None:
+                self.review.settings.pop(SCORES_SETTING, None)
+            else:
+                self.review.settings[SCORES_SETTING] = on
             self.features = self._scored(self._text_features)
             self._readvance = self._browse is None and self._labels_trainable()
         self.store.set_settings(self.review.id, self.review.settings)

@@ -51,14 +51,15 @@ def register_screen(lit_sub: argparse._SubParsersAction) -> None:
 
     order = review_parser(
         "order",
-        "the next records in the queue and why; --scores-in-model on|off: whether the model scores "
+        "the next records in the queue and why; --scores-in-model on|off|auto: whether the model scores "
         "(LLM 1–5, or the embedding similarity) feed the active-learning model (kept with the review)",
     )
-    order.add_argument("--mode", choices=("active", "rank", "random", "score"), default="active",
-                       help="the order to list (default: %(default)s)")
-    order.add_argument("--scores-in-model", choices=("on", "off"),
-                       help="let the model scores feed the classifier, or stop it (unset: the scores that "
-                       "separate your includes from your excludes feed it); "
+    order.add_argument("--mode", choices=("active", "rank", "random", "score"), default=None,
+                       help="the order to list, kept with the review (default: the review's own, as the "
+                       "window left it; active learning for a new review)")
+    order.add_argument("--scores-in-model", choices=("on", "off", "auto"),
+                       help="let the model scores feed the classifier, or stop it, or (auto, as before any "
+                       "choice) let the scores that separate your includes from your excludes feed it; "
                        "a score only orders, it never decides a record")
     order.add_argument("--next", type=int, default=10, metavar="N",
                        help="list N records (default: %(default)s)")
@@ -199,8 +200,10 @@ def _order(args: argparse.Namespace) -> int:
     session = _session(args)
     try:
         if args.scores_in_model is not None:
-            session.set_scores_in_model(args.scores_in_model == "on")
-        session.set_order(args.mode)
+            choice = None if args.scores_in_model == "auto" else args.scores_in_model == "on"
+            session.set_scores_in_model(choice)
+        if args.mode is not None:  # a chosen order is kept with the review, as the window keeps it
+            session.set_order(args.mode)
         rows = []
         scores = session.scores_by_key()
         for i, how in session.queue(max(0, args.next)):

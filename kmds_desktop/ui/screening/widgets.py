@@ -16,7 +16,7 @@ from PySide6.QtCore import QByteArray, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QImage, QPainter
 from PySide6.QtSvg import QSvgRenderer
 from PySide6.QtSvgWidgets import QSvgWidget
-from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QSizePolicy, QWidget
+from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QWidget
 
 from kmds_desktop.app.screening import KEYS, REASON_KEYS
 from kmds_desktop.app.screening_marks import row_terms
@@ -125,6 +125,11 @@ class OrderBar(QWidget):
         self.combo.activated.connect(self._order_chosen)
         self.scores_check = QCheckBox("Model scores in active learning")
         self.scores_check.toggled.connect(self._scores_toggled)
+        #: Back to the check deciding, once the user ticked or unticked the box (else hidden).
+        self.automatic_button = QPushButton("Let the check decide")
+        self.automatic_button.setToolTip("Model scores feed the order only where they separate your "
+                                         "includes from your excludes (the check under the order)")
+        self.automatic_button.clicked.connect(self._automatic)
         #: Whether the scores mean something: a scorer left out because its scores do not separate the
         #: user's includes from excludes is named here, in one line (empty while no check can tell). The
         #: window places it on a line of its own under the order: a sentence squeezed beside the order
@@ -137,6 +142,7 @@ class OrderBar(QWidget):
         layout.addWidget(QLabel("Order:"))
         layout.addWidget(self.combo)
         layout.addWidget(self.scores_check)
+        layout.addWidget(self.automatic_button)
 
     def set_session(self, session: Any) -> None:
         self.session = session
@@ -153,6 +159,7 @@ class OrderBar(QWidget):
         self.scores_check.blockSignals(False)
         self.scores_check.setEnabled(session.order.value == "active")  # it only moves that order
         self.scores_check.setToolTip(f"{self.SCORES_TIP}. Now: {session.scores_in_model_line()}.")
+        self.automatic_button.setVisible(session.scores_choice is not None)
         line = session.score_check_line()
         self.check_label.setText(line)
         self.check_label.setVisible(bool(line))
@@ -165,6 +172,11 @@ class OrderBar(QWidget):
     def _scores_toggled(self, on: bool) -> None:
         if self.session is not None:
             self.session.set_scores_in_model(on)
+            self.render()
+
+    def _automatic(self) -> None:
+        if self.session is not None:
+            self.session.set_scores_in_model(None)
             self.render()
 
 
