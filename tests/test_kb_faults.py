@@ -93,8 +93,11 @@ def test_a_second_definition_of_an_iri_is_noted(tmp_path: Path, ml_source: str) 
         ("<finding_sequence>3</finding_sequence>", "written as text", 3),
         ("<finding_sequence>third</finding_sequence>", "are not numbers (exploratoryobservation3: 'third')",
          None),
+        # too large for the store: it loaded, then every save (and the recovery copy) raised
+        ("<finding_sequence>99999999999999999999</finding_sequence>", "are not numbers", None),
+        ("<finding_sequence>1e400</finding_sequence>", "are not numbers", None),
     ],
-    ids=["xsd-string", "untyped", "not-a-number"],
+    ids=["xsd-string", "untyped", "not-a-number", "too-large", "overflowing-float"],
 )
 def test_finding_sequences_that_are_text_are_noted(tmp_path: Path, ml_source: str, literal: str,
                                                     expected: str, seq: int | None) -> None:
@@ -103,6 +106,35 @@ def test_finding_sequences_that_are_text_are_noted(tmp_path: Path, ml_source: st
     [obs] = [o for o in kb.observations if o.name == "exploratoryobservation3"]
     assert obs.finding_seq == seq
     assert expected in _cli("kb", "show", str(path)).stdout
+    save_kb(kb)  # and the KB saves
+    assert [o.finding_seq for o in load_kb(path).observations if o.name == "exploratoryobservation3"] == [seq]
+
+
+def test_values_no_file_can_hold_are_refused_when_edited_and_odd_names_do_not_stop_new_entries(
+        tmp_path: Path, ml_source: str) -> None:
+    """A finding number beyond 64 bits is refused at the edit (a save raised OverflowError after it);
+    a workflow name with a character XML cannot carry is refused (every save failed after it); an
+    observation named with a superscript digit does not stop the next one being added."""
+    odd = ml_source.replace('rdf:about="#exploratoryobservation3"',
+                            'rdf:about="#exploratoryobservation\u00b2"')
+    path, kb = _kb_with(tmp_path, odd)
+    obs = kb.observations[0]
+    with pytest.raises(KnowledgeBaseError, match="out of range"):
+        kb.update_observation(obs.iri, finding_seq=10**19)
+    with pytest.raises(KnowledgeBaseError, match="which an IRI cannot hold"):
+        kb.add_workflow("cleaning\ufffe")
+    added = kb.add_observation("exploratory", "A new finding.")
+    save_kb(kb)
+    assert added.iri in {o.iri for o in load_kb(path).observations}
+
+
+@pytest.mark.parametrize("encoding", ["utf-7", "euc-jp"])
+def test_an_encoding_the_xml_parser_cannot_read_is_a_clear_error(tmp_path: Path, encoding: str) -> None:
+    path = tmp_path / "kb.owl"
+    path.write_bytes(f'<?xml version="1.0" encoding="{encoding}"?><rdf:RDF '
+                     'xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#"/>'.encode("ascii"))
+    with pytest.raises(KnowledgeBaseError, match="encoding is not supported"):
+        load_kb(path)
 
 
 def test_a_clean_kb_has_no_such_notes(kmds_data: Path) -> None:

@@ -43,7 +43,7 @@ from kmds_desktop.kb.schema import (
     XSD_INTEGER,
     XSD_STRING,
 )
-from kmds_desktop.kb.store import KBStore
+from kmds_desktop.kb.store import KBStore, in_chunks, placeholders
 
 if TYPE_CHECKING:  # pragma: no cover
     from kmds_desktop.kb.knowledge_base import KnowledgeBase
@@ -266,12 +266,13 @@ def _read(store: Any) -> list[EvidenceLink]:
 
     objs: dict[int, dict[str, str]] = defaultdict(dict)
     datas: dict[int, dict[str, list[Any]]] = defaultdict(lambda: defaultdict(list))
-    marks = ",".join("?" * len(nodes))
-    for s, p, o in db.execute(f"SELECT s, p, o FROM objs WHERE c=? AND s IN ({marks})", (c, *nodes)):
-        objs[s][iri(p)] = iri(o)
-    for s, p, o in db.execute(f"SELECT s, p, o FROM datas WHERE c=? AND s IN ({marks}) ORDER BY rowid",
-                              (c, *nodes)):
-        datas[s][iri(p)].append(o)
+    for chunk in in_chunks(nodes):  # SQLite takes a bounded number of parameters per statement
+        marks = placeholders(chunk)
+        for s, p, o in db.execute(f"SELECT s, p, o FROM objs WHERE c=? AND s IN ({marks})", (c, *chunk)):
+            objs[s][iri(p)] = iri(o)
+        for s, p, o in db.execute(f"SELECT s, p, o FROM datas WHERE c=? AND s IN ({marks}) ORDER BY rowid",
+                                  (c, *chunk)):
+            datas[s][iri(p)].append(o)
     papers = {objs[n].get(P_PAPER, "") for n in nodes}
     paper_data: dict[str, dict[str, Any]] = defaultdict(dict)
     for paper in papers:
@@ -291,10 +292,19 @@ def _read(store: Any) -> list[EvidenceLink]:
         doi = str(info.get(P_DOI) or paper.removeprefix(DOI_IRI))
         out.append(EvidenceLink(
             iri=iri(node), observation=observation, relation=relation[len(CITO_NS):], doi=doi,
-            pages=tuple(sorted(int(p) for p in values.get(P_PAGE, []))),
+            pages=tuple(sorted(page for p in values.get(P_PAGE, []) if (page := _page(p)) is not None)),
             quote=_first(values.get(P_QUOTE)), quote_status=_first(values.get(P_QUOTE_STATUS)),
             title=str(info[P_TITLE]) if info.get(P_TITLE) else None, created=_first(values.get(P_CREATED))))
     return out
+
+
+def _page(value: Any) -> int | None:
+    """A page number as a file holds it, or None for one that is not (a word, 1e400, a huge number)."""
+    try:
+        page = int(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return page if 0 < page < 1_000_000 else None
 
 
 def _first(values: list[Any] | None) -> str | None:

@@ -11,6 +11,7 @@ import contextlib
 import hashlib
 import os
 import re
+import sqlite3
 import threading
 from collections.abc import Iterable
 from dataclasses import replace
@@ -34,8 +35,11 @@ from kmds_desktop.tasks import Cancelled, CancelToken, ProgressFn, check, report
 
 # Characters XML 1.0 cannot carry at all; a finding holding one would make an unreadable file.
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+#: The largest finding number kept (SQLite's 64-bit integers hold it; a larger one cannot be saved).
+MAX_SEQ = 2**63 - 1
+MAX_SEQ_DIGITS = len(str(MAX_SEQ))
 # Workflow names become IRIs (``#name``); KMDS allows spaces, but these would break the IRI.
-_BAD_NAME = re.compile(r'[#<>"{}|\\^`\x00-\x1f]')
+_BAD_NAME = re.compile(r'[#<>"{}|\\^`\x00-\x1f\ud800-\udfff\ufffe\uffff]')
 _OBS_FIELDS = ("category", "obs_type", "finding", "finding_seq", "intent", "workflows")
 _WF_FIELDS = ("name", "kind", "description", "depends_on")
 
@@ -352,8 +356,8 @@ class KnowledgeBase:
         highest = 0
         for name in taken:
             suffix = name[len(prefix) :]
-            if name.startswith(prefix) and suffix.isdigit():
-                highest = max(highest, int(suffix))
+            if name.startswith(prefix) and suffix.isascii() and suffix.isdigit() and len(suffix) < 19:
+                highest = max(highest, int(suffix))  # "²" is a digit to isdigit(), not to int()
         return f"{prefix}{highest + 1}"
 
     def _next_seq(self, category: str, workflow: str | None) -> int:
@@ -412,11 +416,14 @@ class KnowledgeBase:
             return None
         if isinstance(seq, bool) or not isinstance(seq, int):
             try:
-                seq = int(str(seq).strip())
+                seq = int(str(seq).strip()[:MAX_SEQ_DIGITS + 2])
             except ValueError:
                 raise KnowledgeBaseError(
                     f"finding_seq must be a whole number, not {seq!r}", path=self.path
                 ) from None
+        if not -MAX_SEQ <= seq <= MAX_SEQ:  # the store (SQLite) and every reader take 64-bit numbers
+            raise KnowledgeBaseError(f"finding_seq {seq} is out of range (at most {MAX_SEQ:,})",
+                                     path=self.path)
         return seq
 
     def _check_name(self, name: Any, what: str) -> str:
@@ -529,7 +536,11 @@ def save_kb(
             kb._store = KBStore.empty()  # noqa: SLF001
         report(progress, 0, 3, "Preparing")
         check(cancel)
-        kb._store.sync(list(kb._workflows.values()), kb.observations, kb._removed)  # noqa: SLF001
+        try:
+            kb._store.sync(list(kb._workflows.values()), kb.observations, kb._removed)  # noqa: SLF001
+        except (ValueError, OverflowError, sqlite3.Error) as exc:  # a value the store cannot hold
+            raise KnowledgeBaseError(f"could not be saved: a value cannot be stored ({exc})",
+                                     path=target) from None
         kb._removed.clear()  # noqa: SLF001
         check(cancel)
         report(progress, 1, 3, f"Writing {target.name}")

@@ -136,6 +136,9 @@ def prescan_rdfxml(data: bytes, path: Path) -> None:
         raise KnowledgeBaseError(str(exc), path=path) from None
     except expat.ExpatError as exc:
         raise KnowledgeBaseError(_describe_xml_error(data, exc), path=path) from None
+    except (ValueError, LookupError) as exc:  # an encoding the XML parser cannot read (UTF-7, EUC-JP)
+        raise KnowledgeBaseError(f"cannot be read: its encoding is not supported ({exc}); save it as "
+                                 "UTF-8", path=path) from None
     if not root or root[0] != _RDF_ROOT:
         found = root[0].replace(" ", "}") if root else "nothing"
         if root and " " in root[0]:

@@ -63,7 +63,8 @@ class ReadResult:
     has_kmds_terms: bool = False
 
 
-def _chunks(items: Sequence[Any]) -> Iterable[Sequence[Any]]:
+def in_chunks(items: Sequence[Any]) -> Iterable[Sequence[Any]]:
+    """``items`` in slices small enough for one SQL statement's parameters (SQLite bounds them)."""
     for start in range(0, len(items), _CHUNK):
         yield items[start : start + _CHUNK]
 
@@ -293,7 +294,7 @@ class KBStore:
         class_id = {name: self._id(KMDS_NS + name) for name in _TYPE_CLASSES}
 
         removed_ids = [sid for iri in removed if (sid := self._graph._abbreviate(iri, False)) is not None]  # noqa: SLF001 - as above
-        for chunk in _chunks(removed_ids):
+        for chunk in in_chunks(removed_ids):
             marks = ",".join("?" * len(chunk))
             db.execute(
                 f"DELETE FROM objs WHERE c=? AND (s IN ({marks}) OR o IN ({marks}))", (c, *chunk, *chunk)
@@ -305,15 +306,15 @@ class KBStore:
         managed_types = [named, *class_id.values()]
         link_ids = [prop_id[p] for p in _LINK_PROPS]
         data_ids = [prop_id[p] for p in _DATA_PROPS]
-        for chunk in _chunks(subjects):
+        for chunk in in_chunks(subjects):
             marks = ",".join("?" * len(chunk))
             db.execute(
-                f"DELETE FROM objs WHERE c=? AND s IN ({marks}) AND (p IN ({_marks(link_ids)}) "
-                f"OR (p=? AND o IN ({_marks(managed_types)})))",
+                f"DELETE FROM objs WHERE c=? AND s IN ({marks}) AND (p IN ({placeholders(link_ids)}) "
+                f"OR (p=? AND o IN ({placeholders(managed_types)})))",
                 (c, *chunk, *link_ids, rdf_type, *managed_types),
             )
             db.execute(
-                f"DELETE FROM datas WHERE c=? AND s IN ({marks}) AND p IN ({_marks(data_ids)})",
+                f"DELETE FROM datas WHERE c=? AND s IN ({marks}) AND p IN ({placeholders(data_ids)})",
                 (c, *chunk, *data_ids),
             )
 
@@ -404,14 +405,15 @@ def _parse_problem(exc: BaseException, swallowed: Sequence[BaseException]) -> st
     return f"not valid RDF/XML ({detail or 'the parser gave no detail'})"
 
 
-def _marks(items: Sequence[Any]) -> str:
+def placeholders(items: Sequence[Any]) -> str:
+    """``?,?,…`` for an ``IN (…)`` of ``items``."""
     return ",".join("?" * len(items))
 
 
 def _uses_any(db: Any, c: int, kmds_ids: set[int]) -> bool:
     """True if any triple of the file has a KMDS term as subject, predicate or object."""
     ids = list(kmds_ids)
-    for chunk in _chunks(ids):
+    for chunk in in_chunks(ids):
         marks = ",".join("?" * len(chunk))
         row = db.execute(
             f"SELECT 1 FROM objs WHERE c=? AND (s IN ({marks}) OR p IN ({marks}) OR o IN ({marks})) LIMIT 1",
@@ -472,12 +474,13 @@ def _as_int(value: Any) -> int | None:
     if value is None or isinstance(value, bool):
         return None
     try:
-        return int(value)
-    except (TypeError, ValueError):
+        number = int(value)
+    except (TypeError, ValueError, OverflowError):
         try:
-            return int(float(value))
-        except (TypeError, ValueError):
+            number = int(float(value))
+        except (TypeError, ValueError, OverflowError):  # "1e400", INF, 5,000 digits
             return None
+    return number if -(2**63) < number < 2**63 else None  # the store (SQLite) holds 64-bit numbers
 
 
 def _as_text(value: Any) -> str | None:
