@@ -238,3 +238,14 @@ def _text_of(db, doc_id: int) -> str:
     from kmds_desktop.literature.store.vectors import document_texts
 
     return document_texts(db, [doc_id])[doc_id]
+
+
+def test_fusion_ties_are_broken_as_documented_whatever_order_the_lists_come_in() -> None:
+    """Two documents at the same ranks in other lists score the same (summed exactly: a plain sum
+    differed in the last bit, and the documented tie-break never applied); the smaller id goes first."""
+    first = [10, 99, 98, 97, 96, 95, 11]
+    second = [11, 10]
+    third = [94, 11, 93, 92, 91, 90, 10]
+    for lists in ([first, second, third], [third, first, second], [second, third, first]):
+        ordered, scores, _found_by = reciprocal_rank_fusion(lists, k=60)
+        assert scores[10] == scores[11] and ordered.index(10) < ordered.index(11)

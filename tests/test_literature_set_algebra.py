@@ -31,6 +31,10 @@ def _eval(text: str) -> set[int]:
     ("#x", "'#' must be followed by a set number", 1),
     ("#0", "'#0' is not a set in the history", 1),
     ("#2.", "must be followed by a row number", 1),
+    # digits to str.isdigit() but not to int() (a ValueError once), or read as another number
+    ("#\u00b2", "'#' must be followed by a set number", 1),
+    ("#1.\u00b2", "must be followed by a row number", 1),
+    ("#1 AND #\u0661", "'#' must be followed by a set number", 8),
 ])
 def test_bad_expressions_name_the_position_in_one_line(text, message, position):
     with pytest.raises(ExpressionError) as info:

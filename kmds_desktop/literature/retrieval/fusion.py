@@ -16,6 +16,7 @@ terms. Measured on SciFact *train* claims by ``bench/retrieval_quality.py``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -44,6 +45,7 @@ def reciprocal_rank_fusion(
     scores: dict[int, float] = {}
     best: dict[int, int] = {}
     found_by: dict[int, list[int]] = {}
+    parts: dict[int, list[float]] = {}
     for list_index, ids in enumerate(id_lists):
         weight = 1.0 if weights is None else float(weights[list_index])
         seen: set[int] = set()
@@ -51,9 +53,12 @@ def reciprocal_rank_fusion(
             if doc_id in seen:  # a repeated id in one list counts once, at its best rank
                 continue
             seen.add(doc_id)
-            scores[doc_id] = scores.get(doc_id, 0.0) + weight / (k + position + 1)
+            parts.setdefault(doc_id, []).append(weight / (k + position + 1))
             best[doc_id] = min(best.get(doc_id, position), position)
             found_by.setdefault(doc_id, []).append(list_index)
+    # summed exactly (fsum), so two documents with the same ranks in other lists tie, and the tie-break
+    # decides, whatever order the lists came in (a plain sum differed in the last bit)
+    scores.update({doc_id: math.fsum(values) for doc_id, values in parts.items()})
     ordered = sorted(scores, key=lambda i: (-scores[i], -len(found_by[i]), best[i], i))
     return ordered, scores, found_by
 

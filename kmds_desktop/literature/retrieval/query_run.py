@@ -22,7 +22,7 @@ from datetime import date
 from typing import Any
 
 from kmds_desktop.config import DEFAULT_OLLAMA_HOST, RetrievalSettings
-from kmds_desktop.literature.errors import InvalidQuery, LiteratureError, QueryAgentError
+from kmds_desktop.literature.errors import InvalidQuery, QueryAgentError
 from kmds_desktop.literature.retrieval.fusion import (
     best_lexical_scores,
     merge_ranked,
@@ -302,8 +302,8 @@ class QueryRun:
                         model_name=self.embedding_model, cancel=cancel, encoder=self.encoder)
             except Cancelled:
                 raise
-            except LiteratureError as err:  # re-ranking is an improvement, never a reason to fail
-                log.info("results not re-ranked: %s", err)
+            except Exception as err:  # noqa: BLE001 - re-ranking is an improvement, never a reason to fail
+                log.info("results not re-ranked: %s", err)  # (the embedding model failing to load, too)
             else:
                 full_text = [s for s in stats if s.kind == ROW_TSQUERY and len(s.scores) == len(s.ids)]
                 lexical = best_lexical_scores([(s.ids, s.scores) for s in full_text])
@@ -399,7 +399,9 @@ class QueryRun:
             stat.scores = [float(item[1]) for item in ranked if isinstance(item, (tuple, list))]
             stat.ranked_in_tier = bool(getattr(ranked, "approximate", False))
             stat.ids_returned = len(stat.ids)
-            stat.matches = int(db.count_matches(query, cancel=cancel, **filters))
+            # kept as it comes: a MatchCount says whether it is the planner's estimate (int() dropped that,
+            # and the history and the search report showed every estimate as exact)
+            stat.matches = db.count_matches(query, cancel=cancel, **filters)
         except Cancelled:
             raise
         except Exception as err:  # noqa: BLE001 - one failing query is reported, the others run

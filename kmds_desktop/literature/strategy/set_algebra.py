@@ -25,6 +25,9 @@ from dataclasses import dataclass
 
 from kmds_desktop.literature.errors import LiteratureError
 
+#: The digits a set or row number is written with.
+_DIGITS = frozenset("0123456789")
+
 #: Longest expression accepted (characters) and most operands in one expression.
 MAX_EXPRESSION_CHARS = 2000
 MAX_OPERANDS = 200
@@ -76,7 +79,7 @@ def tokenize(text: str) -> list[Token]:
             i += 1
         elif ch == "#":
             j = i + 1
-            while j < n and text[j].isdigit():
+            while j < n and text[j] in _DIGITS:  # ASCII only: "²" and "١" are digits to isdigit()
                 j += 1
             if j == i + 1:
                 raise ExpressionError("'#' must be followed by a set number, e.g. #1", pos)
@@ -84,7 +87,7 @@ def tokenize(text: str) -> list[Token]:
             row = 0
             if j < n and text[j] == ".":
                 k = j + 1
-                while k < n and text[k].isdigit():
+                while k < n and text[k] in _DIGITS:
                     k += 1
                 if k == j + 1:
                     raise ExpressionError(f"'{text[i:j + 1]}' must be followed by a row number, e.g. "
