@@ -1,4 +1,5 @@
-"""Reading a file the user named: only a regular file, and only up to a stated number of bytes.
+"""Reading a file the user named: only a regular file, and only up to a stated number of bytes; and
+writing one whole (:func:`write_user_text`).
 
 Why one module: a path from the user (``check --known``, ``screen add --file``, ``screen
 import-decisions``, the window's file pickers, an import's ``.gz``) can name anything: a symlink to
@@ -149,3 +150,16 @@ def read_user_text(path: str | Path, limit: int, what: str = "file", *, errors: 
         line = data.count(b"\n", 0, err.start) + 1
         raise UserFileError(f"{path}: line {line} is not UTF-8 text ({err.reason} at byte {err.start:,}); "
                             f"save the {what} as UTF-8 and try again") from None
+
+
+def write_user_text(target: Path, text: str) -> Path:
+    """Write ``text`` (UTF-8) beside ``target`` first and move it over in one step: a reader (or a
+    crash, or a full disk) never meets a half-written file, and an older file of that name survives a
+    failed write (writing in place left it truncated)."""
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return target

@@ -411,3 +411,14 @@ def test_a_skipped_record_reason_is_cut_to_a_readable_line(pg_empty_database, tm
     (skipped,) = report.skipped
     assert skipped.position == "line 2" and skipped.message.startswith("record 'x:999")
     assert len(skipped.message) <= MESSAGE_LIMIT and "characters in all)" in skipped.message
+
+
+def test_a_record_with_a_number_of_thousands_of_digits_is_skipped_and_the_file_goes_on(tmp_path):
+    """json.loads refuses an integer of more than 4,300 digits with a plain ValueError, which once ended
+    the whole import with no file or line named."""
+    path = tmp_path / "digits.jsonl"
+    path.write_text(json.dumps(_rec(1)) + "\n" + '{"id": ' + "1" * 5000 + ', "title": "x"}\n'
+                    + json.dumps(_rec(3)) + "\n", encoding="utf-8")
+    items = list(read_records(path))
+    assert [type(i) for i in items] == [Document, BadRecord, Document]
+    assert items[1].position == "line 2" and "not a usable record" in items[1].message

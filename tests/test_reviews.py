@@ -115,6 +115,15 @@ def test_an_exported_review_imported_into_a_fresh_data_folder_is_the_same(tmp_pa
         assert again.review_id == "sweat (2)" and again.renamed
         assert len(fresh.store.decisions("sweat (2)")) == 3
 
+    # a model score that is not 1-5 ([1], 1e400) is refused before anything is written: it raised after the
+    # review was, and a retry made a second copy
+    data["model_score"] = [["judge", "q", "CF", "cf:1", [1], "", ""]]
+    out.write_text(json.dumps(data), encoding="utf-8")
+    with ReviewBook(tmp_path / "c" / "screening.sqlite3") as third:
+        with pytest.raises(ReviewError, match="is not 1-5"):
+            third.import_file(out)
+        assert third.summaries() == []
+
 
 def test_a_file_that_is_not_a_review_is_refused_in_one_line_and_nothing_is_written(tmp_path):
     with ReviewBook(tmp_path / "screening.sqlite3") as book:
@@ -449,7 +458,7 @@ def test_the_updated_reviews_flow_is_drawn_with_previous_studies_the_latest_upda
 def test_a_report_file_is_written_whole_or_not_at_all(tmp_path):
     """The review report and its diagram are written beside the target and moved over it: a reader never
     meets a half-written file, and a failed write (here text that cannot be encoded) keeps the older file."""
-    from kmds_desktop.app.review_resume import _write_whole
+    from kmds_desktop.user_files import write_user_text as _write_whole  # the reports' and exports' writer
 
     target = tmp_path / "sweat report.txt"
     _write_whole(target, "first version\n")

@@ -31,6 +31,7 @@ from kmds_desktop.literature.reviews.store import ReviewStore
 from kmds_desktop.literature.screening.decisions import ScreeningError
 from kmds_desktop.literature.strategy.history import HistoryError, SearchHistory
 from kmds_desktop.literature.strategy.workbench import SearchWorkbench
+from kmds_desktop.user_files import write_user_text
 
 log = logging.getLogger(__name__)
 
@@ -396,26 +397,14 @@ def write_review_flow(name: str, path: str | Path, store_path: str | Path | None
     """Write the review's PRISMA 2020 diagram for updated reviews to ``path`` (SVG)."""
     with ReviewBook(store_path) as book:
         svg = book.flow_svg(name)
-    return _write_whole(Path(path), svg)
+    return write_user_text(Path(path), svg)
 
 
 def write_review_report(name: str, path: str | Path, store_path: str | Path | None = None,
                         history_path: str | Path | None = None) -> Path:
     """Write :func:`review_report` to ``path`` (a text file: to attach to the review's write-up)."""
     text = review_report(name, store_path, history_path)
-    return _write_whole(Path(path), text)
-
-
-def _write_whole(target: Path, text: str) -> Path:
-    """Write ``text`` beside ``target`` first and move it over in one step: a reader (or a crash, or a full
-    disk) never meets a half-written file, and an older file of that name survives a failed write."""
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return target
+    return write_user_text(Path(path), text)
 
 
 def merge_review(name: str, path: str | Path, store_path: str | Path | None = None) -> str:

@@ -28,7 +28,7 @@ from kmds_desktop.literature.screening import agreement
 from kmds_desktop.literature.screening.decisions import DECISIONS, Decision, Key
 from kmds_desktop.literature.screening.records import ScreeningRecord
 from kmds_desktop.literature.strategy.history import utc_now
-from kmds_desktop.user_files import file_limit, read_user_text
+from kmds_desktop.user_files import file_limit, read_user_text, write_user_text
 
 FORMAT = "kmds-desktop review"
 #: The file format's version: a reader refuses a larger one (written by a newer app).
@@ -86,8 +86,7 @@ def write_review_file(store: ReviewStore, review_id: str, path: str | Path, *, r
     """Write the review file (UTF-8 JSON) and return its path."""
     path = Path(path)
     doc = review_document(store, review_id, reviewer=reviewer, app_version=app_version)
-    path.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
-    return path
+    return write_user_text(path, json.dumps(doc, ensure_ascii=False))  # an earlier export survives
 
 
 def read_review_file(path: str | Path) -> dict[str, Any]:
@@ -143,8 +142,11 @@ def import_review_file(store: ReviewStore, path: str | Path, *, name: str | None
     """Import a review file as a new review, named ``name`` or as in the file; a name taken gets a
     free one (``name (2)``). Nothing is written unless the whole file is read and checked."""
     doc = read_review_file(path)
-    original = str((doc.get("review") or {}).get("name") or (doc.get("review") or {}).get("id") or "review")
+    about: dict[str, Any] = doc["review"] if isinstance(doc.get("review"), dict) else {}
+    original = str(about.get("name") or about.get("id") or "review")
     wanted = name or original
+    scores = [_score_row(row, path) for row in doc.get(_SCORES, [])
+              if isinstance(row, list) and len(row) == 7]
     review_id = store.free_name(wanted)
     tables = {
         table: (list(t["columns"]), [[_decode(v) for v in row] for row in t["rows"]])
@@ -156,12 +158,18 @@ def import_review_file(store: ReviewStore, path: str | Path, *, name: str | None
     if "name" in columns:
         rows[0][columns.index("name")] = review_id
     written = store.insert_rows(tables, review_id)
-    for row in doc.get(_SCORES, []):
-        if isinstance(row, list) and len(row) == 7:
-            model, question, source, ext, score, reason, note = row
-            store.set_model_score(str(model), str(question), (str(source), str(ext)),
-                                  None if score is None else int(score), str(reason or ""), str(note or ""))
+    for model, question, key, score, reason, note in scores:  # checked before anything was written
+        store.set_model_score(model, question, key, score, reason, note)
     return ImportedReview(review_id, original, written, renamed=review_id != wanted)
+
+
+def _score_row(row: list[Any], path: str | Path) -> tuple[str, str, tuple[str, str], int | None, str, str]:
+    """One model score of a review file, checked: a score is 1-5 or none (``[1]`` or ``1e400`` raised
+    after the review was already written, and a retry made a second copy)."""
+    model, question, source, ext, score, reason, note = row
+    if score is not None and not (isinstance(score, int) and not isinstance(score, bool) and 1 <= score <= 5):
+        raise ReviewError(f"{path}: a model score of {score!r} is not 1-5; export the review again")
+    return str(model), str(question), (str(source), str(ext)), score, str(reason or ""), str(note or "")
 
 
 @dataclass

@@ -436,6 +436,9 @@ def read_jsonl(path: Path, meter: ReadMeter | None = None) -> Iterator[Item]:
                 except RecursionError:  # [[[[... deeper than the interpreter's stack allows
                     yield BadRecord(f"line {lineno}", "not valid JSON (nested too deeply)")
                     continue
+                except ValueError as err:  # a number of more than 4,300 digits, which int() refuses
+                    yield BadRecord(f"line {lineno}", f"not a usable record ({err})")
+                    continue
                 try:
                     yield _jsonl_record(data)
                 except (ValueError, TypeError, KeyError) as err:
@@ -763,6 +766,8 @@ def read_pubmedqa(path: Path, meter: ReadMeter | None = None) -> Iterator[Item]:
         raise ImportFileError(f"{path}: not valid JSON (nested too deeply)") from None
     except _READ_ERRORS as err:
         raise ImportFileError(f"{path}: cannot read: {err}") from None
+    except ValueError as err:  # a number of more than 4,300 digits, which int() refuses
+        raise ImportFileError(f"{path}: not a usable PubMedQA file ({err})") from None
     del body
     if not isinstance(data, dict):
         raise ImportFileError(f"{path}: expected a JSON object keyed by PMID (PubMedQA format)")
