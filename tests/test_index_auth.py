@@ -157,3 +157,22 @@ def test_a_killed_index_process_leaves_no_socket_folder_after_the_restart(served
     assert index.count() == 30  # the next call starts a new process
     new = json.loads((folder / index_process.SERVER_FILE).read_text(encoding="utf-8"))
     assert new["pid"] != info["pid"] and not old.exists()
+
+
+def test_a_folder_other_users_can_write_is_refused_and_a_server_file_not_ours_is_ignored(tmp_path) -> None:
+    """The server file's key is trusted and its process answers in pickles: in a folder others can
+    write, another user could plant one. Such a folder is refused with what to do, and a server file
+    that others could have written is never read."""
+    shared = tmp_path / "shared-index"
+    shared.mkdir()
+    shared.chmod(0o777)
+    with pytest.raises(store.IndexStoreError, match="other users can write in it"):
+        store._usable_folder(shared)
+    own = tmp_path / "own-index"
+    own.mkdir(mode=0o700)
+    planted = own / index_process.SERVER_FILE
+    planted.write_text(json.dumps({"socket": str(own / "s"), "authkey": "00", "pid": os.getpid()}))
+    planted.chmod(0o600)
+    assert index_process._read_server_file(own) is not None  # the user's own file is read
+    planted.chmod(0o666)
+    assert index_process._read_server_file(own) is None

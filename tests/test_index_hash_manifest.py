@@ -145,3 +145,15 @@ def test_a_manifest_of_many_lines_reads_back_and_a_cut_one_is_refused(tmp_path: 
     assert manifest.read() == hashes
     manifest.path.write_bytes(b"\n".join(lines[:-1]) + b"\n")  # the last line lost
     assert manifest.read() is None
+
+
+@pytest.mark.parametrize("damage", [b'{"a": ["11", 1e400]}',
+                                    b'{"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"])
+def test_a_damaged_manifest_line_is_no_manifest(tmp_path: Path, damage: bytes) -> None:
+    """A key-set index of 1e400 (OverflowError) or nesting the decoder cannot take (RecursionError)
+    escaped as a raw error from the update; a damaged manifest is read as none, and the store is read."""
+    manifest = hash_manifest.HashManifest(tmp_path, "c")
+    manifest.write({"a": ("1" * 40, "2" * 40, frozenset({"k"}))})
+    header = manifest.path.read_bytes().splitlines()[0]
+    manifest.path.write_bytes(header + b"\n" + damage + b"\n")
+    assert manifest.read() is None

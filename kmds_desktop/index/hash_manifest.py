@@ -89,8 +89,8 @@ class HashManifest:
             if len(out) != header.get("count"):
                 return None  # cut short
             return out
-        except (ValueError, TypeError, KeyError, IndexError, AttributeError):
-            return None
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError, RecursionError):
+            return None  # damaged (1e400 as an index, nesting the decoder cannot take): no manifest
 
     def write(self, hashes: Mapping[str, tuple[str, str, frozenset[str]]]) -> None:
         """Record ``hashes`` (atomically: a reader sees the old file or the new one).

@@ -104,12 +104,19 @@ def live_server(folder: Path) -> ServerAddress | None:
 
 
 def _read_server_file(folder: Path, token: str | None = None) -> ServerAddress | None:
+    """The address the folder's server file names; None when there is none, it is damaged, or it is not
+    this user's own file (its key is trusted, and the process it names answers in pickles: a file
+    another user could write would be code run in this one)."""
+    path = folder / SERVER_FILE
     try:
-        info = json.loads((folder / SERVER_FILE).read_text(encoding="utf-8"))
+        info_stat = path.stat()
+        if info_stat.st_uid != os.getuid() or info_stat.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            return None
+        info = json.loads(path.read_text(encoding="utf-8"))
         if token is not None and info.get("token") != token:
             return None
         return _address(info)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, OverflowError, RecursionError):
         return None
 
 
@@ -383,7 +390,7 @@ def _remove_server_file(folder: Path, pid: int) -> None:
     try:
         if int(json.loads(path.read_text(encoding="utf-8")).get("pid", -1)) == pid:
             path.unlink()
-    except (OSError, ValueError, TypeError, AttributeError):
+    except (OSError, ValueError, TypeError, AttributeError, OverflowError, RecursionError):
         pass
 
 

@@ -20,6 +20,7 @@ import re
 import shutil
 import socket
 import sqlite3
+import stat
 import threading
 import time
 from pathlib import Path
@@ -153,6 +154,12 @@ def _usable_folder(persist_dir: str | Path) -> Path:
     try:
         path.mkdir(parents=True, exist_ok=True)
         path = path.resolve()
+        mode = path.stat().st_mode
+        if mode & (stat.S_IWGRP | stat.S_IWOTH) and not mode & stat.S_ISVTX:
+            # its server file and socket would be another user's to replace (the default folder is 0700)
+            raise IndexStoreError(
+                f"cannot use index folder {path}: other users can write in it. Choose a folder only you "
+                f"can write (chmod 700 {path}), or --data-dir / KMDS_DESKTOP_HOME")
         probe = path / ".kmds-write-test"
         probe.write_bytes(b"")
         probe.unlink()
