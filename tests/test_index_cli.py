@@ -101,3 +101,33 @@ def test_unknown_category_is_refused_with_the_choices(
     for valid in ("exploratory", "modelling_choice", "model_selection", "workflow"):
         assert valid in err
     assert not (data_home / "index").exists()  # refused before anything was built
+
+
+def test_rebuilding_a_kb_read_from_a_url_replaces_its_entries(tmp_path: Path, kmds_data: Path) -> None:
+    """A KB given as a URL is filed under the URL's identity; --rebuild cleared the identity of the
+    temporary file it was fetched into (a new one each time), so the URL's entries stayed and every
+    rebuild added an orphan collection."""
+    import functools
+    import threading
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    from kmds_desktop.index import kb_source
+    from kmds_desktop.index.factory import open_index, rebuild_index
+
+    class Quiet(SimpleHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(kmds_data)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/test_kb_exp_workflow.xml"
+    folder = tmp_path / "index"
+    try:
+        first, _ = rebuild_index(url, persist_dir=folder)
+        second, _ = rebuild_index(url, persist_dir=folder)
+        index = open_index(None, persist_dir=folder)
+        assert index.kb_ids() == [kb_source.kb_id_for_url(url)]
+        assert index.count(kb_source.kb_id_for_url(url)) == first.total == second.total > 0
+    finally:
+        server.shutdown()
+        server.server_close()

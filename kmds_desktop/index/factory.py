@@ -11,7 +11,7 @@ from typing import Any
 
 from kmds_desktop import paths
 from kmds_desktop.config import load_settings
-from kmds_desktop.index import store
+from kmds_desktop.index import kb_source, store
 from kmds_desktop.index.errors import IndexCorruptedError, IndexStoreError
 from kmds_desktop.index.semantic_index import BuildReport, SemanticIndex, load_kb_file
 from kmds_desktop.tasks import CancelToken, ProgressFn, report
@@ -82,11 +82,14 @@ def rebuild_index(
         index = open_index(settings, persist_dir=persist_dir, model_name=model_name)
 
     kb = load_kb_file(kb_path)
+    # a KB read from a URL is filed under the URL's identity (build()), not under its temporary
+    # file's: clearing that one cleared nothing, and every rebuild added an orphan collection
+    kb_id = kb_source.kb_id_for_url(str(kb_path)) if kb_source.is_url(kb_path) else str(kb.kb_id)
     try:
-        index.clear(kb_id=str(kb.kb_id))
+        index.clear(kb_id=kb_id)
     except IndexCorruptedError as err:
         if not err.persist_dir or index.persist_dir is None:
             raise
         moved = store.move_aside(err.persist_dir)
         index = open_index(settings, persist_dir=persist_dir, model_name=model_name)
-    return index.build_from_onto(kb, progress=progress, cancel=cancel), moved
+    return index.build_from_onto(kb, progress=progress, cancel=cancel, kb_id=kb_id), moved
