@@ -95,3 +95,33 @@ def test_the_ask_session_keeps_the_records_found_until_the_kb_is_replaced() -> N
     ask.finished("answer about B")
     assert ask.kb_changed(kb_b, edited=True) == "stale" and ask.result == "answer about B"
     assert heard == [ASKED, FOUND, ASKED, FOUND, ANSWERED, CLEARED, ASKED, ANSWERED, STALE]
+
+
+def test_forgetting_the_index_does_not_wait_for_an_opening_under_way() -> None:
+    """Preferences saved on the GUI thread forget the index; an index process still starting (up to a
+    minute) held the lock that forgetting waited on, and the window froze. The opening under way is not
+    kept: the next use opens the index of the new settings."""
+    import threading
+
+    from kmds_desktop.app.workspace import IndexHolder
+    from kmds_desktop.config import Settings
+
+    entered, release = threading.Event(), threading.Event()
+    opened: list[object] = []
+
+    def slow_opener(_settings: Settings) -> object:
+        entered.set()
+        release.wait(30)
+        opened.append(object())
+        return opened[-1]
+
+    holder = IndexHolder(opener=slow_opener)
+    worker = threading.Thread(target=holder.get_or_open, args=(Settings(),))
+    worker.start()
+    assert entered.wait(30)  # the opening is under way, holding the holder's lock
+    holder.reset()  # returns while the opening still waits: it never took the opening's lock
+    assert worker.is_alive() and not opened
+    release.set()
+    worker.join(30)
+    assert opened and holder.current is None  # opened across the reset: not kept
+    assert holder.get_or_open(Settings()) is opened[-1] and holder.current is opened[-1]

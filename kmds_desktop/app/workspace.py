@@ -65,7 +65,8 @@ class IndexHolder:
 
     def __init__(self, index: Any | None = None, opener: Callable[[Settings], Any] | None = None) -> None:
         self._index = index
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # one opening at a time (a worker's); reset() never waits on it
+        self._generation = 0  # bumped by reset(): an index opened across a reset is not kept
         self._opener = opener  # default: the settings' index in the app's own index process
 
     @classmethod
@@ -93,15 +94,22 @@ class IndexHolder:
     def get_or_open(self, settings: Settings, progress: Any = None) -> Any:
         """The index, opening it (in its own process) if no one has yet."""
         with self._lock:
-            if self._index is None:
+            index = self._index
+            if index is None:
                 if progress:
                     progress(0, None, "opening the semantic index")
-                self._index = (self._opener or _open_own_index)(settings)
-            return self._index
+                generation = self._generation
+                index = (self._opener or _open_own_index)(settings)
+                if generation == self._generation:  # no reset meanwhile: the next caller shares it
+                    self._index = index
+            return index
 
     def reset(self) -> None:
-        with self._lock:
-            self._index = None
+        """Forget the index (its settings changed). Called on the GUI thread (Preferences saved): it
+        never waits for an opening under way, which can take a minute while the index process starts;
+        that opening's index is then not kept."""
+        self._generation += 1
+        self._index = None
 
     # the mapping form (``holder["index"]``), for callers written against a dict
     def __getitem__(self, key: str) -> Any:
