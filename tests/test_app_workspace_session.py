@@ -125,3 +125,22 @@ def test_forgetting_the_index_does_not_wait_for_an_opening_under_way() -> None:
     worker.join(30)
     assert opened and holder.current is None  # opened across the reset: not kept
     assert holder.get_or_open(Settings()) is opened[-1] and holder.current is opened[-1]
+
+
+def test_a_build_started_before_a_rebuild_does_not_mark_the_kb_indexed() -> None:
+    """The job runner lets a running build finish before the rebuild's build starts: the first one's end
+    marked the KB indexed while the new index (after new settings) was still empty."""
+    from types import SimpleNamespace
+
+    from kmds_desktop.app.workspace import IndexFollower, IndexHolder
+
+    kb = SimpleNamespace(kb_id="k")
+    follower = IndexFollower(IndexHolder(index=object()))
+    follower.kb_opened(kb)
+    running = follower.ticket  # a build starts
+    assert follower.rebuild(kb)  # the user asks for a rebuild (or saves new index settings)
+    assert not follower.built(kb, kb, running) and not follower.is_ready(kb)
+    assert follower.built(kb, kb, follower.ticket) and follower.is_ready(kb)  # the build asked since
+    earlier = follower.ticket
+    assert follower.settings_changed({"a": 1}, {"a": 2})
+    assert not follower.built(kb, kb, earlier)

@@ -139,6 +139,9 @@ class IndexFollower:
         self.holder = holder
         self.auto = auto
         self.ready_for: str | None = None  # kb_id of the KB the index was last brought up to date with
+        #: Bumped where a build started before no longer counts (another KB, a rebuild, new settings):
+        #: a job takes the ticket when it starts, and its end marks the KB indexed only with the last one.
+        self.ticket = 0
 
     def is_ready(self, kb: Any) -> bool:
         """The index is up to date with ``kb`` (as of its last build: edits since wait for the next)."""
@@ -146,6 +149,7 @@ class IndexFollower:
 
     def kb_opened(self, kb: Any) -> bool:
         self.ready_for = None
+        self.ticket += 1
         return self.auto and kb is not None
 
     def kb_edited(self, kb: Any) -> bool:
@@ -158,11 +162,14 @@ class IndexFollower:
     def rebuild(self, kb: Any) -> bool:
         """The user asked for it: the KB is not indexed until the build ends."""
         self.ready_for = None
+        self.ticket += 1
         return kb is not None
 
-    def built(self, kb: Any, open_kb: Any) -> bool:
-        """A build for ``kb`` ended; True when it is the KB still open (now indexed)."""
-        if kb is not open_kb or kb is None:
+    def built(self, kb: Any, open_kb: Any, ticket: int | None = None) -> bool:
+        """A build for ``kb`` ended; True when it is the KB still open (now indexed). ``ticket``: the
+        one the build took when it started; a build started before a rebuild or new settings (the job
+        runner lets a running build finish) does not mark the KB indexed: the build asked since does."""
+        if kb is not open_kb or kb is None or (ticket is not None and ticket != self.ticket):
             return False
         self.ready_for = kb.kb_id
         return True
@@ -174,6 +181,7 @@ class IndexFollower:
             return False
         self.holder.reset()
         self.ready_for = None
+        self.ticket += 1
         return True
 
 

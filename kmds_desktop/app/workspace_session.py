@@ -101,9 +101,14 @@ class WorkspaceSession(Observable):
         self.announce(KB_SAVED)
         return self.index_follower.kb_saved(self.kb)
 
-    def index_built(self, kb: Any) -> None:
-        """A build for ``kb`` ended (announced when ``kb`` is still the open one: it is indexed now)."""
-        if self.index_follower.built(kb, self.kb):
+    def index_ticket(self) -> int:
+        """What a build job takes when it starts, and gives back to :meth:`index_built`."""
+        return self.index_follower.ticket
+
+    def index_built(self, kb: Any, ticket: int | None = None) -> None:
+        """A build for ``kb`` ended (announced when ``kb`` is still the open one and no rebuild or new
+        settings came since the build started: it is indexed now)."""
+        if self.index_follower.built(kb, self.kb, ticket):
             self.announce(INDEX_CHANGED)
 
     def rebuild(self) -> bool:

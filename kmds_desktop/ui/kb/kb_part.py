@@ -172,6 +172,7 @@ class KnowledgeBasePart(QObject):
         kb = self.session.kb
         if kb is None:
             return None
+        ticket = self.session.index_ticket()
         return self.jobs.submit(
             "index.build",
             workspace.update_index,
@@ -180,14 +181,14 @@ class KnowledgeBasePart(QObject):
             kb,
             label="Indexing the knowledge base",
             busy_cursor=False,
-            on_result=lambda report: self._index_done(kb, report),
+            on_result=lambda report: self._index_done(kb, report, ticket),
             on_error=lambda exc: self.messages.show_exception(
                 exc, "The semantic index could not be updated (questions still work from the templates)"
             ),
         )
 
-    def _index_done(self, kb: Any, report: Any) -> None:
-        self.session.index_built(kb)
+    def _index_done(self, kb: Any, report: Any, ticket: int | None = None) -> None:
+        self.session.index_built(kb, ticket)
         self.index_updated.emit(report)
 
     def rebuild_index(self) -> None:
