@@ -242,3 +242,22 @@ def test_initials_in_any_script_are_not_flipped(tmp_path: Path) -> None:
     # Lower-case or longer words are still names, not initials.
     assert parse_author("Łukasz Szumowski").display == "Szumowski, Łukasz"
     assert parse_author("Szumowski, Łukasz").display == "Szumowski, Łukasz"
+
+
+def test_screened_exports_keep_a_fields_own_line_breaks_and_a_reason_on_one_line() -> None:
+    """The screened CSV was split into lines before it was read as CSV: a title's \\r\\n or an abstract's
+    \\u2028 came back as \\n. The RIS note wrote the exclusion reason raw, so a line break in it ended
+    the note (and "ER  -" in it, the record). Read back by the csv module and rispy."""
+    import csv as csv_module
+    import io
+
+    from kmds_desktop.literature.screening.decisions import Decision
+    from kmds_desktop.literature.screening.records import ScreeningRecord
+    from kmds_desktop.literature.screening.screened_export import screened_to_csv, screened_to_ris
+
+    rec = ScreeningRecord("pubmed", "1", title="A title\r\nwith CRLF", abstract="para1\u2028para2\x85x")
+    decisions = {rec.key: Decision("exclude", reason="wrong\npopulation\nER  - ", note="n")}
+    rows = list(csv_module.DictReader(io.StringIO(screened_to_csv([rec], decisions), newline="")))
+    assert rows[0]["title"] == "A title\r\nwith CRLF" and rows[0]["abstract"] == "para1\u2028para2\x85x"
+    [entry] = parse_ris(screened_to_ris([rec], decisions))
+    assert any("reason: wrong population ER -" in n for n in entry["notes"]), entry["notes"]

@@ -68,8 +68,10 @@ def screened_to_csv(
     scores: Mapping[Key, float] | None = None,
 ) -> str:
     """The documents CSV with the screening columns after its own."""
-    base = documents_to_csv([_document(r, decisions.get(r.key)) for r in records]).splitlines()
-    rows = list(csv.reader(io.StringIO("\n".join(base) + "\n")))
+    # read as CSV, not as lines: a field's own line breaks (\r\n, \u2028) stay as they are (splitting the
+    # text into lines first turned every one of them into \n)
+    text = documents_to_csv([_document(r, decisions.get(r.key)) for r in records])
+    rows = list(csv.reader(io.StringIO(text, newline="")))
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(list(CSV_COLUMNS) + list(SCREENING_COLUMNS))
@@ -94,9 +96,9 @@ def screened_to_ris(records: Sequence[ScreeningRecord], decisions: Mapping[Key, 
         text = documents_to_ris([_document(rec, decisions.get(rec.key))])
         d = decisions.get(rec.key)
         if d is not None:
-            note = (
+            note = (  # one line: a line break in the reason or note would end the N1 field (or the record)
                 f"screening: {d.decision}"
-                + (f"; reason: {d.reason}" if d.reason else "")
+                + (f"; reason: {' '.join(d.reason.split())}" if d.reason else "")
                 + (f"; note: {' '.join(d.note.split())}" if d.note else "")
             )
             text = text.replace("\nER  - ", f"\nN1  - {note}\nER  - ", 1)
