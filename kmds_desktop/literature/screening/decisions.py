@@ -230,6 +230,12 @@ def default_store_path() -> Path:
     return paths.sub_dir("screening") / SCREENING_FILE
 
 
+def _problem_text(problem: CsvProblem) -> str:
+    """A broken row's reason as the report lists it after its line number: the lines it spans where
+    there are several ("line 5: line 5: …" said the one line twice)."""
+    return problem.text() if problem.last_line > problem.first_line else problem.reason
+
+
 class DecisionStore(SqliteStore):
     """The reviews of one data folder. Thread-safe (the session's training thread reads it)."""
 
@@ -538,7 +544,7 @@ class DecisionStore(SqliteStore):
         report = ImportReport(reviewer=reviewer or "")
         for line_no, first in rows_read:
             if isinstance(first, CsvProblem):
-                report.broken.append((line_no, shorten(first.text())))
+                report.broken.append((line_no, shorten(_problem_text(first))))
                 continue
             if first:
                 header = first
@@ -557,7 +563,7 @@ class DecisionStore(SqliteStore):
         rows: list[tuple[Key, str, Decision]] = []
         for line_no, row in rows_read:
             if isinstance(row, CsvProblem):
-                report.broken.append((line_no, shorten(row.text())))
+                report.broken.append((line_no, shorten(_problem_text(row))))
                 continue
             if not row or all(not c.strip() for c in row):
                 continue
