@@ -294,3 +294,28 @@ def test_a_check_goes_when_another_set_is_selected(qtbot, workbench, jobs):
     dialog.select_set(1)
     assert dialog.check_view.toPlainText() == "" and dialog.overlap_markdown == ""
     assert dialog.known_edit.toPlainText() == "h:1"  # the pasted papers stay for the next check
+
+
+def test_a_row_overlap_that_ends_after_another_set_was_selected_is_not_shown_under_it(qtbot, workbench, jobs):
+    """The overlap of #1 finishing after the user selected #2 was rendered under #2, as #2's."""
+    dialog = _dialog(qtbot, workbench, jobs)
+    dialog.table.selectRow(0)
+    assert dialog.selected_number() == 1
+    held = jobs.submit  # the job is started now and its result delivered after the selection changes
+    results: list = []
+
+    def submit_later(*args, **kwargs):
+        results.append(kwargs.pop("on_result"))
+        return held(*args, **kwargs)
+
+    jobs.submit = submit_later
+    try:
+        _click(qtbot, dialog.overlap_button)
+    finally:
+        jobs.submit = held
+    qtbot.waitUntil(lambda: not jobs.is_busy(), timeout=WAIT)
+    dialog.table.selectRow(1)
+    assert dialog.selected_number() == 2
+    results[0]("| #1.1 | full-text | 2 | 2 |")  # the overlap of #1 arrives now
+    assert dialog.check_view.toPlainText() == "" and dialog.overlap_markdown == ""
+    assert "finished while #2 was selected" in dialog.status.text()

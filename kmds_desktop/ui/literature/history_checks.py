@@ -82,6 +82,8 @@ class SetChecks(QGroupBox):
         self.last_documents: Path | None = None
         #: The set the check view's result (known papers or row overlap) is about (None: nothing shown).
         self.shown_for: int | None = None
+        #: The set selected in the history, as the last selection change said (None: not told yet).
+        self.selected: int | None = None
         #: The row overlap as the CLI prints it (Markdown), kept beside the rendered table.
         self.overlap_markdown = ""
 
@@ -119,6 +121,7 @@ class SetChecks(QGroupBox):
     def clear_result(self, number: int | None) -> bool:
         """Another set (``number``) is selected: a check or overlap of the one before goes. True when
         something was cleared."""
+        self.selected = number
         if self.shown_for is None or number is None or number == self.shown_for:
             return False
         self.shown_for = None
@@ -167,7 +170,18 @@ class SetChecks(QGroupBox):
                                 on_result=lambda answer: self._checked(number, answer),
                                 on_error=self._failed("The known papers cannot be checked"))
 
+    def _elsewhere(self, number: int, what: str) -> bool:
+        """Whether another set than ``number`` was selected while its job ran: its result is not shown
+        under that one (it read as the other set's); the status line says so."""
+        if self.selected is None or self.selected == number:
+            return False
+        self.status.emit(f"The {what} of #{number} finished while #{self.selected} was selected: select "
+                         f"#{number} and run it again to see it.")
+        return True
+
     def _checked(self, number: int, answer: KnownPapersCheck) -> None:
+        if self._elsewhere(number, "known-papers check"):
+            return
         check = answer.check
         self.last_check = check
         self._check_set = number
@@ -192,6 +206,8 @@ class SetChecks(QGroupBox):
 
     def _show_overlap(self, text: str, number: int | None = None) -> None:
         """Show the overlap's Markdown tables as tables (cells ruled, numbers readable)."""
+        if number is not None and self._elsewhere(number, "row overlap"):
+            return
         self.overlap_markdown = text
         self.shown_for = number
         html = to_html(text).replace("<table>", '<table border="1" cellspacing="0" cellpadding="4">')

@@ -449,6 +449,10 @@ class LiteraturePanel(QWidget):
     def _clear_search(self) -> None:
         self.stop_generating()
         self.generation.check_timer.stop()
+        # the old rows' coverage question goes with them: its Run anyway ran the new rows unasked, and
+        # an Embed first still running ran them when it ended
+        self.coverage_bar.setVisible(False)
+        self._run_after_embedding = False
         # The documents go before the session announces the clearing, so the buttons it re-renders
         # see none (Export stayed enabled on an empty table); the window ends the old search's messages.
         self.results.clear()

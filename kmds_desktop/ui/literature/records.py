@@ -70,7 +70,9 @@ class SearchRecords(QObject):
         if not self.session.documents:
             self.message.emit("warning", "There is nothing to screen: run the ticked queries first.")
             return None
-        question = self.session.question or (run.plan.question if run is not None else "") or question
+        # the run's own question first: the documents are that run's, and a new question typed or
+        # generated for since (not run yet) is not what they were found for
+        question = (run.plan.question if run is not None else "") or self.session.question or question
         self.screening_window = open_screening(
             owner, self.jobs, self.session.documents, question=question,
             origin=strategy.screening_origin(run, self.session.recorded_number(), utc_now()),

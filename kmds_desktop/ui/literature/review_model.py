@@ -270,6 +270,8 @@ class ReviewModel(HeaderedTableModel):
         appears when it brought something to show."""
         row = self.session.consider(result)
         if row is None:
+            # a proposal may have ticked an earlier row again, for this question: its tick and question
+            self._changed_rows(0, len(self._rows) - 1)
             return None
         n = len(self._rows)
         self.beginInsertRows(QModelIndex(), n, n)
