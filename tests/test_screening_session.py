@@ -146,6 +146,21 @@ def test_undo_restores_each_record_and_the_queue_as_it_was(store: DecisionStore)
     assert session.progress().screened == 5
 
 
+def test_back_then_forward_comes_back_to_the_record_that_was_on_screen(store: DecisionStore) -> None:
+    """Back left the queue without remembering its record, and Forward after the last decided record
+    picked again from the newest scores: another record took its place (here after a training)."""
+    session = open_session(store)  # trains when asked (the window's runner), not after each decision
+    session.add_records(records(), origin="#1")
+    session.include()
+    session.exclude()
+    on_screen = session.current.key  # shown before the model learnt from the two decisions
+    assert session.train()  # the training the decisions asked for, on a worker in the window
+    session.back()
+    assert session.current.key != on_screen  # a decided record
+    session.forward()
+    assert session.current.key == on_screen
+
+
 def test_key_presses(store: DecisionStore) -> None:
     session = open_session(store, background=False)
     session.add_records(records(), origin="#1")

@@ -922,9 +922,16 @@ class ScreeningSession(Observable):
         self.announce(RECORD_SHOWN)
 
     def back(self) -> ScreeningRecord | None:
-        """The decided record before the one on screen (from the queue: the last decided)."""
+        """The decided record before the one on screen (from the queue: the last decided). The record
+        that was on screen in the queue is the one Forward comes back to, whatever the model learnt
+        meanwhile (as after :meth:`undo`)."""
         if not self._order_of_decisions:
             return self.current
+        if self._browse is None:  # leaving the queue: the record on screen is the one Forward comes back to
+            shown = self.current
+            if shown is not None and shown.key not in self.decisions:
+                with self._lock:
+                    self._push_resume(shown.key, self._ordered_by)
         pos = len(self._order_of_decisions) - 1 if self._browse is None else max(0, self._browse - 1)
         self._show_decided(pos)
         return self.current
