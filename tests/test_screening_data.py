@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from pathlib import Path
 
 import bibtexparser
@@ -80,12 +81,14 @@ def test_export_import_decisions_with_unknown_ids_and_a_broken_line(
         "r,ben,cf,cf:999,,,,exclude,,,",  # unknown
         "r,ben,cf,cf:5,,,,include",  # broken: too few fields
         "r,ben,cf,cf:6,,,,perhaps,,,",  # broken: unknown decision
+        f"r,ben,cf,{rows[0]['external_id']},,,,include,,,",  # the first record again: one decision
+        "r,ben,,,,99999999,,include,,,",  # unknown, named by its PMID (it was named '')
     ]
     path = tmp_path / "ben.csv"
     path.write_text("\n".join(theirs) + "\n", encoding="utf-8")
     report = session.import_decisions(path)
     assert report.reviewer == "ben" and report.imported == 4
-    assert report.unknown == ["cf:cf:999"]
+    assert report.unknown == ["cf:cf:999", "PMID 99999999"]
     assert [n for n, _ in report.broken] == [7, 8]
     agreement = session.agreement("ben")
     assert agreement.both == 4 and agreement.agreed == 3 and len(agreement.disagreements) == 1
@@ -153,3 +156,18 @@ def test_csv_import_of_records(tmp_path: Path) -> None:
     assert s.add_file(path) == 2 and s.add_file(path) == 0  # re-import adds nothing
     assert s.flow().identified == 2  # the same file again is not a second source
     store.close()
+
+
+@pytest.mark.parametrize(("name", "text", "why"), [
+    ("refs.nbib", "PMID- 1\nTI  - A MEDLINE record\n", "MEDLINE (.nbib)"),
+    ("refs.tsv", "title\tdoi\nA record\t10.1/x\n", "import a .csv (comma-separated) or .ris file"),
+])
+def test_a_records_file_of_another_format_is_refused_not_read_as_empty(tmp_path: Path, name: str, text: str,
+                                                                      why: str) -> None:
+    """A .nbib was read as RIS and a .tsv as comma-separated CSV: both came back as no records, no error."""
+    from kmds_desktop.literature.screening.records import read_records_file
+
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match=re.escape(why)):
+        read_records_file(path)

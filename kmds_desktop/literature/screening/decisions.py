@@ -590,10 +590,13 @@ class DecisionStore(SqliteStore):
             if key is None and pmid:
                 key = index.get(("pmid", pmid))
             if key is None:
-                report.unknown.append(
-                    shorten(f"{get('source')}:{get('external_id')}".strip(":") or get("doi"), 80))
+                named = (f"{get('source')}:{get('external_id')}".strip(":") or get("doi")
+                         or (f"PMID {get('pmid')}" if get("pmid") else f"line {line_no}"))
+                report.unknown.append(shorten(named, 80))
                 continue
             rows.append((key, who, Decision(decision, get("reason"), get("note"), None, get("decided_at"))))
+        # two lines naming one record (by id and by DOI): one decision is kept, the last, and counted once
+        rows = list({(key, who): (key, who, d) for key, who, d in rows}.values())
         with self._write() as conn:
             for key, who, d in rows:
                 conn.execute(

@@ -469,10 +469,14 @@ def read_ris_records(path: str | Path) -> list[ScreeningRecord]:
 
 
 def read_records_file(path: str | Path) -> list[ScreeningRecord]:
-    """A RIS (``.ris``/``.txt``) or CSV file's records."""
+    """A RIS (``.ris``/``.txt``) or CSV file's records. A MEDLINE ``.nbib`` or a tab-separated ``.tsv``
+    is refused with what to do: read as RIS or CSV they came back as no records and no error."""
     suffix = Path(path).suffix.lower()
-    if suffix in (".ris", ".txt", ".nbib"):
+    if suffix in (".ris", ".txt"):
         return read_ris_records(path)
-    if suffix in (".csv", ".tsv"):
+    if suffix == ".csv":
         return read_csv_records(path)
-    raise ValueError(f"{path}: import a .csv or .ris file")
+    if suffix == ".nbib":
+        raise ValueError(f"{path}: a MEDLINE (.nbib) file; export the records as RIS from PubMed "
+                         "(Send to → Citation manager) or import it into the literature database")
+    raise ValueError(f"{path}: import a .csv (comma-separated) or .ris file")
