@@ -23,7 +23,7 @@ from kmds_desktop.crashpoints import crash_point
 from kmds_desktop.kb.model import KnowledgeBaseError, Observation, Workflow
 from kmds_desktop.kb.safety import prescan_rdfxml, read_kb_bytes
 from kmds_desktop.kb.save_temp import create_locked_temp, remove_stale_temps
-from kmds_desktop.kb.store import KBStore
+from kmds_desktop.kb.store import MAX_INT, KBStore
 from kmds_desktop.kb.vocabulary import (
     CATEGORIES,
     CATEGORY_CLASS,
@@ -35,9 +35,6 @@ from kmds_desktop.tasks import Cancelled, CancelToken, ProgressFn, check, report
 
 # Characters XML 1.0 cannot carry at all; a finding holding one would make an unreadable file.
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-#: The largest finding number kept (SQLite's 64-bit integers hold it; a larger one cannot be saved).
-MAX_SEQ = 2**63 - 1
-MAX_SEQ_DIGITS = len(str(MAX_SEQ))
 # Workflow names become IRIs (``#name``); KMDS allows spaces, but these would break the IRI.
 _BAD_NAME = re.compile(r'[#<>"{}|\\^`\x00-\x1f\ud800-\udfff\ufffe\uffff]')
 _OBS_FIELDS = ("category", "obs_type", "finding", "finding_seq", "intent", "workflows")
@@ -416,13 +413,13 @@ class KnowledgeBase:
             return None
         if isinstance(seq, bool) or not isinstance(seq, int):
             try:
-                seq = int(str(seq).strip()[:MAX_SEQ_DIGITS + 2])
+                seq = int(str(seq).strip())  # thousands of digits: ValueError, said below
             except ValueError:
                 raise KnowledgeBaseError(
-                    f"finding_seq must be a whole number, not {seq!r}", path=self.path
+                    f"finding_seq must be a whole number, not {str(seq)[:40]!r}", path=self.path
                 ) from None
-        if not -MAX_SEQ <= seq <= MAX_SEQ:  # the store (SQLite) and every reader take 64-bit numbers
-            raise KnowledgeBaseError(f"finding_seq {seq} is out of range (at most {MAX_SEQ:,})",
+        if not -MAX_INT <= seq <= MAX_INT:  # the store (SQLite) and every reader take 64-bit numbers
+            raise KnowledgeBaseError(f"finding_seq {seq} is out of range (at most {MAX_INT:,})",
                                      path=self.path)
         return seq
 

@@ -63,6 +63,10 @@ class ReadResult:
     has_kmds_terms: bool = False
 
 
+#: The largest integer the store (SQLite) holds: a larger finding number cannot be saved.
+MAX_INT = 2**63 - 1
+
+
 def in_chunks(items: Sequence[Any]) -> Iterable[Sequence[Any]]:
     """``items`` in slices small enough for one SQL statement's parameters (SQLite bounds them)."""
     for start in range(0, len(items), _CHUNK):
@@ -480,7 +484,7 @@ def _as_int(value: Any) -> int | None:
             number = int(float(value))
         except (TypeError, ValueError, OverflowError):  # "1e400", INF, 5,000 digits
             return None
-    return number if -(2**63) < number < 2**63 else None  # the store (SQLite) holds 64-bit numbers
+    return number if -MAX_INT <= number <= MAX_INT else None
 
 
 def _as_text(value: Any) -> str | None:

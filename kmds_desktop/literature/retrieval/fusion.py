@@ -42,7 +42,6 @@ def reciprocal_rank_fusion(
         raise ValueError(f"the fusion constant k must be at least 1, not {k}")
     if weights is not None and len(weights) != len(id_lists):
         raise ValueError(f"{len(weights)} weights for {len(id_lists)} lists")
-    scores: dict[int, float] = {}
     best: dict[int, int] = {}
     found_by: dict[int, list[int]] = {}
     parts: dict[int, list[float]] = {}
@@ -58,7 +57,7 @@ def reciprocal_rank_fusion(
             found_by.setdefault(doc_id, []).append(list_index)
     # summed exactly (fsum), so two documents with the same ranks in other lists tie, and the tie-break
     # decides, whatever order the lists came in (a plain sum differed in the last bit)
-    scores.update({doc_id: math.fsum(values) for doc_id, values in parts.items()})
+    scores = {doc_id: math.fsum(values) for doc_id, values in parts.items()}
     ordered = sorted(scores, key=lambda i: (-scores[i], -len(found_by[i]), best[i], i))
     return ordered, scores, found_by
 
